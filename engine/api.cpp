@@ -1,0 +1,286 @@
+// The C API: argument checks, exceptions turned into statuses and the thread's
+// last-error message. Nothing here samples; it forwards to the Context/Chain.
+#include "context.hpp"
+#include "gpu_context.hpp"
+#include "vk_instance.hpp"
+
+#include <sieve/sieve.h>
+
+#include <volk.h>
+
+#include <sieve/sieve_vulkan.h>
+
+#include <cstring>
+#include <new>
+
+using namespace sieve;
+
+namespace {
+
+template <typename F>
+sieve_status guarded(F&& f) {
+    try {
+        clear_last_error();
+        return f();
+    } catch (const Failure& e) {
+        set_last_error(e.what());
+        return e.status();
+    } catch (const std::bad_alloc&) {
+        set_last_error("out of host memory");
+        return SIEVE_ERROR_OUT_OF_MEMORY;
+    } catch (const std::exception& e) {
+        set_last_error(std::string("internal error: ") + e.what());
+        return SIEVE_ERROR_INTERNAL;
+    } catch (...) {
+        set_last_error("internal error");
+        return SIEVE_ERROR_INTERNAL;
+    }
+}
+
+sieve_status null_handle(const char* what) {
+    set_last_error(std::string(what) + " handle is NULL");
+    return SIEVE_ERROR_NULL_HANDLE;
+}
+
+sieve_context_options options_or_default(const sieve_context_options* options) {
+    sieve_context_options o;
+    sieve_context_options_init(&o);
+    if (options) {
+        if (options->struct_size < sizeof(sieve_context_options))
+            fail(SIEVE_ERROR_INVALID_ARGUMENT,
+                 "sieve_context_options.struct_size is too small (call sieve_context_options_init)");
+        o = *options;
+    }
+    if (o.backend != SIEVE_BACKEND_VULKAN && o.backend != SIEVE_BACKEND_CPU)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "unknown backend " + std::to_string(static_cast<int>(o.backend)));
+    if (o.disable_features & ~static_cast<uint32_t>(SIEVE_FEATURE_ALL))
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "unknown feature bits in disable_features");
+    return o;
+}
+
+} // namespace
+
+extern "C" {
+
+SIEVE_API uint32_t sieve_version(void) { return SIEVE_VERSION; }
+
+SIEVE_API const char* sieve_status_name(sieve_status status) {
+    switch (status) {
+    case SIEVE_OK: return "ok";
+    case SIEVE_ERROR_NULL_HANDLE: return "null_handle";
+    case SIEVE_ERROR_INVALID_ARGUMENT: return "invalid_argument";
+    case SIEVE_ERROR_UNKNOWN_SAMPLER: return "unknown_sampler";
+    case SIEVE_ERROR_UNSUPPORTED_SAMPLER: return "unsupported_sampler";
+    case SIEVE_ERROR_INVALID_CHAIN: return "invalid_chain";
+    case SIEVE_ERROR_INVALID_PARAMETER: return "invalid_parameter";
+    case SIEVE_ERROR_CAPACITY: return "capacity";
+    case SIEVE_ERROR_DEVICE_LIMIT: return "device_limit";
+    case SIEVE_ERROR_NON_FINITE_LOGIT: return "non_finite_logit";
+    case SIEVE_ERROR_ALL_MASKED: return "all_masked";
+    case SIEVE_ERROR_NO_DEVICE: return "no_device";
+    case SIEVE_ERROR_VULKAN: return "vulkan_error";
+    case SIEVE_ERROR_DEVICE_LOST: return "device_lost";
+    case SIEVE_ERROR_TIMEOUT: return "timeout";
+    case SIEVE_ERROR_OUT_OF_MEMORY: return "out_of_memory";
+    case SIEVE_ERROR_INTERNAL: return "internal";
+    }
+    return "unknown_status";
+}
+
+SIEVE_API const char* sieve_last_error(void) { return last_error(); }
+
+SIEVE_API sieve_status sieve_enumerate_devices(sieve_device_info* infos, uint32_t* count) {
+    return guarded([&] {
+        if (!count) fail(SIEVE_ERROR_INVALID_ARGUMENT, "count is NULL");
+        MessageSink sink;
+        Instance instance(false, &sink);
+        auto devices = list_devices(instance.handle());
+        if (!infos) {
+            *count = static_cast<uint32_t>(devices.size());
+            return SIEVE_OK;
+        }
+        uint32_t n = std::min<uint32_t>(*count, static_cast<uint32_t>(devices.size()));
+        for (uint32_t i = 0; i < n; ++i) infos[i] = devices[i].info;
+        *count = n;
+        return SIEVE_OK;
+    });
+}
+
+SIEVE_API void sieve_context_options_init(sieve_context_options* options) {
+    if (!options) return;
+    std::memset(options, 0, sizeof(*options));
+    options->struct_size = sizeof(*options);
+    options->backend = SIEVE_BACKEND_VULKAN;
+    options->validation = -1;
+}
+
+SIEVE_API sieve_status sieve_context_create(const sieve_context_options* options, sieve_context** out) {
+    return guarded([&] {
+        if (!out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
+        *out = nullptr;
+        sieve_context_options o = options_or_default(options);
+        auto ctx = std::make_unique<sieve_context>();
+        ctx->impl = o.backend == SIEVE_BACKEND_CPU ? make_cpu_context() : make_vulkan_context(o);
+        *out = ctx.release();
+        return SIEVE_OK;
+    });
+}
+
+SIEVE_API sieve_status sieve_context_create_vulkan(const sieve_vulkan_device* device,
+                                                   const sieve_context_options* options, sieve_context** out) {
+    return guarded([&] {
+        if (!out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
+        *out = nullptr;
+        if (!device) fail(SIEVE_ERROR_INVALID_ARGUMENT, "device is NULL");
+        sieve_context_options o = options_or_default(options);
+        auto ctx = std::make_unique<sieve_context>();
+        ctx->impl = std::make_unique<VulkanContext>(*device, o);
+        *out = ctx.release();
+        return SIEVE_OK;
+    });
+}
+
+SIEVE_API void sieve_context_destroy(sieve_context* context) { delete context; }
+
+SIEVE_API sieve_status sieve_context_device_info(const sieve_context* context, sieve_device_info* out) {
+    if (!context) return null_handle("context");
+    return guarded([&] {
+        if (!out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
+        *out = context->impl->device_info();
+        return SIEVE_OK;
+    });
+}
+
+SIEVE_API sieve_status sieve_context_validation_messages(const sieve_context* context, uint64_t* out) {
+    if (!context) return null_handle("context");
+    return guarded([&] {
+        if (!out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
+        *out = context->impl->validation_messages();
+        return SIEVE_OK;
+    });
+}
+
+SIEVE_API void sieve_chain_desc_init(sieve_chain_desc* desc) {
+    if (!desc) return;
+    std::memset(desc, 0, sizeof(*desc));
+    desc->struct_size = sizeof(*desc);
+    desc->samplers = nullptr;
+    desc->max_rows = 1;
+    desc->max_vocab = 1;
+    desc->temperature = 0.8f;  // llama.cpp's default
+    desc->seed = SIEVE_SEED_RANDOM;
+    desc->min_keep = 0;
+}
+
+SIEVE_API sieve_status sieve_chain_create(sieve_context* context, const sieve_chain_desc* desc, sieve_chain** out) {
+    if (!context) return null_handle("context");
+    return guarded([&] {
+        if (!out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
+        *out = nullptr;
+        if (!desc) fail(SIEVE_ERROR_INVALID_ARGUMENT, "desc is NULL");
+        ChainConfig config = make_chain_config(*desc);
+        auto chain = std::make_unique<sieve_chain>();
+        chain->impl = context->impl->create_chain(config);
+        *out = chain.release();
+        return SIEVE_OK;
+    });
+}
+
+SIEVE_API void sieve_chain_destroy(sieve_chain* chain) { delete chain; }
+
+SIEVE_API sieve_status sieve_chain_set_param(sieve_chain* chain, int32_t row, sieve_param param, double value) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        chain->impl->set_param(row, param, value);
+        return SIEVE_OK;
+    });
+}
+
+SIEVE_API sieve_status sieve_chain_get_param(const sieve_chain* chain, int32_t row, sieve_param param, double* value) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        if (!value) fail(SIEVE_ERROR_INVALID_ARGUMENT, "value is NULL");
+        *value = chain->impl->get_param(row, param);
+        return SIEVE_OK;
+    });
+}
+
+SIEVE_API sieve_status sieve_chain_reset(sieve_chain* chain, int32_t row) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        chain->impl->reset(row);
+        return SIEVE_OK;
+    });
+}
+
+SIEVE_API sieve_status sieve_sample(sieve_chain* chain, const float* logits, int32_t rows, int32_t vocab,
+                                    sieve_token* out) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        if (!out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
+        chain->impl->check_call(logits, rows, vocab);
+        std::string message;
+        sieve_status s = chain->impl->sample(logits, rows, vocab, 1, nullptr, out, &message);
+        if (s != SIEVE_OK) set_last_error(message);
+        return s;
+    });
+}
+
+SIEVE_API sieve_status sieve_sample_draws(sieve_chain* chain, const float* logits, int32_t rows, int32_t vocab,
+                                          int32_t draws, int32_t* tokens, sieve_token* out) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        if (!tokens) fail(SIEVE_ERROR_INVALID_ARGUMENT, "tokens is NULL");
+        if (draws <= 0) fail(SIEVE_ERROR_INVALID_ARGUMENT, "draws must be >= 1");
+        chain->impl->check_call(logits, rows, vocab);
+        std::string message;
+        sieve_status s = chain->impl->sample(logits, rows, vocab, draws, tokens, out, &message);
+        if (s != SIEVE_OK) set_last_error(message);
+        return s;
+    });
+}
+
+SIEVE_API sieve_status sieve_chain_distribution(sieve_chain* chain, const float* logits, int32_t rows,
+                                                int32_t vocab, int32_t row, int32_t* ids, float* probs,
+                                                int32_t capacity, int32_t* count) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        if (!count) fail(SIEVE_ERROR_INVALID_ARGUMENT, "count is NULL");
+        if (capacity < 0) fail(SIEVE_ERROR_INVALID_ARGUMENT, "negative capacity");
+        if (capacity > 0 && (!ids || !probs)) fail(SIEVE_ERROR_INVALID_ARGUMENT, "ids or probs is NULL");
+        chain->impl->check_call(logits, rows, vocab);
+        if (row < 0 || row >= rows) fail(SIEVE_ERROR_INVALID_ARGUMENT, "row " + std::to_string(row) + " is outside 0.." + std::to_string(rows - 1));
+        std::vector<ref::Weighted> dist;
+        std::string message;
+        sieve_status s = chain->impl->distribution(logits, rows, vocab, row, &dist, &message);
+        if (s != SIEVE_OK) fail(s, message);
+        *count = static_cast<int32_t>(dist.size());
+        for (int32_t i = 0; i < std::min(capacity, *count); ++i) {
+            ids[i] = dist[static_cast<size_t>(i)].id;
+            probs[i] = static_cast<float>(dist[static_cast<size_t>(i)].p);
+        }
+        return SIEVE_OK;
+    });
+}
+
+SIEVE_API sieve_status sieve_chain_counters(const sieve_chain* chain, sieve_counters* out) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        if (!out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
+        *out = chain->impl->counters();
+        return SIEVE_OK;
+    });
+}
+
+SIEVE_API sieve_status sieve_chain_plan_figures(const sieve_chain* chain, int32_t rows, int32_t vocab,
+                                                uint32_t* dispatches, uint32_t* row_passes) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        if (!dispatches || !row_passes) fail(SIEVE_ERROR_INVALID_ARGUMENT, "output pointer is NULL");
+        chain->impl->check_call(reinterpret_cast<const float*>(chain), rows, vocab);
+        chain->impl->plan_figures(rows, vocab, dispatches, row_passes);
+        return SIEVE_OK;
+    });
+}
+
+} // extern "C"

@@ -1,0 +1,74 @@
+// A sampler chain: the ordered samplers, its capacity and per-row parameters.
+// The backends (GPU engine, CPU twin) implement sampling; the parameter logic
+// and its validation live here once.
+#pragma once
+
+#include "error.hpp"
+#include "reference/reference.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sieve {
+
+struct ChainConfig {
+    std::vector<ref::SamplerKind> samplers;  // parsed, ending in Dist or Greedy
+    int32_t max_rows = 1;
+    int32_t max_vocab = 1;
+    float temperature = 0.8f;
+    uint32_t seed = SIEVE_SEED_RANDOM;
+    int32_t min_keep = 0;
+};
+
+// Validates a sieve_chain_desc and parses its samplers (throws Failure).
+ChainConfig make_chain_config(const sieve_chain_desc& desc);
+
+class Chain {
+public:
+    explicit Chain(const ChainConfig& config);
+    virtual ~Chain() = default;
+    Chain(const Chain&) = delete;
+    Chain& operator=(const Chain&) = delete;
+
+    const ChainConfig& config() const { return config_; }
+
+    void set_param(int32_t row, sieve_param param, double value);
+    double get_param(int32_t row, sieve_param param) const;
+    void reset(int32_t row);
+
+    // Arguments are validated by the caller (check_call). tokens may be null
+    // when draws == 1. Returns SIEVE_OK or the first failing row's status, with
+    // the row's message in *message.
+    virtual sieve_status sample(const float* logits, int32_t rows, int32_t vocab, int32_t draws, int32_t* tokens,
+                                sieve_token* out, std::string* message) = 0;
+    virtual sieve_status distribution(const float* logits, int32_t rows, int32_t vocab, int32_t row,
+                                      std::vector<ref::Weighted>* out, std::string* message) = 0;
+    virtual sieve_counters counters() const = 0;
+    virtual void plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, uint32_t* row_passes) const = 0;
+
+    // Throws CAPACITY / INVALID_ARGUMENT for sizes the chain cannot take.
+    void check_call(const float* logits, int32_t rows, int32_t vocab) const;
+
+protected:
+    struct Row {
+        float temperature;
+        uint32_t seed;
+        int32_t min_keep;
+        uint32_t generation;  // bumped by reset and seed changes: the step restarts at 0
+    };
+
+    ref::RowParams row_params(int32_t row) const;
+    bool greedy_terminal() const;
+    // The temperature product the GPU divides by (1 without a temperature
+    // sampler; <= 0 means llama.cpp's greedy masking).
+    float row_scale(int32_t row) const;
+
+    ChainConfig config_;
+    std::vector<Row> rows_;
+
+private:
+    void set_one(int32_t row, sieve_param param, double value);
+};
+
+} // namespace sieve

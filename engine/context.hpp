@@ -1,0 +1,31 @@
+// A context: one backend on one device. The Vulkan context owns (or borrows) the
+// device and its pipelines; the CPU context runs the twin.
+#pragma once
+
+#include "chain.hpp"
+
+#include <memory>
+
+namespace sieve {
+
+class Context {
+public:
+    virtual ~Context() = default;
+    virtual sieve_backend backend() const = 0;
+    virtual sieve_device_info device_info() const = 0;
+    virtual uint64_t validation_messages() const { return 0; }
+    virtual std::unique_ptr<Chain> create_chain(const ChainConfig& config) = 0;
+};
+
+std::unique_ptr<Context> make_cpu_context();
+std::unique_ptr<Context> make_vulkan_context(const sieve_context_options& options);
+
+} // namespace sieve
+
+struct sieve_context {
+    std::unique_ptr<sieve::Context> impl;
+};
+
+struct sieve_chain {
+    std::unique_ptr<sieve::Chain> impl;
+};

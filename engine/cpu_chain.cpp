@@ -1,0 +1,98 @@
+// The CPU backend: the twin itself, row by row. It is what `--device cpu` runs
+// and what `sieve bench` compares the GPU against.
+#include "context.hpp"
+
+#include <cstring>
+
+namespace sieve {
+
+namespace {
+
+class CpuChain final : public Chain {
+public:
+    explicit CpuChain(const ChainConfig& config)
+        : Chain(config), steps_(static_cast<size_t>(config.max_rows), 0u),
+          seen_generation_(static_cast<size_t>(config.max_rows), 0u) {}
+
+    sieve_status sample(const float* logits, int32_t rows, int32_t vocab, int32_t draws, int32_t* tokens,
+                        sieve_token* out, std::string* message) override {
+        sieve_status first = SIEVE_OK;
+        for (int32_t d = 0; d < draws; ++d) {
+            ++submits_;
+            for (int32_t r = 0; r < rows; ++r) {
+                uint32_t step = current_step(r);
+                ref::RowResult res = ref::sample_row(config_.samplers, logits + static_cast<size_t>(r) * vocab, vocab,
+                                                     row_params(r), step);
+                sieve_token t{};
+                t.token = res.status == SIEVE_OK ? res.token : -1;
+                t.p = res.p;
+                t.logprob = res.logprob;
+                t.status = res.status;
+                t.seed = rows_[static_cast<size_t>(r)].seed;
+                t.step = step;
+                t.row_passes = 0;
+                if (res.status == SIEVE_OK) {
+                    steps_[static_cast<size_t>(r)] = step + 1;
+                } else if (first == SIEVE_OK) {
+                    first = res.status;
+                    *message = "row " + std::to_string(r) + ": " + res.message;
+                }
+                if (out) out[r] = t;
+                if (tokens) tokens[static_cast<size_t>(r) * draws + d] = t.token;
+            }
+        }
+        return first;
+    }
+
+    sieve_status distribution(const float* logits, int32_t, int32_t vocab, int32_t row,
+                              std::vector<ref::Weighted>* out, std::string* message) override {
+        return ref::row_distribution(config_.samplers, logits + static_cast<size_t>(row) * vocab, vocab,
+                                     row_params(row), out, message);
+    }
+
+    sieve_counters counters() const override {
+        sieve_counters c{};
+        c.submits = submits_;
+        return c;
+    }
+
+    void plan_figures(int32_t, int32_t, uint32_t* dispatches, uint32_t* row_passes) const override {
+        *dispatches = 0;
+        *row_passes = 0;
+    }
+
+private:
+    uint32_t current_step(int32_t r) {
+        auto i = static_cast<size_t>(r);
+        if (seen_generation_[i] != rows_[i].generation) {
+            seen_generation_[i] = rows_[i].generation;
+            steps_[i] = 0;
+        }
+        return steps_[i];
+    }
+
+    std::vector<uint32_t> steps_;
+    std::vector<uint32_t> seen_generation_;
+    uint64_t submits_ = 0;
+};
+
+class CpuContext final : public Context {
+public:
+    sieve_backend backend() const override { return SIEVE_BACKEND_CPU; }
+    sieve_device_info device_info() const override {
+        sieve_device_info info{};
+        std::strncpy(info.name, "cpu (Sieve CPU twin)", sizeof(info.name) - 1);
+        std::strncpy(info.driver, "reference", sizeof(info.driver) - 1);
+        info.type = SIEVE_DEVICE_CPU;
+        return info;
+    }
+    std::unique_ptr<Chain> create_chain(const ChainConfig& config) override {
+        return std::make_unique<CpuChain>(config);
+    }
+};
+
+} // namespace
+
+std::unique_ptr<Context> make_cpu_context() { return std::make_unique<CpuContext>(); }
+
+} // namespace sieve

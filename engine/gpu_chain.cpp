@@ -1,0 +1,413 @@
+// The GPU engine's chain: buffers allocated once for the chain's capacity, one
+// descriptor set, command buffers recorded once per (kind, rows, vocab) and
+// resubmitted; per-token values go through the persistently mapped parameter
+// block, so steady-state sampling records and allocates nothing.
+#include "gpu_context.hpp"
+#include "gpu_plan.hpp"
+#include "vk_check.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <tuple>
+
+namespace sieve {
+
+namespace {
+
+// Buffer strides, mirroring common.glsl.
+constexpr uint32_t kParamStride = 8;
+constexpr uint32_t kSlotStride = 4;
+constexpr uint32_t kChunkStride = 8;
+constexpr uint32_t kRowStride = 16;
+constexpr uint32_t kResultStride = 8;
+constexpr uint32_t kDigits = 256;
+constexpr uint64_t kWaitTimeoutNs = 30ull * 1000 * 1000 * 1000;
+
+struct Recording {
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    Plan plan;
+};
+
+class GpuChain final : public Chain {
+public:
+    GpuChain(VulkanContext& context, const ChainConfig& config);
+    ~GpuChain() override;
+
+    sieve_status sample(const float* logits, int32_t rows, int32_t vocab, int32_t draws, int32_t* tokens,
+                        sieve_token* out, std::string* message) override;
+    sieve_status distribution(const float* logits, int32_t rows, int32_t vocab, int32_t row,
+                              std::vector<ref::Weighted>* out, std::string* message) override;
+    sieve_counters counters() const override;
+    void plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, uint32_t* row_passes) const override;
+
+private:
+    void release();
+    void check_capacity() const;
+    VkDescriptorSet allocate_set(VkBuffer probabilities);
+    const Recording& recording(RecordingKind kind, uint32_t rows, uint32_t vocab);
+    void upload(const float* logits, uint32_t rows, uint32_t vocab);
+    void write_params(uint32_t rows);
+    void submit_and_wait(const Recording& rec, uint32_t rows);
+    void wait_pending();
+    sieve_token read_result(uint32_t row, std::string* message, sieve_status* first) const;
+
+    Device& device_;
+    Pipelines& pipelines_;
+    EffectiveLimits limits_;
+    sieve_device_type type_;
+    uint32_t max_chunks_;
+
+    std::atomic<uint64_t> allocations_{0};
+    uint64_t submits_ = 0, recordings_ = 0, dispatches_ = 0, row_passes_ = 0;
+
+    Buffer logits_, staging_, params_, chunk_stats_, row_state_, slot_state_, histograms_, candidates_, results_;
+    Buffer placeholder_, probabilities_;
+    VkDescriptorPool pool_ = VK_NULL_HANDLE;
+    VkDescriptorSet set_ = VK_NULL_HANDLE, distribution_set_ = VK_NULL_HANDLE;
+    VkCommandPool command_pool_ = VK_NULL_HANDLE;
+    VkFence fence_ = VK_NULL_HANDLE;
+    bool pending_ = false;  // a submission whose wait timed out
+    std::map<std::tuple<uint32_t, uint32_t, uint32_t>, Recording> recordings_by_shape_;
+};
+
+GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
+    : Chain(config), device_(context.device()), pipelines_(context.pipelines()), limits_(device_.limits()),
+      type_(device_.info().type), max_chunks_(max_chunks_for(limits_, type_)) {
+    check_capacity();
+    const auto& vk = device_.vk();
+    VkDevice dev = device_.handle();
+    const uint64_t rows = static_cast<uint64_t>(config.max_rows);
+    const uint64_t vocab = static_cast<uint64_t>(config.max_vocab);
+    const VkBufferUsageFlags storage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+    try {
+        const bool uma = device_.unified_memory();
+        logits_ = device_.create_buffer(rows * vocab * 4, storage | VK_BUFFER_USAGE_TRANSFER_DST_BIT, uma, &allocations_);
+        if (!uma) staging_ = device_.create_buffer(rows * vocab * 4, VK_BUFFER_USAGE_TRANSFER_SRC_BIT, true, &allocations_);
+        params_ = device_.create_buffer(rows * kParamStride * 4, storage, true, &allocations_);
+        chunk_stats_ = device_.create_buffer(rows * max_chunks_ * kChunkStride * 4, storage, false, &allocations_);
+        row_state_ = device_.create_buffer(rows * kRowStride * 4, storage, false, &allocations_);
+        slot_state_ = device_.create_buffer(rows * kSlotStride * 4, storage | VK_BUFFER_USAGE_TRANSFER_DST_BIT, false,
+                                            &allocations_);
+        histograms_ = device_.create_buffer(rows * max_chunks_ * kDigits * 3 * 4, storage, false, &allocations_);
+        candidates_ = device_.create_buffer(rows * limits_.candidate_capacity * 2 * 4, storage, false, &allocations_);
+        results_ = device_.create_buffer(rows * kResultStride * 4, storage, true, &allocations_);
+        placeholder_ = device_.create_buffer(16, storage, false, &allocations_);
+
+        VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2 * kBindingCount};
+        VkDescriptorPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+        pool_info.maxSets = 2;
+        pool_info.poolSizeCount = 1;
+        pool_info.pPoolSizes = &size;
+        vk_check(vk.vkCreateDescriptorPool(dev, &pool_info, nullptr, &pool_), "vkCreateDescriptorPool");
+        set_ = allocate_set(placeholder_.buffer);
+
+        VkCommandPoolCreateInfo cp{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+        cp.queueFamilyIndex = device_.family();
+        vk_check(vk.vkCreateCommandPool(dev, &cp, nullptr, &command_pool_), "vkCreateCommandPool");
+        VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+        vk_check(vk.vkCreateFence(dev, &fi, nullptr, &fence_), "vkCreateFence");
+
+        // Slot state starts at step 0, generation 0 (the host's generations start
+        // at 1, so the first call restarts every row's step).
+        VkCommandBuffer cmd = VK_NULL_HANDLE;
+        VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+        ai.commandPool = command_pool_;
+        ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+        ai.commandBufferCount = 1;
+        vk_check(vk.vkAllocateCommandBuffers(dev, &ai, &cmd), "vkAllocateCommandBuffers");
+        VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+        bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+        vk.vkBeginCommandBuffer(cmd, &bi);
+        vk.vkCmdFillBuffer(cmd, slot_state_.buffer, 0, VK_WHOLE_SIZE, 0);
+        VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+        barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+        barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+        vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
+                                &barrier, 0, nullptr, 0, nullptr);
+        vk_check(vk.vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+        VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+        si.commandBufferCount = 1;
+        si.pCommandBuffers = &cmd;
+        vk_check(device_.submit(si, fence_), "vkQueueSubmit");
+        vk_check(vk.vkWaitForFences(dev, 1, &fence_, VK_TRUE, kWaitTimeoutNs), "vkWaitForFences");
+        vk.vkResetFences(dev, 1, &fence_);
+        vk.vkFreeCommandBuffers(dev, command_pool_, 1, &cmd);
+    } catch (...) {
+        release();
+        throw;
+    }
+}
+
+GpuChain::~GpuChain() { release(); }
+
+void GpuChain::release() {
+    const auto& vk = device_.vk();
+    VkDevice dev = device_.handle();
+    if (fence_) {
+        if (pending_) vk.vkWaitForFences(dev, 1, &fence_, VK_TRUE, kWaitTimeoutNs);
+        vk.vkDestroyFence(dev, fence_, nullptr);
+        fence_ = VK_NULL_HANDLE;
+    }
+    if (command_pool_) vk.vkDestroyCommandPool(dev, command_pool_, nullptr);  // frees the recordings
+    command_pool_ = VK_NULL_HANDLE;
+    recordings_by_shape_.clear();
+    if (pool_) vk.vkDestroyDescriptorPool(dev, pool_, nullptr);
+    pool_ = VK_NULL_HANDLE;
+    for (Buffer* b : {&logits_, &staging_, &params_, &chunk_stats_, &row_state_, &slot_state_, &histograms_,
+                      &candidates_, &results_, &placeholder_, &probabilities_})
+        device_.destroy_buffer(*b);
+}
+
+void GpuChain::check_capacity() const {
+    const uint64_t range = limits_.max_storage_buffer_range;
+    const uint64_t rows = static_cast<uint64_t>(config_.max_rows);
+    const uint64_t logits_bytes = rows * static_cast<uint64_t>(config_.max_vocab) * 4;
+    if (logits_bytes > range)
+        fail(SIEVE_ERROR_DEVICE_LIMIT,
+             "capacity " + std::to_string(config_.max_rows) + " rows x " + std::to_string(config_.max_vocab) +
+                 " f32 logits needs " + std::to_string(logits_bytes) + " bytes in one buffer; this device's "
+                 "maxStorageBufferRange is " + std::to_string(range) + " (reduce max_rows or max_vocab)");
+    const uint64_t hist_bytes = rows * max_chunks_ * kDigits * 3 * 4;
+    if (hist_bytes > range)
+        fail(SIEVE_ERROR_DEVICE_LIMIT, "capacity of " + std::to_string(config_.max_rows) +
+                                           " rows needs more histogram space than maxStorageBufferRange");
+    if (rows > limits_.max_workgroup_count_y)
+        fail(SIEVE_ERROR_DEVICE_LIMIT, "max_rows exceeds this device's maxComputeWorkGroupCount[1]");
+}
+
+VkDescriptorSet GpuChain::allocate_set(VkBuffer probabilities) {
+    const auto& vk = device_.vk();
+    VkDescriptorSetLayout layout = pipelines_.set_layout();
+    VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    ai.descriptorPool = pool_;
+    ai.descriptorSetCount = 1;
+    ai.pSetLayouts = &layout;
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    vk_check(vk.vkAllocateDescriptorSets(device_.handle(), &ai, &set), "vkAllocateDescriptorSets");
+    const VkBuffer buffers[kBindingCount] = {logits_.buffer,     params_.buffer,     chunk_stats_.buffer,
+                                             row_state_.buffer,  slot_state_.buffer, histograms_.buffer,
+                                             candidates_.buffer, results_.buffer,    probabilities};
+    VkDescriptorBufferInfo infos[kBindingCount];
+    VkWriteDescriptorSet writes[kBindingCount];
+    for (uint32_t i = 0; i < kBindingCount; ++i) {
+        infos[i] = VkDescriptorBufferInfo{buffers[i], 0, VK_WHOLE_SIZE};
+        writes[i] = VkWriteDescriptorSet{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+        writes[i].dstSet = set;
+        writes[i].dstBinding = i;
+        writes[i].descriptorCount = 1;
+        writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        writes[i].pBufferInfo = &infos[i];
+    }
+    vk.vkUpdateDescriptorSets(device_.handle(), kBindingCount, writes, 0, nullptr);
+    return set;
+}
+
+const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t vocab) {
+    auto key = std::make_tuple(static_cast<uint32_t>(kind), rows, vocab);
+    auto it = recordings_by_shape_.find(key);
+    if (it != recordings_by_shape_.end()) return it->second;
+
+    const auto& vk = device_.vk();
+    Recording rec;
+    rec.plan = make_plan(kind, greedy_terminal(), vocab, limits_, type_);
+    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    ai.commandPool = command_pool_;
+    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ai.commandBufferCount = 1;
+    vk_check(vk.vkAllocateCommandBuffers(device_.handle(), &ai, &rec.cmd), "vkAllocateCommandBuffers");
+    VkCommandBuffer cmd = rec.cmd;
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    vk_check(vk.vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer");
+
+    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    // The previous submission's shader writes (slot state, results) before this
+    // one's reads and writes.
+    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT;
+    barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier, 0,
+                            nullptr, 0, nullptr);
+    if (!device_.unified_memory()) {
+        VkBufferCopy region{0, 0, static_cast<VkDeviceSize>(rows) * vocab * 4};
+        vk.vkCmdCopyBuffer(cmd, staging_.buffer, logits_.buffer, 1, &region);
+        barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+        barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT;
+        vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
+                                &barrier, 0, nullptr, 0, nullptr);
+    }
+    VkDescriptorSet set = kind == RecordingKind::Distribution ? distribution_set_ : set_;
+    vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_.layout(), 0, 1, &set, 0, nullptr);
+    for (const Dispatch& d : rec.plan.dispatches) {
+        PushConstants pc{vocab, vocab, rec.plan.chunk_size, rec.plan.n_chunks, d.level, rec.plan.flags};
+        vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_.get(d.stage));
+        vk.vkCmdPushConstants(cmd, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), &pc);
+        vk.vkCmdDispatch(cmd, d.per_chunk ? rec.plan.n_chunks : 1u, rows, 1);
+        // Each pass reads what the previous one wrote (and may write what it read).
+        barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT;
+        barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+        vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
+                                &barrier, 0, nullptr, 0, nullptr);
+    }
+    // Results (and probabilities) become visible to the host after the fence.
+    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0,
+                            nullptr, 0, nullptr);
+    vk_check(vk.vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+    ++recordings_;
+    return recordings_by_shape_.emplace(key, rec).first->second;
+}
+
+void GpuChain::wait_pending() {
+    if (!pending_) return;
+    const auto& vk = device_.vk();
+    VkResult r = vk.vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, kWaitTimeoutNs);
+    if (r == VK_TIMEOUT) fail(SIEVE_ERROR_TIMEOUT, "the previous submission is still running");
+    vk_check(r, "vkWaitForFences");
+    vk.vkResetFences(device_.handle(), 1, &fence_);
+    pending_ = false;
+}
+
+void GpuChain::upload(const float* logits, uint32_t rows, uint32_t vocab) {
+    void* dst = device_.unified_memory() ? logits_.mapped : staging_.mapped;
+    std::memcpy(dst, logits, static_cast<size_t>(rows) * vocab * sizeof(float));
+}
+
+void GpuChain::write_params(uint32_t rows) {
+    auto* p = static_cast<uint32_t*>(params_.mapped);
+    for (uint32_t r = 0; r < rows; ++r) {
+        float scale = row_scale(static_cast<int32_t>(r));
+        uint32_t* row = p + r * kParamStride;
+        std::memcpy(&row[0], &scale, 4);
+        row[1] = rows_[r].seed;
+        row[2] = rows_[r].generation;
+        row[3] = 0;  // draw index within the step
+    }
+}
+
+void GpuChain::submit_and_wait(const Recording& rec, uint32_t rows) {
+    const auto& vk = device_.vk();
+    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &rec.cmd;
+    vk_check(device_.submit(si, fence_), "vkQueueSubmit");
+    ++submits_;
+    dispatches_ += rec.plan.dispatches.size();
+    pending_ = true;
+    VkResult r = vk.vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, kWaitTimeoutNs);
+    if (r == VK_TIMEOUT) fail(SIEVE_ERROR_TIMEOUT, "sampling did not finish within the wait timeout");
+    vk_check(r, "vkWaitForFences");
+    vk.vkResetFences(device_.handle(), 1, &fence_);
+    pending_ = false;
+    (void)rows;
+}
+
+sieve_token GpuChain::read_result(uint32_t row, std::string* message, sieve_status* first) const {
+    const auto* res = static_cast<const uint32_t*>(results_.mapped) + row * kResultStride;
+    sieve_token t{};
+    t.status = static_cast<sieve_status>(res[3]);
+    t.token = t.status == SIEVE_OK ? static_cast<int32_t>(res[0]) : -1;
+    std::memcpy(&t.p, &res[1], 4);
+    std::memcpy(&t.logprob, &res[2], 4);
+    t.seed = res[4];
+    t.step = res[5];
+    t.row_passes = res[6];
+    if (t.status != SIEVE_OK && *first == SIEVE_OK) {
+        *first = t.status;
+        std::string what;
+        if (t.status == SIEVE_ERROR_NON_FINITE_LOGIT) {
+            what = res[7] != 0xFFFFFFFFu ? "logit " + std::to_string(res[7]) + " is NaN or +Inf"
+                                         : "the maximal logit divided by the temperature overflows to +Inf";
+        } else if (t.status == SIEVE_ERROR_ALL_MASKED) {
+            what = "every logit is -Inf";
+        } else {
+            what = sieve_status_name(t.status);
+        }
+        *message = "row " + std::to_string(row) + ": " + what;
+    }
+    return t;
+}
+
+sieve_status GpuChain::sample(const float* logits, int32_t rows, int32_t vocab, int32_t draws, int32_t* tokens,
+                              sieve_token* out, std::string* message) {
+    wait_pending();
+    const uint32_t r = static_cast<uint32_t>(rows), v = static_cast<uint32_t>(vocab);
+    const Recording& rec = recording(RecordingKind::Sample, r, v);
+    upload(logits, r, v);
+    write_params(r);
+    sieve_status first = SIEVE_OK;
+    for (int32_t d = 0; d < draws; ++d) {
+        submit_and_wait(rec, r);
+        for (uint32_t i = 0; i < r; ++i) {
+            sieve_token t = read_result(i, message, &first);
+            row_passes_ += t.row_passes;
+            if (out) out[i] = t;
+            if (tokens) tokens[static_cast<size_t>(i) * draws + d] = t.token;
+        }
+    }
+    return first;
+}
+
+sieve_status GpuChain::distribution(const float* logits, int32_t rows, int32_t vocab, int32_t row,
+                                    std::vector<ref::Weighted>* out, std::string* message) {
+    wait_pending();
+    if (!probabilities_.buffer) {
+        // Allocated on first use: --dump-dist is an inspection path, not the
+        // steady state, so it does not cost every chain a second logits buffer.
+        probabilities_ = device_.create_buffer(static_cast<uint64_t>(config_.max_rows) * config_.max_vocab * 4,
+                                               VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, true, &allocations_);
+        distribution_set_ = allocate_set(probabilities_.buffer);
+    }
+    const uint32_t r = static_cast<uint32_t>(rows), v = static_cast<uint32_t>(vocab);
+    const Recording& rec = recording(RecordingKind::Distribution, r, v);
+    upload(logits, r, v);
+    write_params(r);
+    submit_and_wait(rec, r);
+    // The row's status comes from the same checks as sampling.
+    const float* p = static_cast<const float*>(probabilities_.mapped) + static_cast<size_t>(row) * v;
+    const float* l = logits + static_cast<size_t>(row) * v;
+    std::string check_message;
+    sieve_status status = ref::check_logits(l, vocab, &check_message);
+    if (status != SIEVE_OK) {
+        *message = "row " + std::to_string(row) + ": " + check_message;
+        return status;
+    }
+    std::vector<std::pair<float, int32_t>> order;
+    out->clear();
+    for (uint32_t i = 0; i < v; ++i)
+        if (p[i] >= 0.0f) order.push_back({l[i], static_cast<int32_t>(i)});
+    // Canonical order: logit descending, ties by lower id (the GPU's key order).
+    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+        return a.first > b.first || (a.first == b.first && a.second < b.second);
+    });
+    for (auto& e : order) out->push_back({e.second, static_cast<double>(p[e.second])});
+    return SIEVE_OK;
+}
+
+sieve_counters GpuChain::counters() const {
+    sieve_counters c{};
+    c.submits = submits_;
+    c.recordings = recordings_;
+    c.dispatches = dispatches_;
+    c.allocations = allocations_.load();
+    c.row_passes = row_passes_;
+    return c;
+}
+
+void GpuChain::plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, uint32_t* row_passes) const {
+    (void)rows;
+    Plan p = make_plan(RecordingKind::Sample, greedy_terminal(), static_cast<uint32_t>(vocab), limits_, type_);
+    *dispatches = static_cast<uint32_t>(p.dispatches.size());
+    *row_passes = p.min_row_passes;
+}
+
+} // namespace
+
+std::unique_ptr<Chain> make_gpu_chain(VulkanContext& context, const ChainConfig& config) {
+    return std::make_unique<GpuChain>(context, config);
+}
+
+} // namespace sieve

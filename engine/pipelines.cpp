@@ -1,0 +1,86 @@
+#include "pipelines.hpp"
+
+#include "vk_check.hpp"
+
+#include <sieve_shaders.hpp>
+
+namespace sieve {
+
+const char* stage_name(Stage stage) {
+    switch (stage) {
+    case Stage::RowStats: return "row_stats";
+    case Stage::MassHistogram: return "mass_histogram";
+    case Stage::MassScan: return "mass_scan";
+    case Stage::Gather: return "gather";
+    case Stage::Finalize: return "finalize";
+    case Stage::Probabilities: return "probabilities";
+    default: return "?";
+    }
+}
+
+VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, const uint32_t* words, size_t bytes,
+                                   uint32_t workgroup_size, uint32_t capacity) {
+    const auto& vk = device.vk();
+    VkShaderModuleCreateInfo module_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+    module_info.codeSize = bytes;
+    module_info.pCode = words;
+    VkShaderModule module = VK_NULL_HANDLE;
+    vk_check(vk.vkCreateShaderModule(device.handle(), &module_info, nullptr, &module), "vkCreateShaderModule");
+
+    const uint32_t values[2] = {workgroup_size, capacity};
+    const VkSpecializationMapEntry entries[2] = {{0, 0, 4}, {1, 4, 4}};
+    VkSpecializationInfo spec{2, entries, sizeof(values), values};
+    VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+    info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+    info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    info.stage.module = module;
+    info.stage.pName = "main";
+    info.stage.pSpecializationInfo = &spec;
+    info.layout = layout;
+    VkPipeline pipeline = VK_NULL_HANDLE;
+    VkResult r = vk.vkCreateComputePipelines(device.handle(), VK_NULL_HANDLE, 1, &info, nullptr, &pipeline);
+    vk.vkDestroyShaderModule(device.handle(), module, nullptr);
+    vk_check(r, "vkCreateComputePipelines");
+    return pipeline;
+}
+
+Pipelines::Pipelines(Device& device) : device_(device) {
+    const auto& vk = device.vk();
+    VkDescriptorSetLayoutBinding bindings[kBindingCount];
+    for (uint32_t i = 0; i < kBindingCount; ++i) {
+        bindings[i] = VkDescriptorSetLayoutBinding{};
+        bindings[i].binding = i;
+        bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        bindings[i].descriptorCount = 1;
+        bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+    }
+    VkDescriptorSetLayoutCreateInfo set_info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+    set_info.bindingCount = kBindingCount;
+    set_info.pBindings = bindings;
+    vk_check(vk.vkCreateDescriptorSetLayout(device.handle(), &set_info, nullptr, &set_layout_),
+             "vkCreateDescriptorSetLayout");
+    VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(PushConstants)};
+    VkPipelineLayoutCreateInfo layout_info{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+    layout_info.setLayoutCount = 1;
+    layout_info.pSetLayouts = &set_layout_;
+    layout_info.pushConstantRangeCount = 1;
+    layout_info.pPushConstantRanges = &range;
+    vk_check(vk.vkCreatePipelineLayout(device.handle(), &layout_info, nullptr, &layout_), "vkCreatePipelineLayout");
+
+    const shaders::Spirv* code[] = {&shaders::row_stats, &shaders::mass_histogram, &shaders::mass_scan,
+                                    &shaders::gather, &shaders::finalize, &shaders::probabilities};
+    const auto& lim = device.limits();
+    for (uint32_t i = 0; i < static_cast<uint32_t>(Stage::Count); ++i)
+        pipelines_[i] = create_compute_pipeline(device, layout_, code[i]->words, code[i]->size_bytes,
+                                                lim.workgroup_size, lim.candidate_capacity);
+}
+
+Pipelines::~Pipelines() {
+    const auto& vk = device_.vk();
+    for (VkPipeline p : pipelines_)
+        if (p) vk.vkDestroyPipeline(device_.handle(), p, nullptr);
+    if (layout_) vk.vkDestroyPipelineLayout(device_.handle(), layout_, nullptr);
+    if (set_layout_) vk.vkDestroyDescriptorSetLayout(device_.handle(), set_layout_, nullptr);
+}
+
+} // namespace sieve

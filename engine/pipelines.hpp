@@ -1,0 +1,52 @@
+// The compute pipelines of one device: one shader per stage, all sharing one
+// descriptor-set layout (the buffers of shaders/glsl/common.glsl) and one
+// push-constant block, specialized for the device's effective limits.
+#pragma once
+
+#include "vk_device.hpp"
+
+#include <cstdint>
+
+namespace sieve {
+
+enum class Stage : uint32_t { RowStats, MassHistogram, MassScan, Gather, Finalize, Probabilities, Count };
+
+const char* stage_name(Stage stage);
+
+// Mirrors `Push` in common.glsl.
+struct PushConstants {
+    uint32_t vocab;
+    uint32_t stride;
+    uint32_t chunk_size;
+    uint32_t n_chunks;
+    uint32_t level;
+    uint32_t flags;
+};
+
+constexpr uint32_t kFlagGreedy = 1u;  // FLAG_GREEDY
+constexpr uint32_t kFlagSmall = 2u;   // FLAG_SMALL
+constexpr uint32_t kBindingCount = 9;  // bindings 0..8 of common.glsl
+
+class Pipelines {
+public:
+    explicit Pipelines(Device& device);
+    ~Pipelines();
+    Pipelines(const Pipelines&) = delete;
+    Pipelines& operator=(const Pipelines&) = delete;
+
+    VkDescriptorSetLayout set_layout() const { return set_layout_; }
+    VkPipelineLayout layout() const { return layout_; }
+    VkPipeline get(Stage stage) const { return pipelines_[static_cast<uint32_t>(stage)]; }
+
+private:
+    Device& device_;
+    VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
+    VkPipelineLayout layout_ = VK_NULL_HANDLE;
+    VkPipeline pipelines_[static_cast<uint32_t>(Stage::Count)] = {};
+};
+
+// Builds a compute pipeline from embedded SPIR-V with (WG, CAP) specialization.
+VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, const uint32_t* words, size_t bytes,
+                                   uint32_t workgroup_size, uint32_t capacity);
+
+} // namespace sieve

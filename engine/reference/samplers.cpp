@@ -1,0 +1,83 @@
+// The samplers of this issue on llama.cpp's candidate array (src/llama-sampler.cpp,
+// formerly src/llama-sampling.cpp).
+#include "reference/detail.hpp"
+
+#include <cmath>
+
+namespace sieve::ref {
+
+// llama_sampler_sample builds the array from the logits row: {id, logit, 0} for
+// every token, selected = -1, sorted = false.
+CandidateArray make_candidates(const float* logits, int32_t vocab) {
+    CandidateArray cur;
+    if (!logits || vocab <= 0) return cur;
+    cur.data.resize(static_cast<size_t>(vocab));
+    for (int32_t i = 0; i < vocab; ++i) cur.data[static_cast<size_t>(i)] = TokenData{i, logits[i], 0.0f};
+    return cur;
+}
+
+// llama_sampler_temp_impl, exactly:
+//   t <= 0: scan with strict '>', keep the first maximal logit, write -inf over
+//           every other entry (entries stay; later samplers still count them);
+//   t > 0:  logit /= t (float division).
+void apply_temperature(CandidateArray& cur, float temperature) {
+    auto& data = cur.data;
+    if (data.empty()) return;
+    if (temperature <= 0.0f) {
+        size_t max_i = 0;
+        float max_l = data[0].logit;
+        for (size_t i = 1; i < data.size(); ++i) {
+            if (data[i].logit > max_l) {
+                data[max_i].logit = -INFINITY;
+                max_i = i;
+                max_l = data[i].logit;
+            } else {
+                data[i].logit = -INFINITY;
+            }
+        }
+        return;
+    }
+    for (TokenData& td : data) td.logit /= temperature;
+}
+
+// llama_sampler_greedy_apply: selected = 0, then the first index with a strictly
+// greater logit wins (ties keep the lowest index).
+int64_t greedy_index(const CandidateArray& cur) {
+    const auto& data = cur.data;
+    if (data.empty()) return -1;
+    size_t selected = 0;
+    for (size_t i = 1; i < data.size(); ++i) {
+        if (data[i].logit > data[selected].logit) selected = i;
+    }
+    return static_cast<int64_t>(selected);
+}
+
+namespace detail {
+
+sieve_status apply_temperature_checked(CandidateArray& cur, float temperature, std::string* message) {
+    if (std::isnan(temperature) || std::isinf(temperature)) {
+        if (message) *message = "temperature " + format_float(temperature) + " is not finite";
+        return SIEVE_ERROR_INVALID_PARAMETER;
+    }
+    if (temperature <= 0.0f) {
+        apply_temperature(cur, temperature);
+        return SIEVE_OK;
+    }
+    // Same division as apply_temperature, checking each result.
+    for (TokenData& td : cur.data) {
+        const float before = td.logit;
+        td.logit = before / temperature;
+        if (std::isinf(td.logit) && std::isfinite(before)) {
+            if (message) {
+                *message = "temperature " + format_float(temperature) + " overflowed logit " + std::to_string(td.id) +
+                           " (" + format_float(before) + ") to " + format_float(td.logit);
+            }
+            return SIEVE_ERROR_NON_FINITE_LOGIT;
+        }
+    }
+    return SIEVE_OK;
+}
+
+} // namespace detail
+
+} // namespace sieve::ref

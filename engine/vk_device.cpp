@@ -1,0 +1,157 @@
+#include "vk_device.hpp"
+
+#include "vk_check.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace sieve {
+
+namespace {
+
+uint32_t floor_pow2(uint32_t v) { return v == 0 ? 0 : 1u << (31 - __builtin_clz(v)); }
+
+// SIEVE_PROFILE=constrained: what a small phone GPU offers.
+void apply_env_profile(sieve_context_options& o) {
+    const char* env = std::getenv("SIEVE_PROFILE");
+    if (env && std::strcmp(env, "constrained") == 0) {
+        o.disable_features |= SIEVE_FEATURE_ALL;
+        o.max_shared_memory = o.max_shared_memory ? std::min(o.max_shared_memory, 16384u) : 16384u;
+        o.max_workgroup_size = o.max_workgroup_size ? std::min(o.max_workgroup_size, 128u) : 128u;
+    }
+}
+
+} // namespace
+
+Device::Device(std::shared_ptr<Instance> instance, const PhysicalDevice& physical, const sieve_context_options& options)
+    : instance_(std::move(instance)), physical_(physical.handle), family_(physical.compute_family), owned_(true) {
+    info_ = physical.info;
+    // Enable the optional features the device has and the profile allows.
+    uint32_t wanted = info_.features & ~options.disable_features;
+    VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    storage16.storageBuffer16BitAccess = (wanted & SIEVE_FEATURE_16BIT_STORAGE) ? VK_TRUE : VK_FALSE;
+    VkPhysicalDeviceTimelineSemaphoreFeatures timeline{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
+    timeline.timelineSemaphore = (wanted & SIEVE_FEATURE_TIMELINE_SEMAPHORE) ? VK_TRUE : VK_FALSE;
+    if (wanted & SIEVE_FEATURE_TIMELINE_SEMAPHORE) storage16.pNext = &timeline;
+
+    float priority = 1.0f;
+    VkDeviceQueueCreateInfo queue{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+    queue.queueFamilyIndex = family_;
+    queue.queueCount = 1;
+    queue.pQueuePriorities = &priority;
+    VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+    info.pNext = &storage16;
+    info.queueCreateInfoCount = 1;
+    info.pQueueCreateInfos = &queue;
+    vk_check(vkCreateDevice(physical_, &info, nullptr, &device_), "vkCreateDevice");
+    volkLoadDeviceTable(&table_, device_);
+    table_.vkGetDeviceQueue(device_, family_, 0, &queue_);
+    init(options, wanted);
+}
+
+Device::Device(VkInstance instance, VkPhysicalDevice physical, VkDevice device, VkQueue queue, uint32_t family,
+               uint32_t enabled_features, const sieve_context_options& options)
+    : physical_(physical), device_(device), queue_(queue), family_(family), owned_(false) {
+    (void)instance;
+    info_ = describe_device(physical, 0);
+    volkLoadDeviceTable(&table_, device_);
+    init(options, info_.features & enabled_features & ~options.disable_features);
+}
+
+void Device::init(const sieve_context_options& given, uint32_t enabled_features) {
+    sieve_context_options options = given;
+    apply_env_profile(options);
+    VkPhysicalDeviceProperties props{};
+    vkGetPhysicalDeviceProperties(physical_, &props);
+    vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
+
+    uint32_t wg = std::min(256u, info_.max_workgroup_size);
+    if (options.max_workgroup_size) wg = std::min(wg, options.max_workgroup_size);
+    limits_.workgroup_size = std::max(32u, floor_pow2(wg));
+    uint32_t shared = info_.max_shared_memory;
+    if (options.max_shared_memory) shared = std::min(shared, options.max_shared_memory);
+    limits_.shared_memory = shared;
+    // Half the budget holds the candidates (key + id); the rest is for reductions.
+    limits_.candidate_capacity = std::clamp(floor_pow2(shared / 2 / 8), 64u, 4096u);
+    limits_.features = enabled_features & ~options.disable_features;
+    limits_.max_storage_buffer_range = props.limits.maxStorageBufferRange;
+    limits_.max_workgroup_count_y = props.limits.maxComputeWorkGroupCount[1];
+
+    uint32_t qn = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(physical_, &qn, nullptr);
+    std::vector<VkQueueFamilyProperties> families(qn);
+    vkGetPhysicalDeviceQueueFamilyProperties(physical_, &qn, families.data());
+    limits_.timestamps = family_ < qn && families[family_].timestampValidBits > 0 && props.limits.timestampComputeAndGraphics;
+    limits_.timestamp_period_ns = props.limits.timestampPeriod;
+
+    for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i) {
+        VkMemoryPropertyFlags f = memory_.memoryTypes[i].propertyFlags;
+        if ((f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) && (f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) &&
+            (f & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT)) {
+            VkDeviceSize heap = memory_.memoryHeaps[memory_.memoryTypes[i].heapIndex].size;
+            // A small BAR window (256 MiB on many desktop GPUs) is not UMA.
+            if (heap > (VkDeviceSize(1) << 30) || info_.type == SIEVE_DEVICE_INTEGRATED_GPU ||
+                info_.type == SIEVE_DEVICE_CPU)
+                unified_memory_ = true;
+        }
+    }
+}
+
+Device::~Device() {
+    if (owned_ && device_) {
+        table_.vkDeviceWaitIdle(device_);
+        table_.vkDestroyDevice(device_, nullptr);
+    }
+}
+
+VkResult Device::submit(const VkSubmitInfo& submit, VkFence fence) {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    return table_.vkQueueSubmit(queue_, 1, &submit, fence);
+}
+
+uint32_t Device::memory_type(uint32_t bits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) const {
+    for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i)
+        if ((bits & (1u << i)) && (memory_.memoryTypes[i].propertyFlags & (required | preferred)) == (required | preferred))
+            return i;
+    for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i)
+        if ((bits & (1u << i)) && (memory_.memoryTypes[i].propertyFlags & required) == required) return i;
+    fail(SIEVE_ERROR_OUT_OF_MEMORY, "no suitable Vulkan memory type");
+}
+
+Buffer Device::create_buffer(VkDeviceSize size, VkBufferUsageFlags usage, bool host_visible,
+                             std::atomic<uint64_t>* allocations) {
+    Buffer b;
+    b.size = size;
+    VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+    info.size = size;
+    info.usage = usage;
+    info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+    vk_check(table_.vkCreateBuffer(device_, &info, nullptr, &b.buffer), "vkCreateBuffer");
+    VkMemoryRequirements req{};
+    table_.vkGetBufferMemoryRequirements(device_, b.buffer, &req);
+    VkMemoryPropertyFlags required = host_visible
+        ? (VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT)
+        : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+    VkMemoryPropertyFlags preferred = host_visible ? VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT : 0;
+    VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+    alloc.allocationSize = req.size;
+    alloc.memoryTypeIndex = memory_type(req.memoryTypeBits, required, preferred);
+    VkResult r = table_.vkAllocateMemory(device_, &alloc, nullptr, &b.memory);
+    if (r != VK_SUCCESS) {
+        table_.vkDestroyBuffer(device_, b.buffer, nullptr);
+        vk_check(r, "vkAllocateMemory");
+    }
+    if (allocations) allocations->fetch_add(1);
+    table_.vkBindBufferMemory(device_, b.buffer, b.memory, 0);
+    if (host_visible) vk_check(table_.vkMapMemory(device_, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped), "vkMapMemory");
+    return b;
+}
+
+void Device::destroy_buffer(Buffer& b) {
+    if (b.buffer) table_.vkDestroyBuffer(device_, b.buffer, nullptr);
+    if (b.memory) table_.vkFreeMemory(device_, b.memory, nullptr);
+    b = Buffer{};
+}
+
+} // namespace sieve

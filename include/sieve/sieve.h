@@ -1,0 +1,260 @@
+/*
+ * Sieve: next-token sampling from LLM logits on any Vulkan device.
+ *
+ * This is the stable C ABI. Everything is reached through opaque handles and
+ * every call returns a sieve_status; sieve_last_error() gives a message for the
+ * last failing call on the calling thread.
+ *
+ * Ownership
+ *   - sieve_context_create*() returns a context the caller owns; release it with
+ *     sieve_context_destroy() after every chain created from it is destroyed.
+ *   - sieve_chain_create() returns a chain the caller owns; sieve_chain_destroy().
+ *   - Pointers passed in (logits, names, options) are only read during the call;
+ *     Sieve keeps no reference to them. Output arrays are written during the call.
+ *   - Strings returned by Sieve (sieve_last_error, sieve_status_name) are owned by
+ *     Sieve: the status names are static, the last-error string stays valid until
+ *     the next Sieve call on the same thread.
+ *
+ * Thread safety
+ *   - Different chains may be used from different threads at the same time, also
+ *     when they share a context (the context serializes its queue internally).
+ *   - One chain must not be used from two threads at once (external sync).
+ *   - sieve_last_error() is per thread.
+ *
+ * Semantics follow llama.cpp's samplers (see docs/semantics.md).
+ */
+#ifndef SIEVE_SIEVE_H
+#define SIEVE_SIEVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#  if defined(SIEVE_BUILDING_LIBRARY)
+#    define SIEVE_API __declspec(dllexport)
+#  else
+#    define SIEVE_API
+#  endif
+#else
+#  define SIEVE_API __attribute__((visibility("default")))
+#endif
+
+/* ---- version --------------------------------------------------------------- */
+
+#define SIEVE_VERSION_MAJOR 0
+#define SIEVE_VERSION_MINOR 1
+#define SIEVE_VERSION_PATCH 0
+#define SIEVE_MAKE_VERSION(major, minor, patch) \
+    ((((uint32_t)(major)) << 22) | (((uint32_t)(minor)) << 12) | ((uint32_t)(patch)))
+#define SIEVE_VERSION SIEVE_MAKE_VERSION(SIEVE_VERSION_MAJOR, SIEVE_VERSION_MINOR, SIEVE_VERSION_PATCH)
+#define SIEVE_VERSION_GET_MAJOR(v) (((uint32_t)(v)) >> 22)
+#define SIEVE_VERSION_GET_MINOR(v) ((((uint32_t)(v)) >> 12) & 0x3FFu)
+#define SIEVE_VERSION_GET_PATCH(v) (((uint32_t)(v)) & 0xFFFu)
+
+/* The version of the library actually loaded. A program built against major M
+ * works with any loaded library of the same major and a minor >= its own. */
+SIEVE_API uint32_t sieve_version(void);
+
+/* ---- status ---------------------------------------------------------------- */
+
+typedef enum sieve_status {
+    SIEVE_OK = 0,
+    SIEVE_ERROR_NULL_HANDLE = 1,        /* a handle argument was NULL */
+    SIEVE_ERROR_INVALID_ARGUMENT = 2,   /* NULL pointer, negative size, sizes that disagree */
+    SIEVE_ERROR_UNKNOWN_SAMPLER = 3,    /* a sampler name llama.cpp does not know */
+    SIEVE_ERROR_UNSUPPORTED_SAMPLER = 4,/* a llama.cpp sampler Sieve does not implement yet */
+    SIEVE_ERROR_INVALID_CHAIN = 5,      /* e.g. a sampler after the final draw */
+    SIEVE_ERROR_INVALID_PARAMETER = 6,  /* NaN or infinite parameter, unknown parameter */
+    SIEVE_ERROR_CAPACITY = 7,           /* rows or vocab 0 or beyond the chain's capacity */
+    SIEVE_ERROR_DEVICE_LIMIT = 8,       /* a capacity the device cannot serve */
+    SIEVE_ERROR_NON_FINITE_LOGIT = 9,   /* a row holds NaN or +Inf */
+    SIEVE_ERROR_ALL_MASKED = 10,        /* every logit of a row is -Inf */
+    SIEVE_ERROR_NO_DEVICE = 11,         /* no Vulkan device (or none matching the choice) */
+    SIEVE_ERROR_VULKAN = 12,            /* a Vulkan call failed */
+    SIEVE_ERROR_DEVICE_LOST = 13,
+    SIEVE_ERROR_TIMEOUT = 14,           /* a host wait ran out; the chain stays usable */
+    SIEVE_ERROR_OUT_OF_MEMORY = 15,
+    SIEVE_ERROR_INTERNAL = 16
+} sieve_status;
+
+/* Stable lowercase name of a status, e.g. "non_finite_logit". Never NULL. */
+SIEVE_API const char* sieve_status_name(sieve_status status);
+
+/* Message of the last failing call on this thread ("" after success). */
+SIEVE_API const char* sieve_last_error(void);
+
+/* ---- devices --------------------------------------------------------------- */
+
+typedef enum sieve_device_type {
+    SIEVE_DEVICE_OTHER = 0,
+    SIEVE_DEVICE_INTEGRATED_GPU = 1,
+    SIEVE_DEVICE_DISCRETE_GPU = 2,
+    SIEVE_DEVICE_VIRTUAL_GPU = 3,
+    SIEVE_DEVICE_CPU = 4
+} sieve_device_type;
+
+/* Optional device features Sieve can use; each has a fallback. */
+typedef enum sieve_feature_bits {
+    SIEVE_FEATURE_SUBGROUP_ARITHMETIC = 1u << 0,
+    SIEVE_FEATURE_16BIT_STORAGE = 1u << 1,
+    SIEVE_FEATURE_TIMELINE_SEMAPHORE = 1u << 2,
+    SIEVE_FEATURE_ALL = 0x7u
+} sieve_feature_bits;
+
+typedef struct sieve_device_info {
+    char name[256];
+    char driver[256];
+    uint32_t index;             /* position in sieve_enumerate_devices' order */
+    sieve_device_type type;
+    uint32_t vendor_id;
+    uint32_t device_id;
+    uint32_t api_version;       /* VK_MAKE_API_VERSION layout */
+    uint32_t driver_version;
+    uint64_t max_storage_buffer_range;
+    uint32_t max_shared_memory;
+    uint32_t max_workgroup_size;
+    uint32_t subgroup_size;     /* informative only: Sieve never assumes it */
+    uint32_t features;          /* sieve_feature_bits present on the device */
+    int32_t is_default;         /* 1 for the device an automatic choice picks */
+} sieve_device_info;
+
+/* Lists Vulkan devices. Call with infos == NULL to get the count in *count;
+ * otherwise *count is the capacity of infos on entry and the number written on
+ * return. Devices are not opened. */
+SIEVE_API sieve_status sieve_enumerate_devices(sieve_device_info* infos, uint32_t* count);
+
+/* ---- context --------------------------------------------------------------- */
+
+typedef struct sieve_context sieve_context;
+typedef struct sieve_chain sieve_chain;
+
+typedef enum sieve_backend {
+    SIEVE_BACKEND_VULKAN = 0,   /* the GPU engine */
+    SIEVE_BACKEND_CPU = 1       /* the CPU twin: the executable specification */
+} sieve_backend;
+
+/* Called for every validation-layer message (when validation is on). */
+typedef void (*sieve_message_callback)(const char* message, void* user_data);
+
+typedef struct sieve_context_options {
+    uint32_t struct_size;       /* sizeof(sieve_context_options) */
+    sieve_backend backend;
+    /* Device choice: NULL = env SIEVE_DEVICE, else automatic (discrete >
+     * integrated > virtual > CPU). A decimal string is an index, anything else a
+     * case-insensitive substring of the device name. */
+    const char* device;
+    /* -1 = env SIEVE_VALIDATION (1 = on), 0 = off, 1 = on. */
+    int32_t validation;
+    /* Constrained profile: features to pretend absent (sieve_feature_bits) and
+     * limits to cap (0 = the device's). Env SIEVE_PROFILE=constrained sets all
+     * features off, 16 KiB shared memory and 128-invocation workgroups. */
+    uint32_t disable_features;
+    uint32_t max_shared_memory;
+    uint32_t max_workgroup_size;
+    sieve_message_callback message_callback; /* NULL = print to stderr */
+    void* message_user_data;
+} sieve_context_options;
+
+/* Fills defaults: Vulkan backend, automatic device, validation from env. */
+SIEVE_API void sieve_context_options_init(sieve_context_options* options);
+
+/* options may be NULL (defaults). */
+SIEVE_API sieve_status sieve_context_create(const sieve_context_options* options, sieve_context** out);
+SIEVE_API void sieve_context_destroy(sieve_context* context);
+SIEVE_API sieve_status sieve_context_device_info(const sieve_context* context, sieve_device_info* out);
+/* Number of validation messages seen so far (0 when validation is off). */
+SIEVE_API sieve_status sieve_context_validation_messages(const sieve_context* context, uint64_t* out);
+
+/* ---- chain ----------------------------------------------------------------- */
+
+typedef struct sieve_chain_desc {
+    uint32_t struct_size;       /* sizeof(sieve_chain_desc) */
+    /* The ordered samplers, llama.cpp names separated by ';' (also accepts ','),
+     * e.g. "temperature;dist" or "greedy". NULL or "" = llama.cpp's default
+     * chain. When the chain does not end with "dist" or "greedy", "dist" is
+     * appended, as llama.cpp's common sampler does. */
+    const char* samplers;
+    int32_t max_rows;           /* capacity: rows per call (>= 1) */
+    int32_t max_vocab;          /* capacity: vocabulary size (>= 1) */
+    /* Defaults for every row; change per row with sieve_chain_set_param. */
+    float temperature;          /* llama.cpp default 0.8 */
+    uint32_t seed;              /* SIEVE_SEED_RANDOM = pick one */
+    int32_t min_keep;           /* llama.cpp default 0 */
+} sieve_chain_desc;
+
+#define SIEVE_SEED_RANDOM 0xFFFFFFFFu   /* llama.cpp's LLAMA_DEFAULT_SEED */
+
+SIEVE_API void sieve_chain_desc_init(sieve_chain_desc* desc);
+SIEVE_API sieve_status sieve_chain_create(sieve_context* context, const sieve_chain_desc* desc, sieve_chain** out);
+SIEVE_API void sieve_chain_destroy(sieve_chain* chain);
+
+/* Per-row parameters. They live in a parameter block the GPU reads at every
+ * call: changing them re-records nothing. */
+typedef enum sieve_param {
+    SIEVE_PARAM_TEMPERATURE = 0,    /* <= 0: greedy masking, as llama.cpp */
+    SIEVE_PARAM_SEED = 1,           /* integer in [0, 2^32-1]; resets the row's step */
+    SIEVE_PARAM_MIN_KEEP = 2
+} sieve_param;
+
+/* row = -1 sets every row. */
+SIEVE_API sieve_status sieve_chain_set_param(sieve_chain* chain, int32_t row, sieve_param param, double value);
+SIEVE_API sieve_status sieve_chain_get_param(const sieve_chain* chain, int32_t row, sieve_param param, double* value);
+/* Resets a row's state (RNG step); row = -1 resets every row. */
+SIEVE_API sieve_status sieve_chain_reset(sieve_chain* chain, int32_t row);
+
+typedef struct sieve_token {
+    int32_t token;          /* -1 when status != SIEVE_OK */
+    float p;                /* probability under the final distribution */
+    float logprob;          /* natural log of p */
+    sieve_status status;    /* per row: a bad row does not stop the others */
+    uint32_t seed;          /* the seed actually used (a drawn one for SIEVE_SEED_RANDOM) */
+    uint32_t step;          /* the RNG step used for this token */
+    uint32_t row_passes;    /* full-row reads this row's token needed on the device */
+} sieve_token;
+
+/* Samples one token per row from row-major f32 logits [rows][vocab]. Returns
+ * SIEVE_OK when every row succeeded, otherwise the status of the first failed
+ * row (each row's own status is in out[i].status). Each successful row's step
+ * advances by one. */
+SIEVE_API sieve_status sieve_sample(sieve_chain* chain, const float* logits, int32_t rows, int32_t vocab,
+                                    sieve_token* out);
+
+/* Draws `draws` tokens per row from the same distribution, advancing each row's
+ * step once per draw (no other state changes). tokens is [rows][draws]; out may
+ * be NULL, otherwise it receives the last draw's sieve_token per row. */
+SIEVE_API sieve_status sieve_sample_draws(sieve_chain* chain, const float* logits, int32_t rows, int32_t vocab,
+                                          int32_t draws, int32_t* tokens, sieve_token* out);
+
+/* The final distribution the draw of one row would use (no state changes):
+ * surviving token ids and their probabilities in canonical order (descending
+ * probability, ties by lower id). *count receives the number of survivors;
+ * at most `capacity` entries are written. */
+SIEVE_API sieve_status sieve_chain_distribution(sieve_chain* chain, const float* logits, int32_t rows,
+                                                int32_t vocab, int32_t row, int32_t* ids, float* probs,
+                                                int32_t capacity, int32_t* count);
+
+/* Engine counters: what tests read to prove steady state records and allocates
+ * nothing. */
+typedef struct sieve_counters {
+    uint64_t submits;
+    uint64_t recordings;        /* command buffers recorded */
+    uint64_t dispatches;        /* dispatches submitted (summed over submits) */
+    uint64_t allocations;       /* device memory allocations */
+    uint64_t row_passes;        /* full-row reads submitted (per row, summed) */
+} sieve_counters;
+
+SIEVE_API sieve_status sieve_chain_counters(const sieve_chain* chain, sieve_counters* out);
+
+/* Per-token plan figures for `rows` x `vocab`: dispatches and full-row passes. */
+SIEVE_API sieve_status sieve_chain_plan_figures(const sieve_chain* chain, int32_t rows, int32_t vocab,
+                                                uint32_t* dispatches, uint32_t* row_passes);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SIEVE_SIEVE_H */

@@ -1,0 +1,60 @@
+// `sieve devices [--json]`: every Vulkan device with its limits and features,
+// the default one marked, plus the CPU twin (`--device cpu`).
+#include "commands.hpp"
+
+#include "device_text.hpp"
+#include "json_output.hpp"
+
+#include <sieve/sieve.hpp>
+
+#include <cstdio>
+
+namespace sieve_cli {
+
+CLI::App* add_devices_command(CLI::App& app, DevicesOptions& o) {
+    CLI::App* cmd = app.add_subcommand("devices", "list the Vulkan devices, their limits and which one is the default");
+    cmd->add_flag("--json", o.json, "print one JSON document");
+    return cmd;
+}
+
+int run_devices(const DevicesOptions& o, std::ostream& out, std::ostream& /*err*/) {
+    const std::vector<sieve_device_info> infos = sieve::devices();
+    if (o.json) {
+        Json doc;
+        Json list = Json::array();
+        Json def = nullptr;
+        for (const sieve_device_info& info : infos) {
+            list.push_back(device_json(info));
+            if (info.is_default) def = info.index;
+        }
+        doc["devices"] = list;
+        doc["default"] = def;
+        doc["cpu_twin"] = {{"device", "cpu"}, {"description", "the CPU twin (executable specification), --device cpu"}};
+        doc["library_version"] = std::to_string(SIEVE_VERSION_GET_MAJOR(sieve_version())) + "." +
+                                 std::to_string(SIEVE_VERSION_GET_MINOR(sieve_version())) + "." +
+                                 std::to_string(SIEVE_VERSION_GET_PATCH(sieve_version()));
+        print_json(out, doc);
+        return 0;
+    }
+    if (infos.empty()) out << "no Vulkan devices found\n";
+    for (const sieve_device_info& info : infos) {
+        out << "[" << info.index << "] " << info.name << (info.is_default ? "  (default)" : "") << "\n";
+        out << "    type " << device_type_name(info.type) << ", Vulkan " << vk_version_string(info.api_version)
+            << ", driver " << (info.driver[0] ? info.driver : "?") << " (version " << info.driver_version << ")\n";
+        char ids[64];
+        std::snprintf(ids, sizeof ids, "0x%04x:0x%04x", info.vendor_id, info.device_id);
+        out << "    vendor:device " << ids << "\n";
+        out << "    max storage buffer range " << bytes_text(info.max_storage_buffer_range) << ", shared memory "
+            << bytes_text(info.max_shared_memory) << ", workgroup size " << info.max_workgroup_size << ", subgroup size "
+            << info.subgroup_size << "\n";
+        out << "    features:";
+        std::vector<std::string> names = feature_names(info.features);
+        if (names.empty()) out << " none";
+        for (const std::string& n : names) out << " " << n;
+        out << "\n";
+    }
+    out << "[cpu] the CPU twin (executable specification): --device cpu\n";
+    return 0;
+}
+
+} // namespace sieve_cli

@@ -1,0 +1,51 @@
+// The subcommands of `sieve`: each registers its flags on the app and runs from
+// the parsed options, writing to out/err. Errors are thrown (CliError,
+// sieve::Error) and turned into exit statuses by run_cli.
+#pragma once
+
+#include "options.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+namespace sieve_cli {
+
+struct DevicesOptions {
+    bool json = false;
+};
+CLI::App* add_devices_command(CLI::App& app, DevicesOptions& o);
+int run_devices(const DevicesOptions& o, std::ostream& out, std::ostream& err);
+
+struct SampleOptions {
+    std::string logits;
+    int32_t vocab = 0;   // 0 = from the file (.npy); required for raw float32
+    int32_t rows = 0;    // 0 = the file's rows
+    SamplingOptions sampling;
+    std::string device;
+    bool dump_dist = false;
+    int32_t draws = 0;
+    bool json = false;
+};
+CLI::App* add_sample_command(CLI::App& app, SampleOptions& o);
+int run_sample(const SampleOptions& o, std::ostream& out, std::ostream& err);
+
+struct BenchOptions {
+    bool json = false;
+    int32_t tokens = 200;
+    int32_t warmup = 10;
+    int32_t rows = 0;    // 0 = 1 for the built-in suite, the file's rows for --logits
+    std::string case_filter;
+    bool list = false;
+    std::string device;
+    std::string logits;  // given: benchmark this one chain on these logits
+    int32_t vocab = 0;
+    SamplingOptions sampling{"", 0.8f, 1234, 0};  // a fixed seed: runs are reproducible
+    double twin_budget_s = 1.5;  // time budget per case for the CPU twin
+};
+CLI::App* add_bench_command(CLI::App& app, BenchOptions& o);
+int run_bench(const BenchOptions& o, std::ostream& out, std::ostream& err);
+
+} // namespace sieve_cli

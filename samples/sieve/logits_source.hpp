@@ -1,0 +1,31 @@
+// Where the CLI's logits come from: a .npy file, a raw little-endian float32 file,
+// or the built-in deterministic LM-like (Zipf) rows the benchmark uses.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sieve_cli {
+
+struct Logits {
+    int32_t rows = 0;
+    int32_t vocab = 0;
+    std::vector<float> data;  // row-major [rows][vocab]
+    std::string source;       // for messages: the file, or "built-in zipf"
+    const float* row(int32_t r) const { return data.data() + static_cast<size_t>(r) * static_cast<size_t>(vocab); }
+};
+
+// Loads logits. A file starting with the .npy magic (or named *.npy) is read as
+// .npy; anything else as raw float32, which needs `vocab` > 0. A non-zero `vocab`
+// must match a .npy's. `rows` > 0 asks for that many rows: it must match the
+// file, or the file must hold one row, which is then repeated.
+// Throws CliError: exit 2 for a missing --vocab, exit 3 for any problem with the file.
+Logits load_logits(const std::string& path, int32_t vocab, int32_t rows);
+
+// Deterministic LM-like logits: logit_i = 12 - a*ln(rank_i + 1) + N(0, sigma), with
+// the ranks a fixed random permutation of the ids. Portable: the same values on
+// every platform (own RNG, shuffle and gaussian). Row r uses seed + r.
+Logits zipf_logits(int32_t rows, int32_t vocab, uint64_t seed = 20240601u, double a = 1.1, double sigma = 0.1);
+
+} // namespace sieve_cli

@@ -1,0 +1,8 @@
+// `sieve`: devices, sample, bench. See DESIGN.md, "CLI contract".
+#include "cli.hpp"
+
+#include <iostream>
+
+int main(int argc, char** argv) {
+    return sieve_cli::run_cli(argc, argv, std::cout, std::cerr);
+}

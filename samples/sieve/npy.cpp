@@ -1,0 +1,272 @@
+#include "npy.hpp"
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <limits>
+
+namespace sieve_cli {
+namespace {
+
+constexpr uint8_t kMagic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+
+[[noreturn]] void fail(const std::string& name, const std::string& what) {
+    throw NpyError(name + ": " + what);
+}
+
+// The header is a Python dict literal, e.g.
+//   {'descr': '<f4', 'fortran_order': False, 'shape': (2, 32000), }
+// This parses exactly that subset: string keys; string, bool and int-tuple values.
+class HeaderParser {
+public:
+    HeaderParser(const std::string& text, const std::string& name) : s_(text), name_(name) {}
+
+    void parse(std::string& descr, bool& fortran, std::vector<size_t>& shape) {
+        bool have_descr = false, have_fortran = false, have_shape = false;
+        expect('{');
+        while (true) {
+            skip_ws();
+            if (peek() == '}') { ++i_; break; }
+            std::string key = string_literal();
+            expect(':');
+            skip_ws();
+            if (key == "descr") {
+                descr = string_literal();
+                have_descr = true;
+            } else if (key == "fortran_order") {
+                fortran = boolean();
+                have_fortran = true;
+            } else if (key == "shape") {
+                shape = tuple();
+                have_shape = true;
+            } else {
+                fail(name_, "malformed .npy header: unexpected key '" + key + "'");
+            }
+            skip_ws();
+            if (peek() == ',') { ++i_; continue; }
+            expect('}');
+            break;
+        }
+        skip_ws();
+        if (i_ != s_.size()) fail(name_, "malformed .npy header: text after the dictionary");
+        if (!have_descr || !have_fortran || !have_shape)
+            fail(name_, "malformed .npy header: it needs 'descr', 'fortran_order' and 'shape'");
+    }
+
+private:
+    char peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
+    void skip_ws() { while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_; }
+    void expect(char c) {
+        skip_ws();
+        if (peek() != c) fail(name_, std::string("malformed .npy header: expected '") + c + "' at offset " + std::to_string(i_));
+        ++i_;
+    }
+    std::string string_literal() {
+        skip_ws();
+        char q = peek();
+        if (q != '\'' && q != '"') fail(name_, "malformed .npy header: expected a quoted string at offset " + std::to_string(i_));
+        size_t end = s_.find(q, i_ + 1);
+        if (end == std::string::npos) fail(name_, "malformed .npy header: unterminated string");
+        std::string out = s_.substr(i_ + 1, end - i_ - 1);
+        i_ = end + 1;
+        return out;
+    }
+    bool boolean() {
+        if (s_.compare(i_, 4, "True") == 0) { i_ += 4; return true; }
+        if (s_.compare(i_, 5, "False") == 0) { i_ += 5; return false; }
+        fail(name_, "malformed .npy header: 'fortran_order' must be True or False");
+    }
+    std::vector<size_t> tuple() {
+        std::vector<size_t> out;
+        expect('(');
+        while (true) {
+            skip_ws();
+            if (peek() == ')') { ++i_; break; }
+            if (!std::isdigit(static_cast<unsigned char>(peek())))
+                fail(name_, "malformed .npy header: 'shape' must be a tuple of non-negative integers");
+            size_t v = 0;
+            while (std::isdigit(static_cast<unsigned char>(peek()))) {
+                size_t d = static_cast<size_t>(peek() - '0');
+                if (v > (std::numeric_limits<size_t>::max() - d) / 10) fail(name_, "malformed .npy header: dimension too large");
+                v = v * 10 + d;
+                ++i_;
+            }
+            if (peek() == 'L') ++i_; // Python 2 long suffix
+            out.push_back(v);
+            skip_ws();
+            if (peek() == ',') { ++i_; continue; }
+            expect(')');
+            break;
+        }
+        return out;
+    }
+
+    const std::string& s_;
+    const std::string& name_;
+    size_t i_ = 0;
+};
+
+uint32_t load_le32(const uint8_t* p) {
+    return uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24);
+}
+
+std::string dtype_hint(const std::string& descr) {
+    if (descr == ">f4" || descr == ">f2") return " (big-endian; convert with arr.astype('<" + descr.substr(1) + "'))";
+    if (descr.size() >= 2 && descr.substr(1) == "f8") return " (float64; convert with arr.astype(np.float32))";
+    if (descr.size() >= 2 && descr.substr(1) == "V2") return " (bfloat16 is not supported yet; convert to float32)";
+    return "";
+}
+
+std::string shape_text(const std::vector<size_t>& shape) {
+    std::string s = "(";
+    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    if (shape.size() == 1) s += ",";
+    return s + ")";
+}
+
+} // namespace
+
+bool has_npy_magic(const uint8_t* bytes, size_t size) {
+    return size >= sizeof kMagic && std::memcmp(bytes, kMagic, sizeof kMagic) == 0;
+}
+
+float half_to_float(uint16_t h) {
+    uint32_t sign = uint32_t(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1Fu;
+    uint32_t mant = h & 0x3FFu;
+    uint32_t bits;
+    if (exp == 0) {
+        if (mant == 0) {
+            bits = sign;
+        } else { // subnormal: renormalize
+            int e = -1;
+            do { mant <<= 1; ++e; } while ((mant & 0x400u) == 0);
+            bits = sign | (uint32_t(127 - 15 - e) << 23) | ((mant & 0x3FFu) << 13);
+        }
+    } else if (exp == 0x1F) {
+        bits = sign | 0x7F800000u | (mant << 13); // inf / NaN (payload kept)
+    } else {
+        bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+    }
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& name) {
+    if (size < 8) {
+        if (size == 0) fail(name, "empty file, not a .npy file");
+        if (!has_npy_magic(bytes, size)) fail(name, "not a .npy file (bad magic: it must start with \\x93NUMPY)");
+        fail(name, "truncated .npy file: " + std::to_string(size) + " bytes, the preamble alone needs 10");
+    }
+    if (!has_npy_magic(bytes, size)) fail(name, "not a .npy file (bad magic: it must start with \\x93NUMPY)");
+    NpyArray a;
+    a.major_version = bytes[6];
+    a.minor_version = bytes[7];
+    if (a.major_version < 1 || a.major_version > 3 || a.minor_version != 0)
+        fail(name, "unsupported .npy format version " + std::to_string(a.major_version) + "." +
+                       std::to_string(a.minor_version) + " (1.0, 2.0 and 3.0 are supported)");
+    const size_t len_size = a.major_version == 1 ? 2 : 4;
+    const size_t preamble = 8 + len_size;
+    if (size < preamble)
+        fail(name, "truncated .npy file: " + std::to_string(size) + " bytes, the preamble needs " + std::to_string(preamble));
+    const size_t header_len = a.major_version == 1 ? (size_t(bytes[8]) | (size_t(bytes[9]) << 8)) : load_le32(bytes + 8);
+    if (size - preamble < header_len)
+        fail(name, "truncated .npy header: it declares " + std::to_string(header_len) + " bytes, the file has " +
+                       std::to_string(size - preamble) + " after the preamble");
+    std::string header(reinterpret_cast<const char*>(bytes + preamble), header_len);
+
+    std::string descr;
+    bool fortran = false;
+    std::vector<size_t> shape;
+    HeaderParser(header, name).parse(descr, fortran, shape);
+
+    size_t item = 0;
+    if (descr == "<f4") item = 4;
+    else if (descr == "<f2") item = 2;
+    else fail(name, "unsupported dtype '" + descr + "'" + dtype_hint(descr) + ": logits must be little-endian float32 '<f4' or float16 '<f2'");
+
+    if (shape.empty() || shape.size() > 2)
+        fail(name, "unsupported shape " + shape_text(shape) + ": logits must have shape [V] or [B, V]");
+    if (fortran && shape.size() > 1)
+        fail(name, "Fortran-order arrays are not supported: save a C-order array (np.ascontiguousarray)");
+    size_t count = 1;
+    for (size_t d : shape) {
+        if (d == 0) fail(name, "empty array, shape " + shape_text(shape));
+        if (count > std::numeric_limits<size_t>::max() / item / d) fail(name, "array too large, shape " + shape_text(shape));
+        count *= d;
+    }
+    a.shape = shape;
+    a.descr = descr;
+
+    const size_t offset = preamble + header_len;
+    const size_t need = count * item;
+    const size_t have = size - offset;
+    if (have < need)
+        fail(name, "truncated .npy data: shape " + shape_text(shape) + " of '" + descr + "' needs " + std::to_string(need) +
+                       " bytes, the file has " + std::to_string(have));
+    if (have > need)
+        fail(name, "malformed .npy file: " + std::to_string(have - need) + " bytes after the data of shape " + shape_text(shape));
+
+    a.data.resize(count);
+    const uint8_t* p = bytes + offset;
+    if (item == 4) {
+        for (size_t i = 0; i < count; ++i) {
+            uint32_t bits = load_le32(p + 4 * i);
+            std::memcpy(&a.data[i], &bits, 4);
+        }
+    } else {
+        for (size_t i = 0; i < count; ++i) a.data[i] = half_to_float(uint16_t(p[2 * i] | (p[2 * i + 1] << 8)));
+    }
+    return a;
+}
+
+std::vector<uint8_t> read_file_bytes(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
+    in.seekg(0, std::ios::end);
+    std::streamoff n = in.tellg();
+    if (n < 0) throw std::runtime_error(path + ": cannot read (not a regular file?)");
+    in.seekg(0, std::ios::beg);
+    std::vector<uint8_t> bytes(static_cast<size_t>(n));
+    if (n > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), n)) throw std::runtime_error(path + ": read error");
+    return bytes;
+}
+
+NpyArray read_npy(const std::string& path) {
+    std::vector<uint8_t> bytes;
+    try {
+        bytes = read_file_bytes(path);
+    } catch (const std::runtime_error& e) {
+        throw NpyError(e.what());
+    }
+    return parse_npy(bytes.data(), bytes.size(), path);
+}
+
+void write_npy_f32(const std::string& path, const std::vector<size_t>& shape, const float* data) {
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape_text(shape) + ", }";
+    // Pad so that magic + version + length + header is a multiple of 64, ending in '\n'.
+    size_t total = 10 + header.size() + 1;
+    header.append((64 - total % 64) % 64, ' ');
+    header += '\n';
+    size_t count = 1;
+    for (size_t d : shape) count *= d;
+    std::ofstream out(path, std::ios::binary);
+    if (!out) throw std::runtime_error(path + ": cannot create: " + std::strerror(errno));
+    out.write(reinterpret_cast<const char*>(kMagic), sizeof kMagic);
+    const char version[2] = {1, 0};
+    out.write(version, 2);
+    const char len[2] = {char(header.size() & 0xFF), char(header.size() >> 8)};
+    out.write(len, 2);
+    out.write(header.data(), static_cast<std::streamsize>(header.size()));
+    for (size_t i = 0; i < count; ++i) {
+        uint32_t bits;
+        std::memcpy(&bits, &data[i], 4);
+        const char b[4] = {char(bits & 0xFF), char((bits >> 8) & 0xFF), char((bits >> 16) & 0xFF), char(bits >> 24)};
+        out.write(b, 4);
+    }
+    if (!out) throw std::runtime_error(path + ": write error");
+}
+
+} // namespace sieve_cli

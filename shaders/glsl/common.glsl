@@ -1,0 +1,122 @@
+// Shared declarations of every Sieve compute shader: specialization constants,
+// the one descriptor-set layout, push constants, buffer layouts and the helpers
+// that must agree between passes (keys, masses).
+#ifndef SIEVE_COMMON_GLSL
+#define SIEVE_COMMON_GLSL
+
+
+// Workgroup size and candidate capacity come from the device's limits (and the
+// constrained profile), never from an assumed subgroup size.
+layout(constant_id = 0) const uint WG = 256;
+layout(constant_id = 1) const uint CAP = 1024;   // power of two, CAP * 8 bytes of shared memory
+layout(local_size_x_id = 0) in;
+
+// Fixed for a recording (push constants are baked into the command buffer).
+layout(push_constant) uniform Push {
+    uint vocab;       // logits per row in use
+    uint stride;      // floats between rows
+    uint chunk_size;  // logits per workgroup chunk (fixed by vocab, never by rows)
+    uint n_chunks;    // chunks per row
+    uint level;       // radix level of this dispatch (histogram/scan)
+    uint flags;       // FLAG_*
+} pc;
+
+const uint FLAG_GREEDY = 1u;   // the chain ends in greedy
+const uint FLAG_SMALL = 2u;    // the whole row fits the candidate buffer: finalize reads it directly
+
+const uint MAX_LEVELS = 4u;    // 32-bit keys, 8 bits per level
+const uint DIGITS = 256u;
+
+// sieve_status values the shaders report
+const uint STATUS_OK = 0u;
+const uint STATUS_NON_FINITE = 9u;
+const uint STATUS_ALL_MASKED = 10u;
+
+// Per-row parameters, written by the host into a persistently mapped block.
+const uint PARAM_STRIDE = 8u;
+const uint P_SCALE = 0u;       // float: the chain's temperature product, 1 without temperature; <= 0 = greedy
+const uint P_SEED = 1u;
+const uint P_GENERATION = 2u;  // bumped by the host on reset/seed change
+const uint P_DRAW = 3u;
+
+// Per-slot state that lives on the device across calls.
+const uint SLOT_STRIDE = 4u;
+const uint S_STEP = 0u;
+const uint S_GENERATION = 1u;
+
+// Per-chunk statistics (row_stats.comp).
+const uint CHUNK_STRIDE = 8u;
+const uint C_MAX_KEY = 0u;
+const uint C_ARGMAX = 1u;
+const uint C_MIN_FINITE_KEY = 2u;
+const uint C_BAD = 3u;
+const uint C_FIRST_BAD = 4u;
+const uint C_FINITE = 5u;
+
+// Per-row selection state within one call.
+const uint ROW_STRIDE = 16u;
+const uint R_STATUS = 0u;
+const uint R_PHASE = 1u;
+const uint R_MAX_KEY = 2u;
+const uint R_ARGMAX = 3u;
+const uint R_PREFIX = 4u;
+const uint R_LO = 5u;          // lowest bit of the current digit
+const uint R_HI = 6u;          // bits >= HI are fixed by the prefix
+const uint R_TARGET_LO = 7u;   // remaining draw target (64-bit mass)
+const uint R_TARGET_HI = 8u;
+const uint R_TOTAL_LO = 9u;    // total mass of the row
+const uint R_TOTAL_HI = 10u;
+const uint R_CAND_COUNT = 11u;
+const uint R_PASSES = 12u;
+const uint R_BUCKET_COUNT = 13u;
+const uint R_FIRST_BAD = 14u;
+
+const uint PHASE_ACTIVE = 1u;  // radix levels still narrowing
+const uint PHASE_GATHER = 2u;  // the bucket fits the candidate buffer
+const uint PHASE_TIE = 3u;     // > CAP members with one identical key
+const uint PHASE_DONE = 4u;    // greedy or failed: nothing left to select
+
+// Per-row result, read by the host.
+const uint RESULT_STRIDE = 8u;
+
+layout(std430, set = 0, binding = 0) readonly buffer Logits { float logits[]; };
+layout(std430, set = 0, binding = 1) readonly buffer Params { uint params[]; };
+layout(std430, set = 0, binding = 2) buffer ChunkStats { uint chunk_stats[]; };
+layout(std430, set = 0, binding = 3) buffer RowState { uint row_state[]; };
+layout(std430, set = 0, binding = 4) buffer SlotState { uint slot_state[]; };
+layout(std430, set = 0, binding = 5) buffer Histograms { uint histograms[]; };  // [row][chunk][digit][count, lo, hi]
+layout(std430, set = 0, binding = 6) buffer Candidates { uint candidates[]; };  // [row][CAP][key, id]
+layout(std430, set = 0, binding = 7) buffer Results { uint results[]; };
+
+// Order-preserving key: uint order == float order; -0 and +0 share a key.
+// NaN never gets here (rows holding one fail in row_stats first).
+uint sieve_key(float f) {
+    uint b = floatBitsToUint(f);
+    if (f == 0.0) b = 0u;
+    return (b & 0x80000000u) != 0u ? ~b : (b | 0x80000000u);
+}
+
+float sieve_key_value(uint k) {
+    return uintBitsToFloat((k & 0x80000000u) != 0u ? (k & 0x7FFFFFFFu) : ~k);
+}
+
+const uint KEY_NEG_INF = 0x007FFFFFu;  // sieve_key(-inf)
+
+float row_scale(uint row) { return uintBitsToFloat(params[row * PARAM_STRIDE + P_SCALE]); }
+
+// The mass of a logit in 40-bit fixed point relative to the row maximum:
+// trunc(exp(l/T - M/T) * 2^40) as (lo, hi). l/T and M/T are the float divisions
+// llama.cpp's temperature sampler performs. Exact integer masses make every sum
+// order-independent (deterministic) and let the draw compare integers.
+uvec2 sieve_mass(float logit, float scale, float max_scaled) {
+    float w = exp(logit / scale - max_scaled);
+    w = clamp(w, 0.0, 1.0);
+    float s = w * 256.0;             // = mass / 2^32
+    uint hi = uint(s);
+    float frac = s - float(hi);      // exact
+    return uvec2(uint(frac * 4294967296.0), hi);
+}
+
+uint load_key(uint row, uint i) { return sieve_key(logits[row * pc.stride + i]); }
+
+#endif

@@ -1,0 +1,28 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// Copies the members of the chosen bucket (at most CAP) into the row's candidate
+// buffer (one workgroup per row chunk). Their order there does not matter:
+// finalize sorts them canonically.
+#include "common.glsl"
+
+void main() {
+    uint row = gl_WorkGroupID.y;
+    uint chunk = gl_WorkGroupID.x;
+    uint t = gl_LocalInvocationID.x;
+    uint o = row * ROW_STRIDE;
+    if (row_state[o + R_PHASE] != PHASE_GATHER) return;
+    uint prefix = row_state[o + R_PREFIX];
+    uint lo = row_state[o + R_LO];
+
+    uint begin = chunk * pc.chunk_size;
+    uint end = min(begin + pc.chunk_size, pc.vocab);
+    for (uint i = begin + t; i < end; i += WG) {
+        uint k = load_key(row, i);
+        if ((k >> lo) != (prefix >> lo)) continue;
+        uint slot = atomicAdd(row_state[o + R_CAND_COUNT], 1u);
+        if (slot < CAP) {
+            candidates[(row * CAP + slot) * 2u + 0u] = k;
+            candidates[(row * CAP + slot) * 2u + 1u] = i;
+        }
+    }
+}

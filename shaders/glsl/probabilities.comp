@@ -1,0 +1,39 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// The final distribution over the full row (one workgroup per row chunk), for
+// sieve_chain_distribution / `sieve sample --dump-dist`: p = mass / total mass,
+// with the same 40-bit masses the draw uses; -1 marks masked (-inf) members,
+// which are not candidates of the draw. Greedy rows: 1 for the argmax.
+#include "common.glsl"
+#include "u64.glsl"
+#include "row.glsl"
+
+layout(std430, set = 0, binding = 8) writeonly buffer Probabilities { float probabilities[]; };
+
+void main() {
+    uint row = gl_WorkGroupID.y;
+    uint chunk = gl_WorkGroupID.x;
+    uint t = gl_LocalInvocationID.x;
+    uint o = row * ROW_STRIDE;
+    uint begin = chunk * pc.chunk_size;
+    uint end = min(begin + pc.chunk_size, pc.vocab);
+    uint status = row_state[o + R_STATUS];
+    bool greedy = row_greedy(row);
+    uint max_key = row_state[o + R_MAX_KEY];
+    uint argmax = row_state[o + R_ARGMAX];
+    float scale = row_scale(row);
+    float max_scaled = sieve_key_value(max_key) / scale;
+    float total = u64_to_float(uvec2(row_state[o + R_TOTAL_LO], row_state[o + R_TOTAL_HI]));
+    for (uint i = begin + t; i < end; i += WG) {
+        float f = logits[row * pc.stride + i];
+        float p = -1.0;
+        if (status == STATUS_OK) {
+            if (greedy) {
+                p = i == argmax ? 1.0 : -1.0;
+            } else if (!isinf(f)) {
+                p = u64_to_float(sieve_mass(f, scale, max_scaled)) / total;
+            }
+        }
+        probabilities[row * pc.stride + i] = p;
+    }
+}

@@ -1,0 +1,78 @@
+// Per-row helpers shared by the passes: merging the chunk statistics, the row's
+// mode (greedy or a draw), its RNG step and the first radix level.
+#ifndef SIEVE_ROW_GLSL
+#define SIEVE_ROW_GLSL
+
+#include "philox.glsl"
+#include "reduce.glsl"
+
+struct RowStats {
+    uint max_key;
+    uint argmax;
+    uint min_finite_key;
+    uint bad;
+    uint first_bad;
+    uint finite;
+};
+
+// Every workgroup that needs the row's statistics merges the (few) chunk
+// results itself: cheaper than a dispatch of its own.
+RowStats merge_chunk_stats(uint row) {
+    uint t = gl_LocalInvocationID.x;
+    uint mk = 0u, am = 0xFFFFFFFFu, mn = 0xFFFFFFFFu, bad = 0u, fb = 0xFFFFFFFFu, fin = 0u;
+    for (uint c = t; c < pc.n_chunks; c += WG) {
+        uint o = (row * pc.n_chunks + c) * CHUNK_STRIDE;
+        uint k = chunk_stats[o + C_MAX_KEY], i = chunk_stats[o + C_ARGMAX];
+        if (k > mk || (k == mk && i < am)) {
+            mk = k;
+            am = i;
+        }
+        mn = min(mn, chunk_stats[o + C_MIN_FINITE_KEY]);
+        bad += chunk_stats[o + C_BAD];
+        fb = min(fb, chunk_stats[o + C_FIRST_BAD]);
+        fin += chunk_stats[o + C_FINITE];
+    }
+    RowStats s;
+    uvec2 r = wg_reduce_argmax(mk, am);
+    s.max_key = r.x;
+    s.argmax = r.y;
+    r = wg_reduce_min_sum(mn, fin);
+    s.min_finite_key = r.x;
+    s.finite = r.y;
+    r = wg_reduce_min_sum(fb, bad);
+    s.first_bad = r.x;
+    s.bad = r.y;
+    return s;
+}
+
+// llama.cpp: temperature <= 0 keeps only the first maximal logit, so the draw
+// is the argmax; a chain ending in greedy is the argmax too.
+bool row_greedy(uint row) { return (pc.flags & FLAG_GREEDY) != 0u || !(row_scale(row) > 0.0); }
+
+uint row_status(RowStats s) {
+    if (s.bad != 0u) return STATUS_NON_FINITE;
+    if (s.finite == 0u) return STATUS_ALL_MASKED;  // every logit -inf
+    return STATUS_OK;
+}
+
+// The row's step: the host bumps the generation on reset and seed changes.
+uint row_step(uint row) {
+    bool same = slot_state[row * SLOT_STRIDE + S_GENERATION] == params[row * PARAM_STRIDE + P_GENERATION];
+    return same ? slot_state[row * SLOT_STRIDE + S_STEP] : 0u;
+}
+
+uint row_uniform(uint row) {
+    return sieve_uniform_u32(params[row * PARAM_STRIDE + P_SEED], row_step(row), params[row * PARAM_STRIDE + P_DRAW]);
+}
+
+// The first radix digit starts at the highest bit where the row's finite keys
+// differ: the bits above it are common and need no pass.
+uint first_level_lo(RowStats s) {
+    if (s.max_key == s.min_finite_key) return 0u;
+    int msb = findMSB(s.max_key ^ s.min_finite_key);
+    return uint(max(msb - 7, 0));
+}
+
+bool same_above(uint a, uint b, uint hi) { return hi >= 32u || (a >> hi) == (b >> hi); }
+
+#endif

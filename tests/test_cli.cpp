@@ -1,0 +1,386 @@
+// The `sieve` binary (SIEVE_CLI_PATH) and the minimal C example
+// (SIEVE_MINIMAL_PATH), run as a user would: output parsed, exit statuses checked.
+#include "npy.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdlib.h>
+#include <string>
+#include <vector>
+
+namespace {
+
+using nlohmann::json;
+
+struct Proc {
+    int code = -1;
+    std::string out;
+    std::string err;
+};
+
+class Cli : public ::testing::Test {
+protected:
+    void SetUp() override {
+        std::string tmpl = (std::filesystem::temp_directory_path() / "sieve_cli_XXXXXX").string();
+        ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+        dir_ = tmpl;
+    }
+    void TearDown() override { std::filesystem::remove_all(dir_); }
+
+    std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+    // Runs `program args` through the shell; stdout captured by popen, stderr via a file.
+    Proc run_program(const std::string& program, const std::string& args) const {
+        const std::string err_path = path("stderr.txt");
+        const std::string cmd = "'" + program + "' " + args + " 2>'" + err_path + "'";
+        Proc r;
+        FILE* p = popen(cmd.c_str(), "r");
+        if (!p) return r;
+        char buf[4096];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+        const int status = pclose(p);
+        r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        std::ifstream e(err_path);
+        std::stringstream ss;
+        ss << e.rdbuf();
+        r.err = ss.str();
+        return r;
+    }
+    Proc sieve(const std::string& args) const { return run_program(SIEVE_CLI_PATH, args); }
+
+    // Parses stdout as exactly one JSON document.
+    static json parse(const Proc& r) {
+        json doc = json::parse(r.out, nullptr, false);
+        EXPECT_FALSE(doc.is_discarded()) << "stdout is not JSON: " << r.out << "\nstderr: " << r.err;
+        return doc;
+    }
+
+    std::string write_npy(const std::string& name, size_t rows, size_t vocab, const std::vector<float>& data) const {
+        const std::string p = path(name);
+        std::vector<size_t> shape = rows == 0 ? std::vector<size_t>{vocab} : std::vector<size_t>{rows, vocab};
+        sieve_cli::write_npy_f32(p, shape, data.data());
+        return p;
+    }
+
+    std::filesystem::path dir_;
+};
+
+std::string describe(const Proc& r) { return "exit " + std::to_string(r.code) + "\nstdout: " + r.out + "\nstderr: " + r.err; }
+
+// softmax(l / t)
+std::vector<double> softmax(const std::vector<float>& l, double t) {
+    double m = *std::max_element(l.begin(), l.end());
+    std::vector<double> p(l.size());
+    double s = 0;
+    for (size_t i = 0; i < l.size(); ++i) s += p[i] = std::exp((l[i] - m) / t);
+    for (double& x : p) x /= s;
+    return p;
+}
+
+// Eight logits with a tie (ids 2 and 5) to check the canonical order.
+const std::vector<float> kEight = {0.5f, 2.0f, 1.25f, -1.0f, 3.0f, 1.25f, 0.0f, -3.5f};
+
+TEST_F(Cli, DevicesJsonParses) {
+    Proc r = sieve("devices --json");
+    ASSERT_EQ(r.code, 0) << describe(r);
+    json doc = parse(r);
+    ASSERT_TRUE(doc.contains("devices") && doc["devices"].is_array());
+    ASSERT_GE(doc["devices"].size(), 1u) << "no Vulkan device listed (lavapipe expected)";
+    int defaults = 0;
+    for (size_t i = 0; i < doc["devices"].size(); ++i) {
+        const json& d = doc["devices"][i];
+        EXPECT_EQ(d["index"].get<size_t>(), i);
+        EXPECT_TRUE(d["name"].is_string() && !d["name"].get<std::string>().empty());
+        EXPECT_TRUE(d["type"].is_string());
+        EXPECT_GT(d["max_storage_buffer_range"].get<uint64_t>(), 0u);
+        EXPECT_GT(d["max_workgroup_size"].get<uint32_t>(), 0u);
+        EXPECT_TRUE(d["features"].is_array());
+        if (d["default"].get<bool>()) {
+            ++defaults;
+            EXPECT_EQ(doc["default"].get<size_t>(), i);
+        }
+    }
+    EXPECT_EQ(defaults, 1);
+    Proc human = sieve("devices");
+    ASSERT_EQ(human.code, 0) << describe(human);
+    EXPECT_NE(human.out.find("(default)"), std::string::npos) << human.out;
+}
+
+TEST_F(Cli, SampleJsonGreedyOnNpy) {
+    std::vector<float> l(2 * 16);
+    for (size_t i = 0; i < l.size(); ++i) l[i] = static_cast<float>((i * 7) % 16) * 0.25f;
+    l[0 * 16 + 9] = 10.0f;
+    l[1 * 16 + 3] = 10.0f;
+    const std::string f = write_npy("two.npy", 2, 16, l);
+    Proc r = sieve("sample --logits '" + f + "' --samplers greedy --device cpu --json");
+    ASSERT_EQ(r.code, 0) << describe(r);
+    json doc = parse(r);
+    EXPECT_TRUE(doc["device"].is_string());
+    ASSERT_EQ(doc["rows"].size(), 2u);
+    EXPECT_EQ(doc["rows"][0]["row"], 0);
+    EXPECT_EQ(doc["rows"][0]["token"], 9);
+    EXPECT_EQ(doc["rows"][1]["row"], 1);
+    EXPECT_EQ(doc["rows"][1]["token"], 3);
+    for (const json& row : doc["rows"]) {
+        EXPECT_NEAR(row["p"].get<double>(), 1.0, 1e-6);  // greedy: the whole mass on one token
+        EXPECT_NEAR(row["logprob"].get<double>(), 0.0, 1e-6);
+    }
+}
+
+TEST_F(Cli, SampleReportsAndReproducesTheSeed) {
+    std::vector<float> flat(64, 0.0f);  // uniform: the token depends on the seed only
+    const std::string f = write_npy("flat.npy", 0, 64, flat);
+    Proc a = sieve("sample --logits '" + f + "' --samplers 'temperature;dist' --device cpu --json");
+    ASSERT_EQ(a.code, 0) << describe(a);
+    json da = parse(a);
+    ASSERT_TRUE(da.contains("seed")) << a.out;
+    const uint32_t seed = da["seed"].get<uint32_t>();
+    EXPECT_NE(seed, 0xFFFFFFFFu);  // the seed actually used, not the "random" marker
+    Proc b = sieve("sample --logits '" + f + "' --samplers 'temperature;dist' --device cpu --json --seed " +
+                  std::to_string(seed));
+    ASSERT_EQ(b.code, 0) << describe(b);
+    json db = parse(b);
+    EXPECT_EQ(db["seed"], seed);
+    EXPECT_EQ(db["rows"][0]["token"], da["rows"][0]["token"]);
+    Proc human = sieve("sample --logits '" + f + "' --samplers 'temperature;dist' --device cpu --seed 5");
+    ASSERT_EQ(human.code, 0) << describe(human);
+    EXPECT_NE(human.out.find("seed 5"), std::string::npos) << human.out;
+    EXPECT_NE(human.out.find("row 0: token "), std::string::npos) << human.out;
+}
+
+TEST_F(Cli, CpuTwinAndDefaultDeviceAgreeOnGreedy) {
+    std::vector<float> l(3 * 1000);
+    for (size_t i = 0; i < l.size(); ++i) l[i] = std::sin(static_cast<float>(i) * 0.37f) * 4.0f;
+    const int expected[3] = {123, 456, 999};
+    for (int r = 0; r < 3; ++r) l[r * 1000 + expected[r]] = 9.0f;
+    const std::string f = write_npy("g.npy", 3, 1000, l);
+    for (const std::string chain : {"greedy", "'temperature;dist' --temp 0"}) {
+        Proc cpu = sieve("sample --logits '" + f + "' --samplers " + chain + " --device cpu --json");
+        Proc dev = sieve("sample --logits '" + f + "' --samplers " + chain + " --json");
+        ASSERT_EQ(cpu.code, 0) << describe(cpu);
+        ASSERT_EQ(dev.code, 0) << describe(dev);
+        json jc = parse(cpu), jd = parse(dev);
+        EXPECT_NE(jc["device"], jd["device"]);
+        for (int r = 0; r < 3; ++r) {
+            EXPECT_EQ(jc["rows"][r]["token"], expected[r]) << chain;
+            EXPECT_EQ(jd["rows"][r]["token"], expected[r]) << chain;
+        }
+    }
+}
+
+TEST_F(Cli, DumpDistIsNormalizedInCanonicalOrder) {
+    const std::string f = write_npy("eight.npy", 0, 8, kEight);
+    const std::vector<double> want = softmax(kEight, 0.8);
+    for (const std::string device : {"--device cpu", ""}) {
+        Proc r = sieve("sample --logits '" + f + "' --samplers 'temperature;dist' --temp 0.8 --dump-dist --json " + device);
+        ASSERT_EQ(r.code, 0) << describe(r);
+        json doc = parse(r);
+        ASSERT_EQ(doc["rows"].size(), 1u);
+        const json& c = doc["rows"][0]["candidates"];
+        ASSERT_EQ(c.size(), 8u) << "temperature;dist keeps every token";
+        double sum = 0;
+        for (size_t i = 0; i < c.size(); ++i) {
+            const int id = c[i]["id"];
+            const double p = c[i]["p"];
+            ASSERT_GE(id, 0);
+            ASSERT_LT(id, 8);
+            EXPECT_NEAR(p, want[id], 1e-5) << device << " id " << id;
+            sum += p;
+            if (i > 0) {
+                const double prev = c[i - 1]["p"];
+                const int prev_id = c[i - 1]["id"];
+                EXPECT_TRUE(prev > p || (prev == p && prev_id < id)) << device << " order at " << i;
+            }
+        }
+        EXPECT_NEAR(sum, 1.0, 1e-5) << device;
+        EXPECT_EQ(c[0]["id"], 4);
+        EXPECT_EQ(c[1]["id"], 1);
+        EXPECT_EQ(c[2]["id"], 2);  // tied with 5: the lower id first
+        EXPECT_EQ(c[3]["id"], 5);
+    }
+}
+
+TEST_F(Cli, DrawCountsSumToNAndFollowTheDistribution) {
+    std::vector<float> two(16);
+    for (int i = 0; i < 8; ++i) two[i] = two[8 + i] = kEight[i];
+    two[8 + 7] = 4.0f;  // row 1 differs: id 7 is its top token
+    const std::string f = write_npy("draws.npy", 2, 8, two);
+    const int n = 4000;
+    Proc r = sieve("sample --logits '" + f + "' --samplers 'temperature;dist' --temp 1 --seed 7 --draws " +
+                  std::to_string(n) + " --device cpu --json");
+    ASSERT_EQ(r.code, 0) << describe(r);
+    json doc = parse(r);
+    ASSERT_EQ(doc["rows"].size(), 2u);
+    for (int row = 0; row < 2; ++row) {
+        const std::vector<float> l(two.begin() + row * 8, two.begin() + row * 8 + 8);
+        const std::vector<double> p = softmax(l, 1.0);
+        const json& counts = doc["rows"][row]["counts"];
+        ASSERT_TRUE(counts.is_object());
+        long total = 0;
+        for (auto it = counts.begin(); it != counts.end(); ++it) {
+            const int id = std::stoi(it.key());
+            ASSERT_GE(id, 0);
+            ASSERT_LT(id, 8);
+            const long c = it.value().get<long>();
+            total += c;
+            const double sd = std::sqrt(n * p[id] * (1 - p[id]));
+            EXPECT_NEAR(static_cast<double>(c), n * p[id], 5 * sd + 1) << "row " << row << " id " << id;
+        }
+        EXPECT_EQ(total, n) << "row " << row;
+    }
+    EXPECT_GT(doc["rows"][1]["counts"]["7"].get<long>(), doc["rows"][0]["counts"].value("7", 0L));
+    // The same draws on the device sum to N as well.
+    Proc d = sieve("sample --logits '" + f + "' --samplers 'temperature;dist' --seed 7 --draws 500 --json");
+    ASSERT_EQ(d.code, 0) << describe(d);
+    json dd = parse(d);
+    for (const json& row : dd["rows"]) {
+        long total = 0;
+        for (auto it = row["counts"].begin(); it != row["counts"].end(); ++it) total += it.value().get<long>();
+        EXPECT_EQ(total, 500);
+    }
+}
+
+TEST_F(Cli, TruncatedNpyIsBadInput) {
+    const std::string f = write_npy("t.npy", 2, 100, std::vector<float>(200, 1.0f));
+    std::filesystem::resize_file(f, std::filesystem::file_size(f) - 10);
+    Proc r = sieve("sample --logits '" + f + "' --samplers greedy --device cpu");
+    EXPECT_EQ(r.code, 3) << describe(r);
+    EXPECT_NE(r.err.find("truncated"), std::string::npos) << r.err;
+    Proc j = sieve("sample --logits '" + f + "' --samplers greedy --device cpu --json");
+    EXPECT_EQ(j.code, 3) << describe(j);
+    EXPECT_EQ(parse(j)["exit_code"], 3);
+    Proc missing = sieve("sample --logits '" + path("missing.npy") + "' --samplers greedy --device cpu");
+    EXPECT_EQ(missing.code, 3) << describe(missing);
+}
+
+TEST_F(Cli, RawFloat32) {
+    std::vector<float> l = {0.0f, 1.0f, 5.0f, 2.0f, 7.0f, 0.0f, 1.0f, 1.0f};  // 2 rows x 4
+    const std::string f = path("l.f32");
+    std::ofstream(f, std::ios::binary).write(reinterpret_cast<const char*>(l.data()), sizeof(float) * l.size());
+    Proc r = sieve("sample --logits '" + f + "' --vocab 4 --samplers greedy --device cpu --json");
+    ASSERT_EQ(r.code, 0) << describe(r);
+    json doc = parse(r);
+    ASSERT_EQ(doc["rows"].size(), 2u);
+    EXPECT_EQ(doc["rows"][0]["token"], 2);
+    EXPECT_EQ(doc["rows"][1]["token"], 0);
+    Proc no_vocab = sieve("sample --logits '" + f + "' --samplers greedy --device cpu");
+    EXPECT_EQ(no_vocab.code, 2) << describe(no_vocab);
+    EXPECT_NE(no_vocab.err.find("--vocab"), std::string::npos) << no_vocab.err;
+    Proc bad_size = sieve("sample --logits '" + f + "' --vocab 3 --samplers greedy --device cpu");
+    EXPECT_EQ(bad_size.code, 3) << describe(bad_size);
+}
+
+TEST_F(Cli, NonFiniteAndMaskedRowsFailAlone) {
+    const float inf = std::numeric_limits<float>::infinity();
+    std::vector<float> l = {1.0f, 4.0f, 2.0f, 0.0f,                  // fine: token 1
+                            1.0f, std::nanf(""), 2.0f, 0.0f,         // NaN
+                            -inf, -inf, -inf, -inf,                  // all masked
+                            0.0f, inf, 1.0f, 2.0f};                  // +Inf
+    const std::string f = write_npy("bad.npy", 4, 4, l);
+    for (const std::string device : {"--device cpu", ""}) {
+        Proc r = sieve("sample --logits '" + f + "' --samplers greedy --json " + device);
+        EXPECT_EQ(r.code, 3) << describe(r);
+        json doc = parse(r);
+        ASSERT_EQ(doc["rows"].size(), 4u) << r.out;
+        EXPECT_EQ(doc["rows"][0]["token"], 1) << device;
+        EXPECT_FALSE(doc["rows"][0].contains("status"));
+        const char* want[4] = {nullptr, "non_finite_logit", "all_masked", "non_finite_logit"};
+        for (int row = 1; row < 4; ++row) {
+            const json& j = doc["rows"][row];
+            EXPECT_EQ(j["row"], row);
+            EXPECT_EQ(j["status"], want[row]) << device << " row " << row;
+            EXPECT_TRUE(j["message"].is_string() && !j["message"].get<std::string>().empty());
+            EXPECT_FALSE(j.contains("token")) << "no token invented for a bad row";
+        }
+    }
+}
+
+TEST_F(Cli, UsageErrorsExit2) {
+    const std::string f = write_npy("u.npy", 0, 8, kEight);
+    Proc unknown_flag = sieve("sample --logits '" + f + "' --bogus-flag 3");
+    EXPECT_EQ(unknown_flag.code, 2) << describe(unknown_flag);
+    Proc unknown_sampler = sieve("sample --logits '" + f + "' --samplers 'temperature;no_such_sampler' --device cpu");
+    EXPECT_EQ(unknown_sampler.code, 2) << describe(unknown_sampler);
+    EXPECT_NE(unknown_sampler.err.find("unknown_sampler"), std::string::npos) << unknown_sampler.err;
+    Proc unknown_sampler_json = sieve("sample --logits '" + f + "' --samplers bogus --device cpu --json");
+    EXPECT_EQ(unknown_sampler_json.code, 2);
+    EXPECT_EQ(parse(unknown_sampler_json)["status"], "unknown_sampler");
+    Proc missing_logits = sieve("sample --samplers greedy");
+    EXPECT_EQ(missing_logits.code, 2) << describe(missing_logits);
+    Proc no_command = sieve("");
+    EXPECT_EQ(no_command.code, 2) << describe(no_command);
+    Proc bad_seed = sieve("sample --logits '" + f + "' --seed 99999999999");
+    EXPECT_EQ(bad_seed.code, 2) << describe(bad_seed);
+    Proc help = sieve("sample --help");
+    EXPECT_EQ(help.code, 0) << describe(help);
+    EXPECT_NE(help.out.find("--dump-dist"), std::string::npos);
+}
+
+TEST_F(Cli, UnknownDeviceIsADeviceError) {
+    const std::string f = write_npy("d.npy", 0, 8, kEight);
+    Proc r = sieve("sample --logits '" + f + "' --samplers greedy --device no-such-device-name-xyz");
+    EXPECT_EQ(r.code, 4) << describe(r);
+}
+
+TEST_F(Cli, TinyBenchJson) {
+    Proc r = sieve("bench --json --tokens 3 --warmup 1 --case greedy/v32000/");
+    ASSERT_EQ(r.code, 0) << describe(r);
+    json doc = parse(r);
+    ASSERT_TRUE(doc["device"].is_string());
+    ASSERT_EQ(doc["cases"].size(), 1u) << r.out;
+    const json& c = doc["cases"][0];
+    EXPECT_EQ(c["name"], "greedy/v32000/b1");
+    EXPECT_EQ(c["vocab"], 32000);
+    EXPECT_EQ(c["rows"], 1);
+    EXPECT_EQ(c["tokens"], 3);
+    EXPECT_GT(c["median_us"].get<double>(), 0.0);
+    EXPECT_LE(c["p10_us"].get<double>(), c["median_us"].get<double>());
+    EXPECT_LE(c["median_us"].get<double>(), c["p90_us"].get<double>());
+    EXPECT_GT(c["twin_median_us"].get<double>(), 0.0);
+    EXPECT_NEAR(c["ratio"].get<double>(), c["twin_median_us"].get<double>() / c["median_us"].get<double>(), 1e-9);
+    ASSERT_TRUE(c["dispatches"].is_number_unsigned()) << c;
+    ASSERT_TRUE(c["row_passes"].is_number_unsigned()) << c;
+    EXPECT_GE(c["dispatches"].get<unsigned>(), 1u);
+    EXPECT_GE(c["row_passes"].get<unsigned>(), 1u);
+    EXPECT_EQ(c["steady_recordings"], 0) << "steady-state sampling must record nothing";
+    EXPECT_EQ(c["steady_allocations"], 0) << "steady-state sampling must allocate nothing";
+}
+
+TEST_F(Cli, BenchListsTheSuiteAndRunsAFile) {
+    Proc list = sieve("bench --list");
+    ASSERT_EQ(list.code, 0) << describe(list);
+    for (const char* name : {"greedy/v32000/b1", "temperature;dist/v32000/b1", "greedy/v151936/b1",
+                             "temperature;dist/v151936/b1", "greedy/v262144/b1", "temperature;dist/v262144/b1"})
+        EXPECT_NE(list.out.find(name), std::string::npos) << name;
+    Proc none = sieve("bench --case no-such-case");
+    EXPECT_EQ(none.code, 2) << describe(none);
+
+    const std::string f = write_npy("b.npy", 0, 8, kEight);
+    Proc r = sieve("bench --json --tokens 4 --warmup 0 --rows 2 --device cpu --logits '" + f +
+                  "' --samplers 'temperature;dist' --temp 0.7");
+    ASSERT_EQ(r.code, 0) << describe(r);
+    json doc = parse(r);
+    ASSERT_EQ(doc["cases"].size(), 1u);
+    EXPECT_EQ(doc["cases"][0]["vocab"], 8);
+    EXPECT_EQ(doc["cases"][0]["rows"], 2);
+    EXPECT_EQ(doc["cases"][0]["samplers"], "temperature;dist");
+}
+
+TEST_F(Cli, MinimalCExampleSucceeds) {
+    Proc r = run_program(SIEVE_MINIMAL_PATH, "");
+    EXPECT_EQ(r.code, 0) << describe(r);
+    EXPECT_NE(r.out.find("token "), std::string::npos) << r.out;
+}
+
+} // namespace

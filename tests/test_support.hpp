@@ -1,0 +1,104 @@
+// Shared test helpers: GPU contexts with validation on (and the constrained
+// profile), and seeded logits of the shapes the suite covers.
+#pragma once
+
+#include <sieve/sieve.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace sieve_test {
+
+extern std::atomic<uint64_t> g_validation_messages;
+void count_validation_message(const char* message, void*);
+
+enum class Profile { Full, Constrained };
+
+inline sieve::ContextOptions gpu_options(Profile profile = Profile::Full) {
+    sieve::ContextOptions o;
+    o.validation(1).on_message(count_validation_message, nullptr);
+    // The constrained profile: what a small phone GPU offers (no optional
+    // features, 16 KiB shared memory, 128-invocation workgroups).
+    if (profile == Profile::Constrained) o.constrained(SIEVE_FEATURE_ALL, 16384, 128);
+    return o;
+}
+
+inline sieve::Context gpu_context(Profile profile = Profile::Full) { return sieve::Context(gpu_options(profile)); }
+
+inline sieve::Context cpu_context() {
+    sieve::ContextOptions o;
+    o.backend(SIEVE_BACKEND_CPU);
+    return sieve::Context(o);
+}
+
+enum class Shape { Gaussian, Zipf, Peaked, Masked, Ties };
+
+inline const char* shape_name(Shape s) {
+    switch (s) {
+    case Shape::Gaussian: return "gaussian";
+    case Shape::Zipf: return "zipf";
+    case Shape::Peaked: return "peaked";
+    case Shape::Masked: return "masked";
+    case Shape::Ties: return "ties";
+    }
+    return "?";
+}
+
+// One row of `vocab` logits of the given shape, deterministic in `seed`.
+inline std::vector<float> make_row(Shape shape, int32_t vocab, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> row(static_cast<size_t>(vocab));
+    switch (shape) {
+    case Shape::Gaussian:
+        for (auto& x : row) x = 2.0f * normal(rng);
+        break;
+    case Shape::Zipf: {
+        // LM-like: logit = -1.1 * log(rank) + noise, ranks a random permutation.
+        std::vector<int32_t> rank(row.size());
+        for (size_t i = 0; i < rank.size(); ++i) rank[i] = static_cast<int32_t>(i);
+        std::shuffle(rank.begin(), rank.end(), rng);
+        for (size_t i = 0; i < row.size(); ++i)
+            row[i] = 12.0f - 1.1f * std::log(static_cast<float>(rank[i] + 1)) + 0.3f * normal(rng);
+        break;
+    }
+    case Shape::Peaked:
+        for (auto& x : row) x = normal(rng);
+        row[rng() % row.size()] = 25.0f;
+        break;
+    case Shape::Masked:
+        for (auto& x : row) x = (rng() % 4 == 0) ? normal(rng) : -std::numeric_limits<float>::infinity();
+        row[rng() % row.size()] = 1.0f;
+        break;
+    case Shape::Ties:
+        // Few distinct values: large tie groups, as f16/bf16 logits give.
+        for (auto& x : row) x = static_cast<float>(static_cast<int>(rng() % 6)) * 0.5f;
+        break;
+    }
+    return row;
+}
+
+inline std::vector<float> make_rows(Shape shape, int32_t rows, int32_t vocab, uint32_t seed) {
+    std::vector<float> out;
+    out.reserve(static_cast<size_t>(rows) * vocab);
+    for (int32_t r = 0; r < rows; ++r) {
+        auto row = make_row(shape, vocab, seed * 7919u + static_cast<uint32_t>(r));
+        out.insert(out.end(), row.begin(), row.end());
+    }
+    return out;
+}
+
+inline sieve::ChainDesc chain_desc(const std::string& samplers, int32_t rows, int32_t vocab, float temperature,
+                                   uint32_t seed) {
+    sieve::ChainDesc d;
+    d.samplers(samplers).capacity(rows, vocab).temperature(temperature).seed(seed);
+    return d;
+}
+
+} // namespace sieve_test
