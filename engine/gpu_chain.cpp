@@ -320,7 +320,7 @@ sieve_token GpuChain::read_result(uint32_t row, std::string* message, sieve_stat
         std::string what;
         if (t.status == SIEVE_ERROR_NON_FINITE_LOGIT) {
             what = res[7] != 0xFFFFFFFFu ? "logit " + std::to_string(res[7]) + " is NaN or +Inf"
-                                         : "the maximal logit divided by the temperature overflows to +Inf";
+                                         : "the temperature division overflows a logit to +-Inf";
         } else if (t.status == SIEVE_ERROR_ALL_MASKED) {
             what = "every logit is -Inf";
         } else {
@@ -377,9 +377,11 @@ sieve_status GpuChain::distribution(const float* logits, int32_t rows, int32_t v
     }
     std::vector<std::pair<float, int32_t>> order;
     out->clear();
+    // Canonical order: the logit the draw sees (divided by the temperature, as
+    // the shaders do) descending, ties by lower id: the GPU's key order.
+    const float scale = row_scale(row);
     for (uint32_t i = 0; i < v; ++i)
-        if (p[i] >= 0.0f) order.push_back({l[i], static_cast<int32_t>(i)});
-    // Canonical order: logit descending, ties by lower id (the GPU's key order).
+        if (p[i] >= 0.0f) order.push_back({scale > 0.0f ? l[i] / scale : l[i], static_cast<int32_t>(i)});
     std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
         return a.first > b.first || (a.first == b.first && a.second < b.second);
     });

@@ -75,6 +75,7 @@ void Device::init(const sieve_context_options& given, uint32_t enabled_features)
     // Half the budget holds the candidates (key + id); the rest is for reductions.
     limits_.candidate_capacity = std::clamp(floor_pow2(shared / 2 / 8), 64u, 4096u);
     limits_.features = enabled_features & ~options.disable_features;
+    info_.features = limits_.features;  // a context reports what it may use
     limits_.max_storage_buffer_range = props.limits.maxStorageBufferRange;
     limits_.max_workgroup_count_y = props.limits.maxComputeWorkGroupCount[1];
 

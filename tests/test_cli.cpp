@@ -348,7 +348,8 @@ TEST_F(Cli, TinyBenchJson) {
     EXPECT_LE(c["p10_us"].get<double>(), c["median_us"].get<double>());
     EXPECT_LE(c["median_us"].get<double>(), c["p90_us"].get<double>());
     EXPECT_GT(c["twin_median_us"].get<double>(), 0.0);
-    EXPECT_NEAR(c["ratio"].get<double>(), c["twin_median_us"].get<double>() / c["median_us"].get<double>(), 1e-9);
+    const double ratio = c["twin_median_us"].get<double>() / c["median_us"].get<double>();
+    EXPECT_NEAR(c["ratio"].get<double>(), ratio, 1e-3 * ratio + 1e-4);
     ASSERT_TRUE(c["dispatches"].is_number_unsigned()) << c;
     ASSERT_TRUE(c["row_passes"].is_number_unsigned()) << c;
     EXPECT_GE(c["dispatches"].get<unsigned>(), 1u);

@@ -207,7 +207,7 @@ TEST(Npy, TrailingBytesRefused) {
     expect_error(b, "after the data");
 }
 
-class TempDirTest : public ::testing::Test {
+class NpyFiles : public ::testing::Test {
 protected:
     void SetUp() override {
         std::string tmpl = (std::filesystem::temp_directory_path() / "sieve_npy_XXXXXX").string();
@@ -223,7 +223,7 @@ protected:
     std::filesystem::path dir_;
 };
 
-TEST_F(TempDirTest, WriterRoundTrip) {
+TEST_F(NpyFiles, WriterRoundTrip) {
     std::vector<float> v = {0.5f, -1.0f, 2.0f, 8.0f, -0.125f, 3.0f};
     sieve_cli::write_npy_f32(path("a.npy"), {2, 3}, v.data());
     NpyArray a = sieve_cli::read_npy(path("a.npy"));
@@ -232,7 +232,7 @@ TEST_F(TempDirTest, WriterRoundTrip) {
     EXPECT_EQ(std::filesystem::file_size(path("a.npy")) % 16, 8u); // 64-aligned header + 24 data bytes
 }
 
-TEST_F(TempDirTest, MissingFileIsAClearError) {
+TEST_F(NpyFiles, MissingFileIsAClearError) {
     try {
         sieve_cli::read_npy(path("nope.npy"));
         FAIL();
@@ -250,7 +250,7 @@ int exit_code_of(const std::function<void()>& f) {
     return 0;
 }
 
-TEST_F(TempDirTest, LoadNpyRowsAndVocab) {
+TEST_F(NpyFiles, LoadNpyRowsAndVocab) {
     write("l.npy", npy(1, dict("<f4", "(2, 3)"), f32_bytes({1, 2, 3, 4, 5, 6})));
     sieve_cli::Logits l = sieve_cli::load_logits(path("l.npy"), 0, 0);
     EXPECT_EQ(l.rows, 2);
@@ -263,14 +263,14 @@ TEST_F(TempDirTest, LoadNpyRowsAndVocab) {
     EXPECT_EQ(exit_code_of([&] { sieve_cli::load_logits(path("t.npy"), 0, 0); }), 3);
 }
 
-TEST_F(TempDirTest, OneRowRepeatedForRows) {
+TEST_F(NpyFiles, OneRowRepeatedForRows) {
     write("one.npy", npy(1, dict("<f2", "(2,)"), f16_bytes({0x3C00, 0x4000})));
     sieve_cli::Logits l = sieve_cli::load_logits(path("one.npy"), 0, 3);
     EXPECT_EQ(l.rows, 3);
     EXPECT_EQ(l.data, (std::vector<float>{1, 2, 1, 2, 1, 2}));
 }
 
-TEST_F(TempDirTest, RawFloat32) {
+TEST_F(NpyFiles, RawFloat32) {
     write("raw.f32", f32_bytes({1, 2, 3, 4, 5, 6}));
     EXPECT_EQ(exit_code_of([&] { sieve_cli::load_logits(path("raw.f32"), 0, 0); }), 2);  // --vocab required
     EXPECT_EQ(exit_code_of([&] { sieve_cli::load_logits(path("raw.f32"), 4, 0); }), 3);  // 24 bytes % 16

@@ -118,7 +118,8 @@ typedef struct sieve_device_info {
     uint32_t max_shared_memory;
     uint32_t max_workgroup_size;
     uint32_t subgroup_size;     /* informative only: Sieve never assumes it */
-    uint32_t features;          /* sieve_feature_bits present on the device */
+    uint32_t features;          /* sieve_feature_bits: present on the device (enumeration);
+                                   usable by the context (sieve_context_device_info) */
     int32_t is_default;         /* 1 for the device an automatic choice picks */
 } sieve_device_info;
 

@@ -92,11 +92,13 @@ int run_sample(const SampleOptions& o, std::ostream& out, std::ostream& /*err*/)
         rows[r].json = row_error_json(r, s, msg);
         rows[r].text = "row " + std::to_string(r) + ": error " + sieve_status_name(s) + ": " + msg;
     };
-    Json seed_used = nullptr;
-    auto note_seed = [&](int32_t r, const sieve_token& t) {
+    Json seed_used = nullptr;  // row 0's seed (the contract's "seed"); each row carries its own
+    bool seeds_differ = false;  // a random seed is drawn per row
+    auto note_seed = [&](int32_t r, const sieve_token& t, bool with_step) {
         rows[r].json["seed"] = t.seed;
-        rows[r].json["step"] = t.step;
+        if (with_step) rows[r].json["step"] = t.step;
         if (seed_used.is_null()) seed_used = t.seed;
+        else if (seed_used.get<uint32_t>() != t.seed) seeds_differ = true;
     };
 
     if (sample_one) {
@@ -109,7 +111,7 @@ int run_sample(const SampleOptions& o, std::ostream& out, std::ostream& /*err*/)
             j["token"] = t.token;
             j["p"] = json_float(t.p);
             j["logprob"] = json_float(t.logprob);
-            note_seed(r, t);
+            note_seed(r, t, true);
             rows[r].text += " token " + std::to_string(t.token) + "  p " + fmt("%.6f", t.p) + "  logprob " +
                             fmt("%.6f", t.logprob);
         }
@@ -167,7 +169,7 @@ int run_sample(const SampleOptions& o, std::ostream& out, std::ostream& /*err*/)
             for (const auto& [id, n] : sorted) c[std::to_string(id)] = n;
             rows[r].json["draws"] = o.draws;
             rows[r].json["counts"] = std::move(c);
-            note_seed(r, last[r]);
+            note_seed(r, last[r], false);
             std::string& t = rows[r].text;
             t += "\n  " + std::to_string(o.draws) + " draws, " + std::to_string(sorted.size()) + " distinct tokens (id count share)";
             for (size_t i = 0; i < sorted.size() && i < kHumanListLimit; ++i)
@@ -193,9 +195,14 @@ int run_sample(const SampleOptions& o, std::ostream& out, std::ostream& /*err*/)
     } else {
         out << "device: " << device.label << "\n";
         out << "samplers: " << samplers_label(o.sampling) << "  temp " << o.sampling.temp;
-        if (!seed_used.is_null()) out << "  seed " << seed_used.get<uint32_t>();
+        if (seeds_differ) out << "  seed per row";
+        else if (!seed_used.is_null()) out << "  seed " << seed_used.get<uint32_t>();
         out << "\nlogits: " << logits.source << " (" << logits.rows << " x " << logits.vocab << ")\n";
-        for (const RowResult& r : rows) out << r.text << "\n";
+        for (const RowResult& r : rows) {
+            out << r.text;
+            if (seeds_differ && r.json.contains("seed")) out << "  (seed " << r.json["seed"].get<uint32_t>() << ")";
+            out << "\n";
+        }
     }
     return code;
 }

@@ -52,6 +52,7 @@ const uint C_MIN_FINITE_KEY = 2u;
 const uint C_BAD = 3u;
 const uint C_FIRST_BAD = 4u;
 const uint C_FINITE = 5u;
+const uint C_OVERFLOW = 6u;
 
 // Per-row selection state within one call.
 const uint ROW_STRIDE = 16u;
@@ -104,12 +105,18 @@ const uint KEY_NEG_INF = 0x007FFFFFu;  // sieve_key(-inf)
 
 float row_scale(uint row) { return uintBitsToFloat(params[row * PARAM_STRIDE + P_SCALE]); }
 
-// The mass of a logit in 40-bit fixed point relative to the row maximum:
-// trunc(exp(l/T - M/T) * 2^40) as (lo, hi). l/T and M/T are the float divisions
-// llama.cpp's temperature sampler performs. Exact integer masses make every sum
-// order-independent (deterministic) and let the draw compare integers.
-uvec2 sieve_mass(float logit, float scale, float max_scaled) {
-    float w = exp(logit / scale - max_scaled);
+// The logit the draw sees: divided by the temperature exactly as llama.cpp's
+// temperature sampler does (one float division), so that keys, ties and masses
+// are those of the twin's candidate array. scale <= 0 is greedy masking, which
+// keeps the raw order.
+float scaled_logit(float f, float scale) { return scale > 0.0 ? f / scale : f; }
+
+// The mass of a scaled logit x in 40-bit fixed point relative to the row's
+// maximal scaled logit M: trunc(exp(x - M) * 2^40) as (lo, hi). Exact integer
+// masses make every sum order-independent (deterministic) and let the draw
+// compare integers.
+uvec2 sieve_mass(float scaled, float max_scaled) {
+    float w = exp(scaled - max_scaled);
     w = clamp(w, 0.0, 1.0);
     float s = w * 256.0;             // = mass / 2^32
     uint hi = uint(s);
@@ -117,6 +124,6 @@ uvec2 sieve_mass(float logit, float scale, float max_scaled) {
     return uvec2(uint(frac * 4294967296.0), hi);
 }
 
-uint load_key(uint row, uint i) { return sieve_key(logits[row * pc.stride + i]); }
+uint load_key(uint row, uint i, float scale) { return sieve_key(scaled_logit(logits[row * pc.stride + i], scale)); }
 
 #endif

@@ -48,7 +48,7 @@ void main() {
     uint status, phase = PHASE_GATHER, n = 0u, passes;
     if (small) {
         // Stats and candidates straight from the row.
-        uint mk = 0u, am = 0xFFFFFFFFu, bad = 0u, fb = 0xFFFFFFFFu, fin = 0u;
+        uint mk = 0u, am = 0xFFFFFFFFu, mn = 0xFFFFFFFFu, bad = 0u, fb = 0xFFFFFFFFu, fin = 0u, of = 0u;
         for (uint i = t; i < pc.vocab; i += WG) {
             float f = logits[row * pc.stride + i];
             uint k = 0u;
@@ -56,12 +56,17 @@ void main() {
                 bad += 1u;
                 fb = min(fb, i);
             } else {
-                k = sieve_key(f);
+                float x = scaled_logit(f, scale);
+                if (!isinf(f) && isinf(x)) of += 1u;
+                k = sieve_key(x);
                 if (k > mk) {
                     mk = k;
                     am = i;
                 }
-                if (!isinf(f)) fin += 1u;
+                if (!isinf(x)) {
+                    fin += 1u;
+                    mn = min(mn, k);
+                }
             }
             c_key[i] = k;
             c_id[i] = i;
@@ -72,10 +77,12 @@ void main() {
         r = wg_reduce_min_sum(fb, bad);
         s.first_bad = r.x;
         s.bad = r.y;
-        r = wg_reduce_min_sum(0u, fin);
+        r = wg_reduce_min_sum(mn, fin);
+        s.min_finite_key = r.x;
         s.finite = r.y;
+        r = wg_reduce_min_sum(0u, of);
+        s.overflow = r.y;
         status = row_status(s);
-        if (status == STATUS_OK && !greedy && isinf(sieve_key_value(s.max_key) / scale)) status = STATUS_NON_FINITE;
         if (t == 0u) row_state[o + R_FIRST_BAD] = s.first_bad;
         n = pc.vocab;
         passes = 1u;
@@ -110,7 +117,7 @@ void main() {
         return;
     }
 
-    float max_scaled = sieve_key_value(s.max_key) / scale;
+    float max_scaled = sieve_key_value(s.max_key);
     uvec2 total, target;
     if (small) {
         total = uvec2(0u);
@@ -127,7 +134,7 @@ void main() {
         uint key = row_state[o + R_PREFIX];
         uint hi = row_state[o + R_HI];
         uint digit = key & ((1u << hi) - 1u);
-        uvec2 q = sieve_mass(sieve_key_value(key), scale, max_scaled);
+        uvec2 q = sieve_mass(sieve_key_value(key), max_scaled);
         uint j = u64_div(target, q).x;
         uint chunk = 0u;
         for (; chunk < pc.n_chunks; ++chunk) {
@@ -145,7 +152,7 @@ void main() {
         uint end = min(begin + pc.chunk_size, pc.vocab);
         for (uint base = begin; base < end; base += WG) {
             uint i = base + t;
-            s_flags[t] = (i < end && load_key(row, i) == key) ? 1u : 0u;
+            s_flags[t] = (i < end && load_key(row, i, scale) == key) ? 1u : 0u;
             barrier();
             if (t == 0u) {
                 for (uint x = 0u; x < WG; ++x) {
@@ -180,13 +187,13 @@ void main() {
 
     if (t == 0u) {
         if (small) {
-            for (uint i = 0u; i < n; ++i) total = u64_add(total, sieve_mass(sieve_key_value(c_key[i]), scale, max_scaled));
+            for (uint i = 0u; i < n; ++i) total = u64_add(total, sieve_mass(sieve_key_value(c_key[i]), max_scaled));
             target = u64_mul_u32_shr32(total, row_uniform(row));
         }
         uint token = c_id[0];
         uvec2 q = uvec2(0u);
         for (uint i = 0u; i < n; ++i) {
-            q = sieve_mass(sieve_key_value(c_key[i]), scale, max_scaled);
+            q = sieve_mass(sieve_key_value(c_key[i]), max_scaled);
             if (u64_less(target, q)) {
                 token = c_id[i];
                 break;

@@ -13,11 +13,12 @@ void main() {
     if (row_state[o + R_PHASE] != PHASE_GATHER) return;
     uint prefix = row_state[o + R_PREFIX];
     uint lo = row_state[o + R_LO];
+    float scale = row_scale(row);
 
     uint begin = chunk * pc.chunk_size;
     uint end = min(begin + pc.chunk_size, pc.vocab);
     for (uint i = begin + t; i < end; i += WG) {
-        uint k = load_key(row, i);
+        uint k = load_key(row, i, scale);
         if ((k >> lo) != (prefix >> lo)) continue;
         uint slot = atomicAdd(row_state[o + R_CAND_COUNT], 1u);
         if (slot < CAP) {

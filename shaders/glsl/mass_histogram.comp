@@ -34,7 +34,7 @@ void main() {
         hi = row_state[o + R_HI];
     }
     float scale = row_scale(row);
-    float max_scaled = sieve_key_value(max_key) / scale;
+    float max_scaled = sieve_key_value(max_key);
     uint digit_mask = (1u << (hi - lo)) - 1u;
 
     for (uint d = t; d < DIGITS; d += WG) {
@@ -47,12 +47,12 @@ void main() {
     uint begin = chunk * pc.chunk_size;
     uint end = min(begin + pc.chunk_size, pc.vocab);
     for (uint i = begin + t; i < end; i += WG) {
-        float f = logits[row * pc.stride + i];
-        uint k = sieve_key(f);
+        float x = scaled_logit(logits[row * pc.stride + i], scale);
+        uint k = sieve_key(x);
         if (!same_above(k, prefix, hi)) continue;
         uint d = (k >> lo) & digit_mask;
         atomicAdd(h_count[d], 1u);
-        uvec2 q = sieve_mass(f, scale, max_scaled);
+        uvec2 q = sieve_mass(x, max_scaled);
         if (q != uvec2(0u)) U64_ATOMIC_ADD(h_lo[d], h_hi[d], q);
     }
     barrier();

@@ -21,11 +21,7 @@ void main() {
     if (pc.level == 0u) {
         RowStats s = merge_chunk_stats(row);
         uint status = row_status(s);
-        float scale = row_scale(row);
         bool greedy = row_greedy(row);
-        // llama.cpp divides by the temperature; a maximum that overflows to
-        // +inf there would make its softmax NaN: report it instead.
-        if (status == STATUS_OK && !greedy && isinf(sieve_key_value(s.max_key) / scale)) status = STATUS_NON_FINITE;
         if (t == 0u) {
             row_state[o + R_STATUS] = status;
             row_state[o + R_MAX_KEY] = s.max_key;

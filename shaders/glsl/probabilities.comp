@@ -22,7 +22,7 @@ void main() {
     uint max_key = row_state[o + R_MAX_KEY];
     uint argmax = row_state[o + R_ARGMAX];
     float scale = row_scale(row);
-    float max_scaled = sieve_key_value(max_key) / scale;
+    float max_scaled = sieve_key_value(max_key);
     float total = u64_to_float(uvec2(row_state[o + R_TOTAL_LO], row_state[o + R_TOTAL_HI]));
     for (uint i = begin + t; i < end; i += WG) {
         float f = logits[row * pc.stride + i];
@@ -31,7 +31,7 @@ void main() {
             if (greedy) {
                 p = i == argmax ? 1.0 : -1.0;
             } else if (!isinf(f)) {
-                p = u64_to_float(sieve_mass(f, scale, max_scaled)) / total;
+                p = u64_to_float(sieve_mass(scaled_logit(f, scale), max_scaled)) / total;
             }
         }
         probabilities[row * pc.stride + i] = p;

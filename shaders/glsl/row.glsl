@@ -13,13 +13,14 @@ struct RowStats {
     uint bad;
     uint first_bad;
     uint finite;
+    uint overflow;
 };
 
 // Every workgroup that needs the row's statistics merges the (few) chunk
 // results itself: cheaper than a dispatch of its own.
 RowStats merge_chunk_stats(uint row) {
     uint t = gl_LocalInvocationID.x;
-    uint mk = 0u, am = 0xFFFFFFFFu, mn = 0xFFFFFFFFu, bad = 0u, fb = 0xFFFFFFFFu, fin = 0u;
+    uint mk = 0u, am = 0xFFFFFFFFu, mn = 0xFFFFFFFFu, bad = 0u, fb = 0xFFFFFFFFu, fin = 0u, of = 0u;
     for (uint c = t; c < pc.n_chunks; c += WG) {
         uint o = (row * pc.n_chunks + c) * CHUNK_STRIDE;
         uint k = chunk_stats[o + C_MAX_KEY], i = chunk_stats[o + C_ARGMAX];
@@ -31,6 +32,7 @@ RowStats merge_chunk_stats(uint row) {
         bad += chunk_stats[o + C_BAD];
         fb = min(fb, chunk_stats[o + C_FIRST_BAD]);
         fin += chunk_stats[o + C_FINITE];
+        of += chunk_stats[o + C_OVERFLOW];
     }
     RowStats s;
     uvec2 r = wg_reduce_argmax(mk, am);
@@ -42,6 +44,8 @@ RowStats merge_chunk_stats(uint row) {
     r = wg_reduce_min_sum(fb, bad);
     s.first_bad = r.x;
     s.bad = r.y;
+    r = wg_reduce_min_sum(0u, of);
+    s.overflow = r.y;
     return s;
 }
 
@@ -49,8 +53,10 @@ RowStats merge_chunk_stats(uint row) {
 // is the argmax; a chain ending in greedy is the argmax too.
 bool row_greedy(uint row) { return (pc.flags & FLAG_GREEDY) != 0u || !(row_scale(row) > 0.0); }
 
+// A finite logit that the temperature division turns into +-inf fails the row
+// (the twin's rule, docs/semantics.md: llama.cpp's softmax would be NaN).
 uint row_status(RowStats s) {
-    if (s.bad != 0u) return STATUS_NON_FINITE;
+    if (s.bad != 0u || s.overflow != 0u) return STATUS_NON_FINITE;
     if (s.finite == 0u) return STATUS_ALL_MASKED;  // every logit -inf
     return STATUS_OK;
 }

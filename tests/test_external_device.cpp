@@ -1,0 +1,161 @@
+// The engine on the app's own VkInstance / VkPhysicalDevice / VkDevice / queue:
+// the test plays the app, creates everything itself (validation on), hands the
+// handles to Sieve, samples, and destroys its objects after Sieve let go.
+#include "reference/reference.hpp"
+#include "test_support.hpp"
+
+#include <volk.h>
+
+#include <sieve/sieve_vulkan.h>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+VKAPI_ATTR VkBool32 VKAPI_CALL app_messenger(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                             VkDebugUtilsMessageTypeFlagsEXT,
+                                             const VkDebugUtilsMessengerCallbackDataEXT* data, void*) {
+    if (severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT)
+        sieve_test::count_validation_message(data->pMessage, nullptr);
+    return VK_FALSE;
+}
+
+struct AppDevice {
+    VkInstance instance = VK_NULL_HANDLE;
+    VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
+    VkPhysicalDevice physical = VK_NULL_HANDLE;
+    VkDevice device = VK_NULL_HANDLE;
+    VkQueue queue = VK_NULL_HANDLE;
+    uint32_t family = 0;
+
+    AppDevice() {
+        EXPECT_EQ(volkInitialize(), VK_SUCCESS);
+        VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+        app.apiVersion = VK_API_VERSION_1_1;
+        const char* layer = "VK_LAYER_KHRONOS_validation";
+        const char* ext = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+        VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+        ici.pApplicationInfo = &app;
+        ici.enabledLayerCount = 1;
+        ici.ppEnabledLayerNames = &layer;
+        ici.enabledExtensionCount = 1;
+        ici.ppEnabledExtensionNames = &ext;
+        EXPECT_EQ(vkCreateInstance(&ici, nullptr, &instance), VK_SUCCESS);
+        volkLoadInstanceOnly(instance);
+        VkDebugUtilsMessengerCreateInfoEXT mci{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+        mci.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+        mci.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT;
+        mci.pfnUserCallback = app_messenger;
+        EXPECT_EQ(vkCreateDebugUtilsMessengerEXT(instance, &mci, nullptr, &messenger), VK_SUCCESS);
+        uint32_t n = 1;
+        VkResult r = vkEnumeratePhysicalDevices(instance, &n, &physical);
+        EXPECT_TRUE(r == VK_SUCCESS || r == VK_INCOMPLETE);
+        uint32_t qn = 0;
+        vkGetPhysicalDeviceQueueFamilyProperties(physical, &qn, nullptr);
+        std::vector<VkQueueFamilyProperties> qf(qn);
+        vkGetPhysicalDeviceQueueFamilyProperties(physical, &qn, qf.data());
+        for (uint32_t i = 0; i < qn; ++i)
+            if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
+                family = i;
+                break;
+            }
+        float priority = 1.0f;
+        VkDeviceQueueCreateInfo q{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+        q.queueFamilyIndex = family;
+        q.queueCount = 1;
+        q.pQueuePriorities = &priority;
+        VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+        dci.queueCreateInfoCount = 1;
+        dci.pQueueCreateInfos = &q;
+        EXPECT_EQ(vkCreateDevice(physical, &dci, nullptr, &device), VK_SUCCESS);
+        auto get_queue = reinterpret_cast<PFN_vkGetDeviceQueue>(vkGetDeviceProcAddr(device, "vkGetDeviceQueue"));
+        get_queue(device, family, 0, &queue);
+    }
+    ~AppDevice() {
+        auto destroy = reinterpret_cast<PFN_vkDestroyDevice>(vkGetDeviceProcAddr(device, "vkDestroyDevice"));
+        destroy(device, nullptr);
+        vkDestroyDebugUtilsMessengerEXT(instance, messenger, nullptr);
+        vkDestroyInstance(instance, nullptr);
+    }
+};
+
+TEST(ExternalDevice, SamplesOnTheAppsDevice) {
+    AppDevice app;
+    sieve_vulkan_device handles{};
+    handles.struct_size = sizeof(handles);
+    handles.instance = app.instance;
+    handles.physical_device = app.physical;
+    handles.device = app.device;
+    handles.queue = app.queue;
+    handles.queue_family_index = app.family;
+    handles.api_version = VK_API_VERSION_1_1;
+    handles.enabled_features = 0;  // the app enabled no optional feature
+    sieve_context* raw = nullptr;
+    sieve::ContextOptions options;
+    options.on_message(sieve_test::count_validation_message, nullptr);
+    ASSERT_EQ(sieve_context_create_vulkan(&handles, &options.raw, &raw), SIEVE_OK) << sieve_last_error();
+    {
+        sieve::Context ctx(raw);
+        EXPECT_EQ(ctx.device_info().features, 0u) << "features the app did not enable must not be used";
+        for (int32_t vocab : {500, 20000}) {
+            const int32_t rows = 3;
+            auto logits = sieve_test::make_rows(sieve_test::Shape::Zipf, rows, vocab, 4);
+            sieve::Chain chain(ctx, sieve_test::chain_desc("temperature;dist", rows, vocab, 0.8f, 7));
+            std::vector<sieve::ref::SamplerKind> kinds;
+            std::string message;
+            ASSERT_EQ(sieve::ref::parse_chain("temperature;dist", &kinds, &message), SIEVE_OK);
+            for (uint32_t step = 0; step < 3; ++step) {
+                auto got = chain.sample(logits.data(), rows, vocab);
+                for (int32_t r = 0; r < rows; ++r) {
+                    sieve::ref::RowParams params;
+                    params.temperature = 0.8f;
+                    params.seed = 7;
+                    auto want = sieve::ref::sample_row(kinds, logits.data() + static_cast<size_t>(r) * vocab, vocab,
+                                                       params, step);
+                    EXPECT_EQ(got[r].token, want.token);
+                }
+            }
+        }
+    }
+    // Sieve released its objects and left the app's device alive: the app can
+    // still use it.
+    auto wait_idle = reinterpret_cast<PFN_vkDeviceWaitIdle>(vkGetDeviceProcAddr(app.device, "vkDeviceWaitIdle"));
+    EXPECT_EQ(wait_idle(app.device), VK_SUCCESS);
+}
+
+TEST(ExternalDevice, RejectsIncompleteHandles) {
+    sieve_vulkan_device handles{};
+    handles.struct_size = sizeof(handles);
+    sieve_context* raw = nullptr;
+    EXPECT_EQ(sieve_context_create_vulkan(&handles, nullptr, &raw), SIEVE_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(raw, nullptr);
+    EXPECT_NE(std::string(sieve_last_error()).find("instance"), std::string::npos);
+    EXPECT_EQ(sieve_context_create_vulkan(nullptr, nullptr, &raw), SIEVE_ERROR_INVALID_ARGUMENT);
+}
+
+TEST(Devices, EnumerateAndChoose) {
+    auto devices = sieve::devices();
+    ASSERT_FALSE(devices.empty());
+    int defaults = 0;
+    for (auto& d : devices) defaults += d.is_default;
+    EXPECT_EQ(defaults, 1);
+    // By index and by name substring (case-insensitive).
+    std::string name = devices[0].name;
+    std::string upper = name.substr(0, 4);
+    for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    for (std::string choice : {std::string("0"), upper}) {
+        auto options = sieve_test::gpu_options();
+        options.device(choice.c_str());
+        sieve::Context ctx(options);
+        EXPECT_EQ(std::string(ctx.device_info().name), name);
+    }
+}
+
+TEST(Version, RuntimeMatchesHeader) {
+    EXPECT_EQ(sieve_version(), SIEVE_VERSION);
+    EXPECT_EQ(SIEVE_VERSION_GET_MAJOR(sieve_version()), static_cast<uint32_t>(SIEVE_VERSION_MAJOR));
+    EXPECT_EQ(SIEVE_VERSION_GET_MINOR(sieve_version()), static_cast<uint32_t>(SIEVE_VERSION_MINOR));
+    EXPECT_EQ(SIEVE_VERSION_GET_PATCH(sieve_version()), static_cast<uint32_t>(SIEVE_VERSION_PATCH));
+}
+
+} // namespace

@@ -1,0 +1,71 @@
+// Steady-state sampling records nothing and allocates nothing: the engine's
+// counters prove it. Per-token values (temperature, seed) go through the
+// parameter block without re-recording.
+#include "test_support.hpp"
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using sieve_test::Shape;
+
+TEST(GpuSteadyState, NoRecordingNoAllocationPerToken) {
+    auto gpu = sieve_test::gpu_context();
+    for (int32_t vocab : {1000, 151936}) {
+        for (const char* samplers : {"temperature;dist", "greedy"}) {
+            const int32_t rows = 4;
+            auto logits = sieve_test::make_rows(Shape::Zipf, rows, vocab, 1);
+            sieve::Chain chain(gpu, sieve_test::chain_desc(samplers, rows, vocab, 0.8f, 1));
+            const sieve_counters created = chain.counters();
+            EXPECT_GT(created.allocations, 0u);
+            chain.sample(logits.data(), rows, vocab);  // first call records
+            const sieve_counters warm = chain.counters();
+            EXPECT_EQ(warm.recordings, 1u);
+            EXPECT_EQ(warm.allocations, created.allocations);
+            const int tokens = 20;
+            for (int i = 0; i < tokens; ++i) {
+                chain.set(SIEVE_PARAM_TEMPERATURE, 0.5 + 0.1 * i);  // per-token values: no re-record
+                if (i % 5 == 0) chain.set(SIEVE_PARAM_SEED, i, i % rows);
+                auto t = chain.sample(logits.data(), rows, vocab);
+                for (auto& tok : t) ASSERT_EQ(tok.status, SIEVE_OK);
+            }
+            const sieve_counters after = chain.counters();
+            auto [dispatches, passes] = chain.plan_figures(rows, vocab);
+            EXPECT_EQ(after.recordings, warm.recordings) << samplers << " re-recorded in steady state";
+            EXPECT_EQ(after.allocations, warm.allocations) << samplers << " allocated in steady state";
+            EXPECT_EQ(after.submits, warm.submits + tokens);
+            EXPECT_EQ(after.dispatches, warm.dispatches + static_cast<uint64_t>(tokens) * dispatches);
+            EXPECT_GE(after.row_passes - warm.row_passes, static_cast<uint64_t>(tokens) * rows * passes);
+            std::printf("%s vocab %d: %u dispatches, >= %u row passes per token\n", samplers, vocab, dispatches, passes);
+        }
+    }
+}
+
+TEST(GpuSteadyState, PlanFigures) {
+    auto gpu = sieve_test::gpu_context();
+    sieve::Chain dist(gpu, sieve_test::chain_desc("temperature;dist", 1, 262144, 0.8f, 1));
+    sieve::Chain greedy(gpu, sieve_test::chain_desc("greedy", 1, 262144, 0.8f, 1));
+    // A row that fits the candidate buffer: one dispatch reads it once.
+    EXPECT_EQ(dist.plan_figures(1, 1000), std::make_pair(1u, 1u));
+    EXPECT_EQ(greedy.plan_figures(1, 1000), std::make_pair(1u, 1u));
+    // Greedy over a large row: row stats + finalize, one pass.
+    EXPECT_EQ(greedy.plan_figures(1, 151936), std::make_pair(2u, 1u));
+    // dist: stats, 4 radix levels (histogram + scan), gather, finalize; three
+    // row passes when the first level resolves the draw.
+    EXPECT_EQ(dist.plan_figures(1, 151936), std::make_pair(11u, 3u));
+}
+
+// A new shape (rows, vocab) records once, then is reused.
+TEST(GpuSteadyState, OneRecordingPerShape) {
+    auto gpu = sieve_test::gpu_context();
+    sieve::Chain chain(gpu, sieve_test::chain_desc("temperature;dist", 8, 5000, 0.8f, 1));
+    auto logits = sieve_test::make_rows(Shape::Gaussian, 8, 5000, 1);
+    for (int i = 0; i < 3; ++i) {
+        chain.sample(logits.data(), 8, 5000);
+        chain.sample(logits.data(), 3, 5000);
+        chain.sample(logits.data(), 8, 4000);
+    }
+    EXPECT_EQ(chain.counters().recordings, 3u);
+}
+
+} // namespace

@@ -1,0 +1,232 @@
+// Every GPU path against the CPU twin on seeded rows of several shapes and sizes,
+// several rows per call and several tokens per row (the GPU advances each row's
+// step itself), on the full device and under the constrained profile.
+//
+// Agreement rules (DESIGN.md, determinism contract): the status always agrees;
+// the probability of the drawn token agrees within float tolerance; the token
+// agrees except where the uniform falls within 1e-6 of a CDF boundary of the
+// twin's double-precision distribution (counted, and required to be rare).
+#include "reference/reference.hpp"
+#include "test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <tuple>
+
+namespace {
+
+using sieve_test::Profile;
+using sieve_test::Shape;
+
+// Distance of the uniform from the nearest CDF boundary of the twin's distribution.
+double boundary_distance(const std::vector<sieve::ref::SamplerKind>& chain, const float* logits, int32_t vocab,
+                         const sieve::ref::RowParams& params, uint32_t step) {
+    std::vector<sieve::ref::Weighted> dist;
+    std::string message;
+    if (sieve::ref::row_distribution(chain, logits, vocab, params, &dist, &message) != SIEVE_OK) return 1.0;
+    double total = 0;
+    for (auto& w : dist) total += w.p;
+    const double u = sieve::ref::uniform_u32(params.seed, step, 0) / 4294967296.0;
+    double cum = 0, best = 1.0;
+    for (auto& w : dist) {
+        cum += w.p / total;
+        best = std::min(best, std::fabs(cum - u));
+    }
+    return best;
+}
+
+struct Case {
+    std::string chain;
+    Shape shape;
+    int32_t vocab;
+    int32_t rows;
+    float temperature;
+    Profile profile;
+};
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+    const Case& c = info.param;
+    std::string chain = c.chain;
+    for (auto& ch : chain)
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+    std::string t = c.temperature < 0 ? "neg" : std::to_string(static_cast<int>(c.temperature * 100));
+    return chain + "_" + sieve_test::shape_name(c.shape) + "_v" + std::to_string(c.vocab) + "_r" +
+           std::to_string(c.rows) + "_t" + t + (c.profile == Profile::Constrained ? "_constrained" : "");
+}
+
+class GpuVsTwin : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GpuVsTwin, TokensAndProbabilitiesAgree) {
+    const Case& c = GetParam();
+    const int tokens = c.vocab >= 100000 ? 3 : 6;
+    auto gpu = sieve_test::gpu_context(c.profile);
+    auto desc = sieve_test::chain_desc(c.chain, c.rows, c.vocab, c.temperature, 1000u + c.vocab);
+    sieve::Chain chain(gpu, desc);
+    for (int32_t r = 0; r < c.rows; ++r) chain.set(SIEVE_PARAM_SEED, 77u * r + c.vocab, r);
+
+    std::vector<sieve::ref::SamplerKind> kinds;
+    std::string message;
+    ASSERT_EQ(sieve::ref::parse_chain(c.chain.c_str(), &kinds, &message), SIEVE_OK) << message;
+
+    int near_boundary = 0, mismatches = 0;
+    for (int step = 0; step < tokens; ++step) {
+        auto logits = sieve_test::make_rows(c.shape, c.rows, c.vocab, 31u * step + 7u);
+        auto got = chain.sample(logits.data(), c.rows, c.vocab);
+        for (int32_t r = 0; r < c.rows; ++r) {
+            const float* row = logits.data() + static_cast<size_t>(r) * c.vocab;
+            sieve::ref::RowParams params;
+            params.temperature = c.temperature;
+            params.seed = 77u * r + c.vocab;
+            auto want = sieve::ref::sample_row(kinds, row, c.vocab, params, static_cast<uint32_t>(step));
+            SCOPED_TRACE("step " + std::to_string(step) + " row " + std::to_string(r));
+            ASSERT_EQ(got[r].status, want.status) << want.message;
+            EXPECT_EQ(got[r].step, static_cast<uint32_t>(step));
+            EXPECT_EQ(got[r].seed, params.seed);
+            if (want.status != SIEVE_OK) continue;
+            ASSERT_GE(got[r].row_passes, 1u);
+            if (got[r].token != want.token) {
+                ++mismatches;
+                double d = boundary_distance(kinds, row, c.vocab, params, static_cast<uint32_t>(step));
+                EXPECT_LT(d, 1e-6) << "GPU token " << got[r].token << " twin token " << want.token
+                                   << " with the uniform " << d << " away from a CDF boundary";
+                if (d < 1e-6) ++near_boundary;
+                continue;
+            }
+            EXPECT_NEAR(got[r].p, want.p, 1e-5f + 1e-4f * want.p);
+            if (want.p > 1e-30f) EXPECT_NEAR(got[r].logprob, want.logprob, 1e-3f);
+        }
+    }
+    if (near_boundary > 0) std::printf("%d of the token mismatches were within 1e-6 of a CDF boundary\n", near_boundary);
+    EXPECT_LE(mismatches, 1);
+}
+
+std::vector<Case> cases() {
+    std::vector<Case> out;
+    const Shape shapes[] = {Shape::Gaussian, Shape::Zipf, Shape::Peaked, Shape::Masked, Shape::Ties};
+    // 1..1024: the one-dispatch path (the whole row fits the candidate buffer);
+    // above: row stats, radix levels by mass, gather, finalize.
+    const int32_t vocabs[] = {1, 2, 7, 100, 1000, 1024, 2048, 2049, 5000, 32000, 151936, 262144};
+    for (Shape s : shapes)
+        for (int32_t v : vocabs) {
+            if (v >= 151936 && (s == Shape::Peaked || s == Shape::Gaussian)) continue;  // keep the suite quick
+            out.push_back({"temperature;dist", s, v, v >= 100000 ? 2 : 3, 0.8f, Profile::Full});
+        }
+    for (int32_t v : {1, 3, 1000, 5000, 151936}) {
+        out.push_back({"greedy", Shape::Ties, v, 3, 0.8f, Profile::Full});
+        out.push_back({"temperature;dist", Shape::Ties, v, 3, 0.0f, Profile::Full});   // greedy masking
+        out.push_back({"temperature;dist", Shape::Zipf, v, 3, -1.0f, Profile::Full});  // negative: same rule
+        out.push_back({"dist", Shape::Zipf, v, 2, 0.8f, Profile::Full});               // no temperature: T = 1
+        out.push_back({"temperature;dist", Shape::Gaussian, v, 2, 1.7f, Profile::Full});
+    }
+    out.push_back({"temperature;temperature;dist", Shape::Gaussian, 3000, 2, 1.3f, Profile::Full});
+    // The constrained profile (16 KiB shared memory, 128-invocation workgroups,
+    // no optional features) changes the candidate capacity and the chunking.
+    for (Shape s : shapes)
+        for (int32_t v : {1, 500, 512, 513, 4096, 40000})
+            out.push_back({"temperature;dist", s, v, 2, 0.8f, Profile::Constrained});
+    out.push_back({"greedy", Shape::Ties, 40000, 2, 0.8f, Profile::Constrained});
+    return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GpuVsTwin, ::testing::ValuesIn(cases()), case_name);
+
+// Rows whose whole vocabulary shares a handful of values: after four radix
+// levels more candidates than fit the buffer share one exact key, and the draw
+// picks among them by id (the tie path of finalize.comp).
+TEST(GpuVsTwinTies, HugeTieGroupsPickByLowerId) {
+    for (auto profile : {Profile::Full, Profile::Constrained}) {
+        auto gpu = sieve_test::gpu_context(profile);
+        const int32_t vocab = 70000;
+        std::vector<float> logits(vocab);
+        for (int32_t i = 0; i < vocab; ++i) logits[i] = (i % 3 == 0) ? 1.0f : -2.0f;  // 23334 ties at the top
+        auto desc = sieve_test::chain_desc("temperature;dist", 1, vocab, 1.0f, 5);
+        sieve::Chain chain(gpu, desc);
+        std::vector<sieve::ref::SamplerKind> kinds;
+        std::string message;
+        ASSERT_EQ(sieve::ref::parse_chain("temperature;dist", &kinds, &message), SIEVE_OK);
+        for (uint32_t step = 0; step < 12; ++step) {
+            auto got = chain.sample(logits.data(), 1, vocab);
+            sieve::ref::RowParams params;
+            params.temperature = 1.0f;
+            params.seed = 5;
+            auto want = sieve::ref::sample_row(kinds, logits.data(), vocab, params, step);
+            ASSERT_EQ(got[0].status, SIEVE_OK) << sieve_last_error();
+            EXPECT_EQ(got[0].token, want.token) << "step " << step;
+            EXPECT_NEAR(got[0].p, want.p, 1e-6f);
+        }
+    }
+}
+
+// Edge rows: vocab 1, all -inf but one, huge and tiny logits.
+TEST(GpuVsTwinEdges, EdgeRows) {
+    auto gpu = sieve_test::gpu_context();
+    const float inf = std::numeric_limits<float>::infinity();
+    std::vector<std::vector<float>> rows = {
+        {3.5f},
+        {-inf, -inf, 2.0f, -inf},
+        {1e37f, -1e37f, 9e36f, 1e37f},
+        {1e-38f, -1e-38f, 0.0f, -0.0f, 1e-45f},
+        {-3e38f, 3e38f},
+    };
+    // A large row that is all -inf but one.
+    std::vector<float> big(50000, -inf);
+    big[31337] = -5.0f;
+    rows.push_back(big);
+    std::vector<sieve::ref::SamplerKind> kinds;
+    std::string message;
+    ASSERT_EQ(sieve::ref::parse_chain("temperature;dist", &kinds, &message), SIEVE_OK);
+    for (float t : {1.0f, 0.8f, 0.0f}) {
+        for (auto& row : rows) {
+            const int32_t v = static_cast<int32_t>(row.size());
+            auto desc = sieve_test::chain_desc("temperature;dist", 1, v, t, 99);
+            sieve::Chain chain(gpu, desc);
+            for (uint32_t step = 0; step < 4; ++step) {
+                auto got = chain.sample(row.data(), 1, v);
+                sieve::ref::RowParams params;
+                params.temperature = t;
+                params.seed = 99;
+                auto want = sieve::ref::sample_row(kinds, row.data(), v, params, step);
+                SCOPED_TRACE("vocab " + std::to_string(v) + " t " + std::to_string(t));
+                ASSERT_EQ(got[0].status, want.status) << want.message;
+                if (want.status != SIEVE_OK) continue;
+                EXPECT_EQ(got[0].token, want.token);
+                EXPECT_NEAR(got[0].p, want.p, 1e-5f);
+            }
+        }
+    }
+}
+
+// The final distribution (sieve_chain_distribution, `--dump-dist`) computed on
+// the GPU equals the twin's, in canonical order.
+TEST(GpuVsTwinDistribution, FinalDistributionAgrees) {
+    auto gpu = sieve_test::gpu_context();
+    for (int32_t v : {5, 1000, 5000, 32000}) {
+        for (float t : {0.7f, 1.0f, 0.0f}) {
+            for (Shape s : {Shape::Zipf, Shape::Ties, Shape::Masked}) {
+                auto logits = sieve_test::make_rows(s, 2, v, 11);
+                auto desc = sieve_test::chain_desc("temperature;dist", 2, v, t, 1);
+                sieve::Chain chain(gpu, desc);
+                auto got = chain.distribution(logits.data(), 2, v, 1);
+                std::vector<sieve::ref::SamplerKind> kinds;
+                std::string message;
+                ASSERT_EQ(sieve::ref::parse_chain("temperature;dist", &kinds, &message), SIEVE_OK);
+                sieve::ref::RowParams params;
+                params.temperature = t;
+                std::vector<sieve::ref::Weighted> want;
+                ASSERT_EQ(sieve::ref::row_distribution(kinds, logits.data() + v, v, params, &want, &message), SIEVE_OK);
+                SCOPED_TRACE("vocab " + std::to_string(v) + " t " + std::to_string(t) + " " + sieve_test::shape_name(s));
+                ASSERT_EQ(got.size(), want.size());
+                double sum = 0;
+                for (size_t i = 0; i < got.size(); ++i) {
+                    ASSERT_EQ(got[i].id, want[i].id) << "position " << i;
+                    EXPECT_NEAR(got[i].p, want[i].p, 1e-6 + 1e-4 * want[i].p);
+                    sum += got[i].p;
+                }
+                EXPECT_NEAR(sum, 1.0, 1e-4);
+            }
+        }
+    }
+}
+
+} // namespace
