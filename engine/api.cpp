@@ -283,4 +283,25 @@ SIEVE_API sieve_status sieve_chain_plan_figures(const sieve_chain* chain, int32_
     });
 }
 
+SIEVE_API sieve_status sieve_chain_set_profiling(sieve_chain* chain, int32_t enabled) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        chain->impl->set_profiling(enabled != 0);
+        return SIEVE_OK;
+    });
+}
+
+SIEVE_API sieve_status sieve_chain_stage_times(const sieve_chain* chain, sieve_stage_time* out, uint32_t capacity,
+                                               uint32_t* count) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        if (!count) fail(SIEVE_ERROR_INVALID_ARGUMENT, "count is NULL");
+        if (capacity > 0 && !out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
+        auto times = chain->impl->stage_times();
+        *count = static_cast<uint32_t>(times.size());
+        for (uint32_t i = 0; i < std::min<uint32_t>(capacity, *count); ++i) out[i] = times[i];
+        return SIEVE_OK;
+    });
+}
+
 } // extern "C"

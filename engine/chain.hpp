@@ -46,6 +46,8 @@ public:
                                       std::vector<ref::Weighted>* out, std::string* message) = 0;
     virtual sieve_counters counters() const = 0;
     virtual void plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, uint32_t* row_passes) const = 0;
+    virtual void set_profiling(bool) {}
+    virtual std::vector<sieve_stage_time> stage_times() const { return {}; }
 
     // Throws CAPACITY / INVALID_ARGUMENT for sizes the chain cannot take.
     void check_call(const float* logits, int32_t rows, int32_t vocab) const;

@@ -46,8 +46,10 @@ public:
 
     sieve_status distribution(const float* logits, int32_t, int32_t vocab, int32_t row,
                               std::vector<ref::Weighted>* out, std::string* message) override {
-        return ref::row_distribution(config_.samplers, logits + static_cast<size_t>(row) * vocab, vocab,
-                                     row_params(row), out, message);
+        sieve_status s = ref::row_distribution(config_.samplers, logits + static_cast<size_t>(row) * vocab, vocab,
+                                               row_params(row), out, message);
+        if (s != SIEVE_OK) *message = "row " + std::to_string(row) + ": " + *message;
+        return s;
     }
 
     sieve_counters counters() const override {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <tuple>
@@ -29,7 +30,10 @@ constexpr uint64_t kWaitTimeoutNs = 30ull * 1000 * 1000 * 1000;
 struct Recording {
     VkCommandBuffer cmd = VK_NULL_HANDLE;
     Plan plan;
+    bool timestamps = false;  // one timestamp before the first and after every dispatch
 };
+
+constexpr uint32_t kMaxTimestamps = 32;
 
 class GpuChain final : public Chain {
 public:
@@ -42,10 +46,11 @@ public:
                               std::vector<ref::Weighted>* out, std::string* message) override;
     sieve_counters counters() const override;
     void plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, uint32_t* row_passes) const override;
+    void set_profiling(bool enabled) override;
+    std::vector<sieve_stage_time> stage_times() const override { return stage_times_; }
 
 private:
     void release();
-    void check_capacity() const;
     VkDescriptorSet allocate_set(VkBuffer probabilities);
     const Recording& recording(RecordingKind kind, uint32_t rows, uint32_t vocab);
     void upload(const float* logits, uint32_t rows, uint32_t vocab);
@@ -70,13 +75,15 @@ private:
     VkCommandPool command_pool_ = VK_NULL_HANDLE;
     VkFence fence_ = VK_NULL_HANDLE;
     bool pending_ = false;  // a submission whose wait timed out
-    std::map<std::tuple<uint32_t, uint32_t, uint32_t>, Recording> recordings_by_shape_;
+    bool profiling_ = false;
+    VkQueryPool queries_ = VK_NULL_HANDLE;
+    std::vector<sieve_stage_time> stage_times_;
+    std::map<std::tuple<uint32_t, uint32_t, uint32_t, bool>, Recording> recordings_by_shape_;
 };
 
 GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
     : Chain(config), device_(context.device()), pipelines_(context.pipelines()), limits_(device_.limits()),
       type_(device_.info().type), max_chunks_(max_chunks_for(limits_, type_)) {
-    check_capacity();
     const auto& vk = device_.vk();
     VkDevice dev = device_.handle();
     const uint64_t rows = static_cast<uint64_t>(config.max_rows);
@@ -151,6 +158,8 @@ void GpuChain::release() {
         vk.vkDestroyFence(dev, fence_, nullptr);
         fence_ = VK_NULL_HANDLE;
     }
+    if (queries_) vk.vkDestroyQueryPool(dev, queries_, nullptr);
+    queries_ = VK_NULL_HANDLE;
     if (command_pool_) vk.vkDestroyCommandPool(dev, command_pool_, nullptr);  // frees the recordings
     command_pool_ = VK_NULL_HANDLE;
     recordings_by_shape_.clear();
@@ -161,20 +170,21 @@ void GpuChain::release() {
         device_.destroy_buffer(*b);
 }
 
-void GpuChain::check_capacity() const {
-    const uint64_t range = limits_.max_storage_buffer_range;
-    const uint64_t rows = static_cast<uint64_t>(config_.max_rows);
-    const uint64_t logits_bytes = rows * static_cast<uint64_t>(config_.max_vocab) * 4;
+// Runs before anything is allocated, host or device.
+void check_capacity(const ChainConfig& config, const EffectiveLimits& limits, uint32_t max_chunks) {
+    const uint64_t range = limits.max_storage_buffer_range;
+    const uint64_t rows = static_cast<uint64_t>(config.max_rows);
+    const uint64_t logits_bytes = rows * static_cast<uint64_t>(config.max_vocab) * 4;
     if (logits_bytes > range)
         fail(SIEVE_ERROR_DEVICE_LIMIT,
-             "capacity " + std::to_string(config_.max_rows) + " rows x " + std::to_string(config_.max_vocab) +
+             "capacity " + std::to_string(config.max_rows) + " rows x " + std::to_string(config.max_vocab) +
                  " f32 logits needs " + std::to_string(logits_bytes) + " bytes in one buffer; this device's "
                  "maxStorageBufferRange is " + std::to_string(range) + " (reduce max_rows or max_vocab)");
-    const uint64_t hist_bytes = rows * max_chunks_ * kDigits * 3 * 4;
+    const uint64_t hist_bytes = rows * max_chunks * kDigits * 3 * 4;
     if (hist_bytes > range)
-        fail(SIEVE_ERROR_DEVICE_LIMIT, "capacity of " + std::to_string(config_.max_rows) +
+        fail(SIEVE_ERROR_DEVICE_LIMIT, "capacity of " + std::to_string(config.max_rows) +
                                            " rows needs more histogram space than maxStorageBufferRange");
-    if (rows > limits_.max_workgroup_count_y)
+    if (rows > limits.max_workgroup_count_y)
         fail(SIEVE_ERROR_DEVICE_LIMIT, "max_rows exceeds this device's maxComputeWorkGroupCount[1]");
 }
 
@@ -206,13 +216,14 @@ VkDescriptorSet GpuChain::allocate_set(VkBuffer probabilities) {
 }
 
 const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t vocab) {
-    auto key = std::make_tuple(static_cast<uint32_t>(kind), rows, vocab);
+    auto key = std::make_tuple(static_cast<uint32_t>(kind), rows, vocab, profiling_);
     auto it = recordings_by_shape_.find(key);
     if (it != recordings_by_shape_.end()) return it->second;
 
     const auto& vk = device_.vk();
     Recording rec;
     rec.plan = make_plan(kind, greedy_terminal(), vocab, limits_, type_);
+    rec.timestamps = profiling_;
     VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
     ai.commandPool = command_pool_;
     ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
@@ -238,6 +249,11 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
         vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
                                 &barrier, 0, nullptr, 0, nullptr);
     }
+    const uint32_t n_queries = static_cast<uint32_t>(rec.plan.dispatches.size()) + 1;
+    if (rec.timestamps) {
+        vk.vkCmdResetQueryPool(cmd, queries_, 0, n_queries);
+        vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_, 0);
+    }
     VkDescriptorSet set = kind == RecordingKind::Distribution ? distribution_set_ : set_;
     vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_.layout(), 0, 1, &set, 0, nullptr);
     for (const Dispatch& d : rec.plan.dispatches) {
@@ -250,6 +266,9 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
         barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
         vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
                                 &barrier, 0, nullptr, 0, nullptr);
+        if (rec.timestamps)
+            vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_,
+                                   static_cast<uint32_t>(&d - rec.plan.dispatches.data()) + 1);
     }
     // Results (and probabilities) become visible to the host after the fence.
     barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
@@ -303,6 +322,34 @@ void GpuChain::submit_and_wait(const Recording& rec, uint32_t rows) {
     vk.vkResetFences(device_.handle(), 1, &fence_);
     pending_ = false;
     (void)rows;
+    if (rec.timestamps) {
+        const uint32_t n = static_cast<uint32_t>(rec.plan.dispatches.size()) + 1;
+        uint64_t ticks[kMaxTimestamps] = {};
+        vk_check(vk.vkGetQueryPoolResults(device_.handle(), queries_, 0, n, sizeof(ticks), ticks, sizeof(uint64_t),
+                                          VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+                 "vkGetQueryPoolResults");
+        stage_times_.clear();
+        for (uint32_t i = 0; i + 1 < n; ++i) {
+            sieve_stage_time t{};
+            std::snprintf(t.stage, sizeof(t.stage), "%s", stage_name(rec.plan.dispatches[i].stage));
+            t.level = rec.plan.dispatches[i].level;
+            t.gpu_us = static_cast<double>(ticks[i + 1] - ticks[i]) * limits_.timestamp_period_ns / 1000.0;
+            stage_times_.push_back(t);
+        }
+    }
+}
+
+void GpuChain::set_profiling(bool enabled) {
+    if (enabled && !limits_.timestamps)
+        fail(SIEVE_ERROR_DEVICE_LIMIT, "this device's compute queue has no timestamps");
+    if (enabled && !queries_) {
+        VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+        qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+        qi.queryCount = kMaxTimestamps;
+        vk_check(device_.vk().vkCreateQueryPool(device_.handle(), &qi, nullptr, &queries_), "vkCreateQueryPool");
+    }
+    profiling_ = enabled;
+    stage_times_.clear();
 }
 
 sieve_token GpuChain::read_result(uint32_t row, std::string* message, sieve_status* first) const {
@@ -369,12 +416,9 @@ sieve_status GpuChain::distribution(const float* logits, int32_t rows, int32_t v
     // The row's status comes from the same checks as sampling.
     const float* p = static_cast<const float*>(probabilities_.mapped) + static_cast<size_t>(row) * v;
     const float* l = logits + static_cast<size_t>(row) * v;
-    std::string check_message;
-    sieve_status status = ref::check_logits(l, vocab, &check_message);
-    if (status != SIEVE_OK) {
-        *message = "row " + std::to_string(row) + ": " + check_message;
-        return status;
-    }
+    sieve_status status = SIEVE_OK;
+    read_result(static_cast<uint32_t>(row), message, &status);
+    if (status != SIEVE_OK) return status;
     std::vector<std::pair<float, int32_t>> order;
     out->clear();
     // Canonical order: the logit the draw sees (divided by the temperature, as
@@ -409,6 +453,8 @@ void GpuChain::plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, u
 } // namespace
 
 std::unique_ptr<Chain> make_gpu_chain(VulkanContext& context, const ChainConfig& config) {
+    const EffectiveLimits& limits = context.device().limits();
+    check_capacity(config, limits, max_chunks_for(limits, context.device().info().type));
     return std::make_unique<GpuChain>(context, config);
 }
 

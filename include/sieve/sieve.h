@@ -254,6 +254,21 @@ SIEVE_API sieve_status sieve_chain_counters(const sieve_chain* chain, sieve_coun
 SIEVE_API sieve_status sieve_chain_plan_figures(const sieve_chain* chain, int32_t rows, int32_t vocab,
                                                 uint32_t* dispatches, uint32_t* row_passes);
 
+/* Per-stage GPU time from timestamp queries. Profiling records separate
+ * command buffers with timestamps (once per shape); off by default. The CPU
+ * backend has no stages (count 0). */
+typedef struct sieve_stage_time {
+    char stage[32];     /* shader stage, e.g. "row_stats", "mass_histogram" */
+    uint32_t level;     /* radix level for histogram/scan passes */
+    double gpu_us;      /* GPU time of the dispatch in the last call, microseconds */
+} sieve_stage_time;
+
+SIEVE_API sieve_status sieve_chain_set_profiling(sieve_chain* chain, int32_t enabled);
+/* Stage times of the last sampling call (the last draw). *count receives the
+ * number of stages; at most `capacity` are written. */
+SIEVE_API sieve_status sieve_chain_stage_times(const sieve_chain* chain, sieve_stage_time* out, uint32_t capacity,
+                                               uint32_t* count);
+
 #ifdef __cplusplus
 }
 #endif

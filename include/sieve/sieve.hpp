@@ -173,6 +173,15 @@ public:
         check(sieve_chain_counters(handle_, &c));
         return c;
     }
+    void set_profiling(bool enabled) { check(sieve_chain_set_profiling(handle_, enabled ? 1 : 0)); }
+    std::vector<sieve_stage_time> stage_times() const {
+        uint32_t n = 0;
+        check(sieve_chain_stage_times(handle_, nullptr, 0, &n));
+        std::vector<sieve_stage_time> out(n);
+        if (n > 0) check(sieve_chain_stage_times(handle_, out.data(), n, &n));
+        out.resize(n);
+        return out;
+    }
     std::pair<uint32_t, uint32_t> plan_figures(int32_t rows, int32_t vocab) const {
         uint32_t d = 0, p = 0;
         check(sieve_chain_plan_figures(handle_, rows, vocab, &d, &p));

@@ -24,6 +24,10 @@ void main() {
     float scale = row_scale(row);
     float max_scaled = sieve_key_value(max_key);
     float total = u64_to_float(uvec2(row_state[o + R_TOTAL_LO], row_state[o + R_TOTAL_HI]));
+    if (chunk == 0u && t == 0u) {  // the row's status, as sampling would report it
+        results[row * RESULT_STRIDE + 3u] = status;
+        results[row * RESULT_STRIDE + 7u] = row_state[o + R_FIRST_BAD];
+    }
     for (uint i = begin + t; i < end; i += WG) {
         float f = logits[row * pc.stride + i];
         float p = -1.0;

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs whatever Sieve needs that is missing (Debian 12 / Ubuntu 22.04+),
+# then configures and builds it in ./build. Idempotent: a machine that has
+# everything installs nothing. Runs apt as root, or through sudo.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  build-essential cmake pkg-config
+  libvulkan-dev libvulkan-volk-dev glslang-tools spirv-tools
+  mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
+  libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "sieve: installing ${missing[*]}"
+  as_root=()
+  [[ $(id -u) -eq 0 ]] || as_root=(sudo)
+  "${as_root[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+build_type=${SIEVE_BUILD_TYPE:-Release}
+cmake -S . -B build -DCMAKE_BUILD_TYPE="$build_type" >/dev/null
+cmake --build build -j"$(nproc)"

@@ -1,0 +1,1091 @@
+// Bad input (DESIGN.md "Errors", issue 2): every rejected input gets its own
+// specific status and a last-error message that says what was wrong, never a
+// crash or an invented token, and a chain that was given the bad input still
+// samples exactly like the CPU twin afterwards (same seed, same step).
+//
+// Chain-level cases run on the GPU engine (full and, for the logit checks, the
+// constrained profile) and on the CPU twin. The GPU contexts come from
+// test_support: validation layers on, any validation message fails the test.
+#include "test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <volk.h>
+
+#include <sieve/sieve_vulkan.h>
+
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace {
+
+using namespace sieve_test;
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+enum class Backend { Gpu, GpuConstrained, Cpu };
+
+const char* backend_name(Backend b) {
+    switch (b) {
+    case Backend::Gpu: return "Gpu";
+    case Backend::GpuConstrained: return "GpuConstrained";
+    case Backend::Cpu: return "Cpu";
+    }
+    return "?";
+}
+
+sieve::Context make_context(Backend b) {
+    switch (b) {
+    case Backend::Gpu: return gpu_context();
+    case Backend::GpuConstrained: return gpu_context(Profile::Constrained);
+    case Backend::Cpu: return cpu_context();
+    }
+    return cpu_context();
+}
+
+std::string lower(std::string s) {
+    for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+// The call returned `want`, and the thread's last error is non-empty and
+// contains every one of `parts` (case-insensitive). Reads sieve_last_error()
+// before any other Sieve call can replace it.
+testing::AssertionResult Fails(sieve_status got, sieve_status want, std::initializer_list<std::string> parts) {
+    const std::string message = sieve_last_error();
+    if (got != want)
+        return testing::AssertionFailure() << "status " << sieve_status_name(got) << " (" << got << "), expected "
+                                           << sieve_status_name(want) << " (" << want << "); message: \""
+                                           << message << "\"";
+    if (message.empty()) return testing::AssertionFailure() << "sieve_last_error() is empty after " << sieve_status_name(got);
+    for (const auto& p : parts)
+        if (lower(message).find(lower(p)) == std::string::npos)
+            return testing::AssertionFailure() << "message \"" << message << "\" does not mention \"" << p << "\"";
+    return testing::AssertionSuccess() << message;
+}
+
+// A chain under test and its CPU twin, created from the same description.
+class Rig {
+public:
+    Rig(Backend backend, const std::string& samplers, int32_t rows, int32_t vocab, float temperature = 0.8f,
+        uint32_t seed = 1234u)
+        : ctx_(make_context(backend)), cpu_(cpu_context()),
+          chain_(ctx_, chain_desc(samplers, rows, vocab, temperature, seed)),
+          twin_(cpu_, chain_desc(samplers, rows, vocab, temperature, seed)), rows_(rows), vocab_(vocab) {}
+
+    sieve_chain* chain() const { return chain_.get(); }
+    sieve_chain* twin() const { return twin_.get(); }
+    sieve::Chain& wrapped() { return chain_; }
+    int32_t rows() const { return rows_; }
+    int32_t vocab() const { return vocab_; }
+
+    // A good call right after: SIEVE_OK, an empty last error, and per row the
+    // same token, seed and step as the CPU twin (which saw the same calls).
+    // `steps`, when given, are the steps each row must report.
+    void expect_usable(const std::vector<uint32_t>& steps = {}, uint32_t logit_seed = 99) {
+        const auto logits = make_rows(Shape::Zipf, rows_, vocab_, logit_seed);
+        std::vector<sieve_token> a(static_cast<size_t>(rows_)), b(static_cast<size_t>(rows_));
+        const sieve_status sa = sieve_sample(chain_.get(), logits.data(), rows_, vocab_, a.data());
+        const std::string ma = sieve_last_error();
+        const sieve_status sb = sieve_sample(twin_.get(), logits.data(), rows_, vocab_, b.data());
+        const std::string mb = sieve_last_error();
+        ASSERT_EQ(sa, SIEVE_OK) << "the chain is not usable after the bad input: " << sieve_status_name(sa) << ": " << ma;
+        EXPECT_EQ(ma, "") << "last error not cleared by a successful call";
+        ASSERT_EQ(sb, SIEVE_OK) << "CPU twin: " << mb;
+        for (int32_t r = 0; r < rows_; ++r) {
+            SCOPED_TRACE("row " + std::to_string(r));
+            const auto& t = a[static_cast<size_t>(r)];
+            const auto& u = b[static_cast<size_t>(r)];
+            EXPECT_EQ(t.status, SIEVE_OK);
+            EXPECT_GE(t.token, 0);
+            EXPECT_LT(t.token, vocab_);
+            EXPECT_EQ(t.token, u.token) << "differs from the CPU twin";
+            EXPECT_EQ(t.seed, u.seed);
+            EXPECT_EQ(t.step, u.step);
+            if (!steps.empty()) EXPECT_EQ(t.step, steps[static_cast<size_t>(r)]);
+        }
+    }
+
+    std::vector<uint32_t> zero_steps() const { return std::vector<uint32_t>(static_cast<size_t>(rows_), 0u); }
+
+private:
+    sieve::Context ctx_;
+    sieve::Context cpu_;
+    sieve::Chain chain_;
+    sieve::Chain twin_;
+    int32_t rows_, vocab_;
+};
+
+// ---------------------------------------------------------------------------
+// Non-finite and fully masked logit rows: one bad row in a batch of three, on
+// the one-dispatch path (vocab <= the candidate capacity) and the radix path.
+// ---------------------------------------------------------------------------
+
+using LogitParam = std::tuple<Backend, int32_t, const char*>;
+
+class BadInputLogits : public testing::TestWithParam<LogitParam> {
+protected:
+    static constexpr int32_t kRows = 3;
+    Backend backend() const { return std::get<0>(GetParam()); }
+    int32_t vocab() const { return std::get<1>(GetParam()); }
+    const char* samplers() const { return std::get<2>(GetParam()); }
+
+    std::unique_ptr<Rig> make_rig() {
+        auto rig = std::make_unique<Rig>(backend(), samplers(), kRows, vocab());
+        if (backend() != Backend::Cpu) {
+            // Make sure the intended GPU code path is the one under test.
+            uint32_t dispatches = 0, passes = 0;
+            EXPECT_EQ(sieve_chain_plan_figures(rig->chain(), kRows, vocab(), &dispatches, &passes), SIEVE_OK);
+            if (vocab() <= 1024) EXPECT_EQ(dispatches, 1u) << "expected the one-dispatch path";
+            else EXPECT_GT(dispatches, 1u) << "expected the multi-pass (radix) path";
+        }
+        return rig;
+    }
+
+    std::vector<float> good_logits() const { return make_rows(Shape::Gaussian, kRows, vocab(), 7); }
+
+    struct Outcome {
+        sieve_status status;
+        std::string message;
+        std::vector<sieve_token> out;
+    };
+
+    static Outcome sample(sieve_chain* chain, const std::vector<float>& logits, int32_t vocab) {
+        Outcome o;
+        o.out.assign(kRows, sieve_token{});
+        for (auto& t : o.out) t.token = 12345;  // anything the call must overwrite
+        o.status = sieve_sample(chain, logits.data(), kRows, vocab, o.out.data());
+        o.message = sieve_last_error();
+        return o;
+    }
+
+    // The call reported row `bad` as `want`, produced no token for it, and the
+    // other rows match the CPU twin.
+    void check_batch(const Outcome& got, const Outcome& twin, int32_t bad, sieve_status want) {
+        EXPECT_EQ(got.status, want) << sieve_status_name(got.status) << ": " << got.message;
+        EXPECT_EQ(twin.status, want) << "CPU twin: " << twin.message;
+        for (int32_t r = 0; r < kRows; ++r) {
+            SCOPED_TRACE("row " + std::to_string(r));
+            const auto& t = got.out[static_cast<size_t>(r)];
+            const auto& u = twin.out[static_cast<size_t>(r)];
+            if (r == bad) {
+                EXPECT_EQ(t.status, want);
+                EXPECT_EQ(t.token, -1) << "a token was invented for a bad row";
+            } else {
+                EXPECT_EQ(t.status, SIEVE_OK);
+                EXPECT_GE(t.token, 0);
+                EXPECT_LT(t.token, vocab());
+                EXPECT_EQ(t.token, u.token) << "differs from the CPU twin";
+                EXPECT_EQ(t.step, u.step);
+            }
+        }
+    }
+
+    // After the bad call: good rows stepped once, the bad row did not.
+    std::vector<uint32_t> steps_after(int32_t bad) const {
+        std::vector<uint32_t> s(kRows, 1u);
+        s[static_cast<size_t>(bad)] = 0u;
+        return s;
+    }
+};
+
+TEST_P(BadInputLogits, NaNInOneRow) {
+    auto rig = make_rig();
+    auto logits = good_logits();
+    const int32_t bad = 1, first = vocab() / 2 + 1;
+    logits[static_cast<size_t>(bad) * vocab() + first] = kNaN;
+    logits[static_cast<size_t>(bad) * vocab() + vocab() - 2] = -kNaN;  // a second one: the message names the first
+    const Outcome got = sample(rig->chain(), logits, vocab());
+    const Outcome twin = sample(rig->twin(), logits, vocab());
+    check_batch(got, twin, bad, SIEVE_ERROR_NON_FINITE_LOGIT);
+    EXPECT_NE(got.message.find("row 1"), std::string::npos) << got.message;
+    EXPECT_NE(got.message.find("logit " + std::to_string(first) + " "), std::string::npos) << got.message;
+    rig->expect_usable(steps_after(bad));
+}
+
+TEST_P(BadInputLogits, PlusInfInOneRow) {
+    auto rig = make_rig();
+    auto logits = good_logits();
+    const int32_t bad = 2, index = vocab() - 1;  // last row, last logit
+    logits[static_cast<size_t>(bad) * vocab() + index] = kInf;
+    const Outcome got = sample(rig->chain(), logits, vocab());
+    const Outcome twin = sample(rig->twin(), logits, vocab());
+    check_batch(got, twin, bad, SIEVE_ERROR_NON_FINITE_LOGIT);
+    EXPECT_NE(got.message.find("row 2"), std::string::npos) << got.message;
+    EXPECT_NE(got.message.find("logit " + std::to_string(index) + " "), std::string::npos) << got.message;
+    EXPECT_NE(lower(got.message).find("inf"), std::string::npos) << got.message;
+    rig->expect_usable(steps_after(bad));
+}
+
+TEST_P(BadInputLogits, PlusInfAtIndexZero) {
+    auto rig = make_rig();
+    auto logits = good_logits();
+    const int32_t bad = 0;
+    logits[0] = kInf;
+    const Outcome got = sample(rig->chain(), logits, vocab());
+    const Outcome twin = sample(rig->twin(), logits, vocab());
+    check_batch(got, twin, bad, SIEVE_ERROR_NON_FINITE_LOGIT);
+    EXPECT_NE(got.message.find("row 0"), std::string::npos) << got.message;
+    EXPECT_NE(got.message.find("logit 0 "), std::string::npos) << got.message;
+    rig->expect_usable(steps_after(bad));
+}
+
+TEST_P(BadInputLogits, AllMaskedRow) {
+    auto rig = make_rig();
+    auto logits = good_logits();
+    const int32_t bad = 1;
+    std::fill(logits.begin() + bad * vocab(), logits.begin() + (bad + 1) * vocab(), -kInf);
+    const Outcome got = sample(rig->chain(), logits, vocab());
+    const Outcome twin = sample(rig->twin(), logits, vocab());
+    check_batch(got, twin, bad, SIEVE_ERROR_ALL_MASKED);
+    EXPECT_NE(got.message.find("row 1"), std::string::npos) << got.message;
+    EXPECT_NE(lower(got.message).find("-inf"), std::string::npos) << got.message;
+    rig->expect_usable(steps_after(bad));
+}
+
+// Two bad rows: the call returns the first failed row's status, each row has
+// its own.
+TEST_P(BadInputLogits, FirstFailedRowDecidesTheStatus) {
+    auto rig = make_rig();
+    auto logits = good_logits();
+    std::fill(logits.begin(), logits.begin() + vocab(), -kInf);        // row 0: all masked
+    logits[static_cast<size_t>(2) * vocab() + 3] = kNaN;               // row 2: NaN
+    const Outcome got = sample(rig->chain(), logits, vocab());
+    EXPECT_EQ(got.status, SIEVE_ERROR_ALL_MASKED) << got.message;
+    EXPECT_NE(got.message.find("row 0"), std::string::npos) << got.message;
+    EXPECT_EQ(got.out[0].status, SIEVE_ERROR_ALL_MASKED);
+    EXPECT_EQ(got.out[0].token, -1);
+    EXPECT_EQ(got.out[1].status, SIEVE_OK);
+    EXPECT_EQ(got.out[2].status, SIEVE_ERROR_NON_FINITE_LOGIT);
+    EXPECT_EQ(got.out[2].token, -1);
+    const Outcome twin = sample(rig->twin(), logits, vocab());
+    EXPECT_EQ(twin.status, SIEVE_ERROR_ALL_MASKED);
+    EXPECT_EQ(got.out[1].token, twin.out[1].token);
+    rig->expect_usable({0u, 1u, 0u});
+}
+
+// sieve_sample_draws: every draw of the bad row is -1, the others match the twin.
+TEST_P(BadInputLogits, NaNRowInDraws) {
+    auto rig = make_rig();
+    auto logits = good_logits();
+    const int32_t bad = 1, draws = 3;
+    logits[static_cast<size_t>(bad) * vocab() + 5] = kNaN;
+    std::vector<int32_t> a(kRows * draws, 777), b(kRows * draws, 777);
+    std::vector<sieve_token> la(kRows), lb(kRows);
+    const sieve_status sa = sieve_sample_draws(rig->chain(), logits.data(), kRows, vocab(), draws, a.data(), la.data());
+    EXPECT_TRUE(Fails(sa, SIEVE_ERROR_NON_FINITE_LOGIT, {"row 1", "logit 5 "}));
+    const sieve_status sb = sieve_sample_draws(rig->twin(), logits.data(), kRows, vocab(), draws, b.data(), lb.data());
+    EXPECT_EQ(sb, SIEVE_ERROR_NON_FINITE_LOGIT);
+    for (int32_t r = 0; r < kRows; ++r)
+        for (int32_t d = 0; d < draws; ++d) {
+            const size_t i = static_cast<size_t>(r) * draws + d;
+            if (r == bad) EXPECT_EQ(a[i], -1) << "draw " << d;
+            else EXPECT_EQ(a[i], b[i]) << "row " << r << " draw " << d;
+        }
+    EXPECT_EQ(la[bad].status, SIEVE_ERROR_NON_FINITE_LOGIT);
+    EXPECT_EQ(la[bad].token, -1);
+    rig->expect_usable({static_cast<uint32_t>(draws), 0u, static_cast<uint32_t>(draws)});
+}
+
+// sieve_chain_distribution of the bad row fails with the row's status; of a
+// good row of the same batch it succeeds.
+TEST_P(BadInputLogits, DistributionOfBadRows) {
+    auto rig = make_rig();
+    auto logits = good_logits();
+    logits[static_cast<size_t>(1) * vocab() + 9] = kInf;
+    std::fill(logits.begin() + 2 * vocab(), logits.end(), -kInf);
+    int32_t count = -7;
+    sieve_status s = sieve_chain_distribution(rig->chain(), logits.data(), kRows, vocab(), 1, nullptr, nullptr, 0, &count);
+    EXPECT_TRUE(Fails(s, SIEVE_ERROR_NON_FINITE_LOGIT, {"row 1", "logit 9 "}));
+    s = sieve_chain_distribution(rig->chain(), logits.data(), kRows, vocab(), 2, nullptr, nullptr, 0, &count);
+    EXPECT_TRUE(Fails(s, SIEVE_ERROR_ALL_MASKED, {"row 2", "-inf"}));
+    count = -7;
+    s = sieve_chain_distribution(rig->chain(), logits.data(), kRows, vocab(), 0, nullptr, nullptr, 0, &count);
+    EXPECT_EQ(s, SIEVE_OK) << sieve_last_error();
+    EXPECT_GE(count, 1);
+    rig->expect_usable(rig->zero_steps());
+}
+
+std::string logit_param_name(const testing::TestParamInfo<LogitParam>& info) {
+    std::string chain = std::get<2>(info.param);
+    for (auto& c : chain)
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+    return std::string(backend_name(std::get<0>(info.param))) + "_v" + std::to_string(std::get<1>(info.param)) + "_" +
+           chain;
+}
+
+INSTANTIATE_TEST_SUITE_P(BadInput, BadInputLogits,
+                         testing::Combine(testing::Values(Backend::Gpu, Backend::GpuConstrained, Backend::Cpu),
+                                          testing::Values(1000, 5000, 151936),
+                                          testing::Values("temperature;dist", "greedy")),
+                         logit_param_name);
+
+// ---------------------------------------------------------------------------
+// Temperature division overflowing a finite logit.
+// ---------------------------------------------------------------------------
+
+using OverflowParam = std::tuple<Backend, int32_t>;
+
+class BadInputTemperatureOverflow : public testing::TestWithParam<OverflowParam> {
+protected:
+    Backend backend() const { return std::get<0>(GetParam()); }
+    int32_t vocab() const { return std::get<1>(GetParam()); }
+
+    // Row `bad` of three holds `value` at `index`; temperature 0.5 on that row
+    // only (the others keep 1.0).
+    void run(const char* samplers, float value, int32_t index) {
+        const int32_t rows = 3, bad = 1;
+        Rig rig(backend(), samplers, rows, vocab(), 1.0f);
+        ASSERT_EQ(sieve_chain_set_param(rig.chain(), bad, SIEVE_PARAM_TEMPERATURE, 0.5), SIEVE_OK);
+        ASSERT_EQ(sieve_chain_set_param(rig.twin(), bad, SIEVE_PARAM_TEMPERATURE, 0.5), SIEVE_OK);
+        auto logits = make_rows(Shape::Gaussian, rows, vocab(), 3);
+        logits[static_cast<size_t>(bad) * vocab() + index] = value;
+        std::vector<sieve_token> a(rows), b(rows);
+        const sieve_status sa = sieve_sample(rig.chain(), logits.data(), rows, vocab(), a.data());
+        EXPECT_TRUE(Fails(sa, SIEVE_ERROR_NON_FINITE_LOGIT, {"row 1", "temperature"}));
+        const sieve_status sb = sieve_sample(rig.twin(), logits.data(), rows, vocab(), b.data());
+        EXPECT_TRUE(Fails(sb, SIEVE_ERROR_NON_FINITE_LOGIT, {"row 1", "temperature"})) << "CPU twin";
+        EXPECT_EQ(a[bad].status, SIEVE_ERROR_NON_FINITE_LOGIT);
+        EXPECT_EQ(a[bad].token, -1);
+        for (int32_t r : {0, 2}) {
+            EXPECT_EQ(a[r].status, SIEVE_OK) << "row " << r;
+            EXPECT_EQ(a[r].token, b[r].token) << "row " << r;
+        }
+        rig.expect_usable({1u, 0u, 1u});
+    }
+};
+
+TEST_P(BadInputTemperatureOverflow, PositiveLogitToPlusInf) { run("temperature;dist", 3.0e38f, vocab() / 3); }
+
+TEST_P(BadInputTemperatureOverflow, NegativeLogitToMinusInf) { run("temperature;dist", -3.0e38f, vocab() / 3); }
+
+TEST_P(BadInputTemperatureOverflow, PositiveLogitToPlusInfBeforeGreedy) {
+    run("temperature;greedy", 3.0e38f, vocab() / 3);
+}
+
+// The distribution the draw would use fails the same way.
+TEST_P(BadInputTemperatureOverflow, Distribution) {
+    const int32_t rows = 2;
+    Rig rig(backend(), "temperature;dist", rows, vocab(), 0.5f);
+    auto logits = make_rows(Shape::Gaussian, rows, vocab(), 3);
+    logits[static_cast<size_t>(1) * vocab() + 17] = 3.0e38f;
+    int32_t count = -7;
+    const sieve_status s =
+        sieve_chain_distribution(rig.chain(), logits.data(), rows, vocab(), 1, nullptr, nullptr, 0, &count);
+    EXPECT_TRUE(Fails(s, SIEVE_ERROR_NON_FINITE_LOGIT, {"row 1", "temperature"}));
+    rig.expect_usable(rig.zero_steps());
+}
+
+INSTANTIATE_TEST_SUITE_P(BadInput, BadInputTemperatureOverflow,
+                         testing::Combine(testing::Values(Backend::Gpu, Backend::Cpu), testing::Values(1000, 5000)),
+                         [](const testing::TestParamInfo<OverflowParam>& info) {
+                             return std::string(backend_name(std::get<0>(info.param))) + "_v" +
+                                    std::to_string(std::get<1>(info.param));
+                         });
+
+// ---------------------------------------------------------------------------
+// Call sizes and pointers, on an existing chain (capacity 4 rows x 1024).
+// ---------------------------------------------------------------------------
+
+class BadInputCall : public testing::TestWithParam<Backend> {
+protected:
+    static constexpr int32_t kRows = 4, kVocab = 1024;
+    void SetUp() override { rig_ = std::make_unique<Rig>(GetParam(), "temperature;dist", kRows, kVocab); }
+    // Big enough for any shape the tests pass, so a missing check shows as a
+    // wrong status, not as a read past the end.
+    std::vector<float> logits_ = make_rows(Shape::Gaussian, kRows + 1, kVocab + 1, 5);
+    std::vector<sieve_token> out_ = std::vector<sieve_token>(kRows + 1);
+    std::vector<int32_t> tokens_ = std::vector<int32_t>((kRows + 1) * 4);
+    std::unique_ptr<Rig> rig_;
+
+    sieve_status sample(int32_t rows, int32_t vocab) {
+        return sieve_sample(rig_->chain(), logits_.data(), rows, vocab, out_.data());
+    }
+    sieve_status draws(int32_t rows, int32_t vocab, int32_t n = 2) {
+        return sieve_sample_draws(rig_->chain(), logits_.data(), rows, vocab, n, tokens_.data(), out_.data());
+    }
+    sieve_status distribution(int32_t rows, int32_t vocab, int32_t row = 0) {
+        int32_t count = 0;
+        return sieve_chain_distribution(rig_->chain(), logits_.data(), rows, vocab, row, nullptr, nullptr, 0, &count);
+    }
+    sieve_status figures(int32_t rows, int32_t vocab) {
+        uint32_t d = 0, p = 0;
+        return sieve_chain_plan_figures(rig_->chain(), rows, vocab, &d, &p);
+    }
+};
+
+TEST_P(BadInputCall, VocabZero) {
+    EXPECT_TRUE(Fails(sample(2, 0), SIEVE_ERROR_CAPACITY, {"vocab 0"}));
+    EXPECT_TRUE(Fails(draws(2, 0), SIEVE_ERROR_CAPACITY, {"vocab 0"}));
+    EXPECT_TRUE(Fails(distribution(2, 0), SIEVE_ERROR_CAPACITY, {"vocab 0"}));
+    EXPECT_TRUE(Fails(figures(2, 0), SIEVE_ERROR_CAPACITY, {"vocab 0"}));
+    rig_->expect_usable(rig_->zero_steps());
+}
+
+TEST_P(BadInputCall, VocabAboveCapacity) {
+    EXPECT_TRUE(Fails(sample(2, kVocab + 1), SIEVE_ERROR_CAPACITY, {"vocab 1025", "1024"}));
+    EXPECT_TRUE(Fails(draws(2, kVocab + 1), SIEVE_ERROR_CAPACITY, {"vocab 1025"}));
+    EXPECT_TRUE(Fails(distribution(2, kVocab + 1), SIEVE_ERROR_CAPACITY, {"vocab 1025"}));
+    EXPECT_TRUE(Fails(figures(2, kVocab + 1), SIEVE_ERROR_CAPACITY, {"vocab 1025"}));
+    rig_->expect_usable(rig_->zero_steps());
+}
+
+TEST_P(BadInputCall, RowsZero) {
+    EXPECT_TRUE(Fails(sample(0, kVocab), SIEVE_ERROR_CAPACITY, {"rows 0"}));
+    EXPECT_TRUE(Fails(draws(0, kVocab), SIEVE_ERROR_CAPACITY, {"rows 0"}));
+    EXPECT_TRUE(Fails(distribution(0, kVocab), SIEVE_ERROR_CAPACITY, {"rows 0"}));
+    rig_->expect_usable(rig_->zero_steps());
+}
+
+TEST_P(BadInputCall, RowsAboveCapacity) {
+    EXPECT_TRUE(Fails(sample(kRows + 1, kVocab), SIEVE_ERROR_CAPACITY, {"rows 5", "4"}));
+    EXPECT_TRUE(Fails(draws(kRows + 1, kVocab), SIEVE_ERROR_CAPACITY, {"rows 5"}));
+    EXPECT_TRUE(Fails(distribution(kRows + 1, kVocab), SIEVE_ERROR_CAPACITY, {"rows 5"}));
+    EXPECT_TRUE(Fails(figures(kRows + 1, kVocab), SIEVE_ERROR_CAPACITY, {"rows 5"}));
+    rig_->expect_usable(rig_->zero_steps());
+}
+
+TEST_P(BadInputCall, NegativeRows) {
+    EXPECT_TRUE(Fails(sample(-1, kVocab), SIEVE_ERROR_INVALID_ARGUMENT, {"negative", "rows -1"}));
+    EXPECT_TRUE(Fails(draws(-1, kVocab), SIEVE_ERROR_INVALID_ARGUMENT, {"rows -1"}));
+    EXPECT_TRUE(Fails(distribution(-1, kVocab), SIEVE_ERROR_INVALID_ARGUMENT, {"rows -1"}));
+    EXPECT_TRUE(Fails(figures(-1, kVocab), SIEVE_ERROR_INVALID_ARGUMENT, {"rows -1"}));
+    rig_->expect_usable(rig_->zero_steps());
+}
+
+TEST_P(BadInputCall, NegativeVocab) {
+    EXPECT_TRUE(Fails(sample(2, -5), SIEVE_ERROR_INVALID_ARGUMENT, {"negative", "vocab -5"}));
+    EXPECT_TRUE(Fails(draws(2, -5), SIEVE_ERROR_INVALID_ARGUMENT, {"vocab -5"}));
+    EXPECT_TRUE(Fails(distribution(2, -5), SIEVE_ERROR_INVALID_ARGUMENT, {"vocab -5"}));
+    EXPECT_TRUE(Fails(figures(2, -5), SIEVE_ERROR_INVALID_ARGUMENT, {"vocab -5"}));
+    rig_->expect_usable(rig_->zero_steps());
+}
+
+TEST_P(BadInputCall, NullLogits) {
+    int32_t count = 0;
+    EXPECT_TRUE(Fails(sieve_sample(rig_->chain(), nullptr, 2, kVocab, out_.data()), SIEVE_ERROR_INVALID_ARGUMENT,
+                      {"logits"}));
+    EXPECT_TRUE(Fails(sieve_sample_draws(rig_->chain(), nullptr, 2, kVocab, 2, tokens_.data(), out_.data()),
+                      SIEVE_ERROR_INVALID_ARGUMENT, {"logits"}));
+    EXPECT_TRUE(Fails(sieve_chain_distribution(rig_->chain(), nullptr, 2, kVocab, 0, nullptr, nullptr, 0, &count),
+                      SIEVE_ERROR_INVALID_ARGUMENT, {"logits"}));
+    rig_->expect_usable(rig_->zero_steps());
+}
+
+TEST_P(BadInputCall, NullOut) {
+    EXPECT_TRUE(Fails(sieve_sample(rig_->chain(), logits_.data(), 2, kVocab, nullptr), SIEVE_ERROR_INVALID_ARGUMENT,
+                      {"out"}));
+    rig_->expect_usable(rig_->zero_steps());
+}
+
+TEST_P(BadInputCall, DrawsZero) {
+    EXPECT_TRUE(Fails(draws(2, kVocab, 0), SIEVE_ERROR_INVALID_ARGUMENT, {"draws"}));
+    rig_->expect_usable(rig_->zero_steps());
+}
+
+TEST_P(BadInputCall, DrawsNegative) {
+    EXPECT_TRUE(Fails(draws(2, kVocab, -3), SIEVE_ERROR_INVALID_ARGUMENT, {"draws"}));
+    rig_->expect_usable(rig_->zero_steps());
+}
+
+TEST_P(BadInputCall, DrawsNullTokens) {
+    EXPECT_TRUE(Fails(sieve_sample_draws(rig_->chain(), logits_.data(), 2, kVocab, 2, nullptr, out_.data()),
+                      SIEVE_ERROR_INVALID_ARGUMENT, {"tokens"}));
+    rig_->expect_usable(rig_->zero_steps());
+}
+
+TEST_P(BadInputCall, DistributionRowOutOfRange) {
+    EXPECT_TRUE(Fails(distribution(2, kVocab, 2), SIEVE_ERROR_INVALID_ARGUMENT, {"row 2"}));
+    EXPECT_TRUE(Fails(distribution(2, kVocab, -1), SIEVE_ERROR_INVALID_ARGUMENT, {"row -1"}));
+    // Inside the chain's capacity but outside this call's rows.
+    EXPECT_TRUE(Fails(distribution(2, kVocab, kRows - 1), SIEVE_ERROR_INVALID_ARGUMENT, {"row 3"}));
+    rig_->expect_usable(rig_->zero_steps());
+}
+
+TEST_P(BadInputCall, DistributionNegativeCapacity) {
+    int32_t ids[4], count = 0;
+    float probs[4];
+    EXPECT_TRUE(Fails(sieve_chain_distribution(rig_->chain(), logits_.data(), 2, kVocab, 0, ids, probs, -1, &count),
+                      SIEVE_ERROR_INVALID_ARGUMENT, {"capacity"}));
+    rig_->expect_usable(rig_->zero_steps());
+}
+
+TEST_P(BadInputCall, DistributionNullIds) {
+    int32_t count = 0;
+    float probs[4];
+    EXPECT_TRUE(Fails(sieve_chain_distribution(rig_->chain(), logits_.data(), 2, kVocab, 0, nullptr, probs, 4, &count),
+                      SIEVE_ERROR_INVALID_ARGUMENT, {"ids"}));
+    rig_->expect_usable(rig_->zero_steps());
+}
+
+TEST_P(BadInputCall, DistributionNullProbs) {
+    int32_t ids[4], count = 0;
+    EXPECT_TRUE(Fails(sieve_chain_distribution(rig_->chain(), logits_.data(), 2, kVocab, 0, ids, nullptr, 4, &count),
+                      SIEVE_ERROR_INVALID_ARGUMENT, {"probs"}));
+    rig_->expect_usable(rig_->zero_steps());
+}
+
+TEST_P(BadInputCall, DistributionNullCount) {
+    int32_t ids[4];
+    float probs[4];
+    EXPECT_TRUE(Fails(sieve_chain_distribution(rig_->chain(), logits_.data(), 2, kVocab, 0, ids, probs, 4, nullptr),
+                      SIEVE_ERROR_INVALID_ARGUMENT, {"count"}));
+    rig_->expect_usable(rig_->zero_steps());
+}
+
+TEST_P(BadInputCall, PlanFiguresNullOutputs) {
+    uint32_t d = 0;
+    EXPECT_TRUE(Fails(sieve_chain_plan_figures(rig_->chain(), 2, kVocab, &d, nullptr), SIEVE_ERROR_INVALID_ARGUMENT,
+                      {"NULL"}));
+    EXPECT_TRUE(Fails(sieve_chain_plan_figures(rig_->chain(), 2, kVocab, nullptr, &d), SIEVE_ERROR_INVALID_ARGUMENT,
+                      {"NULL"}));
+    rig_->expect_usable(rig_->zero_steps());
+}
+
+TEST_P(BadInputCall, CountersNullOut) {
+    EXPECT_TRUE(Fails(sieve_chain_counters(rig_->chain(), nullptr), SIEVE_ERROR_INVALID_ARGUMENT, {"out"}));
+    rig_->expect_usable(rig_->zero_steps());
+}
+
+// ---- sieve_chain_set_param / get_param / reset ----------------------------
+
+// A failed set leaves every row's previous value.
+class BadInputParam : public BadInputCall {
+protected:
+    void SetUp() override {
+        BadInputCall::SetUp();
+        for (sieve_chain* c : {rig_->chain(), rig_->twin()}) {
+            ASSERT_EQ(sieve_chain_set_param(c, 1, SIEVE_PARAM_TEMPERATURE, 1.25), SIEVE_OK);
+            ASSERT_EQ(sieve_chain_set_param(c, 2, SIEVE_PARAM_SEED, 4242.0), SIEVE_OK);
+            ASSERT_EQ(sieve_chain_set_param(c, 3, SIEVE_PARAM_MIN_KEEP, 2.0), SIEVE_OK);
+        }
+        before_ = snapshot();
+    }
+
+    std::vector<double> snapshot() const {
+        std::vector<double> v;
+        for (int32_t r = 0; r < kRows; ++r)
+            for (sieve_param p : {SIEVE_PARAM_TEMPERATURE, SIEVE_PARAM_SEED, SIEVE_PARAM_MIN_KEEP}) {
+                double x = std::nan("");
+                EXPECT_EQ(sieve_chain_get_param(rig_->chain(), r, p, &x), SIEVE_OK) << sieve_last_error();
+                v.push_back(x);
+            }
+        return v;
+    }
+
+    // The set fails for the given row and for every row (row = -1), values
+    // unchanged, the chain samples like its twin.
+    void expect_rejected(sieve_param param, double value, sieve_status want, std::initializer_list<std::string> parts) {
+        for (int32_t row : {1, -1}) {
+            SCOPED_TRACE("row " + std::to_string(row) + ", value " + std::to_string(value));
+            EXPECT_TRUE(Fails(sieve_chain_set_param(rig_->chain(), row, param, value), want, parts));
+            EXPECT_EQ(snapshot(), before_) << "a failed set changed a parameter";
+        }
+        rig_->expect_usable(rig_->zero_steps());
+    }
+
+    std::vector<double> before_;
+};
+
+TEST_P(BadInputParam, TemperatureNaN) {
+    expect_rejected(SIEVE_PARAM_TEMPERATURE, std::nan(""), SIEVE_ERROR_INVALID_PARAMETER, {"finite"});
+}
+TEST_P(BadInputParam, TemperaturePlusInf) {
+    expect_rejected(SIEVE_PARAM_TEMPERATURE, HUGE_VAL, SIEVE_ERROR_INVALID_PARAMETER, {"finite"});
+}
+TEST_P(BadInputParam, TemperatureMinusInf) {
+    expect_rejected(SIEVE_PARAM_TEMPERATURE, -HUGE_VAL, SIEVE_ERROR_INVALID_PARAMETER, {"finite"});
+}
+TEST_P(BadInputParam, TemperatureBeyondFloat) {
+    expect_rejected(SIEVE_PARAM_TEMPERATURE, 1e39, SIEVE_ERROR_INVALID_PARAMETER, {"temperature"});
+}
+TEST_P(BadInputParam, SeedNaN) { expect_rejected(SIEVE_PARAM_SEED, std::nan(""), SIEVE_ERROR_INVALID_PARAMETER, {"finite"}); }
+TEST_P(BadInputParam, SeedInf) { expect_rejected(SIEVE_PARAM_SEED, HUGE_VAL, SIEVE_ERROR_INVALID_PARAMETER, {"finite"}); }
+TEST_P(BadInputParam, SeedNegative) { expect_rejected(SIEVE_PARAM_SEED, -1.0, SIEVE_ERROR_INVALID_PARAMETER, {"seed"}); }
+TEST_P(BadInputParam, SeedAbove32Bits) {
+    expect_rejected(SIEVE_PARAM_SEED, 4294967296.0, SIEVE_ERROR_INVALID_PARAMETER, {"seed", "4294967295"});
+}
+TEST_P(BadInputParam, SeedNotInteger) { expect_rejected(SIEVE_PARAM_SEED, 12.5, SIEVE_ERROR_INVALID_PARAMETER, {"seed", "integer"}); }
+TEST_P(BadInputParam, MinKeepNegative) {
+    expect_rejected(SIEVE_PARAM_MIN_KEEP, -1.0, SIEVE_ERROR_INVALID_PARAMETER, {"min_keep"});
+}
+TEST_P(BadInputParam, MinKeepNotInteger) {
+    expect_rejected(SIEVE_PARAM_MIN_KEEP, 0.5, SIEVE_ERROR_INVALID_PARAMETER, {"min_keep"});
+}
+TEST_P(BadInputParam, MinKeepAboveInt32) {
+    expect_rejected(SIEVE_PARAM_MIN_KEEP, 2147483648.0, SIEVE_ERROR_INVALID_PARAMETER, {"min_keep"});
+}
+TEST_P(BadInputParam, UnknownParam) {
+    expect_rejected(static_cast<sieve_param>(7), 1.0, SIEVE_ERROR_INVALID_PARAMETER, {"unknown parameter 7"});
+    double x = -1;
+    EXPECT_TRUE(Fails(sieve_chain_get_param(rig_->chain(), 0, static_cast<sieve_param>(7), &x),
+                      SIEVE_ERROR_INVALID_PARAMETER, {"unknown parameter 7"}));
+    EXPECT_TRUE(Fails(sieve_chain_get_param(rig_->chain(), 0, static_cast<sieve_param>(-1), &x),
+                      SIEVE_ERROR_INVALID_PARAMETER, {"unknown parameter -1"}));
+}
+TEST_P(BadInputParam, SetRowOutOfRange) {
+    for (int32_t row : {kRows, -2, 1 << 30}) {
+        SCOPED_TRACE("row " + std::to_string(row));
+        EXPECT_TRUE(Fails(sieve_chain_set_param(rig_->chain(), row, SIEVE_PARAM_TEMPERATURE, 0.5),
+                          SIEVE_ERROR_INVALID_ARGUMENT, {"row " + std::to_string(row)}));
+        EXPECT_EQ(snapshot(), before_);
+    }
+    rig_->expect_usable(rig_->zero_steps());
+}
+TEST_P(BadInputParam, GetRowOutOfRange) {
+    for (int32_t row : {kRows, -1, -2}) {
+        SCOPED_TRACE("row " + std::to_string(row));
+        double x = 42.0;
+        EXPECT_TRUE(Fails(sieve_chain_get_param(rig_->chain(), row, SIEVE_PARAM_SEED, &x), SIEVE_ERROR_INVALID_ARGUMENT,
+                          {"row " + std::to_string(row)}));
+        EXPECT_EQ(x, 42.0) << "output written on failure";
+    }
+    rig_->expect_usable(rig_->zero_steps());
+}
+TEST_P(BadInputParam, GetNullValue) {
+    EXPECT_TRUE(Fails(sieve_chain_get_param(rig_->chain(), 0, SIEVE_PARAM_SEED, nullptr), SIEVE_ERROR_INVALID_ARGUMENT,
+                      {"value"}));
+    rig_->expect_usable(rig_->zero_steps());
+}
+TEST_P(BadInputParam, ResetRowOutOfRange) {
+    // Advance the steps first: a failed reset must not restart them.
+    rig_->expect_usable(rig_->zero_steps(), 1);
+    for (int32_t row : {kRows, -2}) {
+        SCOPED_TRACE("row " + std::to_string(row));
+        EXPECT_TRUE(Fails(sieve_chain_reset(rig_->chain(), row), SIEVE_ERROR_INVALID_ARGUMENT,
+                          {"row " + std::to_string(row)}));
+    }
+    rig_->expect_usable(std::vector<uint32_t>(kRows, 1u), 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(BadInput, BadInputCall, testing::Values(Backend::Gpu, Backend::Cpu),
+                         [](const testing::TestParamInfo<Backend>& info) { return backend_name(info.param); });
+INSTANTIATE_TEST_SUITE_P(BadInput, BadInputParam, testing::Values(Backend::Gpu, Backend::Cpu),
+                         [](const testing::TestParamInfo<Backend>& info) { return backend_name(info.param); });
+
+// ---------------------------------------------------------------------------
+// sieve_chain_create: samplers, capacity, parameters, struct size.
+// ---------------------------------------------------------------------------
+
+class BadInputChainCreate : public testing::TestWithParam<Backend> {
+protected:
+    void SetUp() override { ctx_ = std::make_unique<sieve::Context>(make_context(GetParam())); }
+
+    // Creating with `desc` fails with `want`, *out is reset to NULL, and the
+    // context still creates a good chain that samples.
+    void expect_rejected(const sieve_chain_desc& desc, sieve_status want, std::initializer_list<std::string> parts) {
+        sieve_chain* out = reinterpret_cast<sieve_chain*>(static_cast<uintptr_t>(0x10));
+        const sieve_status s = sieve_chain_create(ctx_->get(), &desc, &out);
+        EXPECT_TRUE(Fails(s, want, parts));
+        EXPECT_EQ(out, nullptr) << "*out not set to NULL on failure";
+        if (s == SIEVE_OK && out) sieve_chain_destroy(out);
+        expect_context_usable();
+    }
+
+    void expect_rejected(const char* samplers, sieve_status want, std::initializer_list<std::string> parts) {
+        sieve_chain_desc d;
+        sieve_chain_desc_init(&d);
+        d.samplers = samplers;
+        d.max_rows = 2;
+        d.max_vocab = 64;
+        expect_rejected(d, want, parts);
+    }
+
+    void expect_context_usable() {
+        sieve::Chain chain(*ctx_, chain_desc("temperature;dist", 1, 64, 0.8f, 5));
+        const auto logits = make_rows(Shape::Gaussian, 1, 64, 1);
+        sieve_token t{};
+        EXPECT_EQ(sieve_sample(chain.get(), logits.data(), 1, 64, &t), SIEVE_OK) << sieve_last_error();
+        EXPECT_GE(t.token, 0);
+    }
+
+    static sieve_chain_desc desc(int32_t rows, int32_t vocab) {
+        sieve_chain_desc d;
+        sieve_chain_desc_init(&d);
+        d.samplers = "temperature;dist";
+        d.max_rows = rows;
+        d.max_vocab = vocab;
+        return d;
+    }
+
+    std::unique_ptr<sieve::Context> ctx_;
+};
+
+TEST_P(BadInputChainCreate, UnknownSamplerName) {
+    expect_rejected("bogus", SIEVE_ERROR_UNKNOWN_SAMPLER, {"unknown sampler", "'bogus'"});
+}
+TEST_P(BadInputChainCreate, UnknownSamplerAmongKnown) {
+    expect_rejected("temperature;tmp;dist", SIEVE_ERROR_UNKNOWN_SAMPLER, {"'tmp'"});
+}
+TEST_P(BadInputChainCreate, SamplerNamesAreCaseSensitive) {
+    expect_rejected("Temperature;dist", SIEVE_ERROR_UNKNOWN_SAMPLER, {"'Temperature'"});
+}
+TEST_P(BadInputChainCreate, UnimplementedSampler) {
+    expect_rejected("top_k;temperature;dist", SIEVE_ERROR_UNSUPPORTED_SAMPLER, {"top_k", "not implemented"});
+}
+TEST_P(BadInputChainCreate, UnimplementedSamplerByAltName) {
+    expect_rejected("top-p", SIEVE_ERROR_UNSUPPORTED_SAMPLER, {"top_p", "not implemented"});
+}
+TEST_P(BadInputChainCreate, UnimplementedSelector) {
+    expect_rejected("temperature;mirostat", SIEVE_ERROR_UNSUPPORTED_SAMPLER, {"mirostat", "not implemented"});
+}
+TEST_P(BadInputChainCreate, DefaultChainNull) {
+    // llama.cpp's default chain starts with penalties, not implemented yet.
+    expect_rejected(static_cast<const char*>(nullptr), SIEVE_ERROR_UNSUPPORTED_SAMPLER, {"not implemented"});
+}
+TEST_P(BadInputChainCreate, DefaultChainEmpty) {
+    expect_rejected("  ", SIEVE_ERROR_UNSUPPORTED_SAMPLER, {"not implemented"});
+}
+TEST_P(BadInputChainCreate, SamplerAfterDist) {
+    expect_rejected("dist;temperature", SIEVE_ERROR_INVALID_CHAIN, {"'temperature'", "'dist'", "last"});
+}
+TEST_P(BadInputChainCreate, TwoSelectors) {
+    expect_rejected("temperature;greedy;dist", SIEVE_ERROR_INVALID_CHAIN, {"'greedy'", "last"});
+}
+TEST_P(BadInputChainCreate, OnlySeparators) {
+    expect_rejected(";;,", SIEVE_ERROR_INVALID_CHAIN, {"no sampler"});
+}
+TEST_P(BadInputChainCreate, ZeroRows) { expect_rejected(desc(0, 64), SIEVE_ERROR_CAPACITY, {"capacity"}); }
+TEST_P(BadInputChainCreate, ZeroVocab) { expect_rejected(desc(2, 0), SIEVE_ERROR_CAPACITY, {"capacity"}); }
+TEST_P(BadInputChainCreate, NegativeRows) {
+    expect_rejected(desc(-1, 64), SIEVE_ERROR_INVALID_ARGUMENT, {"negative", "capacity"});
+}
+TEST_P(BadInputChainCreate, NegativeVocab) {
+    expect_rejected(desc(2, -64), SIEVE_ERROR_INVALID_ARGUMENT, {"negative", "capacity"});
+}
+TEST_P(BadInputChainCreate, TemperatureNaN) {
+    auto d = desc(2, 64);
+    d.temperature = kNaN;
+    expect_rejected(d, SIEVE_ERROR_INVALID_PARAMETER, {"temperature", "finite"});
+}
+TEST_P(BadInputChainCreate, TemperaturePlusInf) {
+    auto d = desc(2, 64);
+    d.temperature = kInf;
+    expect_rejected(d, SIEVE_ERROR_INVALID_PARAMETER, {"temperature", "finite"});
+}
+TEST_P(BadInputChainCreate, TemperatureMinusInf) {
+    auto d = desc(2, 64);
+    d.temperature = -kInf;
+    expect_rejected(d, SIEVE_ERROR_INVALID_PARAMETER, {"temperature", "finite"});
+}
+TEST_P(BadInputChainCreate, NegativeMinKeep) {
+    auto d = desc(2, 64);
+    d.min_keep = -1;
+    expect_rejected(d, SIEVE_ERROR_INVALID_PARAMETER, {"min_keep"});
+}
+TEST_P(BadInputChainCreate, StructSizeTooSmall) {
+    auto d = desc(2, 64);
+    d.struct_size = sizeof(sieve_chain_desc) - 4;
+    expect_rejected(d, SIEVE_ERROR_INVALID_ARGUMENT, {"struct_size"});
+    d.struct_size = 0;
+    expect_rejected(d, SIEVE_ERROR_INVALID_ARGUMENT, {"struct_size"});
+}
+TEST_P(BadInputChainCreate, NullDesc) {
+    sieve_chain* out = reinterpret_cast<sieve_chain*>(static_cast<uintptr_t>(0x10));
+    EXPECT_TRUE(Fails(sieve_chain_create(ctx_->get(), nullptr, &out), SIEVE_ERROR_INVALID_ARGUMENT, {"desc"}));
+    EXPECT_EQ(out, nullptr);
+}
+TEST_P(BadInputChainCreate, NullOut) {
+    auto d = desc(2, 64);
+    EXPECT_TRUE(Fails(sieve_chain_create(ctx_->get(), &d, nullptr), SIEVE_ERROR_INVALID_ARGUMENT, {"out"}));
+    expect_context_usable();
+}
+
+INSTANTIATE_TEST_SUITE_P(BadInput, BadInputChainCreate, testing::Values(Backend::Gpu, Backend::Cpu),
+                         [](const testing::TestParamInfo<Backend>& info) { return backend_name(info.param); });
+
+// A capacity beyond maxStorageBufferRange (GPU only: the twin has no buffers).
+TEST(BadInputDeviceLimit, CapacityBeyondMaxStorageBufferRange) {
+    sieve::Context ctx = gpu_context();
+    const uint64_t range = ctx.device_info().max_storage_buffer_range;
+    const int32_t vocab = 262144, rows = 1024;  // 1 GiB of f32 logits
+    ASSERT_LT(range, uint64_t(rows) * vocab * 4) << "this device takes 1 GiB in one buffer; the case needs a smaller limit";
+    sieve_chain_desc d;
+    sieve_chain_desc_init(&d);
+    d.samplers = "temperature;dist";
+    d.max_rows = rows;
+    d.max_vocab = vocab;
+    sieve_chain* out = reinterpret_cast<sieve_chain*>(static_cast<uintptr_t>(0x10));
+    EXPECT_TRUE(Fails(sieve_chain_create(ctx.get(), &d, &out), SIEVE_ERROR_DEVICE_LIMIT,
+                      {"maxStorageBufferRange", std::to_string(range)}));
+    EXPECT_EQ(out, nullptr);
+}
+
+TEST(BadInputDeviceLimit, CapacityOneRowOverTheLimit) {
+    sieve::Context ctx = gpu_context();
+    const uint64_t range = ctx.device_info().max_storage_buffer_range;
+    const int32_t vocab = 262144;
+    const uint64_t fit = range / (uint64_t(vocab) * 4);  // rows that fit
+    ASSERT_LT(fit, 4096u);
+    sieve_chain_desc d;
+    sieve_chain_desc_init(&d);
+    d.samplers = "greedy";
+    d.max_rows = static_cast<int32_t>(fit) + 1;
+    d.max_vocab = vocab;
+    sieve_chain* out = reinterpret_cast<sieve_chain*>(static_cast<uintptr_t>(0x10));
+    EXPECT_TRUE(Fails(sieve_chain_create(ctx.get(), &d, &out), SIEVE_ERROR_DEVICE_LIMIT, {"maxStorageBufferRange"}));
+    EXPECT_EQ(out, nullptr);
+}
+
+TEST(BadInputDeviceLimit, CapacityOverflowingSizes) {
+    // rows x vocab x 4 does not fit in 32 bits (nor in a buffer).
+    sieve::Context ctx = gpu_context();
+    sieve_chain_desc d;
+    sieve_chain_desc_init(&d);
+    d.samplers = "greedy";
+    d.max_rows = std::numeric_limits<int32_t>::max();
+    d.max_vocab = std::numeric_limits<int32_t>::max();
+    sieve_chain* out = reinterpret_cast<sieve_chain*>(static_cast<uintptr_t>(0x10));
+    EXPECT_TRUE(Fails(sieve_chain_create(ctx.get(), &d, &out), SIEVE_ERROR_DEVICE_LIMIT, {"maxStorageBufferRange"}));
+    EXPECT_EQ(out, nullptr);
+}
+
+// ---------------------------------------------------------------------------
+// NULL handles: every entry point that takes one.
+// ---------------------------------------------------------------------------
+
+TEST(BadInputNullHandle, ChainCreate) {
+    sieve_chain_desc d;
+    sieve_chain_desc_init(&d);
+    d.samplers = "greedy";
+    sieve_chain* out = nullptr;
+    EXPECT_TRUE(Fails(sieve_chain_create(nullptr, &d, &out), SIEVE_ERROR_NULL_HANDLE, {"context"}));
+    EXPECT_EQ(out, nullptr);
+}
+
+TEST(BadInputNullHandle, Sample) {
+    float logits[4] = {0, 1, 2, 3};
+    sieve_token t{};
+    EXPECT_TRUE(Fails(sieve_sample(nullptr, logits, 1, 4, &t), SIEVE_ERROR_NULL_HANDLE, {"chain"}));
+}
+
+TEST(BadInputNullHandle, SampleDraws) {
+    float logits[4] = {0, 1, 2, 3};
+    int32_t tokens[2];
+    EXPECT_TRUE(Fails(sieve_sample_draws(nullptr, logits, 1, 4, 2, tokens, nullptr), SIEVE_ERROR_NULL_HANDLE, {"chain"}));
+}
+
+TEST(BadInputNullHandle, Distribution) {
+    float logits[4] = {0, 1, 2, 3};
+    int32_t count = 0;
+    EXPECT_TRUE(Fails(sieve_chain_distribution(nullptr, logits, 1, 4, 0, nullptr, nullptr, 0, &count),
+                      SIEVE_ERROR_NULL_HANDLE, {"chain"}));
+}
+
+TEST(BadInputNullHandle, SetParam) {
+    EXPECT_TRUE(Fails(sieve_chain_set_param(nullptr, -1, SIEVE_PARAM_TEMPERATURE, 1.0), SIEVE_ERROR_NULL_HANDLE, {"chain"}));
+}
+
+TEST(BadInputNullHandle, GetParam) {
+    double v = 42.0;
+    EXPECT_TRUE(Fails(sieve_chain_get_param(nullptr, 0, SIEVE_PARAM_TEMPERATURE, &v), SIEVE_ERROR_NULL_HANDLE, {"chain"}));
+    EXPECT_EQ(v, 42.0);
+}
+
+TEST(BadInputNullHandle, Reset) {
+    EXPECT_TRUE(Fails(sieve_chain_reset(nullptr, -1), SIEVE_ERROR_NULL_HANDLE, {"chain"}));
+}
+
+TEST(BadInputNullHandle, Counters) {
+    sieve_counters c{};
+    c.submits = 99;
+    EXPECT_TRUE(Fails(sieve_chain_counters(nullptr, &c), SIEVE_ERROR_NULL_HANDLE, {"chain"}));
+    EXPECT_EQ(c.submits, 99u);
+}
+
+TEST(BadInputNullHandle, PlanFigures) {
+    uint32_t d = 0, p = 0;
+    EXPECT_TRUE(Fails(sieve_chain_plan_figures(nullptr, 1, 4, &d, &p), SIEVE_ERROR_NULL_HANDLE, {"chain"}));
+}
+
+TEST(BadInputNullHandle, ContextDeviceInfo) {
+    sieve_device_info info{};
+    EXPECT_TRUE(Fails(sieve_context_device_info(nullptr, &info), SIEVE_ERROR_NULL_HANDLE, {"context"}));
+}
+
+TEST(BadInputNullHandle, ContextValidationMessages) {
+    uint64_t n = 77;
+    EXPECT_TRUE(Fails(sieve_context_validation_messages(nullptr, &n), SIEVE_ERROR_NULL_HANDLE, {"context"}));
+    EXPECT_EQ(n, 77u);
+}
+
+TEST(BadInputNullHandle, DestroyNullIsANoOp) {
+    sieve_chain_destroy(nullptr);
+    sieve_context_destroy(nullptr);
+    // And neither touches the thread's last error or later calls.
+    uint32_t count = 0;
+    EXPECT_EQ(sieve_enumerate_devices(nullptr, &count), SIEVE_OK);
+    EXPECT_STREQ(sieve_last_error(), "");
+}
+
+TEST(BadInputNullHandle, NullOutputsOnAValidContext) {
+    sieve::Context ctx = cpu_context();
+    EXPECT_TRUE(Fails(sieve_context_device_info(ctx.get(), nullptr), SIEVE_ERROR_INVALID_ARGUMENT, {"out"}));
+    EXPECT_TRUE(Fails(sieve_context_validation_messages(ctx.get(), nullptr), SIEVE_ERROR_INVALID_ARGUMENT, {"out"}));
+}
+
+// ---------------------------------------------------------------------------
+// Contexts and devices.
+// ---------------------------------------------------------------------------
+
+class BadInputContext : public testing::Test {
+protected:
+    // Creating with `o` fails with `want` and leaves *out NULL.
+    static void expect_rejected(const sieve_context_options* o, sieve_status want,
+                                std::initializer_list<std::string> parts) {
+        sieve_context* out = reinterpret_cast<sieve_context*>(static_cast<uintptr_t>(0x10));
+        const sieve_status s = sieve_context_create(o, &out);
+        EXPECT_TRUE(Fails(s, want, parts));
+        EXPECT_EQ(out, nullptr) << "*out not set to NULL on failure";
+        if (s == SIEVE_OK && out) sieve_context_destroy(out);
+    }
+
+    static sieve_context_options options() { return gpu_options().raw; }
+
+    // "0: llvmpipe ..., 1: ..." — the message must list every device.
+    static std::vector<std::string> device_names() {
+        std::vector<std::string> names;
+        for (const auto& d : sieve::devices()) names.push_back(d.name);
+        return names;
+    }
+
+    static void expect_lists_devices() {
+        const std::string message = sieve_last_error();
+        const auto names = device_names();
+        ASSERT_FALSE(names.empty());
+        for (const auto& n : names) EXPECT_NE(message.find(n), std::string::npos) << message << " lacks " << n;
+    }
+};
+
+TEST_F(BadInputContext, UnknownBackend) {
+    auto o = options();
+    o.backend = static_cast<sieve_backend>(7);
+    expect_rejected(&o, SIEVE_ERROR_INVALID_ARGUMENT, {"backend", "7"});
+}
+
+TEST_F(BadInputContext, UnknownDisableFeatureBits) {
+    auto o = options();
+    o.disable_features = SIEVE_FEATURE_ALL + 1u;
+    expect_rejected(&o, SIEVE_ERROR_INVALID_ARGUMENT, {"disable_features"});
+    o.disable_features = 0x80000000u;
+    expect_rejected(&o, SIEVE_ERROR_INVALID_ARGUMENT, {"disable_features"});
+}
+
+TEST_F(BadInputContext, StructSizeTooSmall) {
+    auto o = options();
+    o.struct_size = sizeof(sieve_context_options) - 1;
+    expect_rejected(&o, SIEVE_ERROR_INVALID_ARGUMENT, {"struct_size"});
+    o.struct_size = 0;
+    expect_rejected(&o, SIEVE_ERROR_INVALID_ARGUMENT, {"struct_size"});
+}
+
+TEST_F(BadInputContext, NullOut) {
+    auto o = options();
+    EXPECT_TRUE(Fails(sieve_context_create(&o, nullptr), SIEVE_ERROR_INVALID_ARGUMENT, {"out"}));
+}
+
+TEST_F(BadInputContext, NoSuchDeviceName) {
+    auto o = options();
+    o.device = "no-such-device";
+    expect_rejected(&o, SIEVE_ERROR_NO_DEVICE, {"no-such-device"});
+    sieve_context* out = nullptr;
+    ASSERT_EQ(sieve_context_create(&o, &out), SIEVE_ERROR_NO_DEVICE);
+    expect_lists_devices();
+}
+
+TEST_F(BadInputContext, DeviceIndexOutOfRange) {
+    auto o = options();
+    o.device = "99";
+    expect_rejected(&o, SIEVE_ERROR_NO_DEVICE, {"'99'"});
+    sieve_context* out = nullptr;
+    ASSERT_EQ(sieve_context_create(&o, &out), SIEVE_ERROR_NO_DEVICE);
+    expect_lists_devices();
+}
+
+// The same choices through the environment (options.device NULL).
+class BadInputDeviceEnv : public BadInputContext {
+protected:
+    void SetUp() override {
+        const char* old = std::getenv("SIEVE_DEVICE");
+        if (old) saved_ = std::string(old);
+    }
+    void TearDown() override {
+        if (saved_) setenv("SIEVE_DEVICE", saved_->c_str(), 1);
+        else unsetenv("SIEVE_DEVICE");
+    }
+    std::optional<std::string> saved_;
+};
+
+TEST_F(BadInputDeviceEnv, NoSuchDeviceName) {
+    ASSERT_EQ(setenv("SIEVE_DEVICE", "no-such-device", 1), 0);
+    auto o = options();
+    o.device = nullptr;
+    expect_rejected(&o, SIEVE_ERROR_NO_DEVICE, {"no-such-device"});
+    sieve_context* out = nullptr;
+    ASSERT_EQ(sieve_context_create(&o, &out), SIEVE_ERROR_NO_DEVICE);
+    expect_lists_devices();
+    // An explicit option wins over the environment.
+    o.device = "0";
+    out = nullptr;
+    EXPECT_EQ(sieve_context_create(&o, &out), SIEVE_OK) << sieve_last_error();
+    sieve_context_destroy(out);
+}
+
+TEST_F(BadInputDeviceEnv, DeviceIndexOutOfRange) {
+    ASSERT_EQ(setenv("SIEVE_DEVICE", "99", 1), 0);
+    auto o = options();
+    o.device = nullptr;
+    expect_rejected(&o, SIEVE_ERROR_NO_DEVICE, {"'99'"});
+    sieve_context* out = nullptr;
+    ASSERT_EQ(sieve_context_create(&o, &out), SIEVE_ERROR_NO_DEVICE);
+    expect_lists_devices();
+}
+
+TEST_F(BadInputContext, CreateVulkanNullDevice) {
+    auto o = options();
+    sieve_context* out = reinterpret_cast<sieve_context*>(static_cast<uintptr_t>(0x10));
+    EXPECT_TRUE(Fails(sieve_context_create_vulkan(nullptr, &o, &out), SIEVE_ERROR_INVALID_ARGUMENT, {"device"}));
+    EXPECT_EQ(out, nullptr);
+}
+
+TEST_F(BadInputContext, CreateVulkanStructSizeTooSmall) {
+    auto o = options();
+    sieve_vulkan_device dev{};
+    dev.struct_size = sizeof(sieve_vulkan_device) - 4;
+    sieve_context* out = nullptr;
+    EXPECT_TRUE(Fails(sieve_context_create_vulkan(&dev, &o, &out), SIEVE_ERROR_INVALID_ARGUMENT, {"struct_size"}));
+    EXPECT_EQ(out, nullptr);
+}
+
+TEST_F(BadInputContext, CreateVulkanNullHandles) {
+    auto o = options();
+    sieve_vulkan_device dev{};
+    dev.struct_size = sizeof(sieve_vulkan_device);
+    dev.api_version = VK_API_VERSION_1_1;
+    sieve_context* out = nullptr;
+    EXPECT_TRUE(Fails(sieve_context_create_vulkan(&dev, &o, &out), SIEVE_ERROR_INVALID_ARGUMENT, {"instance"}));
+    EXPECT_EQ(out, nullptr);
+}
+
+TEST(BadInputDevices, EnumerateNullCount) {
+    EXPECT_TRUE(Fails(sieve_enumerate_devices(nullptr, nullptr), SIEVE_ERROR_INVALID_ARGUMENT, {"count"}));
+    sieve_device_info infos[2];
+    EXPECT_TRUE(Fails(sieve_enumerate_devices(infos, nullptr), SIEVE_ERROR_INVALID_ARGUMENT, {"count"}));
+}
+
+// Status names are stable and never NULL, also for values outside the enum.
+TEST(BadInputDevices, StatusNameOfUnknownStatus) {
+    EXPECT_STREQ(sieve_status_name(SIEVE_ERROR_NON_FINITE_LOGIT), "non_finite_logit");
+    EXPECT_STREQ(sieve_status_name(static_cast<sieve_status>(1000)), "unknown_status");
+}
+
+} // namespace
