@@ -24,7 +24,7 @@ constexpr uint32_t kSlotStride = 4;
 constexpr uint32_t kChunkStride = 8;
 constexpr uint32_t kRowStride = 16;
 constexpr uint32_t kResultStride = 8;
-constexpr uint32_t kDigits = 256;
+constexpr uint32_t kHistStride = 4;  // HIST_STRIDE
 constexpr uint64_t kWaitTimeoutNs = 30ull * 1000 * 1000 * 1000;
 
 struct Recording {
@@ -69,7 +69,7 @@ private:
     uint64_t submits_ = 0, recordings_ = 0, dispatches_ = 0, row_passes_ = 0;
 
     Buffer logits_, staging_, params_, chunk_stats_, row_state_, slot_state_, histograms_, candidates_, results_;
-    Buffer placeholder_, probabilities_;
+    Buffer placeholder_, probabilities_, dispatch_args_;
     VkDescriptorPool pool_ = VK_NULL_HANDLE;
     VkDescriptorSet set_ = VK_NULL_HANDLE, distribution_set_ = VK_NULL_HANDLE;
     VkCommandPool command_pool_ = VK_NULL_HANDLE;
@@ -98,10 +98,15 @@ GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
         row_state_ = device_.create_buffer(rows * kRowStride * 4, storage, false, &allocations_);
         slot_state_ = device_.create_buffer(rows * kSlotStride * 4, storage | VK_BUFFER_USAGE_TRANSFER_DST_BIT, false,
                                             &allocations_);
-        histograms_ = device_.create_buffer(rows * max_chunks_ * kDigits * 3 * 4, storage, false, &allocations_);
+        histograms_ = device_.create_buffer(rows * max_chunks_ * kBins * kHistStride * 4, storage, false, &allocations_);
         candidates_ = device_.create_buffer(rows * limits_.candidate_capacity * 2 * 4, storage, false, &allocations_);
         results_ = device_.create_buffer(rows * kResultStride * 4, storage, true, &allocations_);
         placeholder_ = device_.create_buffer(16, storage, false, &allocations_);
+        // Written by the scans, read by vkCmdDispatchIndirect and, after the
+        // fence, by the host to count the dispatches that ran.
+        dispatch_args_ = device_.create_buffer(kDispatchArgsWords * 4,
+                                               storage | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                                               true, &allocations_);
 
         VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2 * kBindingCount};
         VkDescriptorPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
@@ -166,7 +171,7 @@ void GpuChain::release() {
     if (pool_) vk.vkDestroyDescriptorPool(dev, pool_, nullptr);
     pool_ = VK_NULL_HANDLE;
     for (Buffer* b : {&logits_, &staging_, &params_, &chunk_stats_, &row_state_, &slot_state_, &histograms_,
-                      &candidates_, &results_, &placeholder_, &probabilities_})
+                      &candidates_, &results_, &placeholder_, &probabilities_, &dispatch_args_})
         device_.destroy_buffer(*b);
 }
 
@@ -180,7 +185,7 @@ void check_capacity(const ChainConfig& config, const EffectiveLimits& limits, ui
              "capacity " + std::to_string(config.max_rows) + " rows x " + std::to_string(config.max_vocab) +
                  " f32 logits needs " + std::to_string(logits_bytes) + " bytes in one buffer; this device's "
                  "maxStorageBufferRange is " + std::to_string(range) + " (reduce max_rows or max_vocab)");
-    const uint64_t hist_bytes = rows * max_chunks * kDigits * 3 * 4;
+    const uint64_t hist_bytes = rows * max_chunks * kBins * kHistStride * 4;
     if (hist_bytes > range)
         fail(SIEVE_ERROR_DEVICE_LIMIT, "capacity of " + std::to_string(config.max_rows) +
                                            " rows needs more histogram space than maxStorageBufferRange");
@@ -199,7 +204,8 @@ VkDescriptorSet GpuChain::allocate_set(VkBuffer probabilities) {
     vk_check(vk.vkAllocateDescriptorSets(device_.handle(), &ai, &set), "vkAllocateDescriptorSets");
     const VkBuffer buffers[kBindingCount] = {logits_.buffer,     params_.buffer,     chunk_stats_.buffer,
                                              row_state_.buffer,  slot_state_.buffer, histograms_.buffer,
-                                             candidates_.buffer, results_.buffer,    probabilities};
+                                             candidates_.buffer, results_.buffer,    probabilities,
+                                             dispatch_args_.buffer};
     VkDescriptorBufferInfo infos[kBindingCount];
     VkWriteDescriptorSet writes[kBindingCount];
     for (uint32_t i = 0; i < kBindingCount; ++i) {
@@ -236,9 +242,10 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
     VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     // The previous submission's shader writes (slot state, results) before this
     // one's reads and writes.
-    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT;
+    // (and its indirect reads of the dispatch arguments before they are reset).
+    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT;
     barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-    vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+    vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier, 0,
                             nullptr, 0, nullptr);
     if (!device_.unified_memory()) {
@@ -249,6 +256,18 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
         vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
                                 &barrier, 0, nullptr, 0, nullptr);
     }
+    // Every indirect pass starts disarmed: x = 0 workgroups, y = rows, z = 1.
+    uint32_t args[kDispatchArgsWords] = {};
+    for (uint32_t i = 0; i + 2 < kDispatchArgsWords; i += 4) {
+        args[i + 1] = rows;
+        args[i + 2] = 1;
+    }
+    vk.vkCmdUpdateBuffer(cmd, dispatch_args_.buffer, 0, sizeof(args), args);
+    barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT;
+    vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT, 0, 1, &barrier,
+                            0, nullptr, 0, nullptr);
     const uint32_t n_queries = static_cast<uint32_t>(rec.plan.dispatches.size()) + 1;
     if (rec.timestamps) {
         vk.vkCmdResetQueryPool(cmd, queries_, 0, n_queries);
@@ -260,11 +279,16 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
         PushConstants pc{vocab, vocab, rec.plan.chunk_size, rec.plan.n_chunks, d.level, rec.plan.flags};
         vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_.get(d.stage));
         vk.vkCmdPushConstants(cmd, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), &pc);
-        vk.vkCmdDispatch(cmd, d.per_chunk ? rec.plan.n_chunks : 1u, rows, 1);
-        // Each pass reads what the previous one wrote (and may write what it read).
+        if (d.indirect == kDirect)
+            vk.vkCmdDispatch(cmd, d.per_chunk ? rec.plan.n_chunks : 1u, rows, 1);
+        else
+            vk.vkCmdDispatchIndirect(cmd, dispatch_args_.buffer, static_cast<VkDeviceSize>(d.indirect) * 4);
+        // Each pass reads what the previous one wrote (and may write what it
+        // read); a scan's writes may be the next dispatch's indirect arguments.
         barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT;
-        barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-        vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
+        barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT;
+        vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                                VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT, 0, 1,
                                 &barrier, 0, nullptr, 0, nullptr);
         if (rec.timestamps)
             vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_,
@@ -314,7 +338,6 @@ void GpuChain::submit_and_wait(const Recording& rec, uint32_t rows) {
     si.pCommandBuffers = &rec.cmd;
     vk_check(device_.submit(si, fence_), "vkQueueSubmit");
     ++submits_;
-    dispatches_ += rec.plan.dispatches.size();
     pending_ = true;
     VkResult r = vk.vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, kWaitTimeoutNs);
     if (r == VK_TIMEOUT) fail(SIEVE_ERROR_TIMEOUT, "sampling did not finish within the wait timeout");
@@ -322,6 +345,10 @@ void GpuChain::submit_and_wait(const Recording& rec, uint32_t rows) {
     vk.vkResetFences(device_.handle(), 1, &fence_);
     pending_ = false;
     (void)rows;
+    // Dispatches that launched workgroups: the direct ones and the armed
+    // indirect ones.
+    const auto* args = static_cast<const uint32_t*>(dispatch_args_.mapped);
+    for (const Dispatch& d : rec.plan.dispatches) dispatches_ += (d.indirect == kDirect || args[d.indirect] != 0) ? 1 : 0;
     if (rec.timestamps) {
         const uint32_t n = static_cast<uint32_t>(rec.plan.dispatches.size()) + 1;
         uint64_t ticks[kMaxTimestamps] = {};
@@ -446,7 +473,7 @@ sieve_counters GpuChain::counters() const {
 void GpuChain::plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, uint32_t* row_passes) const {
     (void)rows;
     Plan p = make_plan(RecordingKind::Sample, greedy_terminal(), static_cast<uint32_t>(vocab), limits_, type_);
-    *dispatches = static_cast<uint32_t>(p.dispatches.size());
+    *dispatches = p.min_dispatches;
     *row_passes = p.min_row_passes;
 }
 

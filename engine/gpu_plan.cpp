@@ -7,7 +7,7 @@ namespace sieve {
 uint32_t max_chunks_for(const EffectiveLimits&, sieve_device_type type) {
     // A CPU implementation (lavapipe) runs a handful of workgroups in parallel:
     // more chunks only add merge work. A GPU needs many to fill it at batch 1.
-    return type == SIEVE_DEVICE_CPU ? 8u : 64u;
+    return type == SIEVE_DEVICE_CPU ? 4u : 64u;
 }
 
 void chunking(uint32_t vocab, const EffectiveLimits& limits, sieve_device_type type, uint32_t* n_chunks,
@@ -28,27 +28,30 @@ Plan make_plan(RecordingKind kind, bool greedy_chain, uint32_t vocab, const Effe
         p.dispatches = {{Stage::RowStats, 0, true}, {Stage::MassHistogram, 0, true}, {Stage::MassScan, 0, false},
                         {Stage::Probabilities, 0, true}};
         p.min_row_passes = 3;
+        p.min_dispatches = 4;
         return p;
     }
     p.small = vocab <= limits.candidate_capacity;
     if (p.small) {
         p.flags |= kFlagSmall;
         p.dispatches = {{Stage::Finalize, 0, false}};
-        p.min_row_passes = 1;
         return p;
     }
     p.dispatches.push_back({Stage::RowStats, 0, true});
     if (!greedy_chain) {
-        // Radix levels are recorded for the worst case (4 x 8 bits); a row that
-        // is resolved returns at once from the remaining ones.
-        for (uint32_t level = 0; level < 4; ++level) {
-            p.dispatches.push_back({Stage::MassHistogram, level, true});
-            p.dispatches.push_back({Stage::MassScan, level, false});
+        p.dispatches.push_back({Stage::MassHistogram, 0, true});
+        p.dispatches.push_back({Stage::MassScan, 0, false});
+        // Key levels are recorded for the worst case (8 x 4 bits) but launched
+        // indirectly: a level no row needs gets zero workgroups.
+        for (uint32_t level = 1; level <= kKeyLevels; ++level) {
+            p.dispatches.push_back({Stage::MassHistogram, level, true, histogram_args(level)});
+            p.dispatches.push_back({Stage::MassScan, level, false, scan_args(level)});
         }
-        p.dispatches.push_back({Stage::Gather, 0, true});
+        p.dispatches.push_back({Stage::Gather, 0, true, kGatherArgs});
     }
     p.dispatches.push_back({Stage::Finalize, 0, false});
     p.min_row_passes = greedy_chain ? 1 : 3;
+    p.min_dispatches = greedy_chain ? 2 : 5;
     return p;
 }
 

@@ -9,11 +9,22 @@
 
 namespace sieve {
 
+constexpr uint32_t kDirect = UINT32_MAX;
+
 struct Dispatch {
     Stage stage;
     uint32_t level;
-    bool per_chunk;  // grid x = chunks (else one workgroup per row)
+    bool per_chunk;                  // grid x = chunks (else one workgroup per row)
+    uint32_t indirect = kDirect;     // else: uint offset of its VkDispatchIndirectCommand
 };
+
+// Mirrors common.glsl: the scans arm the passes after them.
+constexpr uint32_t kKeyLevels = 8;
+constexpr uint32_t kBins = 16;
+constexpr uint32_t kGatherArgs = 72;
+constexpr uint32_t kDispatchArgsWords = 80;
+inline uint32_t histogram_args(uint32_t level) { return level * 8; }
+inline uint32_t scan_args(uint32_t level) { return level * 8 + 4; }
 
 enum class RecordingKind : uint32_t { Sample = 0, Distribution = 1 };
 
@@ -23,7 +34,8 @@ struct Plan {
     uint32_t chunk_size = 1;
     uint32_t flags = 0;
     std::vector<Dispatch> dispatches;
-    uint32_t min_row_passes = 1;  // full-row reads when the first radix level resolves the draw
+    uint32_t min_row_passes = 1;  // full-row reads when the first level resolves the draw
+    uint32_t min_dispatches = 1;  // dispatches that launch workgroups in that case
 };
 
 // Chunks depend on the vocabulary and the device only, never on the row count,

@@ -25,7 +25,7 @@ struct PushConstants {
 
 constexpr uint32_t kFlagGreedy = 1u;  // FLAG_GREEDY
 constexpr uint32_t kFlagSmall = 2u;   // FLAG_SMALL
-constexpr uint32_t kBindingCount = 9;  // bindings 0..8 of common.glsl
+constexpr uint32_t kBindingCount = 10;  // bindings 0..9 of common.glsl
 
 class Pipelines {
 public:

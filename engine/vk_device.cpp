@@ -66,7 +66,9 @@ void Device::init(const sieve_context_options& given, uint32_t enabled_features)
     vkGetPhysicalDeviceProperties(physical_, &props);
     vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
 
-    uint32_t wg = std::min(256u, info_.max_workgroup_size);
+    // A CPU implementation runs an invocation group as SIMD lanes and a barrier
+    // as a switch between them: small workgroups cost far less there.
+    uint32_t wg = std::min(info_.type == SIEVE_DEVICE_CPU ? 64u : 256u, info_.max_workgroup_size);
     if (options.max_workgroup_size) wg = std::min(wg, options.max_workgroup_size);
     limits_.workgroup_size = std::max(32u, floor_pow2(wg));
     uint32_t shared = info_.max_shared_memory;

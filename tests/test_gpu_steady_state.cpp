@@ -34,7 +34,9 @@ TEST(GpuSteadyState, NoRecordingNoAllocationPerToken) {
             EXPECT_EQ(after.recordings, warm.recordings) << samplers << " re-recorded in steady state";
             EXPECT_EQ(after.allocations, warm.allocations) << samplers << " allocated in steady state";
             EXPECT_EQ(after.submits, warm.submits + tokens);
-            EXPECT_EQ(after.dispatches, warm.dispatches + static_cast<uint64_t>(tokens) * dispatches);
+            // Executed dispatches: at least the plan's minimum per token (more
+            // when a row needs further selection levels).
+            EXPECT_GE(after.dispatches, warm.dispatches + static_cast<uint64_t>(tokens) * dispatches);
             EXPECT_GE(after.row_passes - warm.row_passes, static_cast<uint64_t>(tokens) * rows * passes);
             std::printf("%s vocab %d: %u dispatches, >= %u row passes per token\n", samplers, vocab, dispatches, passes);
         }
@@ -50,9 +52,9 @@ TEST(GpuSteadyState, PlanFigures) {
     EXPECT_EQ(greedy.plan_figures(1, 1000), std::make_pair(1u, 1u));
     // Greedy over a large row: row stats + finalize, one pass.
     EXPECT_EQ(greedy.plan_figures(1, 151936), std::make_pair(2u, 1u));
-    // dist: stats, 4 radix levels (histogram + scan), gather, finalize; three
-    // row passes when the first level resolves the draw.
-    EXPECT_EQ(dist.plan_figures(1, 151936), std::make_pair(11u, 3u));
+    // dist when level 0 resolves the draw: stats, histogram, scan, gather,
+    // finalize; three row passes (stats, histogram, gather).
+    EXPECT_EQ(dist.plan_figures(1, 151936), std::make_pair(5u, 3u));
 }
 
 // A new shape (rows, vocab) records once, then is reused.

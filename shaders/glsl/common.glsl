@@ -24,8 +24,11 @@ layout(push_constant) uniform Push {
 const uint FLAG_GREEDY = 1u;   // the chain ends in greedy
 const uint FLAG_SMALL = 2u;    // the whole row fits the candidate buffer: finalize reads it directly
 
-const uint MAX_LEVELS = 4u;    // 32-bit keys, 8 bits per level
-const uint DIGITS = 256u;
+// Selection levels: level 0 bins the row by value below the maximum (where the
+// softmax mass lives); levels 1..8 split a key interval into 16 equal parts, so
+// 8 of them reach a single 32-bit key.
+const uint BINS = 16u;
+const uint KEY_LEVELS = 8u;
 
 // sieve_status values the shaders report
 const uint STATUS_OK = 0u;
@@ -60,22 +63,32 @@ const uint R_STATUS = 0u;
 const uint R_PHASE = 1u;
 const uint R_MAX_KEY = 2u;
 const uint R_ARGMAX = 3u;
-const uint R_PREFIX = 4u;
-const uint R_LO = 5u;          // lowest bit of the current digit
-const uint R_HI = 6u;          // bits >= HI are fixed by the prefix
-const uint R_TARGET_LO = 7u;   // remaining draw target (64-bit mass)
-const uint R_TARGET_HI = 8u;
-const uint R_TOTAL_LO = 9u;    // total mass of the row
-const uint R_TOTAL_HI = 10u;
-const uint R_CAND_COUNT = 11u;
-const uint R_PASSES = 12u;
-const uint R_BUCKET_COUNT = 13u;
-const uint R_FIRST_BAD = 14u;
+const uint R_KEY_LO = 4u;      // the chosen bin's members: keys in [KEY_LO, KEY_HI]
+const uint R_KEY_HI = 5u;
+const uint R_TARGET = 6u;      // float: the draw target's remaining mass inside that bin
+const uint R_TOTAL = 7u;       // float: the row's total mass, sum of exp(x - max)
+const uint R_CAND_COUNT = 8u;
+const uint R_PASSES = 9u;
+const uint R_BUCKET_COUNT = 10u;
+const uint R_FIRST_BAD = 11u;
+const uint R_BIN = 12u;        // the chosen bin at the last level (tie path: per-chunk counts)
 
-const uint PHASE_ACTIVE = 1u;  // radix levels still narrowing
-const uint PHASE_GATHER = 2u;  // the bucket fits the candidate buffer
+const uint PHASE_ACTIVE = 1u;  // levels still narrowing
+const uint PHASE_GATHER = 2u;  // the bin fits the candidate buffer
 const uint PHASE_TIE = 3u;     // > CAP members with one identical key
 const uint PHASE_DONE = 4u;    // greedy or failed: nothing left to select
+
+// Indirect dispatch arguments the scans write for the passes after them, so a
+// level no row needs launches no workgroup: [level * 8 + 0..2] its histogram,
+// [level * 8 + 4..6] its scan (levels 1..8), [GATHER_ARGS + 0..2] the gather.
+const uint GATHER_ARGS = 72u;
+
+// Per-chunk bins of one level.
+const uint HIST_STRIDE = 4u;
+const uint H_MASS = 0u;      // float bits
+const uint H_COUNT = 1u;
+const uint H_KEY_MIN = 2u;   // the members' key range
+const uint H_KEY_MAX = 3u;
 
 // Per-row result, read by the host.
 const uint RESULT_STRIDE = 8u;
@@ -85,9 +98,10 @@ layout(std430, set = 0, binding = 1) readonly buffer Params { uint params[]; };
 layout(std430, set = 0, binding = 2) buffer ChunkStats { uint chunk_stats[]; };
 layout(std430, set = 0, binding = 3) buffer RowState { uint row_state[]; };
 layout(std430, set = 0, binding = 4) buffer SlotState { uint slot_state[]; };
-layout(std430, set = 0, binding = 5) buffer Histograms { uint histograms[]; };  // [row][chunk][digit][count, lo, hi]
+layout(std430, set = 0, binding = 5) buffer Histograms { uint histograms[]; };  // [row][chunk][bin][HIST_STRIDE]
 layout(std430, set = 0, binding = 6) buffer Candidates { uint candidates[]; };  // [row][CAP][key, id]
 layout(std430, set = 0, binding = 7) buffer Results { uint results[]; };
+layout(std430, set = 0, binding = 9) buffer DispatchArgs { uint dispatch_args[]; };
 
 // Order-preserving key: uint order == float order; -0 and +0 share a key.
 // NaN never gets here (rows holding one fail in row_stats first).
@@ -115,14 +129,15 @@ float scaled_logit(float f, float scale) { return scale > 0.0 ? f / scale : f; }
 // maximal scaled logit M: trunc(exp(x - M) * 2^40) as (lo, hi). Exact integer
 // masses make every sum order-independent (deterministic) and let the draw
 // compare integers.
-uvec2 sieve_mass(float scaled, float max_scaled) {
-    float w = exp(scaled - max_scaled);
-    w = clamp(w, 0.0, 1.0);
+// A non-negative mass below 2^24 in 40-bit fixed point, truncated.
+uvec2 fixed40(float w) {
     float s = w * 256.0;             // = mass / 2^32
     uint hi = uint(s);
     float frac = s - float(hi);      // exact
     return uvec2(uint(frac * 4294967296.0), hi);
 }
+
+uvec2 sieve_mass(float scaled, float max_scaled) { return fixed40(clamp(exp(scaled - max_scaled), 0.0, 1.0)); }
 
 uint load_key(uint row, uint i, float scale) { return sieve_key(scaled_logit(logits[row * pc.stride + i], scale)); }
 

@@ -95,7 +95,7 @@ void main() {
             passes = 1u;
         } else {
             phase = row_state[o + R_PHASE];
-            passes = row_state[o + R_PASSES] + 1u;  // + this gather
+            passes = row_state[o + R_PASSES] + 1u;  // + the gather (or the tie scan)
             if (phase == PHASE_GATHER) {
                 n = min(row_state[o + R_CAND_COUNT], CAP);
                 for (uint i = t; i < n; i += WG) {
@@ -118,27 +118,20 @@ void main() {
     }
 
     float max_scaled = sieve_key_value(s.max_key);
-    uvec2 total, target;
-    if (small) {
-        total = uvec2(0u);
-        target = uvec2(0u);
-    } else {
-        total = uvec2(row_state[o + R_TOTAL_LO], row_state[o + R_TOTAL_HI]);
-        target = uvec2(row_state[o + R_TARGET_LO], row_state[o + R_TARGET_HI]);
-    }
 
     if (phase == PHASE_TIE) {
-        // More than CAP members share one key, hence one mass q: the token is
-        // the (target / q)-th of them in id order. Find its chunk from the last
+        // More than CAP members share one key, hence one mass w: the token is the
+        // (target / w)-th of them in id order. Find its chunk from the last
         // level's per-chunk counts, then scan that chunk in id order.
-        uint key = row_state[o + R_PREFIX];
-        uint hi = row_state[o + R_HI];
-        uint digit = key & ((1u << hi) - 1u);
-        uvec2 q = sieve_mass(sieve_key_value(key), max_scaled);
-        uint j = u64_div(target, q).x;
+        uint key = row_state[o + R_KEY_LO];
+        uint bin = row_state[o + R_BIN];
+        float w = exp(sieve_key_value(key) - max_scaled);
+        float target = uintBitsToFloat(row_state[o + R_TARGET]);
+        uint members = row_state[o + R_BUCKET_COUNT];
+        uint j = min(uint(target / w), members - 1u);
         uint chunk = 0u;
         for (; chunk < pc.n_chunks; ++chunk) {
-            uint c = histograms[((row * pc.n_chunks + chunk) * DIGITS + digit) * 3u];
+            uint c = histograms[((row * pc.n_chunks + chunk) * BINS + bin) * HIST_STRIDE + H_COUNT];
             if (j < c) break;
             j -= c;
         }
@@ -169,7 +162,7 @@ void main() {
             if (s_scan_found != 0u) break;  // uniform: read after the barrier
         }
         if (t == 0u) {
-            float p = u64_to_float(q) / u64_to_float(total);
+            float p = w / uintBitsToFloat(row_state[o + R_TOTAL]);
             write_result(row, s_token, p, log(p), STATUS_OK, step, passes);
             advance_step(row, step);
         }
@@ -186,21 +179,29 @@ void main() {
     bitonic_sort_canonical(m);
 
     if (t == 0u) {
+        // The walk adds exact 40-bit fixed-point masses in canonical order.
+        uvec2 target;
+        float total;
         if (small) {
-            for (uint i = 0u; i < n; ++i) total = u64_add(total, sieve_mass(sieve_key_value(c_key[i]), max_scaled));
-            target = u64_mul_u32_shr32(total, row_uniform(row));
+            uvec2 sum = uvec2(0u);
+            for (uint i = 0u; i < n; ++i) sum = u64_add(sum, sieve_mass(sieve_key_value(c_key[i]), max_scaled));
+            target = u64_mul_u32_shr32(sum, row_uniform(row));
+            total = u64_to_float(sum) * 9.094947017729282e-13;  // / 2^40
+        } else {
+            target = fixed40(uintBitsToFloat(row_state[o + R_TARGET]));
+            total = uintBitsToFloat(row_state[o + R_TOTAL]);
         }
-        uint token = c_id[0];
+        uint token = 0xFFFFFFFFu;
         uvec2 q = uvec2(0u);
         for (uint i = 0u; i < n; ++i) {
-            q = sieve_mass(sieve_key_value(c_key[i]), max_scaled);
-            if (u64_less(target, q)) {
-                token = c_id[i];
-                break;
-            }
-            target = u64_sub(target, q);
+            uvec2 qi = sieve_mass(sieve_key_value(c_key[i]), max_scaled);
+            if (qi == uvec2(0u)) continue;
+            token = c_id[i];  // rounding past the end: the last member with mass
+            q = qi;
+            if (u64_less(target, qi)) break;
+            target = u64_sub(target, qi);
         }
-        float p = u64_to_float(q) / u64_to_float(total);
+        float p = u64_to_float(q) * 9.094947017729282e-13 / total;
         write_result(row, token, p, log(p), STATUS_OK, step, passes);
         advance_step(row, step);
     }

@@ -1,66 +1,127 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// One radix level over the row chunk (one workgroup per row chunk): for the keys
-// that still match the chosen prefix, the count and the exact 64-bit mass per
-// 8-bit digit. Level 0 derives its state from the chunk statistics; later levels
-// read what mass_scan chose. A resolved row returns at once.
+#extension GL_EXT_control_flow_attributes : require
+// One selection level over a row chunk (one workgroup per row chunk): the
+// softmax mass exp(x - max) and the count of the finite scaled logits per bin.
+// Key levels also keep each bin's smallest and largest key: the next level
+// splits exactly that range, so a bin of one repeated value is recognized at
+// once. (Level 0 skips them: its bins' key ranges follow from the bin function,
+// and this pass over the whole row is the one that costs.)
+// Level 0 bins by value below the row maximum; later levels split the key
+// interval the previous scan chose. No atomics: every invocation keeps its own
+// 16 bins (selects on registers), then the workgroup adds them up in a fixed
+// order, so the sums are the same on every run.
 #include "common.glsl"
-#include "u64.glsl"
 #include "row.glsl"
 
-shared uint h_count[DIGITS];
-shared uint h_lo[DIGITS];
-shared uint h_hi[DIGITS];
+// Tree reduction of the per-invocation bins: each step, the upper half hands its
+// bins to the lower half.
+shared uint s_a[WG / 2u][BINS];
+shared uint s_b[WG / 2u][BINS];
 
 void main() {
     uint row = gl_WorkGroupID.y;
     uint chunk = gl_WorkGroupID.x;
     uint t = gl_LocalInvocationID.x;
 
-    uint prefix, lo, hi, max_key;
-    if (pc.level == 0u) {
+    float max_scaled, inv_width = 0.0;
+    uint lo = 0u, hi = 0u, step = 1u;
+    bool value_level = pc.level == 0u;
+    if (value_level) {
         RowStats s = merge_chunk_stats(row);
         if (row_status(s) != STATUS_OK || row_greedy(row)) return;  // uniform in the workgroup
-        max_key = s.max_key;
-        prefix = s.max_key;
-        lo = first_level_lo(s);
-        hi = lo + 8u;
+        max_scaled = sieve_key_value(s.max_key);
+        inv_width = level0_inv_width(s);
     } else {
         uint o = row * ROW_STRIDE;
-        if (row_state[o + R_PHASE] != PHASE_ACTIVE) return;       // uniform in the workgroup
-        max_key = row_state[o + R_MAX_KEY];
-        prefix = row_state[o + R_PREFIX];
-        lo = row_state[o + R_LO];
-        hi = row_state[o + R_HI];
+        if (row_state[o + R_PHASE] != PHASE_ACTIVE) return;  // uniform in the workgroup
+        max_scaled = sieve_key_value(row_state[o + R_MAX_KEY]);
+        lo = row_state[o + R_KEY_LO];
+        hi = row_state[o + R_KEY_HI];
+        step = key_step(lo, hi);
     }
     float scale = row_scale(row);
-    float max_scaled = sieve_key_value(max_key);
-    uint digit_mask = (1u << (hi - lo)) - 1u;
 
-    for (uint d = t; d < DIGITS; d += WG) {
-        h_count[d] = 0u;
-        h_lo[d] = 0u;
-        h_hi[d] = 0u;
+    float mass[BINS];
+    uint count[BINS], kmin[BINS], kmax[BINS];
+    [[unroll]] for (uint b = 0u; b < BINS; ++b) {
+        mass[b] = 0.0;
+        count[b] = 0u;
+        kmin[b] = 0xFFFFFFFFu;
+        kmax[b] = 0u;
     }
-    barrier();
-
     uint begin = chunk * pc.chunk_size;
     uint end = min(begin + pc.chunk_size, pc.vocab);
-    for (uint i = begin + t; i < end; i += WG) {
-        float x = scaled_logit(logits[row * pc.stride + i], scale);
-        uint k = sieve_key(x);
-        if (!same_above(k, prefix, hi)) continue;
-        uint d = (k >> lo) & digit_mask;
-        atomicAdd(h_count[d], 1u);
-        uvec2 q = sieve_mass(x, max_scaled);
-        if (q != uvec2(0u)) U64_ATOMIC_ADD(h_lo[d], h_hi[d], q);
+    if (value_level) {
+        for (uint i = begin + t; i < end; i += WG) {
+            float x = scaled_logit(logits[row * pc.stride + i], scale);
+            if (isinf(x)) continue;  // -inf: masked, no mass (a row with +inf failed)
+            uint bin = level0_bin(x, max_scaled, inv_width);
+            float w = exp(x - max_scaled);
+            [[unroll]] for (uint b = 0u; b < BINS; ++b) {
+                mass[b] += bin == b ? w : 0.0;
+                count[b] += bin == b ? 1u : 0u;
+            }
+        }
+    } else {
+        for (uint i = begin + t; i < end; i += WG) {
+            float x = scaled_logit(logits[row * pc.stride + i], scale);
+            uint k = sieve_key(x);
+            if (isinf(x) || k < lo || k > hi) continue;
+            uint bin = key_bin(k, hi, step);
+            float w = exp(x - max_scaled);
+            [[unroll]] for (uint b = 0u; b < BINS; ++b) {
+                bool here = bin == b;
+                mass[b] += here ? w : 0.0;
+                count[b] += here ? 1u : 0u;
+                kmin[b] = here ? min(kmin[b], k) : kmin[b];
+                kmax[b] = here ? max(kmax[b], k) : kmax[b];
+            }
+        }
     }
-    barrier();
 
-    for (uint d = t; d < DIGITS; d += WG) {
-        uint o = ((row * pc.n_chunks + chunk) * DIGITS + d) * 3u;
-        histograms[o + 0u] = h_count[d];
-        histograms[o + 1u] = h_lo[d];
-        histograms[o + 2u] = h_hi[d];
+    // Two rounds of the tree through the same shared arrays (shared memory
+    // budget: WG * 64 bytes): mass and count, then the key range.
+    for (uint half_size = WG / 2u; half_size > 0u; half_size >>= 1u) {
+        if (t >= half_size && t < 2u * half_size) {
+            [[unroll]] for (uint b = 0u; b < BINS; ++b) {
+                s_a[t - half_size][b] = floatBitsToUint(mass[b]);
+                s_b[t - half_size][b] = count[b];
+            }
+        }
+        barrier();
+        if (t < half_size) {
+            [[unroll]] for (uint b = 0u; b < BINS; ++b) {
+                mass[b] += uintBitsToFloat(s_a[t][b]);
+                count[b] += s_b[t][b];
+            }
+        }
+        barrier();
+    }
+    for (uint half_size = value_level ? 0u : WG / 2u; half_size > 0u; half_size >>= 1u) {
+        if (t >= half_size && t < 2u * half_size) {
+            [[unroll]] for (uint b = 0u; b < BINS; ++b) {
+                s_a[t - half_size][b] = kmin[b];
+                s_b[t - half_size][b] = kmax[b];
+            }
+        }
+        barrier();
+        if (t < half_size) {
+            [[unroll]] for (uint b = 0u; b < BINS; ++b) {
+                kmin[b] = min(kmin[b], s_a[t][b]);
+                kmax[b] = max(kmax[b], s_b[t][b]);
+            }
+        }
+        barrier();
+    }
+
+    if (t == 0u) {
+        uint o = (row * pc.n_chunks + chunk) * BINS * HIST_STRIDE;
+        [[unroll]] for (uint b = 0u; b < BINS; ++b) {
+            histograms[o + HIST_STRIDE * b + H_MASS] = floatBitsToUint(mass[b]);
+            histograms[o + HIST_STRIDE * b + H_COUNT] = count[b];
+            histograms[o + HIST_STRIDE * b + H_KEY_MIN] = kmin[b];
+            histograms[o + HIST_STRIDE * b + H_KEY_MAX] = kmax[b];
+        }
     }
 }

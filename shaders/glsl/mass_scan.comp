@@ -1,25 +1,31 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// One radix level's decision (one workgroup per row): sums the chunk histograms
-// in chunk order (exact integers, so the result is the same on every run) and
-// finds the digit where the cumulative mass, taken in canonical order (keys
-// descending), crosses the draw target. Level 0 also sets the row's status, its
-// total mass and the target floor(u32 * total / 2^32).
+// One selection level's decision (one workgroup per row): adds the chunks' bins
+// in chunk order and finds the bin where the cumulative mass, taken in canonical
+// order (largest logits first), passes the draw target. Level 0 also sets the
+// row's status, its total mass and the target u * total. It then arms the next
+// pass through the indirect dispatch arguments: the next level if the bin is
+// still too large, else the gather.
 #include "common.glsl"
-#include "u64.glsl"
 #include "row.glsl"
 
-shared uint s_count[DIGITS];
-shared uvec2 s_mass[DIGITS];
+shared float s_mass[BINS];
+shared uint s_count[BINS];
+shared uint s_kmin[BINS];
+shared uint s_kmax[BINS];
+
+void arm(uint args, uint groups) {
+    atomicMax(dispatch_args[args], groups);
+}
 
 void main() {
     uint row = gl_WorkGroupID.y;
     uint t = gl_LocalInvocationID.x;
     uint o = row * ROW_STRIDE;
 
-    uint prefix, lo, hi;
+    RowStats s;
     if (pc.level == 0u) {
-        RowStats s = merge_chunk_stats(row);
+        s = merge_chunk_stats(row);
         uint status = row_status(s);
         bool greedy = row_greedy(row);
         if (t == 0u) {
@@ -32,68 +38,97 @@ void main() {
             if (status != STATUS_OK || greedy) row_state[o + R_PHASE] = PHASE_DONE;
         }
         if (status != STATUS_OK || greedy) return;
-        prefix = s.max_key;
-        lo = first_level_lo(s);
-        hi = lo + 8u;
     } else {
         if (row_state[o + R_PHASE] != PHASE_ACTIVE) return;
-        prefix = row_state[o + R_PREFIX];
-        lo = row_state[o + R_LO];
-        hi = row_state[o + R_HI];
     }
 
-    for (uint d = t; d < DIGITS; d += WG) {
-        uint count = 0u;
-        uvec2 mass = uvec2(0u);
+    for (uint b = t; b < BINS; b += WG) {
+        float mass = 0.0;
+        uint count = 0u, kmin = 0xFFFFFFFFu, kmax = 0u;
         for (uint c = 0u; c < pc.n_chunks; ++c) {
-            uint h = ((row * pc.n_chunks + c) * DIGITS + d) * 3u;
-            count += histograms[h + 0u];
-            mass = u64_add(mass, uvec2(histograms[h + 1u], histograms[h + 2u]));
+            uint h = ((row * pc.n_chunks + c) * BINS + b) * HIST_STRIDE;
+            mass += uintBitsToFloat(histograms[h + H_MASS]);
+            count += histograms[h + H_COUNT];
+            kmin = min(kmin, histograms[h + H_KEY_MIN]);
+            kmax = max(kmax, histograms[h + H_KEY_MAX]);
         }
-        s_count[d] = count;
-        s_mass[d] = mass;
+        s_mass[b] = mass;
+        s_count[b] = count;
+        s_kmin[b] = kmin;
+        s_kmax[b] = kmax;
     }
     barrier();
+    if (t != 0u) return;
 
-    if (t == 0u) {
-        uvec2 target;
-        if (pc.level == 0u) {
-            uvec2 total = uvec2(0u);
-            for (uint d = 0u; d < DIGITS; ++d) total = u64_add(total, s_mass[d]);
-            row_state[o + R_TOTAL_LO] = total.x;
-            row_state[o + R_TOTAL_HI] = total.y;
-            target = u64_mul_u32_shr32(total, row_uniform(row));
-        } else {
-            target = uvec2(row_state[o + R_TARGET_LO], row_state[o + R_TARGET_HI]);
+    float target;
+    if (pc.level == 0u) {
+        float total = 0.0;
+        for (uint b = 0u; b < BINS; ++b) total += s_mass[b];
+        row_state[o + R_TOTAL] = floatBitsToUint(total);
+        // u = u32 / 2^32 in [0, 1)
+        target = float(row_uniform(row)) * 2.3283064365386963e-10 * total;
+    } else {
+        target = uintBitsToFloat(row_state[o + R_TARGET]);
+    }
+
+    // Walk the bins in canonical order. Rounding can leave the target at or
+    // past the last bin's end: the last bin with mass takes it then.
+    uint chosen = BINS;
+    uint last = 0u;
+    for (uint b = 0u; b < BINS; ++b) {
+        float m = s_mass[b];
+        if (m <= 0.0) continue;
+        last = b;
+        if (target < m) {
+            chosen = b;
+            break;
         }
-        // Walk the digits from the largest keys down; target < total, so a
-        // digit with positive mass always takes it.
-        uint chosen = 0u;
-        for (int d = int(DIGITS) - 1; d >= 0; --d) {
-            uvec2 m = s_mass[d];
-            if (u64_less(target, m)) {
-                chosen = uint(d);
-                break;
-            }
-            target = u64_sub(target, m);
+        target -= m;
+    }
+    if (chosen == BINS) {
+        chosen = last;
+        target = s_mass[last] * 0.99999994;
+    }
+
+    // The chosen bin's members lie in this key range: the next level splits it
+    // (and a range of one key is a tie group). Key levels measured it; for
+    // level 0 two binary searches over keys find the keys whose bin is the
+    // chosen one (level0_bin is non-increasing in the key, and these are the
+    // very float operations the histogram used).
+    uint new_lo = s_kmin[chosen], new_hi = s_kmax[chosen];
+    if (pc.level == 0u) {
+        float max_scaled = sieve_key_value(s.max_key);
+        float inv_width = level0_inv_width(s);
+        uint a = s.min_finite_key, z = s.max_key;  // largest key whose bin is >= chosen
+        while (a < z) {
+            uint mid = a + (z - a + 1u) / 2u;
+            if (level0_bin(sieve_key_value(mid), max_scaled, inv_width) >= chosen) a = mid; else z = mid - 1u;
         }
-        uint count = s_count[chosen];
-        prefix = (hi >= 32u ? 0u : (prefix >> hi) << hi) | (chosen << lo);
-        row_state[o + R_PREFIX] = prefix;
-        row_state[o + R_TARGET_LO] = target.x;
-        row_state[o + R_TARGET_HI] = target.y;
-        row_state[o + R_BUCKET_COUNT] = count;
-        row_state[o + R_PASSES] += 1u;
-        row_state[o + R_LO] = lo;
-        row_state[o + R_HI] = hi;
-        if (count <= CAP) {
-            row_state[o + R_PHASE] = PHASE_GATHER;
-        } else if (lo == 0u) {
-            row_state[o + R_PHASE] = PHASE_TIE;  // > CAP members share one exact key
-        } else {
-            row_state[o + R_PHASE] = PHASE_ACTIVE;
-            row_state[o + R_HI] = lo;
-            row_state[o + R_LO] = lo >= 8u ? lo - 8u : 0u;
+        new_hi = a;
+        a = s.min_finite_key;
+        z = s.max_key;  // smallest key whose bin is <= chosen
+        while (a < z) {
+            uint mid = a + (z - a) / 2u;
+            if (level0_bin(sieve_key_value(mid), max_scaled, inv_width) <= chosen) z = mid; else a = mid + 1u;
         }
+        new_lo = a;
+    }
+
+    uint count = s_count[chosen];
+    row_state[o + R_KEY_LO] = new_lo;
+    row_state[o + R_KEY_HI] = new_hi;
+    row_state[o + R_TARGET] = floatBitsToUint(target);
+    row_state[o + R_BUCKET_COUNT] = count;
+    row_state[o + R_BIN] = chosen;
+    row_state[o + R_PASSES] += 1u;
+    if (count <= CAP) {
+        row_state[o + R_PHASE] = PHASE_GATHER;
+        arm(GATHER_ARGS, pc.n_chunks);
+    } else if (new_lo == new_hi || pc.level == KEY_LEVELS) {
+        row_state[o + R_PHASE] = PHASE_TIE;  // > CAP members share one exact key
+    } else {
+        row_state[o + R_PHASE] = PHASE_ACTIVE;
+        arm((pc.level + 1u) * 8u, pc.n_chunks);
+        arm((pc.level + 1u) * 8u + 4u, 1u);
     }
 }

@@ -1,8 +1,8 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // The final distribution over the full row (one workgroup per row chunk), for
-// sieve_chain_distribution / `sieve sample --dump-dist`: p = mass / total mass,
-// with the same 40-bit masses the draw uses; -1 marks masked (-inf) members,
+// sieve_chain_distribution / `sieve sample --dump-dist`: p = exp(x - max) /
+// total, the masses the draw uses; -1 marks masked (-inf) members,
 // which are not candidates of the draw. Greedy rows: 1 for the argmax.
 #include "common.glsl"
 #include "u64.glsl"
@@ -23,7 +23,7 @@ void main() {
     uint argmax = row_state[o + R_ARGMAX];
     float scale = row_scale(row);
     float max_scaled = sieve_key_value(max_key);
-    float total = u64_to_float(uvec2(row_state[o + R_TOTAL_LO], row_state[o + R_TOTAL_HI]));
+    float total = uintBitsToFloat(row_state[o + R_TOTAL]);
     if (chunk == 0u && t == 0u) {  // the row's status, as sampling would report it
         results[row * RESULT_STRIDE + 3u] = status;
         results[row * RESULT_STRIDE + 7u] = row_state[o + R_FIRST_BAD];
@@ -35,7 +35,7 @@ void main() {
             if (greedy) {
                 p = i == argmax ? 1.0 : -1.0;
             } else if (!isinf(f)) {
-                p = u64_to_float(sieve_mass(scaled_logit(f, scale), max_scaled)) / total;
+                p = exp(scaled_logit(f, scale) - max_scaled) / total;
             }
         }
         probabilities[row * pc.stride + i] = p;

@@ -71,14 +71,21 @@ uint row_uniform(uint row) {
     return sieve_uniform_u32(params[row * PARAM_STRIDE + P_SEED], row_step(row), params[row * PARAM_STRIDE + P_DRAW]);
 }
 
-// The first radix digit starts at the highest bit where the row's finite keys
-// differ: the bits above it are common and need no pass.
-uint first_level_lo(RowStats s) {
-    if (s.max_key == s.min_finite_key) return 0u;
-    int msb = findMSB(s.max_key ^ s.min_finite_key);
-    return uint(max(msb - 7, 0));
+// Level 0 bins the finite scaled logits x by t = M - x over [0, M - min]: 16
+// equal slices of the range below the maximum, the last one holding the rest.
+// Monotone in x, so a bin is an interval of keys.
+float level0_inv_width(RowStats s) {
+    float range = sieve_key_value(s.max_key) - sieve_key_value(s.min_finite_key);
+    return (range > 0.0 && !isinf(range)) ? float(BINS) / range : 0.0;
 }
 
-bool same_above(uint a, uint b, uint hi) { return hi >= 32u || (a >> hi) == (b >> hi); }
+uint level0_bin(float x, float max_scaled, float inv_width) {
+    return uint(min((max_scaled - x) * inv_width, float(BINS - 1u)));
+}
+
+// Levels >= 1 split the key interval [lo, hi] into 16 equal parts, bin 0 holding
+// the largest keys (first in canonical order).
+uint key_step(uint lo, uint hi) { return (hi - lo) / BINS + 1u; }
+uint key_bin(uint k, uint hi, uint step) { return (hi - k) / step; }
 
 #endif
