@@ -95,7 +95,8 @@ GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
         if (!uma) staging_ = device_.create_buffer(rows * vocab * 4, VK_BUFFER_USAGE_TRANSFER_SRC_BIT, true, &allocations_);
         params_ = device_.create_buffer(rows * kParamStride * 4, storage, true, &allocations_);
         chunk_stats_ = device_.create_buffer(rows * max_chunks_ * kChunkStride * 4, storage, false, &allocations_);
-        row_state_ = device_.create_buffer(rows * kRowStride * 4, storage, false, &allocations_);
+        row_state_ = device_.create_buffer(rows * kRowStride * 4, storage | VK_BUFFER_USAGE_TRANSFER_DST_BIT, false,
+                                           &allocations_);
         slot_state_ = device_.create_buffer(rows * kSlotStride * 4, storage | VK_BUFFER_USAGE_TRANSFER_DST_BIT, false,
                                             &allocations_);
         histograms_ = device_.create_buffer(rows * max_chunks_ * kBins * kHistStride * 4, storage, false, &allocations_);
@@ -134,6 +135,7 @@ GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
         bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
         vk.vkBeginCommandBuffer(cmd, &bi);
         vk.vkCmdFillBuffer(cmd, slot_state_.buffer, 0, VK_WHOLE_SIZE, 0);
+        vk.vkCmdFillBuffer(cmd, row_state_.buffer, 0, VK_WHOLE_SIZE, 0);  // arrival counters start at 0
         VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
         barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
         barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
@@ -258,7 +260,7 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
     }
     // Every indirect pass starts disarmed: x = 0 workgroups, y = rows, z = 1.
     uint32_t args[kDispatchArgsWords] = {};
-    for (uint32_t i = 0; i + 2 < kDispatchArgsWords; i += 4) {
+    for (uint32_t i = 0; i + 3 < kDispatchArgsWords; i += 4) {
         args[i + 1] = rows;
         args[i + 2] = 1;
     }

@@ -25,33 +25,33 @@ Plan make_plan(RecordingKind kind, bool greedy_chain, uint32_t vocab, const Effe
     chunking(vocab, limits, type, &p.n_chunks, &p.chunk_size);
     if (greedy_chain) p.flags |= kFlagGreedy;
     if (kind == RecordingKind::Distribution) {
-        p.dispatches = {{Stage::RowStats, 0, true}, {Stage::MassHistogram, 0, true}, {Stage::MassScan, 0, false},
-                        {Stage::Probabilities, 0, true}};
+        p.flags |= kFlagDistribution;
+        p.dispatches = {{Stage::RowStats, 0, true}, {Stage::MassHistogram, 0, true}, {Stage::Probabilities, 0, true}};
         p.min_row_passes = 3;
-        p.min_dispatches = 4;
+        p.min_dispatches = 3;
         return p;
     }
     p.small = vocab <= limits.candidate_capacity;
     if (p.small) {
+        // One workgroup per row reads the row and draws: one dispatch.
         p.flags |= kFlagSmall;
         p.dispatches = {{Stage::Finalize, 0, false}};
         return p;
     }
+    // Row statistics; its last workgroup per row answers failed and greedy rows.
     p.dispatches.push_back({Stage::RowStats, 0, true});
     if (!greedy_chain) {
+        // Level 0 (its last workgroup per row takes the level's decision), key
+        // levels recorded for the worst case (8 x 4 bits) but launched
+        // indirectly: a level no row needs gets zero workgroups. Then the
+        // gather, whose last workgroup per row draws the token.
         p.dispatches.push_back({Stage::MassHistogram, 0, true});
-        p.dispatches.push_back({Stage::MassScan, 0, false});
-        // Key levels are recorded for the worst case (8 x 4 bits) but launched
-        // indirectly: a level no row needs gets zero workgroups.
-        for (uint32_t level = 1; level <= kKeyLevels; ++level) {
+        for (uint32_t level = 1; level <= kKeyLevels; ++level)
             p.dispatches.push_back({Stage::MassHistogram, level, true, histogram_args(level)});
-            p.dispatches.push_back({Stage::MassScan, level, false, scan_args(level)});
-        }
-        p.dispatches.push_back({Stage::Gather, 0, true, kGatherArgs});
+        p.dispatches.push_back({Stage::Gather, 0, true});
     }
-    p.dispatches.push_back({Stage::Finalize, 0, false});
     p.min_row_passes = greedy_chain ? 1 : 3;
-    p.min_dispatches = greedy_chain ? 2 : 5;
+    p.min_dispatches = greedy_chain ? 1 : 3;
     return p;
 }
 

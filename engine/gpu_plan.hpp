@@ -18,13 +18,11 @@ struct Dispatch {
     uint32_t indirect = kDirect;     // else: uint offset of its VkDispatchIndirectCommand
 };
 
-// Mirrors common.glsl: the scans arm the passes after them.
+// Mirrors common.glsl: each level's decision arms the next level.
 constexpr uint32_t kKeyLevels = 8;
 constexpr uint32_t kBins = 16;
-constexpr uint32_t kGatherArgs = 72;
-constexpr uint32_t kDispatchArgsWords = 80;
+constexpr uint32_t kDispatchArgsWords = 72;
 inline uint32_t histogram_args(uint32_t level) { return level * 8; }
-inline uint32_t scan_args(uint32_t level) { return level * 8 + 4; }
 
 enum class RecordingKind : uint32_t { Sample = 0, Distribution = 1 };
 

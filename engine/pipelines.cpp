@@ -10,7 +10,6 @@ const char* stage_name(Stage stage) {
     switch (stage) {
     case Stage::RowStats: return "row_stats";
     case Stage::MassHistogram: return "mass_histogram";
-    case Stage::MassScan: return "mass_scan";
     case Stage::Gather: return "gather";
     case Stage::Finalize: return "finalize";
     case Stage::Probabilities: return "probabilities";
@@ -67,8 +66,8 @@ Pipelines::Pipelines(Device& device) : device_(device) {
     layout_info.pPushConstantRanges = &range;
     vk_check(vk.vkCreatePipelineLayout(device.handle(), &layout_info, nullptr, &layout_), "vkCreatePipelineLayout");
 
-    const shaders::Spirv* code[] = {&shaders::row_stats, &shaders::mass_histogram, &shaders::mass_scan,
-                                    &shaders::gather, &shaders::finalize, &shaders::probabilities};
+    const shaders::Spirv* code[] = {&shaders::row_stats, &shaders::mass_histogram, &shaders::gather,
+                                    &shaders::finalize, &shaders::probabilities};
     const auto& lim = device.limits();
     for (uint32_t i = 0; i < static_cast<uint32_t>(Stage::Count); ++i)
         pipelines_[i] = create_compute_pipeline(device, layout_, code[i]->words, code[i]->size_bytes,

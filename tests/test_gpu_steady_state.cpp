@@ -50,11 +50,12 @@ TEST(GpuSteadyState, PlanFigures) {
     // A row that fits the candidate buffer: one dispatch reads it once.
     EXPECT_EQ(dist.plan_figures(1, 1000), std::make_pair(1u, 1u));
     EXPECT_EQ(greedy.plan_figures(1, 1000), std::make_pair(1u, 1u));
-    // Greedy over a large row: row stats + finalize, one pass.
-    EXPECT_EQ(greedy.plan_figures(1, 151936), std::make_pair(2u, 1u));
-    // dist when level 0 resolves the draw: stats, histogram, scan, gather,
-    // finalize; three row passes (stats, histogram, gather).
-    EXPECT_EQ(dist.plan_figures(1, 151936), std::make_pair(5u, 3u));
+    // Greedy over a large row: row stats, whose last workgroup per row answers.
+    EXPECT_EQ(greedy.plan_figures(1, 151936), std::make_pair(1u, 1u));
+    // dist when level 0 resolves the draw: stats, level-0 histogram (its last
+    // workgroup decides), gather (its last workgroup draws): three dispatches,
+    // three row passes.
+    EXPECT_EQ(dist.plan_figures(1, 151936), std::make_pair(3u, 3u));
 }
 
 // A new shape (rows, vocab) records once, then is reused.

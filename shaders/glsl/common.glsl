@@ -23,6 +23,7 @@ layout(push_constant) uniform Push {
 
 const uint FLAG_GREEDY = 1u;   // the chain ends in greedy
 const uint FLAG_SMALL = 2u;    // the whole row fits the candidate buffer: finalize reads it directly
+const uint FLAG_DISTRIBUTION = 4u;  // sieve_chain_distribution: no result, no step advance
 
 // Selection levels: level 0 bins the row by value below the maximum (where the
 // softmax mass lives); levels 1..8 split a key interval into 16 equal parts, so
@@ -72,16 +73,17 @@ const uint R_PASSES = 9u;
 const uint R_BUCKET_COUNT = 10u;
 const uint R_FIRST_BAD = 11u;
 const uint R_BIN = 12u;        // the chosen bin at the last level (tie path: per-chunk counts)
+const uint R_MIN_KEY = 13u;    // the smallest finite key
+const uint R_ARRIVE = 14u;     // workgroups of the current pass done with the row (last_to_arrive)
 
 const uint PHASE_ACTIVE = 1u;  // levels still narrowing
 const uint PHASE_GATHER = 2u;  // the bin fits the candidate buffer
 const uint PHASE_TIE = 3u;     // > CAP members with one identical key
 const uint PHASE_DONE = 4u;    // greedy or failed: nothing left to select
 
-// Indirect dispatch arguments the scans write for the passes after them, so a
-// level no row needs launches no workgroup: [level * 8 + 0..2] its histogram,
-// [level * 8 + 4..6] its scan (levels 1..8), [GATHER_ARGS + 0..2] the gather.
-const uint GATHER_ARGS = 72u;
+// Indirect dispatch arguments the scans write for the levels after them, so a
+// level no row needs launches no workgroup: [level * 8 + 0..2] (levels 1..8).
+const uint DISPATCH_ARGS_WORDS = 72u;
 
 // Per-chunk bins of one level.
 const uint HIST_STRIDE = 4u;
@@ -95,11 +97,13 @@ const uint RESULT_STRIDE = 8u;
 
 layout(std430, set = 0, binding = 0) readonly buffer Logits { float logits[]; };
 layout(std430, set = 0, binding = 1) readonly buffer Params { uint params[]; };
-layout(std430, set = 0, binding = 2) buffer ChunkStats { uint chunk_stats[]; };
-layout(std430, set = 0, binding = 3) buffer RowState { uint row_state[]; };
+// coherent: the last workgroup of a pass reads what the others wrote (see
+// last_to_arrive in arrive.glsl).
+layout(std430, set = 0, binding = 2) coherent buffer ChunkStats { uint chunk_stats[]; };
+layout(std430, set = 0, binding = 3) coherent buffer RowState { uint row_state[]; };
 layout(std430, set = 0, binding = 4) buffer SlotState { uint slot_state[]; };
-layout(std430, set = 0, binding = 5) buffer Histograms { uint histograms[]; };  // [row][chunk][bin][HIST_STRIDE]
-layout(std430, set = 0, binding = 6) buffer Candidates { uint candidates[]; };  // [row][CAP][key, id]
+layout(std430, set = 0, binding = 5) coherent buffer Histograms { uint histograms[]; };  // [row][chunk][bin][HIST_STRIDE]
+layout(std430, set = 0, binding = 6) coherent buffer Candidates { uint candidates[]; };  // [row][CAP][key, id]
 layout(std430, set = 0, binding = 7) buffer Results { uint results[]; };
 layout(std430, set = 0, binding = 9) buffer DispatchArgs { uint dispatch_args[]; };
 

@@ -1,30 +1,50 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // Copies the members of the chosen bin (at most CAP) into the row's candidate
-// buffer (one workgroup per row chunk). Their order there does not matter:
-// finalize sorts them canonically.
+// buffer (one workgroup per row chunk); their order there does not matter. The
+// last workgroup of the row to finish draws the token (finalize.glsl).
 #include "common.glsl"
+#include "row.glsl"
+#include "arrive.glsl"
+#include "finalize.glsl"
 
 void main() {
     uint row = gl_WorkGroupID.y;
     uint chunk = gl_WorkGroupID.x;
     uint t = gl_LocalInvocationID.x;
     uint o = row * ROW_STRIDE;
-    if (row_state[o + R_PHASE] != PHASE_GATHER) return;
-    uint lo = row_state[o + R_KEY_LO];
-    uint hi = row_state[o + R_KEY_HI];
-    float scale = row_scale(row);
+    uint phase = row_state[o + R_PHASE];
+    if (phase != PHASE_GATHER && phase != PHASE_TIE) return;  // answered already (failed, greedy)
 
-    uint begin = chunk * pc.chunk_size;
-    uint end = min(begin + pc.chunk_size, pc.vocab);
-    for (uint i = begin + t; i < end; i += WG) {
-        float x = scaled_logit(logits[row * pc.stride + i], scale);
-        uint k = sieve_key(x);
-        if (isinf(x) || k < lo || k > hi) continue;
-        uint slot = atomicAdd(row_state[o + R_CAND_COUNT], 1u);
-        if (slot < CAP) {
-            candidates[(row * CAP + slot) * 2u + 0u] = k;
-            candidates[(row * CAP + slot) * 2u + 1u] = i;
+    if (phase == PHASE_GATHER) {
+        uint lo = row_state[o + R_KEY_LO];
+        uint hi = row_state[o + R_KEY_HI];
+        float scale = row_scale(row);
+        uint begin = chunk * pc.chunk_size;
+        uint end = min(begin + pc.chunk_size, pc.vocab);
+        for (uint i = begin + t; i < end; i += WG) {
+            float x = scaled_logit(logits[row * pc.stride + i], scale);
+            uint k = sieve_key(x);
+            if (isinf(x) || k < lo || k > hi) continue;
+            uint slot = atomicAdd(row_state[o + R_CAND_COUNT], 1u);
+            if (slot < CAP) {
+                candidates[(row * CAP + slot) * 2u + 0u] = k;
+                candidates[(row * CAP + slot) * 2u + 1u] = i;
+            }
         }
     }
+    if (!last_to_arrive(row)) return;
+
+    uint passes = row_state[o + R_PASSES] + 1u;  // + this pass
+    if (phase == PHASE_TIE) {
+        draw_tie(row, passes);
+        return;
+    }
+    uint n = min(row_state[o + R_CAND_COUNT], CAP);
+    for (uint i = t; i < n; i += WG) {
+        c_key[i] = candidates[(row * CAP + i) * 2u + 0u];
+        c_id[i] = candidates[(row * CAP + i) * 2u + 1u];
+    }
+    barrier();
+    draw_candidates(row, n, false, passes);
 }

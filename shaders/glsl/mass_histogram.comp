@@ -7,15 +7,17 @@
 // splits exactly that range, so a bin of one repeated value is recognized at
 // once. (Level 0 skips them: its bins' key ranges follow from the bin function,
 // and this pass over the whole row is the one that costs.)
-// Level 0 bins by value below the row maximum; later levels split the key
-// interval the previous scan chose. No atomics: every invocation keeps its own
-// 16 bins (selects on registers), then the workgroup adds them up in a fixed
-// order, so the sums are the same on every run.
+// No atomics: every invocation keeps its own 16 bins (selects on registers),
+// then the workgroup adds them up in a fixed order, so the sums are the same on
+// every run. The last workgroup of the row to finish takes the level's decision
+// (scan.glsl).
 #include "common.glsl"
 #include "row.glsl"
+#include "arrive.glsl"
+#include "scan.glsl"
 
-// Tree reduction of the per-invocation bins: each step, the upper half hands its
-// bins to the lower half.
+// Tree reduction of the per-invocation bins: each step, the upper half hands
+// its bins to the lower half (shared memory: WG * 64 bytes).
 shared uint s_a[WG / 2u][BINS];
 shared uint s_b[WG / 2u][BINS];
 
@@ -23,23 +25,16 @@ void main() {
     uint row = gl_WorkGroupID.y;
     uint chunk = gl_WorkGroupID.x;
     uint t = gl_LocalInvocationID.x;
+    uint o = row * ROW_STRIDE;
+    if (row_state[o + R_PHASE] != PHASE_ACTIVE) return;  // uniform in the workgroup
 
-    float max_scaled, inv_width = 0.0;
-    uint lo = 0u, hi = 0u, step = 1u;
     bool value_level = pc.level == 0u;
-    if (value_level) {
-        RowStats s = merge_chunk_stats(row);
-        if (row_status(s) != STATUS_OK || row_greedy(row)) return;  // uniform in the workgroup
-        max_scaled = sieve_key_value(s.max_key);
-        inv_width = level0_inv_width(s);
-    } else {
-        uint o = row * ROW_STRIDE;
-        if (row_state[o + R_PHASE] != PHASE_ACTIVE) return;  // uniform in the workgroup
-        max_scaled = sieve_key_value(row_state[o + R_MAX_KEY]);
-        lo = row_state[o + R_KEY_LO];
-        hi = row_state[o + R_KEY_HI];
-        step = key_step(lo, hi);
-    }
+    uint max_key = row_state[o + R_MAX_KEY];
+    float max_scaled = sieve_key_value(max_key);
+    float inv_width = level0_inv_width(max_key, row_state[o + R_MIN_KEY]);
+    uint lo = row_state[o + R_KEY_LO];
+    uint hi = row_state[o + R_KEY_HI];
+    uint step = key_step(lo, hi);
     float scale = row_scale(row);
 
     float mass[BINS];
@@ -80,8 +75,8 @@ void main() {
         }
     }
 
-    // Two rounds of the tree through the same shared arrays (shared memory
-    // budget: WG * 64 bytes): mass and count, then the key range.
+    // Two rounds of the tree through the same shared arrays: mass and count,
+    // then (key levels) the key range.
     for (uint half_size = WG / 2u; half_size > 0u; half_size >>= 1u) {
         if (t >= half_size && t < 2u * half_size) {
             [[unroll]] for (uint b = 0u; b < BINS; ++b) {
@@ -116,12 +111,13 @@ void main() {
     }
 
     if (t == 0u) {
-        uint o = (row * pc.n_chunks + chunk) * BINS * HIST_STRIDE;
+        uint h = (row * pc.n_chunks + chunk) * BINS * HIST_STRIDE;
         [[unroll]] for (uint b = 0u; b < BINS; ++b) {
-            histograms[o + HIST_STRIDE * b + H_MASS] = floatBitsToUint(mass[b]);
-            histograms[o + HIST_STRIDE * b + H_COUNT] = count[b];
-            histograms[o + HIST_STRIDE * b + H_KEY_MIN] = kmin[b];
-            histograms[o + HIST_STRIDE * b + H_KEY_MAX] = kmax[b];
+            histograms[h + HIST_STRIDE * b + H_MASS] = floatBitsToUint(mass[b]);
+            histograms[h + HIST_STRIDE * b + H_COUNT] = count[b];
+            histograms[h + HIST_STRIDE * b + H_KEY_MIN] = kmin[b];
+            histograms[h + HIST_STRIDE * b + H_KEY_MAX] = kmax[b];
         }
     }
+    if (last_to_arrive(row)) scan_level(row, pc.level);
 }

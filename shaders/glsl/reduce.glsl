@@ -1,48 +1,93 @@
-// Workgroup reductions in shared memory. Portable: no subgroup operations, so
-// they are correct whatever the subgroup size (8 on lavapipe, 16 on Mali, 64 on
-// Adreno/AMD...). Every call must be reached by the whole workgroup.
+// The row statistics every path needs, accumulated per invocation and reduced
+// over the workgroup in one shared-memory tree (portable: no subgroup
+// operations, so correct whatever the subgroup size). Every call of
+// wg_reduce_row_stats must be reached by the whole workgroup.
 #ifndef SIEVE_REDUCE_GLSL
 #define SIEVE_REDUCE_GLSL
 
-shared uint red_a[WG];
-shared uint red_b[WG];
+struct RowStats {
+    uint max_key;         // the largest key of a scaled logit...
+    uint argmax;          // ...and the lowest id holding it (canonical first)
+    uint min_finite_key;
+    uint bad;             // NaN or +Inf logits
+    uint first_bad;
+    uint finite;          // finite scaled logits
+    uint overflow;        // finite logits the temperature division made infinite
+};
 
-// The maximal key with the lowest id among equals (canonical order's first).
-uvec2 wg_reduce_argmax(uint key, uint id) {
-    uint t = gl_LocalInvocationID.x;
-    red_a[t] = key;
-    red_b[t] = id;
-    barrier();
-    for (uint s = WG / 2u; s > 0u; s >>= 1u) {
-        if (t < s) {
-            uint k2 = red_a[t + s], i2 = red_b[t + s];
-            if (k2 > red_a[t] || (k2 == red_a[t] && i2 < red_b[t])) {
-                red_a[t] = k2;
-                red_b[t] = i2;
-            }
-        }
-        barrier();
+RowStats row_stats_empty() {
+    return RowStats(0u, 0xFFFFFFFFu, 0xFFFFFFFFu, 0u, 0xFFFFFFFFu, 0u, 0u);
+}
+
+// One logit f (id i, scaled x). Ids must grow within an invocation.
+void row_stats_add(inout RowStats s, float f, float x, uint i) {
+    if (isnan(f) || (isinf(f) && f > 0.0)) {
+        s.bad += 1u;
+        s.first_bad = min(s.first_bad, i);
+        return;
     }
-    uvec2 r = uvec2(red_a[0], red_b[0]);
-    barrier();  // red_* may be reused right after
+    if (!isinf(f) && isinf(x)) s.overflow += 1u;
+    uint k = sieve_key(x);
+    if (k > s.max_key) {  // strictly greater: the first maximal id stays
+        s.max_key = k;
+        s.argmax = i;
+    }
+    if (!isinf(x)) {
+        s.min_finite_key = min(s.min_finite_key, k);
+        s.finite += 1u;
+    }
+}
+
+RowStats row_stats_combine(RowStats a, RowStats b) {
+    RowStats r;
+    bool take_b = b.max_key > a.max_key || (b.max_key == a.max_key && b.argmax < a.argmax);
+    r.max_key = take_b ? b.max_key : a.max_key;
+    r.argmax = take_b ? b.argmax : a.argmax;
+    r.min_finite_key = min(a.min_finite_key, b.min_finite_key);
+    r.bad = a.bad + b.bad;
+    r.first_bad = min(a.first_bad, b.first_bad);
+    r.finite = a.finite + b.finite;
+    r.overflow = a.overflow + b.overflow;
     return r;
 }
 
-// (min of a, sum of b)
-uvec2 wg_reduce_min_sum(uint a, uint b) {
+shared uint red_stats[7][WG / 2u];
+
+RowStats wg_reduce_row_stats(RowStats s) {
     uint t = gl_LocalInvocationID.x;
-    red_a[t] = a;
-    red_b[t] = b;
-    barrier();
-    for (uint s = WG / 2u; s > 0u; s >>= 1u) {
-        if (t < s) {
-            red_a[t] = min(red_a[t], red_a[t + s]);
-            red_b[t] += red_b[t + s];
+    for (uint half_size = WG / 2u; half_size > 0u; half_size >>= 1u) {
+        if (t >= half_size && t < 2u * half_size) {
+            uint j = t - half_size;
+            red_stats[0][j] = s.max_key;
+            red_stats[1][j] = s.argmax;
+            red_stats[2][j] = s.min_finite_key;
+            red_stats[3][j] = s.bad;
+            red_stats[4][j] = s.first_bad;
+            red_stats[5][j] = s.finite;
+            red_stats[6][j] = s.overflow;
+        }
+        barrier();
+        if (t < half_size) {
+            RowStats o = RowStats(red_stats[0][t], red_stats[1][t], red_stats[2][t], red_stats[3][t],
+                                  red_stats[4][t], red_stats[5][t], red_stats[6][t]);
+            s = row_stats_combine(s, o);
         }
         barrier();
     }
-    uvec2 r = uvec2(red_a[0], red_b[0]);
+    // Invocation 0 holds the result; hand it to everyone.
+    if (t == 0u) {
+        red_stats[0][0] = s.max_key;
+        red_stats[1][0] = s.argmax;
+        red_stats[2][0] = s.min_finite_key;
+        red_stats[3][0] = s.bad;
+        red_stats[4][0] = s.first_bad;
+        red_stats[5][0] = s.finite;
+        red_stats[6][0] = s.overflow;
+    }
     barrier();
+    RowStats r = RowStats(red_stats[0][0], red_stats[1][0], red_stats[2][0], red_stats[3][0], red_stats[4][0],
+                          red_stats[5][0], red_stats[6][0]);
+    barrier();  // red_stats may be reused right after
     return r;
 }
 

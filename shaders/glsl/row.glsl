@@ -6,47 +6,18 @@
 #include "philox.glsl"
 #include "reduce.glsl"
 
-struct RowStats {
-    uint max_key;
-    uint argmax;
-    uint min_finite_key;
-    uint bad;
-    uint first_bad;
-    uint finite;
-    uint overflow;
-};
-
 // Every workgroup that needs the row's statistics merges the (few) chunk
 // results itself: cheaper than a dispatch of its own.
 RowStats merge_chunk_stats(uint row) {
-    uint t = gl_LocalInvocationID.x;
-    uint mk = 0u, am = 0xFFFFFFFFu, mn = 0xFFFFFFFFu, bad = 0u, fb = 0xFFFFFFFFu, fin = 0u, of = 0u;
-    for (uint c = t; c < pc.n_chunks; c += WG) {
+    RowStats s = row_stats_empty();
+    for (uint c = gl_LocalInvocationID.x; c < pc.n_chunks; c += WG) {
         uint o = (row * pc.n_chunks + c) * CHUNK_STRIDE;
-        uint k = chunk_stats[o + C_MAX_KEY], i = chunk_stats[o + C_ARGMAX];
-        if (k > mk || (k == mk && i < am)) {
-            mk = k;
-            am = i;
-        }
-        mn = min(mn, chunk_stats[o + C_MIN_FINITE_KEY]);
-        bad += chunk_stats[o + C_BAD];
-        fb = min(fb, chunk_stats[o + C_FIRST_BAD]);
-        fin += chunk_stats[o + C_FINITE];
-        of += chunk_stats[o + C_OVERFLOW];
+        s = row_stats_combine(s, RowStats(chunk_stats[o + C_MAX_KEY], chunk_stats[o + C_ARGMAX],
+                                          chunk_stats[o + C_MIN_FINITE_KEY], chunk_stats[o + C_BAD],
+                                          chunk_stats[o + C_FIRST_BAD], chunk_stats[o + C_FINITE],
+                                          chunk_stats[o + C_OVERFLOW]));
     }
-    RowStats s;
-    uvec2 r = wg_reduce_argmax(mk, am);
-    s.max_key = r.x;
-    s.argmax = r.y;
-    r = wg_reduce_min_sum(mn, fin);
-    s.min_finite_key = r.x;
-    s.finite = r.y;
-    r = wg_reduce_min_sum(fb, bad);
-    s.first_bad = r.x;
-    s.bad = r.y;
-    r = wg_reduce_min_sum(0u, of);
-    s.overflow = r.y;
-    return s;
+    return wg_reduce_row_stats(s);
 }
 
 // llama.cpp: temperature <= 0 keeps only the first maximal logit, so the draw
@@ -74,8 +45,8 @@ uint row_uniform(uint row) {
 // Level 0 bins the finite scaled logits x by t = M - x over [0, M - min]: 16
 // equal slices of the range below the maximum, the last one holding the rest.
 // Monotone in x, so a bin is an interval of keys.
-float level0_inv_width(RowStats s) {
-    float range = sieve_key_value(s.max_key) - sieve_key_value(s.min_finite_key);
+float level0_inv_width(uint max_key, uint min_key) {
+    float range = sieve_key_value(max_key) - sieve_key_value(min_key);
     return (range > 0.0 && !isinf(range)) ? float(BINS) / range : 0.0;
 }
 

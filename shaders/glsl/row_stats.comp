@@ -3,9 +3,13 @@
 // Pass 1 over the row (one workgroup per row chunk): the chunk's maximal key and
 // its first id, the smallest finite key, finite count, NaN/+Inf detection and
 // logits the temperature division overflows. Keys are of the scaled logits.
-// A row holding NaN or +Inf is reported by the later passes, never sampled.
+// The last chunk workgroup of a row to finish merges the chunks and decides the
+// row: a failed row or a greedy one is answered here and now (one dispatch
+// for a greedy token); a row to draw goes on to the selection levels.
 #include "common.glsl"
-#include "reduce.glsl"
+#include "row.glsl"
+#include "arrive.glsl"
+#include "result.glsl"
 
 void main() {
     uint row = gl_WorkGroupID.y;
@@ -13,41 +17,38 @@ void main() {
     uint t = gl_LocalInvocationID.x;
     uint begin = chunk * pc.chunk_size;
     uint end = min(begin + pc.chunk_size, pc.vocab);
-
-    uint max_key = 0u, argmax = 0xFFFFFFFFu, min_finite = 0xFFFFFFFFu;
-    uint bad = 0u, first_bad = 0xFFFFFFFFu, finite = 0u, overflow = 0u;
     float scale = row_scale(row);
+
+    RowStats s = row_stats_empty();
     for (uint i = begin + t; i < end; i += WG) {
         float f = logits[row * pc.stride + i];
-        if (isnan(f) || (isinf(f) && f > 0.0)) {
-            bad += 1u;
-            first_bad = min(first_bad, i);
-            continue;
-        }
-        float x = scaled_logit(f, scale);
-        if (!isinf(f) && isinf(x)) overflow += 1u;  // the temperature division overflowed
-        uint k = sieve_key(x);
-        if (k > max_key) {  // ids grow within a thread: the first maximal stays
-            max_key = k;
-            argmax = i;
-        }
-        if (!isinf(x)) {
-            min_finite = min(min_finite, k);
-            finite += 1u;
-        }
+        row_stats_add(s, f, scaled_logit(f, scale), i);
     }
-    uvec2 am = wg_reduce_argmax(max_key, argmax);
-    uvec2 mf = wg_reduce_min_sum(min_finite, finite);
-    uvec2 bd = wg_reduce_min_sum(first_bad, bad);
-    uvec2 of = wg_reduce_min_sum(0u, overflow);
+    s = wg_reduce_row_stats(s);
     if (t == 0u) {
         uint o = (row * pc.n_chunks + chunk) * CHUNK_STRIDE;
-        chunk_stats[o + C_MAX_KEY] = am.x;
-        chunk_stats[o + C_ARGMAX] = am.y;
-        chunk_stats[o + C_MIN_FINITE_KEY] = mf.x;
-        chunk_stats[o + C_BAD] = bd.y;
-        chunk_stats[o + C_FIRST_BAD] = bd.x;
-        chunk_stats[o + C_FINITE] = mf.y;
-        chunk_stats[o + C_OVERFLOW] = of.y;
+        chunk_stats[o + C_MAX_KEY] = s.max_key;
+        chunk_stats[o + C_ARGMAX] = s.argmax;
+        chunk_stats[o + C_MIN_FINITE_KEY] = s.min_finite_key;
+        chunk_stats[o + C_BAD] = s.bad;
+        chunk_stats[o + C_FIRST_BAD] = s.first_bad;
+        chunk_stats[o + C_FINITE] = s.finite;
+        chunk_stats[o + C_OVERFLOW] = s.overflow;
     }
+    if (!last_to_arrive(row)) return;
+
+    RowStats m = merge_chunk_stats(row);
+    if (t != 0u) return;
+    uint status = row_status(m);
+    bool done = status != STATUS_OK || row_greedy(row);
+    uint o = row * ROW_STRIDE;
+    row_state[o + R_STATUS] = status;
+    row_state[o + R_MAX_KEY] = m.max_key;
+    row_state[o + R_ARGMAX] = m.argmax;
+    row_state[o + R_MIN_KEY] = m.min_finite_key;
+    row_state[o + R_FIRST_BAD] = m.first_bad;
+    row_state[o + R_PASSES] = 1u;
+    row_state[o + R_CAND_COUNT] = 0u;
+    row_state[o + R_PHASE] = done ? PHASE_DONE : PHASE_ACTIVE;
+    if (done) write_failed_or_greedy(row, status, m.argmax, 1u);
 }

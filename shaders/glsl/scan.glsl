@@ -1,47 +1,23 @@
-#version 450
-#extension GL_GOOGLE_include_directive : require
-// One selection level's decision (one workgroup per row): adds the chunks' bins
-// in chunk order and finds the bin where the cumulative mass, taken in canonical
+// One selection level's decision for a row, run by the last histogram workgroup
+// of the row to arrive: adds the chunks' bins in chunk order (the same sums on
+// every run) and finds the bin where the cumulative mass, taken in canonical
 // order (largest logits first), passes the draw target. Level 0 also sets the
-// row's status, its total mass and the target u * total. It then arms the next
-// pass through the indirect dispatch arguments: the next level if the bin is
-// still too large, else the gather.
-#include "common.glsl"
-#include "row.glsl"
+// row's total mass and the target u * total. It then arms what comes next
+// through the indirect dispatch arguments: the next level while the bin is
+// larger than the candidate buffer.
+#ifndef SIEVE_SCAN_GLSL
+#define SIEVE_SCAN_GLSL
 
-shared float s_mass[BINS];
-shared uint s_count[BINS];
-shared uint s_kmin[BINS];
-shared uint s_kmax[BINS];
+shared float s_bin_mass[BINS];
+shared uint s_bin_count[BINS];
+shared uint s_bin_kmin[BINS];
+shared uint s_bin_kmax[BINS];
 
-void arm(uint args, uint groups) {
-    atomicMax(dispatch_args[args], groups);
-}
+void arm(uint args, uint groups) { atomicMax(dispatch_args[args], groups); }
 
-void main() {
-    uint row = gl_WorkGroupID.y;
+void scan_level(uint row, uint level) {
     uint t = gl_LocalInvocationID.x;
     uint o = row * ROW_STRIDE;
-
-    RowStats s;
-    if (pc.level == 0u) {
-        s = merge_chunk_stats(row);
-        uint status = row_status(s);
-        bool greedy = row_greedy(row);
-        if (t == 0u) {
-            row_state[o + R_STATUS] = status;
-            row_state[o + R_MAX_KEY] = s.max_key;
-            row_state[o + R_ARGMAX] = s.argmax;
-            row_state[o + R_FIRST_BAD] = s.first_bad;
-            row_state[o + R_PASSES] = 1u;
-            row_state[o + R_CAND_COUNT] = 0u;
-            if (status != STATUS_OK || greedy) row_state[o + R_PHASE] = PHASE_DONE;
-        }
-        if (status != STATUS_OK || greedy) return;
-    } else {
-        if (row_state[o + R_PHASE] != PHASE_ACTIVE) return;
-    }
-
     for (uint b = t; b < BINS; b += WG) {
         float mass = 0.0;
         uint count = 0u, kmin = 0xFFFFFFFFu, kmax = 0u;
@@ -52,21 +28,22 @@ void main() {
             kmin = min(kmin, histograms[h + H_KEY_MIN]);
             kmax = max(kmax, histograms[h + H_KEY_MAX]);
         }
-        s_mass[b] = mass;
-        s_count[b] = count;
-        s_kmin[b] = kmin;
-        s_kmax[b] = kmax;
+        s_bin_mass[b] = mass;
+        s_bin_count[b] = count;
+        s_bin_kmin[b] = kmin;
+        s_bin_kmax[b] = kmax;
     }
     barrier();
     if (t != 0u) return;
 
+    uint max_key = row_state[o + R_MAX_KEY];
+    uint min_key = row_state[o + R_MIN_KEY];
     float target;
-    if (pc.level == 0u) {
+    if (level == 0u) {
         float total = 0.0;
-        for (uint b = 0u; b < BINS; ++b) total += s_mass[b];
+        for (uint b = 0u; b < BINS; ++b) total += s_bin_mass[b];
         row_state[o + R_TOTAL] = floatBitsToUint(total);
-        // u = u32 / 2^32 in [0, 1)
-        target = float(row_uniform(row)) * 2.3283064365386963e-10 * total;
+        target = float(row_uniform(row)) * 2.3283064365386963e-10 * total;  // u32 / 2^32 * total
     } else {
         target = uintBitsToFloat(row_state[o + R_TARGET]);
     }
@@ -76,7 +53,7 @@ void main() {
     uint chosen = BINS;
     uint last = 0u;
     for (uint b = 0u; b < BINS; ++b) {
-        float m = s_mass[b];
+        float m = s_bin_mass[b];
         if (m <= 0.0) continue;
         last = b;
         if (target < m) {
@@ -87,7 +64,7 @@ void main() {
     }
     if (chosen == BINS) {
         chosen = last;
-        target = s_mass[last] * 0.99999994;
+        target = s_bin_mass[last] * 0.99999994;
     }
 
     // The chosen bin's members lie in this key range: the next level splits it
@@ -95,18 +72,18 @@ void main() {
     // level 0 two binary searches over keys find the keys whose bin is the
     // chosen one (level0_bin is non-increasing in the key, and these are the
     // very float operations the histogram used).
-    uint new_lo = s_kmin[chosen], new_hi = s_kmax[chosen];
-    if (pc.level == 0u) {
-        float max_scaled = sieve_key_value(s.max_key);
-        float inv_width = level0_inv_width(s);
-        uint a = s.min_finite_key, z = s.max_key;  // largest key whose bin is >= chosen
+    uint new_lo = s_bin_kmin[chosen], new_hi = s_bin_kmax[chosen];
+    if (level == 0u) {
+        float max_scaled = sieve_key_value(max_key);
+        float inv_width = level0_inv_width(max_key, min_key);
+        uint a = min_key, z = max_key;  // largest key whose bin is >= chosen
         while (a < z) {
             uint mid = a + (z - a + 1u) / 2u;
             if (level0_bin(sieve_key_value(mid), max_scaled, inv_width) >= chosen) a = mid; else z = mid - 1u;
         }
         new_hi = a;
-        a = s.min_finite_key;
-        z = s.max_key;  // smallest key whose bin is <= chosen
+        a = min_key;
+        z = max_key;  // smallest key whose bin is <= chosen
         while (a < z) {
             uint mid = a + (z - a) / 2u;
             if (level0_bin(sieve_key_value(mid), max_scaled, inv_width) <= chosen) z = mid; else a = mid + 1u;
@@ -114,7 +91,7 @@ void main() {
         new_lo = a;
     }
 
-    uint count = s_count[chosen];
+    uint count = s_bin_count[chosen];
     row_state[o + R_KEY_LO] = new_lo;
     row_state[o + R_KEY_HI] = new_hi;
     row_state[o + R_TARGET] = floatBitsToUint(target);
@@ -123,12 +100,12 @@ void main() {
     row_state[o + R_PASSES] += 1u;
     if (count <= CAP) {
         row_state[o + R_PHASE] = PHASE_GATHER;
-        arm(GATHER_ARGS, pc.n_chunks);
-    } else if (new_lo == new_hi || pc.level == KEY_LEVELS) {
+    } else if (new_lo == new_hi || level == KEY_LEVELS) {
         row_state[o + R_PHASE] = PHASE_TIE;  // > CAP members share one exact key
     } else {
         row_state[o + R_PHASE] = PHASE_ACTIVE;
-        arm((pc.level + 1u) * 8u, pc.n_chunks);
-        arm((pc.level + 1u) * 8u + 4u, 1u);
+        arm((level + 1u) * 8u, pc.n_chunks);
     }
 }
+
+#endif
