@@ -4,6 +4,8 @@
 #ifndef SIEVE_COMMON_GLSL
 #define SIEVE_COMMON_GLSL
 
+#extension GL_EXT_control_flow_attributes : require  // [[unroll]] of the per-invocation bins
+
 
 // Workgroup size and candidate capacity come from the device's limits (and the
 // constrained profile), never from an assumed subgroup size.

@@ -32,6 +32,6 @@ void main() {
         if (t == 0u) write_failed_or_greedy(row, status, s.argmax, 1u);
         return;
     }
-    barrier();  // row_state written above is read by draw_candidates' invocation 0
-    draw_candidates(row, pc.vocab, true, 1u);
+    barrier();  // row_state written above is read by draw_candidates
+    draw_candidates(row, pc.vocab, true, s.min_finite_key, s.max_key, 1u);
 }

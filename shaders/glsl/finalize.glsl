@@ -15,43 +15,189 @@ shared uint s_flags[WG];
 
 uint next_pow2(uint n) { return n <= 1u ? 1u : 1u << uint(findMSB(n - 1u) + 1); }
 
-// c_key/c_id hold n candidates. small: the whole row (the target is drawn
-// here from their exact total); else a bin whose remaining target, total and
-// count the selection levels left in row_state.
-void draw_candidates(uint row, uint n, bool small, uint passes) {
-    uint t = gl_LocalInvocationID.x;
-    uint o = row * ROW_STRIDE;
-    uint m = next_pow2(max(n, 1u));
-    for (uint i = n + t; i < m; i += WG) {  // padding sorts last: key 0 is below -inf's
-        c_key[i] = 0u;
-        c_id[i] = 0xFFFFFFFFu;
-    }
-    barrier();
-    bitonic_sort_canonical(m);
-    if (t != 0u) return;
+// Exact-mass selection levels inside the workgroup: the candidates' keys in
+// [lo, hi] split into 16 equal key ranges, masses added exactly (40-bit fixed
+// point, so the order of additions does not matter), the range holding the
+// target kept, until at most FINAL candidates remain. Cheaper than sorting all
+// candidates: a handful of barriers per level instead of one per sort stage.
+const uint FINAL = 16u;
+const uint BIN_THREADS = WG < 32u ? WG : 32u;
 
-    float max_scaled = sieve_key_value(row_state[o + R_MAX_KEY]);
-    uint step = row_step(row);
-    uvec2 target;
-    float total;
-    if (small) {
-        uvec2 sum = uvec2(0u);
-        for (uint i = 0u; i < n; ++i) sum = u64_add(sum, sieve_mass(sieve_key_value(c_key[i]), max_scaled));
-        target = u64_mul_u32_shr32(sum, row_uniform(row));
-        total = u64_to_float(sum) * 9.094947017729282e-13;  // / 2^40
-    } else {
-        target = fixed40(uintBitsToFloat(row_state[o + R_TARGET]));
-        total = uintBitsToFloat(row_state[o + R_TOTAL]);
-    }
-    uint token = 0xFFFFFFFFu;
-    uvec2 q = uvec2(0u);
+shared uint f_qlo[BIN_THREADS][BINS];
+shared uint f_qhi[BIN_THREADS][BINS];
+shared uint f_cnt[BIN_THREADS][BINS];
+shared uint f_lo, f_hi, f_state;
+shared uvec2 f_target, f_total;
+
+const uint SELECT_GOING = 0u;
+const uint SELECT_FINAL = 1u;  // at most FINAL candidates in [f_lo, f_hi]
+const uint SELECT_TIE = 2u;    // more than FINAL candidates share the key f_lo
+
+// Candidate i's place after j in canonical order (key descending, id ascending).
+bool after(uint ki, uint ii, uint kj, uint ij) { return ki < kj || (ki == kj && ii > ij); }
+
+// The token at `target` among the candidates in canonical order, walking exact
+// masses; rounding past the end gives the last one with mass.
+void walk_sorted(uint n, uvec2 target, float max_scaled, out uint token, out uvec2 q) {
+    token = 0xFFFFFFFFu;
+    q = uvec2(0u);
     for (uint i = 0u; i < n; ++i) {
         uvec2 qi = sieve_mass(sieve_key_value(c_key[i]), max_scaled);
         if (qi == uvec2(0u)) continue;
-        token = c_id[i];  // rounding past the end: the last member with mass
+        token = c_id[i];
         q = qi;
         if (u64_less(target, qi)) break;
         target = u64_sub(target, qi);
+    }
+}
+
+// c_key/c_id hold n candidates whose finite keys lie in [lo, hi]. small: the
+// whole row, in id order (the target is drawn here from their exact total);
+// else a bin whose remaining target and total the selection levels left in
+// row_state.
+void draw_candidates(uint row, uint n, bool small, uint lo, uint hi, uint passes) {
+    uint t = gl_LocalInvocationID.x;
+    uint o = row * ROW_STRIDE;
+    float max_scaled = sieve_key_value(row_state[o + R_MAX_KEY]);
+    if (t == 0u) {
+        f_lo = lo;
+        f_hi = hi;
+        f_state = SELECT_GOING;
+        f_target = small ? uvec2(0u) : fixed40(uintBitsToFloat(row_state[o + R_TARGET]));
+    }
+    for (uint level = 0u; level <= KEY_LEVELS; ++level) {
+        barrier();
+        uint l = f_lo, h = f_hi, step = key_step(l, h);
+        if (t < BIN_THREADS) {
+            uvec2 q[BINS];
+            uint c[BINS];
+            [[unroll]] for (uint b = 0u; b < BINS; ++b) {
+                q[b] = uvec2(0u);
+                c[b] = 0u;
+            }
+            for (uint i = t; i < n; i += BIN_THREADS) {
+                uint k = c_key[i];
+                if (k < l || k > h) continue;
+                uint bin = key_bin(k, h, step);
+                uvec2 qi = sieve_mass(sieve_key_value(k), max_scaled);
+                [[unroll]] for (uint b = 0u; b < BINS; ++b) {
+                    bool here = bin == b;
+                    q[b] = u64_add(q[b], here ? qi : uvec2(0u));
+                    c[b] += here ? 1u : 0u;
+                }
+            }
+            [[unroll]] for (uint b = 0u; b < BINS; ++b) {
+                f_qlo[t][b] = q[b].x;
+                f_qhi[t][b] = q[b].y;
+                f_cnt[t][b] = c[b];
+            }
+        }
+        barrier();
+        if (t < BINS) {  // column t: only this invocation reads and writes it
+            uvec2 q = uvec2(0u);
+            uint c = 0u;
+            for (uint j = 0u; j < BIN_THREADS; ++j) {
+                q = u64_add(q, uvec2(f_qlo[j][t], f_qhi[j][t]));
+                c += f_cnt[j][t];
+            }
+            f_qlo[0][t] = q.x;
+            f_qhi[0][t] = q.y;
+            f_cnt[0][t] = c;
+        }
+        barrier();
+        if (t == 0u) {
+            uvec2 target = f_target;
+            if (small && level == 0u) {
+                uvec2 total = uvec2(0u);
+                for (uint b = 0u; b < BINS; ++b) total = u64_add(total, uvec2(f_qlo[0][b], f_qhi[0][b]));
+                f_total = total;
+                target = u64_mul_u32_shr32(total, row_uniform(row));
+            }
+            uint chosen = BINS, last = 0u;
+            for (uint b = 0u; b < BINS; ++b) {
+                uvec2 m = uvec2(f_qlo[0][b], f_qhi[0][b]);
+                if (m == uvec2(0u)) continue;
+                last = b;
+                if (u64_less(target, m)) {
+                    chosen = b;
+                    break;
+                }
+                target = u64_sub(target, m);
+            }
+            if (chosen == BINS) {  // rounding (float bin masses upstream): the last bin with mass
+                chosen = last;
+                target = u64_sub(uvec2(f_qlo[0][last], f_qhi[0][last]), uvec2(1u, 0u));
+            }
+            uint new_hi = h - chosen * step;
+            uint new_lo = new_hi - l >= step - 1u ? new_hi - (step - 1u) : l;
+            uint count = f_cnt[0][chosen];
+            f_lo = new_lo;
+            f_hi = new_hi;
+            f_target = target;
+            f_state = count <= FINAL ? SELECT_FINAL : (new_lo == new_hi ? SELECT_TIE : SELECT_GOING);
+        }
+        barrier();
+        if (f_state != SELECT_GOING) break;  // uniform: read after the barrier
+    }
+    if (t != 0u && !(f_state == SELECT_TIE && !small)) return;
+
+    uint step = row_step(row);
+    float total = small ? u64_to_float(f_total) * 9.094947017729282e-13  // / 2^40
+                        : uintBitsToFloat(row_state[o + R_TOTAL]);
+    uint token;
+    uvec2 q;
+    if (f_state == SELECT_FINAL) {
+        // At most FINAL members: collect them, insertion-sort canonically, walk.
+        uint m = 0u;
+        uint keys[FINAL], ids[FINAL];
+        for (uint i = 0u; i < n && m < FINAL; ++i) {
+            uint k = c_key[i];
+            if (k < f_lo || k > f_hi) continue;
+            uint id = c_id[i];
+            uint j = m++;
+            while (j > 0u && after(keys[j - 1u], ids[j - 1u], k, id)) {
+                keys[j] = keys[j - 1u];
+                ids[j] = ids[j - 1u];
+                --j;
+            }
+            keys[j] = k;
+            ids[j] = id;
+        }
+        uvec2 target = f_target;
+        token = 0xFFFFFFFFu;
+        q = uvec2(0u);
+        for (uint i = 0u; i < m; ++i) {
+            uvec2 qi = sieve_mass(sieve_key_value(keys[i]), max_scaled);
+            if (qi == uvec2(0u)) continue;
+            token = ids[i];
+            q = qi;
+            if (u64_less(target, qi)) break;
+            target = u64_sub(target, qi);
+        }
+    } else if (small) {
+        // A tie group of one key: the (target / q)-th member in id order, and
+        // the small path's candidates are in id order.
+        q = sieve_mass(sieve_key_value(f_lo), max_scaled);
+        uint j = u64_div(f_target, q).x;
+        token = 0xFFFFFFFFu;
+        for (uint i = 0u; i < n; ++i) {
+            if (c_key[i] != f_lo) continue;
+            token = c_id[i];
+            if (j == 0u) break;
+            --j;
+        }
+    } else {
+        // Gathered candidates are in no particular order: sort them all
+        // canonically (the whole workgroup) and walk from the bin's target.
+        uint m = next_pow2(max(n, 1u));
+        for (uint i = n + t; i < m; i += WG) {  // padding sorts last: key 0 is below -inf's
+            c_key[i] = 0u;
+            c_id[i] = 0xFFFFFFFFu;
+        }
+        barrier();
+        bitonic_sort_canonical(m);
+        if (t != 0u) return;
+        walk_sorted(n, fixed40(uintBitsToFloat(row_state[o + R_TARGET])), max_scaled, token, q);
     }
     float p = u64_to_float(q) * 9.094947017729282e-13 / total;
     write_result(row, token, p, log(p), STATUS_OK, step, passes);

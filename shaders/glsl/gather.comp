@@ -46,5 +46,5 @@ void main() {
         c_id[i] = candidates[(row * CAP + i) * 2u + 1u];
     }
     barrier();
-    draw_candidates(row, n, false, passes);
+    draw_candidates(row, n, false, row_state[o + R_KEY_LO], row_state[o + R_KEY_HI], passes);
 }

@@ -1,6 +1,5 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#extension GL_EXT_control_flow_attributes : require
 // One selection level over a row chunk (one workgroup per row chunk): the
 // softmax mass exp(x - max) and the count of the finite scaled logits per bin.
 // Key levels also keep each bin's smallest and largest key: the next level
