@@ -55,6 +55,9 @@ protected:
         std::stringstream ss;
         ss << e.rdbuf();
         r.err = ss.str();
+        // The suite runs with SIEVE_VALIDATION=1, which the CLI inherits: the
+        // library prints every validation message with this prefix.
+        EXPECT_EQ(r.err.find("sieve: validation:"), std::string::npos) << "validation message from " << args << ":\n" << r.err;
         return r;
     }
     Proc sieve(const std::string& args) const { return run_program(SIEVE_CLI_PATH, args); }
