@@ -147,33 +147,22 @@ void draw_candidates(uint row, uint n, bool small, uint lo, uint hi, uint passes
     uint token;
     uvec2 q;
     if (f_state == SELECT_FINAL) {
-        // At most FINAL members: collect them, insertion-sort canonically, walk.
+        // At most FINAL members: move them to the front, insertion-sorted
+        // canonically (a write never passes the read position), and walk.
         uint m = 0u;
-        uint keys[FINAL], ids[FINAL];
         for (uint i = 0u; i < n && m < FINAL; ++i) {
             uint k = c_key[i];
             if (k < f_lo || k > f_hi) continue;
             uint id = c_id[i];
             uint j = m++;
-            while (j > 0u && after(keys[j - 1u], ids[j - 1u], k, id)) {
-                keys[j] = keys[j - 1u];
-                ids[j] = ids[j - 1u];
-                --j;
+            for (; j > 0u && after(c_key[j - 1u], c_id[j - 1u], k, id); --j) {
+                c_key[j] = c_key[j - 1u];
+                c_id[j] = c_id[j - 1u];
             }
-            keys[j] = k;
-            ids[j] = id;
+            c_key[j] = k;
+            c_id[j] = id;
         }
-        uvec2 target = f_target;
-        token = 0xFFFFFFFFu;
-        q = uvec2(0u);
-        for (uint i = 0u; i < m; ++i) {
-            uvec2 qi = sieve_mass(sieve_key_value(keys[i]), max_scaled);
-            if (qi == uvec2(0u)) continue;
-            token = ids[i];
-            q = qi;
-            if (u64_less(target, qi)) break;
-            target = u64_sub(target, qi);
-        }
+        walk_sorted(m, f_target, max_scaled, token, q);
     } else if (small) {
         // A tie group of one key: the (target / q)-th member in id order, and
         // the small path's candidates are in id order.
