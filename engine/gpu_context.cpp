@@ -53,7 +53,23 @@ VulkanContext::~VulkanContext() {
     instance_.reset();
 }
 
+// The samplers the GPU engine runs. The twin may know more (it is the
+// specification and lands first); a chain holding one the GPU does not run yet
+// is refused here, never run partly.
+bool gpu_implements(ref::SamplerKind kind) {
+    switch (kind) {
+    case ref::SamplerKind::Temperature:
+    case ref::SamplerKind::Greedy:
+    case ref::SamplerKind::Dist: return true;
+    default: return false;
+    }
+}
+
 std::unique_ptr<Chain> VulkanContext::create_chain(const ChainConfig& config) {
+    for (auto kind : config.samplers)
+        if (!gpu_implements(kind))
+            fail(SIEVE_ERROR_UNSUPPORTED_SAMPLER, std::string("sampler '") + ref::sampler_name(kind) +
+                                                      "' is not implemented on the GPU yet (the CPU backend runs it)");
     return make_gpu_chain(*this, config);
 }
 
