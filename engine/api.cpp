@@ -213,12 +213,31 @@ SIEVE_API sieve_status sieve_chain_reset(sieve_chain* chain, int32_t row) {
     });
 }
 
+SIEVE_API sieve_status sieve_chain_set_logit_bias(sieve_chain* chain, int32_t row, const int32_t* tokens,
+                                                  const float* biases, int32_t n) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        chain->impl->set_logit_bias(row, tokens, biases, n);
+        return SIEVE_OK;
+    });
+}
+
+SIEVE_API sieve_status sieve_chain_set_token_bitmask(sieve_chain* chain, int32_t row, const uint32_t* words,
+                                                     int32_t n_words) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        chain->impl->set_token_bitmask(row, words, n_words);
+        return SIEVE_OK;
+    });
+}
+
 SIEVE_API sieve_status sieve_sample(sieve_chain* chain, const float* logits, int32_t rows, int32_t vocab,
                                     sieve_token* out) {
     if (!chain) return null_handle("chain");
     return guarded([&] {
         if (!out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
         chain->impl->check_call(logits, rows, vocab);
+        chain->impl->check_row_inputs(rows, vocab);
         std::string message;
         sieve_status s = chain->impl->sample(logits, rows, vocab, 1, nullptr, out, &message);
         if (s != SIEVE_OK) set_last_error(message);
@@ -233,6 +252,7 @@ SIEVE_API sieve_status sieve_sample_draws(sieve_chain* chain, const float* logit
         if (!tokens) fail(SIEVE_ERROR_INVALID_ARGUMENT, "tokens is NULL");
         if (draws <= 0) fail(SIEVE_ERROR_INVALID_ARGUMENT, "draws must be >= 1");
         chain->impl->check_call(logits, rows, vocab);
+        chain->impl->check_row_inputs(rows, vocab);
         std::string message;
         sieve_status s = chain->impl->sample(logits, rows, vocab, draws, tokens, out, &message);
         if (s != SIEVE_OK) set_last_error(message);
@@ -249,6 +269,7 @@ SIEVE_API sieve_status sieve_chain_distribution(sieve_chain* chain, const float*
         if (capacity < 0) fail(SIEVE_ERROR_INVALID_ARGUMENT, "negative capacity");
         if (capacity > 0 && (!ids || !probs)) fail(SIEVE_ERROR_INVALID_ARGUMENT, "ids or probs is NULL");
         chain->impl->check_call(logits, rows, vocab);
+        chain->impl->check_row_inputs(rows, vocab);
         if (row < 0 || row >= rows) fail(SIEVE_ERROR_INVALID_ARGUMENT, "row " + std::to_string(row) + " is outside 0.." + std::to_string(rows - 1));
         std::vector<ref::Weighted> dist;
         std::string message;

@@ -1,6 +1,8 @@
 #include "chain.hpp"
 
+#include <cfloat>
 #include <cmath>
+#include <cstdio>
 #include <random>
 
 namespace sieve {
@@ -14,6 +16,43 @@ uint32_t resolve_seed(uint32_t seed) {
     static std::random_device device;
     uint32_t s = device();
     return s == SIEVE_SEED_RANDOM ? 0u : s;
+}
+
+const char* param_name(sieve_param param) {
+    switch (param) {
+    case SIEVE_PARAM_TEMPERATURE: return "temperature";
+    case SIEVE_PARAM_SEED: return "seed";
+    case SIEVE_PARAM_MIN_KEEP: return "min_keep";
+    case SIEVE_PARAM_TOP_K: return "top_k";
+    case SIEVE_PARAM_TOP_P: return "top_p";
+    case SIEVE_PARAM_MIN_P: return "min_p";
+    case SIEVE_PARAM_TYPICAL_P: return "typical_p";
+    case SIEVE_PARAM_TOP_N_SIGMA: return "top_n_sigma";
+    case SIEVE_PARAM_XTC_PROBABILITY: return "xtc_probability";
+    case SIEVE_PARAM_XTC_THRESHOLD: return "xtc_threshold";
+    case SIEVE_PARAM_DYNATEMP_RANGE: return "dynatemp_range";
+    case SIEVE_PARAM_DYNATEMP_EXPONENT: return "dynatemp_exponent";
+    }
+    return nullptr;
+}
+
+std::string format_value(double v) {
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "%.17g", v);
+    return buffer;
+}
+
+// A float parameter: finite (checked by the caller) and representable as a float.
+float as_float(sieve_param param, double value) {
+    if (std::fabs(value) > static_cast<double>(FLT_MAX))
+        fail(SIEVE_ERROR_INVALID_PARAMETER, std::string(param_name(param)) + " " + format_value(value) +
+                                                " is out of float range");
+    return static_cast<float>(value);
+}
+
+void row_out_of_range(int32_t row, int32_t max_rows) {
+    fail(SIEVE_ERROR_INVALID_ARGUMENT,
+         "row " + std::to_string(row) + " is outside the chain's " + std::to_string(max_rows) + " rows");
 }
 
 } // namespace
@@ -40,15 +79,23 @@ ChainConfig make_chain_config(const sieve_chain_desc& desc) {
 
 Chain::Chain(const ChainConfig& config) : config_(config) {
     rows_.resize(static_cast<size_t>(config.max_rows));
-    for (auto& r : rows_) r = Row{config.temperature, resolve_seed(config.seed), config.min_keep, 1u};
+    for (auto& r : rows_) {
+        r = Row{};
+        r.temperature = config.temperature;
+        r.seed = resolve_seed(config.seed);
+        r.min_keep = config.min_keep;
+        r.generation = 1u;
+    }
 }
 
 void Chain::set_param(int32_t row, sieve_param param, double value) {
-    if (row < -1 || row >= config_.max_rows)
-        fail(SIEVE_ERROR_INVALID_ARGUMENT, "row " + std::to_string(row) + " is outside the chain's " +
-                                               std::to_string(config_.max_rows) + " rows");
+    if (row < -1 || row >= config_.max_rows) row_out_of_range(row, config_.max_rows);
+    const char* name = param_name(param);
+    if (!name) fail(SIEVE_ERROR_INVALID_PARAMETER, "unknown parameter " + std::to_string(static_cast<int>(param)));
     if (std::isnan(value) || std::isinf(value))
-        fail(SIEVE_ERROR_INVALID_PARAMETER, "parameter value must be finite");
+        fail(SIEVE_ERROR_INVALID_PARAMETER, std::string(name) + " must be finite (got " + format_value(value) + ")");
+    // set_one validates before it writes and its checks do not depend on the row,
+    // so a refused value leaves every row unchanged.
     if (row == -1) {
         for (int32_t r = 0; r < config_.max_rows; ++r) set_one(r, param, value);
     } else {
@@ -74,6 +121,32 @@ void Chain::set_one(int32_t row, sieve_param param, double value) {
             fail(SIEVE_ERROR_INVALID_PARAMETER, "min_keep must be a non-negative integer");
         r.min_keep = static_cast<int32_t>(value);
         return;
+    case SIEVE_PARAM_TOP_K:
+        // llama.cpp's top_k is an int32; <= 0 turns top-k off.
+        if (value < -2147483648.0 || value > 2147483647.0 || value != std::floor(value))
+            fail(SIEVE_ERROR_INVALID_PARAMETER,
+                 "top_k must be an integer in [-2147483648, 2147483647] (<= 0 = off), got " + format_value(value));
+        r.top_k = static_cast<int32_t>(value);
+        return;
+    case SIEVE_PARAM_TOP_P: r.top_p = as_float(param, value); return;
+    case SIEVE_PARAM_MIN_P: r.min_p = as_float(param, value); return;
+    case SIEVE_PARAM_TYPICAL_P: r.typical_p = as_float(param, value); return;
+    case SIEVE_PARAM_TOP_N_SIGMA: r.top_n_sigma = as_float(param, value); return;
+    case SIEVE_PARAM_XTC_PROBABILITY: r.xtc_probability = as_float(param, value); return;
+    case SIEVE_PARAM_XTC_THRESHOLD: r.xtc_threshold = as_float(param, value); return;
+    case SIEVE_PARAM_DYNATEMP_RANGE: {
+        const float range = as_float(param, value);
+        if (range > 0.0f && !supports_bias_and_bitmask()) {
+            for (auto kind : config_.samplers)
+                if (kind == ref::SamplerKind::Temperature)
+                    fail(SIEVE_ERROR_UNSUPPORTED_SAMPLER,
+                         "dynamic temperature (dynatemp_range > 0) is not implemented on the GPU yet "
+                         "(the CPU backend runs it)");
+        }
+        r.dynatemp_range = range;
+        return;
+    }
+    case SIEVE_PARAM_DYNATEMP_EXPONENT: r.dynatemp_exponent = as_float(param, value); return;
     }
     fail(SIEVE_ERROR_INVALID_PARAMETER, "unknown parameter " + std::to_string(static_cast<int>(param)));
 }
@@ -86,8 +159,69 @@ double Chain::get_param(int32_t row, sieve_param param) const {
     case SIEVE_PARAM_TEMPERATURE: return r.temperature;
     case SIEVE_PARAM_SEED: return r.seed;
     case SIEVE_PARAM_MIN_KEEP: return r.min_keep;
+    case SIEVE_PARAM_TOP_K: return r.top_k;
+    case SIEVE_PARAM_TOP_P: return r.top_p;
+    case SIEVE_PARAM_MIN_P: return r.min_p;
+    case SIEVE_PARAM_TYPICAL_P: return r.typical_p;
+    case SIEVE_PARAM_TOP_N_SIGMA: return r.top_n_sigma;
+    case SIEVE_PARAM_XTC_PROBABILITY: return r.xtc_probability;
+    case SIEVE_PARAM_XTC_THRESHOLD: return r.xtc_threshold;
+    case SIEVE_PARAM_DYNATEMP_RANGE: return r.dynatemp_range;
+    case SIEVE_PARAM_DYNATEMP_EXPONENT: return r.dynatemp_exponent;
     }
     fail(SIEVE_ERROR_INVALID_PARAMETER, "unknown parameter " + std::to_string(static_cast<int>(param)));
+}
+
+void Chain::set_logit_bias(int32_t row, const int32_t* tokens, const float* biases, int32_t n) {
+    if (row < -1 || row >= config_.max_rows) row_out_of_range(row, config_.max_rows);
+    if (n < 0) fail(SIEVE_ERROR_INVALID_ARGUMENT, "logit bias count " + std::to_string(n) + " is negative");
+    std::vector<ref::LogitBias> list;
+    if (n > 0) {
+        if (!supports_bias_and_bitmask())
+            fail(SIEVE_ERROR_UNSUPPORTED_SAMPLER,
+                 "logit bias is not implemented on the GPU yet (the CPU backend runs it)");
+        if (!tokens || !biases)
+            fail(SIEVE_ERROR_INVALID_ARGUMENT, std::string(!tokens ? "tokens" : "biases") + " is NULL");
+        list.reserve(static_cast<size_t>(n));
+        for (int32_t i = 0; i < n; ++i) {
+            const int32_t t = tokens[i];
+            const float b = biases[i];
+            // llama.cpp skips ids outside the vocabulary silently; Sieve refuses them.
+            if (t < 0 || t >= config_.max_vocab)
+                fail(SIEVE_ERROR_INVALID_ARGUMENT, "logit bias entry " + std::to_string(i) + ": token " +
+                                                       std::to_string(t) + " is outside the chain's vocab 0.." +
+                                                       std::to_string(config_.max_vocab - 1));
+            if (std::isnan(b) || b == INFINITY)
+                fail(SIEVE_ERROR_INVALID_ARGUMENT, "logit bias entry " + std::to_string(i) + " (token " +
+                                                       std::to_string(t) + "): bias " + format_value(b) +
+                                                       " is refused (finite or -inf only; -inf bans the token)");
+            list.push_back(ref::LogitBias{t, b});
+        }
+    }
+    for (int32_t r = 0; r < config_.max_rows; ++r)
+        if (row == -1 || r == row) rows_[static_cast<size_t>(r)].logit_bias = list;
+}
+
+void Chain::set_token_bitmask(int32_t row, const uint32_t* words, int32_t n_words) {
+    if (row < -1 || row >= config_.max_rows) row_out_of_range(row, config_.max_rows);
+    std::vector<uint32_t> mask;
+    if (words) {
+        if (!supports_bias_and_bitmask())
+            fail(SIEVE_ERROR_UNSUPPORTED_SAMPLER,
+                 "the token bitmask is not implemented on the GPU yet (the CPU backend runs it)");
+        const int64_t max_words = (static_cast<int64_t>(config_.max_vocab) + 31) / 32;
+        if (n_words <= 0)
+            fail(SIEVE_ERROR_INVALID_ARGUMENT, "token bitmask word count " + std::to_string(n_words) +
+                                                   " is not positive (words = NULL clears the mask)");
+        if (n_words > max_words)
+            fail(SIEVE_ERROR_INVALID_ARGUMENT, "token bitmask of " + std::to_string(n_words) +
+                                                   " words is longer than the chain's vocab " +
+                                                   std::to_string(config_.max_vocab) + " needs (" +
+                                                   std::to_string(max_words) + " words)");
+        mask.assign(words, words + n_words);
+    }
+    for (int32_t r = 0; r < config_.max_rows; ++r)
+        if (row == -1 || r == row) rows_[static_cast<size_t>(r)].token_bitmask = mask;
 }
 
 void Chain::reset(int32_t row) {
@@ -110,12 +244,39 @@ void Chain::check_call(const float* logits, int32_t rows, int32_t vocab) const {
                                        std::to_string(config_.max_vocab));
 }
 
+void Chain::check_row_inputs(int32_t rows, int32_t vocab) const {
+    const size_t needed = (static_cast<size_t>(vocab) + 31) / 32;
+    for (int32_t i = 0; i < rows && i < config_.max_rows; ++i) {
+        const Row& r = rows_[static_cast<size_t>(i)];
+        if (!r.token_bitmask.empty() && r.token_bitmask.size() < needed)
+            fail(SIEVE_ERROR_INVALID_ARGUMENT, "row " + std::to_string(i) + ": the token bitmask has " +
+                                                   std::to_string(r.token_bitmask.size()) + " words; vocab " +
+                                                   std::to_string(vocab) + " needs " + std::to_string(needed));
+        for (const ref::LogitBias& b : r.logit_bias)
+            if (b.token >= vocab)
+                fail(SIEVE_ERROR_INVALID_ARGUMENT, "row " + std::to_string(i) + ": logit bias token " +
+                                                       std::to_string(b.token) + " is outside this call's vocab 0.." +
+                                                       std::to_string(vocab - 1));
+    }
+}
+
 ref::RowParams Chain::row_params(int32_t row) const {
     const Row& r = rows_[static_cast<size_t>(row)];
     ref::RowParams p;
     p.temperature = r.temperature;
     p.seed = r.seed;
     p.min_keep = r.min_keep;
+    p.top_k = r.top_k;
+    p.top_p = r.top_p;
+    p.min_p = r.min_p;
+    p.typical_p = r.typical_p;
+    p.top_n_sigma = r.top_n_sigma;
+    p.xtc_probability = r.xtc_probability;
+    p.xtc_threshold = r.xtc_threshold;
+    p.dynatemp_range = r.dynatemp_range;
+    p.dynatemp_exponent = r.dynatemp_exponent;
+    p.logit_bias = r.logit_bias;
+    p.token_bitmask = r.token_bitmask;
     return p;
 }
 

@@ -37,6 +37,16 @@ public:
     double get_param(int32_t row, sieve_param param) const;
     void reset(int32_t row);
 
+    // sieve_chain_set_logit_bias / sieve_chain_set_token_bitmask: validated here
+    // (throws Failure; a failed call changes nothing). n = 0 / words = NULL clears.
+    void set_logit_bias(int32_t row, const int32_t* tokens, const float* biases, int32_t n);
+    void set_token_bitmask(int32_t row, const uint32_t* words, int32_t n_words);
+
+    // Whether this backend runs what only the CPU twin runs so far: logit bias,
+    // the token bitmask and dynamic temperature. The GPU chain says no; setting
+    // them there fails with SIEVE_ERROR_UNSUPPORTED_SAMPLER.
+    virtual bool supports_bias_and_bitmask() const { return true; }
+
     // Arguments are validated by the caller (check_call). tokens may be null
     // when draws == 1. Returns SIEVE_OK or the first failing row's status, with
     // the row's message in *message.
@@ -51,13 +61,29 @@ public:
 
     // Throws CAPACITY / INVALID_ARGUMENT for sizes the chain cannot take.
     void check_call(const float* logits, int32_t rows, int32_t vocab) const;
+    // Throws INVALID_ARGUMENT when a row's bitmask is shorter than `vocab` needs
+    // or its logit bias names a token >= vocab (call-level: nothing is sampled).
+    void check_row_inputs(int32_t rows, int32_t vocab) const;
 
 protected:
     struct Row {
-        float temperature;
-        uint32_t seed;
-        int32_t min_keep;
-        uint32_t generation;  // bumped by reset and seed changes: the step restarts at 0
+        float temperature = 0.8f;
+        uint32_t seed = 0;
+        int32_t min_keep = 0;
+        uint32_t generation = 1;  // bumped by reset and seed changes: the step restarts at 0
+        // The truncating samplers' parameters, llama.cpp's defaults
+        // (common_params_sampling).
+        int32_t top_k = 40;
+        float top_p = 0.95f;
+        float min_p = 0.05f;
+        float typical_p = 1.0f;
+        float top_n_sigma = -1.0f;
+        float xtc_probability = 0.0f;
+        float xtc_threshold = 0.1f;
+        float dynatemp_range = 0.0f;
+        float dynatemp_exponent = 1.0f;
+        std::vector<ref::LogitBias> logit_bias;   // empty = none
+        std::vector<uint32_t> token_bitmask;      // empty = none
     };
 
     ref::RowParams row_params(int32_t row) const;

@@ -21,8 +21,9 @@ public:
             ++submits_;
             for (int32_t r = 0; r < rows; ++r) {
                 uint32_t step = current_step(r);
+                const ref::RowParams& params = params_for(r, d);
                 ref::RowResult res = ref::sample_row(config_.samplers, logits + static_cast<size_t>(r) * vocab, vocab,
-                                                     row_params(r), step);
+                                                     params, step);
                 sieve_token t{};
                 t.token = res.status == SIEVE_OK ? res.token : -1;
                 t.p = res.p;
@@ -46,8 +47,10 @@ public:
 
     sieve_status distribution(const float* logits, int32_t, int32_t vocab, int32_t row,
                               std::vector<ref::Weighted>* out, std::string* message) override {
+        // The distribution the row's next token would be drawn from: at its current
+        // step (XTC's coin depends on it), without advancing it.
         sieve_status s = ref::row_distribution(config_.samplers, logits + static_cast<size_t>(row) * vocab, vocab,
-                                               row_params(row), out, message);
+                                               row_params(row), out, message, current_step(row));
         if (s != SIEVE_OK) *message = "row " + std::to_string(row) + ": " + *message;
         return s;
     }
@@ -64,6 +67,16 @@ public:
     }
 
 private:
+    // A row's parameters, built once per call (the bias list and bitmask are
+    // copied once, not once per draw).
+    const ref::RowParams& params_for(int32_t r, int32_t draw) {
+        if (draw == 0) {
+            if (params_cache_.size() < rows_.size()) params_cache_.resize(rows_.size());
+            params_cache_[static_cast<size_t>(r)] = row_params(r);
+        }
+        return params_cache_[static_cast<size_t>(r)];
+    }
+
     uint32_t current_step(int32_t r) {
         auto i = static_cast<size_t>(r);
         if (seen_generation_[i] != rows_[i].generation) {
@@ -75,6 +88,7 @@ private:
 
     std::vector<uint32_t> steps_;
     std::vector<uint32_t> seen_generation_;
+    std::vector<ref::RowParams> params_cache_;
     uint64_t submits_ = 0;
 };
 

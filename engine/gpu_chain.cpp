@@ -39,6 +39,7 @@ class GpuChain final : public Chain {
 public:
     GpuChain(VulkanContext& context, const ChainConfig& config);
     ~GpuChain() override;
+    bool supports_bias_and_bitmask() const override { return false; }  // not on the GPU yet
 
     sieve_status sample(const float* logits, int32_t rows, int32_t vocab, int32_t draws, int32_t* tokens,
                         sieve_token* out, std::string* message) override;

@@ -528,12 +528,14 @@ TEST(ReferenceParseChain, LlamaCppNamesAndAliases) {
 }
 
 TEST(ReferenceParseChain, ImplementedSet) {
-    EXPECT_TRUE(sampler_implemented(SamplerKind::Temperature));
-    EXPECT_TRUE(sampler_implemented(SamplerKind::Greedy));
-    EXPECT_TRUE(sampler_implemented(SamplerKind::Dist));
-    for (SamplerKind kind : {SamplerKind::Penalties, SamplerKind::Dry, SamplerKind::TopNSigma, SamplerKind::TopK,
-                             SamplerKind::TypicalP, SamplerKind::TopP, SamplerKind::MinP, SamplerKind::Xtc,
-                             SamplerKind::Infill, SamplerKind::Mirostat, SamplerKind::MirostatV2,
+    // Issue 3: the truncating samplers are implemented; penalties and DRY run as
+    // llama.cpp runs them with their default (disabled) parameters.
+    for (SamplerKind kind : {SamplerKind::Temperature, SamplerKind::Greedy, SamplerKind::Dist, SamplerKind::TopNSigma,
+                             SamplerKind::TopK, SamplerKind::TypicalP, SamplerKind::TopP, SamplerKind::MinP,
+                             SamplerKind::Xtc, SamplerKind::Penalties, SamplerKind::Dry}) {
+        EXPECT_TRUE(sampler_implemented(kind)) << sampler_name(kind);
+    }
+    for (SamplerKind kind : {SamplerKind::Infill, SamplerKind::Mirostat, SamplerKind::MirostatV2,
                              SamplerKind::AdaptiveP}) {
         EXPECT_FALSE(sampler_implemented(kind)) << sampler_name(kind);
     }
@@ -561,17 +563,17 @@ TEST(ReferenceParseChain, UnknownUnsupportedInvalid) {
     EXPECT_EQ(parse_chain("Temperature", &chain, &message), SIEVE_ERROR_UNKNOWN_SAMPLER); // case-sensitive, as llama.cpp
     EXPECT_EQ(parse_chain("top k", &chain, &message), SIEVE_ERROR_UNKNOWN_SAMPLER);
 
-    EXPECT_EQ(parse_chain("top_k;temperature", &chain, &message), SIEVE_ERROR_UNSUPPORTED_SAMPLER);
-    EXPECT_EQ(message, "sampler 'top_k' is not implemented yet");
-    EXPECT_EQ(parse_chain("temperature;top-k", &chain, &message), SIEVE_ERROR_UNSUPPORTED_SAMPLER);
-    EXPECT_NE(message.find("'top-k'"), std::string::npos) << message;
+    EXPECT_EQ(parse_chain("infill;temperature", &chain, &message), SIEVE_ERROR_UNSUPPORTED_SAMPLER);
+    EXPECT_EQ(message, "sampler 'infill' is not implemented yet");
+    EXPECT_EQ(parse_chain("temperature;mirostat-v2", &chain, &message), SIEVE_ERROR_UNSUPPORTED_SAMPLER);
+    EXPECT_NE(message.find("'mirostat-v2'"), std::string::npos) << message;
 
     // Nothing may follow the sampler that picks the token.
     EXPECT_EQ(parse_chain("dist;temperature", &chain, &message), SIEVE_ERROR_INVALID_CHAIN);
     EXPECT_NE(message.find("temperature"), std::string::npos) << message;
     EXPECT_EQ(parse_chain("greedy;dist", &chain, &message), SIEVE_ERROR_INVALID_CHAIN);
     EXPECT_EQ(parse_chain("dist;dist", &chain, &message), SIEVE_ERROR_INVALID_CHAIN);
-    EXPECT_EQ(parse_chain("greedy;top_k", &chain, &message), SIEVE_ERROR_INVALID_CHAIN); // order before support
+    EXPECT_EQ(parse_chain("greedy;infill", &chain, &message), SIEVE_ERROR_INVALID_CHAIN); // order before support
     EXPECT_EQ(parse_chain("foo;greedy;dist", &chain, &message), SIEVE_ERROR_UNKNOWN_SAMPLER); // unknown first
     EXPECT_EQ(parse_chain(";", &chain, &message), SIEVE_ERROR_INVALID_CHAIN);
     EXPECT_EQ(parse_chain(" , ; ", &chain, &message), SIEVE_ERROR_INVALID_CHAIN);
@@ -579,13 +581,16 @@ TEST(ReferenceParseChain, UnknownUnsupportedInvalid) {
     EXPECT_EQ(parse_chain("temperature", &chain, nullptr), SIEVE_OK); // message is optional
 }
 
-TEST(ReferenceParseChain, DefaultChainIsLlamaCppsAndUnsupportedForNow) {
+TEST(ReferenceParseChain, DefaultChainIsLlamaCpps) {
     EXPECT_STREQ(kDefaultChain, "penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature");
+    using K = SamplerKind;
+    const std::vector<SamplerKind> expected = {K::Penalties, K::Dry,  K::TopNSigma, K::TopK,        K::TypicalP,
+                                               K::TopP,      K::MinP, K::Xtc,       K::Temperature, K::Dist};
     for (const char* text : {static_cast<const char*>(nullptr), "", "   "}) {
         std::vector<SamplerKind> chain;
         std::string message;
-        EXPECT_EQ(parse_chain(text, &chain, &message), SIEVE_ERROR_UNSUPPORTED_SAMPLER);
-        EXPECT_EQ(message, "sampler 'penalties' is not implemented yet"); // the first of the default chain
+        EXPECT_EQ(parse_chain(text, &chain, &message), SIEVE_OK) << message; // issue 3: the twin runs it
+        EXPECT_EQ(chain, expected);
     }
 }
 
@@ -595,7 +600,7 @@ TEST(ReferenceParseChain, SampleRowRejectsMalformedChains) {
     EXPECT_EQ(sample_row({SamplerKind::Temperature}, logits, 2, params_with(0.8f), 0).status, SIEVE_ERROR_INVALID_CHAIN);
     EXPECT_EQ(sample_row({SamplerKind::Dist, SamplerKind::Temperature}, logits, 2, params_with(0.8f), 0).status,
               SIEVE_ERROR_INVALID_CHAIN);
-    EXPECT_EQ(sample_row({SamplerKind::TopK, SamplerKind::Dist}, logits, 2, params_with(0.8f), 0).status,
+    EXPECT_EQ(sample_row({SamplerKind::Infill, SamplerKind::Dist}, logits, 2, params_with(0.8f), 0).status,
               SIEVE_ERROR_UNSUPPORTED_SAMPLER);
 }
 

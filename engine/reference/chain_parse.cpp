@@ -137,6 +137,15 @@ bool sampler_implemented(SamplerKind kind) {
     case SamplerKind::Temperature:
     case SamplerKind::Greedy:
     case SamplerKind::Dist:
+    case SamplerKind::TopNSigma:
+    case SamplerKind::TopK:
+    case SamplerKind::TypicalP:
+    case SamplerKind::TopP:
+    case SamplerKind::MinP:
+    case SamplerKind::Xtc:
+    // llama.cpp's defaults disable these two (no-ops); Sieve cannot enable them yet.
+    case SamplerKind::Penalties:
+    case SamplerKind::Dry:
         return true;
     default:
         return false;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace sieve::ref::detail {
 
@@ -27,5 +28,26 @@ inline uint32_t float_key(float f) {
 sieve_status apply_temperature_checked(CandidateArray& cur, float temperature, std::string* message);
 
 std::string format_float(double value);
+
+// Canonical order: logit descending (by float_key, so -0 == +0), ties by lower id.
+inline bool canonical_before(const TokenData& a, const TokenData& b) {
+    const uint32_t ka = float_key(a.logit);
+    const uint32_t kb = float_key(b.logit);
+    if (ka != kb) return ka > kb;
+    return a.id < b.id;
+}
+
+// Sorts the whole array in canonical order and marks it sorted. Where llama.cpp
+// sorts (std::sort / std::partial_sort by logit, unspecified order among equal
+// logits), the twin sorts canonically: ties at every cut go to the lower id.
+void sort_canonical(CandidateArray& cur);
+
+// The probabilities llama_sampler_softmax_impl writes into the array, in double:
+// p_i = exp(l_i - max) / sum over the whole array (masked members get 0), aligned
+// with cur.data. llama.cpp computes them in float.
+std::vector<double> softmax_double(const CandidateArray& cur);
+
+// The index of the maximal logit, ties by lowest id (-1 for an empty array).
+int64_t first_max_index(const CandidateArray& cur);
 
 } // namespace sieve::ref::detail

@@ -40,4 +40,8 @@ uint32_t uniform_u32(uint32_t seed, uint32_t step, uint32_t draw) {
     return philox4x32_10({step, draw, 0u, 0u}, {seed, kPhiloxKeyHi})[0];
 }
 
+uint32_t xtc_coin_u32(uint32_t seed, uint32_t step, uint32_t draw) {
+    return philox4x32_10({step, draw, 0u, 0u}, {seed, kPhiloxKeyHi})[1];
+}
+
 } // namespace sieve::ref

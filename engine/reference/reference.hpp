@@ -20,6 +20,11 @@ struct TokenData {
     float p;
 };
 
+// `sorted` is llama.cpp's flag with one tightening: in the twin it means "in
+// canonical order" (logit descending, ties by lower id), so every cut breaks ties
+// the same way. Samplers that may leave equal logits out of id order (temperature)
+// clear it; llama.cpp's results never depend on the flag except through the order
+// among equal logits, which llama.cpp leaves unspecified.
 struct CandidateArray {
     std::vector<TokenData> data;
     int64_t selected = -1;
@@ -28,18 +33,20 @@ struct CandidateArray {
 
 enum class SamplerKind {
     // implemented
-    Temperature,
+    Temperature,   // with dynamic temperature (llama_sampler_init_temp_ext)
     Greedy,
     Dist,
-    // llama.cpp samplers not implemented yet: parsed, then rejected
-    Penalties,
-    Dry,
     TopNSigma,
     TopK,
     TypicalP,
     TopP,
     MinP,
     Xtc,
+    // run as llama.cpp runs them with their default (disabled) parameters, i.e.
+    // as no-ops: Sieve has no way to set their parameters yet
+    Penalties,
+    Dry,
+    // llama.cpp samplers not implemented yet: parsed, then rejected
     Infill,
     Mirostat,
     MirostatV2,
@@ -59,10 +66,31 @@ extern const char* const kDefaultChain;
 // final Dist/Greedy -> SIEVE_ERROR_INVALID_CHAIN. *message says which name.
 sieve_status parse_chain(const char* text, std::vector<SamplerKind>* out, std::string* message);
 
+// One entry of a row's logit bias (llama_logit_bias): added to the token's logit.
+struct LogitBias {
+    int32_t token;
+    float bias;
+};
+
+// A row's parameters, with llama.cpp's defaults (common_params_sampling).
 struct RowParams {
     float temperature = 0.8f;
     uint32_t seed = 0;     // already resolved (never SIEVE_SEED_RANDOM here)
     int32_t min_keep = 0;
+    int32_t top_k = 40;
+    float top_p = 0.95f;
+    float min_p = 0.05f;
+    float typical_p = 1.0f;
+    float top_n_sigma = -1.0f;
+    float xtc_probability = 0.0f;
+    float xtc_threshold = 0.1f;
+    float dynatemp_range = 0.0f;
+    float dynatemp_exponent = 1.0f;
+    // Applied before the chain: the bias as llama.cpp's common chain does (its
+    // first sampler), the bitmask (bit id%32 of word id/32 set = allowed) as
+    // structured-output engines produce it. Empty = none.
+    std::vector<LogitBias> logit_bias;
+    std::vector<uint32_t> token_bitmask;
 };
 
 // ---- Philox4x32-10 (Random123), identical to shaders/glsl/philox.glsl --------
@@ -76,6 +104,11 @@ constexpr uint32_t kPhiloxKeyHi = 0x53455645u; // "SEVE"
 // [0, 1) is u32 / 2^32.
 uint32_t uniform_u32(uint32_t seed, uint32_t step, uint32_t draw);
 
+// XTC's coin: the second word of the same Philox block,
+// philox4x32_10({step, draw, 0, 0}, {seed, kPhiloxKeyHi})[1]; the coin in [0, 1)
+// is u32 / 2^32. Independent of the draw's uniform (word 0).
+uint32_t xtc_coin_u32(uint32_t seed, uint32_t step, uint32_t draw);
+
 // ---- logits checks ---------------------------------------------------------
 // SIEVE_OK, SIEVE_ERROR_NON_FINITE_LOGIT (NaN or +Inf; message names the first
 // offending index) or SIEVE_ERROR_ALL_MASKED (every logit -Inf).
@@ -86,8 +119,45 @@ CandidateArray make_candidates(const float* logits, int32_t vocab);
 // llama_sampler_temp_impl: t <= 0 keeps the first maximal logit and sets every
 // other logit to -inf (entries stay); otherwise logit /= t.
 void apply_temperature(CandidateArray& cur, float temperature);
-// llama_sampler_greedy_apply: the first maximal logit.
+// llama_sampler_greedy_apply: the first maximal logit (ties: the lowest id, which
+// is llama.cpp's first maximal entry of an array in id order).
 int64_t greedy_index(const CandidateArray& cur);
+
+// The truncating samplers, each llama.cpp's rule (see its source file and
+// docs/semantics.md). Samplers that sort leave the array in canonical order
+// (logit descending, ties by lower id); removed entries leave the array, masked
+// entries (-inf) stay and are counted.
+// llama_sampler_top_k_impl: k <= 0 no-op; keep the first min(k, size).
+void apply_top_k(CandidateArray& cur, int32_t k);
+// llama_sampler_top_p_apply: p >= 1 no-op; smallest canonical prefix with
+// cumulative probability >= p and at least min_keep entries.
+void apply_top_p(CandidateArray& cur, float p, size_t min_keep);
+// llama_sampler_min_p_apply: p <= 0 no-op; logit >= max + logf(p), else the
+// sorted fallback (at least max(1, min_keep) entries).
+void apply_min_p(CandidateArray& cur, float p, size_t min_keep);
+// llama_sampler_typical_apply: p >= 1 no-op; rank by |-log p - H|, keep until the
+// cumulative probability is > p with at least min_keep entries.
+void apply_typical(CandidateArray& cur, float p, size_t min_keep);
+// llama_sampler_top_n_sigma_apply: n <= 0 or size <= 1 no-op; mask (-inf) the
+// logits below max - n * sigma (mean and sigma over the finite logits).
+void apply_top_n_sigma(CandidateArray& cur, float n);
+// llama_sample_xtc_apply with the coin given (u in [0, 1)).
+void apply_xtc(CandidateArray& cur, float probability, float threshold, size_t min_keep, double coin);
+// llama_sampler_temp_ext_apply: range > 0 = dynamic temperature, else plain
+// temperature. Returns what apply_temperature_checked returns.
+sieve_status apply_temperature_ext(CandidateArray& cur, float temperature, float range, float exponent,
+                                   std::string* message);
+// The temperature the dynamic sampler would use on `cur` (range > 0, size > 1).
+double dynamic_temperature(const CandidateArray& cur, float temperature, float range, float exponent);
+
+// Before the chain. The bitmask sets every disallowed token to -inf; it needs at
+// least ceil(size / 32) words (SIEVE_ERROR_INVALID_ARGUMENT otherwise). The bias
+// adds each entry to its token's logit (entries for one token add up, in list
+// order); a token outside the array or a NaN/+inf bias is
+// SIEVE_ERROR_INVALID_ARGUMENT, a finite logit driven to +/-inf
+// SIEVE_ERROR_NON_FINITE_LOGIT.
+sieve_status apply_token_bitmask(CandidateArray& cur, const std::vector<uint32_t>& words, std::string* message);
+sieve_status apply_logit_bias(CandidateArray& cur, const std::vector<LogitBias>& bias, std::string* message);
 
 // The final distribution over the candidates as Sieve's draw uses it:
 // probabilities exp(logit - max) / sum in double, in canonical order
@@ -116,8 +186,10 @@ struct RowResult {
 RowResult sample_row(const std::vector<SamplerKind>& chain, const float* logits, int32_t vocab,
                      const RowParams& params, uint32_t step, uint32_t draw = 0);
 
-// The distribution sample_row would draw from (empty with a status on bad input).
+// The distribution sample_row would draw from at the same step and draw (empty
+// with a status on bad input). The step matters only to XTC's coin.
 sieve_status row_distribution(const std::vector<SamplerKind>& chain, const float* logits, int32_t vocab,
-                              const RowParams& params, std::vector<Weighted>* out, std::string* message);
+                              const RowParams& params, std::vector<Weighted>* out, std::string* message,
+                              uint32_t step = 0, uint32_t draw = 0);
 
 } // namespace sieve::ref

@@ -12,8 +12,46 @@ enum class Final { Greedy, Dist };
 
 // Validates the chain and the row, builds the candidate array and runs every
 // sampler before the final one. On success *final says how the token is picked.
+// Every float parameter a sampler of the chain reads must be finite (llama.cpp
+// gives NaN and infinities no meaning); the engine refuses them when they are
+// set, the twin checks again for direct callers.
+sieve_status check_params(const std::vector<SamplerKind>& chain, const RowParams& params, std::string* message) {
+    auto bad = [&](const char* name, float v) {
+        *message = std::string(name) + " " + detail::format_float(v) + " is not finite";
+        return SIEVE_ERROR_INVALID_PARAMETER;
+    };
+    for (SamplerKind kind : chain) {
+        switch (kind) {
+        case SamplerKind::Temperature:
+            if (!std::isfinite(params.dynatemp_range)) return bad("dynatemp_range", params.dynatemp_range);
+            if (!std::isfinite(params.dynatemp_exponent)) return bad("dynatemp_exponent", params.dynatemp_exponent);
+            break;
+        case SamplerKind::TopP:
+            if (!std::isfinite(params.top_p)) return bad("top_p", params.top_p);
+            break;
+        case SamplerKind::MinP:
+            if (!std::isfinite(params.min_p)) return bad("min_p", params.min_p);
+            break;
+        case SamplerKind::TypicalP:
+            if (!std::isfinite(params.typical_p)) return bad("typical_p", params.typical_p);
+            break;
+        case SamplerKind::TopNSigma:
+            if (!std::isfinite(params.top_n_sigma)) return bad("top_n_sigma", params.top_n_sigma);
+            break;
+        case SamplerKind::Xtc:
+            if (!std::isfinite(params.xtc_probability)) return bad("xtc_probability", params.xtc_probability);
+            if (!std::isfinite(params.xtc_threshold)) return bad("xtc_threshold", params.xtc_threshold);
+            break;
+        default:
+            break;
+        }
+    }
+    return SIEVE_OK;
+}
+
 sieve_status run_chain(const std::vector<SamplerKind>& chain, const float* logits, int32_t vocab,
-                       const RowParams& params, CandidateArray* cur, Final* final, std::string* message) {
+                       const RowParams& params, uint32_t step, uint32_t draw, CandidateArray* cur, Final* final,
+                       std::string* message) {
     if (chain.empty()) {
         *message = "the sampler chain is empty";
         return SIEVE_ERROR_INVALID_CHAIN;
@@ -34,15 +72,59 @@ sieve_status run_chain(const std::vector<SamplerKind>& chain, const float* logit
 
     const sieve_status status = check_logits(logits, vocab, message);
     if (status != SIEVE_OK) return status;
+    {
+        const sieve_status s = check_params(chain, params, message);
+        if (s != SIEVE_OK) return s;
+    }
 
     *cur = make_candidates(logits, vocab);
+
+    // Before the chain: the token bitmask, then the logit bias (llama.cpp's common
+    // chain runs the bias as its first sampler).
+    const bool had_bitmask = !params.token_bitmask.empty();
+    sieve_status s = apply_token_bitmask(*cur, params.token_bitmask, message);
+    if (s != SIEVE_OK) return s;
+    s = apply_logit_bias(*cur, params.logit_bias, message);
+    if (s != SIEVE_OK) return s;
+    if (had_bitmask || !params.logit_bias.empty()) {
+        bool any = false;
+        for (const TokenData& td : cur->data) any = any || td.logit != -INFINITY;
+        if (!any) {
+            *message = had_bitmask ? "the token bitmask and logit bias leave every token of the row masked"
+                                   : "the logit bias leaves every token of the row masked";
+            if (had_bitmask && params.logit_bias.empty()) *message = "the token bitmask allows no token of the row";
+            return SIEVE_ERROR_ALL_MASKED;
+        }
+    }
+
+    const size_t min_keep = static_cast<size_t>(params.min_keep > 0 ? params.min_keep : 0);
     for (size_t i = 0; i + 1 < chain.size(); ++i) {
         switch (chain[i]) {
-        case SamplerKind::Temperature: {
-            const sieve_status s = detail::apply_temperature_checked(*cur, params.temperature, message);
+        case SamplerKind::Temperature:
+            s = apply_temperature_ext(*cur, params.temperature, params.dynatemp_range, params.dynatemp_exponent,
+                                      message);
             if (s != SIEVE_OK) return s;
             break;
+        case SamplerKind::TopK: apply_top_k(*cur, params.top_k); break;
+        case SamplerKind::TopP: apply_top_p(*cur, params.top_p, min_keep); break;
+        case SamplerKind::MinP: apply_min_p(*cur, params.min_p, min_keep); break;
+        case SamplerKind::TypicalP: apply_typical(*cur, params.typical_p, min_keep); break;
+        case SamplerKind::TopNSigma: apply_top_n_sigma(*cur, params.top_n_sigma); break;
+        case SamplerKind::Xtc: {
+            const double coin = static_cast<double>(xtc_coin_u32(params.seed, step, draw)) / 4294967296.0;
+            apply_xtc(*cur, params.xtc_probability, params.xtc_threshold, min_keep, coin);
+            break;
         }
+        case SamplerKind::Penalties:
+            // llama_sampler_penalties_apply returns at once when
+            // penalty_last_n == 0 || (repeat == 1 && freq == 0 && present == 0):
+            // llama.cpp's defaults (1.0, 0.0, 0.0). Sieve has no way to set them
+            // yet, so the sampler is exactly that no-op.
+            break;
+        case SamplerKind::Dry:
+            // llama_sampler_dry_apply returns at once when dry_multiplier == 0
+            // (llama.cpp's default); as for penalties, it cannot be enabled yet.
+            break;
         default:
             *message = std::string("sampler '") + sampler_name(chain[i]) + "' is not implemented yet";
             return SIEVE_ERROR_UNSUPPORTED_SAMPLER;
@@ -59,7 +141,7 @@ RowResult sample_row(const std::vector<SamplerKind>& chain, const float* logits,
     RowResult result;
     CandidateArray cur;
     Final final = Final::Dist;
-    result.status = run_chain(chain, logits, vocab, params, &cur, &final, &result.message);
+    result.status = run_chain(chain, logits, vocab, params, step, draw, &cur, &final, &result.message);
     if (result.status != SIEVE_OK) return result;
 
     if (final == Final::Greedy) {
@@ -87,7 +169,8 @@ RowResult sample_row(const std::vector<SamplerKind>& chain, const float* logits,
 }
 
 sieve_status row_distribution(const std::vector<SamplerKind>& chain, const float* logits, int32_t vocab,
-                              const RowParams& params, std::vector<Weighted>* out, std::string* message) {
+                              const RowParams& params, std::vector<Weighted>* out, std::string* message,
+                              uint32_t step, uint32_t draw) {
     std::string local_message;
     std::string& msg = message ? *message : local_message;
     msg.clear();
@@ -98,7 +181,7 @@ sieve_status row_distribution(const std::vector<SamplerKind>& chain, const float
     out->clear();
     CandidateArray cur;
     Final final = Final::Dist;
-    const sieve_status status = run_chain(chain, logits, vocab, params, &cur, &final, &msg);
+    const sieve_status status = run_chain(chain, logits, vocab, params, step, draw, &cur, &final, &msg);
     if (status != SIEVE_OK) return status;
     if (final == Final::Greedy) {
         const int64_t index = greedy_index(cur);

@@ -20,37 +20,29 @@ CandidateArray make_candidates(const float* logits, int32_t vocab) {
 //   t <= 0: scan with strict '>', keep the first maximal logit, write -inf over
 //           every other entry (entries stay; later samplers still count them);
 //   t > 0:  logit /= t (float division).
+// "First" is in array order in llama.cpp. On an array in id order (the array as
+// llama_sampler_sample builds it) that is the lowest id among the maxima; after a
+// sorting sampler llama.cpp's order among equal logits is unspecified
+// (std::sort), so the twin always takes the lowest id: the canonical order.
 void apply_temperature(CandidateArray& cur, float temperature) {
     auto& data = cur.data;
     if (data.empty()) return;
+    // The twin's `sorted` means "in canonical order": a division can merge
+    // neighbouring logits out of id order, masking reorders, so later cuts sort again.
+    cur.sorted = false;
     if (temperature <= 0.0f) {
-        size_t max_i = 0;
-        float max_l = data[0].logit;
-        for (size_t i = 1; i < data.size(); ++i) {
-            if (data[i].logit > max_l) {
-                data[max_i].logit = -INFINITY;
-                max_i = i;
-                max_l = data[i].logit;
-            } else {
-                data[i].logit = -INFINITY;
-            }
-        }
+        const size_t keep = static_cast<size_t>(detail::first_max_index(cur));
+        for (size_t i = 0; i < data.size(); ++i)
+            if (i != keep) data[i].logit = -INFINITY;
         return;
     }
     for (TokenData& td : data) td.logit /= temperature;
 }
 
 // llama_sampler_greedy_apply: selected = 0, then the first index with a strictly
-// greater logit wins (ties keep the lowest index).
-int64_t greedy_index(const CandidateArray& cur) {
-    const auto& data = cur.data;
-    if (data.empty()) return -1;
-    size_t selected = 0;
-    for (size_t i = 1; i < data.size(); ++i) {
-        if (data[i].logit > data[selected].logit) selected = i;
-    }
-    return static_cast<int64_t>(selected);
-}
+// greater logit wins (ties keep the lowest index; the twin: the lowest id, see
+// apply_temperature).
+int64_t greedy_index(const CandidateArray& cur) { return detail::first_max_index(cur); }
 
 namespace detail {
 
@@ -64,6 +56,7 @@ sieve_status apply_temperature_checked(CandidateArray& cur, float temperature, s
         return SIEVE_OK;
     }
     // Same division as apply_temperature, checking each result.
+    cur.sorted = false;
     for (TokenData& td : cur.data) {
         const float before = td.logit;
         td.logit = before / temperature;

@@ -198,7 +198,18 @@ SIEVE_API void sieve_chain_destroy(sieve_chain* chain);
 typedef enum sieve_param {
     SIEVE_PARAM_TEMPERATURE = 0,    /* <= 0: greedy masking, as llama.cpp */
     SIEVE_PARAM_SEED = 1,           /* integer in [0, 2^32-1]; resets the row's step */
-    SIEVE_PARAM_MIN_KEEP = 2
+    SIEVE_PARAM_MIN_KEEP = 2,       /* llama.cpp's min_keep for the truncating samplers */
+    /* The truncating samplers' parameters, with llama.cpp's names, defaults and
+     * meanings (docs/semantics.md): */
+    SIEVE_PARAM_TOP_K = 3,              /* integer; <= 0 = off (default 40) */
+    SIEVE_PARAM_TOP_P = 4,              /* >= 1 = off (default 0.95) */
+    SIEVE_PARAM_MIN_P = 5,              /* <= 0 = off (default 0.05) */
+    SIEVE_PARAM_TYPICAL_P = 6,          /* >= 1 = off (default 1.0) */
+    SIEVE_PARAM_TOP_N_SIGMA = 7,        /* <= 0 = off (default -1.0) */
+    SIEVE_PARAM_XTC_PROBABILITY = 8,    /* <= 0 = off (default 0.0) */
+    SIEVE_PARAM_XTC_THRESHOLD = 9,      /* > 0.5 = off (default 0.1) */
+    SIEVE_PARAM_DYNATEMP_RANGE = 10,    /* <= 0 = plain temperature (default 0.0) */
+    SIEVE_PARAM_DYNATEMP_EXPONENT = 11  /* default 1.0 */
 } sieve_param;
 
 /* row = -1 sets every row. */
@@ -206,6 +217,22 @@ SIEVE_API sieve_status sieve_chain_set_param(sieve_chain* chain, int32_t row, si
 SIEVE_API sieve_status sieve_chain_get_param(const sieve_chain* chain, int32_t row, sieve_param param, double* value);
 /* Resets a row's state (RNG step); row = -1 resets every row. */
 SIEVE_API sieve_status sieve_chain_reset(sieve_chain* chain, int32_t row);
+
+/* A row's logit bias (llama.cpp's --logit-bias: added to the logit before the
+ * chain, as its common sampler does; -INFINITY bans a token). Replaces the row's
+ * list; n = 0 clears it; row = -1 sets every row. Token ids must be in
+ * [0, max_vocab) and finite or -INFINITY biases (llama.cpp skips bad ids
+ * silently; Sieve refuses them). The list is copied. */
+SIEVE_API sieve_status sieve_chain_set_logit_bias(sieve_chain* chain, int32_t row, const int32_t* tokens,
+                                                  const float* biases, int32_t n);
+/* A row's allowed-token bitmask, as structured-output engines produce it:
+ * ceil(vocab / 32) words, bit (id % 32) of word (id / 32) set = allowed. Applied
+ * before the chain (disallowed tokens become -inf), which differs from
+ * llama.cpp's sample-then-check grammar. words = NULL clears it; the mask is
+ * copied. A call whose vocab needs more words than were set fails; a row whose
+ * mask allows nothing gets SIEVE_ERROR_ALL_MASKED. */
+SIEVE_API sieve_status sieve_chain_set_token_bitmask(sieve_chain* chain, int32_t row, const uint32_t* words,
+                                                     int32_t n_words);
 
 typedef struct sieve_token {
     int32_t token;          /* -1 when status != SIEVE_OK */

@@ -133,6 +133,18 @@ public:
         return v;
     }
     void reset(int32_t row = -1) { check(sieve_chain_reset(handle_, row)); }
+    // llama.cpp's --logit-bias for a row (-1 = every row); empty clears.
+    void set_logit_bias(const std::vector<int32_t>& tokens, const std::vector<float>& biases, int32_t row = -1) {
+        if (tokens.size() != biases.size())
+            throw Error(SIEVE_ERROR_INVALID_ARGUMENT, "invalid_argument: tokens and biases differ in length");
+        check(sieve_chain_set_logit_bias(handle_, row, tokens.data(), biases.data(),
+                                         static_cast<int32_t>(tokens.size())));
+    }
+    // A row's allowed-token bitmask (-1 = every row); empty clears.
+    void set_token_bitmask(const std::vector<uint32_t>& words, int32_t row = -1) {
+        check(sieve_chain_set_token_bitmask(handle_, row, words.empty() ? nullptr : words.data(),
+                                            static_cast<int32_t>(words.size())));
+    }
 
     // Throws only for call-level failures; per-row failures are in each token's
     // status (the C call's row-failure status is not an exception here).

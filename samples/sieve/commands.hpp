@@ -42,7 +42,11 @@ struct BenchOptions {
     std::string device;
     std::string logits;  // given: benchmark this one chain on these logits
     int32_t vocab = 0;
-    SamplingOptions sampling{"", 0.8f, 1234, 0};  // a fixed seed: runs are reproducible
+    SamplingOptions sampling = [] {  // llama.cpp's defaults with a fixed seed: runs are reproducible
+        SamplingOptions s;
+        s.seed = 1234;
+        return s;
+    }();
     double twin_budget_s = 1.5;  // time budget per case for the CPU twin
 };
 CLI::App* add_bench_command(CLI::App& app, BenchOptions& o);

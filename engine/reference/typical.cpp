@@ -1,0 +1,57 @@
+// Locally typical sampling. llama.cpp: llama_sampler_typical_apply
+// (src/llama-sampling.cpp):
+//     if (ctx->p >= 1.0f) return;
+//     llama_sampler_softmax_impl(cur_p, true);                 // sorted, p over the array
+//     entropy = sum -p_i * logf(p_i);
+//     score_i = fabsf(-logf(p_i) - entropy);
+//     sort indices by score ascending;
+//     for (i...) { cum_sum += p[idx]; if (cum_sum > ctx->p && (min_keep == 0 || i >= min_keep - 1))
+//                  { last_idx = i + 1; break; } }
+//     keep the first last_idx in score order; sorted = false.
+// Departure: with a masked member (p = 0) llama.cpp computes -0 * logf(0) = NaN,
+// so its entropy and every score are NaN and the result is arbitrary. The twin
+// takes 0 * log 0 = 0 (the limit): the entropy is that of the unmasked members,
+// and a p = 0 member's score is +inf (ranked last). Probabilities, entropy and
+// scores are in double (llama.cpp: float); equal scores keep canonical order.
+#include "reference/detail.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace sieve::ref {
+
+void apply_typical(CandidateArray& cur, float p, size_t min_keep) {
+    if (p >= 1.0f) return;
+    if (cur.data.empty()) return;
+    detail::sort_canonical(cur);
+    const std::vector<double> prob = detail::softmax_double(cur);
+    double entropy = 0.0;
+    for (double q : prob)
+        if (q > 0.0) entropy -= q * std::log(q);
+    std::vector<double> score(prob.size());
+    for (size_t i = 0; i < prob.size(); ++i)
+        score[i] = prob[i] > 0.0 ? std::fabs(-std::log(prob[i]) - entropy) : INFINITY;
+    std::vector<size_t> order(prob.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    // Stable: equal scores keep the canonical order the array is in.
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return score[a] < score[b]; });
+
+    const double target = static_cast<double>(p);
+    double cum = 0.0;
+    size_t last = order.size();
+    for (size_t i = 0; i < order.size(); ++i) {
+        cum += prob[order[i]];
+        if (cum > target && (min_keep == 0 || i + 1 >= min_keep)) {
+            last = i + 1;
+            break;
+        }
+    }
+    std::vector<TokenData> kept;
+    kept.reserve(last);
+    for (size_t i = 0; i < last; ++i) kept.push_back(cur.data[order[i]]);
+    cur.data = std::move(kept);
+    cur.sorted = false;
+}
+
+} // namespace sieve::ref

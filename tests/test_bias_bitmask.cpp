@@ -1,0 +1,477 @@
+// Issue 3 through the C API: logit bias and token bitmask on the CPU backend
+// (they change the result as docs/semantics.md says), every bad input a specific
+// status with a message (in the style of test_bad_input.cpp), the new per-row
+// parameters (defaults, validation), and the GPU engine refusing what it does not
+// run yet (bias, bitmask, dynamic temperature, the truncating samplers) while
+// staying usable.
+#include "test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace sieve_test;
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+std::string lower(std::string s) {
+    for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+testing::AssertionResult Fails(sieve_status got, sieve_status want, std::initializer_list<std::string> parts) {
+    const std::string message = sieve_last_error();
+    if (got != want)
+        return testing::AssertionFailure() << "status " << sieve_status_name(got) << ", expected "
+                                           << sieve_status_name(want) << "; message: \"" << message << "\"";
+    if (message.empty()) return testing::AssertionFailure() << "sieve_last_error() is empty";
+    for (const auto& p : parts)
+        if (lower(message).find(lower(p)) == std::string::npos)
+            return testing::AssertionFailure() << "message \"" << message << "\" does not mention \"" << p << "\"";
+    return testing::AssertionSuccess();
+}
+
+sieve::ChainDesc desc(const char* samplers, int32_t rows, int32_t vocab, float temperature = 1.0f,
+                      uint32_t seed = 77u) {
+    sieve::ChainDesc d;
+    if (samplers) d.samplers(samplers);
+    d.capacity(rows, vocab).temperature(temperature).seed(seed);
+    return d;
+}
+
+std::map<int32_t, float> dist_map(sieve::Chain& chain, const std::vector<float>& logits, int32_t rows, int32_t vocab,
+                                  int32_t row) {
+    std::map<int32_t, float> m;
+    for (const auto& e : chain.distribution(logits.data(), rows, vocab, row)) m[e.id] = e.p;
+    return m;
+}
+
+void expect_same(const std::map<int32_t, float>& a, const std::map<int32_t, float>& b) {
+    ASSERT_EQ(a.size(), b.size());
+    for (const auto& [id, p] : a) {
+        ASSERT_TRUE(b.count(id)) << "id " << id;
+        EXPECT_NEAR(p, b.at(id), 1e-6) << "id " << id;
+    }
+}
+
+// ---- logit bias on the CPU backend ---------------------------------------------
+
+TEST(BiasBitmaskCpu, BiasChangesTheDistributionAsAddedLogits) {
+    sieve::Context ctx = cpu_context();
+    const int32_t vocab = 50;
+    const std::vector<float> logits = make_row(Shape::Zipf, vocab, 3);
+    sieve::Chain biased(ctx, desc("top_k;temperature", 1, vocab, 0.7f));
+    sieve::Chain plain(ctx, desc("top_k;temperature", 1, vocab, 0.7f));
+    biased.set(SIEVE_PARAM_TOP_K, 10);
+    plain.set(SIEVE_PARAM_TOP_K, 10);
+    // Entries for one token add up (llama.cpp applies each entry); -inf bans.
+    biased.set_logit_bias({5, 7, 5, 9}, {1.5f, -kInf, 0.25f, -2.0f});
+    std::vector<float> by_hand = logits;
+    by_hand[5] += 1.5f;
+    by_hand[5] += 0.25f;
+    by_hand[7] = -kInf;
+    by_hand[9] += -2.0f;
+    const auto got = dist_map(biased, logits, 1, vocab, 0);
+    expect_same(got, dist_map(plain, by_hand, 1, vocab, 0));
+    EXPECT_FALSE(got.count(7));
+    // The same token drawn with the same seed and step.
+    EXPECT_EQ(biased.sample(logits.data(), 1, vocab)[0].token, plain.sample(by_hand.data(), 1, vocab)[0].token);
+    // n = 0 clears.
+    biased.set_logit_bias({}, {});
+    expect_same(dist_map(biased, logits, 1, vocab, 0), dist_map(plain, logits, 1, vocab, 0));
+}
+
+TEST(BiasBitmaskCpu, BiasIsPerRowAndGreedyFollowsIt) {
+    sieve::Context ctx = cpu_context();
+    const std::vector<float> row = {0.0f, 0.0f, 0.0f, 0.0f};
+    std::vector<float> logits;
+    for (int r = 0; r < 3; ++r) logits.insert(logits.end(), row.begin(), row.end());
+    sieve::Chain chain(ctx, desc("greedy", 3, 4));
+    chain.set_logit_bias({2}, {0.5f}, -1);
+    chain.set_logit_bias({3}, {0.5f}, 1);
+    const auto t = chain.sample(logits.data(), 3, 4);
+    EXPECT_EQ(t[0].token, 2);
+    EXPECT_EQ(t[1].token, 3);
+    EXPECT_EQ(t[2].token, 2);
+}
+
+TEST(BiasBitmaskCpu, BiasThatMasksEverythingOrOverflows) {
+    sieve::Context ctx = cpu_context();
+    sieve::Chain chain(ctx, desc("temperature", 2, 3));
+    const std::vector<float> logits = {1.0f, 2.0f, 3.0f, 3e38f, 0.0f, 0.0f};
+    chain.set_logit_bias({0, 1, 2}, {-kInf, -kInf, -kInf}, 0);
+    chain.set_logit_bias({0}, {3e38f}, 1);
+    std::vector<sieve_token> out(2);
+    EXPECT_TRUE(Fails(sieve_sample(chain.get(), logits.data(), 2, 3, out.data()), SIEVE_ERROR_ALL_MASKED,
+                      {"row 0", "logit bias"}));
+    EXPECT_EQ(out[0].status, SIEVE_ERROR_ALL_MASKED);
+    EXPECT_EQ(out[0].token, -1);
+    EXPECT_EQ(out[1].status, SIEVE_ERROR_NON_FINITE_LOGIT);
+    EXPECT_EQ(out[1].token, -1);
+    // Clearing makes both rows good again, at step 0 (no step was used).
+    chain.set_logit_bias({}, {});
+    EXPECT_EQ(sieve_sample(chain.get(), logits.data(), 2, 3, out.data()), SIEVE_OK) << sieve_last_error();
+    EXPECT_EQ(out[0].step, 0u);
+    EXPECT_EQ(out[1].step, 0u);
+}
+
+// ---- token bitmask on the CPU backend --------------------------------------------
+
+std::vector<uint32_t> mask_of(const std::vector<int32_t>& allowed, int32_t words) {
+    std::vector<uint32_t> m(static_cast<size_t>(words), 0u);
+    for (int32_t id : allowed) m[static_cast<size_t>(id / 32)] |= 1u << (id % 32);
+    return m;
+}
+
+TEST(BiasBitmaskCpu, BitmaskRestrictsToAllowedTokens) {
+    sieve::Context ctx = cpu_context();
+    const int32_t vocab = 70; // 3 words
+    const std::vector<float> logits = make_row(Shape::Gaussian, vocab, 11);
+    sieve::Chain masked(ctx, desc("top_p;temperature", 1, vocab, 0.9f));
+    sieve::Chain plain(ctx, desc("top_p;temperature", 1, vocab, 0.9f));
+    const std::vector<int32_t> allowed = {0, 31, 32, 33, 64, 69};
+    std::vector<uint32_t> words = mask_of(allowed, 3);
+    words[2] |= 0xFFFFFFC0u; // bits for ids >= 70: ignored
+    masked.set_token_bitmask(words);
+    std::vector<float> by_hand(static_cast<size_t>(vocab), -kInf);
+    for (int32_t id : allowed) by_hand[static_cast<size_t>(id)] = logits[static_cast<size_t>(id)];
+    const auto got = dist_map(masked, logits, 1, vocab, 0);
+    expect_same(got, dist_map(plain, by_hand, 1, vocab, 0));
+    for (const auto& [id, p] : got) EXPECT_TRUE(std::find(allowed.begin(), allowed.end(), id) != allowed.end()) << id;
+    for (int i = 0; i < 20; ++i) {
+        const int32_t t = masked.sample(logits.data(), 1, vocab)[0].token;
+        EXPECT_TRUE(std::find(allowed.begin(), allowed.end(), t) != allowed.end()) << t;
+    }
+    // NULL clears.
+    masked.set_token_bitmask({});
+    expect_same(dist_map(masked, logits, 1, vocab, 0), dist_map(plain, logits, 1, vocab, 0));
+}
+
+TEST(BiasBitmaskCpu, BitmaskAllowingNothingIsAllMaskedForThatRowOnly) {
+    sieve::Context ctx = cpu_context();
+    const int32_t vocab = 40;
+    std::vector<float> logits = make_rows(Shape::Zipf, 2, vocab, 5);
+    sieve::Chain chain(ctx, desc(nullptr, 2, vocab)); // llama.cpp's default chain
+    std::vector<uint32_t> nothing = {0u, 0xFFFFFF00u}; // only ids >= 40: outside the vocab
+    chain.set_token_bitmask(nothing, 1);
+    std::vector<sieve_token> out(2);
+    EXPECT_TRUE(Fails(sieve_sample(chain.get(), logits.data(), 2, vocab, out.data()), SIEVE_ERROR_ALL_MASKED,
+                      {"row 1", "bitmask"}));
+    EXPECT_EQ(out[0].status, SIEVE_OK);
+    EXPECT_EQ(out[0].step, 0u);
+    EXPECT_EQ(out[1].status, SIEVE_ERROR_ALL_MASKED);
+    EXPECT_EQ(out[1].token, -1);
+    EXPECT_EQ(sieve_sample(chain.get(), logits.data(), 2, vocab, out.data()), SIEVE_ERROR_ALL_MASKED);
+    EXPECT_EQ(out[0].step, 1u);
+    chain.set_token_bitmask({}, 1);
+    EXPECT_EQ(sieve_sample(chain.get(), logits.data(), 2, vocab, out.data()), SIEVE_OK) << sieve_last_error();
+    EXPECT_EQ(out[1].step, 0u); // the failed row never advanced
+}
+
+// ---- bad input: bias and bitmask ------------------------------------------------------
+
+class BiasBitmaskBadInput : public testing::Test {
+protected:
+    static constexpr int32_t kRows = 2;
+    static constexpr int32_t kVocab = 100; // 4 words
+    void SetUp() override {
+        ctx_ = std::make_unique<sieve::Context>(cpu_context());
+        chain_ = std::make_unique<sieve::Chain>(*ctx_, desc("top_k;temperature", kRows, kVocab));
+        logits_ = make_rows(Shape::Zipf, kRows, kVocab, 21);
+        chain_->set_logit_bias({3}, {2.0f});
+        before_ = dist_map(*chain_, logits_, kRows, kVocab, 0);
+    }
+    // The chain still samples, with the bias it had before the failed call.
+    void expect_unchanged() { expect_same(dist_map(*chain_, logits_, kRows, kVocab, 0), before_); }
+
+    std::unique_ptr<sieve::Context> ctx_;
+    std::unique_ptr<sieve::Chain> chain_;
+    std::vector<float> logits_;
+    std::map<int32_t, float> before_;
+};
+
+TEST_F(BiasBitmaskBadInput, BiasTokenOutOfRange) {
+    for (int32_t token : {kVocab, -1, 1 << 30}) {
+        const int32_t t[] = {1, token};
+        const float b[] = {1.0f, 1.0f};
+        for (int32_t row : {0, -1})
+            EXPECT_TRUE(Fails(sieve_chain_set_logit_bias(chain_->get(), row, t, b, 2), SIEVE_ERROR_INVALID_ARGUMENT,
+                              {"token " + std::to_string(token), "outside"}));
+    }
+    expect_unchanged();
+}
+
+TEST_F(BiasBitmaskBadInput, BiasNaNOrPlusInf) {
+    for (float bad : {std::nanf(""), kInf}) {
+        const int32_t t[] = {4};
+        const float b[] = {bad};
+        EXPECT_TRUE(Fails(sieve_chain_set_logit_bias(chain_->get(), -1, t, b, 1), SIEVE_ERROR_INVALID_ARGUMENT,
+                          {"bias", "-inf"}));
+    }
+    expect_unchanged();
+}
+
+TEST_F(BiasBitmaskBadInput, BiasCountsPointersAndRows) {
+    const int32_t t[] = {4};
+    const float b[] = {1.0f};
+    EXPECT_TRUE(Fails(sieve_chain_set_logit_bias(chain_->get(), 0, t, b, -1), SIEVE_ERROR_INVALID_ARGUMENT,
+                      {"negative"}));
+    EXPECT_TRUE(Fails(sieve_chain_set_logit_bias(chain_->get(), 0, nullptr, b, 1), SIEVE_ERROR_INVALID_ARGUMENT,
+                      {"tokens", "NULL"}));
+    EXPECT_TRUE(Fails(sieve_chain_set_logit_bias(chain_->get(), 0, t, nullptr, 1), SIEVE_ERROR_INVALID_ARGUMENT,
+                      {"biases", "NULL"}));
+    EXPECT_TRUE(Fails(sieve_chain_set_logit_bias(chain_->get(), kRows, t, b, 1), SIEVE_ERROR_INVALID_ARGUMENT,
+                      {"row " + std::to_string(kRows)}));
+    EXPECT_TRUE(Fails(sieve_chain_set_logit_bias(chain_->get(), -2, t, b, 1), SIEVE_ERROR_INVALID_ARGUMENT, {"row -2"}));
+    EXPECT_TRUE(Fails(sieve_chain_set_logit_bias(nullptr, 0, t, b, 1), SIEVE_ERROR_NULL_HANDLE, {"chain"}));
+    expect_unchanged();
+}
+
+TEST_F(BiasBitmaskBadInput, BiasTokenBeyondTheCallsVocab) {
+    // Token 80 is inside the chain's vocab (100) but not a 50-token call's: the
+    // call is refused, nothing sampled.
+    chain_->set_logit_bias({80}, {1.0f}, 1);
+    std::vector<sieve_token> out(kRows);
+    out[0].step = 1234;
+    EXPECT_TRUE(Fails(sieve_sample(chain_->get(), logits_.data(), kRows, 50, out.data()), SIEVE_ERROR_INVALID_ARGUMENT,
+                      {"row 1", "token 80", "vocab"}));
+    EXPECT_EQ(out[0].step, 1234u) << "a call-level failure wrote results";
+    int32_t count = 0;
+    EXPECT_TRUE(Fails(sieve_chain_distribution(chain_->get(), logits_.data(), kRows, 50, 0, nullptr, nullptr, 0, &count),
+                      SIEVE_ERROR_INVALID_ARGUMENT, {"token 80"}));
+    EXPECT_EQ(sieve_sample(chain_->get(), logits_.data(), kRows, kVocab, out.data()), SIEVE_OK) << sieve_last_error();
+    EXPECT_EQ(out[0].step, 0u);
+}
+
+TEST_F(BiasBitmaskBadInput, BitmaskSizes) {
+    const std::vector<uint32_t> words(5, 0xFFFFFFFFu);
+    EXPECT_TRUE(Fails(sieve_chain_set_token_bitmask(chain_->get(), 0, words.data(), 0), SIEVE_ERROR_INVALID_ARGUMENT,
+                      {"word count 0"}));
+    EXPECT_TRUE(Fails(sieve_chain_set_token_bitmask(chain_->get(), 0, words.data(), -3), SIEVE_ERROR_INVALID_ARGUMENT,
+                      {"word count -3"}));
+    EXPECT_TRUE(Fails(sieve_chain_set_token_bitmask(chain_->get(), 0, words.data(), 5), SIEVE_ERROR_INVALID_ARGUMENT,
+                      {"5 words", "longer"}));
+    EXPECT_TRUE(Fails(sieve_chain_set_token_bitmask(chain_->get(), 7, words.data(), 4), SIEVE_ERROR_INVALID_ARGUMENT,
+                      {"row 7"}));
+    EXPECT_TRUE(Fails(sieve_chain_set_token_bitmask(nullptr, 0, words.data(), 4), SIEVE_ERROR_NULL_HANDLE, {"chain"}));
+    expect_unchanged();
+    // 3 words cover a 96-token call but not a 100-token one: the call fails.
+    ASSERT_EQ(sieve_chain_set_token_bitmask(chain_->get(), 1, words.data(), 3), SIEVE_OK) << sieve_last_error();
+    std::vector<sieve_token> out(kRows);
+    EXPECT_TRUE(Fails(sieve_sample(chain_->get(), logits_.data(), kRows, kVocab, out.data()),
+                      SIEVE_ERROR_INVALID_ARGUMENT, {"row 1", "3 words", "needs 4"}));
+    std::vector<int32_t> tokens(kRows);
+    EXPECT_TRUE(Fails(sieve_sample_draws(chain_->get(), logits_.data(), kRows, kVocab, 1, tokens.data(), nullptr),
+                      SIEVE_ERROR_INVALID_ARGUMENT, {"bitmask"}));
+    EXPECT_EQ(sieve_sample(chain_->get(), logits_.data(), kRows, 96, out.data()), SIEVE_OK) << sieve_last_error();
+    EXPECT_EQ(out[1].step, 0u);
+}
+
+// ---- the new parameters ------------------------------------------------------------------
+
+struct ParamCase {
+    sieve_param param;
+    const char* name;
+    double llama_default;
+};
+const ParamCase kParams[] = {
+    {SIEVE_PARAM_TOP_K, "top_k", 40},
+    {SIEVE_PARAM_TOP_P, "top_p", 0.95f},
+    {SIEVE_PARAM_MIN_P, "min_p", 0.05f},
+    {SIEVE_PARAM_TYPICAL_P, "typical_p", 1.0},
+    {SIEVE_PARAM_TOP_N_SIGMA, "top_n_sigma", -1.0},
+    {SIEVE_PARAM_XTC_PROBABILITY, "xtc_probability", 0.0},
+    {SIEVE_PARAM_XTC_THRESHOLD, "xtc_threshold", 0.1f},
+    {SIEVE_PARAM_DYNATEMP_RANGE, "dynatemp_range", 0.0},
+    {SIEVE_PARAM_DYNATEMP_EXPONENT, "dynatemp_exponent", 1.0},
+};
+
+class NewParams : public testing::TestWithParam<bool /*gpu*/> {
+protected:
+    void SetUp() override {
+        ctx_ = std::make_unique<sieve::Context>(GetParam() ? gpu_context() : cpu_context());
+        chain_ = std::make_unique<sieve::Chain>(*ctx_, desc(GetParam() ? "temperature;dist" : nullptr, 3, 64));
+    }
+    std::vector<double> snapshot() const {
+        std::vector<double> v;
+        for (int32_t r = 0; r < 3; ++r)
+            for (const auto& c : kParams) v.push_back(chain_->get_param(c.param, r));
+        return v;
+    }
+    std::unique_ptr<sieve::Context> ctx_;
+    std::unique_ptr<sieve::Chain> chain_;
+};
+
+TEST_P(NewParams, LlamaCppDefaultsAndRoundTrip) {
+    for (const auto& c : kParams)
+        for (int32_t r = 0; r < 3; ++r) EXPECT_EQ(chain_->get_param(c.param, r), c.llama_default) << c.name;
+    chain_->set(SIEVE_PARAM_TOP_K, -7, 1);
+    chain_->set(SIEVE_PARAM_MIN_P, 1.5, 2);
+    chain_->set(SIEVE_PARAM_TOP_P, 0.25);
+    EXPECT_EQ(chain_->get_param(SIEVE_PARAM_TOP_K, 1), -7);
+    EXPECT_EQ(chain_->get_param(SIEVE_PARAM_TOP_K, 0), 40);
+    EXPECT_EQ(chain_->get_param(SIEVE_PARAM_MIN_P, 2), 1.5);
+    for (int32_t r = 0; r < 3; ++r) EXPECT_EQ(chain_->get_param(SIEVE_PARAM_TOP_P, r), 0.25);
+}
+
+TEST_P(NewParams, RejectedValuesChangeNothing) {
+    const auto before = snapshot();
+    for (const auto& c : kParams) {
+        SCOPED_TRACE(c.name);
+        for (double bad : {std::nan(""), HUGE_VAL, -HUGE_VAL})
+            for (int32_t row : {1, -1})
+                EXPECT_TRUE(Fails(sieve_chain_set_param(chain_->get(), row, c.param, bad),
+                                  SIEVE_ERROR_INVALID_PARAMETER, {c.name, "finite"}));
+        if (c.param != SIEVE_PARAM_TOP_K) {
+            EXPECT_TRUE(Fails(sieve_chain_set_param(chain_->get(), -1, c.param, 1e39), SIEVE_ERROR_INVALID_PARAMETER,
+                              {c.name, "float range"}));
+        }
+    }
+    for (double bad : {2.5, 2147483648.0, -2147483649.0, 1e39})
+        EXPECT_TRUE(Fails(sieve_chain_set_param(chain_->get(), 0, SIEVE_PARAM_TOP_K, bad), SIEVE_ERROR_INVALID_PARAMETER,
+                          {"top_k", "integer"}));
+    EXPECT_EQ(snapshot(), before);
+    const auto logits = make_rows(Shape::Zipf, 3, 64, 4);
+    EXPECT_EQ(sieve_sample(chain_->get(), logits.data(), 3, 64, std::vector<sieve_token>(3).data()), SIEVE_OK)
+        << sieve_last_error();
+}
+
+INSTANTIATE_TEST_SUITE_P(BiasBitmask, NewParams, testing::Values(false, true),
+                         [](const testing::TestParamInfo<bool>& i) { return i.param ? "Gpu" : "Cpu"; });
+
+// ---- the GPU engine refuses what it does not run yet -------------------------------------
+
+TEST(BiasBitmaskGpu, RefusesBiasBitmaskAndDynatempAndStaysUsable) {
+    sieve::Context gpu = gpu_context();
+    sieve::Context cpu = cpu_context();
+    const int32_t vocab = 300;
+    sieve::Chain chain(gpu, desc("temperature;dist", 2, vocab, 0.8f, 5u));
+    sieve::Chain twin(cpu, desc("temperature;dist", 2, vocab, 0.8f, 5u));
+    const int32_t t[] = {1};
+    const float b[] = {1.0f};
+    const std::vector<uint32_t> words(10, 0xFFFFFFFFu);
+    EXPECT_TRUE(Fails(sieve_chain_set_logit_bias(chain.get(), -1, t, b, 1), SIEVE_ERROR_UNSUPPORTED_SAMPLER,
+                      {"logit bias", "GPU"}));
+    EXPECT_TRUE(Fails(sieve_chain_set_token_bitmask(chain.get(), 0, words.data(), 10),
+                      SIEVE_ERROR_UNSUPPORTED_SAMPLER, {"bitmask", "GPU"}));
+    EXPECT_TRUE(Fails(sieve_chain_set_param(chain.get(), -1, SIEVE_PARAM_DYNATEMP_RANGE, 0.5),
+                      SIEVE_ERROR_UNSUPPORTED_SAMPLER, {"dynamic temperature", "GPU"}));
+    EXPECT_EQ(chain.get_param(SIEVE_PARAM_DYNATEMP_RANGE, 0), 0.0);
+    // Clearing (nothing set) is fine.
+    EXPECT_EQ(sieve_chain_set_logit_bias(chain.get(), -1, nullptr, nullptr, 0), SIEVE_OK);
+    EXPECT_EQ(sieve_chain_set_token_bitmask(chain.get(), -1, nullptr, 0), SIEVE_OK);
+    const auto logits = make_rows(Shape::Zipf, 2, vocab, 8);
+    const auto a = chain.sample(logits.data(), 2, vocab);
+    const auto c = twin.sample(logits.data(), 2, vocab);
+    for (int r = 0; r < 2; ++r) {
+        EXPECT_EQ(a[static_cast<size_t>(r)].status, SIEVE_OK);
+        EXPECT_EQ(a[static_cast<size_t>(r)].token, c[static_cast<size_t>(r)].token);
+    }
+}
+
+TEST(BiasBitmaskGpu, TruncatingSamplersAndDefaultChainUnsupportedOnGpu) {
+    sieve::Context gpu = gpu_context();
+    for (const char* samplers : {"top_k;temperature", "top-p", "min_p", "typ_p", "top_n_sigma", "xtc", "penalties"}) {
+        sieve::ChainDesc d = desc(samplers, 1, 100);
+        sieve_chain_desc raw = d.raw;
+        raw.samplers = samplers;
+        sieve_chain* out = nullptr;
+        EXPECT_TRUE(Fails(sieve_chain_create(gpu.get(), &raw, &out), SIEVE_ERROR_UNSUPPORTED_SAMPLER,
+                          {"not implemented on the GPU"}))
+            << samplers;
+        EXPECT_EQ(out, nullptr);
+    }
+    sieve_chain_desc raw = desc(nullptr, 1, 100).raw;
+    raw.samplers = nullptr;
+    sieve_chain* out = nullptr;
+    EXPECT_TRUE(Fails(sieve_chain_create(gpu.get(), &raw, &out), SIEVE_ERROR_UNSUPPORTED_SAMPLER, {"GPU"}));
+}
+
+// ---- the CPU backend runs any chain of them, in any order ------------------------------
+
+TEST(BiasBitmaskCpu, AnyOrderRunsAndMatchesTheTwin) {
+    sieve::Context ctx = cpu_context();
+    const int32_t vocab = 2000;
+    const auto logits = make_rows(Shape::Zipf, 2, vocab, 13);
+    for (const char* samplers :
+         {"top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature", "temperature;min_p;top_p", "xtc;top_k;greedy",
+          "typ_p;temperature;top_n_sigma", "penalties;dry;top_k;dist", "min_p;min_p;top_k;top_k;temp;temp"}) {
+        SCOPED_TRACE(samplers);
+        sieve::Chain chain(ctx, desc(samplers, 2, vocab, 0.7f, 99u));
+        chain.set(SIEVE_PARAM_TOP_K, 50);
+        chain.set(SIEVE_PARAM_TYPICAL_P, 0.9);
+        chain.set(SIEVE_PARAM_TOP_N_SIGMA, 2.0);
+        chain.set(SIEVE_PARAM_XTC_PROBABILITY, 0.5);
+        chain.set(SIEVE_PARAM_DYNATEMP_RANGE, 0.3, 1);
+        const auto t = chain.sample(logits.data(), 2, vocab);
+        for (int r = 0; r < 2; ++r) {
+            EXPECT_EQ(t[static_cast<size_t>(r)].status, SIEVE_OK) << sieve_last_error();
+            EXPECT_GE(t[static_cast<size_t>(r)].token, 0);
+        }
+        const auto d = chain.distribution(logits.data(), 2, vocab, 1);
+        EXPECT_FALSE(d.empty());
+        std::vector<int32_t> tokens = chain.draws(logits.data(), 2, vocab, 50);
+        for (int32_t tok : tokens) EXPECT_GE(tok, 0);
+    }
+}
+
+// ---- the CLI: llama.cpp's flags on --device cpu ------------------------------------------
+
+std::string run(const std::string& args, int* status) {
+    const std::string cmd = std::string(SIEVE_CLI_PATH) + " " + args + " 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while (p && (n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    const int rc = p ? pclose(p) : -1;
+    *status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    return out;
+}
+
+TEST(BiasBitmaskCli, LlamaCppFlagsOnTheCpu) {
+    const std::string file = testing::TempDir() + "sieve_issue3_p4.raw";
+    {
+        const float v[] = {logf(0.1f), logf(0.2f), logf(0.3f), logf(0.4f)};
+        FILE* f = fopen(file.c_str(), "wb");
+        ASSERT_NE(f, nullptr);
+        fwrite(v, sizeof v, 1, f);
+        fclose(f);
+    }
+    int rc = -1;
+    std::string out = run("sample --logits '" + file + "' --vocab 4 --device cpu --samplers top_p --top-p 0.7 "
+                          "--dump-dist --json", &rc);
+    EXPECT_EQ(rc, 0) << out;
+    EXPECT_NE(out.find("\"id\":3"), std::string::npos) << out;
+    EXPECT_NE(out.find("\"count\":2"), std::string::npos) << out;
+    // The default chain runs on the CPU backend.
+    out = run("sample --logits '" + file + "' --vocab 4 --device cpu --json", &rc);
+    EXPECT_EQ(rc, 0) << out;
+    // Every new flag parses; --logit-bias -inf bans token 3.
+    out = run("sample --logits '" + file + "' --vocab 4 --device cpu --top-k 3 --top-p 0.99 --min-p 0.01 "
+              "--typical 0.999 --top-n-sigma 5 --xtc-probability 0.1 --xtc-threshold 0.4 --dynatemp-range 0.2 "
+              "--dynatemp-exp 1.5 --logit-bias 3-inf --logit-bias 0+0.5 --dump-dist --json", &rc);
+    EXPECT_EQ(rc, 0) << out;
+    EXPECT_EQ(out.find("\"id\":3"), std::string::npos) << out;
+    // Bad --logit-bias values are usage errors.
+    for (const char* bad : {"3", "x+1", "3*1", "3+", "3+inf", "3+nan", "9+1"}) {
+        out = run("sample --logits '" + file + "' --vocab 4 --device cpu --logit-bias '" + bad + "'", &rc);
+        EXPECT_EQ(rc, 2) << bad << ": " << out;
+        EXPECT_NE(out.find("logit-bias"), std::string::npos) << out;
+    }
+    // On the GPU: a clear unsupported status.
+    out = run("sample --logits '" + file + "' --vocab 4 --json", &rc);
+    EXPECT_EQ(rc, 2) << out;
+    EXPECT_NE(out.find("unsupported"), std::string::npos) << out;
+}
+
+} // namespace
