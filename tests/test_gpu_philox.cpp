@@ -32,8 +32,9 @@ TEST(PhiloxGpu, Random123KnownAnswerVectors) {
 
 TEST(PhiloxGpu, MatchesTheTwinOnRandomInputs) {
     std::mt19937 rng(2024);
+    auto next = [&rng] { return static_cast<uint32_t>(rng()); };
     std::vector<sieve::PhiloxCase> cases(4096);
-    for (auto& c : cases) c = {{rng(), rng(), rng(), rng()}, {rng(), rng()}};
+    for (auto& c : cases) c = {{next(), next(), next(), next()}, {next(), next()}};
     auto ctx = sieve_test::gpu_context();
     auto got = sieve::philox_on_device(ctx.get(), cases);
     ASSERT_EQ(got.size(), cases.size());
