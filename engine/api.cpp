@@ -1,5 +1,5 @@
 // The C API: argument checks, exceptions turned into statuses and the thread's
-// last-error message. Nothing here samples; it forwards to the Context/Chain.
+// last-error message. Nothing here samples; it forwards to ContextImpl/ChainImpl.
 #include "context.hpp"
 #include "gpu_context.hpp"
 #include "vk_instance.hpp"

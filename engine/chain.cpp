@@ -77,7 +77,7 @@ ChainConfig make_chain_config(const sieve_chain_desc& desc) {
     return c;
 }
 
-Chain::Chain(const ChainConfig& config) : config_(config) {
+ChainImpl::ChainImpl(const ChainConfig& config) : config_(config) {
     rows_.resize(static_cast<size_t>(config.max_rows));
     for (auto& r : rows_) {
         r = Row{};
@@ -88,7 +88,7 @@ Chain::Chain(const ChainConfig& config) : config_(config) {
     }
 }
 
-void Chain::set_param(int32_t row, sieve_param param, double value) {
+void ChainImpl::set_param(int32_t row, sieve_param param, double value) {
     if (row < -1 || row >= config_.max_rows) row_out_of_range(row, config_.max_rows);
     const char* name = param_name(param);
     if (!name) fail(SIEVE_ERROR_INVALID_PARAMETER, "unknown parameter " + std::to_string(static_cast<int>(param)));
@@ -103,7 +103,7 @@ void Chain::set_param(int32_t row, sieve_param param, double value) {
     }
 }
 
-void Chain::set_one(int32_t row, sieve_param param, double value) {
+void ChainImpl::set_one(int32_t row, sieve_param param, double value) {
     Row& r = rows_[static_cast<size_t>(row)];
     switch (param) {
     case SIEVE_PARAM_TEMPERATURE:
@@ -151,7 +151,7 @@ void Chain::set_one(int32_t row, sieve_param param, double value) {
     fail(SIEVE_ERROR_INVALID_PARAMETER, "unknown parameter " + std::to_string(static_cast<int>(param)));
 }
 
-double Chain::get_param(int32_t row, sieve_param param) const {
+double ChainImpl::get_param(int32_t row, sieve_param param) const {
     if (row < 0 || row >= config_.max_rows)
         fail(SIEVE_ERROR_INVALID_ARGUMENT, "row " + std::to_string(row) + " is outside the chain");
     const Row& r = rows_[static_cast<size_t>(row)];
@@ -172,7 +172,7 @@ double Chain::get_param(int32_t row, sieve_param param) const {
     fail(SIEVE_ERROR_INVALID_PARAMETER, "unknown parameter " + std::to_string(static_cast<int>(param)));
 }
 
-void Chain::set_logit_bias(int32_t row, const int32_t* tokens, const float* biases, int32_t n) {
+void ChainImpl::set_logit_bias(int32_t row, const int32_t* tokens, const float* biases, int32_t n) {
     if (row < -1 || row >= config_.max_rows) row_out_of_range(row, config_.max_rows);
     if (n < 0) fail(SIEVE_ERROR_INVALID_ARGUMENT, "logit bias count " + std::to_string(n) + " is negative");
     std::vector<ref::LogitBias> list;
@@ -202,7 +202,7 @@ void Chain::set_logit_bias(int32_t row, const int32_t* tokens, const float* bias
         if (row == -1 || r == row) rows_[static_cast<size_t>(r)].logit_bias = list;
 }
 
-void Chain::set_token_bitmask(int32_t row, const uint32_t* words, int32_t n_words) {
+void ChainImpl::set_token_bitmask(int32_t row, const uint32_t* words, int32_t n_words) {
     if (row < -1 || row >= config_.max_rows) row_out_of_range(row, config_.max_rows);
     std::vector<uint32_t> mask;
     if (words) {
@@ -224,14 +224,14 @@ void Chain::set_token_bitmask(int32_t row, const uint32_t* words, int32_t n_word
         if (row == -1 || r == row) rows_[static_cast<size_t>(r)].token_bitmask = mask;
 }
 
-void Chain::reset(int32_t row) {
+void ChainImpl::reset(int32_t row) {
     if (row < -1 || row >= config_.max_rows)
         fail(SIEVE_ERROR_INVALID_ARGUMENT, "row " + std::to_string(row) + " is outside the chain");
     for (int32_t r = 0; r < config_.max_rows; ++r)
         if (row == -1 || r == row) rows_[static_cast<size_t>(r)].generation += 1;
 }
 
-void Chain::check_call(const float* logits, int32_t rows, int32_t vocab) const {
+void ChainImpl::check_call(const float* logits, int32_t rows, int32_t vocab) const {
     if (!logits) fail(SIEVE_ERROR_INVALID_ARGUMENT, "logits is NULL");
     if (rows < 0 || vocab < 0)
         fail(SIEVE_ERROR_INVALID_ARGUMENT, "negative size (rows " + std::to_string(rows) + ", vocab " +
@@ -244,7 +244,7 @@ void Chain::check_call(const float* logits, int32_t rows, int32_t vocab) const {
                                        std::to_string(config_.max_vocab));
 }
 
-void Chain::check_row_inputs(int32_t rows, int32_t vocab) const {
+void ChainImpl::check_row_inputs(int32_t rows, int32_t vocab) const {
     const size_t needed = (static_cast<size_t>(vocab) + 31) / 32;
     for (int32_t i = 0; i < rows && i < config_.max_rows; ++i) {
         const Row& r = rows_[static_cast<size_t>(i)];
@@ -260,7 +260,7 @@ void Chain::check_row_inputs(int32_t rows, int32_t vocab) const {
     }
 }
 
-ref::RowParams Chain::row_params(int32_t row) const {
+ref::RowParams ChainImpl::row_params(int32_t row) const {
     const Row& r = rows_[static_cast<size_t>(row)];
     ref::RowParams p;
     p.temperature = r.temperature;
@@ -280,9 +280,9 @@ ref::RowParams Chain::row_params(int32_t row) const {
     return p;
 }
 
-bool Chain::greedy_terminal() const { return config_.samplers.back() == ref::SamplerKind::Greedy; }
+bool ChainImpl::greedy_terminal() const { return config_.samplers.back() == ref::SamplerKind::Greedy; }
 
-float Chain::row_scale(int32_t row) const {
+float ChainImpl::row_scale(int32_t row) const {
     float scale = 1.0f;
     for (auto k : config_.samplers) {
         if (k != ref::SamplerKind::Temperature) continue;

@@ -24,12 +24,12 @@ struct ChainConfig {
 // Validates a sieve_chain_desc and parses its samplers (throws Failure).
 ChainConfig make_chain_config(const sieve_chain_desc& desc);
 
-class Chain {
+class ChainImpl {
 public:
-    explicit Chain(const ChainConfig& config);
-    virtual ~Chain() = default;
-    Chain(const Chain&) = delete;
-    Chain& operator=(const Chain&) = delete;
+    explicit ChainImpl(const ChainConfig& config);
+    virtual ~ChainImpl() = default;
+    ChainImpl(const ChainImpl&) = delete;
+    ChainImpl& operator=(const ChainImpl&) = delete;
 
     const ChainConfig& config() const { return config_; }
 

@@ -8,10 +8,10 @@ namespace sieve {
 
 namespace {
 
-class CpuChain final : public Chain {
+class CpuChain final : public ChainImpl {
 public:
     explicit CpuChain(const ChainConfig& config)
-        : Chain(config), steps_(static_cast<size_t>(config.max_rows), 0u),
+        : ChainImpl(config), steps_(static_cast<size_t>(config.max_rows), 0u),
           seen_generation_(static_cast<size_t>(config.max_rows), 0u) {}
 
     sieve_status sample(const float* logits, int32_t rows, int32_t vocab, int32_t draws, int32_t* tokens,
@@ -92,7 +92,7 @@ private:
     uint64_t submits_ = 0;
 };
 
-class CpuContext final : public Context {
+class CpuContext final : public ContextImpl {
 public:
     sieve_backend backend() const override { return SIEVE_BACKEND_CPU; }
     sieve_device_info device_info() const override {
@@ -102,13 +102,13 @@ public:
         info.type = SIEVE_DEVICE_CPU;
         return info;
     }
-    std::unique_ptr<Chain> create_chain(const ChainConfig& config) override {
+    std::unique_ptr<ChainImpl> create_chain(const ChainConfig& config) override {
         return std::make_unique<CpuChain>(config);
     }
 };
 
 } // namespace
 
-std::unique_ptr<Context> make_cpu_context() { return std::make_unique<CpuContext>(); }
+std::unique_ptr<ContextImpl> make_cpu_context() { return std::make_unique<CpuContext>(); }
 
 } // namespace sieve

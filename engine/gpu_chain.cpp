@@ -35,7 +35,7 @@ struct Recording {
 
 constexpr uint32_t kMaxTimestamps = 32;
 
-class GpuChain final : public Chain {
+class GpuChain final : public ChainImpl {
 public:
     GpuChain(VulkanContext& context, const ChainConfig& config);
     ~GpuChain() override;
@@ -83,7 +83,7 @@ private:
 };
 
 GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
-    : Chain(config), device_(context.device()), pipelines_(context.pipelines()), limits_(device_.limits()),
+    : ChainImpl(config), device_(context.device()), pipelines_(context.pipelines()), limits_(device_.limits()),
       type_(device_.info().type), max_chunks_(max_chunks_for(limits_, type_)) {
     const auto& vk = device_.vk();
     VkDevice dev = device_.handle();
@@ -482,7 +482,7 @@ void GpuChain::plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, u
 
 } // namespace
 
-std::unique_ptr<Chain> make_gpu_chain(VulkanContext& context, const ChainConfig& config) {
+std::unique_ptr<ChainImpl> make_gpu_chain(VulkanContext& context, const ChainConfig& config) {
     const EffectiveLimits& limits = context.device().limits();
     check_capacity(config, limits, max_chunks_for(limits, context.device().info().type));
     return std::make_unique<GpuChain>(context, config);

@@ -65,7 +65,7 @@ bool gpu_implements(ref::SamplerKind kind) {
     }
 }
 
-std::unique_ptr<Chain> VulkanContext::create_chain(const ChainConfig& config) {
+std::unique_ptr<ChainImpl> VulkanContext::create_chain(const ChainConfig& config) {
     for (auto kind : config.samplers)
         if (!gpu_implements(kind))
             fail(SIEVE_ERROR_UNSUPPORTED_SAMPLER, std::string("sampler '") + ref::sampler_name(kind) +
@@ -73,7 +73,7 @@ std::unique_ptr<Chain> VulkanContext::create_chain(const ChainConfig& config) {
     return make_gpu_chain(*this, config);
 }
 
-std::unique_ptr<Context> make_vulkan_context(const sieve_context_options& options) {
+std::unique_ptr<ContextImpl> make_vulkan_context(const sieve_context_options& options) {
     return std::make_unique<VulkanContext>(options);
 }
 

@@ -12,7 +12,7 @@ struct sieve_vulkan_device;
 
 namespace sieve {
 
-class VulkanContext final : public Context {
+class VulkanContext final : public ContextImpl {
 public:
     explicit VulkanContext(const sieve_context_options& options);
     VulkanContext(const sieve_vulkan_device& app, const sieve_context_options& options);
@@ -21,7 +21,7 @@ public:
     sieve_backend backend() const override { return SIEVE_BACKEND_VULKAN; }
     sieve_device_info device_info() const override { return device_->info(); }
     uint64_t validation_messages() const override { return sink_.count.load(); }
-    std::unique_ptr<Chain> create_chain(const ChainConfig& config) override;
+    std::unique_ptr<ChainImpl> create_chain(const ChainConfig& config) override;
 
     Device& device() { return *device_; }
     Pipelines& pipelines() { return *pipelines_; }
@@ -33,7 +33,7 @@ private:
     std::unique_ptr<Pipelines> pipelines_;
 };
 
-std::unique_ptr<Chain> make_gpu_chain(VulkanContext& context, const ChainConfig& config);
+std::unique_ptr<ChainImpl> make_gpu_chain(VulkanContext& context, const ChainConfig& config);
 
 // Whether validation is on for these options (option, else env SIEVE_VALIDATION).
 bool validation_requested(const sieve_context_options& options);

@@ -145,7 +145,7 @@ sieve_device_info describe_device(VkPhysicalDevice device, uint32_t index) {
     sieve_device_info info{};
     std::snprintf(info.name, sizeof(info.name), "%s", props.deviceName);
     if (props.apiVersion >= VK_API_VERSION_1_2)
-        std::snprintf(info.driver, sizeof(info.driver), "%s %s", driver.driverName, driver.driverInfo);
+        std::snprintf(info.driver, sizeof(info.driver), "%s", (std::string(driver.driverName) + " " + driver.driverInfo).c_str());
     info.index = index;
     switch (props.deviceType) {
     case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: info.type = SIEVE_DEVICE_INTEGRATED_GPU; break;
