@@ -37,6 +37,22 @@ sieve_status guarded(F&& f) {
     }
 }
 
+// A C caller may pass any int where the header says an enum; in C++ reading an
+// enum object outside its enumerators' range is undefined, so look at its bytes.
+template <typename Enum>
+int32_t raw_enum(const Enum& e) {
+    static_assert(sizeof(Enum) == sizeof(int32_t), "C enums are int-sized here");
+    int32_t raw = 0;
+    std::memcpy(&raw, &e, sizeof raw);
+    return raw;
+}
+
+void check_param(const sieve_param& param) {
+    const int32_t raw = raw_enum(param);
+    if (raw < SIEVE_PARAM_TEMPERATURE || raw > SIEVE_PARAM_DYNATEMP_EXPONENT)
+        fail(SIEVE_ERROR_INVALID_PARAMETER, "unknown parameter " + std::to_string(raw));
+}
+
 sieve_status null_handle(const char* what) {
     set_last_error(std::string(what) + " handle is NULL");
     return SIEVE_ERROR_NULL_HANDLE;
@@ -51,8 +67,9 @@ sieve_context_options options_or_default(const sieve_context_options* options) {
                  "sieve_context_options.struct_size is too small (call sieve_context_options_init)");
         o = *options;
     }
-    if (o.backend != SIEVE_BACKEND_VULKAN && o.backend != SIEVE_BACKEND_CPU)
-        fail(SIEVE_ERROR_INVALID_ARGUMENT, "unknown backend " + std::to_string(static_cast<int>(o.backend)));
+    const int32_t backend = raw_enum(o.backend);
+    if (backend != SIEVE_BACKEND_VULKAN && backend != SIEVE_BACKEND_CPU)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "unknown backend " + std::to_string(backend));
     if (o.disable_features & ~static_cast<uint32_t>(SIEVE_FEATURE_ALL))
         fail(SIEVE_ERROR_INVALID_ARGUMENT, "unknown feature bits in disable_features");
     return o;
@@ -191,6 +208,7 @@ SIEVE_API void sieve_chain_destroy(sieve_chain* chain) { delete chain; }
 SIEVE_API sieve_status sieve_chain_set_param(sieve_chain* chain, int32_t row, sieve_param param, double value) {
     if (!chain) return null_handle("chain");
     return guarded([&] {
+        check_param(param);
         chain->impl->set_param(row, param, value);
         return SIEVE_OK;
     });
@@ -200,6 +218,7 @@ SIEVE_API sieve_status sieve_chain_get_param(const sieve_chain* chain, int32_t r
     if (!chain) return null_handle("chain");
     return guarded([&] {
         if (!value) fail(SIEVE_ERROR_INVALID_ARGUMENT, "value is NULL");
+        check_param(param);
         *value = chain->impl->get_param(row, param);
         return SIEVE_OK;
     });
