@@ -56,7 +56,7 @@ private:
     const Recording& recording(RecordingKind kind, uint32_t rows, uint32_t vocab);
     void upload(const float* logits, uint32_t rows, uint32_t vocab);
     void write_params(uint32_t rows);
-    void submit_and_wait(const Recording& rec, uint32_t rows);
+    void submit_and_wait(const Recording& rec);
     void wait_pending();
     sieve_token read_result(uint32_t row, std::string* message, sieve_status* first) const;
 
@@ -104,8 +104,9 @@ GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
         candidates_ = device_.create_buffer(rows * limits_.candidate_capacity * 2 * 4, storage, false, &allocations_);
         results_ = device_.create_buffer(rows * kResultStride * 4, storage, true, &allocations_);
         placeholder_ = device_.create_buffer(16, storage, false, &allocations_);
-        // Written by the scans, read by vkCmdDispatchIndirect and, after the
-        // fence, by the host to count the dispatches that ran.
+        // Written by each level's decision (scan.glsl), read by
+        // vkCmdDispatchIndirect and, after the fence, by the host to count the
+        // dispatches that ran.
         dispatch_args_ = device_.create_buffer(kDispatchArgsWords * 4,
                                                storage | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                                                true, &allocations_);
@@ -233,6 +234,7 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
     Recording rec;
     rec.plan = make_plan(kind, greedy_terminal(), vocab, limits_, type_);
     rec.timestamps = profiling_;
+    if (rec.plan.dispatches.size() + 1 > kMaxTimestamps) fail(SIEVE_ERROR_INTERNAL, "plan longer than the timestamp pool");
     VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
     ai.commandPool = command_pool_;
     ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
@@ -334,7 +336,7 @@ void GpuChain::write_params(uint32_t rows) {
     }
 }
 
-void GpuChain::submit_and_wait(const Recording& rec, uint32_t rows) {
+void GpuChain::submit_and_wait(const Recording& rec) {
     const auto& vk = device_.vk();
     VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
     si.commandBufferCount = 1;
@@ -347,7 +349,6 @@ void GpuChain::submit_and_wait(const Recording& rec, uint32_t rows) {
     vk_check(r, "vkWaitForFences");
     vk.vkResetFences(device_.handle(), 1, &fence_);
     pending_ = false;
-    (void)rows;
     // Dispatches that launched workgroups: the direct ones and the armed
     // indirect ones.
     const auto* args = static_cast<const uint32_t*>(dispatch_args_.mapped);
@@ -417,7 +418,7 @@ sieve_status GpuChain::sample(const float* logits, int32_t rows, int32_t vocab, 
     write_params(r);
     sieve_status first = SIEVE_OK;
     for (int32_t d = 0; d < draws; ++d) {
-        submit_and_wait(rec, r);
+        submit_and_wait(rec);
         for (uint32_t i = 0; i < r; ++i) {
             sieve_token t = read_result(i, message, &first);
             row_passes_ += t.row_passes;
@@ -442,7 +443,7 @@ sieve_status GpuChain::distribution(const float* logits, int32_t rows, int32_t v
     const Recording& rec = recording(RecordingKind::Distribution, r, v);
     upload(logits, r, v);
     write_params(r);
-    submit_and_wait(rec, r);
+    submit_and_wait(rec);
     // The row's status comes from the same checks as sampling.
     const float* p = static_cast<const float*>(probabilities_.mapped) + static_cast<size_t>(row) * v;
     const float* l = logits + static_cast<size_t>(row) * v;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs whatever Sieve needs that is missing (Debian 12 / Ubuntu 22.04+),
+# Installs whatever Sieve needs that is missing (Debian 12's packages),
 # then configures and builds it in ./build. Idempotent: a machine that has
 # everything installs nothing. Runs apt as root, or through sudo.
 set -euo pipefail
