@@ -27,13 +27,21 @@ constexpr uint32_t kResultStride = 8;
 constexpr uint32_t kHistStride = 4;  // HIST_STRIDE
 constexpr uint64_t kWaitTimeoutNs = 30ull * 1000 * 1000 * 1000;
 
+struct RowGroup {
+    uint32_t row_base;
+    uint32_t rows;
+    uint32_t args_base;  // its indirect dispatch arguments, in words
+};
+
 struct Recording {
     VkCommandBuffer cmd = VK_NULL_HANDLE;
     Plan plan;
-    bool timestamps = false;  // one timestamp before the first and after every dispatch
+    std::vector<RowGroup> groups;  // the plan's dispatches run once per group
+    bool timestamps = false;       // one timestamp before the first and after every dispatch
 };
 
-constexpr uint32_t kMaxTimestamps = 32;
+// The longest plan (stats, 9 levels, gather) once per row in the worst case.
+constexpr uint32_t kMaxPlanDispatches = 11;
 
 class GpuChain final : public ChainImpl {
 public:
@@ -107,7 +115,7 @@ GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
         // Written by each level's decision (scan.glsl), read by
         // vkCmdDispatchIndirect and, after the fence, by the host to count the
         // dispatches that ran.
-        dispatch_args_ = device_.create_buffer(kDispatchArgsWords * 4,
+        dispatch_args_ = device_.create_buffer(rows * kDispatchArgsWords * 4,
                                                storage | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                                                true, &allocations_);
 
@@ -234,7 +242,11 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
     Recording rec;
     rec.plan = make_plan(kind, greedy_terminal(), vocab, limits_, type_);
     rec.timestamps = profiling_;
-    if (rec.plan.dispatches.size() + 1 > kMaxTimestamps) fail(SIEVE_ERROR_INTERNAL, "plan longer than the timestamp pool");
+    if (rec.plan.dispatches.size() > kMaxPlanDispatches) fail(SIEVE_ERROR_INTERNAL, "plan longer than the timestamp pool");
+    const uint32_t per_group = rows_per_group(rows, vocab, type_);
+    for (uint32_t base = 0; base < rows; base += per_group)
+        rec.groups.push_back({base, std::min(per_group, rows - base),
+                              static_cast<uint32_t>(rec.groups.size()) * kDispatchArgsWords});
     VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
     ai.commandPool = command_pool_;
     ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
@@ -261,33 +273,40 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
         vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
                                 &barrier, 0, nullptr, 0, nullptr);
     }
-    // Every indirect pass starts disarmed: x = 0 workgroups, y = rows, z = 1.
-    uint32_t args[kDispatchArgsWords] = {};
-    for (uint32_t i = 0; i + 3 < kDispatchArgsWords; i += 4) {
-        args[i + 1] = rows;
-        args[i + 2] = 1;
+    // Every indirect pass starts disarmed: x = 0 workgroups, y = its group's
+    // rows, z = 1.
+    for (const RowGroup& g : rec.groups) {
+        uint32_t args[kDispatchArgsWords] = {};
+        for (uint32_t i = 0; i + 3 < kDispatchArgsWords; i += 4) {
+            args[i + 1] = g.rows;
+            args[i + 2] = 1;
+        }
+        vk.vkCmdUpdateBuffer(cmd, dispatch_args_.buffer, static_cast<VkDeviceSize>(g.args_base) * 4, sizeof(args), args);
     }
-    vk.vkCmdUpdateBuffer(cmd, dispatch_args_.buffer, 0, sizeof(args), args);
     barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
     barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT;
     vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT, 0, 1, &barrier,
                             0, nullptr, 0, nullptr);
-    const uint32_t n_queries = static_cast<uint32_t>(rec.plan.dispatches.size()) + 1;
+    const uint32_t n_queries = static_cast<uint32_t>(rec.plan.dispatches.size() * rec.groups.size()) + 1;
     if (rec.timestamps) {
         vk.vkCmdResetQueryPool(cmd, queries_, 0, n_queries);
         vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_, 0);
     }
     VkDescriptorSet set = kind == RecordingKind::Distribution ? distribution_set_ : set_;
     vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_.layout(), 0, 1, &set, 0, nullptr);
+    uint32_t query = 1;
+    for (const RowGroup& g : rec.groups)
     for (const Dispatch& d : rec.plan.dispatches) {
-        PushConstants pc{vocab, vocab, rec.plan.chunk_size, rec.plan.n_chunks, d.level, rec.plan.flags};
+        PushConstants pc{vocab, vocab, rec.plan.chunk_size, rec.plan.n_chunks, d.level, rec.plan.flags,
+                         g.row_base, g.args_base};
         vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_.get(d.stage));
         vk.vkCmdPushConstants(cmd, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), &pc);
         if (d.indirect == kDirect)
-            vk.vkCmdDispatch(cmd, d.per_chunk ? rec.plan.n_chunks : 1u, rows, 1);
+            vk.vkCmdDispatch(cmd, d.per_chunk ? rec.plan.n_chunks : 1u, g.rows, 1);
         else
-            vk.vkCmdDispatchIndirect(cmd, dispatch_args_.buffer, static_cast<VkDeviceSize>(d.indirect) * 4);
+            vk.vkCmdDispatchIndirect(cmd, dispatch_args_.buffer,
+                                     static_cast<VkDeviceSize>(g.args_base + d.indirect) * 4);
         // Each pass reads what the previous one wrote (and may write what it
         // read); a scan's writes may be the next dispatch's indirect arguments.
         barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT;
@@ -295,9 +314,7 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
         vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT, 0, 1,
                                 &barrier, 0, nullptr, 0, nullptr);
-        if (rec.timestamps)
-            vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_,
-                                   static_cast<uint32_t>(&d - rec.plan.dispatches.data()) + 1);
+        if (rec.timestamps) vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_, query++);
     }
     // Results (and probabilities) become visible to the host after the fence.
     barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
@@ -352,21 +369,26 @@ void GpuChain::submit_and_wait(const Recording& rec) {
     // Dispatches that launched workgroups: the direct ones and the armed
     // indirect ones.
     const auto* args = static_cast<const uint32_t*>(dispatch_args_.mapped);
-    for (const Dispatch& d : rec.plan.dispatches) dispatches_ += (d.indirect == kDirect || args[d.indirect] != 0) ? 1 : 0;
+    for (const RowGroup& g : rec.groups)
+        for (const Dispatch& d : rec.plan.dispatches)
+            dispatches_ += (d.indirect == kDirect || args[g.args_base + d.indirect] != 0) ? 1 : 0;
     if (rec.timestamps) {
-        const uint32_t n = static_cast<uint32_t>(rec.plan.dispatches.size()) + 1;
-        uint64_t ticks[kMaxTimestamps] = {};
-        vk_check(vk.vkGetQueryPoolResults(device_.handle(), queries_, 0, n, sizeof(ticks), ticks, sizeof(uint64_t),
-                                          VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+        // One figure per stage of the plan, summed over the row groups.
+        const size_t per_group = rec.plan.dispatches.size();
+        const uint32_t n = static_cast<uint32_t>(per_group * rec.groups.size()) + 1;
+        std::vector<uint64_t> ticks(n);
+        vk_check(vk.vkGetQueryPoolResults(device_.handle(), queries_, 0, n, n * sizeof(uint64_t), ticks.data(),
+                                          sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
                  "vkGetQueryPoolResults");
-        stage_times_.clear();
-        for (uint32_t i = 0; i + 1 < n; ++i) {
-            sieve_stage_time t{};
-            std::snprintf(t.stage, sizeof(t.stage), "%s", stage_name(rec.plan.dispatches[i].stage));
-            t.level = rec.plan.dispatches[i].level;
-            t.gpu_us = static_cast<double>(ticks[i + 1] - ticks[i]) * limits_.timestamp_period_ns / 1000.0;
-            stage_times_.push_back(t);
+        stage_times_.assign(per_group, sieve_stage_time{});
+        for (size_t i = 0; i < per_group; ++i) {
+            std::snprintf(stage_times_[i].stage, sizeof(stage_times_[i].stage), "%s",
+                          stage_name(rec.plan.dispatches[i].stage));
+            stage_times_[i].level = rec.plan.dispatches[i].level;
         }
+        for (uint32_t q = 0; q + 1 < n; ++q)
+            stage_times_[q % per_group].gpu_us +=
+                static_cast<double>(ticks[q + 1] - ticks[q]) * limits_.timestamp_period_ns / 1000.0;
     }
 }
 
@@ -376,7 +398,7 @@ void GpuChain::set_profiling(bool enabled) {
     if (enabled && !queries_) {
         VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
         qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
-        qi.queryCount = kMaxTimestamps;
+        qi.queryCount = 1 + kMaxPlanDispatches * static_cast<uint32_t>(config_.max_rows);
         vk_check(device_.vk().vkCreateQueryPool(device_.handle(), &qi, nullptr, &queries_), "vkCreateQueryPool");
     }
     profiling_ = enabled;
@@ -475,9 +497,10 @@ sieve_counters GpuChain::counters() const {
 }
 
 void GpuChain::plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, uint32_t* row_passes) const {
-    (void)rows;
     Plan p = make_plan(RecordingKind::Sample, greedy_terminal(), static_cast<uint32_t>(vocab), limits_, type_);
-    *dispatches = p.min_dispatches;
+    const uint32_t per_group = rows_per_group(static_cast<uint32_t>(rows), static_cast<uint32_t>(vocab), type_);
+    const uint32_t groups = (static_cast<uint32_t>(rows) + per_group - 1) / per_group;
+    *dispatches = p.min_dispatches * groups;
     *row_passes = p.min_row_passes;
 }
 

@@ -19,6 +19,13 @@ void chunking(uint32_t vocab, const EffectiveLimits& limits, sieve_device_type t
     *n_chunks = (vocab + size - 1) / size;
 }
 
+uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type) {
+    if (type != SIEVE_DEVICE_CPU) return rows;
+    const uint64_t cached_bytes = 2u << 20;  // measured on lavapipe: 2 rows of 151936 run as fast as 1
+    const uint64_t fit = cached_bytes / (static_cast<uint64_t>(vocab) * sizeof(float));
+    return static_cast<uint32_t>(std::clamp<uint64_t>(fit, 1, rows));
+}
+
 Plan make_plan(RecordingKind kind, bool greedy_chain, uint32_t vocab, const EffectiveLimits& limits,
                sieve_device_type type) {
     Plan p;

@@ -42,6 +42,12 @@ uint32_t max_chunks_for(const EffectiveLimits& limits, sieve_device_type type);
 void chunking(uint32_t vocab, const EffectiveLimits& limits, sieve_device_type type, uint32_t* n_chunks,
               uint32_t* chunk_size);
 
+// On a CPU device one pass over many rows evicts them from the cache before the
+// next pass comes back to them, so rows go in groups whose logits stay cached:
+// every pass of a group, then the next group. A GPU takes all rows at once.
+// Results do not depend on it: a row's work is the same in any group.
+uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type);
+
 Plan make_plan(RecordingKind kind, bool greedy_chain, uint32_t vocab, const EffectiveLimits& limits,
                sieve_device_type type);
 

@@ -21,6 +21,8 @@ struct PushConstants {
     uint32_t n_chunks;
     uint32_t level;
     uint32_t flags;
+    uint32_t row_base;
+    uint32_t args_base;
 };
 
 constexpr uint32_t kFlagGreedy = 1u;  // FLAG_GREEDY

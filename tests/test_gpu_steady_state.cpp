@@ -71,4 +71,20 @@ TEST(GpuSteadyState, OneRecordingPerShape) {
     EXPECT_EQ(chain.counters().recordings, 3u);
 }
 
+// On a CPU device rows run in groups whose logits stay in the cache (all passes
+// of a group, then the next): more dispatches per call, the same results (the
+// determinism tests compare batches of 256 with single rows).
+TEST(GpuSteadyState, RowGroupsOnCpuDevices) {
+    auto gpu = sieve_test::gpu_context();
+    sieve::Chain chain(gpu, sieve_test::chain_desc("temperature;dist", 64, 151936, 0.8f, 1));
+    auto one = chain.plan_figures(1, 151936);
+    auto many = chain.plan_figures(64, 151936);
+    if (gpu.device_info().type == SIEVE_DEVICE_CPU) {
+        EXPECT_GT(many.first, one.first) << "64 rows of 151936 do not fit one cache-sized group";
+    } else {
+        EXPECT_EQ(many.first, one.first) << "a GPU takes all rows in one grid";
+    }
+    EXPECT_EQ(many.second, one.second) << "row passes are per row";
+}
+
 } // namespace

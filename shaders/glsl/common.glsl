@@ -19,8 +19,10 @@ layout(push_constant) uniform Push {
     uint stride;      // floats between rows
     uint chunk_size;  // logits per workgroup chunk (fixed by vocab, never by rows)
     uint n_chunks;    // chunks per row
-    uint level;       // radix level of this dispatch (histogram/scan)
+    uint level;       // selection level of this dispatch (histogram)
     uint flags;       // FLAG_*
+    uint row_base;    // first row of this dispatch's row group (workgroup y = row - row_base)
+    uint args_base;   // this row group's indirect dispatch arguments (words)
 } pc;
 
 const uint FLAG_GREEDY = 1u;   // the chain ends in greedy

@@ -8,7 +8,7 @@
 #include "finalize.glsl"
 
 void main() {
-    uint row = gl_WorkGroupID.y;
+    uint row = pc.row_base + gl_WorkGroupID.y;
     uint t = gl_LocalInvocationID.x;
     uint o = row * ROW_STRIDE;
     float scale = row_scale(row);

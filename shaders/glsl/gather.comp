@@ -9,7 +9,7 @@
 #include "finalize.glsl"
 
 void main() {
-    uint row = gl_WorkGroupID.y;
+    uint row = pc.row_base + gl_WorkGroupID.y;
     uint chunk = gl_WorkGroupID.x;
     uint t = gl_LocalInvocationID.x;
     uint o = row * ROW_STRIDE;

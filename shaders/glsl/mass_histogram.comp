@@ -21,7 +21,7 @@ shared uint s_a[WG / 2u][BINS];
 shared uint s_b[WG / 2u][BINS];
 
 void main() {
-    uint row = gl_WorkGroupID.y;
+    uint row = pc.row_base + gl_WorkGroupID.y;
     uint chunk = gl_WorkGroupID.x;
     uint t = gl_LocalInvocationID.x;
     uint o = row * ROW_STRIDE;

@@ -11,7 +11,7 @@
 layout(std430, set = 0, binding = 8) writeonly buffer Probabilities { float probabilities[]; };
 
 void main() {
-    uint row = gl_WorkGroupID.y;
+    uint row = pc.row_base + gl_WorkGroupID.y;
     uint chunk = gl_WorkGroupID.x;
     uint t = gl_LocalInvocationID.x;
     uint o = row * ROW_STRIDE;

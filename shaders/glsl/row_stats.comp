@@ -12,7 +12,7 @@
 #include "result.glsl"
 
 void main() {
-    uint row = gl_WorkGroupID.y;
+    uint row = pc.row_base + gl_WorkGroupID.y;
     uint chunk = gl_WorkGroupID.x;
     uint t = gl_LocalInvocationID.x;
     uint begin = chunk * pc.chunk_size;

@@ -13,7 +13,7 @@ shared uint s_bin_count[BINS];
 shared uint s_bin_kmin[BINS];
 shared uint s_bin_kmax[BINS];
 
-void arm(uint args, uint groups) { atomicMax(dispatch_args[args], groups); }
+void arm(uint args, uint groups) { atomicMax(dispatch_args[pc.args_base + args], groups); }
 
 void scan_level(uint row, uint level) {
     uint t = gl_LocalInvocationID.x;
