@@ -67,17 +67,26 @@ void Device::init(const sieve_context_options& given, uint32_t enabled_features)
     vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
 
     // A CPU implementation runs an invocation group as SIMD lanes and a barrier
-    // as a switch between them: small workgroups cost far less there.
-    uint32_t wg = std::min(info_.type == SIEVE_DEVICE_CPU ? 64u : 256u, info_.max_workgroup_size);
-    if (options.max_workgroup_size) wg = std::min(wg, options.max_workgroup_size);
-    limits_.workgroup_size = std::max(32u, floor_pow2(wg));
+    // as a switch between them: small workgroups cost far less there. An
+    // explicit size (the constrained profile, tests of the GPU sizes) wins.
+    uint32_t wg = options.max_workgroup_size ? options.max_workgroup_size
+                                             : (info_.type == SIEVE_DEVICE_CPU ? 64u : 256u);
+    wg = std::min(wg, info_.max_workgroup_size);
     uint32_t shared = info_.max_shared_memory;
     if (options.max_shared_memory) shared = std::min(shared, options.max_shared_memory);
     limits_.shared_memory = shared;
-    // Half the budget holds the candidates (key + id); the rest is for reductions.
-    limits_.candidate_capacity = std::clamp(floor_pow2(shared / 2 / 8), 64u, 4096u);
+    // Shared memory the shaders declare (shaders/glsl): mass_histogram's bin
+    // tree takes 64 bytes per invocation; finalize/gather take 8 bytes per
+    // candidate (CAP), 18 per invocation (row-stats tree, tie flags) and about
+    // 6.3 KB of fixed arrays (the draw's 32 x 16 bins). Both must fit the budget.
+    wg = std::min(wg, (shared - 512) / 64);
+    limits_.workgroup_size = std::max(32u, floor_pow2(wg));
+    const uint32_t fixed = 18 * limits_.workgroup_size + 6400;
+    limits_.candidate_capacity = std::clamp(floor_pow2((shared - fixed) / 8), 64u, 4096u);
     limits_.features = enabled_features & ~options.disable_features;
     info_.features = limits_.features;  // a context reports what it may use
+    info_.workgroup_size = limits_.workgroup_size;
+    info_.candidate_capacity = limits_.candidate_capacity;
     limits_.max_storage_buffer_range = props.limits.maxStorageBufferRange;
     limits_.max_workgroup_count_y = props.limits.maxComputeWorkGroupCount[1];
 

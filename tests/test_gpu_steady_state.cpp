@@ -48,8 +48,11 @@ TEST(GpuSteadyState, PlanFigures) {
     sieve::Chain dist(gpu, sieve_test::chain_desc("temperature;dist", 1, 262144, 0.8f, 1));
     sieve::Chain greedy(gpu, sieve_test::chain_desc("greedy", 1, 262144, 0.8f, 1));
     // A row that fits the candidate buffer: one dispatch reads it once.
-    EXPECT_EQ(dist.plan_figures(1, 1000), std::make_pair(1u, 1u));
-    EXPECT_EQ(greedy.plan_figures(1, 1000), std::make_pair(1u, 1u));
+    const int32_t cap = static_cast<int32_t>(gpu.device_info().candidate_capacity);
+    ASSERT_GE(cap, 64);
+    EXPECT_EQ(dist.plan_figures(1, cap), std::make_pair(1u, 1u));
+    EXPECT_EQ(greedy.plan_figures(1, cap), std::make_pair(1u, 1u));
+    EXPECT_EQ(dist.plan_figures(1, cap + 1), std::make_pair(3u, 3u));
     // Greedy over a large row: row stats, whose last workgroup per row answers.
     EXPECT_EQ(greedy.plan_figures(1, 151936), std::make_pair(1u, 1u));
     // dist when level 0 resolves the draw: stats, level-0 histogram (its last

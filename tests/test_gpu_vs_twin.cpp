@@ -52,7 +52,7 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
         if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
     std::string t = c.temperature < 0 ? "neg" : std::to_string(static_cast<int>(c.temperature * 100));
     return chain + "_" + sieve_test::shape_name(c.shape) + "_v" + std::to_string(c.vocab) + "_r" +
-           std::to_string(c.rows) + "_t" + t + (c.profile == Profile::Constrained ? "_constrained" : "");
+           std::to_string(c.rows) + "_t" + t + (c.profile == Profile::Constrained ? "_constrained" : c.profile == Profile::Wide ? "_wide" : "");
 }
 
 class GpuVsTwin : public ::testing::TestWithParam<Case> {};
@@ -128,6 +128,11 @@ std::vector<Case> cases() {
         for (int32_t v : {1, 500, 512, 513, 4096, 40000})
             out.push_back({"temperature;dist", s, v, 2, 0.8f, Profile::Constrained});
     out.push_back({"greedy", Shape::Ties, 40000, 2, 0.8f, Profile::Constrained});
+    // 256-invocation workgroups, as GPUs run the shaders.
+    for (Shape s : {Shape::Zipf, Shape::Ties, Shape::Masked})
+        for (int32_t v : {1000, 2048, 5000, 151936})
+            out.push_back({"temperature;dist", s, v, 2, 0.8f, Profile::Wide});
+    out.push_back({"greedy", Shape::Gaussian, 151936, 2, 0.8f, Profile::Wide});
     return out;
 }
 

@@ -18,7 +18,9 @@ namespace sieve_test {
 extern std::atomic<uint64_t> g_validation_messages;
 void count_validation_message(const char* message, void*);
 
-enum class Profile { Full, Constrained };
+// Full: the device as it is. Constrained: a small phone GPU. Wide: the
+// 256-invocation workgroups GPUs get (a CPU device defaults to 64).
+enum class Profile { Full, Constrained, Wide };
 
 inline sieve::ContextOptions gpu_options(Profile profile = Profile::Full) {
     sieve::ContextOptions o;
@@ -26,6 +28,7 @@ inline sieve::ContextOptions gpu_options(Profile profile = Profile::Full) {
     // The constrained profile: what a small phone GPU offers (no optional
     // features, 16 KiB shared memory, 128-invocation workgroups).
     if (profile == Profile::Constrained) o.constrained(SIEVE_FEATURE_ALL, 16384, 128);
+    if (profile == Profile::Wide) o.constrained(0, 0, 256);
     return o;
 }
 

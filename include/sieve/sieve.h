@@ -121,6 +121,8 @@ typedef struct sieve_device_info {
     uint32_t features;          /* sieve_feature_bits: present on the device (enumeration);
                                    usable by the context (sieve_context_device_info) */
     int32_t is_default;         /* 1 for the device an automatic choice picks */
+    uint32_t workgroup_size;    /* a context's: the workgroup size its shaders run with */
+    uint32_t candidate_capacity;/* a context's: rows up to this vocab are drawn in one dispatch */
 } sieve_device_info;
 
 /* Lists Vulkan devices. Call with infos == NULL to get the count in *count;
@@ -155,7 +157,7 @@ typedef struct sieve_context_options {
      * features off, 16 KiB shared memory and 128-invocation workgroups. */
     uint32_t disable_features;
     uint32_t max_shared_memory;
-    uint32_t max_workgroup_size;
+    uint32_t max_workgroup_size;   /* also the size used when set (else 256 on GPUs, 64 on CPU devices) */
     sieve_message_callback message_callback; /* NULL = print to stderr */
     void* message_user_data;
 } sieve_context_options;
