@@ -66,9 +66,18 @@ Pipelines::Pipelines(Device& device) : device_(device) {
     layout_info.pPushConstantRanges = &range;
     vk_check(vk.vkCreatePipelineLayout(device.handle(), &layout_info, nullptr, &layout_), "vkCreatePipelineLayout");
 
-    const shaders::Spirv* code[] = {&shaders::row_stats, &shaders::mass_histogram, &shaders::gather,
-                                    &shaders::finalize, &shaders::probabilities};
+    // The subgroup-arithmetic variant where the device has it (and the profile
+    // allows it), with at least 4 invocations per subgroup (reduce.glsl sizes
+    // its per-subgroup array by that); the portable one everywhere else.
     const auto& lim = device.limits();
+    const bool subgroup = (lim.features & SIEVE_FEATURE_SUBGROUP_ARITHMETIC) && device.info().subgroup_size >= 4;
+    const shaders::Spirv* portable[] = {&shaders::row_stats, &shaders::mass_histogram, &shaders::gather,
+                                        &shaders::finalize, &shaders::probabilities};
+    const shaders::Spirv* with_subgroups[] = {&shaders::row_stats_subgroup, &shaders::mass_histogram_subgroup,
+                                              &shaders::gather_subgroup, &shaders::finalize_subgroup,
+                                              &shaders::probabilities_subgroup};
+    const shaders::Spirv* const* code = subgroup ? with_subgroups : portable;
+    uses_subgroups_ = subgroup;
     for (uint32_t i = 0; i < static_cast<uint32_t>(Stage::Count); ++i)
         pipelines_[i] = create_compute_pipeline(device, layout_, code[i]->words, code[i]->size_bytes,
                                                 lim.workgroup_size, lim.candidate_capacity);

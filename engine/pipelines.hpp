@@ -40,12 +40,14 @@ public:
     VkDescriptorSetLayout set_layout() const { return set_layout_; }
     VkPipelineLayout layout() const { return layout_; }
     VkPipeline get(Stage stage) const { return pipelines_[static_cast<uint32_t>(stage)]; }
+    bool uses_subgroups() const { return uses_subgroups_; }
 
 private:
     Device& device_;
     VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
     VkPipelineLayout layout_ = VK_NULL_HANDLE;
     VkPipeline pipelines_[static_cast<uint32_t>(Stage::Count)] = {};
+    bool uses_subgroups_ = false;
 };
 
 // Builds a compute pipeline from embedded SPIR-V with (WG, CAP) specialization.

@@ -10,6 +10,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
+
 namespace {
 
 VKAPI_ATTR VkBool32 VKAPI_CALL app_messenger(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
@@ -148,6 +151,25 @@ TEST(Devices, EnumerateAndChoose) {
         options.device(choice.c_str());
         sieve::Context ctx(options);
         EXPECT_EQ(std::string(ctx.device_info().name), name);
+    }
+}
+
+// The constrained profile masks every optional feature, so the portable shader
+// variants run (the suite runs both: SIEVE_PROFILE=constrained in test.sh).
+TEST(Devices, ConstrainedProfileMasksFeaturesAndCapsLimits) {
+    auto full = sieve_test::gpu_context(sieve_test::Profile::Full);
+    auto constrained = sieve_test::gpu_context(sieve_test::Profile::Constrained);
+    const sieve_device_info f = full.device_info(), c = constrained.device_info();
+    EXPECT_EQ(c.features, 0u);
+    EXPECT_LE(c.workgroup_size, 128u);
+    EXPECT_LE(c.candidate_capacity, f.candidate_capacity);
+    EXPECT_LE(c.candidate_capacity * 8u, 16384u) << "the candidates alone exceed the 16 KiB budget";
+    const char* env = std::getenv("SIEVE_PROFILE");
+    if (!env || std::string(env) != "constrained") {
+        // lavapipe has all three optional features; a device without them
+        // reports fewer, never more than enumeration found.
+        auto devices = sieve::devices();
+        EXPECT_EQ(f.features & ~devices[f.index].features, 0u);
     }
 }
 

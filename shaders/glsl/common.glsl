@@ -5,6 +5,12 @@
 #define SIEVE_COMMON_GLSL
 
 #extension GL_EXT_control_flow_attributes : require  // [[unroll]] of the per-invocation bins
+#ifdef SIEVE_SUBGROUP
+// The variant for devices with subgroup arithmetic (whatever their subgroup
+// size); every shader also exists without it.
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
 
 
 // Workgroup size and candidate capacity come from the device's limits (and the

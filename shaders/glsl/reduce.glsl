@@ -51,6 +51,53 @@ RowStats row_stats_combine(RowStats a, RowStats b) {
     return r;
 }
 
+#ifdef SIEVE_SUBGROUP
+// Subgroup arithmetic inside each subgroup, then one invocation combines the
+// subgroups in subgroup order (integers: exact, so the result is the same
+// whatever the subgroup size). The engine uses this variant only where the
+// subgroup size is at least 4, so WG / 4 entries hold every subgroup.
+shared uint red_sub[7][WG / 4u];
+
+RowStats wg_reduce_row_stats(RowStats s) {
+    uint mk = subgroupMax(s.max_key);
+    uint am = subgroupMin(s.max_key == mk ? s.argmax : 0xFFFFFFFFu);
+    uint mn = subgroupMin(s.min_finite_key);
+    uint bad = subgroupAdd(s.bad);
+    uint fb = subgroupMin(s.first_bad);
+    uint fin = subgroupAdd(s.finite);
+    uint of = subgroupAdd(s.overflow);
+    if (subgroupElect()) {
+        uint g = gl_SubgroupID;
+        red_sub[0][g] = mk;
+        red_sub[1][g] = am;
+        red_sub[2][g] = mn;
+        red_sub[3][g] = bad;
+        red_sub[4][g] = fb;
+        red_sub[5][g] = fin;
+        red_sub[6][g] = of;
+    }
+    barrier();
+    if (gl_LocalInvocationID.x == 0u) {
+        RowStats r = row_stats_empty();
+        for (uint g = 0u; g < gl_NumSubgroups; ++g)
+            r = row_stats_combine(r, RowStats(red_sub[0][g], red_sub[1][g], red_sub[2][g], red_sub[3][g],
+                                              red_sub[4][g], red_sub[5][g], red_sub[6][g]));
+        red_sub[0][0] = r.max_key;
+        red_sub[1][0] = r.argmax;
+        red_sub[2][0] = r.min_finite_key;
+        red_sub[3][0] = r.bad;
+        red_sub[4][0] = r.first_bad;
+        red_sub[5][0] = r.finite;
+        red_sub[6][0] = r.overflow;
+    }
+    barrier();
+    RowStats r = RowStats(red_sub[0][0], red_sub[1][0], red_sub[2][0], red_sub[3][0], red_sub[4][0], red_sub[5][0],
+                          red_sub[6][0]);
+    barrier();  // red_sub may be reused right after
+    return r;
+}
+
+#else
 shared uint red_stats[7][WG / 2u];
 
 RowStats wg_reduce_row_stats(RowStats s) {
@@ -90,5 +137,7 @@ RowStats wg_reduce_row_stats(RowStats s) {
     barrier();  // red_stats may be reused right after
     return r;
 }
+
+#endif  // SIEVE_SUBGROUP
 
 #endif
