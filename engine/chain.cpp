@@ -80,11 +80,9 @@ ChainConfig make_chain_config(const sieve_chain_desc& desc) {
 ChainImpl::ChainImpl(const ChainConfig& config) : config_(config) {
     rows_.resize(static_cast<size_t>(config.max_rows));
     for (auto& r : rows_) {
-        r = Row{};
         r.temperature = config.temperature;
         r.seed = resolve_seed(config.seed);
         r.min_keep = config.min_keep;
-        r.generation = 1u;
     }
 }
 
@@ -260,25 +258,7 @@ void ChainImpl::check_row_inputs(int32_t rows, int32_t vocab) const {
     }
 }
 
-ref::RowParams ChainImpl::row_params(int32_t row) const {
-    const Row& r = rows_[static_cast<size_t>(row)];
-    ref::RowParams p;
-    p.temperature = r.temperature;
-    p.seed = r.seed;
-    p.min_keep = r.min_keep;
-    p.top_k = r.top_k;
-    p.top_p = r.top_p;
-    p.min_p = r.min_p;
-    p.typical_p = r.typical_p;
-    p.top_n_sigma = r.top_n_sigma;
-    p.xtc_probability = r.xtc_probability;
-    p.xtc_threshold = r.xtc_threshold;
-    p.dynatemp_range = r.dynatemp_range;
-    p.dynatemp_exponent = r.dynatemp_exponent;
-    p.logit_bias = r.logit_bias;
-    p.token_bitmask = r.token_bitmask;
-    return p;
-}
+ref::RowParams ChainImpl::row_params(int32_t row) const { return rows_[static_cast<size_t>(row)]; }
 
 bool ChainImpl::greedy_terminal() const { return config_.samplers.back() == ref::SamplerKind::Greedy; }
 

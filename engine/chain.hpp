@@ -66,24 +66,9 @@ public:
     void check_row_inputs(int32_t rows, int32_t vocab) const;
 
 protected:
-    struct Row {
-        float temperature = 0.8f;
-        uint32_t seed = 0;
-        int32_t min_keep = 0;
+    // A row's parameters are the twin's (llama.cpp's defaults), plus:
+    struct Row : ref::RowParams {
         uint32_t generation = 1;  // bumped by reset and seed changes: the step restarts at 0
-        // The truncating samplers' parameters, llama.cpp's defaults
-        // (common_params_sampling).
-        int32_t top_k = 40;
-        float top_p = 0.95f;
-        float min_p = 0.05f;
-        float typical_p = 1.0f;
-        float top_n_sigma = -1.0f;
-        float xtc_probability = 0.0f;
-        float xtc_threshold = 0.1f;
-        float dynatemp_range = 0.0f;
-        float dynatemp_exponent = 1.0f;
-        std::vector<ref::LogitBias> logit_bias;   // empty = none
-        std::vector<uint32_t> token_bitmask;      // empty = none
     };
 
     ref::RowParams row_params(int32_t row) const;

@@ -51,93 +51,69 @@ RowStats row_stats_combine(RowStats a, RowStats b) {
     return r;
 }
 
+// Partial results in shared memory: one slot per subgroup (subgroup variant)
+// or per invocation of the lower half (portable tree).
 #ifdef SIEVE_SUBGROUP
-// Subgroup arithmetic inside each subgroup, then one invocation combines the
-// subgroups in subgroup order (integers: exact, so the result is the same
-// whatever the subgroup size). The engine uses this variant only where the
-// subgroup size is at least 4, so WG / 4 entries hold every subgroup.
-shared uint red_sub[7][WG / 4u];
+const uint RED_SLOTS = WG / 4u;  // the engine uses this variant only with subgroups of >= 4
+#else
+const uint RED_SLOTS = WG / 2u;
+#endif
+shared uint red_stats[7][RED_SLOTS];
 
-RowStats wg_reduce_row_stats(RowStats s) {
-    uint mk = subgroupMax(s.max_key);
-    uint am = subgroupMin(s.max_key == mk ? s.argmax : 0xFFFFFFFFu);
-    uint mn = subgroupMin(s.min_finite_key);
-    uint bad = subgroupAdd(s.bad);
-    uint fb = subgroupMin(s.first_bad);
-    uint fin = subgroupAdd(s.finite);
-    uint of = subgroupAdd(s.overflow);
-    if (subgroupElect()) {
-        uint g = gl_SubgroupID;
-        red_sub[0][g] = mk;
-        red_sub[1][g] = am;
-        red_sub[2][g] = mn;
-        red_sub[3][g] = bad;
-        red_sub[4][g] = fb;
-        red_sub[5][g] = fin;
-        red_sub[6][g] = of;
-    }
-    barrier();
-    if (gl_LocalInvocationID.x == 0u) {
-        RowStats r = row_stats_empty();
-        for (uint g = 0u; g < gl_NumSubgroups; ++g)
-            r = row_stats_combine(r, RowStats(red_sub[0][g], red_sub[1][g], red_sub[2][g], red_sub[3][g],
-                                              red_sub[4][g], red_sub[5][g], red_sub[6][g]));
-        red_sub[0][0] = r.max_key;
-        red_sub[1][0] = r.argmax;
-        red_sub[2][0] = r.min_finite_key;
-        red_sub[3][0] = r.bad;
-        red_sub[4][0] = r.first_bad;
-        red_sub[5][0] = r.finite;
-        red_sub[6][0] = r.overflow;
-    }
-    barrier();
-    RowStats r = RowStats(red_sub[0][0], red_sub[1][0], red_sub[2][0], red_sub[3][0], red_sub[4][0], red_sub[5][0],
-                          red_sub[6][0]);
-    barrier();  // red_sub may be reused right after
-    return r;
+void red_store(uint slot, RowStats s) {
+    red_stats[0][slot] = s.max_key;
+    red_stats[1][slot] = s.argmax;
+    red_stats[2][slot] = s.min_finite_key;
+    red_stats[3][slot] = s.bad;
+    red_stats[4][slot] = s.first_bad;
+    red_stats[5][slot] = s.finite;
+    red_stats[6][slot] = s.overflow;
 }
 
-#else
-shared uint red_stats[7][WG / 2u];
+RowStats red_load(uint slot) {
+    return RowStats(red_stats[0][slot], red_stats[1][slot], red_stats[2][slot], red_stats[3][slot],
+                    red_stats[4][slot], red_stats[5][slot], red_stats[6][slot]);
+}
 
-RowStats wg_reduce_row_stats(RowStats s) {
-    uint t = gl_LocalInvocationID.x;
-    for (uint half_size = WG / 2u; half_size > 0u; half_size >>= 1u) {
-        if (t >= half_size && t < 2u * half_size) {
-            uint j = t - half_size;
-            red_stats[0][j] = s.max_key;
-            red_stats[1][j] = s.argmax;
-            red_stats[2][j] = s.min_finite_key;
-            red_stats[3][j] = s.bad;
-            red_stats[4][j] = s.first_bad;
-            red_stats[5][j] = s.finite;
-            red_stats[6][j] = s.overflow;
-        }
-        barrier();
-        if (t < half_size) {
-            RowStats o = RowStats(red_stats[0][t], red_stats[1][t], red_stats[2][t], red_stats[3][t],
-                                  red_stats[4][t], red_stats[5][t], red_stats[6][t]);
-            s = row_stats_combine(s, o);
-        }
-        barrier();
-    }
-    // Invocation 0 holds the result; hand it to everyone.
-    if (t == 0u) {
-        red_stats[0][0] = s.max_key;
-        red_stats[1][0] = s.argmax;
-        red_stats[2][0] = s.min_finite_key;
-        red_stats[3][0] = s.bad;
-        red_stats[4][0] = s.first_bad;
-        red_stats[5][0] = s.finite;
-        red_stats[6][0] = s.overflow;
-    }
+// Every invocation gets the workgroup's result (slot 0 after the reduction).
+RowStats red_broadcast(RowStats s) {
+    if (gl_LocalInvocationID.x == 0u) red_store(0u, s);
     barrier();
-    RowStats r = RowStats(red_stats[0][0], red_stats[1][0], red_stats[2][0], red_stats[3][0], red_stats[4][0],
-                          red_stats[5][0], red_stats[6][0]);
+    RowStats r = red_load(0u);
     barrier();  // red_stats may be reused right after
     return r;
 }
 
+#ifdef SIEVE_SUBGROUP
+// Subgroup arithmetic inside each subgroup, then one invocation combines the
+// subgroups in subgroup order (integers: exact, so the result is the same
+// whatever the subgroup size).
+RowStats wg_reduce_row_stats(RowStats s) {
+    uint mk = subgroupMax(s.max_key);
+    RowStats sub = RowStats(mk, subgroupMin(s.max_key == mk ? s.argmax : 0xFFFFFFFFu),
+                            subgroupMin(s.min_finite_key), subgroupAdd(s.bad), subgroupMin(s.first_bad),
+                            subgroupAdd(s.finite), subgroupAdd(s.overflow));
+    if (subgroupElect()) red_store(gl_SubgroupID, sub);
+    barrier();
+    RowStats r = row_stats_empty();
+    if (gl_LocalInvocationID.x == 0u)
+        for (uint g = 0u; g < gl_NumSubgroups; ++g) r = row_stats_combine(r, red_load(g));
+    barrier();
+    return red_broadcast(r);
+}
+
+#else
+// A tree: each step the upper half hands its partial to the lower half.
+RowStats wg_reduce_row_stats(RowStats s) {
+    uint t = gl_LocalInvocationID.x;
+    for (uint half_size = WG / 2u; half_size > 0u; half_size >>= 1u) {
+        if (t >= half_size && t < 2u * half_size) red_store(t - half_size, s);
+        barrier();
+        if (t < half_size) s = row_stats_combine(s, red_load(t));
+        barrier();
+    }
+    return red_broadcast(s);
+}
 #endif  // SIEVE_SUBGROUP
 
 #endif
