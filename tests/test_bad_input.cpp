@@ -52,26 +52,6 @@ sieve::Context make_context(Backend b) {
     return cpu_context();
 }
 
-std::string lower(std::string s) {
-    for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-}
-
-// The call returned `want`, and the thread's last error is non-empty and
-// contains every one of `parts` (case-insensitive). Reads sieve_last_error()
-// before any other Sieve call can replace it.
-testing::AssertionResult Fails(sieve_status got, sieve_status want, std::initializer_list<std::string> parts) {
-    const std::string message = sieve_last_error();
-    if (got != want)
-        return testing::AssertionFailure() << "status " << sieve_status_name(got) << " (" << got << "), expected "
-                                           << sieve_status_name(want) << " (" << want << "); message: \""
-                                           << message << "\"";
-    if (message.empty()) return testing::AssertionFailure() << "sieve_last_error() is empty after " << sieve_status_name(got);
-    for (const auto& p : parts)
-        if (lower(message).find(lower(p)) == std::string::npos)
-            return testing::AssertionFailure() << "message \"" << message << "\" does not mention \"" << p << "\"";
-    return testing::AssertionSuccess() << message;
-}
 
 // A chain under test and its CPU twin, created from the same description.
 class Rig {

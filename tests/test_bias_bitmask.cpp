@@ -23,22 +23,6 @@ using namespace sieve_test;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-std::string lower(std::string s) {
-    for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-}
-
-testing::AssertionResult Fails(sieve_status got, sieve_status want, std::initializer_list<std::string> parts) {
-    const std::string message = sieve_last_error();
-    if (got != want)
-        return testing::AssertionFailure() << "status " << sieve_status_name(got) << ", expected "
-                                           << sieve_status_name(want) << "; message: \"" << message << "\"";
-    if (message.empty()) return testing::AssertionFailure() << "sieve_last_error() is empty";
-    for (const auto& p : parts)
-        if (lower(message).find(lower(p)) == std::string::npos)
-            return testing::AssertionFailure() << "message \"" << message << "\" does not mention \"" << p << "\"";
-    return testing::AssertionSuccess();
-}
 
 sieve::ChainDesc desc(const char* samplers, int32_t rows, int32_t vocab, float temperature = 1.0f,
                       uint32_t seed = 77u) {

@@ -4,6 +4,8 @@
 
 #include <sieve/sieve.hpp>
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -102,6 +104,27 @@ inline sieve::ChainDesc chain_desc(const std::string& samplers, int32_t rows, in
     sieve::ChainDesc d;
     d.samplers(samplers).capacity(rows, vocab).temperature(temperature).seed(seed);
     return d;
+}
+
+inline std::string lower(std::string s) {
+    for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+// The call returned `want`, and the thread's last error is non-empty and
+// contains every one of `parts` (case-insensitive). Reads sieve_last_error()
+// before any other Sieve call can replace it.
+inline testing::AssertionResult Fails(sieve_status got, sieve_status want, std::initializer_list<std::string> parts) {
+    const std::string message = sieve_last_error();
+    if (got != want)
+        return testing::AssertionFailure() << "status " << sieve_status_name(got) << " (" << got << "), expected "
+                                           << sieve_status_name(want) << " (" << want << "); message: \""
+                                           << message << "\"";
+    if (message.empty()) return testing::AssertionFailure() << "sieve_last_error() is empty after " << sieve_status_name(got);
+    for (const auto& p : parts)
+        if (lower(message).find(lower(p)) == std::string::npos)
+            return testing::AssertionFailure() << "message \"" << message << "\" does not mention \"" << p << "\"";
+    return testing::AssertionSuccess() << message;
 }
 
 } // namespace sieve_test
