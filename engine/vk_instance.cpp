@@ -112,16 +112,26 @@ Instance::Instance(bool validation, MessageSink* sink) {
     if (r == VK_ERROR_INCOMPATIBLE_DRIVER) fail(SIEVE_ERROR_NO_DEVICE, "no Vulkan driver found");
     vk_check(r, "vkCreateInstance");
     volkLoadInstanceOnly(instance_);
+    destroy_instance_ = reinterpret_cast<PFN_vkDestroyInstance>(vkGetInstanceProcAddr(instance_, "vkDestroyInstance"));
     if (validation) {
+        auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+            vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
+        destroy_messenger_ = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+            vkGetInstanceProcAddr(instance_, "vkDestroyDebugUtilsMessengerEXT"));
+        if (!create || !destroy_messenger_) {
+            destroy_instance_(instance_, nullptr);
+            fail(SIEVE_ERROR_VULKAN, "VK_EXT_debug_utils functions are missing");
+        }
         messenger.pNext = nullptr;
-        vk_check(vkCreateDebugUtilsMessengerEXT(instance_, &messenger, nullptr, &messenger_),
-                 "vkCreateDebugUtilsMessengerEXT");
+        VkResult r = create(instance_, &messenger, nullptr, &messenger_);
+        if (r != VK_SUCCESS) destroy_instance_(instance_, nullptr);
+        vk_check(r, "vkCreateDebugUtilsMessengerEXT");
     }
 }
 
 Instance::~Instance() {
-    if (messenger_) vkDestroyDebugUtilsMessengerEXT(instance_, messenger_, nullptr);
-    if (instance_) vkDestroyInstance(instance_, nullptr);
+    if (messenger_) destroy_messenger_(instance_, messenger_, nullptr);
+    if (instance_) destroy_instance_(instance_, nullptr);
 }
 
 sieve_device_info describe_device(VkPhysicalDevice device, uint32_t index) {

@@ -40,6 +40,11 @@ public:
 private:
     VkInstance instance_ = VK_NULL_HANDLE;
     VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+    // volk's function pointers are process-wide and reloaded for every instance
+    // (an enumeration's instance has no debug-utils functions): what this
+    // instance needs to tear itself down is taken from it and kept here.
+    PFN_vkDestroyInstance destroy_instance_ = nullptr;
+    PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger_ = nullptr;
 };
 
 struct PhysicalDevice {
