@@ -72,6 +72,13 @@ sieve_context_options options_or_default(const sieve_context_options* options) {
         fail(SIEVE_ERROR_INVALID_ARGUMENT, "unknown backend " + std::to_string(backend));
     if (o.disable_features & ~static_cast<uint32_t>(SIEVE_FEATURE_ALL))
         fail(SIEVE_ERROR_INVALID_ARGUMENT, "unknown feature bits in disable_features");
+    // Vulkan guarantees every device these; the shaders are budgeted from them.
+    if (o.max_shared_memory != 0 && o.max_shared_memory < 16384)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "max_shared_memory " + std::to_string(o.max_shared_memory) +
+                                               " is below Vulkan's guaranteed 16384 bytes");
+    if (o.max_workgroup_size != 0 && o.max_workgroup_size < 32)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "max_workgroup_size " + std::to_string(o.max_workgroup_size) +
+                                               " is below the 32 invocations Sieve's shaders need");
     return o;
 }
 

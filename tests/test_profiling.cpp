@@ -61,4 +61,19 @@ TEST(BadInputProfiling, NullHandlesAndPointers) {
     EXPECT_EQ(chain.sample(logits.data(), 1, 100)[0].status, SIEVE_OK);
 }
 
+TEST(BadInputContextOptions, LimitsBelowWhatTheShadersNeed) {
+    sieve_context_options o;
+    sieve_context_options_init(&o);
+    o.max_shared_memory = 8192;
+    sieve_context* ctx = reinterpret_cast<sieve_context*>(static_cast<uintptr_t>(0x10));
+    EXPECT_TRUE(sieve_test::Fails(sieve_context_create(&o, &ctx), SIEVE_ERROR_INVALID_ARGUMENT,
+                                  {"max_shared_memory", "16384"}));
+    EXPECT_EQ(ctx, nullptr);
+    o.max_shared_memory = 0;
+    o.max_workgroup_size = 16;
+    EXPECT_TRUE(sieve_test::Fails(sieve_context_create(&o, &ctx), SIEVE_ERROR_INVALID_ARGUMENT,
+                                  {"max_workgroup_size", "32"}));
+    EXPECT_EQ(ctx, nullptr);
+}
+
 } // namespace

@@ -156,8 +156,8 @@ typedef struct sieve_context_options {
      * limits to cap (0 = the device's). Env SIEVE_PROFILE=constrained sets all
      * features off, 16 KiB shared memory and 128-invocation workgroups. */
     uint32_t disable_features;
-    uint32_t max_shared_memory;
-    uint32_t max_workgroup_size;   /* also the size used when set (else 256 on GPUs, 64 on CPU devices) */
+    uint32_t max_shared_memory;    /* 0 or >= 16384 (Vulkan's guaranteed minimum) */
+    uint32_t max_workgroup_size;   /* 0 or >= 32; also the size used when set (else 256 on GPUs, 64 on CPU devices) */
     sieve_message_callback message_callback; /* NULL = print to stderr */
     void* message_user_data;
 } sieve_context_options;
