@@ -104,9 +104,8 @@ TEST(ExternalDevice, SamplesOnTheAppsDevice) {
             const int32_t rows = 3;
             auto logits = sieve_test::make_rows(sieve_test::Shape::Zipf, rows, vocab, 4);
             sieve::Chain chain(ctx, sieve_test::chain_desc("temperature;dist", rows, vocab, 0.8f, 7));
-            std::vector<sieve::ref::SamplerKind> kinds;
-            std::string message;
-            ASSERT_EQ(sieve::ref::parse_chain("temperature;dist", &kinds, &message), SIEVE_OK);
+            const auto kinds = sieve_test::twin_chain("temperature;dist");
+            ASSERT_FALSE(kinds.empty());
             for (uint32_t step = 0; step < 3; ++step) {
                 auto got = chain.sample(logits.data(), rows, vocab);
                 for (int32_t r = 0; r < rows; ++r) {

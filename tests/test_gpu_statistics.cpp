@@ -43,9 +43,9 @@ void check_goodness_of_fit(const std::vector<float>& row, float temperature, int
     const double n = static_cast<double>(tokens.size());
     ASSERT_GE(n, 100000.0);
 
-    std::vector<sieve::ref::SamplerKind> kinds;
+    const auto kinds = sieve_test::twin_chain("temperature;dist");
+    ASSERT_FALSE(kinds.empty());
     std::string message;
-    ASSERT_EQ(sieve::ref::parse_chain("temperature;dist", &kinds, &message), SIEVE_OK);
     sieve::ref::RowParams params;
     params.temperature = temperature;
     std::vector<sieve::ref::Weighted> dist;

@@ -65,9 +65,8 @@ TEST_P(GpuVsTwin, TokensAndProbabilitiesAgree) {
     sieve::Chain chain(gpu, desc);
     for (int32_t r = 0; r < c.rows; ++r) chain.set(SIEVE_PARAM_SEED, 77u * r + c.vocab, r);
 
-    std::vector<sieve::ref::SamplerKind> kinds;
-    std::string message;
-    ASSERT_EQ(sieve::ref::parse_chain(c.chain.c_str(), &kinds, &message), SIEVE_OK) << message;
+    const auto kinds = sieve_test::twin_chain(c.chain);
+    ASSERT_FALSE(kinds.empty());
 
     int near_boundary = 0, mismatches = 0;
     for (int step = 0; step < tokens; ++step) {
@@ -149,9 +148,8 @@ TEST(GpuVsTwinTies, HugeTieGroupsPickByLowerId) {
         for (int32_t i = 0; i < vocab; ++i) logits[i] = (i % 3 == 0) ? 1.0f : -2.0f;  // 23334 ties at the top
         auto desc = sieve_test::chain_desc("temperature;dist", 1, vocab, 1.0f, 5);
         sieve::Chain chain(gpu, desc);
-        std::vector<sieve::ref::SamplerKind> kinds;
-        std::string message;
-        ASSERT_EQ(sieve::ref::parse_chain("temperature;dist", &kinds, &message), SIEVE_OK);
+        const auto kinds = sieve_test::twin_chain("temperature;dist");
+        ASSERT_FALSE(kinds.empty());
         for (uint32_t step = 0; step < 12; ++step) {
             auto got = chain.sample(logits.data(), 1, vocab);
             sieve::ref::RowParams params;
@@ -180,9 +178,8 @@ TEST(GpuVsTwinEdges, EdgeRows) {
     std::vector<float> big(50000, -inf);
     big[31337] = -5.0f;
     rows.push_back(big);
-    std::vector<sieve::ref::SamplerKind> kinds;
-    std::string message;
-    ASSERT_EQ(sieve::ref::parse_chain("temperature;dist", &kinds, &message), SIEVE_OK);
+    const auto kinds = sieve_test::twin_chain("temperature;dist");
+    ASSERT_FALSE(kinds.empty());
     for (float t : {1.0f, 0.8f, 0.0f}) {
         for (auto& row : rows) {
             const int32_t v = static_cast<int32_t>(row.size());
@@ -215,9 +212,9 @@ TEST(GpuVsTwinDistribution, FinalDistributionAgrees) {
                 auto desc = sieve_test::chain_desc("temperature;dist", 2, v, t, 1);
                 sieve::Chain chain(gpu, desc);
                 auto got = chain.distribution(logits.data(), 2, v, 1);
-                std::vector<sieve::ref::SamplerKind> kinds;
+                const auto kinds = sieve_test::twin_chain("temperature;dist");
+                ASSERT_FALSE(kinds.empty());
                 std::string message;
-                ASSERT_EQ(sieve::ref::parse_chain("temperature;dist", &kinds, &message), SIEVE_OK);
                 sieve::ref::RowParams params;
                 params.temperature = t;
                 std::vector<sieve::ref::Weighted> want;

@@ -4,6 +4,8 @@
 
 #include <sieve/sieve.hpp>
 
+#include "reference/reference.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -125,6 +127,15 @@ inline testing::AssertionResult Fails(sieve_status got, sieve_status want, std::
         if (lower(message).find(lower(p)) == std::string::npos)
             return testing::AssertionFailure() << "message \"" << message << "\" does not mention \"" << p << "\"";
     return testing::AssertionSuccess() << message;
+}
+
+// The twin's parsed chain for `text`; empty (and the running test failed) when it
+// does not parse, since a parsed chain always ends with its draw.
+inline std::vector<sieve::ref::SamplerKind> twin_chain(const std::string& text) {
+    std::vector<sieve::ref::SamplerKind> kinds;
+    std::string message;
+    EXPECT_EQ(sieve::ref::parse_chain(text.c_str(), &kinds, &message), SIEVE_OK) << message;
+    return kinds;
 }
 
 } // namespace sieve_test
