@@ -133,15 +133,7 @@ void ChainImpl::set_one(int32_t row, sieve_param param, double value) {
     case SIEVE_PARAM_XTC_PROBABILITY: r.xtc_probability = as_float(param, value); return;
     case SIEVE_PARAM_XTC_THRESHOLD: r.xtc_threshold = as_float(param, value); return;
     case SIEVE_PARAM_DYNATEMP_RANGE: {
-        const float range = as_float(param, value);
-        if (range > 0.0f && !supports_bias_and_bitmask()) {
-            for (auto kind : config_.samplers)
-                if (kind == ref::SamplerKind::Temperature)
-                    fail(SIEVE_ERROR_UNSUPPORTED_SAMPLER,
-                         "dynamic temperature (dynatemp_range > 0) is not implemented on the GPU yet "
-                         "(the CPU backend runs it)");
-        }
-        r.dynatemp_range = range;
+        r.dynatemp_range = as_float(param, value);
         return;
     }
     case SIEVE_PARAM_DYNATEMP_EXPONENT: r.dynatemp_exponent = as_float(param, value); return;
@@ -175,9 +167,9 @@ void ChainImpl::set_logit_bias(int32_t row, const int32_t* tokens, const float* 
     if (n < 0) fail(SIEVE_ERROR_INVALID_ARGUMENT, "logit bias count " + std::to_string(n) + " is negative");
     std::vector<ref::LogitBias> list;
     if (n > 0) {
-        if (!supports_bias_and_bitmask())
-            fail(SIEVE_ERROR_UNSUPPORTED_SAMPLER,
-                 "logit bias is not implemented on the GPU yet (the CPU backend runs it)");
+        if (n > max_bias_entries())
+            fail(SIEVE_ERROR_CAPACITY, "logit bias of " + std::to_string(n) + " entries; this backend takes at most " +
+                                           std::to_string(max_bias_entries()) + " per row");
         if (!tokens || !biases)
             fail(SIEVE_ERROR_INVALID_ARGUMENT, std::string(!tokens ? "tokens" : "biases") + " is NULL");
         list.reserve(static_cast<size_t>(n));
@@ -204,9 +196,6 @@ void ChainImpl::set_token_bitmask(int32_t row, const uint32_t* words, int32_t n_
     if (row < -1 || row >= config_.max_rows) row_out_of_range(row, config_.max_rows);
     std::vector<uint32_t> mask;
     if (words) {
-        if (!supports_bias_and_bitmask())
-            fail(SIEVE_ERROR_UNSUPPORTED_SAMPLER,
-                 "the token bitmask is not implemented on the GPU yet (the CPU backend runs it)");
         const int64_t max_words = (static_cast<int64_t>(config_.max_vocab) + 31) / 32;
         if (n_words <= 0)
             fail(SIEVE_ERROR_INVALID_ARGUMENT, "token bitmask word count " + std::to_string(n_words) +

@@ -42,10 +42,9 @@ public:
     void set_logit_bias(int32_t row, const int32_t* tokens, const float* biases, int32_t n);
     void set_token_bitmask(int32_t row, const uint32_t* words, int32_t n_words);
 
-    // Whether this backend runs what only the CPU twin runs so far: logit bias,
-    // the token bitmask and dynamic temperature. The GPU chain says no; setting
-    // them there fails with SIEVE_ERROR_UNSUPPORTED_SAMPLER.
-    virtual bool supports_bias_and_bitmask() const { return true; }
+    // Logit bias entries a row may have (the GPU keeps them in a fixed table;
+    // more fail with SIEVE_ERROR_CAPACITY).
+    virtual int32_t max_bias_entries() const { return INT32_MAX; }
 
     // Arguments are validated by the caller (check_call). tokens may be null
     // when draws == 1. Returns SIEVE_OK or the first failing row's status, with

@@ -3,6 +3,7 @@
 // resubmitted; per-token values go through the persistently mapped parameter
 // block, so steady-state sampling records and allocates nothing.
 #include "gpu_context.hpp"
+#include "gpu_params.hpp"
 #include "gpu_plan.hpp"
 #include "vk_check.hpp"
 
@@ -19,12 +20,12 @@ namespace sieve {
 namespace {
 
 // Buffer strides, mirroring common.glsl.
-constexpr uint32_t kParamStride = 8;
 constexpr uint32_t kSlotStride = 4;
-constexpr uint32_t kChunkStride = 8;
+constexpr uint32_t kChunkStride = 16;
 constexpr uint32_t kRowStride = 16;
 constexpr uint32_t kResultStride = 8;
 constexpr uint32_t kHistStride = 4;  // HIST_STRIDE
+constexpr uint32_t kStatusFallback = 0x46414C4Cu;  // STATUS_FALLBACK
 constexpr uint64_t kWaitTimeoutNs = 30ull * 1000 * 1000 * 1000;
 
 struct RowGroup {
@@ -47,7 +48,7 @@ class GpuChain final : public ChainImpl {
 public:
     GpuChain(VulkanContext& context, const ChainConfig& config);
     ~GpuChain() override;
-    bool supports_bias_and_bitmask() const override { return false; }  // not on the GPU yet
+    int32_t max_bias_entries() const override { return kMaxGpuBiasEntries; }
 
     sieve_status sample(const float* logits, int32_t rows, int32_t vocab, int32_t draws, int32_t* tokens,
                         sieve_token* out, std::string* message) override;
@@ -61,7 +62,10 @@ public:
 private:
     void release();
     VkDescriptorSet allocate_set(VkBuffer probabilities);
-    const Recording& recording(RecordingKind kind, uint32_t rows, uint32_t vocab);
+    const Recording& recording(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect);
+    bool use_collect(uint32_t rows) const;
+    sieve_token fallback(uint32_t row, const float* logits, uint32_t vocab, uint32_t step, std::string* message,
+                         sieve_status* first);
     void upload(const float* logits, uint32_t rows, uint32_t vocab);
     void write_params(uint32_t rows);
     void submit_and_wait(const Recording& rec);
@@ -75,10 +79,12 @@ private:
     uint32_t max_chunks_;
 
     std::atomic<uint64_t> allocations_{0};
-    uint64_t submits_ = 0, recordings_ = 0, dispatches_ = 0, row_passes_ = 0;
+    uint64_t submits_ = 0, recordings_ = 0, dispatches_ = 0, row_passes_ = 0, fallback_rows_ = 0;
+    bool chain_collect_ = false;
+    uint32_t input_words_ = 0;
 
     Buffer logits_, staging_, params_, chunk_stats_, row_state_, slot_state_, histograms_, candidates_, results_;
-    Buffer placeholder_, probabilities_, dispatch_args_;
+    Buffer placeholder_, probabilities_, dispatch_args_, inputs_;
     VkDescriptorPool pool_ = VK_NULL_HANDLE;
     VkDescriptorSet set_ = VK_NULL_HANDLE, distribution_set_ = VK_NULL_HANDLE;
     VkCommandPool command_pool_ = VK_NULL_HANDLE;
@@ -87,12 +93,14 @@ private:
     bool profiling_ = false;
     VkQueryPool queries_ = VK_NULL_HANDLE;
     std::vector<sieve_stage_time> stage_times_;
-    std::map<std::tuple<uint32_t, uint32_t, uint32_t, bool>, Recording> recordings_by_shape_;
+    std::map<std::tuple<uint32_t, uint32_t, uint32_t, bool, bool>, Recording> recordings_by_shape_;
 };
 
 GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
     : ChainImpl(config), device_(context.device()), pipelines_(context.pipelines()), limits_(device_.limits()),
-      type_(device_.info().type), max_chunks_(max_chunks_for(limits_, type_)) {
+      type_(device_.info().type), max_chunks_(max_chunks_for(limits_, type_)),
+      chain_collect_(chain_needs_collect(config.samplers)),
+      input_words_(row_input_words(static_cast<uint32_t>(config.max_vocab))) {
     const auto& vk = device_.vk();
     VkDevice dev = device_.handle();
     const uint64_t rows = static_cast<uint64_t>(config.max_rows);
@@ -109,7 +117,9 @@ GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
         slot_state_ = device_.create_buffer(rows * kSlotStride * 4, storage | VK_BUFFER_USAGE_TRANSFER_DST_BIT, false,
                                             &allocations_);
         histograms_ = device_.create_buffer(rows * max_chunks_ * kBins * kHistStride * 4, storage, false, &allocations_);
-        candidates_ = device_.create_buffer(rows * limits_.candidate_capacity * 2 * 4, storage, false, &allocations_);
+        candidates_ = device_.create_buffer(rows * collect_row_words(limits_.candidate_capacity) * 4, storage, false,
+                                            &allocations_);
+        inputs_ = device_.create_buffer(rows * input_words_ * 4, storage, true, &allocations_);
         results_ = device_.create_buffer(rows * kResultStride * 4, storage, true, &allocations_);
         placeholder_ = device_.create_buffer(16, storage, false, &allocations_);
         // Written by each level's decision (scan.glsl), read by
@@ -183,7 +193,7 @@ void GpuChain::release() {
     if (pool_) vk.vkDestroyDescriptorPool(dev, pool_, nullptr);
     pool_ = VK_NULL_HANDLE;
     for (Buffer* b : {&logits_, &staging_, &params_, &chunk_stats_, &row_state_, &slot_state_, &histograms_,
-                      &candidates_, &results_, &placeholder_, &probabilities_, &dispatch_args_})
+                      &candidates_, &results_, &placeholder_, &probabilities_, &dispatch_args_, &inputs_})
         device_.destroy_buffer(*b);
 }
 
@@ -197,6 +207,12 @@ void check_capacity(const ChainConfig& config, const EffectiveLimits& limits, ui
              "capacity " + std::to_string(config.max_rows) + " rows x " + std::to_string(config.max_vocab) +
                  " f32 logits needs " + std::to_string(logits_bytes) + " bytes in one buffer; this device's "
                  "maxStorageBufferRange is " + std::to_string(range) + " (reduce max_rows or max_vocab)");
+    const uint64_t candidate_bytes = rows * collect_row_words(limits.candidate_capacity) * 4;
+    const uint64_t dist_bytes = rows * (2 * static_cast<uint64_t>(config.max_vocab) + 2) * 4;
+    if (candidate_bytes > range || dist_bytes > range)
+        fail(SIEVE_ERROR_DEVICE_LIMIT, "capacity of " + std::to_string(config.max_rows) + " rows x " +
+                                           std::to_string(config.max_vocab) +
+                                           " needs more candidate space than maxStorageBufferRange");
     const uint64_t hist_bytes = rows * max_chunks * kBins * kHistStride * 4;
     if (hist_bytes > range)
         fail(SIEVE_ERROR_DEVICE_LIMIT, "capacity of " + std::to_string(config.max_rows) +
@@ -217,7 +233,7 @@ VkDescriptorSet GpuChain::allocate_set(VkBuffer probabilities) {
     const VkBuffer buffers[kBindingCount] = {logits_.buffer,     params_.buffer,     chunk_stats_.buffer,
                                              row_state_.buffer,  slot_state_.buffer, histograms_.buffer,
                                              candidates_.buffer, results_.buffer,    probabilities,
-                                             dispatch_args_.buffer};
+                                             dispatch_args_.buffer, inputs_.buffer};
     VkDescriptorBufferInfo infos[kBindingCount];
     VkWriteDescriptorSet writes[kBindingCount];
     for (uint32_t i = 0; i < kBindingCount; ++i) {
@@ -233,14 +249,21 @@ VkDescriptorSet GpuChain::allocate_set(VkBuffer probabilities) {
     return set;
 }
 
-const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t vocab) {
-    auto key = std::make_tuple(static_cast<uint32_t>(kind), rows, vocab, profiling_);
+bool GpuChain::use_collect(uint32_t rows) const {
+    if (chain_collect_) return true;
+    for (uint32_t r = 0; r < rows; ++r)
+        if (row_needs_collect(config_.samplers, rows_[r])) return true;
+    return false;
+}
+
+const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect) {
+    auto key = std::make_tuple(static_cast<uint32_t>(kind), rows, vocab, profiling_, collect);
     auto it = recordings_by_shape_.find(key);
     if (it != recordings_by_shape_.end()) return it->second;
 
     const auto& vk = device_.vk();
     Recording rec;
-    rec.plan = make_plan(kind, greedy_terminal(), vocab, limits_, type_);
+    rec.plan = make_plan(kind, greedy_terminal(), collect, vocab, limits_, type_);
     rec.timestamps = profiling_;
     if (rec.plan.dispatches.size() > kMaxPlanDispatches) fail(SIEVE_ERROR_INTERNAL, "plan longer than the timestamp pool");
     const uint32_t per_group = rows_per_group(rows, vocab, type_);
@@ -343,13 +366,13 @@ void GpuChain::upload(const float* logits, uint32_t rows, uint32_t vocab) {
 
 void GpuChain::write_params(uint32_t rows) {
     auto* p = static_cast<uint32_t*>(params_.mapped);
+    auto* inputs = static_cast<uint32_t*>(inputs_.mapped);
     for (uint32_t r = 0; r < rows; ++r) {
-        float scale = row_scale(static_cast<int32_t>(r));
-        uint32_t* row = p + r * kParamStride;
-        std::memcpy(&row[0], &scale, 4);
-        row[1] = rows_[r].seed;
-        row[2] = rows_[r].generation;
-        row[3] = 0;  // draw index within the step
+        const uint32_t offset = r * input_words_;
+        write_row_params(p + r * kParamStride, config_.samplers, rows_[r], row_scale(static_cast<int32_t>(r)),
+                         rows_[r].generation, limits_.candidate_capacity, offset);
+        if (row_has_inputs(rows_[r]))
+            write_row_inputs(inputs + offset, rows_[r], static_cast<uint32_t>(config_.max_vocab));
     }
 }
 
@@ -435,14 +458,17 @@ sieve_status GpuChain::sample(const float* logits, int32_t rows, int32_t vocab, 
                               sieve_token* out, std::string* message) {
     wait_pending();
     const uint32_t r = static_cast<uint32_t>(rows), v = static_cast<uint32_t>(vocab);
-    const Recording& rec = recording(RecordingKind::Sample, r, v);
+    const Recording& rec = recording(RecordingKind::Sample, r, v, use_collect(r));
     upload(logits, r, v);
     write_params(r);
     sieve_status first = SIEVE_OK;
     for (int32_t d = 0; d < draws; ++d) {
         submit_and_wait(rec);
         for (uint32_t i = 0; i < r; ++i) {
-            sieve_token t = read_result(i, message, &first);
+            const auto* res = static_cast<const uint32_t*>(results_.mapped) + i * kResultStride;
+            sieve_token t = res[3] == kStatusFallback
+                                ? fallback(i, logits + static_cast<size_t>(i) * v, v, res[5], message, &first)
+                                : read_result(i, message, &first);
             row_passes_ += t.row_passes;
             if (out) out[i] = t;
             if (tokens) tokens[static_cast<size_t>(i) * draws + d] = t.token;
@@ -451,21 +477,63 @@ sieve_status GpuChain::sample(const float* logits, int32_t rows, int32_t vocab, 
     return first;
 }
 
+// The GPU stopped where the row's survivors reach past its candidate buffer
+// (tail.glsl); the twin samples the row at the step the GPU used (and advanced).
+sieve_token GpuChain::fallback(uint32_t row, const float* logits, uint32_t vocab, uint32_t step, std::string* message,
+                               sieve_status* first) {
+    ++fallback_rows_;
+    const ref::RowResult res = ref::sample_row(config_.samplers, logits, static_cast<int32_t>(vocab),
+                                               row_params(static_cast<int32_t>(row)), step);
+    sieve_token t{};
+    t.status = res.status;
+    t.token = res.status == SIEVE_OK ? res.token : -1;
+    t.p = res.p;
+    t.logprob = res.logprob;
+    t.seed = rows_[row].seed;
+    t.step = step;
+    t.row_passes = 1;
+    if (t.status != SIEVE_OK && *first == SIEVE_OK) {
+        *first = t.status;
+        *message = "row " + std::to_string(row) + ": " + res.message;
+    }
+    return t;
+}
+
 sieve_status GpuChain::distribution(const float* logits, int32_t rows, int32_t vocab, int32_t row,
                                     std::vector<ref::Weighted>* out, std::string* message) {
     wait_pending();
     if (!probabilities_.buffer) {
         // Allocated on first use: --dump-dist is an inspection path, not the
         // steady state, so it does not cost every chain a second logits buffer.
-        probabilities_ = device_.create_buffer(static_cast<uint64_t>(config_.max_rows) * config_.max_vocab * 4,
+        probabilities_ = device_.create_buffer(static_cast<uint64_t>(config_.max_rows) * (2ull * config_.max_vocab + 2) * 4,
                                                VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, true, &allocations_);
         distribution_set_ = allocate_set(probabilities_.buffer);
     }
     const uint32_t r = static_cast<uint32_t>(rows), v = static_cast<uint32_t>(vocab);
-    const Recording& rec = recording(RecordingKind::Distribution, r, v);
+    const bool collect = use_collect(r);
+    const Recording& rec = recording(RecordingKind::Distribution, r, v, collect);
     upload(logits, r, v);
     write_params(r);
     submit_and_wait(rec);
+    if (collect) {
+        // collect.comp's list: [count or STATUS_FALLBACK, step, (id, p) x count].
+        const auto* words = static_cast<const uint32_t*>(probabilities_.mapped) + static_cast<size_t>(row) * (2 * v + 2);
+        sieve_status status = SIEVE_OK;
+        out->clear();
+        if (words[0] == kStatusFallback) {
+            ++fallback_rows_;
+            return ref::row_distribution(config_.samplers, logits + static_cast<size_t>(row) * v, vocab,
+                                         row_params(row), out, message, words[1]);
+        }
+        read_result(static_cast<uint32_t>(row), message, &status);
+        if (status != SIEVE_OK) return status;
+        for (uint32_t i = 0; i < words[0]; ++i) {
+            float p;
+            std::memcpy(&p, &words[3 + 2 * i], 4);
+            out->push_back({static_cast<int32_t>(words[2 + 2 * i]), static_cast<double>(p)});
+        }
+        return SIEVE_OK;
+    }
     // The row's status comes from the same checks as sampling.
     const float* p = static_cast<const float*>(probabilities_.mapped) + static_cast<size_t>(row) * v;
     const float* l = logits + static_cast<size_t>(row) * v;
@@ -493,11 +561,13 @@ sieve_counters GpuChain::counters() const {
     c.dispatches = dispatches_;
     c.allocations = allocations_.load();
     c.row_passes = row_passes_;
+    c.cpu_fallback_rows = fallback_rows_;
     return c;
 }
 
 void GpuChain::plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, uint32_t* row_passes) const {
-    Plan p = make_plan(RecordingKind::Sample, greedy_terminal(), static_cast<uint32_t>(vocab), limits_, type_);
+    Plan p = make_plan(RecordingKind::Sample, greedy_terminal(), use_collect(static_cast<uint32_t>(rows)),
+                       static_cast<uint32_t>(vocab), limits_, type_);
     const uint32_t per_group = rows_per_group(static_cast<uint32_t>(rows), static_cast<uint32_t>(vocab), type_);
     const uint32_t groups = (static_cast<uint32_t>(rows) + per_group - 1) / per_group;
     *dispatches = p.min_dispatches * groups;
@@ -509,6 +579,12 @@ void GpuChain::plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, u
 std::unique_ptr<ChainImpl> make_gpu_chain(VulkanContext& context, const ChainConfig& config) {
     const EffectiveLimits& limits = context.device().limits();
     check_capacity(config, limits, max_chunks_for(limits, context.device().info().type));
+    size_t ops = 0;
+    for (size_t i = 0; i + 1 < config.samplers.size(); ++i)
+        ops += (config.samplers[i] != ref::SamplerKind::Penalties && config.samplers[i] != ref::SamplerKind::Dry) ? 1 : 0;
+    if (ops > kMaxOps)
+        fail(SIEVE_ERROR_INVALID_CHAIN, "a chain of " + std::to_string(ops) + " samplers before its draw; the GPU runs at most " +
+                                            std::to_string(kMaxOps));
     return std::make_unique<GpuChain>(context, config);
 }
 

@@ -60,7 +60,17 @@ bool gpu_implements(ref::SamplerKind kind) {
     switch (kind) {
     case ref::SamplerKind::Temperature:
     case ref::SamplerKind::Greedy:
-    case ref::SamplerKind::Dist: return true;
+    case ref::SamplerKind::Dist:
+    case ref::SamplerKind::TopK:
+    case ref::SamplerKind::TopP:
+    case ref::SamplerKind::MinP:
+    case ref::SamplerKind::TypicalP:
+    case ref::SamplerKind::TopNSigma:
+    case ref::SamplerKind::Xtc:
+    // The twin runs penalties and DRY as llama.cpp does with their default
+    // (disabled) parameters, a no-op, until they can be set; so does the GPU.
+    case ref::SamplerKind::Penalties:
+    case ref::SamplerKind::Dry: return true;
     default: return false;
     }
 }

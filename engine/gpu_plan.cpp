@@ -26,11 +26,28 @@ uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type) {
     return static_cast<uint32_t>(std::clamp<uint64_t>(fit, 1, rows));
 }
 
-Plan make_plan(RecordingKind kind, bool greedy_chain, uint32_t vocab, const EffectiveLimits& limits,
+Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, uint32_t vocab, const EffectiveLimits& limits,
                sieve_device_type type) {
     Plan p;
     chunking(vocab, limits, type, &p.n_chunks, &p.chunk_size);
     if (greedy_chain) p.flags |= kFlagGreedy;
+    if (collect) {
+        if (kind == RecordingKind::Distribution) p.flags |= kFlagDistribution;
+        p.small = vocab <= limits.candidate_capacity;
+        if (p.small) {
+            p.flags |= kFlagSmall;
+            p.n_chunks = 1;
+            p.chunk_size = vocab;
+        } else if (p.n_chunks > kMaxCollectChunks) {
+            p.n_chunks = kMaxCollectChunks;
+            p.chunk_size = (vocab + p.n_chunks - 1) / p.n_chunks;
+            p.n_chunks = (vocab + p.chunk_size - 1) / p.chunk_size;
+        }
+        p.dispatches = {{Stage::Collect, 0, !p.small}};
+        p.min_row_passes = 1;
+        p.min_dispatches = 1;
+        return p;
+    }
     if (kind == RecordingKind::Distribution) {
         p.flags |= kFlagDistribution;
         p.dispatches = {{Stage::RowStats, 0, true}, {Stage::MassHistogram, 0, true}, {Stage::Probabilities, 0, true}};

@@ -26,6 +26,12 @@ inline uint32_t histogram_args(uint32_t level) { return level * 8; }
 
 enum class RecordingKind : uint32_t { Sample = 0, Distribution = 1 };
 
+// Mirrors collect.comp: a collect pass splits a row into at most this many
+// chunks, each keeping up to CAP / 2 candidates in the row's candidate region
+// of kCollectRowWords(CAP) words (also the tail's scratch).
+constexpr uint32_t kMaxCollectChunks = 8;
+inline uint64_t collect_row_words(uint32_t capacity) { return static_cast<uint64_t>(kMaxCollectChunks) * capacity; }
+
 struct Plan {
     bool small = false;        // vocab <= CAP: finalize reads the row itself
     uint32_t n_chunks = 1;
@@ -48,7 +54,10 @@ void chunking(uint32_t vocab, const EffectiveLimits& limits, sieve_device_type t
 // Results do not depend on it: a row's work is the same in any group.
 uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type);
 
-Plan make_plan(RecordingKind kind, bool greedy_chain, uint32_t vocab, const EffectiveLimits& limits,
+// collect: the chain has truncating samplers (or a dynamic temperature): one
+// collect dispatch whose last workgroup runs the chain on the row's top
+// candidates (collect.comp, tail.glsl). Otherwise the selection levels.
+Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, uint32_t vocab, const EffectiveLimits& limits,
                sieve_device_type type);
 
 } // namespace sieve

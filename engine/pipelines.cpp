@@ -13,6 +13,7 @@ const char* stage_name(Stage stage) {
     case Stage::Gather: return "gather";
     case Stage::Finalize: return "finalize";
     case Stage::Probabilities: return "probabilities";
+    case Stage::Collect: return "collect";
     default: return "?";
     }
 }
@@ -72,10 +73,10 @@ Pipelines::Pipelines(Device& device) : device_(device) {
     const auto& lim = device.limits();
     const bool subgroup = (lim.features & SIEVE_FEATURE_SUBGROUP_ARITHMETIC) && device.info().subgroup_size >= 4;
     const shaders::Spirv* portable[] = {&shaders::row_stats, &shaders::mass_histogram, &shaders::gather,
-                                        &shaders::finalize, &shaders::probabilities};
+                                        &shaders::finalize, &shaders::probabilities, &shaders::collect};
     const shaders::Spirv* with_subgroups[] = {&shaders::row_stats_subgroup, &shaders::mass_histogram_subgroup,
                                               &shaders::gather_subgroup, &shaders::finalize_subgroup,
-                                              &shaders::probabilities_subgroup};
+                                              &shaders::probabilities_subgroup, &shaders::collect_subgroup};
     const shaders::Spirv* const* code = subgroup ? with_subgroups : portable;
     uses_subgroups_ = subgroup;
     for (uint32_t i = 0; i < static_cast<uint32_t>(Stage::Count); ++i)

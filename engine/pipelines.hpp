@@ -9,7 +9,7 @@
 
 namespace sieve {
 
-enum class Stage : uint32_t { RowStats, MassHistogram, Gather, Finalize, Probabilities, Count };
+enum class Stage : uint32_t { RowStats, MassHistogram, Gather, Finalize, Probabilities, Collect, Count };
 
 const char* stage_name(Stage stage);
 
@@ -28,7 +28,7 @@ struct PushConstants {
 constexpr uint32_t kFlagGreedy = 1u;  // FLAG_GREEDY
 constexpr uint32_t kFlagSmall = 2u;   // FLAG_SMALL
 constexpr uint32_t kFlagDistribution = 4u;  // FLAG_DISTRIBUTION
-constexpr uint32_t kBindingCount = 10;  // bindings 0..9 of common.glsl
+constexpr uint32_t kBindingCount = 11;  // bindings 0..10 of common.glsl
 
 class Pipelines {
 public:

@@ -275,6 +275,8 @@ typedef struct sieve_counters {
     uint64_t dispatches;        /* dispatches submitted (summed over submits) */
     uint64_t allocations;       /* device memory allocations */
     uint64_t row_passes;        /* full-row reads submitted (per row, summed) */
+    uint64_t cpu_fallback_rows; /* rows the GPU could not finish exactly (survivors beyond
+                                   its candidate buffer) and the CPU twin sampled instead */
 } sieve_counters;
 
 SIEVE_API sieve_status sieve_chain_counters(const sieve_chain* chain, sieve_counters* out);

@@ -45,13 +45,47 @@ const uint KEY_LEVELS = 8u;
 const uint STATUS_OK = 0u;
 const uint STATUS_NON_FINITE = 9u;
 const uint STATUS_ALL_MASKED = 10u;
+// Not a sieve_status: the row's survivors reach past the candidate buffer; the
+// host samples it with the CPU twin (counted in cpu_fallback_rows).
+const uint STATUS_FALLBACK = 0x46414C4Cu;
 
-// Per-row parameters, written by the host into a persistently mapped block.
-const uint PARAM_STRIDE = 8u;
+// Per-row parameters, written by the host into a persistently mapped block
+// (mirrored in engine/gpu_params.hpp).
+const uint PARAM_STRIDE = 32u;
 const uint P_SCALE = 0u;       // float: the chain's temperature product, 1 without temperature; <= 0 = greedy
 const uint P_SEED = 1u;
 const uint P_GENERATION = 2u;  // bumped by the host on reset/seed change
 const uint P_DRAW = 3u;
+const uint P_ROW_FLAGS = 4u;   // ROW_*
+const uint P_TEMPERATURE = 5u; // float, the sampler parameters (llama.cpp's meanings)
+const uint P_TOP_K = 6u;       // int
+const uint P_TOP_P = 7u;
+const uint P_MIN_P = 8u;
+const uint P_TYPICAL = 9u;
+const uint P_N_SIGMA = 10u;
+const uint P_XTC_PROB = 11u;
+const uint P_XTC_THRESHOLD = 12u;
+const uint P_DYN_RANGE = 13u;
+const uint P_DYN_EXPONENT = 14u;
+const uint P_MIN_KEEP = 15u;   // uint, >= 0
+const uint P_AGG_T = 16u;      // float: the temperature product the full-row mass is summed at
+const uint P_NEED = 17u;       // candidates the collect pass keeps (1..CAP/2)
+const uint P_OPS = 18u;        // 2 words: the chain before its draw, 4 bits per sampler (OP_*), 0 = end
+const uint P_INPUTS = 20u;     // word offset of the row's bias/bitmask block in row_inputs
+
+const uint ROW_HAS_INPUTS = 1u;  // a logit bias or a token bitmask applies
+const uint ROW_NEED_SIGMA = 2u;  // the collect pass sums mean/variance of the row
+const uint ROW_NEED_MASS = 4u;   // the collect pass sums the row's softmax mass at P_AGG_T
+
+const uint OP_END = 0u;
+const uint OP_TEMPERATURE = 1u;
+const uint OP_TOP_K = 2u;
+const uint OP_TOP_P = 3u;
+const uint OP_MIN_P = 4u;
+const uint OP_TYPICAL = 5u;
+const uint OP_TOP_N_SIGMA = 6u;
+const uint OP_XTC = 7u;
+const uint MAX_OPS = 16u;
 
 // Per-slot state that lives on the device across calls.
 const uint SLOT_STRIDE = 4u;
@@ -59,7 +93,7 @@ const uint S_STEP = 0u;
 const uint S_GENERATION = 1u;
 
 // Per-chunk statistics (row_stats.comp).
-const uint CHUNK_STRIDE = 8u;
+const uint CHUNK_STRIDE = 16u;
 const uint C_MAX_KEY = 0u;
 const uint C_ARGMAX = 1u;
 const uint C_MIN_FINITE_KEY = 2u;
@@ -67,6 +101,8 @@ const uint C_BAD = 3u;
 const uint C_FIRST_BAD = 4u;
 const uint C_FINITE = 5u;
 const uint C_OVERFLOW = 6u;
+const uint C_KEPT = 7u;        // collect: candidates the chunk kept
+const uint C_AGG = 8u;         // collect: Agg (count, mean, m2, mass max, mass sum) as float bits
 
 // Per-row selection state within one call.
 const uint ROW_STRIDE = 16u;
@@ -116,6 +152,9 @@ layout(std430, set = 0, binding = 5) coherent buffer Histograms { uint histogram
 layout(std430, set = 0, binding = 6) coherent buffer Candidates { uint candidates[]; };  // [row][CAP][key, id]
 layout(std430, set = 0, binding = 7) buffer Results { uint results[]; };
 layout(std430, set = 0, binding = 9) buffer DispatchArgs { uint dispatch_args[]; };
+// Per-row logit bias and token bitmask (host-written): [n_bias, words W,
+// W x (allowed bits, biased bits), n_bias x (token, bias bits) sorted by token].
+layout(std430, set = 0, binding = 10) readonly buffer RowInputs { uint row_inputs[]; };
 
 // Order-preserving key: uint order == float order; -0 and +0 share a key.
 // NaN never gets here (rows holding one fail in row_stats first).
@@ -153,6 +192,48 @@ uvec2 fixed40(float w) {
 
 uvec2 sieve_mass(float scaled, float max_scaled) { return fixed40(clamp(exp(scaled - max_scaled), 0.0, 1.0)); }
 
-uint load_key(uint row, uint i, float scale) { return sieve_key(scaled_logit(logits[row * pc.stride + i], scale)); }
+#define NEG_INF uintBitsToFloat(0xFF800000u)
+#define QNAN uintBitsToFloat(0x7FC00000u)
+
+uint param_u(uint row, uint p) { return params[row * PARAM_STRIDE + p]; }
+float param_f(uint row, uint p) { return uintBitsToFloat(params[row * PARAM_STRIDE + p]); }
+
+// The bias entries of token i, added in list order (the twin's rule); a finite
+// logit a finite bias drives to +-inf becomes NaN, which fails the row
+// (SIEVE_ERROR_NON_FINITE_LOGIT, as the twin says).
+float apply_bias(uint base, uint i, float f) {
+    uint n = row_inputs[base];
+    uint entries = base + 2u + 2u * row_inputs[base + 1u];
+    uint lo = 0u, hi = n;  // first entry with token >= i
+    while (lo < hi) {
+        uint mid = (lo + hi) / 2u;
+        if (row_inputs[entries + 2u * mid] < i) lo = mid + 1u; else hi = mid;
+    }
+    for (uint e = lo; e < n && row_inputs[entries + 2u * e] == i; ++e) {
+        float b = uintBitsToFloat(row_inputs[entries + 2u * e + 1u]);
+        float before = f;
+        f = f + b;
+        if (isinf(f) && !isinf(before) && !isinf(b)) return QNAN;
+    }
+    return f;
+}
+
+// Logit i of a row as the chain sees it: the token bitmask (disallowed = -inf)
+// and the logit bias applied, as the twin applies them before the chain. NaN and
+// +Inf stay as they are: the row fails on them whatever the mask says (the twin
+// checks the raw logits first).
+float row_logit(uint row, uint i) {
+    float f = logits[row * pc.stride + i];
+    if ((param_u(row, P_ROW_FLAGS) & ROW_HAS_INPUTS) == 0u) return f;
+    if (isnan(f) || (isinf(f) && f > 0.0)) return f;
+    uint base = param_u(row, P_INPUTS);
+    uint w = base + 2u + 2u * (i >> 5u);
+    uint bit = 1u << (i & 31u);
+    if ((row_inputs[w] & bit) == 0u) return NEG_INF;
+    if ((row_inputs[w + 1u] & bit) == 0u) return f;
+    return apply_bias(base, i, f);
+}
+
+uint load_key(uint row, uint i, float scale) { return sieve_key(scaled_logit(row_logit(row, i), scale)); }
 
 #endif

@@ -15,7 +15,7 @@ void main() {
 
     RowStats s = row_stats_empty();
     for (uint i = t; i < pc.vocab; i += WG) {
-        float f = logits[row * pc.stride + i];
+        float f = row_logit(row, i);
         float x = scaled_logit(f, scale);
         row_stats_add(s, f, x, i);
         c_key[i] = (isnan(f) || (isinf(f) && f > 0.0)) ? 0u : sieve_key(x);

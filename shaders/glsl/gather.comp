@@ -23,7 +23,7 @@ void main() {
         uint begin = chunk * pc.chunk_size;
         uint end = min(begin + pc.chunk_size, pc.vocab);
         for (uint i = begin + t; i < end; i += WG) {
-            float x = scaled_logit(logits[row * pc.stride + i], scale);
+            float x = scaled_logit(row_logit(row, i), scale);
             uint k = sieve_key(x);
             if (isinf(x) || k < lo || k > hi) continue;
             uint slot = atomicAdd(row_state[o + R_CAND_COUNT], 1u);

@@ -48,7 +48,7 @@ void main() {
     uint end = min(begin + pc.chunk_size, pc.vocab);
     if (value_level) {
         for (uint i = begin + t; i < end; i += WG) {
-            float x = scaled_logit(logits[row * pc.stride + i], scale);
+            float x = scaled_logit(row_logit(row, i), scale);
             if (isinf(x)) continue;  // -inf: masked, no mass (a row with +inf failed)
             uint bin = level0_bin(x, max_scaled, inv_width);
             float w = exp(x - max_scaled);
@@ -59,7 +59,7 @@ void main() {
         }
     } else {
         for (uint i = begin + t; i < end; i += WG) {
-            float x = scaled_logit(logits[row * pc.stride + i], scale);
+            float x = scaled_logit(row_logit(row, i), scale);
             uint k = sieve_key(x);
             if (isinf(x) || k < lo || k > hi) continue;
             uint bin = key_bin(k, hi, step);

@@ -25,4 +25,9 @@ uint sieve_uniform_u32(uint seed, uint step, uint draw) {
     return philox4x32_10(uvec4(step, draw, 0u, 0u), uvec2(seed, PHILOX_KEY_HI)).x;
 }
 
+// XTC's coin: word 1 of the same block (the twin's xtc_coin_u32).
+uint sieve_xtc_coin_u32(uint seed, uint step, uint draw) {
+    return philox4x32_10(uvec4(step, draw, 0u, 0u), uvec2(seed, PHILOX_KEY_HI)).y;
+}
+
 #endif

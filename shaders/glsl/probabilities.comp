@@ -29,7 +29,7 @@ void main() {
         results[row * RESULT_STRIDE + 7u] = row_state[o + R_FIRST_BAD];
     }
     for (uint i = begin + t; i < end; i += WG) {
-        float f = logits[row * pc.stride + i];
+        float f = row_logit(row, i);
         float p = -1.0;
         if (status == STATUS_OK) {
             if (greedy) {

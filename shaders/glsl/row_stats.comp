@@ -21,7 +21,7 @@ void main() {
 
     RowStats s = row_stats_empty();
     for (uint i = begin + t; i < end; i += WG) {
-        float f = logits[row * pc.stride + i];
+        float f = row_logit(row, i);
         row_stats_add(s, f, scaled_logit(f, scale), i);
     }
     s = wg_reduce_row_stats(s);

@@ -1,0 +1,164 @@
+#include "gpu_params.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace sieve {
+
+namespace {
+
+using ref::SamplerKind;
+
+// common.glsl's P_* and ROW_* and OP_*.
+enum : uint32_t {
+    P_SCALE = 0, P_SEED = 1, P_GENERATION = 2, P_DRAW = 3, P_ROW_FLAGS = 4, P_TEMPERATURE = 5, P_TOP_K = 6,
+    P_TOP_P = 7, P_MIN_P = 8, P_TYPICAL = 9, P_N_SIGMA = 10, P_XTC_PROB = 11, P_XTC_THRESHOLD = 12,
+    P_DYN_RANGE = 13, P_DYN_EXPONENT = 14, P_MIN_KEEP = 15, P_AGG_T = 16, P_NEED = 17, P_OPS = 18, P_INPUTS = 20,
+};
+enum : uint32_t { ROW_HAS_INPUTS = 1, ROW_NEED_SIGMA = 2, ROW_NEED_MASS = 4 };
+enum : uint32_t { OP_TEMPERATURE = 1, OP_TOP_K = 2, OP_TOP_P = 3, OP_MIN_P = 4, OP_TYPICAL = 5, OP_TOP_N_SIGMA = 6, OP_XTC = 7 };
+
+uint32_t op_of(SamplerKind kind) {
+    switch (kind) {
+    case SamplerKind::Temperature: return OP_TEMPERATURE;
+    case SamplerKind::TopK: return OP_TOP_K;
+    case SamplerKind::TopP: return OP_TOP_P;
+    case SamplerKind::MinP: return OP_MIN_P;
+    case SamplerKind::TypicalP: return OP_TYPICAL;
+    case SamplerKind::TopNSigma: return OP_TOP_N_SIGMA;
+    case SamplerKind::Xtc: return OP_XTC;
+    default: return 0;  // penalties and DRY: no-ops until they can be set (as in the twin); the draw
+    }
+}
+
+uint32_t bits(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+}
+
+// How many candidates the collect pass keeps and which full-row aggregates
+// the tail may need, walking the chain as the tail will: while nothing has
+// cut the array, a sampler that needs the row's softmax mass (top-p, XTC, the
+// draw) reads it at the temperatures applied so far (agg_t); top-n-sigma reads
+// the row's mean and variance. The first top-k <= CAP / 2 bounds the rest of
+// the chain to its k candidates (a greedy masking to one).
+struct Needs {
+    uint32_t need;
+    uint32_t flags = 0;
+    float agg_t = 1.0f;
+};
+
+Needs analyse(const std::vector<SamplerKind>& samplers, const ref::RowParams& row, uint32_t half) {
+    Needs n;
+    n.need = half;
+    float tprod = 1.0f;
+    bool mass = false, xtc_before = false;
+    auto want_mass = [&] {
+        if (!mass) n.agg_t = tprod;
+        mass = true;
+    };
+    for (size_t i = 0; i + 1 < samplers.size(); ++i) {
+        switch (samplers[i]) {
+        case SamplerKind::Temperature:
+            if (row.dynatemp_range > 0.0f) return n;  // entropy over the array: bounded or the CPU twin
+            if (!(row.temperature > 0.0f)) return n;  // greedy masking: every entry is known after it
+            tprod *= row.temperature;
+            break;
+        case SamplerKind::TopK:
+            if (row.top_k > 0) {
+                if (!xtc_before) n.need = std::min<uint32_t>(static_cast<uint32_t>(row.top_k), half);
+                return n;
+            }
+            break;
+        case SamplerKind::TopP:
+            if (row.top_p < 1.0f) want_mass();
+            break;
+        case SamplerKind::Xtc:
+            if (row.xtc_probability > 0.0f && row.xtc_threshold <= 0.5f) {
+                want_mass();
+                xtc_before = true;
+            }
+            break;
+        case SamplerKind::TopNSigma:
+            if (row.top_n_sigma > 0.0f) n.flags |= ROW_NEED_SIGMA;
+            break;
+        default: break;
+        }
+    }
+    if (samplers.back() == SamplerKind::Dist) want_mass();
+    if (mass) n.flags |= ROW_NEED_MASS;
+    return n;
+}
+
+} // namespace
+
+bool chain_needs_collect(const std::vector<SamplerKind>& samplers) {
+    for (SamplerKind k : samplers)
+        if (op_of(k) > OP_TEMPERATURE) return true;
+    return false;
+}
+
+bool row_needs_collect(const std::vector<SamplerKind>& samplers, const ref::RowParams& row) {
+    if (!(row.dynatemp_range > 0.0f)) return false;
+    return std::find(samplers.begin(), samplers.end(), SamplerKind::Temperature) != samplers.end();
+}
+
+uint32_t row_input_words(uint32_t max_vocab) { return 2 + 2 * ((max_vocab + 31) / 32) + 2 * kMaxGpuBiasEntries; }
+
+bool row_has_inputs(const ref::RowParams& row) { return !row.logit_bias.empty() || !row.token_bitmask.empty(); }
+
+void write_row_params(uint32_t* p, const std::vector<SamplerKind>& samplers, const ref::RowParams& row, float scale,
+                      uint32_t generation, uint32_t capacity, uint32_t inputs_offset) {
+    std::memset(p, 0, kParamStride * 4);
+    const Needs needs = analyse(samplers, row, capacity / 2);
+    p[P_SCALE] = bits(scale);
+    p[P_SEED] = row.seed;
+    p[P_GENERATION] = generation;
+    p[P_DRAW] = 0;
+    p[P_ROW_FLAGS] = needs.flags | (row_has_inputs(row) ? ROW_HAS_INPUTS : 0u);
+    p[P_TEMPERATURE] = bits(row.temperature);
+    p[P_TOP_K] = static_cast<uint32_t>(row.top_k);
+    p[P_TOP_P] = bits(row.top_p);
+    p[P_MIN_P] = bits(row.min_p);
+    p[P_TYPICAL] = bits(row.typical_p);
+    p[P_N_SIGMA] = bits(row.top_n_sigma);
+    p[P_XTC_PROB] = bits(row.xtc_probability);
+    p[P_XTC_THRESHOLD] = bits(row.xtc_threshold);
+    p[P_DYN_RANGE] = bits(row.dynatemp_range);
+    p[P_DYN_EXPONENT] = bits(row.dynatemp_exponent);
+    p[P_MIN_KEEP] = static_cast<uint32_t>(std::max(row.min_keep, 0));
+    p[P_AGG_T] = bits(needs.agg_t);
+    p[P_NEED] = needs.need;
+    uint32_t n_ops = 0;
+    for (size_t i = 0; i + 1 < samplers.size(); ++i) {
+        const uint32_t op = op_of(samplers[i]);
+        if (op == 0 || n_ops == kMaxOps) continue;  // chain length is checked at creation
+        p[P_OPS + n_ops / 8] |= op << (4 * (n_ops % 8));
+        ++n_ops;
+    }
+    p[P_INPUTS] = inputs_offset;
+}
+
+void write_row_inputs(uint32_t* block, const ref::RowParams& row, uint32_t max_vocab) {
+    const uint32_t words = (max_vocab + 31) / 32;
+    std::vector<ref::LogitBias> bias = row.logit_bias;
+    // By token, entries of one token in list order (the order they add up in).
+    std::stable_sort(bias.begin(), bias.end(), [](const auto& a, const auto& b) { return a.token < b.token; });
+    block[0] = static_cast<uint32_t>(bias.size());
+    block[1] = words;
+    uint32_t* masks = block + 2;
+    for (uint32_t w = 0; w < words; ++w) {
+        masks[2 * w] = row.token_bitmask.empty() ? 0xFFFFFFFFu : (w < row.token_bitmask.size() ? row.token_bitmask[w] : 0u);
+        masks[2 * w + 1] = 0;
+    }
+    uint32_t* entries = masks + 2 * words;
+    for (size_t e = 0; e < bias.size(); ++e) {
+        const uint32_t t = static_cast<uint32_t>(bias[e].token);
+        masks[2 * (t / 32) + 1] |= 1u << (t % 32);
+        entries[2 * e] = t;
+        entries[2 * e + 1] = bits(bias[e].bias);
+    }
+}
+
+} // namespace sieve

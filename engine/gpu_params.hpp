@@ -1,0 +1,38 @@
+// What the host writes for each row before a submission: the parameter block
+// (common.glsl's P_*), the chain as a list of GPU sampler ops, and the row's
+// logit bias / token bitmask block (common.glsl's RowInputs).
+#pragma once
+
+#include "reference/reference.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace sieve {
+
+// Mirrors common.glsl.
+constexpr uint32_t kParamStride = 32;
+constexpr uint32_t kMaxOps = 16;
+// Logit bias entries a GPU row can hold.
+constexpr int32_t kMaxGpuBiasEntries = 1024;
+
+// Whether the chain needs the collect pass (a truncating sampler); a row with a
+// dynamic temperature needs it too (row_needs_collect).
+bool chain_needs_collect(const std::vector<ref::SamplerKind>& samplers);
+bool row_needs_collect(const std::vector<ref::SamplerKind>& samplers, const ref::RowParams& row);
+
+// Words of one row's RowInputs block for a chain of capacity max_vocab.
+uint32_t row_input_words(uint32_t max_vocab);
+
+// Writes the row's parameter block (kParamStride words). scale: the product of
+// the chain's temperatures for the selection-level path; capacity: the
+// device's candidate capacity; inputs_offset: the word offset of the row's
+// RowInputs block.
+void write_row_params(uint32_t* block, const std::vector<ref::SamplerKind>& samplers, const ref::RowParams& row,
+                      float scale, uint32_t generation, uint32_t capacity, uint32_t inputs_offset);
+
+// Whether the row has a logit bias or a token bitmask, and its RowInputs block.
+bool row_has_inputs(const ref::RowParams& row);
+void write_row_inputs(uint32_t* block, const ref::RowParams& row, uint32_t max_vocab);
+
+} // namespace sieve

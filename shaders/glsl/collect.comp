@@ -1,0 +1,281 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// Chains with truncating samplers, in one dispatch and one read of the row.
+// Each chunk workgroup keeps the top `need` entries of its slice in canonical
+// order (key descending, ties by lower id: a total order, so the result is
+// exact) while it reads it once: entries above the running threshold (the
+// need-th best so far) are appended to shared memory, which is compacted by a
+// bitonic sort when it fills. The chunk also sums the full-row aggregates its
+// row needs (agg.glsl). The last workgroup of the row merges the chunks' lists
+// into the row's top `need`, runs the chain on them (tail.glsl) and draws.
+// A row that fits the candidate buffer (FLAG_SMALL) is read whole by one
+// workgroup.
+#include "common.glsl"
+#include "row.glsl"
+#include "arrive.glsl"
+#include "result.glsl"
+#include "agg.glsl"
+#include "tail.glsl"
+
+// sieve_chain_distribution: per row, at (2 * stride + 2) words: [count or
+// STATUS_FALLBACK, step, count x (id, p bits)] in canonical order.
+layout(std430, set = 0, binding = 8) writeonly buffer DistOut { uint dist_out[]; };
+
+const uint HALF = CAP / 2u;
+// Logits per invocation between two checks of the buffer: a round appends at
+// most ROUND <= CAP / 2 entries, so a buffer compacted to <= CAP / 2 never overflows.
+const uint PER_INV = (CAP / (2u * WG)) > 0u ? CAP / (2u * WG) : 1u;
+const uint ROUND = WG * PER_INV;
+// Words of the candidates buffer per row: the chunks' lists (up to 8 chunks of
+// CAP / 2 entries), later the tail's scratch (2 x CAP entries).
+const uint MAX_COLLECT_CHUNKS = 8u;
+const uint ROW_WORDS = MAX_COLLECT_CHUNKS * CAP;
+
+shared uint s_fill, s_has_tau, s_tau_key, s_tau_id;
+
+// Keeps the best `need` of the buffer, sorted; the need-th becomes the threshold.
+void compact(uint need) {
+    uint fill = s_fill;
+    sort_prefix(fill);
+    if (gl_LocalInvocationID.x == 0u) {
+        if (fill >= need) {
+            s_has_tau = 1u;
+            s_tau_key = c_key[need - 1u];
+            s_tau_id = c_id[need - 1u];
+        }
+        s_fill = min(fill, need);
+    }
+    barrier();
+}
+
+void write_agg(uint o, Agg a) {
+    chunk_stats[o + C_AGG + 0u] = floatBitsToUint(a.count);
+    chunk_stats[o + C_AGG + 1u] = floatBitsToUint(a.mean);
+    chunk_stats[o + C_AGG + 2u] = floatBitsToUint(a.m2);
+    chunk_stats[o + C_AGG + 3u] = floatBitsToUint(a.mmax);
+    chunk_stats[o + C_AGG + 4u] = floatBitsToUint(a.msum);
+}
+
+Agg read_agg(uint o) {
+    return Agg(uintBitsToFloat(chunk_stats[o + C_AGG + 0u]), uintBitsToFloat(chunk_stats[o + C_AGG + 1u]),
+               uintBitsToFloat(chunk_stats[o + C_AGG + 2u]), uintBitsToFloat(chunk_stats[o + C_AGG + 3u]),
+               uintBitsToFloat(chunk_stats[o + C_AGG + 4u]));
+}
+
+void write_distribution(uint row, uint n, float total, uint step) {
+    uint base = row * (2u * pc.stride + 2u);
+    uint t = gl_LocalInvocationID.x;
+    if (t == 0u) {  // the row's status, as sampling would report it
+        results[row * RESULT_STRIDE + 3u] = s_status;
+        results[row * RESULT_STRIDE + 7u] = row_state[row * ROW_STRIDE + R_FIRST_BAD];
+    }
+    if (s_fallback != 0u || s_status != STATUS_OK) {
+        if (t == 0u) {
+            dist_out[base] = s_fallback != 0u ? STATUS_FALLBACK : 0u;
+            dist_out[base + 1u] = step;
+        }
+        return;
+    }
+    bool greedy = (pc.flags & FLAG_GREEDY) != 0u;
+    float v0 = cand_value(0u);
+    uint count = 0u;
+    for (uint i = 0u; i < n; ++i) count += (greedy ? i == 0u : c_key[i] != KEY_NEG_INF) ? 1u : 0u;
+    if (t == 0u) {
+        dist_out[base] = count;
+        dist_out[base + 1u] = step;
+    }
+    // Finite entries form a prefix of the canonical order.
+    for (uint i = t; i < count; i += WG) {
+        dist_out[base + 2u + 2u * i] = c_id[i];
+        dist_out[base + 3u + 2u * i] = floatBitsToUint(greedy ? 1.0 : cand_mass(i, v0) / total);
+    }
+}
+
+void main() {
+    uint row = pc.row_base + gl_WorkGroupID.y;
+    uint chunk = gl_WorkGroupID.x;
+    uint t = gl_LocalInvocationID.x;
+    uint o = row * ROW_STRIDE;
+    bool small = (pc.flags & FLAG_SMALL) != 0u;
+    uint need = clamp(param_u(row, P_NEED), 1u, HALF);
+    uint row_flags = param_u(row, P_ROW_FLAGS);
+    bool want_sigma = (row_flags & ROW_NEED_SIGMA) != 0u;
+    bool want_mass = (row_flags & ROW_NEED_MASS) != 0u;
+    float agg_t = param_f(row, P_AGG_T);
+    uint region = row * ROW_WORDS;
+
+    RowStats s = row_stats_empty();
+    Agg a = agg_empty();
+    uint n;
+    if (small) {
+        // The whole row (vocab <= CAP) in the buffer.
+        for (uint i = t; i < pc.vocab; i += WG) {
+            float f = row_logit(row, i);
+            row_stats_add(s, f, f, i);
+            c_key[i] = (isnan(f) || (isinf(f) && f > 0.0)) ? 0u : sieve_key(f);
+            c_id[i] = i;
+        }
+        s = wg_reduce_row_stats(s);
+        sort_prefix(pc.vocab);
+        n = pc.vocab;
+    } else {
+        uint begin = chunk * pc.chunk_size;
+        uint end = min(begin + pc.chunk_size, pc.vocab);
+        if (t == 0u) {
+            s_fill = 0u;
+            s_has_tau = 0u;
+        }
+        barrier();
+        for (uint base = begin; base < end; base += ROUND) {
+            uint fill = s_fill;
+            barrier();  // every invocation has read it before anyone appends
+            if (fill > CAP - ROUND) compact(need);
+            bool has_tau = s_has_tau != 0u;
+            uint tk = s_tau_key, ti = s_tau_id;
+            for (uint e = 0u; e < PER_INV; ++e) {
+                uint i = base + e * WG + t;
+                if (i >= end) break;
+                float f = row_logit(row, i);
+                row_stats_add(s, f, f, i);
+                if (isnan(f) || (isinf(f) && f > 0.0)) continue;
+                if (!isinf(f)) agg_add(a, f, f / agg_t, want_sigma, want_mass);
+                uint k = sieve_key(f);
+                if (has_tau && !(k > tk || (k == tk && i < ti))) continue;
+                uint slot = atomicAdd(s_fill, 1u);
+                c_key[slot] = k;
+                c_id[slot] = i;
+            }
+            barrier();
+        }
+        compact(need);
+        s = wg_reduce_row_stats(s);
+        if (want_sigma || want_mass) a = wg_reduce_agg(a);
+        uint kept = s_fill;
+        uint list = region + chunk * HALF * 2u;
+        for (uint i = t; i < kept; i += WG) {
+            candidates[list + 2u * i] = c_key[i];
+            candidates[list + 2u * i + 1u] = c_id[i];
+        }
+        if (t == 0u) {
+            uint c = (row * pc.n_chunks + chunk) * CHUNK_STRIDE;
+            chunk_stats[c + C_MAX_KEY] = s.max_key;
+            chunk_stats[c + C_ARGMAX] = s.argmax;
+            chunk_stats[c + C_MIN_FINITE_KEY] = s.min_finite_key;
+            chunk_stats[c + C_BAD] = s.bad;
+            chunk_stats[c + C_FIRST_BAD] = s.first_bad;
+            chunk_stats[c + C_FINITE] = s.finite;
+            chunk_stats[c + C_OVERFLOW] = s.overflow;
+            chunk_stats[c + C_KEPT] = kept;
+            write_agg(c, a);
+        }
+        if (!last_to_arrive(row)) return;
+
+        // The row's top `need`: merge the chunks' sorted lists two at a time.
+        s = merge_chunk_stats(row);
+        if (t == 0u) {
+            Agg m = agg_empty();
+            for (uint c = 0u; c < pc.n_chunks; ++c) m = agg_combine(m, read_agg((row * pc.n_chunks + c) * CHUNK_STRIDE));
+            red_agg[0][0] = m.count;
+            red_agg[1][0] = m.mean;
+            red_agg[2][0] = m.m2;
+            red_agg[3][0] = m.mmax;
+            red_agg[4][0] = m.msum;
+        }
+        n = 0u;
+        for (uint c = 0u; c < pc.n_chunks; ++c) {
+            uint cnt = chunk_stats[(row * pc.n_chunks + c) * CHUNK_STRIDE + C_KEPT];
+            uint list = region + c * HALF * 2u;
+            for (uint i = t; i < cnt; i += WG) {
+                c_key[n + i] = candidates[list + 2u * i];
+                c_id[n + i] = candidates[list + 2u * i + 1u];
+            }
+            barrier();
+            if (c > 0u) sort_prefix(n + cnt);
+            n = min(n + cnt, need);
+        }
+        barrier();
+        a = Agg(red_agg[0][0], red_agg[1][0], red_agg[2][0], red_agg[3][0], red_agg[4][0]);
+    }
+
+    uint status = row_status(s);
+    uint step = row_step(row);
+    if (t == 0u) {
+        row_state[o + R_STATUS] = status;
+        row_state[o + R_FIRST_BAD] = s.first_bad;
+        s_n = n;
+        s_rest = pc.vocab - n;
+        s_rest_kind = n == pc.vocab ? REST_NONE : (c_key[n - 1u] == KEY_NEG_INF ? REST_MASKED : REST_UNKNOWN);
+        s_fallback = 0u;
+        s_status = status;
+        s_agg_ok = want_mass ? 1u : 0u;
+        s_tprod = 1.0;
+        s_rest_min = sieve_key_value(s.min_finite_key);
+    }
+    // The buffer reads below follow this workgroup's own writes (scratch).
+    memoryBarrierBuffer();
+    barrier();
+    if (status == STATUS_OK) run_chain(row, a, region);
+    barrier();
+
+    // The draw: greedy takes entry 0 (the first maximal logit); dist walks the
+    // canonical order by exact 40-bit masses (finalize.glsl's rule).
+    n = s_n;
+    bool greedy = (pc.flags & FLAG_GREEDY) != 0u;
+    if (t == 0u && tail_live() && !greedy) {
+        float total = array_total(row, n, a.msum);
+        if (total < 0.0) s_fallback = 1u;
+        s_total = total;
+    }
+    barrier();
+    if ((pc.flags & FLAG_DISTRIBUTION) != 0u) {
+        write_distribution(row, n, s_total, step);
+        return;
+    }
+    if (t != 0u) return;
+    if (s_fallback != 0u) {
+        write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, 1u);
+        advance_step(row, step);
+        return;
+    }
+    if (s_status != STATUS_OK) {
+        write_result(row, 0xFFFFFFFFu, 0.0, 0.0, s_status, step, 1u);
+        return;
+    }
+    if (greedy) {
+        write_result(row, c_id[0], 1.0, 0.0, STATUS_OK, step, 1u);
+        advance_step(row, step);
+        return;
+    }
+    float v0 = cand_value(0u);
+    float total = s_total;
+    bool whole = s_rest_kind == REST_NONE || s_rest_kind == REST_MASKED;
+    uvec2 exact = uvec2(0u);
+    if (whole)
+        for (uint i = 0u; i < n; ++i) exact = u64_add(exact, sieve_mass(cand_value(i), v0));
+    else
+        exact = fixed40(total);
+    if (whole) total = u64_to_float(exact) * 9.094947017729282e-13;  // / 2^40
+    uvec2 target = u64_mul_u32_shr32(exact, row_uniform(row));
+    uint token = 0xFFFFFFFFu;
+    uvec2 q = uvec2(0u);
+    bool found = false;
+    for (uint i = 0u; i < n; ++i) {
+        uvec2 qi = sieve_mass(cand_value(i), v0);
+        if (qi == uvec2(0u)) continue;
+        token = c_id[i];
+        q = qi;
+        if (u64_less(target, qi)) {
+            found = true;
+            break;
+        }
+        target = u64_sub(target, qi);
+    }
+    if (!found && !whole) {  // the draw falls past the buffer
+        write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, 1u);
+        advance_step(row, step);
+        return;
+    }
+    float p = u64_to_float(q) * 9.094947017729282e-13 / total;
+    write_result(row, token, p, log(p), STATUS_OK, step, 1u);
+    advance_step(row, step);
+}

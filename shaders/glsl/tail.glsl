@@ -1,0 +1,434 @@
+// The chain on the candidates, in one workgroup: a port of the CPU twin's
+// candidate-array samplers (engine/reference/), each with the llama.cpp rule
+// its twin cites. c_key/c_id hold the first n entries of llama.cpp's array in
+// canonical order (value descending, ties by lower id; keys are of the current
+// values); the entries after them ("the rest") are described, not stored:
+//   REST_NONE     the array ends at n;
+//   REST_MASKED   s_rest more entries, all -inf (masked members still count);
+//   REST_UNKNOWN  s_rest more entries, the row's lower values (untouched so
+//                 far, so full-row aggregates describe the whole array);
+//   REST_CUT      an unknown number of them (a cut fell past the buffer).
+// A sampler that needs what the rest hides sets s_fallback: the row goes to the
+// CPU twin (cpu_fallback_rows), never a guess. Samplers keep the array in
+// canonical order: llama.cpp's results depend only on the set and canonical
+// cuts (docs/semantics.md). Probabilities are float here (the twin: double);
+// the tests allow a difference only at a threshold.
+//
+// Every function is called by the whole workgroup; decisions are taken by
+// invocation 0 into shared memory and read after a barrier.
+#ifndef SIEVE_TAIL_GLSL
+#define SIEVE_TAIL_GLSL
+
+#include "bitonic.glsl"
+#include "u64.glsl"
+
+const uint REST_NONE = 0u;
+const uint REST_MASKED = 1u;
+const uint REST_UNKNOWN = 2u;
+const uint REST_CUT = 3u;
+
+shared uint s_n, s_rest, s_rest_kind, s_fallback, s_status, s_agg_ok;
+shared float s_tprod;     // temperatures applied while the rest is REST_UNKNOWN
+shared float s_rest_min;  // current value of the row's smallest finite logit
+shared float s_total;     // scratch: a mass total
+
+uint next_pow2(uint n) { return n <= 1u ? 1u : 1u << uint(findMSB(n - 1u) + 1); }
+
+float cand_value(uint i) { return sieve_key_value(c_key[i]); }
+
+// Sorts c[0, n) canonically (padding sorts last: key 0 is below -inf's).
+void sort_prefix(uint n) {
+    uint m = next_pow2(max(n, 1u));
+    for (uint i = n + gl_LocalInvocationID.x; i < m; i += WG) {
+        c_key[i] = 0u;
+        c_id[i] = 0xFFFFFFFFu;
+    }
+    barrier();
+    bitonic_sort_canonical(m);
+}
+
+// Everything a sampler decides is valid only without a pending fallback.
+bool tail_live() { return s_fallback == 0u && s_status == STATUS_OK; }
+
+// The mass of entry i relative to entry 0 (the maximum).
+float cand_mass(uint i, float v0) { return exp(cand_value(i) - v0); }
+
+// The array's softmax total relative to its maximum, or -1 when the rest hides
+// it (invocation 0 only). Aggregates apply while the rest is untouched and the
+// temperatures applied are the ones the mass was summed at.
+float array_total(uint row, uint n, float agg_mass) {
+    if (s_rest_kind == REST_UNKNOWN)
+        return (s_agg_ok != 0u && s_tprod == param_f(row, P_AGG_T)) ? agg_mass : -1.0;
+    if (s_rest_kind == REST_CUT) return -1.0;
+    float v0 = cand_value(0u), total = 0.0;
+    for (uint i = 0u; i < n; ++i) total += cand_mass(i, v0);
+    return total;
+}
+
+uint array_size_known(uint n) { return n + s_rest; }  // not for REST_CUT
+
+// llama_sampler_temp_impl: t <= 0 keeps the first maximal logit (entry 0) and
+// masks the others; else logit / t, a finite logit overflowing fails the row.
+void op_divide(uint row, float temperature) {
+    uint t = gl_LocalInvocationID.x;
+    uint n = s_n;
+    if (!(temperature > 0.0)) {
+        for (uint i = 1u + t; i < n; i += WG) c_key[i] = KEY_NEG_INF;
+        if (t == 0u) {
+            if (s_rest_kind == REST_UNKNOWN) s_rest_kind = REST_MASKED;
+            if (s_rest_kind == REST_CUT) s_fallback = 1u;  // the count of masked entries is unknown
+        }
+        barrier();
+        return;
+    }
+    bool overflow = false;
+    for (uint i = t; i < n; i += WG) {
+        float v = cand_value(i);
+        if (isinf(v)) continue;
+        float x = v / temperature;
+        overflow = overflow || isinf(x);
+        c_key[i] = sieve_key(x);
+    }
+    if (overflow) s_status = STATUS_NON_FINITE;  // benign race: every writer writes the same
+    barrier();
+    if (t == 0u && s_rest_kind != REST_NONE && s_rest_kind != REST_MASKED) {
+        // The rest's values are divided too: its extreme must not overflow.
+        float x = s_rest_min / temperature;
+        if (isinf(x) && !isinf(s_rest_min)) s_status = STATUS_NON_FINITE;
+        s_rest_min = x;
+        s_tprod *= temperature;
+    }
+    sort_prefix(n);  // the division can make equal values of different keys
+}
+
+// llama_sampler_top_k_impl: k <= 0 no-op; keep the first min(k, size).
+void op_top_k(int k) {
+    if (gl_LocalInvocationID.x == 0u && k > 0) {
+        uint n = s_n, kk = uint(k);
+        if (kk <= n) {
+            s_n = kk;
+            s_rest = 0u;
+            s_rest_kind = REST_NONE;
+        } else if (s_rest_kind == REST_MASKED) {
+            s_rest = min(kk - n, s_rest);
+        } else if (s_rest_kind != REST_NONE) {
+            s_fallback = 1u;  // k reaches into entries the buffer does not hold
+        }
+    }
+    barrier();
+}
+
+// After a cut at `last` entries (last may pass n into a masked rest).
+void keep_first(uint last) {
+    uint n = s_n;
+    if (last <= n) {
+        s_n = last;
+        s_rest = 0u;
+        s_rest_kind = REST_NONE;
+    } else {
+        s_rest = last - n;  // REST_MASKED only
+    }
+}
+
+// llama_sampler_top_p_apply: p >= 1 no-op; the smallest canonical prefix with
+// cumulative probability >= p and at least min_keep entries.
+void op_top_p(uint row, float p, uint min_keep, float agg_mass) {
+    if (gl_LocalInvocationID.x == 0u && p < 1.0) {
+        uint n = s_n;
+        float total = array_total(row, n, agg_mass);
+        if (total < 0.0) {
+            s_fallback = 1u;
+        } else {
+            float v0 = cand_value(0u), target = p * total, cum = 0.0;
+            uint last = 0xFFFFFFFFu;
+            for (uint i = 0u; i < n; ++i) {
+                cum += cand_mass(i, v0);
+                if (cum >= target && i + 1u >= min_keep) {
+                    last = i + 1u;
+                    break;
+                }
+            }
+            if (last != 0xFFFFFFFFu) {
+                keep_first(last);
+            } else if (s_rest_kind == REST_MASKED) {
+                // Masked members add no mass: the cut is where min_keep allows.
+                keep_first(cum >= target ? min(max(n + 1u, min_keep), n + s_rest) : n + s_rest);
+            } else if (s_rest_kind == REST_UNKNOWN) {
+                s_rest_kind = REST_CUT;  // the cut is past the buffer
+                s_agg_ok = 0u;
+            }
+        }
+    }
+    barrier();
+}
+
+// llama_sampler_min_p_apply: p <= 0 no-op; keep logit >= max + logf(p), at
+// least max(1, min_keep) entries (its sorted fallback).
+void op_min_p(float p, uint min_keep) {
+    if (gl_LocalInvocationID.x == 0u && p > 0.0) {
+        uint n = s_n;
+        float threshold = cand_value(0u) + log(p);
+        uint pass = 1u;  // the first token always matches
+        while (pass < n && cand_value(pass) >= threshold) ++pass;
+        uint keep = max(pass, max(min_keep, 1u));
+        if (pass < n || s_rest_kind == REST_NONE || s_rest_kind == REST_MASKED) {
+            if (s_rest_kind == REST_NONE || s_rest_kind == REST_MASKED) keep = min(keep, n + s_rest);
+            if (keep <= n || s_rest_kind == REST_MASKED) keep_first(keep);
+            else s_fallback = 1u;  // min_keep reaches past the buffer
+        } else {
+            s_rest_kind = REST_CUT;  // every buffered entry passes: the cut is further
+            s_agg_ok = 0u;
+            if (keep > n) s_fallback = 1u;
+        }
+    }
+    barrier();
+}
+
+// llama_sampler_top_n_sigma_apply: n <= 0 or size <= 1 no-op; mask (-inf) the
+// logits below max - n * sigma (mean and sigma over the finite logits).
+void op_top_n_sigma(float nsig, Agg agg) {
+    uint t = gl_LocalInvocationID.x;
+    if (t == 0u) {
+        s_total = NEG_INF;  // the threshold, -inf = nothing to do
+        uint n = s_n;
+        bool tiny = s_rest_kind != REST_CUT && n + s_rest <= 1u;
+        if (nsig > 0.0 && !tiny) {
+            float mean, sigma;
+            bool ok = true;
+            if (s_rest_kind == REST_UNKNOWN) {
+                ok = s_agg_ok != 0u && agg.count > 0.0;
+                mean = agg.mean / s_tprod;
+                sigma = sqrt(agg.m2 / agg.count) / s_tprod;
+            } else if (s_rest_kind == REST_CUT) {
+                ok = false;
+            } else {
+                float sum = 0.0, count = 0.0;
+                for (uint i = 0u; i < n; ++i) {
+                    float v = cand_value(i);
+                    if (isinf(v)) continue;
+                    sum += v;
+                    count += 1.0;
+                }
+                mean = count > 0.0 ? sum / count : 0.0;
+                float acc = 0.0;
+                for (uint i = 0u; i < n; ++i) {
+                    float v = cand_value(i);
+                    if (isinf(v)) continue;
+                    acc += (v - mean) * (v - mean);
+                }
+                sigma = count > 0.0 ? sqrt(acc / count) : 0.0;
+                ok = count > 0.0;
+                if (count == 0.0) ok = false;
+            }
+            if (!ok && s_rest_kind != REST_NONE && s_rest_kind != REST_MASKED) s_fallback = 1u;
+            if (ok) {
+                float threshold = cand_value(0u) - nsig * sigma;
+                s_total = threshold;
+                if (s_rest_kind == REST_UNKNOWN) {
+                    // The rest lies below the buffer's last entry.
+                    if (cand_value(n - 1u) < threshold) s_rest_kind = REST_MASKED;
+                    else s_fallback = 1u;
+                }
+            }
+        }
+    }
+    barrier();
+    float threshold = s_total;
+    if (!isinf(threshold) || threshold > 0.0)
+        for (uint i = t; i < s_n; i += WG)
+            if (cand_value(i) < threshold) c_key[i] = KEY_NEG_INF;  // masked, kept: a suffix already
+    barrier();
+}
+
+// llama_sample_xtc_apply: off when probability <= 0, threshold > 0.5 or fewer
+// than two entries; fires when coin <= probability; then drops all but the last
+// of the leading entries with p >= threshold, when min_keep allows.
+void op_xtc(uint row, float probability, float threshold, uint min_keep, uint coin_u32, float agg_mass) {
+    uint t = gl_LocalInvocationID.x;
+    if (t == 0u) {
+        s_total = 0.0;  // entries to drop
+        uint n = s_n;
+        bool small = s_rest_kind != REST_CUT && n + s_rest < 2u;
+        float coin = float(coin_u32) * 2.3283064365386963e-10;
+        if (!(probability <= 0.0 || threshold > 0.5 || small || coin > probability)) {
+            float total = array_total(row, n, agg_mass);
+            if (total < 0.0) {
+                s_fallback = 1u;
+            } else {
+                float v0 = cand_value(0u);
+                uint pos_last = 0u;
+                bool to_end = true;
+                for (uint i = 0u; i < n; ++i) {
+                    if (cand_mass(i, v0) >= threshold * total) {
+                        pos_last = i;
+                    } else {
+                        to_end = false;
+                        break;
+                    }
+                }
+                if (to_end && s_rest_kind == REST_UNKNOWN) {
+                    s_fallback = 1u;  // the leading run may go on past the buffer
+                } else if (n + s_rest - pos_last >= min_keep && pos_last > 0u) {
+                    s_total = float(pos_last);
+                    s_agg_ok = 0u;  // the full-row mass no longer describes the array
+                }
+            }
+        }
+    }
+    barrier();
+    uint drop = uint(s_total);
+    if (drop > 0u && t == 0u) {
+        uint n = s_n;
+        for (uint i = 0u; i + drop < n; ++i) {
+            c_key[i] = c_key[i + drop];
+            c_id[i] = c_id[i + drop];
+        }
+        s_n = n - drop;
+    }
+    barrier();
+}
+
+// Probability and entropy over the whole array (invocation 0): every member
+// known (REST_NONE or REST_MASKED, whose members have p = 0).
+float array_entropy(uint n, float total) {
+    float v0 = cand_value(0u), h = 0.0;
+    for (uint i = 0u; i < n; ++i) {
+        float q = cand_mass(i, v0) / total;
+        if (q > 0.0) h -= q * log(q);
+    }
+    return h;
+}
+
+// llama_sampler_typical_apply (with the twin's 0 * log 0 = 0): rank by
+// |-log p - H|, keep until the cumulative probability is > p with at least
+// min_keep entries. Ranking sorts (score, canonical index) in c_key/c_id; the
+// entries wait in the row's scratch (candidates buffer) meanwhile.
+void op_typical(uint row, float p, uint min_keep, uint scratch) {
+    uint t = gl_LocalInvocationID.x;
+    if (!(p < 1.0)) return;  // uniform
+    if (t == 0u) {
+        s_total = -1.0;
+        if (s_rest_kind == REST_UNKNOWN || s_rest_kind == REST_CUT) s_fallback = 1u;
+        else s_total = array_total(row, s_n, 0.0);
+    }
+    barrier();
+    if (s_fallback != 0u) return;  // uniform
+    uint n = s_n;
+    float total = s_total;
+    float v0 = cand_value(0u);
+    if (t == 0u) s_rest_min = array_entropy(n, total);  // scratch: H (s_rest_min unused without a rest)
+    for (uint i = t; i < n; i += WG) {
+        candidates[scratch + 2u * i] = c_key[i];
+        candidates[scratch + 2u * i + 1u] = c_id[i];
+    }
+    memoryBarrierBuffer();
+    barrier();
+    float h = s_rest_min;
+    for (uint i = t; i < n; i += WG) {
+        float q = cand_mass(i, v0) / total;
+        // Ascending score = descending key of its complement; p = 0 ranks last.
+        c_key[i] = q > 0.0 ? ~sieve_key(abs(-log(q) - h)) : 1u;
+        c_id[i] = i;
+    }
+    barrier();
+    sort_prefix(n);
+    if (t == 0u) {
+        float cum = 0.0;
+        uint last = 0xFFFFFFFFu;
+        for (uint j = 0u; j < n; ++j) {
+            uint idx = c_id[j];
+            cum += exp(sieve_key_value(candidates[scratch + 2u * idx]) - v0) / total;
+            if (cum > p && (min_keep == 0u || j + 1u >= min_keep)) {
+                last = j + 1u;
+                break;
+            }
+        }
+        if (last == 0xFFFFFFFFu) {
+            // Into the masked rest (p = 0 members, ranked last), or everything.
+            uint size = n + s_rest;
+            last = cum > p ? min(max(n + 1u, min_keep), size) : size;
+        }
+        s_total = float(last);
+    }
+    barrier();
+    uint last = uint(s_total);
+    uint keep = min(last, n);
+    uint moved = scratch + 2u * CAP;  // the kept entries in score order
+    for (uint j = t; j < keep; j += WG) {
+        uint idx = c_id[j];
+        candidates[moved + 2u * j] = candidates[scratch + 2u * idx];
+        candidates[moved + 2u * j + 1u] = candidates[scratch + 2u * idx + 1u];
+    }
+    memoryBarrierBuffer();
+    barrier();
+    for (uint j = t; j < keep; j += WG) {
+        c_key[j] = candidates[moved + 2u * j];
+        c_id[j] = candidates[moved + 2u * j + 1u];
+    }
+    if (t == 0u) keep_first(last);
+    barrier();
+    sort_prefix(s_n);
+}
+
+// llama_sampler_temp_ext_apply with range > 0: entropy-scaled temperature
+// between max(0, t - range) and t + range, normalized by log(size) (masked
+// members count); no-op with one entry. Then the division (or greedy masking).
+void op_dynatemp(uint row, float temperature, float range, float exponent) {
+    uint t = gl_LocalInvocationID.x;
+    if (t == 0u) {
+        s_total = NEG_INF;  // no-op marker
+        if (s_rest_kind == REST_UNKNOWN || s_rest_kind == REST_CUT) {
+            s_fallback = 1u;
+        } else {
+            uint n = s_n, size = n + s_rest;
+            if (size > 1u) {
+                float min_t = max(0.0, temperature - range), max_t = temperature + range;
+                float h = array_entropy(n, array_total(row, n, 0.0));
+                float base = h / log(float(size));
+                float f = base > 0.0 ? pow(base, exponent) : (exponent > 0.0 ? 0.0 : (exponent == 0.0 ? 1.0 : uintBitsToFloat(0x7F800000u)));
+                s_total = min_t + (max_t - min_t) * f;
+            }
+        }
+    }
+    barrier();
+    float dyn = s_total;
+    if (s_fallback != 0u || (isinf(dyn) && dyn < 0.0)) return;  // uniform
+    if (isinf(dyn)) {  // a finite logit / inf is 0; masked members stay masked
+        for (uint i = t; i < s_n; i += WG)
+            if (c_key[i] != KEY_NEG_INF) c_key[i] = sieve_key(0.0);
+        barrier();
+        sort_prefix(s_n);
+        return;
+    }
+    op_divide(row, dyn);
+}
+
+// Runs the row's chain (before its draw). agg: the full-row aggregates.
+void run_chain(uint row, Agg agg, uint scratch) {
+    uint min_keep = param_u(row, P_MIN_KEEP);
+    for (uint o = 0u; o < MAX_OPS; ++o) {
+        uint op = (param_u(row, P_OPS + o / 8u) >> (4u * (o % 8u))) & 15u;
+        if (op == OP_END || !tail_live()) break;  // uniform: shared state after a barrier
+        if (op == OP_TEMPERATURE) {
+            float range = param_f(row, P_DYN_RANGE);
+            if (range > 0.0) op_dynatemp(row, param_f(row, P_TEMPERATURE), range, param_f(row, P_DYN_EXPONENT));
+            else op_divide(row, param_f(row, P_TEMPERATURE));
+        } else if (op == OP_TOP_K) {
+            op_top_k(int(param_u(row, P_TOP_K)));
+        } else if (op == OP_TOP_P) {
+            op_top_p(row, param_f(row, P_TOP_P), min_keep, agg.msum);
+        } else if (op == OP_MIN_P) {
+            op_min_p(param_f(row, P_MIN_P), min_keep);
+        } else if (op == OP_TYPICAL) {
+            op_typical(row, param_f(row, P_TYPICAL), min_keep, scratch);
+        } else if (op == OP_TOP_N_SIGMA) {
+            op_top_n_sigma(param_f(row, P_N_SIGMA), agg);
+        } else if (op == OP_XTC) {
+            uint coin = sieve_xtc_coin_u32(param_u(row, P_SEED), row_step(row), param_u(row, P_DRAW));
+            op_xtc(row, param_f(row, P_XTC_PROB), param_f(row, P_XTC_THRESHOLD), min_keep, coin, agg.msum);
+        }
+        barrier();
+    }
+}
+
+#endif
