@@ -93,7 +93,7 @@ private:
     bool profiling_ = false;
     VkQueryPool queries_ = VK_NULL_HANDLE;
     std::vector<sieve_stage_time> stage_times_;
-    std::map<std::tuple<uint32_t, uint32_t, uint32_t, bool, bool>, Recording> recordings_by_shape_;
+    std::map<std::tuple<uint32_t, uint32_t, uint32_t, bool, bool, bool>, Recording> recordings_by_shape_;
 };
 
 GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
@@ -257,7 +257,9 @@ bool GpuChain::use_collect(uint32_t rows) const {
 }
 
 const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect) {
-    auto key = std::make_tuple(static_cast<uint32_t>(kind), rows, vocab, profiling_, collect);
+    bool inputs = false;
+    for (uint32_t r = 0; r < rows; ++r) inputs = inputs || row_has_inputs(rows_[r]);
+    auto key = std::make_tuple(static_cast<uint32_t>(kind), rows, vocab, profiling_, collect, inputs);
     auto it = recordings_by_shape_.find(key);
     if (it != recordings_by_shape_.end()) return it->second;
 
@@ -323,7 +325,7 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
     for (const Dispatch& d : rec.plan.dispatches) {
         PushConstants pc{vocab, vocab, rec.plan.chunk_size, rec.plan.n_chunks, d.level, rec.plan.flags,
                          g.row_base, g.args_base};
-        vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_.get(d.stage));
+        vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_.get(d.stage, inputs));
         vk.vkCmdPushConstants(cmd, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), &pc);
         if (d.indirect == kDirect)
             vk.vkCmdDispatch(cmd, d.per_chunk ? rec.plan.n_chunks : 1u, g.rows, 1);

@@ -1,6 +1,7 @@
 #include "gpu_params.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace sieve {
@@ -14,8 +15,9 @@ enum : uint32_t {
     P_SCALE = 0, P_SEED = 1, P_GENERATION = 2, P_DRAW = 3, P_ROW_FLAGS = 4, P_TEMPERATURE = 5, P_TOP_K = 6,
     P_TOP_P = 7, P_MIN_P = 8, P_TYPICAL = 9, P_N_SIGMA = 10, P_XTC_PROB = 11, P_XTC_THRESHOLD = 12,
     P_DYN_RANGE = 13, P_DYN_EXPONENT = 14, P_MIN_KEEP = 15, P_AGG_T = 16, P_NEED = 17, P_OPS = 18, P_INPUTS = 20,
+    P_FLOOR = 21,
 };
-enum : uint32_t { ROW_HAS_INPUTS = 1, ROW_NEED_SIGMA = 2, ROW_NEED_MASS = 4 };
+enum : uint32_t { ROW_HAS_INPUTS = 1, ROW_NEED_SIGMA = 2, ROW_NEED_MASS = 4, ROW_FLOOR = 8 };
 enum : uint32_t { OP_TEMPERATURE = 1, OP_TOP_K = 2, OP_TOP_P = 3, OP_MIN_P = 4, OP_TYPICAL = 5, OP_TOP_N_SIGMA = 6, OP_XTC = 7 };
 
 uint32_t op_of(SamplerKind kind) {
@@ -47,16 +49,18 @@ struct Needs {
     uint32_t need;
     uint32_t flags = 0;
     float agg_t = 1.0f;
+    float floor = 0.0f;  // ROW_FLOOR: min-p's ln(p) in raw logits (times the temperatures before it)
 };
 
 Needs analyse(const std::vector<SamplerKind>& samplers, const ref::RowParams& row, uint32_t half) {
     Needs n;
     n.need = half;
     float tprod = 1.0f;
-    bool mass = false, xtc_before = false;
+    bool mass = false, xtc_before = false, cut_before = false;
     auto want_mass = [&] {
         if (!mass) n.agg_t = tprod;
         mass = true;
+        n.flags |= ROW_NEED_MASS;
     };
     for (size_t i = 0; i + 1 < samplers.size(); ++i) {
         switch (samplers[i]) {
@@ -72,22 +76,40 @@ Needs analyse(const std::vector<SamplerKind>& samplers, const ref::RowParams& ro
             }
             break;
         case SamplerKind::TopP:
-            if (row.top_p < 1.0f) want_mass();
+            if (row.top_p < 1.0f) {
+                want_mass();
+                cut_before = true;
+            }
+            break;
+        case SamplerKind::MinP:
+            // The chain's first cut: the collect pass may drop what can never
+            // pass it (slightly more generous than the threshold: rounding).
+            if (!cut_before && row.min_p > 0.0f && row.min_p < 1.0f) {
+                n.flags |= ROW_FLOOR;
+                n.floor = static_cast<float>(static_cast<double>(tprod) * std::log(static_cast<double>(row.min_p)) * (1.0 + 1e-5));
+            }
+            if (row.min_p > 0.0f) cut_before = true;
+            break;
+        case SamplerKind::TypicalP:
+            if (row.typical_p < 1.0f) cut_before = true;
             break;
         case SamplerKind::Xtc:
             if (row.xtc_probability > 0.0f && row.xtc_threshold <= 0.5f) {
                 want_mass();
                 xtc_before = true;
+                cut_before = true;
             }
             break;
         case SamplerKind::TopNSigma:
-            if (row.top_n_sigma > 0.0f) n.flags |= ROW_NEED_SIGMA;
+            if (row.top_n_sigma > 0.0f) {
+                n.flags |= ROW_NEED_SIGMA;
+                cut_before = true;
+            }
             break;
         default: break;
         }
     }
     if (samplers.back() == SamplerKind::Dist) want_mass();
-    if (mass) n.flags |= ROW_NEED_MASS;
     return n;
 }
 
@@ -138,6 +160,7 @@ void write_row_params(uint32_t* p, const std::vector<SamplerKind>& samplers, con
         ++n_ops;
     }
     p[P_INPUTS] = inputs_offset;
+    p[P_FLOOR] = bits(needs.floor);
 }
 
 void write_row_inputs(uint32_t* block, const ref::RowParams& row, uint32_t max_vocab) {

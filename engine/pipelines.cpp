@@ -19,7 +19,7 @@ const char* stage_name(Stage stage) {
 }
 
 VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, const uint32_t* words, size_t bytes,
-                                   uint32_t workgroup_size, uint32_t capacity) {
+                                   uint32_t workgroup_size, uint32_t capacity, bool row_inputs) {
     const auto& vk = device.vk();
     VkShaderModuleCreateInfo module_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     module_info.codeSize = bytes;
@@ -27,9 +27,9 @@ VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, cons
     VkShaderModule module = VK_NULL_HANDLE;
     vk_check(vk.vkCreateShaderModule(device.handle(), &module_info, nullptr, &module), "vkCreateShaderModule");
 
-    const uint32_t values[2] = {workgroup_size, capacity};
-    const VkSpecializationMapEntry entries[2] = {{0, 0, 4}, {1, 4, 4}};
-    VkSpecializationInfo spec{2, entries, sizeof(values), values};
+    const uint32_t values[3] = {workgroup_size, capacity, row_inputs ? 1u : 0u};  // bool: 32 bits
+    const VkSpecializationMapEntry entries[3] = {{0, 0, 4}, {1, 4, 4}, {2, 8, 4}};
+    VkSpecializationInfo spec{3, entries, sizeof(values), values};
     VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
     info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
@@ -71,25 +71,46 @@ Pipelines::Pipelines(Device& device) : device_(device) {
     // allows it), with at least 4 invocations per subgroup (reduce.glsl sizes
     // its per-subgroup array by that); the portable one everywhere else.
     const auto& lim = device.limits();
-    const bool subgroup = (lim.features & SIEVE_FEATURE_SUBGROUP_ARITHMETIC) && device.info().subgroup_size >= 4;
+    uses_subgroups_ = (lim.features & SIEVE_FEATURE_SUBGROUP_ARITHMETIC) && device.info().subgroup_size >= 4;
+    try {
+        build(0);
+    } catch (...) {
+        release();
+        throw;
+    }
+}
+
+VkPipeline Pipelines::get(Stage stage, bool inputs) {
+    if (inputs) std::call_once(inputs_variant_, [this] { build(1); });
+    return pipelines_[inputs ? 1 : 0][static_cast<uint32_t>(stage)];
+}
+
+void Pipelines::build(uint32_t v) {
+    const auto& lim = device_.limits();
     const shaders::Spirv* portable[] = {&shaders::row_stats, &shaders::mass_histogram, &shaders::gather,
                                         &shaders::finalize, &shaders::probabilities, &shaders::collect};
     const shaders::Spirv* with_subgroups[] = {&shaders::row_stats_subgroup, &shaders::mass_histogram_subgroup,
                                               &shaders::gather_subgroup, &shaders::finalize_subgroup,
                                               &shaders::probabilities_subgroup, &shaders::collect_subgroup};
-    const shaders::Spirv* const* code = subgroup ? with_subgroups : portable;
-    uses_subgroups_ = subgroup;
+    const shaders::Spirv* const* code = uses_subgroups_ ? with_subgroups : portable;
     for (uint32_t i = 0; i < static_cast<uint32_t>(Stage::Count); ++i)
-        pipelines_[i] = create_compute_pipeline(device, layout_, code[i]->words, code[i]->size_bytes,
-                                                lim.workgroup_size, lim.candidate_capacity);
+        pipelines_[v][i] = create_compute_pipeline(device_, layout_, code[i]->words, code[i]->size_bytes,
+                                                   lim.workgroup_size, lim.candidate_capacity, v == 1);
 }
 
-Pipelines::~Pipelines() {
+Pipelines::~Pipelines() { release(); }
+
+void Pipelines::release() {
     const auto& vk = device_.vk();
-    for (VkPipeline p : pipelines_)
-        if (p) vk.vkDestroyPipeline(device_.handle(), p, nullptr);
+    for (auto& variant : pipelines_)
+        for (VkPipeline& p : variant) {
+            if (p) vk.vkDestroyPipeline(device_.handle(), p, nullptr);
+            p = VK_NULL_HANDLE;
+        }
     if (layout_) vk.vkDestroyPipelineLayout(device_.handle(), layout_, nullptr);
     if (set_layout_) vk.vkDestroyDescriptorSetLayout(device_.handle(), set_layout_, nullptr);
+    layout_ = VK_NULL_HANDLE;
+    set_layout_ = VK_NULL_HANDLE;
 }
 
 } // namespace sieve

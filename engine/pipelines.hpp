@@ -6,6 +6,7 @@
 #include "vk_device.hpp"
 
 #include <cstdint>
+#include <mutex>
 
 namespace sieve {
 
@@ -39,19 +40,24 @@ public:
 
     VkDescriptorSetLayout set_layout() const { return set_layout_; }
     VkPipelineLayout layout() const { return layout_; }
-    VkPipeline get(Stage stage) const { return pipelines_[static_cast<uint32_t>(stage)]; }
+    // inputs: the variant that applies rows' logit bias and token bitmask,
+    // built on first use (thread-safe: chains of one context share it).
+    VkPipeline get(Stage stage, bool inputs);
     bool uses_subgroups() const { return uses_subgroups_; }
 
 private:
     Device& device_;
     VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
     VkPipelineLayout layout_ = VK_NULL_HANDLE;
-    VkPipeline pipelines_[static_cast<uint32_t>(Stage::Count)] = {};
+    VkPipeline pipelines_[2][static_cast<uint32_t>(Stage::Count)] = {};
     bool uses_subgroups_ = false;
+    std::once_flag inputs_variant_;
+    void build(uint32_t variant);
+    void release();
 };
 
 // Builds a compute pipeline from embedded SPIR-V with (WG, CAP) specialization.
 VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, const uint32_t* words, size_t bytes,
-                                   uint32_t workgroup_size, uint32_t capacity);
+                                   uint32_t workgroup_size, uint32_t capacity, bool row_inputs = false);
 
 } // namespace sieve

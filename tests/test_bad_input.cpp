@@ -748,16 +748,9 @@ TEST_P(BadInputChainCreate, UnimplementedSamplerByAltName) {
 TEST_P(BadInputChainCreate, UnimplementedSelector) {
     expect_rejected("temperature;mirostat", SIEVE_ERROR_UNSUPPORTED_SAMPLER, {"mirostat", "not implemented"});
 }
-// llama.cpp's default chain: the CPU backend runs it (issue 3); the GPU engine
-// does not run its samplers yet.
-TEST_P(BadInputChainCreate, DefaultChainNull) {
-    if (GetParam() == Backend::Cpu) return expect_default_chain_runs(nullptr);
-    expect_rejected(static_cast<const char*>(nullptr), SIEVE_ERROR_UNSUPPORTED_SAMPLER, {"not implemented"});
-}
-TEST_P(BadInputChainCreate, DefaultChainEmpty) {
-    if (GetParam() == Backend::Cpu) return expect_default_chain_runs("  ");
-    expect_rejected("  ", SIEVE_ERROR_UNSUPPORTED_SAMPLER, {"not implemented"});
-}
+// llama.cpp's default chain (NULL or blank samplers) runs on both backends.
+TEST_P(BadInputChainCreate, DefaultChainNull) { expect_default_chain_runs(nullptr); }
+TEST_P(BadInputChainCreate, DefaultChainEmpty) { expect_default_chain_runs("  "); }
 TEST_P(BadInputChainCreate, SamplerAfterDist) {
     expect_rejected("dist;temperature", SIEVE_ERROR_INVALID_CHAIN, {"'temperature'", "'dist'", "last"});
 }

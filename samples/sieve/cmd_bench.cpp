@@ -28,7 +28,20 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr int32_t kSuiteVocabs[] = {32000, 151936, 262144};
-constexpr const char* kSuiteChains[] = {"greedy", "temperature;dist"};
+// The suite's chains: the case label, the samplers ("" = llama.cpp's default
+// chain) and the top-p they run with (issue 3's cases: top-p 0.9 without top-k).
+struct SuiteChain {
+    const char* label;
+    const char* samplers;
+    float top_p;
+};
+constexpr SuiteChain kSuiteChains[] = {
+    {"greedy", "greedy", 0.95f},
+    {"temperature;dist", "temperature;dist", 0.95f},
+    {"default", "", 0.95f},
+    {"top_p;temperature", "top_p;temperature", 0.9f},
+    {"min_p;temperature", "min_p;temperature", 0.95f},
+};
 constexpr int kMinTokens = 10;          // a time budget never cuts a measurement below this
 constexpr double kDeviceBudgetS = 8.0;  // per case, on the device
 
@@ -63,17 +76,18 @@ std::vector<Case> build_cases(const BenchOptions& o) {
         cases.push_back(c);
         return cases;
     }
-    std::vector<std::string> chains;
-    if (!o.sampling.samplers.empty()) chains.push_back(o.sampling.samplers);
+    std::vector<SuiteChain> chains;
+    if (!o.sampling.samplers.empty()) chains.push_back({o.sampling.samplers.c_str(), o.sampling.samplers.c_str(), o.sampling.top_p});
     else chains.assign(std::begin(kSuiteChains), std::end(kSuiteChains));
     for (int32_t vocab : kSuiteVocabs) {
-        for (const std::string& chain : chains) {
+        for (const SuiteChain& chain : chains) {
             Case c;
             c.sampling = o.sampling;
-            c.sampling.samplers = chain;
+            c.sampling.samplers = chain.samplers;
+            c.sampling.top_p = chain.top_p;
             c.vocab = vocab;
             c.rows = o.rows > 0 ? o.rows : 1;
-            c.name = case_name(chain, vocab, c.rows);
+            c.name = case_name(chain.label, vocab, c.rows);
             cases.push_back(c);
         }
     }
@@ -82,7 +96,7 @@ std::vector<Case> build_cases(const BenchOptions& o) {
 
 sieve_counters counters_delta(const sieve_counters& a, const sieve_counters& b) {
     return {b.submits - a.submits, b.recordings - a.recordings, b.dispatches - a.dispatches,
-            b.allocations - a.allocations, b.row_passes - a.row_passes};
+            b.allocations - a.allocations, b.row_passes - a.row_passes, b.cpu_fallback_rows - a.cpu_fallback_rows};
 }
 
 sieve_counters read_counters(const sieve::Chain& chain) {
@@ -237,7 +251,7 @@ int run_bench(const BenchOptions& o_in, std::ostream& out, std::ostream& err) {
 
         Json j;
         j["name"] = c.name;
-        j["samplers"] = c.sampling.samplers;
+        j["samplers"] = samplers_label(c.sampling);
         j["vocab"] = c.vocab;
         j["rows"] = c.rows;
         j["tokens"] = n;
@@ -257,6 +271,7 @@ int run_bench(const BenchOptions& o_in, std::ostream& out, std::ostream& err) {
         j["submits"] = per_token(dev.delta.submits, n);
         j["steady_recordings"] = dev.delta.recordings;
         j["steady_allocations"] = dev.delta.allocations;
+        j["cpu_fallback_rows"] = per_token(dev.delta.cpu_fallback_rows, n);
         json_cases.push_back(j);
 
         if (!o.json) {
@@ -268,6 +283,9 @@ int run_bench(const BenchOptions& o_in, std::ostream& out, std::ostream& err) {
             if (dev.delta.recordings || dev.delta.allocations)
                 out << "  note: " << dev.delta.recordings << " recordings and " << dev.delta.allocations
                     << " allocations during the measured tokens\n";
+            if (dev.delta.cpu_fallback_rows)
+                out << "  note: " << fixed(per_token(dev.delta.cpu_fallback_rows, n), 2)
+                    << " rows per token went to the CPU twin (survivors past the candidate buffer)\n";
             if (dev.budget_cut) out << "  note: the device stopped after " << n << " tokens (" << kDeviceBudgetS << " s budget)\n";
             out.flush();
         }

@@ -31,7 +31,7 @@ const uint ROUND = WG * PER_INV;
 const uint MAX_COLLECT_CHUNKS = 8u;
 const uint ROW_WORDS = MAX_COLLECT_CHUNKS * CAP;
 
-shared uint s_fill, s_has_tau, s_tau_key, s_tau_id;
+shared uint s_fill, s_has_tau, s_tau_key, s_tau_id, s_wmax_key;
 
 // Keeps the best `need` of the buffer, sorted; the need-th becomes the threshold.
 void compact(uint need) {
@@ -93,6 +93,7 @@ void write_distribution(uint row, uint n, float total, uint step) {
 
 void main() {
     uint row = pc.row_base + gl_WorkGroupID.y;
+    bind_row(row);
     uint chunk = gl_WorkGroupID.x;
     uint t = gl_LocalInvocationID.x;
     uint o = row * ROW_STRIDE;
@@ -121,18 +122,33 @@ void main() {
     } else {
         uint begin = chunk * pc.chunk_size;
         uint end = min(begin + pc.chunk_size, pc.vocab);
+        // Compaction sorts, so it is kept small: the buffer is compacted once it
+        // holds a few times `need`, and until the first threshold exists rounds
+        // read only about 2 x need logits (the first threshold comes early).
+        uint trigger = min(CAP - ROUND, max(4u * need, 2u * WG));
+        uint warm_per_inv = clamp((2u * need + WG - 1u) / WG, 1u, PER_INV);
+        // min-p first (ROW_FLOOR): a logit below the running maximum + ln(p) can
+        // never survive it, so it is not collected (tail.glsl: op_min_p).
+        bool use_floor = (row_flags & ROW_FLOOR) != 0u;
+        float floor_offset = param_f(row, P_FLOOR);
         if (t == 0u) {
             s_fill = 0u;
             s_has_tau = 0u;
+            s_wmax_key = 0u;
         }
         barrier();
-        for (uint base = begin; base < end; base += ROUND) {
+        uint base = begin;
+        while (base < end) {
             uint fill = s_fill;
             barrier();  // every invocation has read it before anyone appends
-            if (fill > CAP - ROUND) compact(need);
+            if (fill > trigger || (s_has_tau == 0u && fill >= need)) compact(need);
             bool has_tau = s_has_tau != 0u;
             uint tk = s_tau_key, ti = s_tau_id;
-            for (uint e = 0u; e < PER_INV; ++e) {
+            float wv = sieve_key_value(s_wmax_key);
+            // Conservative: rounding never drops a logit the tail would keep.
+            float floor_value = use_floor && s_wmax_key != 0u ? wv + floor_offset - 1e-5 * abs(wv) : NEG_INF;
+            uint per_inv = has_tau ? PER_INV : warm_per_inv;
+            for (uint e = 0u; e < per_inv; ++e) {
                 uint i = base + e * WG + t;
                 if (i >= end) break;
                 float f = row_logit(row, i);
@@ -141,10 +157,13 @@ void main() {
                 if (!isinf(f)) agg_add(a, f, f / agg_t, want_sigma, want_mass);
                 uint k = sieve_key(f);
                 if (has_tau && !(k > tk || (k == tk && i < ti))) continue;
+                if (f < floor_value) continue;
                 uint slot = atomicAdd(s_fill, 1u);
                 c_key[slot] = k;
                 c_id[slot] = i;
             }
+            if (use_floor) atomicMax(s_wmax_key, s.max_key);
+            base += per_inv * WG;
             barrier();
         }
         compact(need);
@@ -207,9 +226,12 @@ void main() {
         s_rest_kind = n == pc.vocab ? REST_NONE : (c_key[n - 1u] == KEY_NEG_INF ? REST_MASKED : REST_UNKNOWN);
         s_fallback = 0u;
         s_status = status;
-        s_agg_ok = want_mass ? 1u : 0u;
+        s_agg_ok = 1u;
         s_tprod = 1.0;
         s_rest_min = sieve_key_value(s.min_finite_key);
+        // Nothing was dropped for the top-need cut (n < need): the rest is
+        // exactly what the min-p floor dropped.
+        s_floor_ok = (row_flags & ROW_FLOOR) == 0u ? 0u : (n < need ? 1u : 2u);
     }
     // The buffer reads below follow this workgroup's own writes (scratch).
     memoryBarrierBuffer();

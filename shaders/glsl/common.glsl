@@ -18,6 +18,9 @@
 layout(constant_id = 0) const uint WG = 256;
 layout(constant_id = 1) const uint CAP = 1024;   // power of two, CAP * 8 bytes of shared memory
 layout(local_size_x_id = 0) in;
+// Pipelines for calls where some row has a logit bias or a token bitmask; the
+// others compile the check away (it costs a third of a pass on a CPU device).
+layout(constant_id = 2) const bool ROW_INPUTS = false;
 
 // Fixed for a recording (push constants are baked into the command buffer).
 layout(push_constant) uniform Push {
@@ -72,10 +75,12 @@ const uint P_AGG_T = 16u;      // float: the temperature product the full-row ma
 const uint P_NEED = 17u;       // candidates the collect pass keeps (1..CAP/2)
 const uint P_OPS = 18u;        // 2 words: the chain before its draw, 4 bits per sampler (OP_*), 0 = end
 const uint P_INPUTS = 20u;     // word offset of the row's bias/bitmask block in row_inputs
+const uint P_FLOOR = 21u;      // float, ROW_FLOOR: the min-p floor below the running maximum (raw logits)
 
 const uint ROW_HAS_INPUTS = 1u;  // a logit bias or a token bitmask applies
 const uint ROW_NEED_SIGMA = 2u;  // the collect pass sums mean/variance of the row
 const uint ROW_NEED_MASS = 4u;   // the collect pass sums the row's softmax mass at P_AGG_T
+const uint ROW_FLOOR = 8u;       // min-p is the chain's first cut: collect only logits above its floor
 
 const uint OP_END = 0u;
 const uint OP_TEMPERATURE = 1u;
@@ -218,20 +223,28 @@ float apply_bias(uint base, uint i, float f) {
     return f;
 }
 
-// Logit i of a row as the chain sees it: the token bitmask (disallowed = -inf)
-// and the logit bias applied, as the twin applies them before the chain. NaN and
-// +Inf stay as they are: the row fails on them whatever the mask says (the twin
-// checks the raw logits first).
+// The RowInputs offset of the row this workgroup works on, or NO_INPUTS: read
+// once per workgroup (bind_row), not once per logit.
+const uint NO_INPUTS = 0xFFFFFFFFu;
+uint g_inputs = NO_INPUTS;
+
+void bind_row(uint row) {
+    g_inputs = (param_u(row, P_ROW_FLAGS) & ROW_HAS_INPUTS) != 0u ? param_u(row, P_INPUTS) : NO_INPUTS;
+}
+
+// Logit i of the bound row as the chain sees it: the token bitmask
+// (disallowed = -inf) and the logit bias applied, as the twin applies them
+// before the chain. NaN and +Inf stay as they are: the row fails on them
+// whatever the mask says (the twin checks the raw logits first).
 float row_logit(uint row, uint i) {
     float f = logits[row * pc.stride + i];
-    if ((param_u(row, P_ROW_FLAGS) & ROW_HAS_INPUTS) == 0u) return f;
+    if (!ROW_INPUTS || g_inputs == NO_INPUTS) return f;
     if (isnan(f) || (isinf(f) && f > 0.0)) return f;
-    uint base = param_u(row, P_INPUTS);
-    uint w = base + 2u + 2u * (i >> 5u);
+    uint w = g_inputs + 2u + 2u * (i >> 5u);
     uint bit = 1u << (i & 31u);
     if ((row_inputs[w] & bit) == 0u) return NEG_INF;
     if ((row_inputs[w + 1u] & bit) == 0u) return f;
-    return apply_bias(base, i, f);
+    return apply_bias(g_inputs, i, f);
 }
 
 uint load_key(uint row, uint i, float scale) { return sieve_key(scaled_logit(row_logit(row, i), scale)); }

@@ -9,6 +9,7 @@
 
 void main() {
     uint row = pc.row_base + gl_WorkGroupID.y;
+    bind_row(row);
     uint t = gl_LocalInvocationID.x;
     uint o = row * ROW_STRIDE;
     float scale = row_scale(row);

@@ -22,6 +22,7 @@ shared uint s_b[WG / 2u][BINS];
 
 void main() {
     uint row = pc.row_base + gl_WorkGroupID.y;
+    bind_row(row);
     uint chunk = gl_WorkGroupID.x;
     uint t = gl_LocalInvocationID.x;
     uint o = row * ROW_STRIDE;

@@ -12,6 +12,7 @@ layout(std430, set = 0, binding = 8) writeonly buffer Probabilities { float prob
 
 void main() {
     uint row = pc.row_base + gl_WorkGroupID.y;
+    bind_row(row);
     uint chunk = gl_WorkGroupID.x;
     uint t = gl_LocalInvocationID.x;
     uint o = row * ROW_STRIDE;

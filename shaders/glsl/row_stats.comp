@@ -13,6 +13,7 @@
 
 void main() {
     uint row = pc.row_base + gl_WorkGroupID.y;
+    bind_row(row);
     uint chunk = gl_WorkGroupID.x;
     uint t = gl_LocalInvocationID.x;
     uint begin = chunk * pc.chunk_size;

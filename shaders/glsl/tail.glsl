@@ -27,7 +27,9 @@ const uint REST_MASKED = 1u;
 const uint REST_UNKNOWN = 2u;
 const uint REST_CUT = 3u;
 
-shared uint s_n, s_rest, s_rest_kind, s_fallback, s_status, s_agg_ok;
+shared uint s_n, s_rest, s_rest_kind, s_fallback, s_status;
+shared uint s_agg_ok;     // the array is still the whole row (the full-row aggregates describe it)
+shared uint s_floor_ok;   // 1: the rest lies below the min-p floor; 2: the floor ran but the buffer filled (collect.comp)
 shared float s_tprod;     // temperatures applied while the rest is REST_UNKNOWN
 shared float s_rest_min;  // current value of the row's smallest finite logit
 shared float s_total;     // scratch: a mass total
@@ -53,16 +55,31 @@ bool tail_live() { return s_fallback == 0u && s_status == STATUS_OK; }
 // The mass of entry i relative to entry 0 (the maximum).
 float cand_mass(uint i, float v0) { return exp(cand_value(i) - v0); }
 
+// Compensated (Kahan) float sums: cumulative probabilities compared with a
+// cut (top-p, typical) stay within a few ulps of the exact sum of their terms,
+// so equal terms (tie groups, as f16 logits give) cut where the twin's double
+// sum does.
+// `precise`: the compiler must not simplify (t - s) - y to 0.
+void ksum_add(inout vec2 acc, float x) {
+    precise float y = x - acc.y;
+    precise float t = acc.x + y;
+    precise float c = (t - acc.x) - y;
+    acc = vec2(t, c);
+}
+
 // The array's softmax total relative to its maximum, or -1 when the rest hides
 // it (invocation 0 only). Aggregates apply while the rest is untouched and the
 // temperatures applied are the ones the mass was summed at.
 float array_total(uint row, uint n, float agg_mass) {
-    if (s_rest_kind == REST_UNKNOWN)
-        return (s_agg_ok != 0u && s_tprod == param_f(row, P_AGG_T)) ? agg_mass : -1.0;
+    if (s_rest_kind == REST_UNKNOWN) {
+        bool summed = (param_u(row, P_ROW_FLAGS) & ROW_NEED_MASS) != 0u;
+        return (summed && s_agg_ok != 0u && s_tprod == param_f(row, P_AGG_T)) ? agg_mass : -1.0;
+    }
     if (s_rest_kind == REST_CUT) return -1.0;
-    float v0 = cand_value(0u), total = 0.0;
-    for (uint i = 0u; i < n; ++i) total += cand_mass(i, v0);
-    return total;
+    float v0 = cand_value(0u);
+    vec2 total = vec2(0.0);
+    for (uint i = 0u; i < n; ++i) ksum_add(total, cand_mass(i, v0));
+    return total.x;
 }
 
 uint array_size_known(uint n) { return n + s_rest; }  // not for REST_CUT
@@ -139,11 +156,12 @@ void op_top_p(uint row, float p, uint min_keep, float agg_mass) {
         if (total < 0.0) {
             s_fallback = 1u;
         } else {
-            float v0 = cand_value(0u), target = p * total, cum = 0.0;
+            float v0 = cand_value(0u), target = p * total;
+            vec2 acc = vec2(0.0);
             uint last = 0xFFFFFFFFu;
             for (uint i = 0u; i < n; ++i) {
-                cum += cand_mass(i, v0);
-                if (cum >= target && i + 1u >= min_keep) {
+                ksum_add(acc, cand_mass(i, v0));
+                if (acc.x >= target && i + 1u >= min_keep) {
                     last = i + 1u;
                     break;
                 }
@@ -152,7 +170,7 @@ void op_top_p(uint row, float p, uint min_keep, float agg_mass) {
                 keep_first(last);
             } else if (s_rest_kind == REST_MASKED) {
                 // Masked members add no mass: the cut is where min_keep allows.
-                keep_first(cum >= target ? min(max(n + 1u, min_keep), n + s_rest) : n + s_rest);
+                keep_first(acc.x >= target ? min(max(n + 1u, min_keep), n + s_rest) : n + s_rest);
             } else if (s_rest_kind == REST_UNKNOWN) {
                 s_rest_kind = REST_CUT;  // the cut is past the buffer
                 s_agg_ok = 0u;
@@ -171,6 +189,19 @@ void op_min_p(float p, uint min_keep) {
         uint pass = 1u;  // the first token always matches
         while (pass < n && cand_value(pass) >= threshold) ++pass;
         uint keep = max(pass, max(min_keep, 1u));
+        if (s_floor_ok == 2u) {
+            s_fallback = 1u;  // the buffer filled up: below the floor it is no prefix
+        } else if (s_floor_ok == 1u && s_rest_kind == REST_UNKNOWN) {
+            // The collect pass dropped only logits below the floor, itself at
+            // or below this threshold: every logit that passes is here, the
+            // rest fails. (Below the threshold the buffer holds whatever came
+            // before the floor rose, not a prefix: min_keep cannot use it.)
+            s_rest = 0u;
+            s_rest_kind = REST_NONE;
+            if (keep > pass) s_fallback = 1u;
+            keep = pass;
+        }
+        s_floor_ok = 0u;
         if (pass < n || s_rest_kind == REST_NONE || s_rest_kind == REST_MASKED) {
             if (s_rest_kind == REST_NONE || s_rest_kind == REST_MASKED) keep = min(keep, n + s_rest);
             if (keep <= n || s_rest_kind == REST_MASKED) keep_first(keep);
@@ -333,11 +364,12 @@ void op_typical(uint row, float p, uint min_keep, uint scratch) {
     barrier();
     sort_prefix(n);
     if (t == 0u) {
-        float cum = 0.0;
+        vec2 acc = vec2(0.0);
         uint last = 0xFFFFFFFFu;
         for (uint j = 0u; j < n; ++j) {
             uint idx = c_id[j];
-            cum += exp(sieve_key_value(candidates[scratch + 2u * idx]) - v0) / total;
+            ksum_add(acc, exp(sieve_key_value(candidates[scratch + 2u * idx]) - v0) / total);
+            float cum = acc.x;
             if (cum > p && (min_keep == 0u || j + 1u >= min_keep)) {
                 last = j + 1u;
                 break;
@@ -346,7 +378,7 @@ void op_typical(uint row, float p, uint min_keep, uint scratch) {
         if (last == 0xFFFFFFFFu) {
             // Into the masked rest (p = 0 members, ranked last), or everything.
             uint size = n + s_rest;
-            last = cum > p ? min(max(n + 1u, min_keep), size) : size;
+            last = acc.x > p ? min(max(n + 1u, min_keep), size) : size;
         }
         s_total = float(last);
     }
@@ -392,15 +424,16 @@ void op_dynatemp(uint row, float temperature, float range, float exponent) {
     }
     barrier();
     float dyn = s_total;
-    if (s_fallback != 0u || (isinf(dyn) && dyn < 0.0)) return;  // uniform
-    if (isinf(dyn)) {  // a finite logit / inf is 0; masked members stay masked
-        for (uint i = t; i < s_n; i += WG)
-            if (c_key[i] != KEY_NEG_INF) c_key[i] = sieve_key(0.0);
-        barrier();
-        sort_prefix(s_n);
-        return;
+    if (s_fallback == 0u && !(isinf(dyn) && dyn < 0.0)) {  // uniform: shared state after a barrier
+        if (isinf(dyn)) {  // a finite logit / inf is 0; masked members stay masked
+            for (uint i = t; i < s_n; i += WG)
+                if (c_key[i] != KEY_NEG_INF) c_key[i] = sieve_key(0.0);
+            barrier();
+            sort_prefix(s_n);
+        } else {
+            op_divide(row, dyn);
+        }
     }
-    op_divide(row, dyn);
 }
 
 // Runs the row's chain (before its draw). agg: the full-row aggregates.
@@ -408,8 +441,9 @@ void run_chain(uint row, Agg agg, uint scratch) {
     uint min_keep = param_u(row, P_MIN_KEEP);
     for (uint o = 0u; o < MAX_OPS; ++o) {
         uint op = (param_u(row, P_OPS + o / 8u) >> (4u * (o % 8u))) & 15u;
-        if (op == OP_END || !tail_live()) break;  // uniform: shared state after a barrier
-        if (op == OP_TEMPERATURE) {
+        if (!tail_live()) op = OP_END;  // uniform: shared state after a barrier
+        if (op == OP_END) {
+        } else if (op == OP_TEMPERATURE) {
             float range = param_f(row, P_DYN_RANGE);
             if (range > 0.0) op_dynatemp(row, param_f(row, P_TEMPERATURE), range, param_f(row, P_DYN_EXPONENT));
             else op_divide(row, param_f(row, P_TEMPERATURE));
