@@ -1,9 +1,9 @@
 // Issue 3 through the C API: logit bias and token bitmask on the CPU backend
 // (they change the result as docs/semantics.md says), every bad input a specific
 // status with a message (in the style of test_bad_input.cpp), the new per-row
-// parameters (defaults, validation), and the GPU engine refusing what it does not
-// run yet (bias, bitmask, dynamic temperature, the truncating samplers) while
-// staying usable.
+// parameters (defaults, validation), and the GPU engine running bias, bitmask,
+// dynamic temperature and the truncating samplers while still refusing
+// penalties and DRY.
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -332,52 +332,85 @@ TEST_P(NewParams, RejectedValuesChangeNothing) {
 INSTANTIATE_TEST_SUITE_P(BiasBitmask, NewParams, testing::Values(false, true),
                          [](const testing::TestParamInfo<bool>& i) { return i.param ? "Gpu" : "Cpu"; });
 
-// ---- the GPU engine refuses what it does not run yet -------------------------------------
+// ---- the GPU engine: bias, bitmask, dynamic temperature, truncating samplers -----------
 
-TEST(BiasBitmaskGpu, RefusesBiasBitmaskAndDynatempAndStaysUsable) {
+// The GPU accepts a logit bias, a token bitmask and a dynamic temperature (all
+// refused before the truncating samplers ran there) and samples what the CPU
+// backend samples with them; clearing still works. (test_gpu_chains.cpp holds
+// the full GPU-vs-twin comparison with bias and bitmask.)
+TEST(BiasBitmaskGpu, AcceptsBiasBitmaskAndDynatempLikeTheCpu) {
     sieve::Context gpu = gpu_context();
     sieve::Context cpu = cpu_context();
     const int32_t vocab = 300;
-    sieve::Chain chain(gpu, desc("temperature;dist", 2, vocab, 0.8f, 5u));
-    sieve::Chain twin(cpu, desc("temperature;dist", 2, vocab, 0.8f, 5u));
-    const int32_t t[] = {1};
-    const float b[] = {1.0f};
-    const std::vector<uint32_t> words(10, 0xFFFFFFFFu);
-    EXPECT_TRUE(Fails(sieve_chain_set_logit_bias(chain.get(), -1, t, b, 1), SIEVE_ERROR_UNSUPPORTED_SAMPLER,
-                      {"logit bias", "GPU"}));
-    EXPECT_TRUE(Fails(sieve_chain_set_token_bitmask(chain.get(), 0, words.data(), 10),
-                      SIEVE_ERROR_UNSUPPORTED_SAMPLER, {"bitmask", "GPU"}));
-    EXPECT_TRUE(Fails(sieve_chain_set_param(chain.get(), -1, SIEVE_PARAM_DYNATEMP_RANGE, 0.5),
-                      SIEVE_ERROR_UNSUPPORTED_SAMPLER, {"dynamic temperature", "GPU"}));
-    EXPECT_EQ(chain.get_param(SIEVE_PARAM_DYNATEMP_RANGE, 0), 0.0);
-    // Clearing (nothing set) is fine.
+    const auto logits = make_rows(Shape::Zipf, 2, vocab, 8);
+    sieve::Chain chain(gpu, desc("top_k;temperature", 2, vocab, 0.8f, 5u));
+    sieve::Chain twin(cpu, desc("top_k;temperature", 2, vocab, 0.8f, 5u));
+    std::vector<uint32_t> words(10, 0xFFFFFFFFu);
+    words[0] = 0u;  // ids 0..31 disallowed in row 0
+    for (sieve::Chain* c : {&chain, &twin}) {
+        const int32_t t[] = {40, 41, 40, 299};
+        const float b[] = {2.0f, -kInf, 0.5f, 1.0f};  // token 40 twice: 2.5 in all
+        EXPECT_EQ(sieve_chain_set_logit_bias(c->get(), -1, t, b, 4), SIEVE_OK) << sieve_last_error();
+        EXPECT_EQ(sieve_chain_set_token_bitmask(c->get(), 0, words.data(), 10), SIEVE_OK) << sieve_last_error();
+        EXPECT_EQ(sieve_chain_set_param(c->get(), -1, SIEVE_PARAM_DYNATEMP_RANGE, 0.5), SIEVE_OK) << sieve_last_error();
+        EXPECT_EQ(c->get_param(SIEVE_PARAM_DYNATEMP_RANGE, 1), 0.5);
+    }
+    expect_same(dist_map(chain, logits, 2, vocab, 0), dist_map(twin, logits, 2, vocab, 0));
+    for (int step = 0; step < 3; ++step) {
+        const auto a = chain.sample(logits.data(), 2, vocab);
+        const auto c = twin.sample(logits.data(), 2, vocab);
+        for (size_t r = 0; r < 2; ++r) {
+            ASSERT_EQ(a[r].status, SIEVE_OK) << sieve_last_error();
+            EXPECT_EQ(a[r].token, c[r].token) << "step " << step << " row " << r;
+            EXPECT_NE(a[r].token, 41) << "token 41 is banned";
+            EXPECT_NEAR(a[r].p, c[r].p, 1e-4f * c[r].p);
+        }
+        EXPECT_GE(a[0].token, 32) << "row 0's bitmask disallows ids below 32";
+    }
+    // Clearing works on the GPU too.
     EXPECT_EQ(sieve_chain_set_logit_bias(chain.get(), -1, nullptr, nullptr, 0), SIEVE_OK);
     EXPECT_EQ(sieve_chain_set_token_bitmask(chain.get(), -1, nullptr, 0), SIEVE_OK);
-    const auto logits = make_rows(Shape::Zipf, 2, vocab, 8);
-    const auto a = chain.sample(logits.data(), 2, vocab);
-    const auto c = twin.sample(logits.data(), 2, vocab);
-    for (int r = 0; r < 2; ++r) {
-        EXPECT_EQ(a[static_cast<size_t>(r)].status, SIEVE_OK);
-        EXPECT_EQ(a[static_cast<size_t>(r)].token, c[static_cast<size_t>(r)].token);
-    }
+    EXPECT_EQ(chain.sample(logits.data(), 2, vocab)[0].status, SIEVE_OK);
 }
 
-TEST(BiasBitmaskGpu, TruncatingSamplersAndDefaultChainUnsupportedOnGpu) {
+// Every truncating sampler, alone and in llama.cpp's order, runs on the GPU.
+// Penalties and DRY are still refused there (SIEVE_ERROR_UNSUPPORTED_SAMPLER,
+// the message says GPU) while the CPU backend runs them as llama.cpp's
+// disabled no-ops; so is llama.cpp's default chain, which holds both.
+TEST(BiasBitmaskGpu, TruncatingSamplersPenaltiesAndDryRunOnGpu) {
     sieve::Context gpu = gpu_context();
-    for (const char* samplers : {"top_k;temperature", "top-p", "min_p", "typ_p", "top_n_sigma", "xtc", "penalties"}) {
-        sieve::ChainDesc d = desc(samplers, 1, 100);
-        sieve_chain_desc raw = d.raw;
-        raw.samplers = samplers;
-        sieve_chain* out = nullptr;
-        EXPECT_TRUE(Fails(sieve_chain_create(gpu.get(), &raw, &out), SIEVE_ERROR_UNSUPPORTED_SAMPLER,
-                          {"not implemented on the GPU"}))
-            << samplers;
-        EXPECT_EQ(out, nullptr);
+    const auto logits = make_rows(Shape::Zipf, 1, 100, 3);
+    for (const char* samplers : {"top_k;temperature", "top-p", "min_p", "typ_p", "top_n_sigma", "xtc",
+                                 "top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature", "top_k;temperature;greedy"}) {
+        try {
+            sieve::Chain chain(gpu, desc(samplers, 1, 100));
+            chain.set(SIEVE_PARAM_TYPICAL_P, 0.9);
+            chain.set(SIEVE_PARAM_TOP_N_SIGMA, 1.5);
+            chain.set(SIEVE_PARAM_XTC_PROBABILITY, 1.0);
+            EXPECT_EQ(chain.sample(logits.data(), 1, 100)[0].status, SIEVE_OK) << samplers;
+        } catch (const sieve::Error& e) {
+            ADD_FAILURE() << samplers << ": " << e.what();
+        }
     }
-    sieve_chain_desc raw = desc(nullptr, 1, 100).raw;
-    raw.samplers = nullptr;
-    sieve_chain* out = nullptr;
-    EXPECT_TRUE(Fails(sieve_chain_create(gpu.get(), &raw, &out), SIEVE_ERROR_UNSUPPORTED_SAMPLER, {"GPU"}));
+    // Penalties and DRY cannot be enabled yet (issue 4): both backends run them
+    // as llama.cpp does with its defaults, a no-op, so chains holding them --
+    // llama.cpp's default chain among them -- give the twin's tokens.
+    sieve::Context cpu = cpu_context();
+    for (const char* samplers : {"penalties", "dry", "penalties;top_k;temperature", "top_k;dry;dist", "", "  "}) {
+        sieve_chain_desc raw = desc(nullptr, 1, 100, 0.8f, 21u).raw;
+        raw.samplers = *samplers ? samplers : nullptr;
+        sieve_chain *g = nullptr, *c = nullptr;
+        ASSERT_EQ(sieve_chain_create(gpu.get(), &raw, &g), SIEVE_OK) << samplers << ": " << sieve_last_error();
+        ASSERT_EQ(sieve_chain_create(cpu.get(), &raw, &c), SIEVE_OK) << samplers << ": " << sieve_last_error();
+        for (int step = 0; step < 3; ++step) {
+            sieve_token a{}, b{};
+            EXPECT_EQ(sieve_sample(g, logits.data(), 1, 100, &a), SIEVE_OK) << samplers;
+            EXPECT_EQ(sieve_sample(c, logits.data(), 1, 100, &b), SIEVE_OK) << samplers;
+            EXPECT_EQ(a.token, b.token) << samplers << " step " << step;
+        }
+        sieve_chain_destroy(g);
+        sieve_chain_destroy(c);
+    }
 }
 
 // ---- the CPU backend runs any chain of them, in any order ------------------------------
@@ -452,10 +485,15 @@ TEST(BiasBitmaskCli, LlamaCppFlagsOnTheCpu) {
         EXPECT_EQ(rc, 2) << bad << ": " << out;
         EXPECT_NE(out.find("logit-bias"), std::string::npos) << out;
     }
-    // On the GPU: a clear unsupported status.
-    out = run("sample --logits '" + file + "' --vocab 4 --json", &rc);
-    EXPECT_EQ(rc, 2) << out;
-    EXPECT_NE(out.find("unsupported"), std::string::npos) << out;
+    // The same flags on the GPU give the twin's distribution.
+    const std::string flags = " --top-k 3 --top-p 0.99 --min-p 0.01 --typical 0.999 --top-n-sigma 5 "
+                              "--xtc-probability 0.1 --xtc-threshold 0.4 --dynatemp-range 0.2 --dynatemp-exp 1.5 "
+                              "--logit-bias 3-inf --logit-bias 0+0.5 --dump-dist --seed 3";
+    const std::string cpu = run("sample --logits '" + file + "' --vocab 4 --device cpu" + flags, &rc);
+    EXPECT_EQ(rc, 0) << cpu;
+    const std::string gpu = run("sample --logits '" + file + "' --vocab 4" + flags, &rc);
+    EXPECT_EQ(rc, 0) << gpu;
+    EXPECT_EQ(gpu.substr(gpu.find("row 0")), cpu.substr(cpu.find("row 0")));
 }
 
 } // namespace

@@ -22,21 +22,104 @@
 layout(std430, set = 0, binding = 8) writeonly buffer DistOut { uint dist_out[]; };
 
 const uint HALF = CAP / 2u;
-// Logits per invocation between two checks of the buffer: a round appends at
-// most ROUND <= CAP / 2 entries, so a buffer compacted to <= CAP / 2 never overflows.
-const uint PER_INV = (CAP / (2u * WG)) > 0u ? CAP / (2u * WG) : 1u;
-const uint ROUND = WG * PER_INV;
 // Words of the candidates buffer per row: the chunks' lists (up to 8 chunks of
 // CAP / 2 entries), later the tail's scratch (2 x CAP entries).
 const uint MAX_COLLECT_CHUNKS = 8u;
 const uint ROW_WORDS = MAX_COLLECT_CHUNKS * CAP;
 
-shared uint s_fill, s_has_tau, s_tau_key, s_tau_id, s_wmax_key;
+shared uint s_fill, s_kept, s_has_tau, s_tau_key, s_tau_id, s_wmax_key;
 
-// Keeps the best `need` of the buffer, sorted; the need-th becomes the threshold.
+// Logits per invocation in a round once a threshold exists.
+const uint LONG_ROUND = 16u;
+const uint NO_RETRY = 0xFFFFFFFFu;
+
+// Appends candidate (k, i); returns i when the buffer is full (retry it after
+// the compaction), else NO_RETRY.
+uint append(uint k, uint i) {
+    uint slot = atomicAdd(s_fill, 1u);
+    if (slot >= CAP) return i;
+    c_key[slot] = k;
+    c_id[slot] = i;
+    return NO_RETRY;
+}
+
+// The key below which min-p's floor drops logits (0: none yet). Conservative:
+// rounding never drops a logit the tail would keep.
+uint floor_key(bool use_floor, float floor_offset) {
+    if (!use_floor || s_wmax_key == 0u) return 0u;
+    float wv = sieve_key_value(s_wmax_key);
+    return sieve_key(wv + floor_offset - 1e-5 * abs(wv));
+}
+
+shared uint s_probe_key[WG];
+shared uint s_probe_id[WG];
+
+void probe_threshold(uint row, uint begin, uint stop, uint need) {
+    uint t = gl_LocalInvocationID.x;
+    uint best = 0u, best_id = 0xFFFFFFFFu;  // key 0: below every logit's
+    for (uint i = begin + t; i < stop; i += WG) {
+        uint k = sieve_key(row_logit(row, i));
+        bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
+        bool better = ok && k > best;  // ids grow: the first maximal one stays
+        best = better ? k : best;
+        best_id = better ? i : best_id;
+    }
+    s_probe_key[t] = best;
+    s_probe_id[t] = best_id;
+    barrier();
+    if (t == 0u) {
+        // The best `need` maxima in c_key/c_id (empty until the first append).
+        uint len = 0u;
+        for (uint j = 0u; j < WG; ++j) {
+            uint k = s_probe_key[j], id = s_probe_id[j];
+            if (k == 0u) continue;
+            if (len == need && !canonical_after(c_key[need - 1u], c_id[need - 1u], k, id)) continue;
+            uint w = len < need ? len++ : need - 1u;
+            for (; w > 0u && canonical_after(c_key[w - 1u], c_id[w - 1u], k, id); --w) {
+                c_key[w] = c_key[w - 1u];
+                c_id[w] = c_id[w - 1u];
+            }
+            c_key[w] = k;
+            c_id[w] = id;
+        }
+        if (len == need) {
+            s_has_tau = 1u;
+            s_tau_key = c_key[need - 1u];
+            s_tau_id = c_id[need - 1u];
+        }
+    }
+    barrier();
+}
+
+// Keeps the best `need` of the buffer, sorted; the need-th becomes the
+// threshold. The buffer is the sorted survivors of the last compaction
+// [0, s_kept) and what was appended since. A small `need` (top-k chains): one
+// invocation inserts each appended entry into the sorted list of the best
+// `need` (linear in the appended entries, and no barrier: on a CPU device a
+// barrier costs more than this whole pass). A large one: a bitonic sort.
+const uint SEQUENTIAL_NEED = 128u;
+
 void compact(uint need) {
-    uint fill = s_fill;
-    sort_prefix(fill);
+    uint fill = min(s_fill, CAP);
+    uint kept = s_kept;
+    if (need > SEQUENTIAL_NEED) {
+        sort_prefix(fill);
+    } else if (gl_LocalInvocationID.x == 0u) {
+        // The list grows by at most one per entry read, so it never reaches
+        // an entry not read yet.
+        uint len = kept;
+        for (uint j = kept; j < fill; ++j) {
+            uint k = c_key[j], id = c_id[j];
+            if (len == need && !canonical_after(c_key[need - 1u], c_id[need - 1u], k, id)) continue;
+            uint w = len < need ? len++ : need - 1u;
+            for (; w > 0u && canonical_after(c_key[w - 1u], c_id[w - 1u], k, id); --w) {
+                c_key[w] = c_key[w - 1u];
+                c_id[w] = c_id[w - 1u];
+            }
+            c_key[w] = k;
+            c_id[w] = id;
+        }
+    }
     if (gl_LocalInvocationID.x == 0u) {
         if (fill >= need) {
             s_has_tau = 1u;
@@ -44,6 +127,7 @@ void compact(uint need) {
             s_tau_id = c_id[need - 1u];
         }
         s_fill = min(fill, need);
+        s_kept = s_fill;
     }
     barrier();
 }
@@ -125,47 +209,145 @@ void main() {
         // Compaction sorts, so it is kept small: the buffer is compacted once it
         // holds a few times `need`, and until the first threshold exists rounds
         // read only about 2 x need logits (the first threshold comes early).
-        uint trigger = min(CAP - ROUND, max(4u * need, 2u * WG));
-        uint warm_per_inv = clamp((2u * need + WG - 1u) / WG, 1u, PER_INV);
+        uint trigger = min(CAP - WG, max(4u * need, 2u * WG));
+        uint warm_per_inv = LONG_ROUND;
         // min-p first (ROW_FLOOR): a logit below the running maximum + ln(p) can
         // never survive it, so it is not collected (tail.glsl: op_min_p).
         bool use_floor = (row_flags & ROW_FLOOR) != 0u;
+        bool aggregates = want_sigma || want_mass;
         float floor_offset = param_f(row, P_FLOOR);
         if (t == 0u) {
             s_fill = 0u;
+            s_kept = 0u;
             s_has_tau = 0u;
+            s_tau_key = 0u;  // below every key a candidate can have: everything passes
+            s_tau_id = 0u;
             s_wmax_key = 0u;
         }
         barrier();
+        // The hot loop does the least per logit (on a CPU device every
+        // operation counts): its key, a range test for NaN/+Inf, the smallest
+        // finite key, the threshold test. The maximum is the first candidate.
+        // Rounds are long (a barrier costs microseconds on a CPU device): an
+        // append that finds the buffer full marks where its invocation stopped
+        // appending; after the round the buffer is compacted and those
+        // invocations test their remaining logits again against the new
+        // threshold. The append counter only grows, so a logit is appended once.
+        uint bad = 0u, first_bad = 0xFFFFFFFFu, kmin = 0xFFFFFFFFu, kmax = 0u;
+        // A first threshold without appending anything: the need-th best of
+        // the invocations' maxima over the first round (each maximum is a
+        // logit of the chunk, so at most the chunk's need-th best: exact).
+        if (need <= WG) probe_threshold(row, begin, min(begin + LONG_ROUND * WG, end), need);
         uint base = begin;
         while (base < end) {
             uint fill = s_fill;
             barrier();  // every invocation has read it before anyone appends
             if (fill > trigger || (s_has_tau == 0u && fill >= need)) compact(need);
-            bool has_tau = s_has_tau != 0u;
+            uint per_inv = s_has_tau != 0u ? LONG_ROUND : warm_per_inv;
+            uint stop = min(base + per_inv * WG, end);
             uint tk = s_tau_key, ti = s_tau_id;
-            float wv = sieve_key_value(s_wmax_key);
-            // Conservative: rounding never drops a logit the tail would keep.
-            float floor_value = use_floor && s_wmax_key != 0u ? wv + floor_offset - 1e-5 * abs(wv) : NEG_INF;
-            uint per_inv = has_tau ? PER_INV : warm_per_inv;
-            for (uint e = 0u; e < per_inv; ++e) {
-                uint i = base + e * WG + t;
-                if (i >= end) break;
-                float f = row_logit(row, i);
-                row_stats_add(s, f, f, i);
-                if (isnan(f) || (isinf(f) && f > 0.0)) continue;
-                if (!isinf(f)) agg_add(a, f, f / agg_t, want_sigma, want_mass);
-                uint k = sieve_key(f);
-                if (has_tau && !(k > tk || (k == tk && i < ti))) continue;
-                if (f < floor_value) continue;
-                uint slot = atomicAdd(s_fill, 1u);
-                c_key[slot] = k;
-                c_id[slot] = i;
+            uint kfloor = floor_key(use_floor, floor_offset);
+            // Pass 1 over the round: statistics and how many logits this
+            // invocation will append; no memory operation but the load (a CPU
+            // device executes a rare branch's atomics under a lane mask for
+            // every logit). The aggregates' loop is a separate copy, entered
+            // only by rows that need them.
+            uint takes = 0u;
+            uint k0 = 0u, i0 = 0u, k1 = 0u, i1 = 0u;  // the last two logits to append
+            if (aggregates) {
+                for (uint i = base + t; i < stop; i += WG) {
+                    float f = row_logit(row, i);
+                    uint k = sieve_key(f);
+                    bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
+                    bad += ok ? 0u : 1u;
+                    first_bad = ok ? first_bad : min(first_bad, i);
+                    kmin = (ok && k != KEY_NEG_INF) ? min(kmin, k) : kmin;
+                    kmax = ok ? max(kmax, k) : kmax;
+                    if (ok && k != KEY_NEG_INF) agg_add(a, f, f / agg_t, want_sigma, want_mass);
+                    bool take = ok && k >= kfloor && (k > tk || (k == tk && i < ti));
+                    takes += take ? 1u : 0u;
+                    k1 = take ? k0 : k1;
+                    i1 = take ? i0 : i1;
+                    k0 = take ? k : k0;
+                    i0 = take ? i : i0;
+                }
+            } else {
+                for (uint i = base + t; i < stop; i += WG) {
+                    uint k = sieve_key(row_logit(row, i));
+                    // Keys of -inf .. finite: [KEY_NEG_INF, KEY_POS_INF); NaN
+                    // and +Inf fall outside (the row fails on them).
+                    bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
+                    bad += ok ? 0u : 1u;
+                    first_bad = ok ? first_bad : min(first_bad, i);
+                    kmin = (ok && k != KEY_NEG_INF) ? min(kmin, k) : kmin;
+                    kmax = ok ? max(kmax, k) : kmax;
+                    bool take = ok && k >= kfloor && (k > tk || (k == tk && i < ti));
+                    takes += take ? 1u : 0u;
+                    k1 = take ? k0 : k1;
+                    i1 = take ? i0 : i1;
+                    k0 = take ? k : k0;
+                    i0 = take ? i : i0;
+                }
             }
-            if (use_floor) atomicMax(s_wmax_key, s.max_key);
-            base += per_inv * WG;
+            // Pass 2, only by invocations with something to append: their
+            // slots in one atomic, then the same test again over the round
+            // (cached). A logit that finds the buffer full is retried below.
+            uint slot = takes > 0u ? atomicAdd(s_fill, takes) : 0u;
+            uint retry = NO_RETRY;
+            if (takes <= 2u) {  // the usual case once the threshold settled: no second read
+                if (takes == 2u) {
+                    if (slot < CAP) {
+                        c_key[slot] = k1;
+                        c_id[slot] = i1;
+                    } else {
+                        retry = i1;
+                    }
+                    ++slot;
+                }
+                if (takes >= 1u) {
+                    if (slot < CAP) {
+                        c_key[slot] = k0;
+                        c_id[slot] = i0;
+                    } else {
+                        retry = min(retry, i0);
+                    }
+                }
+                takes = 0u;
+            }
+            for (uint i = base + t; takes > 0u && i < stop; i += WG) {
+                uint k = sieve_key(row_logit(row, i));
+                bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
+                if (ok && k >= kfloor && (k > tk || (k == tk && i < ti))) {
+                    if (slot < CAP) {
+                        c_key[slot] = k;
+                        c_id[slot] = i;
+                    } else {
+                        retry = min(retry, i);
+                    }
+                    ++slot;
+                    --takes;
+                }
+            }
+            atomicMax(s_wmax_key, kmax);
             barrier();
+            while (s_fill > CAP) {  // uniform: read after a barrier
+                compact(need);
+                tk = s_tau_key;
+                ti = s_tau_id;
+                kfloor = floor_key(use_floor, floor_offset);
+                uint from = retry;
+                retry = NO_RETRY;
+                for (uint i = from; i < stop; i += WG) {
+                    uint k = sieve_key(row_logit(row, i));
+                    bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
+                    for (bool go = ok && k >= kfloor && (k > tk || (k == tk && i < ti)) && retry == NO_RETRY; go; go = false)
+                        retry = append(k, i);
+                }
+                barrier();
+            }
+            base = stop;
         }
+        s = RowStats(0u, 0xFFFFFFFFu, kmin, bad, first_bad, 0u, 0u);
         compact(need);
         s = wg_reduce_row_stats(s);
         if (want_sigma || want_mass) a = wg_reduce_agg(a);
@@ -200,20 +382,45 @@ void main() {
             red_agg[3][0] = m.mmax;
             red_agg[4][0] = m.msum;
         }
-        n = 0u;
-        for (uint c = 0u; c < pc.n_chunks; ++c) {
-            uint cnt = chunk_stats[(row * pc.n_chunks + c) * CHUNK_STRIDE + C_KEPT];
-            uint list = region + c * HALF * 2u;
-            for (uint i = t; i < cnt; i += WG) {
-                c_key[n + i] = candidates[list + 2u * i];
-                c_id[n + i] = candidates[list + 2u * i + 1u];
+        // Chunk 0's list, then each next list merged in from the back by one
+        // invocation (sorted lists: linear; a sort would cost dozens of barriers).
+        uint n0 = chunk_stats[row * pc.n_chunks * CHUNK_STRIDE + C_KEPT];
+        for (uint i = t; i < n0; i += WG) {
+            c_key[i] = candidates[region + 2u * i];
+            c_id[i] = candidates[region + 2u * i + 1u];
+        }
+        n = min(n0, need);
+        barrier();
+        if (t == 0u) {
+            for (uint c = 1u; c < pc.n_chunks; ++c) {
+                uint cnt = chunk_stats[(row * pc.n_chunks + c) * CHUNK_STRIDE + C_KEPT];
+                uint list = region + c * HALF * 2u;
+                uint a_left = n, b_left = cnt;  // entries not yet placed, from the back
+                for (uint w = n + cnt; b_left > 0u; --w) {
+                    uint kb = candidates[list + 2u * (b_left - 1u)];
+                    uint ib = candidates[list + 2u * (b_left - 1u) + 1u];
+                    if (a_left > 0u && canonical_after(c_key[a_left - 1u], c_id[a_left - 1u], kb, ib)) {
+                        c_key[w - 1u] = c_key[a_left - 1u];
+                        c_id[w - 1u] = c_id[a_left - 1u];
+                        --a_left;
+                    } else {
+                        c_key[w - 1u] = kb;
+                        c_id[w - 1u] = ib;
+                        --b_left;
+                    }
+                }
+                n = min(n + cnt, need);
             }
-            barrier();
-            if (c > 0u) sort_prefix(n + cnt);
-            n = min(n + cnt, need);
+            s_n = n;
         }
         barrier();
+        n = s_n;
+        barrier();
         a = Agg(red_agg[0][0], red_agg[1][0], red_agg[2][0], red_agg[3][0], red_agg[4][0]);
+        // The row's maximum is its first candidate (canonical: the first maximal id).
+        s.max_key = c_key[0];
+        s.argmax = c_id[0];
+        s.finite = n > 0u && c_key[0] > KEY_NEG_INF ? 1u : 0u;
     }
 
     uint status = row_status(s);

@@ -174,6 +174,7 @@ float sieve_key_value(uint k) {
 }
 
 const uint KEY_NEG_INF = 0x007FFFFFu;  // sieve_key(-inf)
+const uint KEY_POS_INF = 0xFF800000u;  // sieve_key(+inf); NaNs fall outside [KEY_NEG_INF, KEY_POS_INF]
 
 float row_scale(uint row) { return uintBitsToFloat(params[row * PARAM_STRIDE + P_SCALE]); }
 

@@ -49,6 +49,26 @@ void sort_prefix(uint n) {
     bitonic_sort_canonical(m);
 }
 
+// Restores canonical order after a monotone change of the values (a division
+// by t > 0 can make equal values of different keys): insertion sort by one
+// invocation, linear on a nearly sorted array. Masked (-inf) members stay at
+// the end in whatever order: no result depends on their order.
+void resort_nearly_sorted(uint n) {
+    if (gl_LocalInvocationID.x == 0u) {
+        for (uint i = 1u; i < n && c_key[i] != KEY_NEG_INF; ++i) {
+            uint k = c_key[i], id = c_id[i];
+            uint j = i;
+            for (; j > 0u && canonical_after(c_key[j - 1u], c_id[j - 1u], k, id); --j) {
+                c_key[j] = c_key[j - 1u];
+                c_id[j] = c_id[j - 1u];
+            }
+            c_key[j] = k;
+            c_id[j] = id;
+        }
+    }
+    barrier();
+}
+
 // Everything a sampler decides is valid only without a pending fallback.
 bool tail_live() { return s_fallback == 0u && s_status == STATUS_OK; }
 
@@ -115,7 +135,7 @@ void op_divide(uint row, float temperature) {
         s_rest_min = x;
         s_tprod *= temperature;
     }
-    sort_prefix(n);  // the division can make equal values of different keys
+    resort_nearly_sorted(n);  // the division can make equal values of different keys
 }
 
 // llama_sampler_top_k_impl: k <= 0 no-op; keep the first min(k, size).

@@ -1,0 +1,691 @@
+// The truncating samplers on the GPU against the CPU twin (engine/reference/):
+// top-k, top-p, min-p, typical, top-n-sigma, XTC, dynamic temperature, logit
+// bias and token bitmask, alone and in chains (llama.cpp's default order
+// included), over every test shape and several vocabularies, one and three
+// rows per call, the full device and the constrained profile; rows whose
+// survivors exceed the candidate buffer (the CPU-twin fallback); and the
+// dispatch figures of llama.cpp's default chain.
+//
+// Agreement rules (docs/architecture.md, "Determinism"; the twin is the
+// specification):
+//  - distributions: the same status; the same survivor ids; every probability
+//    within 1e-4 relative or 1e-7 absolute; total variation <= 1e-5. Survivor
+//    sets may differ only where a keep/drop decision lies within 1e-6 of its
+//    threshold: the twin run with that threshold (top-p, min-p, typical, XTC)
+//    moved by 1e-6 must then give the GPU's survivors, and the GPU is held to
+//    that run (counted and printed);
+//  - tokens: the same status and step; the same token unless the uniform lies
+//    within 1e-6 of a CDF boundary of the twin's distribution (counted, at
+//    most one per case); the drawn token's p within 1e-4 relative.
+#include "reference/reference.hpp"
+#include "test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using sieve::ref::RowParams;
+using sieve::ref::SamplerKind;
+using sieve::ref::Weighted;
+using sieve_test::Profile;
+using sieve_test::Shape;
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr Shape kShapes[] = {Shape::Gaussian, Shape::Zipf, Shape::Peaked, Shape::Masked, Shape::Ties};
+
+// llama.cpp's default chain without penalties and DRY.
+const char* const kDefaultOrder = "top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature";
+
+// Tolerances of the agreement rules above.
+constexpr double kProbRel = 1e-4, kProbAbs = 1e-7, kMaxTvd = 1e-5, kNearBoundary = 1e-6;
+
+// ---- parameters: one RowParams drives both the GPU chain and the twin ----------
+
+// Parameters that make every sampler of the chains below act (llama.cpp's
+// defaults leave typical, top-n-sigma and XTC off).
+RowParams active() {
+    RowParams p;
+    p.temperature = 0.8f;
+    p.top_k = 40;
+    p.top_p = 0.9f;
+    p.min_p = 0.05f;
+    p.typical_p = 0.9f;
+    p.top_n_sigma = 1.5f;
+    p.xtc_probability = 1.0f;  // the coin (in [0, 1)) always fires
+    p.xtc_threshold = 0.05f;
+    return p;
+}
+
+// The parameter sets the cases name: "active", "k1000" (top-k 1000), "keep5"
+// (min_keep 5), "dynatemp" (range 0.5, exponent 1), "xtc_coin" (XTC fires with
+// probability 0.5) and "llama_defaults" (common_params_sampling's values).
+RowParams preset(const std::string& name) {
+    RowParams p = active();
+    if (name == "k1000") p.top_k = 1000;
+    if (name == "keep5") p.min_keep = 5;
+    if (name == "dynatemp") {
+        p.dynatemp_range = 0.5f;
+        p.dynatemp_exponent = 1.0f;
+    }
+    if (name == "xtc_coin") p.xtc_probability = 0.5f;  // the coin decides, step by step
+    if (name == "llama_defaults") p = RowParams();
+    return p;
+}
+
+// Sets every per-row parameter (and the row's bias and bitmask) on a chain.
+void set_row(sieve::Chain& chain, int32_t row, const RowParams& p) {
+    chain.set(SIEVE_PARAM_TEMPERATURE, p.temperature, row);
+    chain.set(SIEVE_PARAM_SEED, p.seed, row);
+    chain.set(SIEVE_PARAM_MIN_KEEP, p.min_keep, row);
+    chain.set(SIEVE_PARAM_TOP_K, p.top_k, row);
+    chain.set(SIEVE_PARAM_TOP_P, p.top_p, row);
+    chain.set(SIEVE_PARAM_MIN_P, p.min_p, row);
+    chain.set(SIEVE_PARAM_TYPICAL_P, p.typical_p, row);
+    chain.set(SIEVE_PARAM_TOP_N_SIGMA, p.top_n_sigma, row);
+    chain.set(SIEVE_PARAM_XTC_PROBABILITY, p.xtc_probability, row);
+    chain.set(SIEVE_PARAM_XTC_THRESHOLD, p.xtc_threshold, row);
+    chain.set(SIEVE_PARAM_DYNATEMP_RANGE, p.dynatemp_range, row);
+    chain.set(SIEVE_PARAM_DYNATEMP_EXPONENT, p.dynatemp_exponent, row);
+    std::vector<int32_t> tokens;
+    std::vector<float> biases;
+    for (const auto& b : p.logit_bias) {
+        tokens.push_back(b.token);
+        biases.push_back(b.bias);
+    }
+    chain.set_logit_bias(tokens, biases, row);
+    chain.set_token_bitmask(p.token_bitmask, row);
+}
+
+// ---- thresholds: the twin with a cut's threshold moved by 1e-6 -------------------
+
+// The GPU computes probabilities and sums in float, the twin in double, so a
+// keep/drop decision may differ where a value lies within rounding of its
+// threshold (rows of tied logits put sums exactly on p: 36 x 1/40 = 0.9).
+// Such a difference is accepted only when the twin, run with that sampler's
+// threshold moved by 1e-6 (relative), gives the GPU's survivors; the GPU is
+// then held to that run of the twin with the usual tolerances.
+//
+// top-p and typical compare a cumulative probability with p, XTC a
+// probability with its threshold: those parameters move by a factor 1 +- 1e-6.
+// min-p compares a logit with max + logf(p): p moves by exp(+-1e-6 * scale),
+// scale bounding |threshold| (the row's largest |logit| over the smallest
+// temperature, plus |log p|).
+std::vector<RowParams> nudged_params(const std::vector<SamplerKind>& kinds, const float* logits, int32_t vocab,
+                                     const RowParams& base) {
+    const auto has = [&](SamplerKind k) { return std::find(kinds.begin(), kinds.end(), k) != kinds.end(); };
+    float max_abs = 1.0f;
+    for (int32_t i = 0; i < vocab; ++i)
+        if (std::isfinite(logits[i])) max_abs = std::max(max_abs, std::fabs(logits[i]));
+    const double t = base.temperature > 0 ? std::min(1.0, static_cast<double>(base.temperature)) : 1.0;
+    const double min_p_scale = max_abs / t + std::fabs(std::log(std::max(base.min_p, 1e-30f)));
+
+    // One entry per threshold the chain holds: how to move it down (-1) or up (+1).
+    std::vector<std::function<void(RowParams&, int)>> moves;
+    if (has(SamplerKind::TopP)) moves.push_back([](RowParams& p, int d) { p.top_p *= 1.0f + d * 1e-6f; });
+    if (has(SamplerKind::TypicalP)) moves.push_back([](RowParams& p, int d) { p.typical_p *= 1.0f + d * 1e-6f; });
+    if (has(SamplerKind::Xtc)) moves.push_back([](RowParams& p, int d) { p.xtc_threshold *= 1.0f + d * 1e-6f; });
+    if (has(SamplerKind::MinP))
+        moves.push_back([=](RowParams& p, int d) {
+            p.min_p = static_cast<float>(p.min_p * std::exp(d * kNearBoundary * min_p_scale));
+        });
+
+    // Every combination but the identity, single moves first.
+    std::vector<std::pair<int, RowParams>> out;
+    int combos = 1;
+    for (size_t i = 0; i < moves.size(); ++i) combos *= 3;
+    for (int c = 1; c < combos; ++c) {
+        RowParams p = base;
+        int moved = 0;
+        for (size_t i = 0, code = static_cast<size_t>(c); i < moves.size(); ++i, code /= 3) {
+            if (code % 3 == 0) continue;      // this threshold stays
+            moves[i](p, code % 3 == 1 ? -1 : +1);
+            ++moved;
+        }
+        out.push_back({moved, p});
+    }
+    std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<RowParams> params;
+    for (auto& [moved, p] : out) params.push_back(p);
+    return params;
+}
+
+// Distance of the draw's uniform from the nearest CDF boundary of the twin's
+// distribution at `step` (as in test_gpu_vs_twin.cpp).
+double boundary_distance(const std::vector<SamplerKind>& kinds, const float* logits, int32_t vocab,
+                         const RowParams& params, uint32_t step) {
+    std::vector<Weighted> dist;
+    std::string message;
+    if (sieve::ref::row_distribution(kinds, logits, vocab, params, &dist, &message, step) != SIEVE_OK) return 1.0;
+    double total = 0;
+    for (const auto& w : dist) total += w.p;
+    const double u = sieve::ref::uniform_u32(params.seed, step, 0) / 4294967296.0;
+    double cum = 0, best = 1.0;
+    for (const auto& w : dist) {
+        cum += w.p / total;
+        best = std::min(best, std::fabs(cum - u));
+    }
+    return best;
+}
+
+// ---- comparing one row ---------------------------------------------------------
+
+// One row as both sides see it.
+struct Row {
+    const std::vector<SamplerKind>& kinds;
+    const float* logits;
+    int32_t vocab;
+    RowParams params;
+};
+
+// Differences the agreement rules allow. Tokens at a CDF boundary must be rare
+// (at most one per case); cuts at a threshold are reported, not limited: rows
+// of tied logits put sums exactly on a threshold by construction.
+struct Tally {
+    int token_near_cdf_boundary = 0;
+    int cut_near_threshold = 0;
+};
+
+struct GpuDistribution {
+    sieve_status status;
+    std::string message;
+    std::map<int32_t, float> p;  // by id
+};
+
+// sieve_chain_distribution through the C API (the C++ wrapper throws on a row
+// failure; here the status is compared).
+GpuDistribution gpu_distribution(sieve::Chain& chain, const std::vector<float>& logits, int32_t rows, int32_t vocab,
+                                 int32_t row) {
+    std::vector<int32_t> ids(static_cast<size_t>(vocab));
+    std::vector<float> probs(static_cast<size_t>(vocab));
+    int32_t count = 0;
+    GpuDistribution out;
+    out.status = sieve_chain_distribution(chain.get(), logits.data(), rows, vocab, row, ids.data(), probs.data(),
+                                          vocab, &count);
+    if (out.status != SIEVE_OK) {
+        out.message = sieve_last_error();
+        return out;
+    }
+    EXPECT_LE(count, vocab);
+    for (int32_t i = 0; i < std::min(count, vocab); ++i) {
+        EXPECT_EQ(out.p.count(ids[static_cast<size_t>(i)]), 0u) << "id " << ids[static_cast<size_t>(i)] << " twice";
+        out.p[ids[static_cast<size_t>(i)]] = probs[static_cast<size_t>(i)];
+    }
+    return out;
+}
+
+std::map<int32_t, double> twin_distribution(const Row& row, uint32_t step, sieve_status* status, std::string* message) {
+    std::vector<Weighted> want;
+    *status = sieve::ref::row_distribution(row.kinds, row.logits, row.vocab, row.params, &want, message, step);
+    std::map<int32_t, double> out;
+    for (const auto& w : want) out[w.id] = w.p;
+    return out;
+}
+
+template <class A, class B>
+bool same_ids(const std::map<int32_t, A>& a, const std::map<int32_t, B>& b) {
+    if (a.size() != b.size()) return false;
+    for (auto i = a.begin(), j = b.begin(); i != a.end(); ++i, ++j)
+        if (i->first != j->first) return false;
+    return true;
+}
+
+std::string difference_text(const std::map<int32_t, float>& gpu, const std::map<int32_t, double>& twin) {
+    std::ostringstream s;
+    auto list = [&](const auto& a, const auto& b) {
+        int n = 0;
+        for (const auto& [id, p] : a)
+            if (!b.count(id) && n++ < 12) s << " " << id;
+        if (n > 12) s << " ... (" << n << ")";
+    };
+    s << "only on the GPU {";
+    list(gpu, twin);
+    s << " }, only in the twin {";
+    list(twin, gpu);
+    s << " } (" << gpu.size() << " vs " << twin.size() << " survivors)";
+    return s.str();
+}
+
+// Whether the twin, run with one or more thresholds moved by 1e-6
+// (nudged_params), keeps exactly the survivors `ids`; if so row->params
+// becomes that run's parameters.
+template <class P>
+bool explained_by_threshold(const std::map<int32_t, P>& ids, Row* row, uint32_t step) {
+    Row moved = *row;
+    for (const RowParams& p : nudged_params(row->kinds, row->logits, row->vocab, row->params)) {
+        moved.params = p;
+        sieve_status status;
+        std::string message;
+        if (same_ids(ids, twin_distribution(moved, step, &status, &message)) && status == SIEVE_OK) {
+            row->params = p;
+            return true;
+        }
+    }
+    return false;
+}
+
+// The GPU's distribution of `row` at `step` against the twin's. When the
+// survivors differ only by a cut at a threshold, row->params becomes the
+// twin's parameters that reproduce the GPU's cut (the token is compared with
+// that run too) and *at_threshold is set.
+void compare_distribution(const GpuDistribution& got, Row* row, uint32_t step, bool* at_threshold) {
+    *at_threshold = false;
+    sieve_status status;
+    std::string message;
+    auto want = twin_distribution(*row, step, &status, &message);
+    ASSERT_EQ(got.status, status) << "GPU: " << got.message << " / twin: " << message;
+    if (status != SIEVE_OK) return;
+    if (!same_ids(got.p, want)) {
+        *at_threshold = explained_by_threshold(got.p, row, step);
+        ASSERT_TRUE(*at_threshold) << "survivors differ: " << difference_text(got.p, want)
+                                   << ", and no top-p/min-p/typical/XTC threshold moved by 1e-6 explains it";
+        want = twin_distribution(*row, step, &status, &message);
+    }
+    double tvd = 0;
+    for (const auto& [id, p] : want) {
+        const double g = got.p.at(id);
+        EXPECT_LE(std::fabs(g - p), std::max(kProbRel * p, kProbAbs)) << "id " << id << ": GPU p " << g << ", twin p " << p;
+        tvd += std::fabs(g - p);
+    }
+    EXPECT_LE(tvd / 2, kMaxTvd) << "total variation distance";
+}
+
+// The GPU's token of `row` at `step` against the twin's.
+void compare_token(const sieve_token& got, const Row& row, uint32_t step, Tally* tally) {
+    const auto want = sieve::ref::sample_row(row.kinds, row.logits, row.vocab, row.params, step);
+    ASSERT_EQ(got.status, want.status) << want.message;
+    EXPECT_EQ(got.step, step);
+    EXPECT_EQ(got.seed, row.params.seed);
+    if (want.status != SIEVE_OK) return;
+    if (got.token != want.token) {
+        const double d = boundary_distance(row.kinds, row.logits, row.vocab, row.params, step);
+        EXPECT_LT(d, kNearBoundary) << "GPU token " << got.token << " (p " << got.p << "), twin token " << want.token
+                                    << " (p " << want.p << "); the uniform is " << d << " from a CDF boundary";
+        if (d < kNearBoundary) ++tally->token_near_cdf_boundary;
+        return;
+    }
+    EXPECT_LE(std::fabs(got.p - want.p), kProbRel * want.p) << "p of token " << got.token;
+}
+
+// Whether a row's distribution changes from step to step: only XTC's coin
+// depends on the step, and only when it may or may not fire.
+bool coin_matters(const std::vector<SamplerKind>& kinds, const std::vector<RowParams>& params) {
+    if (std::find(kinds.begin(), kinds.end(), SamplerKind::Xtc) == kinds.end()) return false;
+    for (const auto& p : params)
+        if (p.xtc_probability > 0.0f && p.xtc_probability < 1.0f) return true;
+    return false;
+}
+
+// Samples `tokens` steps of every row on `chain` and compares each token with
+// the twin's; the distribution is compared before the first sample (it does
+// not advance the step) and, when XTC's coin varies, before every sample.
+void run_and_compare(sieve::Chain& chain, const std::vector<SamplerKind>& kinds, const std::vector<float>& logits,
+                     int32_t rows, int32_t vocab, const std::vector<RowParams>& params, int tokens, Tally* tally) {
+    std::vector<Row> twin;
+    for (int32_t r = 0; r < rows; ++r)
+        twin.push_back({kinds, logits.data() + static_cast<size_t>(r) * vocab, vocab, params[static_cast<size_t>(r)]});
+    const bool every_step = coin_matters(kinds, params);
+    for (int step = 0; step < tokens; ++step) {
+        const uint32_t s = static_cast<uint32_t>(step);
+        for (int32_t r = 0; r < rows && (step == 0 || every_step); ++r) {
+            SCOPED_TRACE("distribution, step " + std::to_string(step) + " row " + std::to_string(r));
+            Row& row = twin[static_cast<size_t>(r)];
+            row.params = params[static_cast<size_t>(r)];
+            bool at_threshold = false;
+            compare_distribution(gpu_distribution(chain, logits, rows, vocab, r), &row, s, &at_threshold);
+            if (at_threshold) ++tally->cut_near_threshold;
+        }
+        std::vector<sieve_token> out(static_cast<size_t>(rows));
+        const sieve_status status = sieve_sample(chain.get(), logits.data(), rows, vocab, out.data());
+        ASSERT_TRUE(status == SIEVE_OK || sieve::Chain::row_level(status))
+            << sieve_status_name(status) << ": " << sieve_last_error();
+        for (int32_t r = 0; r < rows; ++r) {
+            SCOPED_TRACE("token, step " + std::to_string(step) + " row " + std::to_string(r));
+            compare_token(out[static_cast<size_t>(r)], twin[static_cast<size_t>(r)], s, tally);
+        }
+    }
+}
+
+void expect_rare(const Tally& tally) {
+    EXPECT_LE(tally.token_near_cdf_boundary, 1) << "tokens that differ at a CDF boundary";
+    if (tally.token_near_cdf_boundary + tally.cut_near_threshold > 0)
+        std::printf("allowed differences: %d tokens at a CDF boundary, %d distributions cut at a threshold\n",
+                    tally.token_near_cdf_boundary, tally.cut_near_threshold);
+}
+
+// Per-row parameters of a case: row r gets its own seed (and, with several
+// rows, its own temperature, so rows are told apart in the parameter block).
+std::vector<RowParams> row_params(const RowParams& base, int32_t rows, uint32_t salt) {
+    std::vector<RowParams> out;
+    const float temps[] = {1.0f, 1.3f, 0.6f};
+    for (int32_t r = 0; r < rows; ++r) {
+        RowParams p = base;
+        p.seed = 1000u + 77u * static_cast<uint32_t>(r) + salt;
+        if (rows > 1 && p.temperature > 0) p.temperature *= temps[r % 3];
+        out.push_back(p);
+    }
+    return out;
+}
+
+// ---- 0. the threshold allowance itself (CPU only) --------------------------------
+
+// The allowance accepts the other side of a threshold the data sits on, and
+// nothing else: 40 tied logits under typical 0.9 put the cumulative sum on p
+// (36 x 1/40), so keeping one entry more or less is explained while two more or
+// less is not; on Gaussian logits no top-p cut moves.
+TEST(GpuChainRules, ThresholdAllowanceIsNarrow) {
+    const auto kinds = sieve_test::twin_chain("top_k;typ_p;temperature");
+    ASSERT_FALSE(kinds.empty());
+    std::vector<float> logits(100, -1.0f);
+    for (int i = 0; i < 60; ++i) logits[static_cast<size_t>(i)] = 2.0f;
+    RowParams params = active();
+    params.top_k = 40;
+    // The twin's survivors in typical's order: a prefix of the 40 tied entries.
+    auto survivors = [&](size_t n) {
+        std::map<int32_t, float> ids;
+        for (size_t i = 0; i < n; ++i) ids[static_cast<int32_t>(i)] = 1.0f;
+        return ids;
+    };
+    Row row{kinds, logits.data(), 100, params};
+    sieve_status status;
+    std::string message;
+    const size_t n = twin_distribution(row, 0, &status, &message).size();
+    ASSERT_EQ(status, SIEVE_OK) << message;
+    ASSERT_TRUE(n == 36 || n == 37) << n;
+    const size_t other = n == 36 ? 37 : 36;
+    EXPECT_TRUE(explained_by_threshold(survivors(other), &row, 0)) << other << " of 40 tied entries";
+    EXPECT_NE(row.params.typical_p, params.typical_p) << "the explaining run moved typical's threshold";
+    for (size_t wrong : {n - 2, n + 2, size_t{40}}) {
+        Row fresh{kinds, logits.data(), 100, params};
+        EXPECT_FALSE(explained_by_threshold(survivors(wrong), &fresh, 0)) << wrong << " of 40 tied entries";
+    }
+
+    const auto gaussian = sieve_test::make_row(Shape::Gaussian, 1000, 5);
+    const auto top_p = sieve_test::twin_chain("top_p;temperature");
+    Row g{top_p, gaussian.data(), 1000, active()};
+    std::vector<Weighted> dist;
+    ASSERT_EQ(sieve::ref::row_distribution(top_p, gaussian.data(), 1000, g.params, &dist, &message, 0), SIEVE_OK);
+    std::map<int32_t, float> one_less;
+    for (size_t i = 0; i + 1 < dist.size(); ++i) one_less[dist[i].id] = static_cast<float>(dist[i].p);
+    EXPECT_FALSE(explained_by_threshold(one_less, &g, 0)) << "the last of " << dist.size() << " top-p survivors";
+}
+
+// ---- 1. chains x shapes x vocabularies -----------------------------------------
+
+struct Case {
+    std::string chain;
+    std::string preset;
+    std::vector<int32_t> vocabs;
+    int32_t rows = 1;
+    Profile profile = Profile::Full;
+};
+
+std::string case_name(const testing::TestParamInfo<Case>& info) {
+    const Case& c = info.param;
+    std::string name = c.chain + "_" + c.preset;
+    for (auto& ch : name)
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+    name += "_v";
+    for (size_t i = 0; i < c.vocabs.size(); ++i) name += (i ? "_" : "") + std::to_string(c.vocabs[i]);
+    name += "_r" + std::to_string(c.rows);
+    if (c.profile == Profile::Constrained) name += "_constrained";
+    return name;
+}
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.chain << " (" << c.preset << ")"; }
+
+class GpuChainVsTwin : public testing::TestWithParam<Case> {};
+
+// Every shape, at every vocabulary of the case: the GPU's distributions and
+// tokens equal the twin's under the agreement rules, three tokens per row.
+TEST_P(GpuChainVsTwin, DistributionsAndTokensAgree) {
+    const Case& c = GetParam();
+    auto gpu = sieve_test::gpu_context(c.profile);
+    const auto kinds = sieve_test::twin_chain(c.chain);
+    ASSERT_FALSE(kinds.empty());
+    const RowParams base = preset(c.preset);
+    Tally tally;
+    uint64_t fallback_rows = 0;
+    for (int32_t vocab : c.vocabs) {
+        for (Shape shape : kShapes) {
+            SCOPED_TRACE(std::string(sieve_test::shape_name(shape)) + " vocab " + std::to_string(vocab));
+            const uint32_t salt = static_cast<uint32_t>(vocab) + 10u * static_cast<uint32_t>(shape);
+            const auto logits = sieve_test::make_rows(shape, c.rows, vocab, salt);
+            const auto params = row_params(base, c.rows, salt);
+            sieve::Chain chain(gpu, sieve_test::chain_desc(c.chain, c.rows, vocab, base.temperature, 1));
+            for (int32_t r = 0; r < c.rows; ++r) set_row(chain, r, params[static_cast<size_t>(r)]);
+            run_and_compare(chain, kinds, logits, c.rows, vocab, params, 3, &tally);
+            fallback_rows += chain.counters().cpu_fallback_rows;
+        }
+    }
+    expect_rare(tally);
+    std::printf("%llu rows (distributions and samples) fell back to the CPU twin\n",
+                static_cast<unsigned long long>(fallback_rows));
+}
+
+std::vector<Case> chain_cases() {
+    std::vector<Case> out;
+    const std::vector<int32_t> small = {1, 1000}, medium = {32000}, large = {151936};
+    // Each sampler alone before the temperature, temperature before a cut, the
+    // default order and a few other orders; every one over 1, 1000 and 32000.
+    const std::pair<const char*, const char*> chains[] = {
+        {"top_k;temperature", "active"},
+        {"top_k;temperature", "k1000"},
+        {"top_p;temperature", "active"},
+        {"min_p;temperature", "active"},
+        {"typ_p;temperature", "active"},
+        {"top_n_sigma;temperature", "active"},
+        {"xtc;temperature", "active"},
+        {"temperature;top_p", "active"},
+        {kDefaultOrder, "active"},
+        {"top_k;top_p;min_p;temperature", "active"},
+        {"min_p;top_k;temperature", "active"},
+        {"top_k;typ_p;temperature", "active"},
+        {"top_k;xtc;temperature", "active"},
+        {"top_k;xtc;temperature", "xtc_coin"},
+        {"top_k;temperature;greedy", "active"},
+        {"top_k;temperature", "dynatemp"},
+    };
+    for (const auto& [chain, p] : chains) {
+        out.push_back({chain, p, small});
+        out.push_back({chain, p, medium});
+    }
+    // min_keep 5: it decides on peaked rows (one token holds the mass).
+    for (const char* chain : {"top_k;top_p;min_p;temperature", "top_k;typ_p;temperature", "top_k;xtc;temperature",
+                              kDefaultOrder})
+        out.push_back({chain, "keep5", {1000, 32000}});
+    // Dynamic temperature over the whole row (no top-k to bound it).
+    out.push_back({"temperature", "dynatemp", {1, 1000}});
+    // LLM vocabularies, for a few chains.
+    out.push_back({kDefaultOrder, "active", large});
+    out.push_back({kDefaultOrder, "llama_defaults", {262144}});
+    out.push_back({"top_k;temperature", "active", large});
+    out.push_back({"min_p;temperature", "active", large});
+    out.push_back({"top_k;xtc;temperature", "active", large});
+    out.push_back({"top_k;temperature", "dynatemp", large});
+    // Three rows per call, each its own seed, logits and temperature.
+    for (const char* chain : {kDefaultOrder, "top_k;temperature", "min_p;top_k;temperature", "top_k;typ_p;temperature"})
+        out.push_back({chain, "active", {1000, 32000}, 3});
+    out.push_back({"top_k;temperature", "dynatemp", {1000}, 3});
+    // The constrained profile: a 512-entry candidate buffer, 128-wide workgroups.
+    for (const char* chain : {kDefaultOrder, "top_k;temperature", "top_p;temperature", "top_k;typ_p;temperature",
+                              "top_k;xtc;temperature"})
+        out.push_back({chain, "active", {1000, 32000}, 1, Profile::Constrained});
+    out.push_back({"top_k;temperature", "k1000", {32000}, 2, Profile::Constrained});
+    out.push_back({"temperature", "dynatemp", {1000}, 1, Profile::Constrained});
+    return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Chains, GpuChainVsTwin, testing::ValuesIn(chain_cases()), case_name);
+
+// ---- 2. rows whose survivors exceed the candidate buffer -------------------------
+
+// A case whose survivors overflow the GPU's candidate buffer still equals the
+// twin (the CPU twin samples the row), and cpu_fallback_rows counts it; the
+// default chain over LM-like rows (top-k 40 first) never falls back.
+struct OverflowCase {
+    const char* chain;
+    Shape shape;
+    RowParams params;
+    bool expect_fallback;
+};
+
+TEST(GpuChainOverflow, FallbackRowsEqualTheTwinAndAreCounted) {
+    auto gpu = sieve_test::gpu_context();
+    const int32_t vocab = 151936;
+    RowParams wide_top_p = active();
+    wide_top_p.top_p = 0.99f;
+    RowParams low_min_p = active();
+    low_min_p.min_p = 0.001f;
+    const OverflowCase cases[] = {
+        {"top_p;temperature", Shape::Gaussian, wide_top_p, true},
+        {"min_p;temperature", Shape::Gaussian, low_min_p, true},
+        {kDefaultOrder, Shape::Zipf, active(), false},
+        {kDefaultOrder, Shape::Zipf, RowParams(), false},
+    };
+    for (const auto& oc : cases) {
+        SCOPED_TRACE(std::string(oc.chain) + " over " + sieve_test::shape_name(oc.shape));
+        const auto kinds = sieve_test::twin_chain(oc.chain);
+        ASSERT_FALSE(kinds.empty());
+        const auto logits = sieve_test::make_rows(oc.shape, 1, vocab, 4242);
+        const auto params = row_params(oc.params, 1, 5);
+        sieve::Chain chain(gpu, sieve_test::chain_desc(oc.chain, 1, vocab, oc.params.temperature, 1));
+        set_row(chain, 0, params[0]);
+        Tally tally;
+        run_and_compare(chain, kinds, logits, 1, vocab, params, 2, &tally);
+        expect_rare(tally);
+        const uint64_t fallback = chain.counters().cpu_fallback_rows;
+        std::printf("%s: %llu CPU fallback rows in 2 distributions + 2 samples\n", oc.chain,
+                    static_cast<unsigned long long>(fallback));
+        if (oc.expect_fallback)
+            EXPECT_GT(fallback, 0u) << "survivors beyond the candidate buffer, yet no CPU fallback was counted";
+        else
+            EXPECT_EQ(fallback, 0u) << "a top-k-bounded chain fell back to the CPU";
+    }
+}
+
+// ---- 3. logit bias and token bitmask on the GPU ----------------------------------
+
+// A bias on several tokens: the row's best token banned (-inf), one token
+// listed twice (the entries add up), others pushed up and down.
+std::vector<sieve::ref::LogitBias> bias_for(const float* row, int32_t vocab, uint32_t seed) {
+    std::mt19937 rng(seed);
+    const int32_t best = static_cast<int32_t>(std::max_element(row, row + vocab) - row);
+    auto any = [&] { return static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab)); };
+    const int32_t twice = any();
+    std::vector<sieve::ref::LogitBias> b = {{best, -kInf}, {twice, 3.0f}, {any(), 8.0f}, {any(), -2.5f},
+                                            {twice, 1.25f}, {any(), 0.5f}};
+    return b;
+}
+
+// Random words (about half the tokens allowed), or only `few` allowed tokens.
+std::vector<uint32_t> bitmask_for(int32_t vocab, uint32_t seed, int few = 0) {
+    std::mt19937 rng(seed);
+    const size_t words = (static_cast<size_t>(vocab) + 31) / 32;
+    std::vector<uint32_t> m(words, 0u);
+    if (few == 0) {
+        for (auto& w : m) w = static_cast<uint32_t>(rng());
+        m[0] |= 1u;  // never empty
+    } else {
+        for (int i = 0; i < few; ++i) {
+            const uint32_t id = rng() % static_cast<uint32_t>(vocab);
+            m[id / 32] |= 1u << (id % 32);
+        }
+    }
+    return m;
+}
+
+struct InputsCase {
+    std::string chain;
+    int32_t vocab;
+};
+
+void PrintTo(const InputsCase& c, std::ostream* os) { *os << c.chain << " at " << c.vocab; }
+
+class GpuInputsVsTwin : public testing::TestWithParam<InputsCase> {};
+
+// Three rows, each with its own inputs: row 0 a bias and a random bitmask,
+// row 1 a bitmask allowing five tokens, row 2 a bias only; over Zipf rows (and
+// Gaussian ones below 100000 tokens). The GPU's distributions and tokens equal
+// the twin's.
+TEST_P(GpuInputsVsTwin, BiasAndBitmaskAgree) {
+    const InputsCase& c = GetParam();
+    auto gpu = sieve_test::gpu_context();
+    const auto kinds = sieve_test::twin_chain(c.chain);
+    ASSERT_FALSE(kinds.empty());
+    const int32_t rows = 3;
+    Tally tally;
+    for (Shape shape : {Shape::Zipf, Shape::Gaussian}) {
+        if (c.vocab > 100000 && shape == Shape::Gaussian) continue;  // keep the suite quick
+        SCOPED_TRACE(sieve_test::shape_name(shape));
+        const uint32_t salt = static_cast<uint32_t>(c.vocab) + static_cast<uint32_t>(shape);
+        const auto logits = sieve_test::make_rows(shape, rows, c.vocab, salt);
+        auto params = row_params(active(), rows, salt);
+        const float* row0 = logits.data();
+        const float* row2 = logits.data() + 2 * static_cast<size_t>(c.vocab);
+        params[0].logit_bias = bias_for(row0, c.vocab, salt);
+        params[0].token_bitmask = bitmask_for(c.vocab, salt);
+        params[1].token_bitmask = bitmask_for(c.vocab, salt + 1, 5);
+        params[2].logit_bias = bias_for(row2, c.vocab, salt + 2);
+        sieve::Chain chain(gpu, sieve_test::chain_desc(c.chain, rows, c.vocab, 0.8f, 1));
+        for (int32_t r = 0; r < rows; ++r) set_row(chain, r, params[static_cast<size_t>(r)]);
+        run_and_compare(chain, kinds, logits, rows, c.vocab, params, 3, &tally);
+    }
+    expect_rare(tally);
+}
+
+std::vector<InputsCase> inputs_cases() {
+    std::vector<InputsCase> out;
+    for (const char* chain : {"temperature;dist", "greedy", "top_k;temperature", kDefaultOrder})
+        for (int32_t vocab : {1000, 151936}) out.push_back({chain, vocab});
+    return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Inputs, GpuInputsVsTwin, testing::ValuesIn(inputs_cases()),
+                         [](const testing::TestParamInfo<InputsCase>& info) {
+                             std::string name = info.param.chain == kDefaultOrder ? "default_order" : info.param.chain;
+                             for (auto& ch : name)
+                                 if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                             return name + "_v" + std::to_string(info.param.vocab);
+                         });
+
+// ---- 4. dispatch figures of llama.cpp's default order ----------------------------
+
+// llama.cpp's default chain (without penalties and DRY) at its default
+// parameters over 151936 logits: one collect pass reads the row once, and the
+// whole token costs at most three dispatches.
+TEST(GpuChainFigures, DefaultOrderIsOneRowPass) {
+    auto gpu = sieve_test::gpu_context();
+    const int32_t vocab = 151936;
+    const auto logits = sieve_test::make_rows(Shape::Zipf, 1, vocab, 17);
+    sieve::Chain chain(gpu, sieve_test::chain_desc(kDefaultOrder, 1, vocab, 0.8f, 3));
+    const sieve_counters before = chain.counters();
+    const auto token = chain.sample(logits.data(), 1, vocab);
+    ASSERT_EQ(token[0].status, SIEVE_OK) << sieve_last_error();
+    const sieve_counters after = chain.counters();
+    const auto [plan_dispatches, plan_row_passes] = chain.plan_figures(1, vocab);
+    const uint64_t dispatches = after.dispatches - before.dispatches;
+    std::cout << "default order, vocab " << vocab << ": " << dispatches << " dispatches, " << token[0].row_passes
+              << " row passes for the token; plan: " << plan_dispatches << " dispatches, " << plan_row_passes
+              << " row passes; " << after.cpu_fallback_rows << " CPU fallback rows\n";
+    testing::Test::RecordProperty("dispatches", static_cast<int>(dispatches));
+    testing::Test::RecordProperty("plan_dispatches", static_cast<int>(plan_dispatches));
+    testing::Test::RecordProperty("plan_row_passes", static_cast<int>(plan_row_passes));
+    EXPECT_LE(dispatches, 3u);
+    EXPECT_EQ(plan_row_passes, 1u);
+    EXPECT_EQ(token[0].row_passes, 1u);
+    EXPECT_EQ(after.cpu_fallback_rows, 0u);
+    EXPECT_EQ(after.submits - before.submits, 1u);
+}
+
+} // namespace
