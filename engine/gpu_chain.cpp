@@ -447,7 +447,12 @@ sieve_token GpuChain::read_result(uint32_t row, std::string* message, sieve_stat
             what = res[7] != 0xFFFFFFFFu ? "logit " + std::to_string(res[7]) + " is NaN or +Inf"
                                          : "the temperature division overflows a logit to +-Inf";
         } else if (t.status == SIEVE_ERROR_ALL_MASKED) {
-            what = "every logit is -Inf";
+            // The twin's words (reference/row.cpp).
+            const bool mask = !rows_[row].token_bitmask.empty(), bias = !rows_[row].logit_bias.empty();
+            what = mask && bias ? "the token bitmask and logit bias leave every token of the row masked"
+                   : mask       ? "the token bitmask allows no token of the row"
+                   : bias       ? "the logit bias leaves every token of the row masked"
+                                : "every logit is -Inf";
         } else {
             what = sieve_status_name(t.status);
         }

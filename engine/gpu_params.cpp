@@ -52,9 +52,13 @@ struct Needs {
     float floor = 0.0f;  // ROW_FLOOR: min-p's ln(p) in raw logits (times the temperatures before it)
 };
 
+// Candidates kept when no top-k bounds the chain: rows whose survivors pass
+// them go to the CPU twin (cpu_fallback_rows).
+constexpr uint32_t kUnboundedNeed = 256;
+
 Needs analyse(const std::vector<SamplerKind>& samplers, const ref::RowParams& row, uint32_t half) {
     Needs n;
-    n.need = half;
+    n.need = std::min(kUnboundedNeed, half);
     float tprod = 1.0f;
     bool mass = false, xtc_before = false, cut_before = false;
     auto want_mass = [&] {

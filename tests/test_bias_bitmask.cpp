@@ -161,6 +161,58 @@ TEST(BiasBitmaskCpu, BitmaskAllowingNothingIsAllMaskedForThatRowOnly) {
     EXPECT_EQ(out[1].step, 0u); // the failed row never advanced
 }
 
+// The same failures on the GPU, on both of its paths: the selection levels
+// (temperature) and the collect pass (a truncating sampler).
+TEST(BiasBitmaskGpu, MaskingEverythingOrOverflowingFailsThatRowOnly) {
+    sieve::Context ctx = gpu_context();
+    for (const char* samplers : {"temperature", "top_k;temperature"}) {
+        for (int32_t vocab : {40, 5000}) {
+            SCOPED_TRACE(std::string(samplers) + " vocab " + std::to_string(vocab));
+            std::vector<float> logits = make_rows(Shape::Zipf, 3, vocab, 5);
+            logits[static_cast<size_t>(2 * vocab)] = 3e38f;
+            sieve::Chain chain(ctx, desc(samplers, 3, vocab));
+            const std::vector<uint32_t> nothing((static_cast<size_t>(vocab) + 31) / 32, 0u);
+            chain.set_token_bitmask(nothing, 1);
+            chain.set_logit_bias({0}, {3e38f}, 2);  // 3e38 + 3e38 overflows: NON_FINITE
+            std::vector<sieve_token> out(3);
+            EXPECT_TRUE(Fails(sieve_sample(chain.get(), logits.data(), 3, vocab, out.data()), SIEVE_ERROR_ALL_MASKED,
+                              {"row 1", "bitmask"}));
+            EXPECT_EQ(out[0].status, SIEVE_OK);
+            EXPECT_EQ(out[1].status, SIEVE_ERROR_ALL_MASKED);
+            EXPECT_EQ(out[1].token, -1);
+            EXPECT_EQ(out[2].status, SIEVE_ERROR_NON_FINITE_LOGIT);
+            EXPECT_EQ(out[2].token, -1);
+            // A bias of -inf on every token: masked too.
+            std::vector<int32_t> all(static_cast<size_t>(std::min(vocab, 1024)));
+            for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int32_t>(i);
+            if (vocab <= 1024) {
+                chain.set_token_bitmask({}, 1);
+                chain.set_logit_bias(all, std::vector<float>(all.size(), -kInf), 1);
+                EXPECT_EQ(sieve_sample(chain.get(), logits.data(), 3, vocab, out.data()), SIEVE_ERROR_ALL_MASKED);
+                EXPECT_EQ(out[1].status, SIEVE_ERROR_ALL_MASKED);
+            }
+            // Cleared: every row samples again, and row 0 went on stepping.
+            chain.set_token_bitmask({}, 1);
+            chain.set_logit_bias({}, {});
+            EXPECT_EQ(sieve_sample(chain.get(), logits.data(), 3, vocab, out.data()), SIEVE_OK) << sieve_last_error();
+            EXPECT_EQ(out[0].step, vocab <= 1024 ? 2u : 1u);
+        }
+    }
+}
+
+// A GPU row holds at most 1024 bias entries: more is a capacity error that
+// changes nothing.
+TEST(BiasBitmaskGpu, TooManyBiasEntriesIsCapacity) {
+    sieve::Context ctx = gpu_context();
+    sieve::Chain chain(ctx, desc("top_k;temperature", 1, 5000));
+    std::vector<int32_t> tokens(1025);
+    for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>(i);
+    const std::vector<float> bias(tokens.size(), 1.0f);
+    EXPECT_TRUE(Fails(sieve_chain_set_logit_bias(chain.get(), 0, tokens.data(), bias.data(), 1025), SIEVE_ERROR_CAPACITY,
+                      {"1025", "1024"}));
+    EXPECT_EQ(sieve_chain_set_logit_bias(chain.get(), 0, tokens.data(), bias.data(), 1024), SIEVE_OK);
+}
+
 // ---- bad input: bias and bitmask ------------------------------------------------------
 
 class BiasBitmaskBadInput : public testing::Test {

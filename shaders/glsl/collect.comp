@@ -51,27 +51,49 @@ uint floor_key(bool use_floor, float floor_offset) {
     return sieve_key(wv + floor_offset - 1e-5 * abs(wv));
 }
 
-shared uint s_probe_key[WG];
-shared uint s_probe_id[WG];
+// A first threshold without appending anything: each invocation keeps its
+// PROBE best logits of the first round, and the need-th best of those is the
+// threshold (each is a logit of the chunk, so it is at most the chunk's need-th
+// best: nothing the chunk's top `need` holds is ever dropped).
+// The invocations' picks wait at the end of c_key/c_id (the caller makes sure
+// the best `need` at the front never reach them).
+const uint PROBE = 4u;
+const uint PROBE_AT = CAP - PROBE * WG;
 
 void probe_threshold(uint row, uint begin, uint stop, uint need) {
     uint t = gl_LocalInvocationID.x;
-    uint best = 0u, best_id = 0xFFFFFFFFu;  // key 0: below every logit's
+    uint k0 = 0u, k1 = 0u, k2 = 0u, k3 = 0u;  // descending; key 0: below every logit's
+    uint i0 = 0u, i1 = 0u, i2 = 0u, i3 = 0u;
     for (uint i = begin + t; i < stop; i += WG) {
         uint k = sieve_key(row_logit(row, i));
         bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
-        bool better = ok && k > best;  // ids grow: the first maximal one stays
-        best = better ? k : best;
-        best_id = better ? i : best_id;
+        k = ok ? k : 0u;
+        // Ids grow: a later equal key ranks after (canonical order).
+        bool b0 = k > k0, b1 = k > k1, b2 = k > k2, b3 = k > k3;
+        k3 = b2 ? k2 : (b3 ? k : k3);
+        i3 = b2 ? i2 : (b3 ? i : i3);
+        k2 = b1 ? k1 : (b2 ? k : k2);
+        i2 = b1 ? i1 : (b2 ? i : i2);
+        k1 = b0 ? k0 : (b1 ? k : k1);
+        i1 = b0 ? i0 : (b1 ? i : i1);
+        k0 = b0 ? k : k0;
+        i0 = b0 ? i : i0;
     }
-    s_probe_key[t] = best;
-    s_probe_id[t] = best_id;
+    atomicMax(s_wmax_key, k0);  // min-p's floor starts from the first round's maximum
+    c_key[PROBE_AT + PROBE * t] = k0;
+    c_key[PROBE_AT + PROBE * t + 1u] = k1;
+    c_key[PROBE_AT + PROBE * t + 2u] = k2;
+    c_key[PROBE_AT + PROBE * t + 3u] = k3;
+    c_id[PROBE_AT + PROBE * t] = i0;
+    c_id[PROBE_AT + PROBE * t + 1u] = i1;
+    c_id[PROBE_AT + PROBE * t + 2u] = i2;
+    c_id[PROBE_AT + PROBE * t + 3u] = i3;
     barrier();
     if (t == 0u) {
-        // The best `need` maxima in c_key/c_id (empty until the first append).
+        // The best `need` of them, sorted, in c_key/c_id (empty until the first append).
         uint len = 0u;
-        for (uint j = 0u; j < WG; ++j) {
-            uint k = s_probe_key[j], id = s_probe_id[j];
+        for (uint j = 0u; j < WG * PROBE; ++j) {
+            uint k = c_key[PROBE_AT + j], id = c_id[PROBE_AT + j];
             if (k == 0u) continue;
             if (len == need && !canonical_after(c_key[need - 1u], c_id[need - 1u], k, id)) continue;
             uint w = len < need ? len++ : need - 1u;
@@ -234,10 +256,9 @@ void main() {
         // invocations test their remaining logits again against the new
         // threshold. The append counter only grows, so a logit is appended once.
         uint bad = 0u, first_bad = 0xFFFFFFFFu, kmin = 0xFFFFFFFFu, kmax = 0u;
-        // A first threshold without appending anything: the need-th best of
-        // the invocations' maxima over the first round (each maximum is a
-        // logit of the chunk, so at most the chunk's need-th best: exact).
-        if (need <= WG) probe_threshold(row, begin, min(begin + LONG_ROUND * WG, end), need);
+        // The threshold's own logit passes the test (<= ti): a probe threshold
+        // is not in the buffer yet; a compaction's is, and is never tested again.
+        if (CAP >= PROBE * WG && need <= PROBE_AT) probe_threshold(row, begin, min(begin + LONG_ROUND * WG, end), need);
         uint base = begin;
         while (base < end) {
             uint fill = s_fill;
@@ -264,7 +285,7 @@ void main() {
                     kmin = (ok && k != KEY_NEG_INF) ? min(kmin, k) : kmin;
                     kmax = ok ? max(kmax, k) : kmax;
                     if (ok && k != KEY_NEG_INF) agg_add(a, f, f / agg_t, want_sigma, want_mass);
-                    bool take = ok && k >= kfloor && (k > tk || (k == tk && i < ti));
+                    bool take = ok && k >= kfloor && (k > tk || (k == tk && i <= ti));
                     takes += take ? 1u : 0u;
                     k1 = take ? k0 : k1;
                     i1 = take ? i0 : i1;
@@ -281,7 +302,7 @@ void main() {
                     first_bad = ok ? first_bad : min(first_bad, i);
                     kmin = (ok && k != KEY_NEG_INF) ? min(kmin, k) : kmin;
                     kmax = ok ? max(kmax, k) : kmax;
-                    bool take = ok && k >= kfloor && (k > tk || (k == tk && i < ti));
+                    bool take = ok && k >= kfloor && (k > tk || (k == tk && i <= ti));
                     takes += take ? 1u : 0u;
                     k1 = take ? k0 : k1;
                     i1 = take ? i0 : i1;
@@ -317,7 +338,7 @@ void main() {
             for (uint i = base + t; takes > 0u && i < stop; i += WG) {
                 uint k = sieve_key(row_logit(row, i));
                 bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
-                if (ok && k >= kfloor && (k > tk || (k == tk && i < ti))) {
+                if (ok && k >= kfloor && (k > tk || (k == tk && i <= ti))) {
                     if (slot < CAP) {
                         c_key[slot] = k;
                         c_id[slot] = i;
@@ -340,7 +361,7 @@ void main() {
                 for (uint i = from; i < stop; i += WG) {
                     uint k = sieve_key(row_logit(row, i));
                     bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
-                    for (bool go = ok && k >= kfloor && (k > tk || (k == tk && i < ti)) && retry == NO_RETRY; go; go = false)
+                    for (bool go = ok && k >= kfloor && (k > tk || (k == tk && i <= ti)) && retry == NO_RETRY; go; go = false)
                         retry = append(k, i);
                 }
                 barrier();
@@ -438,7 +459,8 @@ void main() {
         s_rest_min = sieve_key_value(s.min_finite_key);
         // Nothing was dropped for the top-need cut (n < need): the rest is
         // exactly what the min-p floor dropped.
-        s_floor_ok = (row_flags & ROW_FLOOR) == 0u ? 0u : (n < need ? 1u : 2u);
+        s_floor_ok = (row_flags & ROW_FLOOR) != 0u ? 1u : 0u;
+        s_need = need;
     }
     // The buffer reads below follow this workgroup's own writes (scratch).
     memoryBarrierBuffer();

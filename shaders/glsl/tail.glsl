@@ -29,7 +29,8 @@ const uint REST_CUT = 3u;
 
 shared uint s_n, s_rest, s_rest_kind, s_fallback, s_status;
 shared uint s_agg_ok;     // the array is still the whole row (the full-row aggregates describe it)
-shared uint s_floor_ok;   // 1: the rest lies below the min-p floor; 2: the floor ran but the buffer filled (collect.comp)
+shared uint s_floor_ok;   // the collect pass ran min-p's floor (collect.comp)
+shared uint s_need;       // candidates the collect pass kept per chunk
 shared float s_tprod;     // temperatures applied while the rest is REST_UNKNOWN
 shared float s_rest_min;  // current value of the row's smallest finite logit
 shared float s_total;     // scratch: a mass total
@@ -209,17 +210,23 @@ void op_min_p(float p, uint min_keep) {
         uint pass = 1u;  // the first token always matches
         while (pass < n && cand_value(pass) >= threshold) ++pass;
         uint keep = max(pass, max(min_keep, 1u));
-        if (s_floor_ok == 2u) {
-            s_fallback = 1u;  // the buffer filled up: below the floor it is no prefix
-        } else if (s_floor_ok == 1u && s_rest_kind == REST_UNKNOWN) {
-            // The collect pass dropped only logits below the floor, itself at
-            // or below this threshold: every logit that passes is here, the
-            // rest fails. (Below the threshold the buffer holds whatever came
-            // before the floor rose, not a prefix: min_keep cannot use it.)
-            s_rest = 0u;
-            s_rest_kind = REST_NONE;
-            if (keep > pass) s_fallback = 1u;
-            keep = pass;
+        if (s_floor_ok != 0u && s_rest_kind == REST_UNKNOWN) {
+            // The collect pass dropped logits below the floor (at or below
+            // this threshold) and logits below the need-th best of their
+            // chunk. A passing logit dropped the second way leaves a chunk
+            // with `need` passing ones, so the buffer would be full of them:
+            // if it is not (pass < n or n < need), every passing logit is
+            // here and the rest fails. Below the threshold the buffer holds
+            // whatever came before the floor rose, no prefix: min_keep cannot
+            // reach into it.
+            if (pass < n || n < s_need) {
+                s_rest = 0u;
+                s_rest_kind = REST_NONE;
+                if (keep > pass) s_fallback = 1u;
+                keep = pass;
+            } else {
+                s_fallback = 1u;
+            }
         }
         s_floor_ok = 0u;
         if (pass < n || s_rest_kind == REST_NONE || s_rest_kind == REST_MASKED) {
