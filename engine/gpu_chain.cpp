@@ -325,7 +325,9 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
     for (const Dispatch& d : rec.plan.dispatches) {
         PushConstants pc{vocab, vocab, rec.plan.chunk_size, rec.plan.n_chunks, d.level, rec.plan.flags,
                          g.row_base, g.args_base};
-        vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_.get(d.stage, inputs));
+        VkPipeline pipeline = d.stage == Stage::Collect ? pipelines_.collect(chain_ops(config_.samplers), inputs)
+                                                        : pipelines_.get(d.stage, inputs);
+        vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
         vk.vkCmdPushConstants(cmd, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), &pc);
         if (d.indirect == kDirect)
             vk.vkCmdDispatch(cmd, d.per_chunk ? rec.plan.n_chunks : 1u, g.rows, 1);

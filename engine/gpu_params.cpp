@@ -130,6 +130,17 @@ bool row_needs_collect(const std::vector<SamplerKind>& samplers, const ref::RowP
     return std::find(samplers.begin(), samplers.end(), SamplerKind::Temperature) != samplers.end();
 }
 
+uint64_t chain_ops(const std::vector<SamplerKind>& samplers) {
+    uint64_t ops = 0;
+    uint32_t n = 0;
+    for (size_t i = 0; i + 1 < samplers.size() && n < kMaxOps; ++i) {
+        const uint32_t op = op_of(samplers[i]);
+        if (op == 0) continue;
+        ops |= static_cast<uint64_t>(op) << (4 * n++);
+    }
+    return ops;
+}
+
 uint32_t row_input_words(uint32_t max_vocab) { return 2 + 2 * ((max_vocab + 31) / 32) + 2 * kMaxGpuBiasEntries; }
 
 bool row_has_inputs(const ref::RowParams& row) { return !row.logit_bias.empty() || !row.token_bitmask.empty(); }
@@ -156,13 +167,9 @@ void write_row_params(uint32_t* p, const std::vector<SamplerKind>& samplers, con
     p[P_MIN_KEEP] = static_cast<uint32_t>(std::max(row.min_keep, 0));
     p[P_AGG_T] = bits(needs.agg_t);
     p[P_NEED] = needs.need;
-    uint32_t n_ops = 0;
-    for (size_t i = 0; i + 1 < samplers.size(); ++i) {
-        const uint32_t op = op_of(samplers[i]);
-        if (op == 0 || n_ops == kMaxOps) continue;  // chain length is checked at creation
-        p[P_OPS + n_ops / 8] |= op << (4 * (n_ops % 8));
-        ++n_ops;
-    }
+    const uint64_t ops = chain_ops(samplers);  // informational: the shaders take it as a specialization
+    p[P_OPS] = static_cast<uint32_t>(ops);
+    p[P_OPS + 1] = static_cast<uint32_t>(ops >> 32);
     p[P_INPUTS] = inputs_offset;
     p[P_FLOOR] = bits(needs.floor);
 }

@@ -21,6 +21,10 @@ constexpr int32_t kMaxGpuBiasEntries = 1024;
 bool chain_needs_collect(const std::vector<ref::SamplerKind>& samplers);
 bool row_needs_collect(const std::vector<ref::SamplerKind>& samplers, const ref::RowParams& row);
 
+// The chain before its draw as the shaders' CHAIN_OPS (4 bits per sampler,
+// first in the low bits; penalties and DRY, no-ops for now, are left out).
+uint64_t chain_ops(const std::vector<ref::SamplerKind>& samplers);
+
 // Words of one row's RowInputs block for a chain of capacity max_vocab.
 uint32_t row_input_words(uint32_t max_vocab);
 

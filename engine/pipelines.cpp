@@ -19,7 +19,7 @@ const char* stage_name(Stage stage) {
 }
 
 VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, const uint32_t* words, size_t bytes,
-                                   uint32_t workgroup_size, uint32_t capacity, bool row_inputs) {
+                                   uint32_t workgroup_size, uint32_t capacity, bool row_inputs, uint64_t chain_ops) {
     const auto& vk = device.vk();
     VkShaderModuleCreateInfo module_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     module_info.codeSize = bytes;
@@ -27,9 +27,10 @@ VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, cons
     VkShaderModule module = VK_NULL_HANDLE;
     vk_check(vk.vkCreateShaderModule(device.handle(), &module_info, nullptr, &module), "vkCreateShaderModule");
 
-    const uint32_t values[3] = {workgroup_size, capacity, row_inputs ? 1u : 0u};  // bool: 32 bits
-    const VkSpecializationMapEntry entries[3] = {{0, 0, 4}, {1, 4, 4}, {2, 8, 4}};
-    VkSpecializationInfo spec{3, entries, sizeof(values), values};
+    const uint32_t values[5] = {workgroup_size, capacity, row_inputs ? 1u : 0u,  // bool: 32 bits
+                                static_cast<uint32_t>(chain_ops), static_cast<uint32_t>(chain_ops >> 32)};
+    const VkSpecializationMapEntry entries[5] = {{0, 0, 4}, {1, 4, 4}, {2, 8, 4}, {3, 12, 4}, {4, 16, 4}};
+    VkSpecializationInfo spec{5, entries, sizeof(values), values};
     VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
     info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
@@ -85,6 +86,18 @@ VkPipeline Pipelines::get(Stage stage, bool inputs) {
     return pipelines_[inputs ? 1 : 0][static_cast<uint32_t>(stage)];
 }
 
+VkPipeline Pipelines::collect(uint64_t ops, bool inputs) {
+    std::lock_guard<std::mutex> lock(collect_mutex_);
+    auto it = collect_.find({ops, inputs});
+    if (it != collect_.end()) return it->second;
+    const shaders::Spirv& code = uses_subgroups_ ? shaders::collect_subgroup : shaders::collect;
+    const auto& lim = device_.limits();
+    VkPipeline p = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, lim.workgroup_size,
+                                           lim.candidate_capacity, inputs, ops);
+    collect_.emplace(std::make_pair(ops, inputs), p);
+    return p;
+}
+
 void Pipelines::build(uint32_t v) {
     const auto& lim = device_.limits();
     const shaders::Spirv* portable[] = {&shaders::row_stats, &shaders::mass_histogram, &shaders::gather,
@@ -107,6 +120,8 @@ void Pipelines::release() {
             if (p) vk.vkDestroyPipeline(device_.handle(), p, nullptr);
             p = VK_NULL_HANDLE;
         }
+    for (auto& [key, p] : collect_) vk.vkDestroyPipeline(device_.handle(), p, nullptr);
+    collect_.clear();
     if (layout_) vk.vkDestroyPipelineLayout(device_.handle(), layout_, nullptr);
     if (set_layout_) vk.vkDestroyDescriptorSetLayout(device_.handle(), set_layout_, nullptr);
     layout_ = VK_NULL_HANDLE;

@@ -6,6 +6,7 @@
 #include "vk_device.hpp"
 
 #include <cstdint>
+#include <map>
 #include <mutex>
 
 namespace sieve {
@@ -43,6 +44,10 @@ public:
     // inputs: the variant that applies rows' logit bias and token bitmask,
     // built on first use (thread-safe: chains of one context share it).
     VkPipeline get(Stage stage, bool inputs);
+    // The collect pipeline specialized for one chain (its ops, as
+    // gpu_params.hpp's chain_ops encodes them), built on first use and shared
+    // by the context's chains.
+    VkPipeline collect(uint64_t ops, bool inputs);
     bool uses_subgroups() const { return uses_subgroups_; }
 
 private:
@@ -52,12 +57,15 @@ private:
     VkPipeline pipelines_[2][static_cast<uint32_t>(Stage::Count)] = {};
     bool uses_subgroups_ = false;
     std::once_flag inputs_variant_;
+    std::mutex collect_mutex_;
+    std::map<std::pair<uint64_t, bool>, VkPipeline> collect_;
     void build(uint32_t variant);
     void release();
 };
 
 // Builds a compute pipeline from embedded SPIR-V with (WG, CAP) specialization.
 VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, const uint32_t* words, size_t bytes,
-                                   uint32_t workgroup_size, uint32_t capacity, bool row_inputs = false);
+                                   uint32_t workgroup_size, uint32_t capacity, bool row_inputs = false,
+                                   uint64_t chain_ops = 0);
 
 } // namespace sieve

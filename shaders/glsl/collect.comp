@@ -27,7 +27,7 @@ const uint HALF = CAP / 2u;
 const uint MAX_COLLECT_CHUNKS = 8u;
 const uint ROW_WORDS = MAX_COLLECT_CHUNKS * CAP;
 
-shared uint s_fill, s_kept, s_has_tau, s_tau_key, s_tau_id, s_wmax_key;
+shared uint s_fill, s_has_tau, s_tau_key, s_tau_id, s_wmax_key;
 
 // Logits per invocation in a round once a threshold exists.
 const uint LONG_ROUND = 16u;
@@ -55,8 +55,8 @@ uint floor_key(bool use_floor, float floor_offset) {
 // PROBE best logits of the first round, and the need-th best of those is the
 // threshold (each is a logit of the chunk, so it is at most the chunk's need-th
 // best: nothing the chunk's top `need` holds is ever dropped).
-// The invocations' picks wait at the end of c_key/c_id (the caller makes sure
-// the best `need` at the front never reach them).
+// The invocations' picks are written at the end of c_key/c_id, then sorted at
+// the front (PROBE * WG <= CAP / 2, so the two never overlap).
 const uint PROBE = 4u;
 const uint PROBE_AT = CAP - PROBE * WG;
 
@@ -89,59 +89,29 @@ void probe_threshold(uint row, uint begin, uint stop, uint need) {
     c_id[PROBE_AT + PROBE * t + 2u] = i2;
     c_id[PROBE_AT + PROBE * t + 3u] = i3;
     barrier();
-    if (t == 0u) {
-        // The best `need` of them, sorted, in c_key/c_id (empty until the first append).
-        uint len = 0u;
-        for (uint j = 0u; j < WG * PROBE; ++j) {
-            uint k = c_key[PROBE_AT + j], id = c_id[PROBE_AT + j];
-            if (k == 0u) continue;
-            if (len == need && !canonical_after(c_key[need - 1u], c_id[need - 1u], k, id)) continue;
-            uint w = len < need ? len++ : need - 1u;
-            for (; w > 0u && canonical_after(c_key[w - 1u], c_id[w - 1u], k, id); --w) {
-                c_key[w] = c_key[w - 1u];
-                c_id[w] = c_id[w - 1u];
-            }
-            c_key[w] = k;
-            c_id[w] = id;
-        }
-        if (len == need) {
-            s_has_tau = 1u;
-            s_tau_key = c_key[need - 1u];
-            s_tau_id = c_id[need - 1u];
-        }
+    // The picks sorted at the front (a key-0 pick sorts last), the need-th
+    // best is the threshold. (Parallel: on a CPU device one invocation's loop
+    // costs far more than a few dozen barriers.)
+    for (uint j = t; j < PROBE * WG; j += WG) {
+        c_key[j] = c_key[PROBE_AT + j];
+        c_id[j] = c_id[PROBE_AT + j];
+    }
+    barrier();
+    bitonic_sort_canonical(PROBE * WG);
+    if (t == 0u && c_key[need - 1u] != 0u) {
+        s_has_tau = 1u;
+        s_tau_key = c_key[need - 1u];
+        s_tau_id = c_id[need - 1u];
     }
     barrier();
 }
 
 // Keeps the best `need` of the buffer, sorted; the need-th becomes the
-// threshold. The buffer is the sorted survivors of the last compaction
-// [0, s_kept) and what was appended since. A small `need` (top-k chains): one
-// invocation inserts each appended entry into the sorted list of the best
-// `need` (linear in the appended entries, and no barrier: on a CPU device a
-// barrier costs more than this whole pass). A large one: a bitonic sort.
-const uint SEQUENTIAL_NEED = 128u;
-
+// threshold. A bitonic sort: a few dozen barriers cost less on a CPU device
+// than one invocation's loop over the entries.
 void compact(uint need) {
     uint fill = min(s_fill, CAP);
-    uint kept = s_kept;
-    if (need > SEQUENTIAL_NEED) {
-        sort_prefix(fill);
-    } else if (gl_LocalInvocationID.x == 0u) {
-        // The list grows by at most one per entry read, so it never reaches
-        // an entry not read yet.
-        uint len = kept;
-        for (uint j = kept; j < fill; ++j) {
-            uint k = c_key[j], id = c_id[j];
-            if (len == need && !canonical_after(c_key[need - 1u], c_id[need - 1u], k, id)) continue;
-            uint w = len < need ? len++ : need - 1u;
-            for (; w > 0u && canonical_after(c_key[w - 1u], c_id[w - 1u], k, id); --w) {
-                c_key[w] = c_key[w - 1u];
-                c_id[w] = c_id[w - 1u];
-            }
-            c_key[w] = k;
-            c_id[w] = id;
-        }
-    }
+    sort_prefix(fill);
     if (gl_LocalInvocationID.x == 0u) {
         if (fill >= need) {
             s_has_tau = 1u;
@@ -149,7 +119,6 @@ void compact(uint need) {
             s_tau_id = c_id[need - 1u];
         }
         s_fill = min(fill, need);
-        s_kept = s_fill;
     }
     barrier();
 }
@@ -240,7 +209,6 @@ void main() {
         float floor_offset = param_f(row, P_FLOOR);
         if (t == 0u) {
             s_fill = 0u;
-            s_kept = 0u;
             s_has_tau = 0u;
             s_tau_key = 0u;  // below every key a candidate can have: everything passes
             s_tau_id = 0u;
@@ -258,7 +226,7 @@ void main() {
         uint bad = 0u, first_bad = 0xFFFFFFFFu, kmin = 0xFFFFFFFFu, kmax = 0u;
         // The threshold's own logit passes the test (<= ti): a probe threshold
         // is not in the buffer yet; a compaction's is, and is never tested again.
-        if (CAP >= PROBE * WG && need <= PROBE_AT) probe_threshold(row, begin, min(begin + LONG_ROUND * WG, end), need);
+        if (2u * PROBE * WG <= CAP && need <= PROBE * WG) probe_threshold(row, begin, min(begin + LONG_ROUND * WG, end), need);
         uint base = begin;
         while (base < end) {
             uint fill = s_fill;
@@ -403,40 +371,27 @@ void main() {
             red_agg[3][0] = m.mmax;
             red_agg[4][0] = m.msum;
         }
-        // Chunk 0's list, then each next list merged in from the back by one
-        // invocation (sorted lists: linear; a sort would cost dozens of barriers).
-        uint n0 = chunk_stats[row * pc.n_chunks * CHUNK_STRIDE + C_KEPT];
-        for (uint i = t; i < n0; i += WG) {
-            c_key[i] = candidates[region + 2u * i];
-            c_id[i] = candidates[region + 2u * i + 1u];
-        }
-        n = min(n0, need);
-        barrier();
-        if (t == 0u) {
-            for (uint c = 1u; c < pc.n_chunks; ++c) {
-                uint cnt = chunk_stats[(row * pc.n_chunks + c) * CHUNK_STRIDE + C_KEPT];
-                uint list = region + c * HALF * 2u;
-                uint a_left = n, b_left = cnt;  // entries not yet placed, from the back
-                for (uint w = n + cnt; b_left > 0u; --w) {
-                    uint kb = candidates[list + 2u * (b_left - 1u)];
-                    uint ib = candidates[list + 2u * (b_left - 1u) + 1u];
-                    if (a_left > 0u && canonical_after(c_key[a_left - 1u], c_id[a_left - 1u], kb, ib)) {
-                        c_key[w - 1u] = c_key[a_left - 1u];
-                        c_id[w - 1u] = c_id[a_left - 1u];
-                        --a_left;
-                    } else {
-                        c_key[w - 1u] = kb;
-                        c_id[w - 1u] = ib;
-                        --b_left;
-                    }
-                }
-                n = min(n + cnt, need);
+        // The chunks' lists, as many as fit the buffer at a time, sorted
+        // together; the best `need` stay.
+        n = 0u;
+        uint total = 0u;
+        for (uint c = 0u; c < pc.n_chunks; ++c) {
+            uint cnt = chunk_stats[(row * pc.n_chunks + c) * CHUNK_STRIDE + C_KEPT];
+            if (total + cnt > CAP) {
+                sort_prefix(total);
+                n = min(total, need);
+                total = n;
             }
-            s_n = n;
+            uint list = region + c * HALF * 2u;
+            for (uint i = t; i < cnt; i += WG) {
+                c_key[total + i] = candidates[list + 2u * i];
+                c_id[total + i] = candidates[list + 2u * i + 1u];
+            }
+            total += cnt;
+            barrier();
         }
-        barrier();
-        n = s_n;
-        barrier();
+        sort_prefix(total);
+        n = min(total, need);
         a = Agg(red_agg[0][0], red_agg[1][0], red_agg[2][0], red_agg[3][0], red_agg[4][0]);
         // The row's maximum is its first candidate (canonical: the first maximal id).
         s.max_key = c_key[0];

@@ -21,6 +21,11 @@ layout(local_size_x_id = 0) in;
 // Pipelines for calls where some row has a logit bias or a token bitmask; the
 // others compile the check away (it costs a third of a pass on a CPU device).
 layout(constant_id = 2) const bool ROW_INPUTS = false;
+// The chain before its draw, 4 bits per sampler (OP_*), first in the low bits;
+// the collect pipeline is specialized per chain (engine/pipelines.cpp).
+layout(constant_id = 3) const uint CHAIN_OPS_LO = 0u;
+layout(constant_id = 4) const uint CHAIN_OPS_HI = 0u;
+#define CHAIN_OP(o) ((((o) < 8u ? CHAIN_OPS_LO : CHAIN_OPS_HI) >> (4u * ((o) % 8u))) & 15u)
 
 // Fixed for a recording (push constants are baked into the command buffer).
 layout(push_constant) uniform Push {
@@ -73,7 +78,7 @@ const uint P_DYN_EXPONENT = 14u;
 const uint P_MIN_KEEP = 15u;   // uint, >= 0
 const uint P_AGG_T = 16u;      // float: the temperature product the full-row mass is summed at
 const uint P_NEED = 17u;       // candidates the collect pass keeps (1..CAP/2)
-const uint P_OPS = 18u;        // 2 words: the chain before its draw, 4 bits per sampler (OP_*), 0 = end
+const uint P_OPS = 18u;        // 2 words: the chain's ops as in CHAIN_OPS_LO/HI (informational)
 const uint P_INPUTS = 20u;     // word offset of the row's bias/bitmask block in row_inputs
 const uint P_FLOOR = 21u;      // float, ROW_FLOOR: the min-p floor below the running maximum (raw logits)
 

@@ -463,33 +463,53 @@ void op_dynatemp(uint row, float temperature, float range, float exponent) {
     }
 }
 
-// Runs the row's chain (before its draw). agg: the full-row aggregates.
-void run_chain(uint row, Agg agg, uint scratch) {
+// One sampler of the chain. `op` is a specialization constant after
+// CHAIN_OP(): the driver folds this if-chain to the one call it needs, so a
+// workgroup never walks the code of samplers the chain does not hold (a CPU
+// device would execute every branch under a lane mask).
+void run_op(uint row, uint op, Agg agg, uint scratch) {
+    if (op == OP_END || !tail_live()) return;  // uniform: shared state after a barrier
     uint min_keep = param_u(row, P_MIN_KEEP);
-    for (uint o = 0u; o < MAX_OPS; ++o) {
-        uint op = (param_u(row, P_OPS + o / 8u) >> (4u * (o % 8u))) & 15u;
-        if (!tail_live()) op = OP_END;  // uniform: shared state after a barrier
-        if (op == OP_END) {
-        } else if (op == OP_TEMPERATURE) {
-            float range = param_f(row, P_DYN_RANGE);
-            if (range > 0.0) op_dynatemp(row, param_f(row, P_TEMPERATURE), range, param_f(row, P_DYN_EXPONENT));
-            else op_divide(row, param_f(row, P_TEMPERATURE));
-        } else if (op == OP_TOP_K) {
-            op_top_k(int(param_u(row, P_TOP_K)));
-        } else if (op == OP_TOP_P) {
-            op_top_p(row, param_f(row, P_TOP_P), min_keep, agg.msum);
-        } else if (op == OP_MIN_P) {
-            op_min_p(param_f(row, P_MIN_P), min_keep);
-        } else if (op == OP_TYPICAL) {
-            op_typical(row, param_f(row, P_TYPICAL), min_keep, scratch);
-        } else if (op == OP_TOP_N_SIGMA) {
-            op_top_n_sigma(param_f(row, P_N_SIGMA), agg);
-        } else if (op == OP_XTC) {
-            uint coin = sieve_xtc_coin_u32(param_u(row, P_SEED), row_step(row), param_u(row, P_DRAW));
-            op_xtc(row, param_f(row, P_XTC_PROB), param_f(row, P_XTC_THRESHOLD), min_keep, coin, agg.msum);
-        }
-        barrier();
+    if (op == OP_TEMPERATURE) {
+        float range = param_f(row, P_DYN_RANGE);
+        if (range > 0.0) op_dynatemp(row, param_f(row, P_TEMPERATURE), range, param_f(row, P_DYN_EXPONENT));
+        else op_divide(row, param_f(row, P_TEMPERATURE));
+    } else if (op == OP_TOP_K) {
+        op_top_k(int(param_u(row, P_TOP_K)));
+    } else if (op == OP_TOP_P) {
+        op_top_p(row, param_f(row, P_TOP_P), min_keep, agg.msum);
+    } else if (op == OP_MIN_P) {
+        op_min_p(param_f(row, P_MIN_P), min_keep);
+    } else if (op == OP_TYPICAL) {
+        op_typical(row, param_f(row, P_TYPICAL), min_keep, scratch);
+    } else if (op == OP_TOP_N_SIGMA) {
+        op_top_n_sigma(param_f(row, P_N_SIGMA), agg);
+    } else if (op == OP_XTC) {
+        uint coin = sieve_xtc_coin_u32(param_u(row, P_SEED), row_step(row), param_u(row, P_DRAW));
+        op_xtc(row, param_f(row, P_XTC_PROB), param_f(row, P_XTC_THRESHOLD), min_keep, coin, agg.msum);
     }
+    barrier();
+}
+
+// Runs the chain (before its draw) in the user's order. agg: the full-row
+// aggregates.
+void run_chain(uint row, Agg agg, uint scratch) {
+    run_op(row, CHAIN_OP(0u), agg, scratch);
+    run_op(row, CHAIN_OP(1u), agg, scratch);
+    run_op(row, CHAIN_OP(2u), agg, scratch);
+    run_op(row, CHAIN_OP(3u), agg, scratch);
+    run_op(row, CHAIN_OP(4u), agg, scratch);
+    run_op(row, CHAIN_OP(5u), agg, scratch);
+    run_op(row, CHAIN_OP(6u), agg, scratch);
+    run_op(row, CHAIN_OP(7u), agg, scratch);
+    run_op(row, CHAIN_OP(8u), agg, scratch);
+    run_op(row, CHAIN_OP(9u), agg, scratch);
+    run_op(row, CHAIN_OP(10u), agg, scratch);
+    run_op(row, CHAIN_OP(11u), agg, scratch);
+    run_op(row, CHAIN_OP(12u), agg, scratch);
+    run_op(row, CHAIN_OP(13u), agg, scratch);
+    run_op(row, CHAIN_OP(14u), agg, scratch);
+    run_op(row, CHAIN_OP(15u), agg, scratch);
 }
 
 #endif
