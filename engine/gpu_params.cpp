@@ -54,7 +54,7 @@ struct Needs {
 
 // Candidates kept when no top-k bounds the chain: rows whose survivors pass
 // them go to the CPU twin (cpu_fallback_rows).
-constexpr uint32_t kUnboundedNeed = 256;
+constexpr uint32_t kUnboundedNeed = 64;
 
 Needs analyse(const std::vector<SamplerKind>& samplers, const ref::RowParams& row, uint32_t half) {
     Needs n;

@@ -226,7 +226,7 @@ void main() {
         uint bad = 0u, first_bad = 0xFFFFFFFFu, kmin = 0xFFFFFFFFu, kmax = 0u;
         // The threshold's own logit passes the test (<= ti): a probe threshold
         // is not in the buffer yet; a compaction's is, and is never tested again.
-        if (2u * PROBE * WG <= CAP && need <= PROBE * WG) probe_threshold(row, begin, min(begin + LONG_ROUND * WG, end), need);
+        if (2u * PROBE * WG <= CAP && need <= WG) probe_threshold(row, begin, min(begin + LONG_ROUND * WG, end), need);
         uint base = begin;
         while (base < end) {
             uint fill = s_fill;
