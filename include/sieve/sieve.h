@@ -224,7 +224,8 @@ SIEVE_API sieve_status sieve_chain_reset(sieve_chain* chain, int32_t row);
  * chain, as its common sampler does; -INFINITY bans a token). Replaces the row's
  * list; n = 0 clears it; row = -1 sets every row. Token ids must be in
  * [0, max_vocab) and finite or -INFINITY biases (llama.cpp skips bad ids
- * silently; Sieve refuses them). The list is copied. */
+ * silently; Sieve refuses them). The list is copied. A GPU chain takes at most
+ * 1024 entries per row (SIEVE_ERROR_CAPACITY beyond). */
 SIEVE_API sieve_status sieve_chain_set_logit_bias(sieve_chain* chain, int32_t row, const int32_t* tokens,
                                                   const float* biases, int32_t n);
 /* A row's allowed-token bitmask, as structured-output engines produce it:

@@ -30,7 +30,7 @@ const uint ROW_WORDS = MAX_COLLECT_CHUNKS * CAP;
 shared uint s_fill, s_has_tau, s_tau_key, s_tau_id, s_wmax_key;
 
 // Logits per invocation in a round once a threshold exists.
-const uint LONG_ROUND = 16u;
+const uint LONG_ROUND = 64u;
 const uint NO_RETRY = 0xFFFFFFFFu;
 
 // Appends candidate (k, i); returns i when the buffer is full (retry it after
@@ -58,6 +58,7 @@ uint floor_key(bool use_floor, float floor_offset) {
 // The invocations' picks are written at the end of c_key/c_id, then sorted at
 // the front (PROBE * WG <= CAP / 2, so the two never overlap).
 const uint PROBE = 4u;
+const uint PROBE_ROUND = 64u;  // logits per invocation the probe reads (a cheap loop: 4 selects each)
 const uint PROBE_AT = CAP - PROBE * WG;
 
 void probe_threshold(uint row, uint begin, uint stop, uint need) {
@@ -226,7 +227,7 @@ void main() {
         uint bad = 0u, first_bad = 0xFFFFFFFFu, kmin = 0xFFFFFFFFu, kmax = 0u;
         // The threshold's own logit passes the test (<= ti): a probe threshold
         // is not in the buffer yet; a compaction's is, and is never tested again.
-        if (2u * PROBE * WG <= CAP && need <= WG) probe_threshold(row, begin, min(begin + LONG_ROUND * WG, end), need);
+        if (2u * PROBE * WG <= CAP && need <= WG) probe_threshold(row, begin, min(begin + PROBE_ROUND * WG, end), need);
         uint base = begin;
         while (base < end) {
             uint fill = s_fill;
@@ -242,7 +243,7 @@ void main() {
             // every logit). The aggregates' loop is a separate copy, entered
             // only by rows that need them.
             uint takes = 0u;
-            uint k0 = 0u, i0 = 0u, k1 = 0u, i1 = 0u;  // the last two logits to append
+            uint k0 = 0u, i0 = 0u;  // the last logit to append
             if (aggregates) {
                 for (uint i = base + t; i < stop; i += WG) {
                     float f = row_logit(row, i);
@@ -251,12 +252,10 @@ void main() {
                     bad += ok ? 0u : 1u;
                     first_bad = ok ? first_bad : min(first_bad, i);
                     kmin = (ok && k != KEY_NEG_INF) ? min(kmin, k) : kmin;
-                    kmax = ok ? max(kmax, k) : kmax;
+                    if (CHAIN_HAS_MIN_P) kmax = ok ? max(kmax, k) : kmax;
                     if (ok && k != KEY_NEG_INF) agg_add(a, f, f / agg_t, want_sigma, want_mass);
                     bool take = ok && k >= kfloor && (k > tk || (k == tk && i <= ti));
                     takes += take ? 1u : 0u;
-                    k1 = take ? k0 : k1;
-                    i1 = take ? i0 : i1;
                     k0 = take ? k : k0;
                     i0 = take ? i : i0;
                 }
@@ -269,11 +268,9 @@ void main() {
                     bad += ok ? 0u : 1u;
                     first_bad = ok ? first_bad : min(first_bad, i);
                     kmin = (ok && k != KEY_NEG_INF) ? min(kmin, k) : kmin;
-                    kmax = ok ? max(kmax, k) : kmax;
+                    if (CHAIN_HAS_MIN_P) kmax = ok ? max(kmax, k) : kmax;
                     bool take = ok && k >= kfloor && (k > tk || (k == tk && i <= ti));
                     takes += take ? 1u : 0u;
-                    k1 = take ? k0 : k1;
-                    i1 = take ? i0 : i1;
                     k0 = take ? k : k0;
                     i0 = take ? i : i0;
                 }
@@ -283,23 +280,12 @@ void main() {
             // (cached). A logit that finds the buffer full is retried below.
             uint slot = takes > 0u ? atomicAdd(s_fill, takes) : 0u;
             uint retry = NO_RETRY;
-            if (takes <= 2u) {  // the usual case once the threshold settled: no second read
-                if (takes == 2u) {
-                    if (slot < CAP) {
-                        c_key[slot] = k1;
-                        c_id[slot] = i1;
-                    } else {
-                        retry = i1;
-                    }
-                    ++slot;
-                }
-                if (takes >= 1u) {
-                    if (slot < CAP) {
-                        c_key[slot] = k0;
-                        c_id[slot] = i0;
-                    } else {
-                        retry = min(retry, i0);
-                    }
+            if (takes == 1u) {  // the usual case once the threshold settled: no second read
+                if (slot < CAP) {
+                    c_key[slot] = k0;
+                    c_id[slot] = i0;
+                } else {
+                    retry = i0;
                 }
                 takes = 0u;
             }
@@ -317,7 +303,7 @@ void main() {
                     --takes;
                 }
             }
-            atomicMax(s_wmax_key, kmax);
+            if (CHAIN_HAS_MIN_P) atomicMax(s_wmax_key, kmax);
             barrier();
             while (s_fill > CAP) {  // uniform: read after a barrier
                 compact(need);

@@ -26,6 +26,10 @@ layout(constant_id = 2) const bool ROW_INPUTS = false;
 layout(constant_id = 3) const uint CHAIN_OPS_LO = 0u;
 layout(constant_id = 4) const uint CHAIN_OPS_HI = 0u;
 #define CHAIN_OP(o) ((((o) < 8u ? CHAIN_OPS_LO : CHAIN_OPS_HI) >> (4u * ((o) % 8u))) & 15u)
+// Whether the chain holds min-p (OP_MIN_P = 4 in some nibble): only then does
+// the collect pass track the running maximum for min-p's floor.
+#define HAS_OP_NIBBLE(w, v) ((((w) ^ ((v) * 0x11111111u)) - 0x11111111u) & ~((w) ^ ((v) * 0x11111111u)) & 0x88888888u)
+#define CHAIN_HAS_MIN_P (HAS_OP_NIBBLE(CHAIN_OPS_LO, 4u) != 0u || HAS_OP_NIBBLE(CHAIN_OPS_HI, 4u) != 0u)
 
 // Fixed for a recording (push constants are baked into the command buffer).
 layout(push_constant) uniform Push {
