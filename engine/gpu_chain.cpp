@@ -209,10 +209,12 @@ void check_capacity(const ChainConfig& config, const EffectiveLimits& limits, ui
                  "maxStorageBufferRange is " + std::to_string(range) + " (reduce max_rows or max_vocab)");
     const uint64_t candidate_bytes = rows * collect_row_words(limits.candidate_capacity) * 4;
     const uint64_t dist_bytes = rows * (2 * static_cast<uint64_t>(config.max_vocab) + 2) * 4;
-    if (candidate_bytes > range || dist_bytes > range)
+    const uint64_t input_bytes = rows * row_input_words(static_cast<uint32_t>(config.max_vocab)) * 4;
+    if (candidate_bytes > range || dist_bytes > range || input_bytes > range)
         fail(SIEVE_ERROR_DEVICE_LIMIT, "capacity of " + std::to_string(config.max_rows) + " rows x " +
                                            std::to_string(config.max_vocab) +
-                                           " needs more candidate space than maxStorageBufferRange");
+                                           " needs more candidate, distribution or bias/bitmask space than "
+                                           "maxStorageBufferRange");
     const uint64_t hist_bytes = rows * max_chunks * kBins * kHistStride * 4;
     if (hist_bytes > range)
         fail(SIEVE_ERROR_DEVICE_LIMIT, "capacity of " + std::to_string(config.max_rows) +
