@@ -38,9 +38,11 @@ Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, uint32_t voc
             p.flags |= kFlagSmall;
             p.n_chunks = 1;
             p.chunk_size = vocab;
-        } else if (p.n_chunks > kMaxCollectChunks) {
-            p.n_chunks = kMaxCollectChunks;
-            p.chunk_size = (vocab + p.n_chunks - 1) / p.n_chunks;
+        } else {
+            // At most kMaxCollectChunks chunks, each starting at a multiple of
+            // 4 logits (collect.comp reads plain rows four at a time).
+            const uint32_t n = std::min(p.n_chunks, kMaxCollectChunks);
+            p.chunk_size = ((vocab + n - 1) / n + 3) / 4 * 4;
             p.n_chunks = (vocab + p.chunk_size - 1) / p.chunk_size;
         }
         p.dispatches = {{Stage::Collect, 0, !p.small}};

@@ -20,6 +20,13 @@
 // sieve_chain_distribution: per row, at (2 * stride + 2) words: [count or
 // STATUS_FALLBACK, step, count x (id, p bits)] in canonical order.
 layout(std430, set = 0, binding = 8) writeonly buffer DistOut { uint dist_out[]; };
+// The logits again, four at a time (rows whose stride is a multiple of 4):
+// one load and one loop iteration per 4 logits in the hot loop.
+layout(std430, set = 0, binding = 0) readonly buffer Logits4 { vec4 logits4[]; };
+
+// The logits an invocation owns in a round, in the order it reads them: every
+// WG-th (scalar map) or every WG-th group of 4 (vec4 map).
+uint next_logit(uint i, bool vmap) { return vmap ? ((i & 3u) != 3u ? i + 1u : i + 4u * WG - 3u) : i + WG; }
 
 const uint HALF = CAP / 2u;
 // Words of the candidates buffer per row: the chunks' lists (up to 8 chunks of
@@ -228,13 +235,17 @@ void main() {
         // The threshold's own logit passes the test (<= ti): a probe threshold
         // is not in the buffer yet; a compaction's is, and is never tested again.
         if (2u * PROBE * WG <= CAP && need <= WG) probe_threshold(row, begin, min(begin + PROBE_ROUND * WG, end), need);
+        // The vec4 map: plain rows (no bias, bitmask or aggregates) whose
+        // stride is a multiple of 4 (chunks start at multiples of 4).
+        bool vmap = !ROW_INPUTS && !aggregates && (pc.stride & 3u) == 0u;
         uint base = begin;
         while (base < end) {
             uint fill = s_fill;
             barrier();  // every invocation has read it before anyone appends
             if (fill > trigger || (s_has_tau == 0u && fill >= need)) compact(need);
             uint per_inv = s_has_tau != 0u ? LONG_ROUND : warm_per_inv;
-            uint stop = min(base + per_inv * WG, end);
+            uint stop = min(base + per_inv * WG * (vmap ? 4u : 1u), end);
+            uint first = vmap ? base + 4u * t : base + t;
             uint tk = s_tau_key, ti = s_tau_id;
             uint kfloor = floor_key(use_floor, floor_offset);
             // Pass 1 over the round: statistics and how many logits this
@@ -258,6 +269,24 @@ void main() {
                     takes += take ? 1u : 0u;
                     k0 = take ? k : k0;
                     i0 = take ? i : i0;
+                }
+            } else if (vmap) {
+                uint row4 = row * (pc.stride / 4u);
+                for (uint q = base / 4u + t; q < stop / 4u; q += WG) {
+                    vec4 f4 = logits4[row4 + q];
+                    [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+                        uint i = 4u * q + c;
+                        uint k = sieve_key(f4[c]);
+                        bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
+                        bad += ok ? 0u : 1u;
+                        first_bad = ok ? first_bad : min(first_bad, i);
+                        kmin = (ok && k != KEY_NEG_INF) ? min(kmin, k) : kmin;
+                        if (CHAIN_HAS_MIN_P) kmax = ok ? max(kmax, k) : kmax;
+                        bool take = ok && k >= kfloor && (k > tk || (k == tk && i <= ti));
+                        takes += take ? 1u : 0u;
+                        k0 = take ? k : k0;
+                        i0 = take ? i : i0;
+                    }
                 }
             } else {
                 for (uint i = base + t; i < stop; i += WG) {
@@ -289,7 +318,7 @@ void main() {
                 }
                 takes = 0u;
             }
-            for (uint i = base + t; takes > 0u && i < stop; i += WG) {
+            for (uint i = first; takes > 0u && i < stop; i = next_logit(i, vmap)) {
                 uint k = sieve_key(row_logit(row, i));
                 bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
                 if (ok && k >= kfloor && (k > tk || (k == tk && i <= ti))) {
@@ -312,7 +341,7 @@ void main() {
                 kfloor = floor_key(use_floor, floor_offset);
                 uint from = retry;
                 retry = NO_RETRY;
-                for (uint i = from; i < stop; i += WG) {
+                for (uint i = from; i < stop; i = next_logit(i, vmap)) {
                     uint k = sieve_key(row_logit(row, i));
                     bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
                     for (bool go = ok && k >= kfloor && (k > tk || (k == tk && i <= ti)) && retry == NO_RETRY; go; go = false)
