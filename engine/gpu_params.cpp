@@ -14,7 +14,7 @@ using ref::SamplerKind;
 enum : uint32_t {
     P_SCALE = 0, P_SEED = 1, P_GENERATION = 2, P_DRAW = 3, P_ROW_FLAGS = 4, P_TEMPERATURE = 5, P_TOP_K = 6,
     P_TOP_P = 7, P_MIN_P = 8, P_TYPICAL = 9, P_N_SIGMA = 10, P_XTC_PROB = 11, P_XTC_THRESHOLD = 12,
-    P_DYN_RANGE = 13, P_DYN_EXPONENT = 14, P_MIN_KEEP = 15, P_AGG_T = 16, P_NEED = 17, P_OPS = 18, P_INPUTS = 20,
+    P_DYN_RANGE = 13, P_DYN_EXPONENT = 14, P_MIN_KEEP = 15, P_AGG_T = 16, P_NEED = 17, P_INPUTS = 20,
     P_FLOOR = 21,
 };
 enum : uint32_t { ROW_HAS_INPUTS = 1, ROW_NEED_SIGMA = 2, ROW_NEED_MASS = 4, ROW_FLOOR = 8 };
@@ -167,9 +167,6 @@ void write_row_params(uint32_t* p, const std::vector<SamplerKind>& samplers, con
     p[P_MIN_KEEP] = static_cast<uint32_t>(std::max(row.min_keep, 0));
     p[P_AGG_T] = bits(needs.agg_t);
     p[P_NEED] = needs.need;
-    const uint64_t ops = chain_ops(samplers);  // informational: the shaders take it as a specialization
-    p[P_OPS] = static_cast<uint32_t>(ops);
-    p[P_OPS + 1] = static_cast<uint32_t>(ops >> 32);
     p[P_INPUTS] = inputs_offset;
     p[P_FLOOR] = bits(needs.floor);
 }

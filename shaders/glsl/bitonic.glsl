@@ -32,4 +32,18 @@ void bitonic_sort_canonical(uint n) {
     }
 }
 
+uint next_pow2(uint n) { return n <= 1u ? 1u : 1u << uint(findMSB(n - 1u) + 1); }
+
+// Sorts c[0, n) canonically, padded to a power of two (padding sorts last: key
+// 0 is below -inf's). The whole workgroup calls it; it ends with a barrier.
+void sort_prefix(uint n) {
+    uint m = next_pow2(max(n, 1u));
+    for (uint i = n + gl_LocalInvocationID.x; i < m; i += WG) {
+        c_key[i] = 0u;
+        c_id[i] = 0xFFFFFFFFu;
+    }
+    barrier();
+    bitonic_sort_canonical(m);
+}
+
 #endif

@@ -82,7 +82,6 @@ const uint P_DYN_EXPONENT = 14u;
 const uint P_MIN_KEEP = 15u;   // uint, >= 0
 const uint P_AGG_T = 16u;      // float: the temperature product the full-row mass is summed at
 const uint P_NEED = 17u;       // candidates the collect pass keeps (1..CAP/2)
-const uint P_OPS = 18u;        // 2 words: the chain's ops as in CHAIN_OPS_LO/HI (informational)
 const uint P_INPUTS = 20u;     // word offset of the row's bias/bitmask block in row_inputs
 const uint P_FLOOR = 21u;      // float, ROW_FLOOR: the min-p floor below the running maximum (raw logits)
 
@@ -99,7 +98,6 @@ const uint OP_MIN_P = 4u;
 const uint OP_TYPICAL = 5u;
 const uint OP_TOP_N_SIGMA = 6u;
 const uint OP_XTC = 7u;
-const uint MAX_OPS = 16u;
 
 // Per-slot state that lives on the device across calls.
 const uint SLOT_STRIDE = 4u;

@@ -13,8 +13,6 @@ shared uint s_token;
 shared uint s_found;
 shared uint s_flags[WG];
 
-uint next_pow2(uint n) { return n <= 1u ? 1u : 1u << uint(findMSB(n - 1u) + 1); }
-
 // Exact-mass selection levels inside the workgroup: the candidates' keys in
 // [lo, hi] split into 16 equal key ranges, masses added exactly (40-bit fixed
 // point, so the order of additions does not matter), the range holding the
@@ -178,13 +176,7 @@ void draw_candidates(uint row, uint n, bool small, uint lo, uint hi, uint passes
     } else {
         // Gathered candidates are in no particular order: sort them all
         // canonically (the whole workgroup) and walk from the bin's target.
-        uint m = next_pow2(max(n, 1u));
-        for (uint i = n + t; i < m; i += WG) {  // padding sorts last: key 0 is below -inf's
-            c_key[i] = 0u;
-            c_id[i] = 0xFFFFFFFFu;
-        }
-        barrier();
-        bitonic_sort_canonical(m);
+        sort_prefix(n);
         if (t != 0u) return;
         walk_sorted(n, fixed40(uintBitsToFloat(row_state[o + R_TARGET])), max_scaled, token, q);
     }

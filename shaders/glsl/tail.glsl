@@ -35,20 +35,7 @@ shared float s_tprod;     // temperatures applied while the rest is REST_UNKNOWN
 shared float s_rest_min;  // current value of the row's smallest finite logit
 shared float s_total;     // scratch: a mass total
 
-uint next_pow2(uint n) { return n <= 1u ? 1u : 1u << uint(findMSB(n - 1u) + 1); }
-
 float cand_value(uint i) { return sieve_key_value(c_key[i]); }
-
-// Sorts c[0, n) canonically (padding sorts last: key 0 is below -inf's).
-void sort_prefix(uint n) {
-    uint m = next_pow2(max(n, 1u));
-    for (uint i = n + gl_LocalInvocationID.x; i < m; i += WG) {
-        c_key[i] = 0u;
-        c_id[i] = 0xFFFFFFFFu;
-    }
-    barrier();
-    bitonic_sort_canonical(m);
-}
 
 // Restores canonical order after a monotone change of the values (a division
 // by t > 0 can make equal values of different keys): insertion sort by one
