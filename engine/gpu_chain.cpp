@@ -22,7 +22,7 @@ namespace {
 // Buffer strides, mirroring common.glsl.
 constexpr uint32_t kSlotStride = 4;
 constexpr uint32_t kChunkStride = 16;
-constexpr uint32_t kRowStride = 16;
+constexpr uint32_t kRowStride = 32;
 constexpr uint32_t kResultStride = 8;
 constexpr uint32_t kHistStride = 4;  // HIST_STRIDE
 constexpr uint32_t kStatusFallback = 0x46414C4Cu;  // STATUS_FALLBACK
@@ -43,6 +43,19 @@ struct Recording {
 
 // The longest plan (stats, 9 levels, gather) once per row in the worst case.
 constexpr uint32_t kMaxPlanDispatches = 11;
+
+// List entries per row for a top-p cut past the candidate buffer (wide.glsl):
+// kMaxWideList, less when the rows' lists would pass maxStorageBufferRange
+// (rows whose cut needs more fall back to the CPU twin); 0 without top-p.
+uint32_t wide_list_capacity(const ChainConfig& config, const EffectiveLimits& limits) {
+    if (std::find(config.samplers.begin(), config.samplers.end(), ref::SamplerKind::TopP) == config.samplers.end())
+        return 0;
+    const uint64_t per_row = limits.max_storage_buffer_range / 4 / static_cast<uint64_t>(config.max_rows);
+    const uint64_t fixed = wide_row_words(limits.candidate_capacity, 0);
+    if (per_row <= fixed) return 0;
+    const uint64_t list = std::min<uint64_t>(kMaxWideList, (per_row - fixed) / 2);
+    return list >= limits.candidate_capacity ? static_cast<uint32_t>(list) : 0;
+}
 
 class GpuChain final : public ChainImpl {
 public:
@@ -82,9 +95,10 @@ private:
     uint64_t submits_ = 0, recordings_ = 0, dispatches_ = 0, row_passes_ = 0, fallback_rows_ = 0;
     bool chain_collect_ = false;
     uint32_t input_words_ = 0;
+    uint32_t wide_cap_ = 0;  // list entries per row for top-p cuts past the buffer (0: no top-p)
 
     Buffer logits_, staging_, params_, chunk_stats_, row_state_, slot_state_, histograms_, candidates_, results_;
-    Buffer placeholder_, probabilities_, dispatch_args_, inputs_;
+    Buffer placeholder_, probabilities_, dispatch_args_, inputs_, wide_;
     VkDescriptorPool pool_ = VK_NULL_HANDLE;
     VkDescriptorSet set_ = VK_NULL_HANDLE, distribution_set_ = VK_NULL_HANDLE;
     VkCommandPool command_pool_ = VK_NULL_HANDLE;
@@ -122,6 +136,10 @@ GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
         inputs_ = device_.create_buffer(rows * input_words_ * 4, storage, true, &allocations_);
         results_ = device_.create_buffer(rows * kResultStride * 4, storage, true, &allocations_);
         placeholder_ = device_.create_buffer(16, storage, false, &allocations_);
+        wide_cap_ = wide_list_capacity(config, limits_);
+        if (wide_cap_)
+            wide_ = device_.create_buffer(rows * wide_row_words(limits_.candidate_capacity, wide_cap_) * 4, storage, false,
+                                          &allocations_);
         // Written by each level's decision (scan.glsl), read by
         // vkCmdDispatchIndirect and, after the fence, by the host to count the
         // dispatches that ran.
@@ -193,7 +211,7 @@ void GpuChain::release() {
     if (pool_) vk.vkDestroyDescriptorPool(dev, pool_, nullptr);
     pool_ = VK_NULL_HANDLE;
     for (Buffer* b : {&logits_, &staging_, &params_, &chunk_stats_, &row_state_, &slot_state_, &histograms_,
-                      &candidates_, &results_, &placeholder_, &probabilities_, &dispatch_args_, &inputs_})
+                      &candidates_, &results_, &placeholder_, &probabilities_, &dispatch_args_, &inputs_, &wide_})
         device_.destroy_buffer(*b);
 }
 
@@ -235,7 +253,8 @@ VkDescriptorSet GpuChain::allocate_set(VkBuffer probabilities) {
     const VkBuffer buffers[kBindingCount] = {logits_.buffer,     params_.buffer,     chunk_stats_.buffer,
                                              row_state_.buffer,  slot_state_.buffer, histograms_.buffer,
                                              candidates_.buffer, results_.buffer,    probabilities,
-                                             dispatch_args_.buffer, inputs_.buffer};
+                                             dispatch_args_.buffer, inputs_.buffer,
+                                             wide_.buffer ? wide_.buffer : placeholder_.buffer};
     VkDescriptorBufferInfo infos[kBindingCount];
     VkWriteDescriptorSet writes[kBindingCount];
     for (uint32_t i = 0; i < kBindingCount; ++i) {
@@ -267,7 +286,7 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
 
     const auto& vk = device_.vk();
     Recording rec;
-    rec.plan = make_plan(kind, greedy_terminal(), collect, vocab, limits_, type_);
+    rec.plan = make_plan(kind, greedy_terminal(), collect, wide_cap_ > 0, vocab, limits_, type_);
     rec.timestamps = profiling_;
     if (rec.plan.dispatches.size() > kMaxPlanDispatches) fail(SIEVE_ERROR_INTERNAL, "plan longer than the timestamp pool");
     const uint32_t per_group = rows_per_group(rows, vocab, type_);
@@ -326,7 +345,7 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
     for (const RowGroup& g : rec.groups)
     for (const Dispatch& d : rec.plan.dispatches) {
         PushConstants pc{vocab, vocab, rec.plan.chunk_size, rec.plan.n_chunks, d.level, rec.plan.flags,
-                         g.row_base, g.args_base};
+                         g.row_base, g.args_base, wide_cap_};
         VkPipeline pipeline = d.stage == Stage::Collect ? pipelines_.collect(chain_ops(config_.samplers), inputs)
                                                         : pipelines_.get(d.stage, inputs);
         vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
@@ -577,7 +596,7 @@ sieve_counters GpuChain::counters() const {
 }
 
 void GpuChain::plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, uint32_t* row_passes) const {
-    Plan p = make_plan(RecordingKind::Sample, greedy_terminal(), use_collect(static_cast<uint32_t>(rows)),
+    Plan p = make_plan(RecordingKind::Sample, greedy_terminal(), use_collect(static_cast<uint32_t>(rows)), wide_cap_ > 0,
                        static_cast<uint32_t>(vocab), limits_, type_);
     const uint32_t per_group = rows_per_group(static_cast<uint32_t>(rows), static_cast<uint32_t>(vocab), type_);
     const uint32_t groups = (static_cast<uint32_t>(rows) + per_group - 1) / per_group;

@@ -26,8 +26,8 @@ uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type) {
     return static_cast<uint32_t>(std::clamp<uint64_t>(fit, 1, rows));
 }
 
-Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, uint32_t vocab, const EffectiveLimits& limits,
-               sieve_device_type type) {
+Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, uint32_t vocab,
+               const EffectiveLimits& limits, sieve_device_type type) {
     Plan p;
     chunking(vocab, limits, type, &p.n_chunks, &p.chunk_size);
     if (greedy_chain) p.flags |= kFlagGreedy;
@@ -46,6 +46,12 @@ Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, uint32_t voc
             p.n_chunks = (vocab + p.chunk_size - 1) / p.chunk_size;
         }
         p.dispatches = {{Stage::Collect, 0, !p.small}};
+        // A top-p cut past the buffer: wide_histogram and wide_gather, armed
+        // by the rows that need them (zero workgroups otherwise).
+        if (wide && !p.small && !greedy_chain && kind == RecordingKind::Sample) {
+            p.dispatches.push_back({Stage::WideHistogram, 0, true, kWideHistogramArgs});
+            p.dispatches.push_back({Stage::WideGather, 0, true, kWideGatherArgs});
+        }
         p.min_row_passes = 1;
         p.min_dispatches = 1;
         return p;

@@ -57,7 +57,17 @@ uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type);
 // collect: the chain has truncating samplers (or a dynamic temperature): one
 // collect dispatch whose last workgroup runs the chain on the row's top
 // candidates (collect.comp, tail.glsl). Otherwise the selection levels.
-Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, uint32_t vocab, const EffectiveLimits& limits,
-               sieve_device_type type);
+// wide: the chain holds top-p, whose cut may fall past the candidate buffer:
+// two more passes, launched indirectly only for rows that need them
+// (wide.glsl).
+Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, uint32_t vocab,
+               const EffectiveLimits& limits, sieve_device_type type);
+
+// Mirrors wide.glsl: the indirect arguments of the two wide passes, and a row's
+// words in the wide buffer for a list of `list` entries.
+constexpr uint32_t kWideHistogramArgs = 0;
+constexpr uint32_t kWideGatherArgs = 4;
+constexpr uint32_t kMaxWideList = 16384;
+inline uint64_t wide_row_words(uint32_t capacity, uint32_t list) { return 4ull * kBins + capacity + 2ull * list; }
 
 } // namespace sieve

@@ -11,7 +11,17 @@
 
 namespace sieve {
 
-enum class Stage : uint32_t { RowStats, MassHistogram, Gather, Finalize, Probabilities, Collect, Count };
+enum class Stage : uint32_t {
+    RowStats,
+    MassHistogram,
+    Gather,
+    Finalize,
+    Probabilities,
+    Collect,
+    WideHistogram,
+    WideGather,
+    Count
+};
 
 const char* stage_name(Stage stage);
 
@@ -25,12 +35,13 @@ struct PushConstants {
     uint32_t flags;
     uint32_t row_base;
     uint32_t args_base;
+    uint32_t wide_cap;
 };
 
 constexpr uint32_t kFlagGreedy = 1u;  // FLAG_GREEDY
 constexpr uint32_t kFlagSmall = 2u;   // FLAG_SMALL
 constexpr uint32_t kFlagDistribution = 4u;  // FLAG_DISTRIBUTION
-constexpr uint32_t kBindingCount = 11;  // bindings 0..10 of common.glsl
+constexpr uint32_t kBindingCount = 12;  // bindings 0..11 of common.glsl
 
 class Pipelines {
 public:

@@ -574,6 +574,103 @@ TEST(GpuChainOverflow, FallbackRowsEqualTheTwinAndAreCounted) {
     }
 }
 
+// ---- 2b. top-p whose cut falls past the candidate buffer, on the GPU ------------
+
+// top-p 0.9 without top-k over LM-like rows keeps thousands of tokens: the
+// collect pass hands the row to wide_histogram and wide_gather (wide.glsl),
+// which find the cut and draw on the GPU (3 row passes, no CPU fallback).
+// Tokens equal the twin's under the agreement rules, over several steps, two
+// rows per call with their own temperatures and seeds, for temperature after
+// and before the cut, two temperatures, min_keep, and f16-like tie groups.
+struct WideCase {
+    const char* chain;
+    Shape shape;
+    int32_t vocab;
+    float top_p;
+    int32_t min_keep;
+    bool expect_gpu;  // every sample finished on the GPU
+};
+
+TEST(GpuChainWideTopP, TokensEqualTheTwinWithoutFallback) {
+    auto gpu = sieve_test::gpu_context();
+    const WideCase cases[] = {
+        {"top_p;temperature", Shape::Zipf, 32000, 0.9f, 0, true},
+        {"top_p;temperature", Shape::Zipf, 151936, 0.9f, 0, true},
+        {"top_p;temperature", Shape::Zipf, 262144, 0.95f, 0, true},
+        {"temperature;top_p", Shape::Zipf, 151936, 0.9f, 0, true},
+        {"top_p;temperature;temperature", Shape::Zipf, 32000, 0.8f, 0, true},
+        {"top_p;temperature", Shape::Zipf, 32000, 0.9f, 200, true},
+        {"top_p;temperature", Shape::Ties, 32000, 0.5f, 0, false},
+        {"top_p;temperature", Shape::Gaussian, 32000, 0.6f, 0, false},
+        {"top_p;temperature", Shape::Masked, 151936, 0.9f, 0, false},
+    };
+    const int32_t rows = 2;
+    const int tokens = 12;
+    for (const auto& wc : cases) {
+        SCOPED_TRACE(std::string(wc.chain) + " over " + sieve_test::shape_name(wc.shape) + ", vocab " +
+                     std::to_string(wc.vocab) + ", top-p " + std::to_string(wc.top_p) + ", min_keep " +
+                     std::to_string(wc.min_keep));
+        const auto kinds = sieve_test::twin_chain(wc.chain);
+        ASSERT_FALSE(kinds.empty());
+        const auto logits = sieve_test::make_rows(wc.shape, rows, wc.vocab, 31u + static_cast<uint32_t>(wc.vocab));
+        RowParams base = active();
+        base.top_p = wc.top_p;
+        base.min_keep = wc.min_keep;
+        const auto params = row_params(base, rows, 9);
+        sieve::Chain chain(gpu, sieve_test::chain_desc(wc.chain, rows, wc.vocab, base.temperature, 1));
+        for (int32_t r = 0; r < rows; ++r) set_row(chain, r, params[static_cast<size_t>(r)]);
+        std::vector<Row> twin;
+        for (int32_t r = 0; r < rows; ++r)
+            twin.push_back({kinds, logits.data() + static_cast<size_t>(r) * wc.vocab, wc.vocab, params[static_cast<size_t>(r)]});
+        Tally tally;
+        int wide_tokens = 0;
+        for (int step = 0; step < tokens; ++step) {
+            std::vector<sieve_token> out(static_cast<size_t>(rows));
+            const sieve_status status = sieve_sample(chain.get(), logits.data(), rows, wc.vocab, out.data());
+            ASSERT_EQ(status, SIEVE_OK) << sieve_last_error();
+            for (int32_t r = 0; r < rows; ++r) {
+                SCOPED_TRACE("step " + std::to_string(step) + " row " + std::to_string(r));
+                const sieve_token& got = out[static_cast<size_t>(r)];
+                compare_token(got, twin[static_cast<size_t>(r)], static_cast<uint32_t>(step), &tally);
+                wide_tokens += got.row_passes == 3 ? 1 : 0;
+            }
+        }
+        expect_rare(tally);
+        const sieve_counters c = chain.counters();
+        std::printf("%s over %s, vocab %d: %d of %d tokens by the wide passes, %llu CPU fallback rows\n", wc.chain,
+                    sieve_test::shape_name(wc.shape), wc.vocab, wide_tokens, rows * tokens,
+                    static_cast<unsigned long long>(c.cpu_fallback_rows));
+        if (wc.expect_gpu) {
+            EXPECT_EQ(c.cpu_fallback_rows, 0u) << "a top-p cut past the buffer went to the CPU twin";
+            EXPECT_EQ(wide_tokens, rows * tokens) << "every token should need the wide passes (3 row passes)";
+        }
+    }
+}
+
+// A top-p cut past the buffer that the wide passes do not finish (a second
+// cut past the buffer: min-p with a floor far below) still equals the twin, by
+// the CPU fallback, counted.
+TEST(GpuChainWideTopP, TwoCutsPastTheBufferFallBack) {
+    auto gpu = sieve_test::gpu_context();
+    const int32_t vocab = 32000, rows = 1;
+    const auto kinds = sieve_test::twin_chain("top_p;min_p;temperature");
+    const auto logits = sieve_test::make_rows(Shape::Zipf, rows, vocab, 77);
+    RowParams base = active();
+    base.min_p = 1e-6f;
+    const auto params = row_params(base, rows, 3);
+    sieve::Chain chain(gpu, sieve_test::chain_desc("top_p;min_p;temperature", rows, vocab, base.temperature, 1));
+    set_row(chain, 0, params[0]);
+    Row twin{kinds, logits.data(), vocab, params[0]};
+    Tally tally;
+    for (uint32_t step = 0; step < 3; ++step) {
+        std::vector<sieve_token> out(1);
+        ASSERT_EQ(sieve_sample(chain.get(), logits.data(), rows, vocab, out.data()), SIEVE_OK) << sieve_last_error();
+        compare_token(out[0], twin, step, &tally);
+    }
+    expect_rare(tally);
+    EXPECT_EQ(chain.counters().cpu_fallback_rows, 3u);
+}
+
 // ---- 3. logit bias and token bitmask on the GPU ----------------------------------
 
 // A bias on several tokens: the row's best token banned (-inf), one token

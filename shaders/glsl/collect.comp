@@ -16,6 +16,7 @@
 #include "result.glsl"
 #include "agg.glsl"
 #include "tail.glsl"
+#include "wide.glsl"
 
 // sieve_chain_distribution: per row, at (2 * stride + 2) words: [count or
 // STATUS_FALLBACK, step, count x (id, p bits)] in canonical order.
@@ -172,6 +173,37 @@ void write_distribution(uint row, uint n, float total, uint step) {
         dist_out[base + 2u + 2u * i] = c_id[i];
         dist_out[base + 3u + 2u * i] = floatBitsToUint(greedy ? 1.0 : cand_mass(i, v0) / total);
     }
+}
+
+// Leaves the row to wide_histogram and wide_gather: what the cut knows, the
+// buffer's entries at the draw's temperatures, and their mass.
+void hand_to_wide(uint row, uint n) {
+    uint t = gl_LocalInvocationID.x;
+    uint o = row * ROW_STRIDE;
+    uint buf = wide_buffer_at(row);
+    for (uint i = t; i < n; i += WG) {
+        wide[buf + 2u * i] = c_key[i];
+        wide[buf + 2u * i + 1u] = c_id[i];
+    }
+    if (t != 0u) return;
+    float v0 = cand_value(0u);
+    uvec2 bd = uvec2(0u);
+    for (uint i = 0u; i < n; ++i) bd = u64_add(bd, sieve_mass(cand_value(i), v0));
+    float vn = sieve_key_value(s_wide_kn);
+    float lowest = min(s_wide_lowest, vn);
+    row_state[o + R_WIDE_KN] = s_wide_kn;
+    row_state[o + R_WIDE_IDN] = s_wide_idn;
+    row_state[o + R_WIDE_MC] = floatBitsToUint(s_wide_mc);
+    row_state[o + R_WIDE_MD] = floatBitsToUint(v0);
+    row_state[o + R_WIDE_L] = floatBitsToUint(lowest);
+    row_state[o + R_WIDE_INVW] = floatBitsToUint(vn > lowest ? float(BINS) / (vn - lowest) : 0.0);
+    row_state[o + R_WIDE_NT] = s_wide_divisions | (s_divisions << 16u);
+    row_state[o + R_WIDE_RC] = floatBitsToUint(s_wide_rc);
+    row_state[o + R_WIDE_BD] = floatBitsToUint(u64_to_float(bd) * 9.094947017729282e-13);  // / 2^40
+    row_state[o + R_WIDE_N] = n;
+    row_state[o + R_WIDE_KEEP] = param_u(row, P_MIN_KEEP);
+    row_state[o + R_WIDE_PHASE] = WIDE_HIST;
+    atomicMax(dispatch_args[pc.args_base + WIDE_HIST_ARGS], pc.n_chunks);
 }
 
 void main() {
@@ -431,6 +463,9 @@ void main() {
         // exactly what the min-p floor dropped.
         s_floor_ok = (row_flags & ROW_FLOOR) != 0u ? 1u : 0u;
         s_need = need;
+        s_wide = 0u;
+        s_divisions = 0u;
+        row_state[o + R_WIDE_PHASE] = WIDE_NONE;
     }
     // The buffer reads below follow this workgroup's own writes (scratch).
     memoryBarrierBuffer();
@@ -442,6 +477,15 @@ void main() {
     // canonical order by exact 40-bit masses (finalize.glsl's rule).
     n = s_n;
     bool greedy = (pc.flags & FLAG_GREEDY) != 0u;
+    // A top-p cut past the buffer, then only temperatures: the wide passes
+    // finish the row (wide.glsl). (--dump-dist of such a row, which lists
+    // thousands of survivors, stays with the CPU twin.)
+    bool wide_row = s_rest_kind == REST_CUT && s_wide != 0u && tail_live() && !greedy && pc.wide_cap > 0u &&
+                    (pc.flags & FLAG_DISTRIBUTION) == 0u;  // uniform: shared, after run_chain's barrier
+    if (wide_row) {
+        hand_to_wide(row, n);
+        return;
+    }
     if (t == 0u && tail_live() && !greedy) {
         float total = array_total(row, n, a.msum);
         if (total < 0.0) s_fallback = 1u;

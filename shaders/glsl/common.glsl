@@ -41,6 +41,7 @@ layout(push_constant) uniform Push {
     uint flags;       // FLAG_*
     uint row_base;    // first row of this dispatch's row group (workgroup y = row - row_base)
     uint args_base;   // this row group's indirect dispatch arguments (words)
+    uint wide_cap;    // entries of a row's wide list (wide.glsl); 0: the chain has no wide path
 } pc;
 
 const uint FLAG_GREEDY = 1u;   // the chain ends in greedy
@@ -117,7 +118,7 @@ const uint C_KEPT = 7u;        // collect: candidates the chunk kept
 const uint C_AGG = 8u;         // collect: Agg (count, mean, m2, mass max, mass sum) as float bits
 
 // Per-row selection state within one call.
-const uint ROW_STRIDE = 16u;
+const uint ROW_STRIDE = 32u;
 const uint R_STATUS = 0u;
 const uint R_PHASE = 1u;
 const uint R_MAX_KEY = 2u;
@@ -133,6 +134,7 @@ const uint R_FIRST_BAD = 11u;
 const uint R_BIN = 12u;        // the chosen bin at the last level (tie path: per-chunk counts)
 const uint R_MIN_KEY = 13u;    // the smallest finite key
 const uint R_ARRIVE = 14u;     // workgroups of the current pass done with the row (last_to_arrive)
+// Words 16..31: a top-p cut past the candidate buffer (wide.glsl).
 
 const uint PHASE_ACTIVE = 1u;  // levels still narrowing
 const uint PHASE_GATHER = 2u;  // the bin fits the candidate buffer
@@ -167,6 +169,9 @@ layout(std430, set = 0, binding = 9) buffer DispatchArgs { uint dispatch_args[];
 // Per-row logit bias and token bitmask (host-written): [n_bias, words W,
 // W x (allowed bits, biased bits), n_bias x (token, bias bits) sorted by token].
 layout(std430, set = 0, binding = 10) readonly buffer RowInputs { uint row_inputs[]; };
+// Per row, a top-p cut past the candidate buffer (wide.glsl): merged bins, the
+// buffer's entries and the gathered list.
+layout(std430, set = 0, binding = 11) coherent buffer Wide { uint wide[]; };
 
 // Order-preserving key: uint order == float order; -0 and +0 share a key.
 // NaN never gets here (rows holding one fail in row_stats first).

@@ -34,6 +34,13 @@ shared uint s_need;       // candidates the collect pass kept per chunk
 shared float s_tprod;     // temperatures applied while the rest is REST_UNKNOWN
 shared float s_rest_min;  // current value of the row's smallest finite logit
 shared float s_total;     // scratch: a mass total
+// A top-p cut past the buffer that two more passes can finish (wide.glsl):
+// set by op_top_p, cleared by any later sampler that would need more than the
+// cut and the temperature divisions.
+shared uint s_wide;
+shared uint s_divisions;  // temperature divisions applied so far (op_divide)
+shared uint s_wide_divisions, s_wide_kn, s_wide_idn;
+shared float s_wide_mc, s_wide_rc, s_wide_lowest;
 
 float cand_value(uint i) { return sieve_key_value(c_key[i]); }
 
@@ -115,6 +122,7 @@ void op_divide(uint row, float temperature) {
         c_key[i] = sieve_key(x);
     }
     if (overflow) s_status = STATUS_NON_FINITE;  // benign race: every writer writes the same
+    if (t == 0u) ++s_divisions;
     barrier();
     if (t == 0u && s_rest_kind != REST_NONE && s_rest_kind != REST_MASKED) {
         // The rest's values are divided too: its extreme must not overflow.
@@ -182,6 +190,19 @@ void op_top_p(uint row, float p, uint min_keep, float agg_mass) {
             } else if (s_rest_kind == REST_UNKNOWN) {
                 s_rest_kind = REST_CUT;  // the cut is past the buffer
                 s_agg_ok = 0u;
+                // The array is the whole row at these temperatures: the cut
+                // is the canonical prefix whose mass reaches `target`, which
+                // wide_histogram/wide_gather find past the buffer. Mass still
+                // needed past it, and the lowest value the cut can reach
+                // (wide.glsl: L), a little lower for rounding.
+                s_wide = 1u;
+                s_wide_divisions = s_divisions;
+                s_wide_kn = c_key[n - 1u];
+                s_wide_idn = c_id[n - 1u];
+                s_wide_mc = v0;
+                s_wide_rc = target - (acc.x - acc.y);
+                float lowest = v0 + log((1.0 - p) * total / float(pc.vocab));
+                s_wide_lowest = lowest - 1e-4 * (abs(lowest) + 1.0);
             }
         }
     }
@@ -223,6 +244,7 @@ void op_min_p(float p, uint min_keep) {
         } else {
             s_rest_kind = REST_CUT;  // every buffered entry passes: the cut is further
             s_agg_ok = 0u;
+            s_wide = 0u;  // two cuts past the buffer: the wide passes find one
             if (keep > n) s_fallback = 1u;
         }
     }
@@ -422,6 +444,7 @@ void op_typical(uint row, float p, uint min_keep, uint scratch) {
 void op_dynatemp(uint row, float temperature, float range, float exponent) {
     uint t = gl_LocalInvocationID.x;
     if (t == 0u) {
+        s_wide = 0u;  // its divisor is not the row's temperature
         s_total = NEG_INF;  // no-op marker
         if (s_rest_kind == REST_UNKNOWN || s_rest_kind == REST_CUT) {
             s_fallback = 1u;

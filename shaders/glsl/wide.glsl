@@ -1,0 +1,75 @@
+// A top-p cut past the candidate buffer ("wide" rows): top-p 0.9 over LM-like
+// logits at T = 1 keeps thousands of tokens, more than the collect pass keeps
+// per row. Its survivors are still a condition over the full row: the smallest
+// canonical prefix of the row whose mass reaches p. The collect pass's tail
+// (tail.glsl: op_top_p) leaves what it knows in row_state; two more passes
+// over the row finish the cut and the draw on the GPU, launched indirectly
+// (zero workgroups when no row of the call needs them):
+//
+//   wide_histogram  16 value bins of the entries after the buffer, in
+//                   [L, v_n]: count, mass at the cut's temperatures (mc) and
+//                   at the draw's (md). Its last workgroup finds the bin where
+//                   the cumulative mass reaches p (b*) and the bins the draw
+//                   can land in, whatever the exact cut inside b*.
+//   wide_gather     those bins' members into the row's list; its last
+//                   workgroup finds the exact cut inside b* and draws.
+//
+// L is a value below which the cut cannot fall: the entries below it, at most
+// V of them, each with mass < exp(L - M) = (1 - p) * total / V, hold less than
+// 1 - p of the mass, so the prefix reaching p ends at or above L.
+//
+// The values are the chain's, exactly: raw logit (bias, bitmask) divided by
+// the row's temperature once per temperature sampler, in order, as op_divide
+// and the twin do. Sums inside the list are 40-bit fixed point (exact, so the
+// order the list was filled in does not matter); the bins' sums are float in
+// a fixed order. A row the GPU cannot finish this way (a bin too large for the
+// list, min_keep past the bins, a tie group past the candidate buffer) goes
+// to the CPU twin as before (STATUS_FALLBACK), counted.
+#ifndef SIEVE_WIDE_GLSL
+#define SIEVE_WIDE_GLSL
+
+const uint R_WIDE_PHASE = 16u;   // WIDE_*
+const uint R_WIDE_KN = 17u;      // the buffer's last entry at the cut (key at the cut's temperatures, id):
+const uint R_WIDE_IDN = 18u;     //   "after the buffer" = canonically after it
+const uint R_WIDE_MC = 19u;      // float: the row's maximum at the cut's temperatures (mass reference)
+const uint R_WIDE_MD = 20u;      // float: the row's maximum at the draw's temperatures
+const uint R_WIDE_L = 21u;       // float: the lowest value the cut can reach (above)
+const uint R_WIDE_INVW = 22u;    // float: bins per unit of value over [L, v_n]
+const uint R_WIDE_NT = 23u;      // temperature divisions before the cut | all of them << 16
+const uint R_WIDE_RC = 24u;      // float: the mass the cut still needs past the buffer (reference MC)
+const uint R_WIDE_BD = 25u;      // float: the buffer's mass at the draw (reference MD)
+const uint R_WIDE_N = 26u;       // entries in the buffer
+const uint R_WIDE_BSTAR = 27u;   // the bin holding the cut
+const uint R_WIDE_MASK = 28u;    // bins gathered (b* and the bins the draw can land in)
+const uint R_WIDE_COUNT = 29u;   // list entries appended
+const uint R_WIDE_BEFORE = 30u;  // float: mass (MC) of the bins before b*
+const uint R_WIDE_KEEP = 31u;    // min_keep
+
+const uint WIDE_NONE = 0u;
+const uint WIDE_HIST = 1u;
+const uint WIDE_GATHER = 2u;
+
+// Indirect dispatch arguments of the two passes (words of the row group's
+// block; scan.glsl's levels use words 8..71).
+const uint WIDE_HIST_ARGS = 0u;
+const uint WIDE_GATHER_ARGS = 4u;
+
+// A row's block in `wide`: 16 merged bins x (count, mc, md, -), the buffer's
+// entries (key at the draw, id), then the list (key at the cut, id).
+const uint WIDE_HEADER = 4u * BINS;
+uint wide_base(uint row) { return row * (WIDE_HEADER + CAP + 2u * pc.wide_cap); }
+uint wide_buffer_at(uint row) { return wide_base(row) + WIDE_HEADER; }
+uint wide_list_at(uint row) { return wide_base(row) + WIDE_HEADER + CAP; }
+
+// n divisions by t, one at a time (op_divide's and the twin's rounding).
+float wide_divide(float x, float t, uint n) {
+    for (uint j = 0u; j < n; ++j) x = x / t;
+    return x;
+}
+
+bool wide_after(uint ka, uint ia, uint kb, uint ib) { return ka < kb || (ka == kb && ia > ib); }
+
+// The bin of a value v at the cut's temperatures in [L, v_n] (bin 0 nearest v_n).
+uint wide_bin(float v, float vn, float inv_width) { return uint(clamp((vn - v) * inv_width, 0.0, float(BINS - 1u))); }
+
+#endif

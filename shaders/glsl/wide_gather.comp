@@ -1,0 +1,329 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// A top-p cut past the candidate buffer, pass 3 of 3 (wide.glsl): the members
+// of the bins wide_histogram chose go to the row's list (one atomic per
+// invocation); the last workgroup of the row finds the exact cut inside b*
+// and draws: the buffer, a whole bin before b*, or b* up to the cut.
+#include "common.glsl"
+#include "row.glsl"
+#include "arrive.glsl"
+#include "result.glsl"
+#include "bitonic.glsl"
+#include "u64.glsl"
+#include "wide.glsl"
+
+// The row's constants, read once per workgroup.
+uint g_kn, g_idn, g_n_cut, g_n_draw;
+float g_vn, g_mc, g_md, g_lowest, g_inv_width, g_temperature;
+
+void load_row(uint row) {
+    uint o = row * ROW_STRIDE;
+    g_kn = row_state[o + R_WIDE_KN];
+    g_idn = row_state[o + R_WIDE_IDN];
+    g_vn = sieve_key_value(g_kn);
+    g_mc = uintBitsToFloat(row_state[o + R_WIDE_MC]);
+    g_md = uintBitsToFloat(row_state[o + R_WIDE_MD]);
+    g_lowest = uintBitsToFloat(row_state[o + R_WIDE_L]);
+    g_inv_width = uintBitsToFloat(row_state[o + R_WIDE_INVW]);
+    uint nt = row_state[o + R_WIDE_NT];
+    g_n_cut = nt & 0xFFFFu;
+    g_n_draw = (nt >> 16u) - g_n_cut;
+    g_temperature = param_f(row, P_TEMPERATURE);
+}
+
+// ---- the gather ---------------------------------------------------------------
+
+// Logit i belongs to a gathered bin: its key at the cut's temperatures.
+bool taken(uint row, uint i, uint mask, out uint key) {
+    key = 0u;
+    float x = row_logit(row, i);
+    if (isinf(x)) return false;
+    float v = wide_divide(x, g_temperature, g_n_cut);
+    key = sieve_key(v);
+    if (v < g_lowest || !wide_after(key, i, g_kn, g_idn)) return false;
+    return ((mask >> wide_bin(v, g_vn, g_inv_width)) & 1u) != 0u;
+}
+
+// ---- selection inside the list ----------------------------------------------------
+
+// Exact-mass selection levels over the list, by one workgroup: the members'
+// keys split into 256 equal ranges, masses added exactly in shared memory
+// (40-bit fixed point, 64-bit sums from 32-bit atomics: the order does not
+// matter), the range holding the target kept; 4 levels reach one key. The last
+// range (at most CAP members) is sorted canonically and walked.
+const uint SEL_BINS = 256u;
+shared uint w_cnt[SEL_BINS], w_lo[SEL_BINS], w_hi[SEL_BINS];
+shared uint w_klo, w_khi, w_state, w_clamp, w_fill, w_token, w_key, w_bin, w_in_buffer;
+shared uvec2 w_target, w_q;
+shared float w_total, w_rem;
+
+const uint SEL_GOING = 0u;
+const uint SEL_FINAL = 1u;  // the range [w_klo, w_khi] holds at most CAP members
+const uint SEL_FOUND = 2u;  // w_token, w_key, w_q
+const uint SEL_EMPTY = 3u;  // no member
+const uint SEL_TIE = 4u;    // more than CAP members share one key (the CPU twin takes the row)
+
+// Member j of the list as a selection sees it: in bin `bin`, not after the cut
+// when one is given; its key and mass at the cut's (draw = false) or the
+// draw's temperatures.
+bool member(uint list, uint j, uint bin, bool draw, bool use_cut, uint cut_k, uint cut_id, out uint key, out uint id,
+            out uvec2 q) {
+    uint kc = wide[list + 2u * j];
+    id = wide[list + 2u * j + 1u];
+    float v = sieve_key_value(kc);
+    key = kc;
+    q = uvec2(0u);
+    if (wide_bin(v, g_vn, g_inv_width) != bin || (use_cut && wide_after(kc, id, cut_k, cut_id))) return false;
+    if (draw) {
+        float vd = wide_divide(v, g_temperature, g_n_draw);
+        key = sieve_key(vd);
+        q = sieve_mass(vd, g_md);
+    } else {
+        q = sieve_mass(v, g_mc);
+    }
+    return true;
+}
+
+float key_mass_ref(bool draw) { return draw ? g_md : g_mc; }
+
+// The member (canonical order) at which the cumulative mass passes `target`:
+// strict (the draw) the first whose cumulative mass exceeds it, else (top-p)
+// the first whose cumulative mass reaches it; rounding past the end gives the
+// last member with mass. Sets w_state (SEL_FOUND, SEL_EMPTY or SEL_TIE).
+void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cut_k, uint cut_id, uvec2 target,
+                   bool strict) {
+    uint t = gl_LocalInvocationID.x;
+    if (t == 0u) {
+        w_klo = 0u;
+        w_khi = 0xFFFFFFFFu;
+        w_state = SEL_GOING;
+        w_clamp = 0u;
+        w_target = target;
+    }
+    barrier();
+    for (uint level = 0u; level < 4u; ++level) {
+        if (w_state == SEL_GOING) {  // uniform: shared, after a barrier
+            uint klo = w_klo, khi = w_khi;
+            uint step = (khi - klo) / SEL_BINS + 1u;
+            for (uint b = t; b < SEL_BINS; b += WG) {
+                w_cnt[b] = 0u;
+                w_lo[b] = 0u;
+                w_hi[b] = 0u;
+            }
+            barrier();
+            for (uint j = t; j < m; j += WG) {
+                uint k, id;
+                uvec2 q;
+                if (!member(list, j, bin, draw, use_cut, cut_k, cut_id, k, id, q) || k < klo || k > khi) continue;
+                uint b = (khi - k) / step;  // bin 0: the largest keys
+                atomicAdd(w_cnt[b], 1u);
+                U64_ATOMIC_ADD(w_lo[b], w_hi[b], q);
+            }
+            barrier();
+            if (t == 0u) {
+                uvec2 tg = w_target;
+                uint chosen = SEL_BINS, last = SEL_BINS;
+                for (uint b = 0u; b < SEL_BINS && chosen == SEL_BINS; ++b) {
+                    if (w_cnt[b] == 0u) continue;
+                    uvec2 q = uvec2(w_lo[b], w_hi[b]);
+                    last = b;
+                    if (w_clamp == 0u && (strict ? u64_less(tg, q) : !u64_less(q, tg))) chosen = b;
+                    else tg = u64_sub(tg, q);
+                }
+                if (chosen == SEL_BINS && last != SEL_BINS) {
+                    chosen = last;  // rounding past the end: the last member
+                    w_clamp = 1u;
+                }
+                if (chosen == SEL_BINS) {
+                    w_state = SEL_EMPTY;
+                } else {
+                    if (w_clamp == 0u) w_target = tg;
+                    uint dlo = chosen * step;
+                    uint dhi = min(dlo + (step - 1u), khi - klo);
+                    w_khi = khi - dlo;
+                    w_klo = khi - dhi;
+                    if (w_cnt[chosen] <= CAP) w_state = SEL_FINAL;
+                    else if (w_klo == w_khi) w_state = SEL_TIE;
+                }
+            }
+            barrier();
+        }
+    }
+    if (w_state == SEL_GOING) {  // 4 levels of 8 bits always end on one key
+        if (t == 0u) w_state = SEL_EMPTY;
+        barrier();
+    }
+    if (w_state != SEL_FINAL) return;  // uniform
+    if (t == 0u) w_fill = 0u;
+    barrier();
+    uint klo = w_klo, khi = w_khi;
+    for (uint j = t; j < m; j += WG) {
+        uint k, id;
+        uvec2 q;
+        if (!member(list, j, bin, draw, use_cut, cut_k, cut_id, k, id, q) || k < klo || k > khi) continue;
+        uint slot = atomicAdd(w_fill, 1u);
+        c_key[slot] = k;
+        c_id[slot] = id;
+    }
+    barrier();
+    uint n = w_fill;
+    sort_prefix(n);
+    if (t == 0u) {
+        uvec2 tg = w_target;
+        float ref = key_mass_ref(draw);
+        uint token = c_id[n - 1u], key = c_key[n - 1u];
+        uvec2 qt = uvec2(0u);
+        for (uint i = 0u; i < n; ++i) {
+            uvec2 q = sieve_mass(sieve_key_value(c_key[i]), ref);
+            if (q == uvec2(0u) && strict) continue;  // the draw never lands on a zero mass
+            token = c_id[i];
+            key = c_key[i];
+            qt = q;
+            if (w_clamp == 0u && (strict ? u64_less(tg, q) : !u64_less(q, tg))) break;
+            tg = u64_sub(tg, q);
+        }
+        w_token = token;
+        w_key = key;
+        w_q = qt;
+        w_state = SEL_FOUND;
+    }
+    barrier();
+}
+
+// ---- the resolve ------------------------------------------------------------------
+
+void fallback_row(uint row, uint step) {
+    if (gl_LocalInvocationID.x == 0u) {
+        write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, 3u);
+        advance_step(row, step);
+        row_state[row * ROW_STRIDE + R_WIDE_PHASE] = WIDE_NONE;
+    }
+}
+
+void resolve(uint row) {
+    uint t = gl_LocalInvocationID.x;
+    uint o = row * ROW_STRIDE;
+    uint step = row_step(row);
+    uint list = wide_list_at(row);
+    uint m = min(row_state[o + R_WIDE_COUNT], pc.wide_cap);
+    uint bstar = row_state[o + R_WIDE_BSTAR];
+    uint mask = row_state[o + R_WIDE_MASK];
+    float rc = uintBitsToFloat(row_state[o + R_WIDE_RC]);
+    float before = uintBitsToFloat(row_state[o + R_WIDE_BEFORE]);
+
+    // 1. The cut: the member of b* where the mass reaches what the buffer and
+    //    the bins before it left (llama.cpp's cum_sum >= p, min_keep checked
+    //    by wide_histogram).
+    select_member(list, m, bstar, false, false, 0u, 0u, fixed40(max(rc - before, 0.0)), false);
+    if (w_state != SEL_FOUND) {
+        fallback_row(row, step);
+        return;
+    }
+    uint cut_k = w_key, cut_id = w_token;
+
+    // 2. b*'s kept part at the draw's temperatures, summed exactly.
+    if (t == 0u) {
+        w_lo[0] = 0u;
+        w_hi[0] = 0u;
+    }
+    barrier();
+    uvec2 part = uvec2(0u);
+    for (uint j = t; j < m; j += WG) {
+        uint k, id;
+        uvec2 q;
+        if (member(list, j, bstar, true, true, cut_k, cut_id, k, id, q)) part = u64_add(part, q);
+    }
+    U64_ATOMIC_ADD(w_lo[0], w_hi[0], part);
+    barrier();
+
+    // 3. The draw over the survivors: the buffer, the bins before b*, b*'s
+    //    kept part, in canonical order.
+    if (t == 0u) {
+        uint head = wide_base(row);
+        float total = uintBitsToFloat(row_state[o + R_WIDE_BD]);
+        for (uint b = 0u; b < bstar; ++b) total += uintBitsToFloat(wide[head + 4u * b + 2u]);
+        total += u64_to_float(uvec2(w_lo[0], w_hi[0])) * 9.094947017729282e-13;  // / 2^40
+        w_total = total;
+        float u = float(row_uniform(row)) * 2.3283064365386963e-10;
+        uvec2 tg = fixed40(u * total);
+        w_in_buffer = 0u;
+        uint n = row_state[o + R_WIDE_N];
+        uint buf = wide_buffer_at(row);
+        for (uint i = 0u; i < n && w_in_buffer == 0u; ++i) {
+            uvec2 q = sieve_mass(sieve_key_value(wide[buf + 2u * i]), g_md);
+            if (q == uvec2(0u)) continue;
+            if (u64_less(tg, q)) {
+                w_in_buffer = 1u;
+                w_token = wide[buf + 2u * i + 1u];
+                w_q = q;
+            } else {
+                tg = u64_sub(tg, q);
+            }
+        }
+        float rem = u64_to_float(tg) * 9.094947017729282e-13;
+        uint bin = bstar;
+        for (uint b = 0u; b < bstar && bin == bstar; ++b) {
+            float md = uintBitsToFloat(wide[head + 4u * b + 2u]);
+            if (rem < md) bin = b;
+            else rem -= md;
+        }
+        w_bin = bin;
+        w_rem = max(rem, 0.0);
+    }
+    barrier();
+    if (w_in_buffer == 0u) {  // uniform
+        uint bin = w_bin;
+        if (((mask >> bin) & 1u) == 0u) {  // rounding beyond what the histogram foresaw
+            fallback_row(row, step);
+            return;
+        }
+        select_member(list, m, bin, true, bin == bstar, cut_k, cut_id, fixed40(w_rem), true);
+        if (w_state != SEL_FOUND) {
+            fallback_row(row, step);
+            return;
+        }
+    }
+    if (t == 0u) {
+        float p = u64_to_float(w_q) * 9.094947017729282e-13 / w_total;
+        write_result(row, w_token, p, log(p), STATUS_OK, step, 3u);
+        advance_step(row, step);
+        row_state[o + R_WIDE_PHASE] = WIDE_NONE;
+    }
+}
+
+void main() {
+    uint row = pc.row_base + gl_WorkGroupID.y;
+    uint o = row * ROW_STRIDE;
+    if (row_state[o + R_WIDE_PHASE] != WIDE_GATHER) return;  // uniform in the workgroup
+    bind_row(row);
+    load_row(row);
+    uint chunk = gl_WorkGroupID.x;
+    uint t = gl_LocalInvocationID.x;
+    uint mask = row_state[o + R_WIDE_MASK];
+    uint list = wide_list_at(row);
+
+    // Count, one atomic for the invocation's slots, then write: no atomic per
+    // logit (a CPU device runs a rare branch's atomic under a lane mask for
+    // every logit).
+    uint begin = chunk * pc.chunk_size;
+    uint end = min(begin + pc.chunk_size, pc.vocab);
+    uint takes = 0u;
+    for (uint i = begin + t; i < end; i += WG) {
+        uint k;
+        takes += taken(row, i, mask, k) ? 1u : 0u;
+    }
+    uint slot = takes > 0u ? atomicAdd(row_state[o + R_WIDE_COUNT], takes) : 0u;
+    for (uint i = begin + t; takes > 0u && i < end; i += WG) {
+        uint k;
+        if (taken(row, i, mask, k)) {
+            if (slot < pc.wide_cap) {
+                wide[list + 2u * slot] = k;
+                wide[list + 2u * slot + 1u] = i;
+            }
+            ++slot;
+            --takes;
+        }
+    }
+    if (!last_to_arrive(row)) return;
+    resolve(row);
+}

@@ -1,0 +1,180 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// A top-p cut past the candidate buffer, pass 2 of 3 (wide.glsl): 16 value bins
+// of the row's entries after the buffer and at or above L, per chunk, with
+// their count and their mass at the cut's and at the draw's temperatures.
+// Every invocation keeps its bins in registers (selects, no atomics) and the
+// workgroup adds them in a fixed tree, the last workgroup adds the chunks in
+// chunk order: the same sums on every run. That workgroup then finds the bin
+// holding the cut and the bins the draw can land in, and arms the gather.
+#include "common.glsl"
+#include "row.glsl"
+#include "arrive.glsl"
+#include "result.glsl"
+#include "wide.glsl"
+
+shared uint s_a[WG / 2u][BINS];
+shared uint s_b[WG / 2u][BINS];
+
+// The row goes to the CPU twin at this step (counted by the host).
+void wide_fallback(uint row) {
+    uint step = row_step(row);
+    write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, 2u);
+    advance_step(row, step);
+    row_state[row * ROW_STRIDE + R_WIDE_PHASE] = WIDE_NONE;
+}
+
+// Invocation 0: the cut's bin, the draw's possible bins, the gather's arming.
+void decide(uint row) {
+    uint o = row * ROW_STRIDE;
+    float mc[BINS], md[BINS];
+    uint cnt[BINS];
+    for (uint b = 0u; b < BINS; ++b) {
+        mc[b] = 0.0;
+        md[b] = 0.0;
+        cnt[b] = 0u;
+    }
+    for (uint c = 0u; c < pc.n_chunks; ++c) {
+        uint h = (row * pc.n_chunks + c) * BINS * HIST_STRIDE;
+        for (uint b = 0u; b < BINS; ++b) {
+            mc[b] += uintBitsToFloat(histograms[h + HIST_STRIDE * b + 0u]);
+            cnt[b] += histograms[h + HIST_STRIDE * b + 1u];
+            md[b] += uintBitsToFloat(histograms[h + HIST_STRIDE * b + 2u]);
+        }
+    }
+    uint head = wide_base(row);
+    for (uint b = 0u; b < BINS; ++b) {
+        wide[head + 4u * b + 0u] = cnt[b];
+        wide[head + 4u * b + 1u] = floatBitsToUint(mc[b]);
+        wide[head + 4u * b + 2u] = floatBitsToUint(md[b]);
+    }
+    // top-p: the first entry whose cumulative mass reaches the target; the
+    // bins before b* are kept whole.
+    float rc = uintBitsToFloat(row_state[o + R_WIDE_RC]);
+    float before = 0.0;
+    uint bstar = BINS;
+    uint kept = row_state[o + R_WIDE_N];
+    for (uint b = 0u; b < BINS; ++b) {
+        if (cnt[b] > 0u && before + mc[b] >= rc) {
+            bstar = b;
+            break;
+        }
+        before += mc[b];
+        kept += cnt[b];
+    }
+    // llama.cpp keeps at least min_keep: past b*'s start the GPU would need
+    // ranks, not masses (rare: the buffer holds CAP / 2 entries).
+    if (bstar == BINS || row_state[o + R_WIDE_KEEP] > kept + 1u) {
+        wide_fallback(row);
+        return;
+    }
+    // Whatever the cut inside b*, the draw's total lies in [a, a + md[b*]];
+    // the bins whose part of the CDF meets [u a, u (a + md[b*])] (with a
+    // margin for rounding) are gathered with b*.
+    float bd = uintBitsToFloat(row_state[o + R_WIDE_BD]);
+    float a = bd;
+    for (uint b = 0u; b < bstar; ++b) a += md[b];
+    float u = float(row_uniform(row)) * 2.3283064365386963e-10;
+    float lo = u * a * (1.0 - 1e-5), hi = u * (a + md[bstar]) * (1.0 + 1e-5);
+    uint mask = 1u << bstar, gathered = cnt[bstar];
+    float cum = bd;
+    for (uint b = 0u; b < bstar; ++b) {
+        if (cum + md[b] >= lo && cum <= hi) {
+            mask |= 1u << b;
+            gathered += cnt[b];
+        }
+        cum += md[b];
+    }
+    if (gathered > pc.wide_cap) {
+        wide_fallback(row);
+        return;
+    }
+    row_state[o + R_WIDE_BSTAR] = bstar;
+    row_state[o + R_WIDE_MASK] = mask;
+    row_state[o + R_WIDE_BEFORE] = floatBitsToUint(before);
+    row_state[o + R_WIDE_COUNT] = 0u;
+    row_state[o + R_WIDE_PHASE] = WIDE_GATHER;
+    atomicMax(dispatch_args[pc.args_base + WIDE_GATHER_ARGS], pc.n_chunks);
+}
+
+void main() {
+    uint row = pc.row_base + gl_WorkGroupID.y;
+    uint o = row * ROW_STRIDE;
+    if (row_state[o + R_WIDE_PHASE] != WIDE_HIST) return;  // uniform in the workgroup
+    bind_row(row);
+    uint chunk = gl_WorkGroupID.x;
+    uint t = gl_LocalInvocationID.x;
+
+    uint kn = row_state[o + R_WIDE_KN], idn = row_state[o + R_WIDE_IDN];
+    float vn = sieve_key_value(kn);
+    float mcx = uintBitsToFloat(row_state[o + R_WIDE_MC]);
+    float mdx = uintBitsToFloat(row_state[o + R_WIDE_MD]);
+    float lowest = uintBitsToFloat(row_state[o + R_WIDE_L]);
+    float inv_width = uintBitsToFloat(row_state[o + R_WIDE_INVW]);
+    uint nt = row_state[o + R_WIDE_NT];
+    uint n_cut = nt & 0xFFFFu, n_draw = (nt >> 16u) - n_cut;
+    float temperature = param_f(row, P_TEMPERATURE);
+
+    float mc[BINS], md[BINS];
+    uint cnt[BINS];
+    [[unroll]] for (uint b = 0u; b < BINS; ++b) {
+        mc[b] = 0.0;
+        md[b] = 0.0;
+        cnt[b] = 0u;
+    }
+    uint begin = chunk * pc.chunk_size;
+    uint end = min(begin + pc.chunk_size, pc.vocab);
+    for (uint i = begin + t; i < end; i += WG) {
+        float x = row_logit(row, i);
+        if (isinf(x)) continue;  // masked (the row has no NaN/+inf: it would have failed)
+        float v = wide_divide(x, temperature, n_cut);
+        if (v < lowest || !wide_after(sieve_key(v), i, kn, idn)) continue;
+        uint bin = wide_bin(v, vn, inv_width);
+        float wc = exp(v - mcx);
+        float wd = exp(wide_divide(v, temperature, n_draw) - mdx);
+        [[unroll]] for (uint b = 0u; b < BINS; ++b) {
+            bool here = bin == b;
+            mc[b] += here ? wc : 0.0;
+            md[b] += here ? wd : 0.0;
+            cnt[b] += here ? 1u : 0u;
+        }
+    }
+
+    // Fixed trees through the same shared arrays: (mc, count), then md.
+    for (uint half_size = WG / 2u; half_size > 0u; half_size >>= 1u) {
+        if (t >= half_size && t < 2u * half_size) {
+            [[unroll]] for (uint b = 0u; b < BINS; ++b) {
+                s_a[t - half_size][b] = floatBitsToUint(mc[b]);
+                s_b[t - half_size][b] = cnt[b];
+            }
+        }
+        barrier();
+        if (t < half_size) {
+            [[unroll]] for (uint b = 0u; b < BINS; ++b) {
+                mc[b] += uintBitsToFloat(s_a[t][b]);
+                cnt[b] += s_b[t][b];
+            }
+        }
+        barrier();
+    }
+    for (uint half_size = WG / 2u; half_size > 0u; half_size >>= 1u) {
+        if (t >= half_size && t < 2u * half_size) {
+            [[unroll]] for (uint b = 0u; b < BINS; ++b) s_a[t - half_size][b] = floatBitsToUint(md[b]);
+        }
+        barrier();
+        if (t < half_size) {
+            [[unroll]] for (uint b = 0u; b < BINS; ++b) md[b] += uintBitsToFloat(s_a[t][b]);
+        }
+        barrier();
+    }
+    if (t == 0u) {
+        uint h = (row * pc.n_chunks + chunk) * BINS * HIST_STRIDE;
+        [[unroll]] for (uint b = 0u; b < BINS; ++b) {
+            histograms[h + HIST_STRIDE * b + 0u] = floatBitsToUint(mc[b]);
+            histograms[h + HIST_STRIDE * b + 1u] = cnt[b];
+            histograms[h + HIST_STRIDE * b + 2u] = floatBitsToUint(md[b]);
+        }
+    }
+    if (!last_to_arrive(row)) return;
+    if (t == 0u) decide(row);
+}
