@@ -531,8 +531,10 @@ INSTANTIATE_TEST_SUITE_P(Chains, GpuChainVsTwin, testing::ValuesIn(chain_cases()
 // ---- 2. rows whose survivors exceed the candidate buffer -------------------------
 
 // A case whose survivors overflow the GPU's candidate buffer still equals the
-// twin (the CPU twin samples the row), and cpu_fallback_rows counts it; the
-// default chain over LM-like rows (top-k 40 first) never falls back.
+// twin, and cpu_fallback_rows counts the rows the CPU twin took: min-p with a
+// floor far below the buffer, and --dump-dist of a top-p cut past the buffer
+// (its samples are the wide passes', section 2b). The default chain over
+// LM-like rows (top-k 40 first) never falls back.
 struct OverflowCase {
     const char* chain;
     Shape shape;
@@ -581,28 +583,28 @@ TEST(GpuChainOverflow, FallbackRowsEqualTheTwinAndAreCounted) {
 // which find the cut and draw on the GPU (3 row passes, no CPU fallback).
 // Tokens equal the twin's under the agreement rules, over several steps, two
 // rows per call with their own temperatures and seeds, for temperature after
-// and before the cut, two temperatures, min_keep, and f16-like tie groups.
+// and before the cut, two temperatures, min_keep, and tie groups larger than
+// the candidate buffer (f16-like rows: the cut and the draw fall inside one).
 struct WideCase {
     const char* chain;
     Shape shape;
     int32_t vocab;
     float top_p;
     int32_t min_keep;
-    bool expect_gpu;  // every sample finished on the GPU
 };
 
 TEST(GpuChainWideTopP, TokensEqualTheTwinWithoutFallback) {
     auto gpu = sieve_test::gpu_context();
     const WideCase cases[] = {
-        {"top_p;temperature", Shape::Zipf, 32000, 0.9f, 0, true},
-        {"top_p;temperature", Shape::Zipf, 151936, 0.9f, 0, true},
-        {"top_p;temperature", Shape::Zipf, 262144, 0.95f, 0, true},
-        {"temperature;top_p", Shape::Zipf, 151936, 0.9f, 0, true},
-        {"top_p;temperature;temperature", Shape::Zipf, 32000, 0.8f, 0, true},
-        {"top_p;temperature", Shape::Zipf, 32000, 0.9f, 200, true},
-        {"top_p;temperature", Shape::Ties, 32000, 0.5f, 0, false},
-        {"top_p;temperature", Shape::Gaussian, 32000, 0.6f, 0, false},
-        {"top_p;temperature", Shape::Masked, 151936, 0.9f, 0, false},
+        {"top_p;temperature", Shape::Zipf, 32000, 0.9f, 0},
+        {"top_p;temperature", Shape::Zipf, 151936, 0.9f, 0},
+        {"top_p;temperature", Shape::Zipf, 262144, 0.95f, 0},
+        {"temperature;top_p", Shape::Zipf, 151936, 0.9f, 0},
+        {"top_p;temperature;temperature", Shape::Zipf, 32000, 0.8f, 0},
+        {"top_p;temperature", Shape::Zipf, 32000, 0.9f, 200},
+        {"top_p;temperature", Shape::Ties, 32000, 0.5f, 0},
+        {"top_p;temperature", Shape::Gaussian, 32000, 0.6f, 0},
+        {"top_p;temperature", Shape::Masked, 151936, 0.9f, 0},
     };
     const int32_t rows = 2;
     const int tokens = 12;
@@ -640,10 +642,8 @@ TEST(GpuChainWideTopP, TokensEqualTheTwinWithoutFallback) {
         std::printf("%s over %s, vocab %d: %d of %d tokens by the wide passes, %llu CPU fallback rows\n", wc.chain,
                     sieve_test::shape_name(wc.shape), wc.vocab, wide_tokens, rows * tokens,
                     static_cast<unsigned long long>(c.cpu_fallback_rows));
-        if (wc.expect_gpu) {
-            EXPECT_EQ(c.cpu_fallback_rows, 0u) << "a top-p cut past the buffer went to the CPU twin";
-            EXPECT_EQ(wide_tokens, rows * tokens) << "every token should need the wide passes (3 row passes)";
-        }
+        EXPECT_EQ(c.cpu_fallback_rows, 0u) << "a top-p cut past the buffer went to the CPU twin";
+        EXPECT_EQ(wide_tokens, rows * tokens) << "every token should need the wide passes (3 row passes)";
     }
 }
 

@@ -61,13 +61,17 @@ const uint SEL_GOING = 0u;
 const uint SEL_FINAL = 1u;  // the range [w_klo, w_khi] holds at most CAP members
 const uint SEL_FOUND = 2u;  // w_token, w_key, w_q
 const uint SEL_EMPTY = 3u;  // no member
-const uint SEL_TIE = 4u;    // more than CAP members share one key (the CPU twin takes the row)
+const uint SEL_TIE = 4u;    // more than CAP members share one key (select_resolving_ties)
+
+// Inside a tie group (more than CAP members of one key): only members of key
+// g_tie_key, each of mass 1, keyed ~id (ascending id = descending key).
+uint g_tie_key = 0u;
 
 // Member j of the list as a selection sees it: in bin `bin`, not after the cut
 // when one is given; its key and mass at the cut's (draw = false) or the
 // draw's temperatures.
-bool member(uint list, uint j, uint bin, bool draw, bool use_cut, uint cut_k, uint cut_id, out uint key, out uint id,
-            out uvec2 q) {
+bool member_of(uint list, uint j, uint bin, bool draw, bool use_cut, uint cut_k, uint cut_id, bool want_mass,
+               out uint key, out uint id, out uvec2 q) {
     uint kc = wide[list + 2u * j];
     id = wide[list + 2u * j + 1u];
     float v = sieve_key_value(kc);
@@ -77,11 +81,21 @@ bool member(uint list, uint j, uint bin, bool draw, bool use_cut, uint cut_k, ui
     if (draw) {
         float vd = wide_divide(v, g_temperature, g_n_draw);
         key = sieve_key(vd);
-        q = sieve_mass(vd, g_md);
-    } else {
+        if (want_mass) q = sieve_mass(vd, g_md);
+    } else if (want_mass) {
         q = sieve_mass(v, g_mc);
     }
+    if (g_tie_key != 0u) {
+        if (key != g_tie_key) return false;
+        key = ~id;
+        q = uvec2(1u, 0u);
+    }
     return true;
+}
+
+bool member(uint list, uint j, uint bin, bool draw, bool use_cut, uint cut_k, uint cut_id, out uint key, out uint id,
+            out uvec2 q) {
+    return member_of(list, j, bin, draw, use_cut, cut_k, cut_id, true, key, id, q);
 }
 
 float key_mass_ref(bool draw) { return draw ? g_md : g_mc; }
@@ -93,14 +107,34 @@ float key_mass_ref(bool draw) { return draw ? g_md : g_mc; }
 void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cut_k, uint cut_id, uvec2 target,
                    bool strict) {
     uint t = gl_LocalInvocationID.x;
+    // The members' key range first (no mass needed): the levels split only
+    // that, so the first level usually leaves at most CAP members.
     if (t == 0u) {
-        w_klo = 0u;
-        w_khi = 0xFFFFFFFFu;
+        w_klo = 0xFFFFFFFFu;
+        w_khi = 0u;
         w_state = SEL_GOING;
         w_clamp = 0u;
         w_target = target;
     }
     barrier();
+    uint kmin = 0xFFFFFFFFu, kmax = 0u;
+    for (uint j = t; j < m; j += WG) {
+        uint k, id;
+        uvec2 q;
+        if (!member_of(list, j, bin, draw, use_cut, cut_k, cut_id, false, k, id, q)) continue;
+        kmin = min(kmin, k);
+        kmax = max(kmax, k);
+    }
+    if (kmin <= kmax) {
+        atomicMin(w_klo, kmin);
+        atomicMax(w_khi, kmax);
+    }
+    barrier();
+    if (w_klo > w_khi) {  // uniform: no member
+        if (t == 0u) w_state = SEL_EMPTY;
+        barrier();
+        return;
+    }
     for (uint level = 0u; level < 4u; ++level) {
         if (w_state == SEL_GOING) {  // uniform: shared, after a barrier
             uint klo = w_klo, khi = w_khi;
@@ -143,7 +177,10 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
                     w_khi = khi - dlo;
                     w_klo = khi - dhi;
                     if (w_cnt[chosen] <= CAP) w_state = SEL_FINAL;
-                    else if (w_klo == w_khi) w_state = SEL_TIE;
+                    else if (w_klo == w_khi) {
+                        w_state = SEL_TIE;
+                        w_fill = w_cnt[chosen];
+                    }
                 }
             }
             barrier();
@@ -160,7 +197,7 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
     for (uint j = t; j < m; j += WG) {
         uint k, id;
         uvec2 q;
-        if (!member(list, j, bin, draw, use_cut, cut_k, cut_id, k, id, q) || k < klo || k > khi) continue;
+        if (!member_of(list, j, bin, draw, use_cut, cut_k, cut_id, false, k, id, q) || k < klo || k > khi) continue;
         uint slot = atomicAdd(w_fill, 1u);
         c_key[slot] = k;
         c_id[slot] = id;
@@ -174,7 +211,7 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
         uint token = c_id[n - 1u], key = c_key[n - 1u];
         uvec2 qt = uvec2(0u);
         for (uint i = 0u; i < n; ++i) {
-            uvec2 q = sieve_mass(sieve_key_value(c_key[i]), ref);
+            uvec2 q = g_tie_key != 0u ? uvec2(1u, 0u) : sieve_mass(sieve_key_value(c_key[i]), ref);
             if (q == uvec2(0u) && strict) continue;  // the draw never lands on a zero mass
             token = c_id[i];
             key = c_key[i];
@@ -186,6 +223,43 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
         w_key = key;
         w_q = qt;
         w_state = SEL_FOUND;
+    }
+    barrier();
+}
+
+shared uint w_rank;
+
+// select_member, and inside a tie group the member the target falls on: every
+// member has the group's mass q, so it is the j-th in id order (j = target / q
+// for the draw, the first j with (j + 1) q >= target for top-p), found by the
+// same levels over ~id with unit masses.
+void select_resolving_ties(uint list, uint m, uint bin, bool draw, bool use_cut, uint cut_k, uint cut_id, uvec2 target,
+                           bool strict) {
+    uint t = gl_LocalInvocationID.x;
+    g_tie_key = 0u;
+    select_member(list, m, bin, draw, use_cut, cut_k, cut_id, target, strict);
+    if (w_state != SEL_TIE) return;  // uniform
+    uint tie_key = w_klo;
+    if (t == 0u) {
+        uvec2 q = sieve_mass(sieve_key_value(tie_key), key_mass_ref(draw));
+        uvec2 tg = w_target;
+        uint count = w_fill;
+        uint j = count - 1u;
+        if (w_clamp == 0u && q != uvec2(0u)) {
+            uvec2 r = strict ? u64_div(tg, q) : (tg == uvec2(0u) ? uvec2(0u) : u64_div(u64_sub(tg, uvec2(1u, 0u)), q));
+            j = (r.y != 0u || r.x >= count) ? count - 1u : r.x;
+        }
+        w_rank = j;
+        w_q = q;
+    }
+    barrier();
+    uvec2 q_each = w_q;
+    g_tie_key = tie_key;
+    select_member(list, m, bin, draw, use_cut, cut_k, cut_id, uvec2(w_rank, 0u), true);
+    g_tie_key = 0u;
+    if (t == 0u && w_state == SEL_FOUND) {
+        w_key = tie_key;
+        w_q = q_each;
     }
     barrier();
 }
@@ -214,7 +288,7 @@ void resolve(uint row) {
     // 1. The cut: the member of b* where the mass reaches what the buffer and
     //    the bins before it left (llama.cpp's cum_sum >= p, min_keep checked
     //    by wide_histogram).
-    select_member(list, m, bstar, false, false, 0u, 0u, fixed40(max(rc - before, 0.0)), false);
+    select_resolving_ties(list, m, bstar, false, false, 0u, 0u, fixed40(max(rc - before, 0.0)), false);
     if (w_state != SEL_FOUND) {
         fallback_row(row, step);
         return;
@@ -277,7 +351,7 @@ void resolve(uint row) {
             fallback_row(row, step);
             return;
         }
-        select_member(list, m, bin, true, bin == bstar, cut_k, cut_id, fixed40(w_rem), true);
+        select_resolving_ties(list, m, bin, true, bin == bstar, cut_k, cut_id, fixed40(w_rem), true);
         if (w_state != SEL_FOUND) {
             fallback_row(row, step);
             return;
