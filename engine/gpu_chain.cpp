@@ -80,7 +80,7 @@ private:
     sieve_token fallback(uint32_t row, const float* logits, uint32_t vocab, uint32_t step, std::string* message,
                          sieve_status* first);
     void upload(const float* logits, uint32_t rows, uint32_t vocab);
-    void write_params(uint32_t rows);
+    void write_params(uint32_t rows, bool sample);
     void submit_and_wait(const Recording& rec);
     void wait_pending();
     sieve_token read_result(uint32_t row, std::string* message, sieve_status* first) const;
@@ -389,13 +389,15 @@ void GpuChain::upload(const float* logits, uint32_t rows, uint32_t vocab) {
     std::memcpy(dst, logits, static_cast<size_t>(rows) * vocab * sizeof(float));
 }
 
-void GpuChain::write_params(uint32_t rows) {
+// sample: a sampling call, whose recording holds the wide passes when the
+// chain has top-p (a distribution's does not).
+void GpuChain::write_params(uint32_t rows, bool sample) {
     auto* p = static_cast<uint32_t*>(params_.mapped);
     auto* inputs = static_cast<uint32_t*>(inputs_.mapped);
     for (uint32_t r = 0; r < rows; ++r) {
         const uint32_t offset = r * input_words_;
         write_row_params(p + r * kParamStride, config_.samplers, rows_[r], row_scale(static_cast<int32_t>(r)),
-                         rows_[r].generation, limits_.candidate_capacity, offset);
+                         rows_[r].generation, limits_.candidate_capacity, offset, sample && wide_cap_ > 0);
         if (row_has_inputs(rows_[r]))
             write_row_inputs(inputs + offset, rows_[r], static_cast<uint32_t>(config_.max_vocab));
     }
@@ -490,7 +492,7 @@ sieve_status GpuChain::sample(const float* logits, int32_t rows, int32_t vocab, 
     const uint32_t r = static_cast<uint32_t>(rows), v = static_cast<uint32_t>(vocab);
     const Recording& rec = recording(RecordingKind::Sample, r, v, use_collect(r));
     upload(logits, r, v);
-    write_params(r);
+    write_params(r, true);
     sieve_status first = SIEVE_OK;
     for (int32_t d = 0; d < draws; ++d) {
         submit_and_wait(rec);
@@ -543,7 +545,7 @@ sieve_status GpuChain::distribution(const float* logits, int32_t rows, int32_t v
     const bool collect = use_collect(r);
     const Recording& rec = recording(RecordingKind::Distribution, r, v, collect);
     upload(logits, r, v);
-    write_params(r);
+    write_params(r, false);
     submit_and_wait(rec);
     if (collect) {
         // collect.comp's list: [count or STATUS_FALLBACK, step, (id, p) x count].

@@ -17,7 +17,7 @@ enum : uint32_t {
     P_DYN_RANGE = 13, P_DYN_EXPONENT = 14, P_MIN_KEEP = 15, P_AGG_T = 16, P_NEED = 17, P_INPUTS = 20,
     P_FLOOR = 21,
 };
-enum : uint32_t { ROW_HAS_INPUTS = 1, ROW_NEED_SIGMA = 2, ROW_NEED_MASS = 4, ROW_FLOOR = 8 };
+enum : uint32_t { ROW_HAS_INPUTS = 1, ROW_NEED_SIGMA = 2, ROW_NEED_MASS = 4, ROW_FLOOR = 8, ROW_DEFER_TOP_P = 16 };
 enum : uint32_t { OP_TEMPERATURE = 1, OP_TOP_K = 2, OP_TOP_P = 3, OP_MIN_P = 4, OP_TYPICAL = 5, OP_TOP_N_SIGMA = 6, OP_XTC = 7 };
 
 uint32_t op_of(SamplerKind kind) {
@@ -56,7 +56,32 @@ struct Needs {
 // them go to the CPU twin (cpu_fallback_rows).
 constexpr uint32_t kUnboundedNeed = 64;
 
-Needs analyse(const std::vector<SamplerKind>& samplers, const ref::RowParams& row, uint32_t half) {
+// Whether sampler i acts on this row (a parameter may switch it off).
+bool acts(SamplerKind kind, const ref::RowParams& row) {
+    switch (kind) {
+    case SamplerKind::Temperature: return true;
+    case SamplerKind::TopK: return row.top_k > 0;
+    case SamplerKind::TopP: return row.top_p < 1.0f;
+    case SamplerKind::MinP: return row.min_p > 0.0f;
+    case SamplerKind::TypicalP: return row.typical_p < 1.0f;
+    case SamplerKind::TopNSigma: return row.top_n_sigma > 0.0f;
+    case SamplerKind::Xtc: return row.xtc_probability > 0.0f && row.xtc_threshold <= 0.5f;
+    default: return false;  // penalties and DRY: no-ops on the GPU for now
+    }
+}
+
+// A top-p that is the row's only cut, with nothing after it but positive
+// temperatures and the draw: the wide passes can find its cut from the full
+// row's mass themselves, so the collect pass skips the row's softmax sum (an
+// exp per logit and the scalar loop, about half its cost on a CPU device).
+bool top_p_only_cut(const std::vector<SamplerKind>& samplers, size_t at, const ref::RowParams& row) {
+    if (samplers.back() != SamplerKind::Dist || row.dynatemp_range > 0.0f || !(row.temperature > 0.0f)) return false;
+    for (size_t i = at + 1; i + 1 < samplers.size(); ++i)
+        if (samplers[i] != SamplerKind::Temperature && acts(samplers[i], row)) return false;
+    return true;
+}
+
+Needs analyse(const std::vector<SamplerKind>& samplers, const ref::RowParams& row, uint32_t half, bool defer_top_p) {
     Needs n;
     n.need = std::min(kUnboundedNeed, half);
     float tprod = 1.0f;
@@ -80,6 +105,11 @@ Needs analyse(const std::vector<SamplerKind>& samplers, const ref::RowParams& ro
             }
             break;
         case SamplerKind::TopP:
+            if (row.top_p < 1.0f && defer_top_p && !cut_before && !mass && !(n.flags & ROW_NEED_SIGMA) &&
+                top_p_only_cut(samplers, i, row)) {
+                n.flags |= ROW_DEFER_TOP_P;
+                return n;
+            }
             if (row.top_p < 1.0f) {
                 want_mass();
                 cut_before = true;
@@ -146,9 +176,9 @@ uint32_t row_input_words(uint32_t max_vocab) { return 2 + 2 * ((max_vocab + 31) 
 bool row_has_inputs(const ref::RowParams& row) { return !row.logit_bias.empty() || !row.token_bitmask.empty(); }
 
 void write_row_params(uint32_t* p, const std::vector<SamplerKind>& samplers, const ref::RowParams& row, float scale,
-                      uint32_t generation, uint32_t capacity, uint32_t inputs_offset) {
+                      uint32_t generation, uint32_t capacity, uint32_t inputs_offset, bool defer_top_p) {
     std::memset(p, 0, kParamStride * 4);
-    const Needs needs = analyse(samplers, row, capacity / 2);
+    const Needs needs = analyse(samplers, row, capacity / 2, defer_top_p);
     p[P_SCALE] = bits(scale);
     p[P_SEED] = row.seed;
     p[P_GENERATION] = generation;

@@ -31,9 +31,11 @@ uint32_t row_input_words(uint32_t max_vocab);
 // Writes the row's parameter block (kParamStride words). scale: the product of
 // the chain's temperatures for the selection-level path; capacity: the
 // device's candidate capacity; inputs_offset: the word offset of the row's
-// RowInputs block.
+// RowInputs block; defer_top_p: the call's recording runs the wide passes
+// (wide.glsl), which may take over a top-p that is the chain's only cut.
 void write_row_params(uint32_t* block, const std::vector<ref::SamplerKind>& samplers, const ref::RowParams& row,
-                      float scale, uint32_t generation, uint32_t capacity, uint32_t inputs_offset);
+                      float scale, uint32_t generation, uint32_t capacity, uint32_t inputs_offset,
+                      bool defer_top_p = false);
 
 // Whether the row has a logit bias or a token bitmask, and its RowInputs block.
 bool row_has_inputs(const ref::RowParams& row);

@@ -90,6 +90,7 @@ const uint ROW_HAS_INPUTS = 1u;  // a logit bias or a token bitmask applies
 const uint ROW_NEED_SIGMA = 2u;  // the collect pass sums mean/variance of the row
 const uint ROW_NEED_MASS = 4u;   // the collect pass sums the row's softmax mass at P_AGG_T
 const uint ROW_FLOOR = 8u;       // min-p is the chain's first cut: collect only logits above its floor
+const uint ROW_DEFER_TOP_P = 16u;  // top-p is the only cut: the wide passes sum the mass (wide.glsl)
 
 const uint OP_END = 0u;
 const uint OP_TEMPERATURE = 1u;

@@ -21,6 +21,7 @@
 
 #include "bitonic.glsl"
 #include "u64.glsl"
+#include "ksum.glsl"
 
 const uint REST_NONE = 0u;
 const uint REST_MASKED = 1u;
@@ -69,18 +70,6 @@ bool tail_live() { return s_fallback == 0u && s_status == STATUS_OK; }
 
 // The mass of entry i relative to entry 0 (the maximum).
 float cand_mass(uint i, float v0) { return exp(cand_value(i) - v0); }
-
-// Compensated (Kahan) float sums: cumulative probabilities compared with a
-// cut (top-p, typical) stay within a few ulps of the exact sum of their terms,
-// so equal terms (tie groups, as f16 logits give) cut where the twin's double
-// sum does.
-// `precise`: the compiler must not simplify (t - s) - y to 0.
-void ksum_add(inout vec2 acc, float x) {
-    precise float y = x - acc.y;
-    precise float t = acc.x + y;
-    precise float c = (t - acc.x) - y;
-    acc = vec2(t, c);
-}
 
 // The array's softmax total relative to its maximum, or -1 when the rest hides
 // it (invocation 0 only). Aggregates apply while the rest is untouched and the
@@ -166,7 +155,31 @@ void keep_first(uint last) {
 // llama_sampler_top_p_apply: p >= 1 no-op; the smallest canonical prefix with
 // cumulative probability >= p and at least min_keep entries.
 void op_top_p(uint row, float p, uint min_keep, float agg_mass) {
-    if (gl_LocalInvocationID.x == 0u && p < 1.0) {
+    bool deferred = (param_u(row, P_ROW_FLAGS) & ROW_DEFER_TOP_P) != 0u && s_rest_kind == REST_UNKNOWN &&
+                    pc.wide_cap > 0u && (pc.flags & FLAG_DISTRIBUTION) == 0u;
+    if (gl_LocalInvocationID.x == 0u && p < 1.0 && deferred) {
+        // The row's only cut, and nothing summed its mass: the wide passes
+        // find the cut, in the buffer or past it (wide.glsl). They need the
+        // buffer at these temperatures and its mass.
+        uint n = s_n;
+        float v0 = cand_value(0u);
+        vec2 acc = vec2(0.0);
+        uint keys = wide_cut_keys_at(row);
+        for (uint i = 0u; i < n; ++i) {
+            ksum_add(acc, cand_mass(i, v0));
+            wide[keys + i] = c_key[i];
+        }
+        s_rest_kind = REST_CUT;
+        s_agg_ok = 0u;
+        s_wide = 1u;
+        s_wide_divisions = s_divisions | WIDE_DEFERRED;
+        s_wide_kn = c_key[n - 1u];
+        s_wide_idn = c_id[n - 1u];
+        s_wide_mc = v0;
+        s_wide_rc = acc.x - acc.y;
+        float lowest = v0 + log((1.0 - p) * s_wide_rc / float(pc.vocab));
+        s_wide_lowest = lowest - 1e-4 * (abs(lowest) + 1.0);
+    } else if (gl_LocalInvocationID.x == 0u && p < 1.0) {
         uint n = s_n;
         float total = array_total(row, n, agg_mass);
         if (total < 0.0) {

@@ -16,7 +16,9 @@
 //
 // L is a value below which the cut cannot fall: the entries below it, at most
 // V of them, each with mass < exp(L - M) = (1 - p) * total / V, hold less than
-// 1 - p of the mass, so the prefix reaching p ends at or above L.
+// 1 - p of the mass, so the prefix reaching p ends at or above L. (A deferred
+// row, whose total is not known yet, takes the buffer's mass for the total: a
+// lower L, still a bound.)
 //
 // The values are the chain's, exactly: raw logit (bias, bitmask) divided by
 // the row's temperature once per temperature sampler, in order, as op_divide
@@ -35,8 +37,9 @@ const uint R_WIDE_MC = 19u;      // float: the row's maximum at the cut's temper
 const uint R_WIDE_MD = 20u;      // float: the row's maximum at the draw's temperatures
 const uint R_WIDE_L = 21u;       // float: the lowest value the cut can reach (above)
 const uint R_WIDE_INVW = 22u;    // float: bins per unit of value over [L, v_n]
-const uint R_WIDE_NT = 23u;      // temperature divisions before the cut | all of them << 16
-const uint R_WIDE_RC = 24u;      // float: the mass the cut still needs past the buffer (reference MC)
+const uint R_WIDE_NT = 23u;      // temperature divisions before the cut | all of them << 16 | WIDE_DEFERRED
+const uint R_WIDE_RC = 24u;      // float: the mass the cut still needs past the buffer (reference MC);
+                                 //   WIDE_DEFERRED: the buffer's mass at the cut (reference MC)
 const uint R_WIDE_BD = 25u;      // float: the buffer's mass at the draw (reference MD)
 const uint R_WIDE_N = 26u;       // entries in the buffer
 const uint R_WIDE_BSTAR = 27u;   // the bin holding the cut
@@ -54,12 +57,19 @@ const uint WIDE_GATHER = 2u;
 const uint WIDE_HIST_ARGS = 0u;
 const uint WIDE_GATHER_ARGS = 4u;
 
+// The collect pass did not sum the row's mass (ROW_DEFER_TOP_P: top-p is the
+// row's only cut): wide_histogram sums it, finds the cut (in the buffer or
+// past it) and, when the cut falls in the buffer, draws there.
+const uint WIDE_DEFERRED = 0x80000000u;
+
 // A row's block in `wide`: 16 merged bins x (count, mc, md, -), the buffer's
-// entries (key at the draw, id), then the list (key at the cut, id).
+// entries (key at the draw, id), the buffer's keys at the cut (deferred rows),
+// then the list (key at the cut, id).
 const uint WIDE_HEADER = 4u * BINS;
-uint wide_base(uint row) { return row * (WIDE_HEADER + CAP + 2u * pc.wide_cap); }
+uint wide_base(uint row) { return row * (WIDE_HEADER + 2u * CAP + 2u * pc.wide_cap); }
 uint wide_buffer_at(uint row) { return wide_base(row) + WIDE_HEADER; }
-uint wide_list_at(uint row) { return wide_base(row) + WIDE_HEADER + CAP; }
+uint wide_cut_keys_at(uint row) { return wide_base(row) + WIDE_HEADER + CAP; }
+uint wide_list_at(uint row) { return wide_base(row) + WIDE_HEADER + 2u * CAP; }
 
 // n divisions by t, one at a time (op_divide's and the twin's rounding).
 float wide_divide(float x, float t, uint n) {

@@ -27,7 +27,7 @@ void load_row(uint row) {
     g_inv_width = uintBitsToFloat(row_state[o + R_WIDE_INVW]);
     uint nt = row_state[o + R_WIDE_NT];
     g_n_cut = nt & 0xFFFFu;
-    g_n_draw = (nt >> 16u) - g_n_cut;
+    g_n_draw = ((nt >> 16u) & 0x7FFFu) - g_n_cut;
     g_temperature = param_f(row, P_TEMPERATURE);
 }
 

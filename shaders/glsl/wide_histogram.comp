@@ -11,6 +11,8 @@
 #include "row.glsl"
 #include "arrive.glsl"
 #include "result.glsl"
+#include "u64.glsl"
+#include "ksum.glsl"
 #include "wide.glsl"
 
 shared uint s_a[WG / 2u][BINS];
@@ -24,6 +26,61 @@ void wide_fallback(uint row) {
     row_state[row * ROW_STRIDE + R_WIDE_PHASE] = WIDE_NONE;
 }
 
+// A deferred row (ROW_DEFER_TOP_P): the total is the buffer's mass, the bins'
+// and the mass below L (fixed order, compensated). top-p's target p * total
+// is first looked for in the buffer (llama.cpp: the first entry whose
+// cumulative mass reaches it, with at least min_keep entries); there, the
+// survivors are a prefix of the buffer and the draw happens here, by exact
+// masses as in collect.comp. Else R_WIDE_RC becomes what the bins must
+// still cover and the row goes on as any other.
+bool cut_in_buffer(uint row, float mc[BINS], float below) {
+    uint o = row * ROW_STRIDE;
+    float bc = uintBitsToFloat(row_state[o + R_WIDE_RC]);
+    vec2 total = vec2(bc, 0.0);
+    for (uint b = 0u; b < BINS; ++b) ksum_add(total, mc[b]);
+    ksum_add(total, below);
+    float target = param_f(row, P_TOP_P) * (total.x - total.y);
+    float mcx = uintBitsToFloat(row_state[o + R_WIDE_MC]);
+    float mdx = uintBitsToFloat(row_state[o + R_WIDE_MD]);
+    uint n = row_state[o + R_WIDE_N];
+    uint min_keep = row_state[o + R_WIDE_KEEP];
+    uint keys = wide_cut_keys_at(row);
+    vec2 acc = vec2(0.0);
+    uint last = 0u;
+    for (uint i = 0u; i < n && last == 0u; ++i) {
+        ksum_add(acc, exp(sieve_key_value(wide[keys + i]) - mcx));
+        if (acc.x >= target && i + 1u >= min_keep) last = i + 1u;
+    }
+    if (last == 0u) {
+        if (acc.x >= target) {  // min_keep reaches past the buffer: ranks, not masses
+            wide_fallback(row);
+            return true;
+        }
+        row_state[o + R_WIDE_RC] = floatBitsToUint(target - (acc.x - acc.y));
+        return false;
+    }
+    uint buf = wide_buffer_at(row);
+    uvec2 exact = uvec2(0u);
+    for (uint i = 0u; i < last; ++i) exact = u64_add(exact, sieve_mass(sieve_key_value(wide[buf + 2u * i]), mdx));
+    uvec2 tg = u64_mul_u32_shr32(exact, row_uniform(row));
+    uint token = 0xFFFFFFFFu;
+    uvec2 q = uvec2(0u);
+    for (uint i = 0u; i < last; ++i) {
+        uvec2 qi = sieve_mass(sieve_key_value(wide[buf + 2u * i]), mdx);
+        if (qi == uvec2(0u)) continue;
+        token = wide[buf + 2u * i + 1u];
+        q = qi;
+        if (u64_less(tg, qi)) break;
+        tg = u64_sub(tg, qi);
+    }
+    float p = u64_to_float(q) / u64_to_float(exact);
+    uint step = row_step(row);
+    write_result(row, token, p, log(p), STATUS_OK, step, 2u);
+    advance_step(row, step);
+    row_state[o + R_WIDE_PHASE] = WIDE_NONE;
+    return true;
+}
+
 // Invocation 0: the cut's bin, the draw's possible bins, the gather's arming.
 void decide(uint row) {
     uint o = row * ROW_STRIDE;
@@ -34,6 +91,7 @@ void decide(uint row) {
         md[b] = 0.0;
         cnt[b] = 0u;
     }
+    float below = 0.0;
     for (uint c = 0u; c < pc.n_chunks; ++c) {
         uint h = (row * pc.n_chunks + c) * BINS * HIST_STRIDE;
         for (uint b = 0u; b < BINS; ++b) {
@@ -41,7 +99,9 @@ void decide(uint row) {
             cnt[b] += histograms[h + HIST_STRIDE * b + 1u];
             md[b] += uintBitsToFloat(histograms[h + HIST_STRIDE * b + 2u]);
         }
+        below += uintBitsToFloat(histograms[h + 3u]);
     }
+    if ((row_state[o + R_WIDE_NT] & WIDE_DEFERRED) != 0u && cut_in_buffer(row, mc, below)) return;
     uint head = wide_base(row);
     for (uint b = 0u; b < BINS; ++b) {
         wide[head + 4u * b + 0u] = cnt[b];
@@ -112,7 +172,8 @@ void main() {
     float lowest = uintBitsToFloat(row_state[o + R_WIDE_L]);
     float inv_width = uintBitsToFloat(row_state[o + R_WIDE_INVW]);
     uint nt = row_state[o + R_WIDE_NT];
-    uint n_cut = nt & 0xFFFFu, n_draw = (nt >> 16u) - n_cut;
+    uint n_cut = nt & 0xFFFFu, n_draw = ((nt >> 16u) & 0x7FFFu) - n_cut;
+    bool deferred = (nt & WIDE_DEFERRED) != 0u;
     float temperature = param_f(row, P_TEMPERATURE);
 
     float mc[BINS], md[BINS];
@@ -122,15 +183,20 @@ void main() {
         md[b] = 0.0;
         cnt[b] = 0u;
     }
+    float below = 0.0;  // deferred rows: the mass below L, for the total
     uint begin = chunk * pc.chunk_size;
     uint end = min(begin + pc.chunk_size, pc.vocab);
     for (uint i = begin + t; i < end; i += WG) {
         float x = row_logit(row, i);
         if (isinf(x)) continue;  // masked (the row has no NaN/+inf: it would have failed)
         float v = wide_divide(x, temperature, n_cut);
-        if (v < lowest || !wide_after(sieve_key(v), i, kn, idn)) continue;
-        uint bin = wide_bin(v, vn, inv_width);
+        if (!wide_after(sieve_key(v), i, kn, idn)) continue;
         float wc = exp(v - mcx);
+        if (v < lowest) {
+            below += deferred ? wc : 0.0;
+            continue;
+        }
+        uint bin = wide_bin(v, vn, inv_width);
         float wd = exp(wide_divide(v, temperature, n_draw) - mdx);
         [[unroll]] for (uint b = 0u; b < BINS; ++b) {
             bool here = bin == b;
@@ -160,10 +226,12 @@ void main() {
     for (uint half_size = WG / 2u; half_size > 0u; half_size >>= 1u) {
         if (t >= half_size && t < 2u * half_size) {
             [[unroll]] for (uint b = 0u; b < BINS; ++b) s_a[t - half_size][b] = floatBitsToUint(md[b]);
+            s_b[t - half_size][0] = floatBitsToUint(below);
         }
         barrier();
         if (t < half_size) {
             [[unroll]] for (uint b = 0u; b < BINS; ++b) md[b] += uintBitsToFloat(s_a[t][b]);
+            below += uintBitsToFloat(s_b[t][0]);
         }
         barrier();
     }
@@ -174,6 +242,7 @@ void main() {
             histograms[h + HIST_STRIDE * b + 1u] = cnt[b];
             histograms[h + HIST_STRIDE * b + 2u] = floatBitsToUint(md[b]);
         }
+        histograms[h + 3u] = floatBitsToUint(below);
     }
     if (!last_to_arrive(row)) return;
     if (t == 0u) decide(row);
