@@ -76,7 +76,8 @@ Json case_json(const CaseResult& r) {
     j["dispatches"] = r.plan ? Json(r.plan->first) : Json(nullptr);
     j["row_passes"] = r.plan ? Json(r.plan->second) : Json(nullptr);
     j["measured_dispatches"] = per_token(r.delta.dispatches, n);
-    j["measured_row_passes"] = per_token(r.delta.row_passes, n);
+    // The engine counts row passes summed over rows; per row, like the plan's figure.
+    j["measured_row_passes"] = per_token(r.delta.row_passes, n) / c.rows;
     j["submits"] = per_token(r.delta.submits, n);
     j["steady_recordings"] = r.delta.recordings;
     j["steady_allocations"] = r.delta.allocations;
