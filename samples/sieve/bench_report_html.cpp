@@ -11,8 +11,9 @@
 namespace sieve_cli {
 namespace {
 
-constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
-                                   "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
+                                   "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#e7ba52"};
+constexpr size_t kColorCount = sizeof kColors / sizeof kColors[0];
 
 std::string esc(const std::string& s) {
     std::string o;
@@ -48,9 +49,16 @@ struct Series {
     bool dashed = false;
 };
 
+constexpr size_t kMaxSeries = 12;  // more lines than this are unreadable
+
 // A line plot with log2 x (vocab, rows) and linear y from 0.
 std::string line_plot(const std::string& title, const std::string& x_label, const std::string& y_label,
-                      const std::vector<Series>& series) {
+                      std::vector<Series> series) {
+    std::string omitted;
+    if (series.size() > kMaxSeries) {
+        omitted = std::to_string(series.size() - kMaxSeries) + " more series are not drawn (the table has every case)";
+        series.resize(kMaxSeries);
+    }
     const double W = 640, H = 340, L = 70, R = 200, T = 30, B = 50;
     double xmin = INFINITY, xmax = -INFINITY, ymax = 0;
     for (const Series& s : series)
@@ -71,27 +79,40 @@ std::string line_plot(const std::string& title, const std::string& x_label, cons
         xmin -= 0.5;
         xmax += 0.5;
     }
-    ymax *= 1.1;
+    // Round ticks: a step of 1, 2 or 5 x 10^k, about 4 of them.
+    const double raw = ymax * 1.05 / 4;
+    const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+    const double step = raw / mag <= 1 ? mag : raw / mag <= 2 ? 2 * mag : raw / mag <= 5 ? 5 * mag : 10 * mag;
+    const int ticks = static_cast<int>(std::ceil(ymax * 1.05 / step));
+    ymax = step * ticks;
     const double pw = W - L - R, ph = H - T - B;
     auto X = [&](double x) { return L + (std::log2(x) - xmin) / (xmax - xmin) * pw; };
     auto Y = [&](double y) { return T + ph - y / ymax * ph; };
-    o << "<rect x='" << L << "' y='" << T << "' width='" << pw << "' height='" << ph << "' class='frame'/>\n";
-    for (int i = 0; i <= 4; ++i) {
-        const double y = ymax * i / 4;
-        o << "<line x1='" << L << "' x2='" << L + pw << "' y1='" << Y(y) << "' y2='" << Y(y) << "' class='grid'/>";
+    // Styles inline (not only the page's CSS) so a plot saved on its own renders the same.
+    o << "<rect x='" << L << "' y='" << T << "' width='" << pw << "' height='" << ph
+      << "' fill='none' stroke='#999'/>\n";
+    for (int i = 0; i <= ticks; ++i) {
+        const double y = step * i;
+        o << "<line x1='" << L << "' x2='" << L + pw << "' y1='" << Y(y) << "' y2='" << Y(y) << "' stroke='#e4e4e4'/>";
         o << "<text x='" << L - 6 << "' y='" << Y(y) + 4 << "' text-anchor='end'>" << num(y, y < 10 ? 1 : 0) << "</text>\n";
     }
     std::set<double> xs;
     for (const Series& s : series)
         for (auto p : s.points) xs.insert(p.first);
-    for (double x : xs)
-        o << "<text x='" << X(x) << "' y='" << T + ph + 16 << "' text-anchor='middle'>" << num(x, 0) << "</text>\n";
-    o << "<text x='" << L + pw / 2 << "' y='" << H - 10 << "' text-anchor='middle'>" << esc(x_label) << "</text>\n";
+    double last_x = -1e9;
+    bool lowered = false;
+    for (double x : xs) {  // a label too close to the previous one goes one line lower
+        lowered = X(x) - last_x < 45 && !lowered;
+        o << "<text x='" << X(x) << "' y='" << T + ph + (lowered ? 28 : 16) << "' text-anchor='middle'>" << num(x, 0)
+          << "</text>\n";
+        last_x = X(x);
+    }
+    o << "<text x='" << L + pw / 2 << "' y='" << H - 6 << "' text-anchor='middle'>" << esc(x_label) << "</text>\n";
     o << "<text x='14' y='" << T + ph / 2 << "' transform='rotate(-90 14 " << T + ph / 2 << ")' text-anchor='middle'>"
       << esc(y_label) << "</text>\n";
     for (size_t i = 0; i < series.size(); ++i) {
         const Series& s = series[i];
-        const char* color = kColors[i % 10];
+        const char* color = kColors[i % kColorCount];
         std::vector<std::pair<double, double>> pts = s.points;
         std::sort(pts.begin(), pts.end());
         o << "<polyline fill='none' stroke='" << color << "' stroke-width='2'" << (s.dashed ? " stroke-dasharray='5,4'" : "")
@@ -106,7 +127,9 @@ std::string line_plot(const std::string& title, const std::string& x_label, cons
           << color << "' stroke-width='2'" << (s.dashed ? " stroke-dasharray='5,4'" : "") << "/>";
         o << "<text x='" << L + pw + 40 << "' y='" << ly + 4 << "'>" << esc(s.label) << "</text>\n";
     }
-    o << "</svg></figure>\n";
+    o << "</svg>";
+    if (!omitted.empty()) o << "<figcaption>" << esc(omitted) << "</figcaption>";
+    o << "</figure>\n";
     return o.str();
 }
 
@@ -136,34 +159,32 @@ std::string stage_plot(const Json& cases) {
     }
     std::ostringstream o;
     if (bars.empty()) return "<p>No stage times (the CPU twin backend has no stages).</p>\n";
-    double max_total = 0;
-    for (const Bar& b : bars) max_total = std::max(max_total, b.total);
-    if (max_total <= 0) max_total = 1;
-    const double L = 230, R = 150, bar_h = 16, gap = 6, T = 30;
-    const double W = 900, pw = W - L - R;
-    const double H = T + bars.size() * (bar_h + gap) + 40;
+    const double L = 230, R = 250, bar_h = 16, gap = 6, T = 30;
+    const double W = 1000, pw = W - L - R;
+    const double H = std::max(T + bars.size() * (bar_h + gap) + 40, T + 18.0 * stage_names.size() + 20);
     o << "<figure><svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H << "' viewBox='0 0 " << W
       << " " << H << "' role='img' aria-label='GPU time per stage'>\n";
-    o << "<text x='" << L << "' y='18' class='t'>GPU time per stage (timestamp queries, median of the profiled tokens), us</text>\n";
+    o << "<text x='" << L << "' y='18' class='t'>share of each stage in the GPU time of a token (timestamp queries; total at the right)</text>\n";
     for (size_t i = 0; i < bars.size(); ++i) {
         const Bar& b = bars[i];
         const double y = T + i * (bar_h + gap);
         o << "<text x='" << L - 6 << "' y='" << y + bar_h - 4 << "' text-anchor='end'>" << esc(b.name) << "</text>";
         double x = L;
+        const double total = b.total > 0 ? b.total : 1;
         for (const auto& [n, us] : b.parts) {
             const size_t ci = static_cast<size_t>(std::find(stage_names.begin(), stage_names.end(), n) - stage_names.begin());
-            const double w = us / max_total * pw;
+            const double w = us / total * pw;  // each bar is its case's whole GPU time: the shares show
             o << "<rect x='" << num(x, 1) << "' y='" << y << "' width='" << num(std::max(w, 0.5), 1) << "' height='" << bar_h
-              << "' fill='" << kColors[ci % 10] << "'><title>" << esc(b.name) << ": " << esc(n) << " " << num(us, 1)
+              << "' fill='" << kColors[ci % kColorCount] << "'><title>" << esc(b.name) << ": " << esc(n) << " " << num(us, 1)
               << " us</title></rect>";
             x += w;
         }
-        o << "<text x='" << num(x + 4, 1) << "' y='" << y + bar_h - 4 << "'>" << num(b.total, 0) << "</text>\n";
+        o << "<text x='" << num(L + pw + 4, 1) << "' y='" << y + bar_h - 4 << "'>" << num(b.total, 0) << " us</text>\n";
     }
     for (size_t i = 0; i < stage_names.size(); ++i) {
         const double ly = T + 12 + 18 * static_cast<double>(i);
-        o << "<rect x='" << W - R + 50 << "' y='" << ly - 8 << "' width='12' height='12' fill='" << kColors[i % 10]
-          << "'/><text x='" << W - R + 68 << "' y='" << ly + 2 << "'>" << esc(stage_names[i]) << "</text>\n";
+        o << "<rect x='" << W - R + 80 << "' y='" << ly - 8 << "' width='12' height='12' fill='" << kColors[i % kColorCount]
+          << "'/><text x='" << W - R + 98 << "' y='" << ly + 2 << "'>" << esc(stage_names[i]) << "</text>\n";
     }
     o << "</svg></figure>\n";
     return o.str();
@@ -194,7 +215,7 @@ std::string report_html(const Json& run) {
 
     // Latency vs vocab: one series per chain/shape/rows that has several vocabularies.
     std::map<std::string, Series> by_vocab, twin_by_vocab, floor_by_vocab;
-    std::map<std::string, Series> by_rows;
+    std::map<std::string, Series> by_rows, floor_by_rows;
     std::map<std::string, std::set<double>> vocabs_of, rows_of;
     for (const Json& c : cases) {
         if (!ok(c)) continue;
@@ -226,18 +247,29 @@ std::string report_html(const Json& run) {
         if (rows_of[kr].size() >= 2) {
             by_rows[kr].label = kr;
             by_rows[kr].points.push_back({b, med / b});
+            if (std::isfinite(dbl(c, "floor_us"))) {
+                floor_by_rows[kr].label = kr + " floor";
+                floor_by_rows[kr].dashed = true;
+                floor_by_rows[kr].points.push_back({b, dbl(c, "floor_us") / b});
+            }
         }
     }
+    // Device lines first; the twin's and the floors only while the plot stays readable.
     std::vector<Series> vocab_series;
-    for (auto* m : {&by_vocab, &twin_by_vocab, &floor_by_vocab})
-        for (auto& [k, s] : *m) vocab_series.push_back(s);
+    for (auto& [k, s] : by_vocab) vocab_series.push_back(s);
+    if (by_vocab.size() * 3 <= kMaxSeries)
+        for (auto* m : {&twin_by_vocab, &floor_by_vocab})
+            for (auto& [k, s] : *m) vocab_series.push_back(s);
     std::vector<Series> rows_series;
     for (auto& [k, s] : by_rows) rows_series.push_back(s);
+    if (by_rows.size() * 2 <= kMaxSeries)
+        for (auto& [k, s] : floor_by_rows) rows_series.push_back(s);
     o << "<h2>Latency vs vocabulary</h2>\n"
       << line_plot("median latency per token vs vocabulary (solid: device; dashed: CPU twin and floor)", "vocabulary (log scale)",
                    "us per token", vocab_series);
     o << "<h2>Per-row cost vs batch</h2>\n"
-      << line_plot("median latency per token / rows vs rows per call", "rows per call (log scale)", "us per row", rows_series);
+      << line_plot("median latency per token / rows vs rows per call (dashed: floor / rows)", "rows per call (log scale)",
+                   "us per row", rows_series);
     o << "<h2>Stage breakdown</h2>\n" << stage_plot(cases);
 
     o << "<h2>Cases</h2>\n<table><tr><th>case</th><th>status</th><th>median us</th><th>p10</th><th>p90</th><th>twin us</th>"

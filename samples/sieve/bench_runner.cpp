@@ -126,9 +126,15 @@ double CaseResult::bytes_written() const { return c.rows * kResultBytes; }
 
 std::shared_ptr<const Logits> BenchRunner::logits_for(const BenchCase& c) {
     if (c.logits) return c.logits;
-    auto& slot = logits_[c.shape + "/" + std::to_string(c.vocab) + "/" + std::to_string(c.rows)];
-    if (!slot) slot = std::make_shared<Logits>(shape_logits(c.shape, c.rows, c.vocab));
-    return slot;
+    // Only the last shape is kept: consecutive cases share it, and the full
+    // suite's logits together would take gigabytes.
+    const std::string key = c.shape + "/" + std::to_string(c.vocab) + "/" + std::to_string(c.rows);
+    if (key != logits_key_ || !logits_) {
+        logits_.reset();
+        logits_ = std::make_shared<Logits>(shape_logits(c.shape, c.rows, c.vocab));
+        logits_key_ = key;
+    }
+    return logits_;
 }
 
 std::pair<std::optional<Calibration>, std::string> BenchRunner::calibration_for(int32_t rows, int32_t vocab) {
@@ -159,12 +165,14 @@ CaseResult BenchRunner::run(const BenchCase& c) {
             return r;
         }
     }
-    std::shared_ptr<const Logits> logits = logits_for(c);
-    const float* data = logits->data.data();
+    std::shared_ptr<const Logits> logits;
+    const float* data = nullptr;
 
     // The device. Building the chain is where a device refuses a case.
     try {
         sieve::Chain chain = make_chain(device_, c.sampling, c.rows, c.vocab);
+        logits = logits_for(c);  // after the chain: a refused case generates nothing
+        data = logits->data.data();
         try {
             r.plan = chain.plan_figures(c.rows, c.vocab);
         } catch (const sieve::Error&) {

@@ -79,7 +79,8 @@ private:
     const Device& device_;
     const Device& twin_;
     RunSettings s_;
-    std::map<std::string, std::shared_ptr<const Logits>> logits_;  // by shape/vocab/rows
+    std::shared_ptr<const Logits> logits_;  // the last built-in logits generated...
+    std::string logits_key_;                // ...and their shape/vocab/rows
     std::map<std::pair<int32_t, int32_t>, std::pair<std::optional<Calibration>, std::string>> calibrations_;
     std::shared_ptr<const Logits> logits_for(const BenchCase& c);
     std::pair<std::optional<Calibration>, std::string> calibration_for(int32_t rows, int32_t vocab);

@@ -80,10 +80,11 @@ std::vector<BenchCase> suite_cases(const std::string& suite, const SamplingOptio
         return cases;
     }
     if (suite == "full") {
-        for (const ChainSpec& c : kChains)
-            for (const char* s : kShapes)
-                for (int32_t v : kVocabs)
-                    for (int32_t b : kRows) add(c.label, s, v, b);
+        // Chains innermost: consecutive cases share one set of logits.
+        for (const char* s : kShapes)
+            for (int32_t v : kVocabs)
+                for (int32_t b : kRows)
+                    for (const ChainSpec& c : kChains) add(c.label, s, v, b);
         return cases;
     }
     if (suite == "tiny") {
