@@ -2,6 +2,7 @@
 // so the runner cannot rot, its JSON against docs/bench-schema.json, the HTML
 // report, --compare, the suite's contents, and bad input. No timing is asserted.
 #include "bench_schema_validator.hpp"
+#include "npy.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -345,6 +346,47 @@ TEST_F(Bench, CompareRejectsMissingCorruptAndForeignFiles) {
 
     Proc one = sieve("bench --compare '" + good + "'");
     EXPECT_EQ(one.code, 2) << "--compare takes two files";
+}
+
+TEST_F(Bench, OneChainOnTheLogitsOfAFile) {
+    std::vector<float> logits(2 * 5000);
+    for (size_t i = 0; i < logits.size(); ++i) logits[i] = static_cast<float>((i * 7919) % 5000) / 500.0f;
+    const std::string file = path("rows.npy");
+    sieve_cli::write_npy_f32(file, {2, 5000}, logits.data());
+    Proc r = sieve("bench --logits '" + file + "' --samplers 'top_k;temperature' --top-k 50 --tokens 3 --warmup 1 "
+                   "--profile-tokens 1 --calibration-iterations 2 --twin-budget 0.2 --json");
+    ASSERT_EQ(r.code, 0) << r.err;
+    json doc = parse(r.out);
+    expect_valid(doc);
+    EXPECT_EQ(doc["settings"]["suite"], "file");
+    EXPECT_EQ(doc["settings"]["logits"], file);
+    ASSERT_EQ(doc["cases"].size(), 1u);
+    const json& c = doc["cases"][0];
+    EXPECT_EQ(c["name"], "top_k;temperature/file/v5000/b2");
+    EXPECT_EQ(c["shape"], "file");
+    EXPECT_EQ(c["rows"], 2);
+    EXPECT_EQ(c["status"], "ok") << c.dump();
+
+    // A chain the library does not know: a usage error, with its message.
+    Proc bad = sieve("bench --logits '" + file + "' --samplers 'no_such_sampler' --tokens 3 --warmup 1");
+    EXPECT_EQ(bad.code, 2);
+    EXPECT_NE(bad.err.find("no_such_sampler"), std::string::npos) << bad.err;
+    // A missing file: bad input.
+    Proc missing = sieve("bench --logits '" + path("missing.npy") + "' --tokens 3");
+    EXPECT_EQ(missing.code, 3);
+}
+
+TEST_F(Bench, CompareHonoursCaseFilter) {
+    const std::string file = path("run.json");
+    std::ofstream(file) << tiny_run().dump();
+    Proc r = sieve("bench --compare '" + file + "' '" + file + "' --case greedy --json");
+    ASSERT_EQ(r.code, 0) << r.err;
+    json doc = parse(r.out);
+    ASSERT_EQ(doc["cases"].size(), 1u);
+    EXPECT_EQ(doc["cases"][0]["name"], "greedy/zipf/v4096/b1");
+    Proc none = sieve("bench --compare '" + file + "' '" + file + "' --case nothing_like_this");
+    EXPECT_EQ(none.code, 3);
+    EXPECT_NE(none.err.find("matching --case 'nothing_like_this'"), std::string::npos) << none.err;
 }
 
 } // namespace

@@ -41,7 +41,8 @@ std::string label(const Json& doc) {
 
 } // namespace
 
-int run_compare(const std::string& a_path, const std::string& b_path, bool json, std::ostream& out) {
+int run_compare(const std::string& a_path, const std::string& b_path, const std::string& filter, bool json,
+                std::ostream& out) {
     const Json a = read_bench_json(a_path);
     const Json b = read_bench_json(b_path);
     std::map<std::string, const Json*> in_b;
@@ -57,9 +58,11 @@ int run_compare(const std::string& a_path, const std::string& b_path, bool json,
     double log_sum = 0;
     int matched = 0;
     std::map<std::string, bool> seen;
+    auto wanted = [&](const std::string& name) { return filter.empty() || name.find(filter) != std::string::npos; };
     for (const Json& ca : a["cases"]) {
         const std::string name = ca["name"].get<std::string>();
         seen[name] = true;
+        if (!wanted(name)) continue;
         auto it = in_b.find(name);
         if (it == in_b.end()) {
             only_a.push_back(name);
@@ -81,9 +84,11 @@ int run_compare(const std::string& a_path, const std::string& b_path, bool json,
         rows.push_back(r);
     }
     for (const Json& cb : b["cases"])
-        if (!seen.count(cb["name"].get<std::string>())) only_b.push_back(cb["name"].get<std::string>());
+        if (!seen.count(cb["name"].get<std::string>()) && wanted(cb["name"].get<std::string>()))
+            only_b.push_back(cb["name"].get<std::string>());
     if (rows.empty())
-        throw CliError(kExitBadInput, "'" + a_path + "' and '" + b_path + "' have no case name in common");
+        throw CliError(kExitBadInput, "'" + a_path + "' and '" + b_path + "' have no case name in common" +
+                                          (filter.empty() ? "" : " matching --case '" + filter + "'"));
     std::optional<double> geomean;
     if (matched > 0) geomean = std::exp(log_sum / matched);
 

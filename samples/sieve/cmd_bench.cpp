@@ -177,7 +177,7 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& o) {
 int run_bench(const BenchOptions& o, std::ostream& out, std::ostream& err) {
     if (!o.compare.empty()) {
         if (o.compare.size() != 2) throw CliError(kExitUsage, "--compare takes two files: A.json B.json");
-        return run_compare(o.compare[0], o.compare[1], o.json, out);
+        return run_compare(o.compare[0], o.compare[1], o.case_filter, o.json, out);
     }
     const auto start = std::chrono::steady_clock::now();
     const std::vector<BenchCase> all = build_cases(o);
