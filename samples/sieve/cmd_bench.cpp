@@ -90,8 +90,9 @@ void print_header(std::ostream& out, const Device& device, const std::vector<std
     out << " vs the CPU twin, " << n_cases << " case(s)\n";
     for (const std::string& w : warnings) out << "warning: " << w << "\n";
     out << "latency per token in us (one sample call for all rows): " << o.tokens << " tokens after " << o.warmup
-        << " warm-up (the device stops after 8 s, the twin after " << fixed(o.twin_budget_s, 1) << " s, at least "
-        << kMinTokens << " tokens); GPU stages from a separate run of " << o.profile_tokens
+        << " warm-up (a case stops early after 8 s on the device, " << fixed(o.twin_budget_s, 1)
+        << " s on the twin, never before " << kMinTokens << " tokens); GPU stages from a separate run of "
+        << o.profile_tokens
         << " profiled tokens (timestamps add their own cost)\n";
     out << pad("case", 34, false) << pad("median", 10, true) << pad("p10", 10, true) << pad("p90", 10, true)
         << pad("twin", 10, true) << pad("twin/dev", 9, true) << pad("disp", 5, true) << pad("passes", 7, true)
