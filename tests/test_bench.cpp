@@ -389,4 +389,27 @@ TEST_F(Bench, CompareHonoursCaseFilter) {
     EXPECT_NE(none.err.find("matching --case 'nothing_like_this'"), std::string::npos) << none.err;
 }
 
+TEST_F(Bench, AFailingCaseIsReportedAndSetsTheExitStatus) {
+    std::vector<float> logits(3000, 0.5f);
+    logits[17] = std::nanf("");
+    const std::string file = path("nan.npy");
+    sieve_cli::write_npy_f32(file, {3000}, logits.data());
+    Proc r = sieve("bench --logits '" + file + "' --samplers greedy --tokens 3 --warmup 1 --json");
+    EXPECT_EQ(r.code, 3) << "a row that cannot be sampled is bad input";
+    json doc = parse(r.out);
+    expect_valid(doc);
+    ASSERT_EQ(doc["cases"].size(), 1u);
+    EXPECT_EQ(doc["cases"][0]["status"], "failed");
+    EXPECT_NE(doc["cases"][0]["message"].get<std::string>().find("non_finite_logit"), std::string::npos)
+        << doc["cases"][0].dump();
+    EXPECT_NE(r.err.find("failed"), std::string::npos) << r.err;
+}
+
+TEST_F(Bench, UnknownSamplerOverTheSuiteIsAUsageError) {
+    Proc r = sieve("bench --samplers 'top_k;no_such_sampler' --tokens 3 --case v151936");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("no_such_sampler"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("unsupported"), std::string::npos) << "refused before any case runs";
+}
+
 } // namespace

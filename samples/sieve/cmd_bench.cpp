@@ -19,6 +19,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -203,8 +204,15 @@ int run_bench(const BenchOptions& o, std::ostream& out, std::ostream& err) {
     if (!o.report.empty()) report_file = open_output(o.report, "--report");
     if (!o.json_out.empty()) json_file = open_output(o.json_out, "--json-out");
 
-    Device device = open_device(o.device);
     Device twin = open_cpu_twin();
+    // The user's own chain and flags (--samplers, --logit-bias...) are checked
+    // once on the twin: a typo is a usage error, not a suite of "unsupported".
+    if (!o.sampling.samplers.empty() || !o.sampling.logit_bias.empty()) {
+        int32_t vocab = 1;
+        for (const BenchCase& c : cases) vocab = std::max(vocab, c.vocab);
+        make_chain(twin, o.sampling, 1, vocab);
+    }
+    Device device = open_device(o.device);
     RunInfo info;
     info.device = &device;
     info.twin = &twin;
