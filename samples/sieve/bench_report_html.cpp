@@ -139,6 +139,7 @@ std::string stage_plot(const Json& cases) {
         std::string name;
         std::vector<std::pair<std::string, double>> parts;
         double total = 0;
+        double bare = NAN;  // row passes x the calibrated bare pass: what reading the rows costs
     };
     std::vector<Bar> bars;
     std::vector<std::string> stage_names;
@@ -155,6 +156,8 @@ std::string stage_plot(const Json& cases) {
             b.total += us;
             if (std::find(stage_names.begin(), stage_names.end(), n) == stage_names.end()) stage_names.push_back(n);
         }
+        if (c.contains("calibration") && c["calibration"].is_object() && std::isfinite(dbl(c, "row_passes")))
+            b.bare = dbl(c, "row_passes") * dbl(c["calibration"], "pass_us");
         bars.push_back(b);
     }
     std::ostringstream o;
@@ -164,7 +167,7 @@ std::string stage_plot(const Json& cases) {
     const double H = std::max(T + bars.size() * (bar_h + gap) + 40, T + 18.0 * stage_names.size() + 20);
     o << "<figure><svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H << "' viewBox='0 0 " << W
       << " " << H << "' role='img' aria-label='GPU time per stage'>\n";
-    o << "<text x='" << L << "' y='18' class='t'>share of each stage in the GPU time of a token (timestamp queries; total at the right)</text>\n";
+    o << "<text x='" << L << "' y='18' class='t'>share of each stage in the GPU time of a token (timestamps; total at the right; black tick: bare passes)</text>\n";
     for (size_t i = 0; i < bars.size(); ++i) {
         const Bar& b = bars[i];
         const double y = T + i * (bar_h + gap);
@@ -178,6 +181,12 @@ std::string stage_plot(const Json& cases) {
               << "' fill='" << kColors[ci % kColorCount] << "'><title>" << esc(b.name) << ": " << esc(n) << " " << num(us, 1)
               << " us</title></rect>";
             x += w;
+        }
+        if (std::isfinite(b.bare) && total > 0) {
+            const double bx = L + std::min(1.0, b.bare / total) * pw;
+            o << "<line x1='" << num(bx, 1) << "' x2='" << num(bx, 1) << "' y1='" << y - 2 << "' y2='" << y + bar_h + 2
+              << "' stroke='#000' stroke-width='2'><title>bare passes (calibration): " << num(b.bare, 1)
+              << " us</title></line>";
         }
         o << "<text x='" << num(L + pw + 4, 1) << "' y='" << y + bar_h - 4 << "'>" << num(b.total, 0) << " us</text>\n";
     }
