@@ -1,5 +1,6 @@
 #include "bench_json.hpp"
 
+#include "bench_host.hpp"
 #include "device_text.hpp"
 #include "exit_codes.hpp"
 
@@ -118,6 +119,12 @@ Json run_json(const RunInfo& info, const std::vector<CaseResult>& results) {
     doc["twin"] = info.twin->label;
     doc["date"] = info.date_utc;
     doc["host_threads"] = std::thread::hardware_concurrency();
+    const std::string cpu = host_cpu_model();
+    doc["host_cpu"] = cpu.empty() ? Json(nullptr) : Json(cpu);
+    // Other work on the host skews every figure: a load average near or above
+    // host_threads during the run means the numbers are not the machine's best.
+    doc["host_load"] = Json{{"start", info.load_start ? Json(*info.load_start) : Json(nullptr)},
+                            {"end", info.load_end ? Json(*info.load_end) : Json(nullptr)}};
     const RunSettings& s = info.settings;
     Json settings;
     settings["suite"] = info.suite;

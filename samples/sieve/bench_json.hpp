@@ -5,6 +5,7 @@
 #include "bench_runner.hpp"
 #include "json_output.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@ struct RunInfo {
     std::vector<std::string> warnings;
     std::string date_utc;     // ISO 8601
     double wall_time_s = 0;
+    std::optional<double> load_start, load_end;  // host 1-minute load average before and after
 };
 
 constexpr const char* kBenchSchemaId = "sieve-bench/1";

@@ -6,6 +6,7 @@
 #include "commands.hpp"
 
 #include "bench_compare.hpp"
+#include "bench_host.hpp"
 #include "bench_json.hpp"
 #include "bench_report_html.hpp"
 #include "bench_runner.hpp"
@@ -29,6 +30,7 @@
 #include <iostream>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace sieve_cli {
@@ -131,6 +133,26 @@ void print_row(std::ostream& out, const CaseResult& r) {
     out.flush();
 }
 
+// Warnings that say when the figures deserve less trust: a busy host, or
+// cases whose latencies spread widely (p90 above 1.5 x the median).
+void add_noise_warnings(RunInfo& info, const std::vector<CaseResult>& results) {
+    const unsigned threads = std::thread::hardware_concurrency();
+    const double load = std::max(info.load_start.value_or(0), info.load_end.value_or(0));
+    if (threads > 0 && load >= 0.75 * threads)
+        info.warnings.push_back("the host was busy (load average " + fixed(load, 2) + " on " + std::to_string(threads) +
+                                " hardware threads): other processes competed with the measurement");
+    std::string noisy;
+    int n = 0;
+    for (const CaseResult& r : results)
+        if (r.status == "ok" && r.device.count && r.device.p90 > 1.5 * r.device.median) {
+            if (n < 5) noisy += (noisy.empty() ? "" : ", ") + r.c.name;
+            ++n;
+        }
+    if (n > 0)
+        info.warnings.push_back(std::to_string(n) + " case(s) with p90 above 1.5 x the median (" + noisy +
+                                (n > 5 ? ", ..." : "") + "): their timings are noisy");
+}
+
 // Progress on the terminal only: a line on stderr that rewrites itself.
 struct Progress {
     bool on;
@@ -226,10 +248,12 @@ int run_bench(const BenchOptions& o, std::ostream& out, std::ostream& err) {
     info.logits_file = o.logits;
     info.sampling = o.sampling;
     info.date_utc = utc_now_iso();
+    info.load_start = host_load_average();
     if (device.has_info && !device.cpu_twin && device.info.type == SIEVE_DEVICE_CPU)
         info.warnings.push_back(cpu_device_warning(device.info));
     if (device.cpu_twin) info.warnings.push_back("--device cpu: the device measured is the CPU twin itself (no calibration, no stages)");
     if (!o.json) print_header(out, device, info.warnings, o, cases.size());
+    const size_t n_header_warnings = info.warnings.size();
 
     BenchRunner runner(device, twin, info.settings);
     Progress progress(err);
@@ -240,6 +264,8 @@ int run_bench(const BenchOptions& o, std::ostream& out, std::ostream& err) {
         progress.done();
         if (!o.json) print_row(out, results.back());
     }
+    info.load_end = host_load_average();
+    add_noise_warnings(info, results);
     std::vector<std::string> twin_short;
     for (const CaseResult& r : results)
         if (r.twin_cut) twin_short.push_back(r.c.name + " (" + std::to_string(r.twin.count) + " tokens)");
@@ -255,7 +281,7 @@ int run_bench(const BenchOptions& o, std::ostream& out, std::ostream& err) {
         print_json(out, doc);
         for (const std::string& w : info.warnings) err << "warning: " << w << "\n";
     } else {
-        if (!twin_short.empty()) out << "note: " << info.warnings.back() << "\n";
+        for (size_t i = n_header_warnings; i < info.warnings.size(); ++i) out << "note: " << info.warnings[i] << "\n";
         out << "twin/dev = twin median / device median (> 1: the device is faster); disp, passes = dispatches and "
                "full-row passes per token (plan); MB/tok = bytes the device reads and writes per token (estimate); "
                "floor = passes x bare pass + empty submit (calibrated in this run); eff = floor / median "
