@@ -183,7 +183,8 @@ CaseResult BenchRunner::run(const BenchCase& c) {
             r.device = m.stats;
             r.device_cut = m.cut;
             r.delta = m.delta;
-            if (!device_.cpu_twin) r.stages = profile_stages(chain, c, data, s_.profile_tokens, &r.profiled_tokens);
+            if (!device_.cpu_twin && s_.profile_tokens > 0)
+                r.stages = profile_stages(chain, c, data, s_.profile_tokens, &r.profiled_tokens);
         } catch (const CliError& e) {
             r.status = "failed";
             r.message = e.what();
