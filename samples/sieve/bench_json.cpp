@@ -118,6 +118,7 @@ Json run_json(const RunInfo& info, const std::vector<CaseResult>& results) {
     doc["library_version"] = version_string();
     doc["twin"] = info.twin->label;
     doc["date"] = info.date_utc;
+    doc["command"] = info.command_line;
     doc["host_threads"] = std::thread::hardware_concurrency();
     const std::string cpu = host_cpu_model();
     doc["host_cpu"] = cpu.empty() ? Json(nullptr) : Json(cpu);

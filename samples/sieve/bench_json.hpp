@@ -21,6 +21,7 @@ struct RunInfo {
     std::string logits_file;
     SamplingOptions sampling; // the run's flags (each suite chain overrides its samplers/truncation)
     std::vector<std::string> warnings;
+    std::string command_line; // as typed
     std::string date_utc;     // ISO 8601
     double wall_time_s = 0;
     std::optional<double> load_start, load_end;  // host 1-minute load average before and after

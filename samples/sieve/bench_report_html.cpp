@@ -215,6 +215,7 @@ std::string report_html(const Json& run) {
     if (!str(run, "driver").empty()) o << " (driver " << esc(str(run, "driver")) << ")";
     o << ", sieve " << esc(str(run, "library_version")) << ", " << esc(str(run, "date")) << ", CPU twin: " << esc(str(run, "twin"))
       << ".</p>\n";
+    if (!str(run, "command").empty()) o << "<p>Command: <code>" << esc(str(run, "command")) << "</code></p>\n";
     if (run.contains("warnings"))
         for (const Json& w : run["warnings"])
             if (w.is_string()) o << "<p class='warn'>warning: " << esc(w.get<std::string>()) << "</p>\n";

@@ -248,6 +248,7 @@ int run_bench(const BenchOptions& o, std::ostream& out, std::ostream& err) {
     info.logits_file = o.logits;
     info.sampling = o.sampling;
     info.date_utc = utc_now_iso();
+    info.command_line = o.command_line;
     info.load_start = host_load_average();
     if (device.has_info && !device.cpu_twin && device.info.type == SIEVE_DEVICE_CPU)
         info.warnings.push_back(cpu_device_warning(device.info));

@@ -55,6 +55,7 @@ struct BenchOptions {
     std::vector<std::string> compare;  // --compare A.json B.json
     int32_t profile_tokens = 5;     // profiled tokens per case (GPU time per stage)
     int32_t calibration_iterations = 20;
+    std::string command_line;       // the command as typed, for the record (set by run_cli)
 };
 CLI::App* add_bench_command(CLI::App& app, BenchOptions& o);
 int run_bench(const BenchOptions& o, std::ostream& out, std::ostream& err);
