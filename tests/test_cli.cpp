@@ -337,13 +337,13 @@ TEST_F(Cli, UnknownDeviceIsADeviceError) {
 }
 
 TEST_F(Cli, TinyBenchJson) {
-    Proc r = sieve("bench --json --tokens 3 --warmup 1 --case greedy/v32000/");
+    Proc r = sieve("bench --json --tokens 3 --warmup 1 --suite full --case greedy/zipf/v32000/b1");
     ASSERT_EQ(r.code, 0) << describe(r);
     json doc = parse(r);
     ASSERT_TRUE(doc["device"].is_string());
     ASSERT_EQ(doc["cases"].size(), 1u) << r.out;
     const json& c = doc["cases"][0];
-    EXPECT_EQ(c["name"], "greedy/v32000/b1");
+    EXPECT_EQ(c["name"], "greedy/zipf/v32000/b1");
     EXPECT_EQ(c["vocab"], 32000);
     EXPECT_EQ(c["rows"], 1);
     EXPECT_EQ(c["tokens"], 3);
@@ -364,8 +364,8 @@ TEST_F(Cli, TinyBenchJson) {
 TEST_F(Cli, BenchListsTheSuiteAndRunsAFile) {
     Proc list = sieve("bench --list");
     ASSERT_EQ(list.code, 0) << describe(list);
-    for (const char* name : {"greedy/v32000/b1", "temperature;dist/v32000/b1", "greedy/v151936/b1",
-                             "temperature;dist/v151936/b1", "greedy/v262144/b1", "temperature;dist/v262144/b1"})
+    for (const char* name : {"greedy/zipf/v151936/b1", "dist/zipf/v151936/b1", "default/zipf/v32000/b1",
+                             "default/zipf/v151936/b1", "default/zipf/v262144/b1", "default/zipf/v32000/b256"})
         EXPECT_NE(list.out.find(name), std::string::npos) << name;
     Proc none = sieve("bench --case no-such-case");
     EXPECT_EQ(none.code, 2) << describe(none);

@@ -301,6 +301,29 @@ SIEVE_API sieve_status sieve_chain_set_profiling(sieve_chain* chain, int32_t ena
 SIEVE_API sieve_status sieve_chain_stage_times(const sieve_chain* chain, sieve_stage_time* out, uint32_t capacity,
                                                uint32_t* count);
 
+/* ---- calibration ------------------------------------------------------------- */
+
+/* What the device costs at the least: the figures `sieve bench` divides a case's
+ * latency by (docs/bench.md). Measured with wall-clock host timers, each the
+ * median over `iterations` submit-and-waits after a short warm-up:
+ *   submit_us      an empty command buffer submitted and waited for;
+ *   pass_total_us  one bare pass over rows x vocab f32 logits in device memory
+ *                  (shaders/glsl/calibrate.comp: a vec4 max-reduction per chunk,
+ *                  the engine's chunking, nothing else), submitted and waited for;
+ *   pass_us        pass_total_us - submit_us (at least 0): the pass alone.
+ * Buffers and the pipeline are created and destroyed by the call; chains are not
+ * touched. A CPU-backend context has no device: SIEVE_ERROR_INVALID_ARGUMENT. */
+typedef struct sieve_calibration {
+    double submit_us;
+    double pass_total_us;
+    double pass_us;
+    uint32_t iterations;
+    uint32_t workgroups;    /* workgroups of the pass: chunks per row x rows */
+} sieve_calibration;
+
+SIEVE_API sieve_status sieve_context_calibrate(sieve_context* context, int32_t vocab, int32_t rows,
+                                               int32_t iterations, sieve_calibration* out);
+
 #ifdef __cplusplus
 }
 #endif

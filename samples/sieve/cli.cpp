@@ -49,6 +49,16 @@ int guarded(bool json, std::ostream& out, std::ostream& err, const std::function
     return code;
 }
 
+// An argument as a POSIX shell would need it quoted (for the record only).
+std::string shell_word(const std::string& arg) {
+    if (!arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") ==
+                            std::string::npos)
+        return arg;
+    std::string q = "'";
+    for (char c : arg) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+}
+
 } // namespace
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
@@ -73,6 +83,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
 
     if (devices_cmd->parsed()) return guarded(devices.json, out, err, [&] { return run_devices(devices, out, err); });
     if (sample_cmd->parsed()) return guarded(sample.json, out, err, [&] { return run_sample(sample, out, err); });
+    for (int i = 0; i < argc; ++i) bench.command_line += (i ? " " : "") + shell_word(argv[i]);
     if (bench_cmd->parsed()) return guarded(bench.json, out, err, [&] { return run_bench(bench, out, err); });
     err << "sieve: error: no command given\n";
     return kExitUsage;

@@ -1,10 +1,16 @@
-// `sieve bench`: per-token latency of sampling chains on the chosen device and on
-// the CPU twin, in one run. Built-in suite: "greedy" and "temperature;dist" at
-// vocab 32000, 151936 and 262144 on deterministic LM-like (Zipf) logits; or one
-// chain on the logits of a file (--logits) with the given sampling flags.
+// `sieve bench`: the headless benchmark runner. A built-in suite of named cases
+// (bench_suite.cpp), or one chain on the logits of a file; each case measured on
+// the chosen device and on the CPU twin in the same run, with the device's
+// calibration (bench_runner.cpp). Output: a table, --json / --json-out
+// (docs/bench-schema.json), --report FILE.html; --compare A.json B.json.
 #include "commands.hpp"
 
-#include "bench_stats.hpp"
+#include "bench_compare.hpp"
+#include "bench_host.hpp"
+#include "bench_json.hpp"
+#include "bench_report_html.hpp"
+#include "bench_runner.hpp"
+#include "bench_suite.hpp"
 #include "device_text.hpp"
 #include "exit_codes.hpp"
 #include "json_output.hpp"
@@ -12,141 +18,23 @@
 
 #include <sieve/sieve.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <map>
-#include <memory>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <set>
 #include <string>
-#include <tuple>
+#include <thread>
 #include <vector>
 
 namespace sieve_cli {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-constexpr int32_t kSuiteVocabs[] = {32000, 151936, 262144};
-// The suite's chains: the case label, the samplers ("" = llama.cpp's default
-// chain) and the top-p they run with (issue 3's cases: top-p 0.9 without top-k).
-struct SuiteChain {
-    const char* label;
-    const char* samplers;
-    float top_p;
-};
-constexpr SuiteChain kSuiteChains[] = {
-    {"greedy", "greedy", 0.95f},
-    {"temperature;dist", "temperature;dist", 0.95f},
-    {"default", "", 0.95f},
-    {"top_p;temperature", "top_p;temperature", 0.9f},
-    {"min_p;temperature", "min_p;temperature", 0.95f},
-};
-constexpr int kMinTokens = 10;          // a time budget never cuts a measurement below this
-constexpr double kDeviceBudgetS = 8.0;  // per case, on the device
-
-struct Case {
-    std::string name;
-    SamplingOptions sampling;
-    int32_t vocab = 0;
-    int32_t rows = 0;
-    std::shared_ptr<const Logits> logits;  // shared by the cases of one shape
-};
-
-struct Measurement {
-    LatencyStats stats;
-    bool budget_cut = false;
-    sieve_counters delta{};  // counters over the measured tokens
-};
-
-std::string case_name(const std::string& chain, int32_t vocab, int32_t rows) {
-    return chain + "/v" + std::to_string(vocab) + "/b" + std::to_string(rows);
-}
-
-std::vector<Case> build_cases(const BenchOptions& o) {
-    std::vector<Case> cases;
-    if (!o.logits.empty()) {
-        auto l = std::make_shared<Logits>(load_logits(o.logits, o.vocab, o.rows));
-        Case c;
-        c.sampling = o.sampling;
-        c.vocab = l->vocab;
-        c.rows = l->rows;
-        c.name = case_name(samplers_label(o.sampling), c.vocab, c.rows);
-        c.logits = l;
-        cases.push_back(c);
-        return cases;
-    }
-    std::vector<SuiteChain> chains;
-    if (!o.sampling.samplers.empty()) chains.push_back({o.sampling.samplers.c_str(), o.sampling.samplers.c_str(), o.sampling.top_p});
-    else chains.assign(std::begin(kSuiteChains), std::end(kSuiteChains));
-    for (int32_t vocab : kSuiteVocabs) {
-        for (const SuiteChain& chain : chains) {
-            Case c;
-            c.sampling = o.sampling;
-            c.sampling.samplers = chain.samplers;
-            c.sampling.top_p = chain.top_p;
-            c.vocab = vocab;
-            c.rows = o.rows > 0 ? o.rows : 1;
-            c.name = case_name(chain.label, vocab, c.rows);
-            cases.push_back(c);
-        }
-    }
-    return cases;
-}
-
-sieve_counters counters_delta(const sieve_counters& a, const sieve_counters& b) {
-    return {b.submits - a.submits, b.recordings - a.recordings, b.dispatches - a.dispatches,
-            b.allocations - a.allocations, b.row_passes - a.row_passes, b.cpu_fallback_rows - a.cpu_fallback_rows};
-}
-
-sieve_counters read_counters(const sieve::Chain& chain) {
-    try {
-        return chain.counters();
-    } catch (const sieve::Error&) {
-        return sieve_counters{};
-    }
-}
-
-void check_tokens(const std::vector<sieve_token>& tokens, const Case& c) {
-    for (size_t r = 0; r < tokens.size(); ++r) {
-        if (tokens[r].status != SIEVE_OK)
-            throw CliError(exit_code_for(tokens[r].status),
-                           c.name + ": row " + std::to_string(r) + " could not be sampled: " +
-                               sieve_status_name(tokens[r].status) + ": " + sieve_last_error(),
-                           tokens[r].status);
-    }
-}
-
-// Times each sample call (one token for every row) after `warmup` untimed ones;
-// stops early, after at least kMinTokens, once `budget_s` seconds are spent.
-Measurement measure(sieve::Chain& chain, const Case& c, int32_t warmup, int32_t tokens, double budget_s) {
-    const float* data = c.logits->data.data();
-    for (int32_t i = 0; i < warmup; ++i) check_tokens(chain.sample(data, c.rows, c.vocab), c);
-    Measurement m;
-    std::vector<double> us;
-    us.reserve(static_cast<size_t>(tokens));
-    const sieve_counters before = read_counters(chain);
-    const Clock::time_point start = Clock::now();
-    for (int32_t i = 0; i < tokens; ++i) {
-        const Clock::time_point t0 = Clock::now();
-        std::vector<sieve_token> out = chain.sample(data, c.rows, c.vocab);
-        const Clock::time_point t1 = Clock::now();
-        check_tokens(out, c);
-        us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-        if (i + 1 >= kMinTokens && i + 1 < tokens && std::chrono::duration<double>(t1 - start).count() > budget_s) {
-            m.budget_cut = true;
-            break;
-        }
-    }
-    m.delta = counters_delta(before, read_counters(chain));
-    m.stats = latency_stats(std::move(us));
-    return m;
-}
-
-double per_token(uint64_t total, int count) { return count > 0 ? static_cast<double>(total) / count : 0.0; }
-
-// Microseconds to the nanosecond for JSON (no 34.184999999999995).
-double us(double v) { return std::round(v * 1000.0) / 1000.0; }
 
 std::string fixed(double v, int decimals) {
     char buf[64];
@@ -155,21 +43,145 @@ std::string fixed(double v, int decimals) {
 }
 
 std::string pad(const std::string& s, size_t width, bool right) {
-    if (s.size() >= width) return s;
+    if (s.size() >= width) return s + " ";
     return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
 }
+
+std::string opt_fixed(const std::optional<double>& v, int decimals) { return v ? fixed(*v, decimals) : "-"; }
+
+// Opens an output file before the run, so a bad path fails in a second, not
+// after minutes of measuring. Exit 3: the path the user gave cannot be used.
+std::ofstream open_output(const std::string& path, const char* flag) {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    if (!f) throw CliError(kExitBadInput, std::string("cannot write ") + flag + " '" + path + "': " + std::strerror(errno));
+    return f;
+}
+
+void write_output(std::ofstream& f, const std::string& path, const char* flag, const std::string& text) {
+    f << text;
+    f.flush();
+    if (!f) throw CliError(kExitBadInput, std::string("cannot write ") + flag + " '" + path + "': write failed");
+}
+
+// The cases this run measures: the file's chain, or the suite's cases with
+// --samplers replacing the suite's chains and --rows its row counts.
+std::vector<BenchCase> build_cases(const BenchOptions& o) {
+    if (!o.logits.empty())
+        return {file_case(std::make_shared<Logits>(load_logits(o.logits, o.vocab, o.rows)), o.sampling)};
+    std::vector<BenchCase> suite = suite_cases(o.suite, o.sampling);
+    std::vector<BenchCase> out;
+    std::set<std::string> names;
+    for (BenchCase c : suite) {
+        if (!o.sampling.samplers.empty()) {
+            if (c.penalties) continue;
+            c.chain = o.sampling.samplers;
+            c.sampling = o.sampling;
+        }
+        if (o.rows > 0) c.rows = o.rows;
+        c.name = c.chain + "/" + c.shape + "/v" + std::to_string(c.vocab) + "/b" + std::to_string(c.rows);
+        if (names.insert(c.name).second) out.push_back(c);
+    }
+    return out;
+}
+
+void print_header(std::ostream& out, const Device& device, const std::vector<std::string>& warnings, const BenchOptions& o,
+                  size_t n_cases) {
+    out << "sieve bench: device '" << device.label << "'";
+    if (device.has_info && !device.cpu_twin)
+        out << " (" << device_type_name(device.info.type) << ", driver " << device.info.driver << ", Vulkan "
+            << vk_version_string(device.info.api_version) << ")";
+    out << " vs the CPU twin, " << n_cases << " case(s)\n";
+    for (const std::string& w : warnings) out << "warning: " << w << "\n";
+    out << "latency per token in us (one sample call for all rows): " << o.tokens << " tokens after " << o.warmup
+        << " warm-up (a case stops early after 8 s on the device, " << fixed(o.twin_budget_s, 1)
+        << " s on the twin, never before " << kMinTokens << " tokens); GPU stages from a separate run of "
+        << o.profile_tokens
+        << " profiled tokens (timestamps add their own cost)\n";
+    out << pad("case", 34, false) << pad("median", 10, true) << pad("p10", 10, true) << pad("p90", 10, true)
+        << pad("twin", 10, true) << pad("twin/dev", 9, true) << pad("disp", 5, true) << pad("passes", 7, true)
+        << pad("MB/tok", 8, true) << pad("floor", 9, true) << pad("eff", 6, true) << "\n";
+    out.flush();
+}
+
+void print_row(std::ostream& out, const CaseResult& r) {
+    if (r.status != "ok") {
+        out << pad(r.c.name, 34, false) << "  " << r.status << ": " << r.message << "\n";
+        out.flush();
+        return;
+    }
+    const auto mb = r.bytes_read();
+    out << pad(r.c.name, 34, false) << pad(fixed(r.device.median, 1), 10, true) << pad(fixed(r.device.p10, 1), 10, true)
+        << pad(fixed(r.device.p90, 1), 10, true) << pad(r.twin.count ? fixed(r.twin.median, 1) : "-", 10, true)
+        << pad(opt_fixed(r.ratio(), 2), 9, true) << pad(r.plan ? std::to_string(r.plan->first) : "-", 5, true)
+        << pad(r.plan ? std::to_string(r.plan->second) : "-", 7, true)
+        << pad(mb ? fixed((*mb + r.bytes_written()) / 1e6, 2) : "-", 8, true) << pad(opt_fixed(r.floor_us(), 1), 9, true)
+        << pad(opt_fixed(r.efficiency(), 2), 6, true) << "\n";
+    if (!r.stages.empty()) {
+        out << "    gpu stages:";
+        for (const StageTime& s : r.stages)
+            out << " " << s.stage << (s.level ? " L" + std::to_string(s.level) : "") << " " << fixed(s.gpu_us, 1);
+        out << " us\n";
+    }
+    if (r.twin_status != "ok") out << "    twin " << r.twin_status << ": " << r.twin_message << "\n";
+    if (r.delta.recordings || r.delta.allocations)
+        out << "    note: " << r.delta.recordings << " recordings and " << r.delta.allocations
+            << " allocations during the measured tokens\n";
+    if (r.delta.cpu_fallback_rows && r.device.count)
+        out << "    note: " << fixed(static_cast<double>(r.delta.cpu_fallback_rows) / r.device.count, 2)
+            << " rows per token went to the CPU twin (survivors past the candidate buffer)\n";
+    if (r.device_cut) out << "    note: the device stopped after " << r.device.count << " tokens (time budget)\n";
+    out.flush();
+}
+
+// Warnings that say when the figures deserve less trust: a busy host, or
+// cases whose latencies spread widely (p90 above 1.5 x the median).
+void add_noise_warnings(RunInfo& info, const std::vector<CaseResult>& results) {
+    const unsigned threads = std::thread::hardware_concurrency();
+    const double load = std::max(info.load_start.value_or(0), info.load_end.value_or(0));
+    if (threads > 0 && load >= 0.75 * threads)
+        info.warnings.push_back("the host was busy (load average " + fixed(load, 2) + " on " + std::to_string(threads) +
+                                " hardware threads): other processes competed with the measurement");
+    std::string noisy;
+    int n = 0;
+    for (const CaseResult& r : results)
+        if (r.status == "ok" && r.device.count && r.device.p90 > 1.5 * r.device.median) {
+            if (n < 5) noisy += (noisy.empty() ? "" : ", ") + r.c.name;
+            ++n;
+        }
+    if (n > 0)
+        info.warnings.push_back(std::to_string(n) + " case(s) with p90 above 1.5 x the median (" + noisy +
+                                (n > 5 ? ", ..." : "") + "): their timings are noisy");
+}
+
+// Progress on the terminal only: a line on stderr that rewrites itself.
+struct Progress {
+    bool on;
+    explicit Progress(std::ostream& err) : on(&err == &std::cerr && isatty(STDERR_FILENO)) {}
+    void show(size_t i, size_t n, const std::string& name) {
+        if (on) std::cerr << "\r\033[K[" << i + 1 << "/" << n << "] " << name << std::flush;
+    }
+    void done() {
+        if (on) std::cerr << "\r\033[K" << std::flush;
+    }
+};
 
 } // namespace
 
 CLI::App* add_bench_command(CLI::App& app, BenchOptions& o) {
     CLI::App* cmd = app.add_subcommand(
-        "bench", "per-token sampling latency on a device and on the CPU twin (built-in suite, or one chain on --logits)");
-    cmd->add_flag("--json", o.json, "print one JSON document");
+        "bench", "benchmark sampling chains on a device against the CPU twin (built-in suite, or one chain on --logits)");
+    cmd->add_flag("--json", o.json, "print one JSON document on stdout (docs/bench-schema.json)");
+    cmd->add_option("--json-out", o.json_out, "also write the JSON document to this file");
+    cmd->add_option("--report", o.report, "write a self-contained HTML report (plots, table) to this file");
+    cmd->add_option("--compare", o.compare, "compare two `sieve bench --json` files: per-case ratio B/A of the median")
+        ->expected(2)
+        ->type_name("A.json B.json");
+    cmd->add_option("--suite", o.suite, std::string("built-in suite: ") + suite_names_help())->capture_default_str();
     cmd->add_option("--tokens", o.tokens, "measured tokens per case, after warm-up")
         ->check(CLI::PositiveNumber)->capture_default_str();
     cmd->add_option("--warmup", o.warmup, "untimed warm-up tokens per case")
         ->check(CLI::NonNegativeNumber)->capture_default_str();
-    cmd->add_option("--rows", o.rows, "rows sampled per call (built-in suite: default 1), or rows of --logits (a one-row file is repeated)")
+    cmd->add_option("--rows", o.rows, "rows sampled per call (replaces the suite's), or rows of --logits (a one-row file is repeated)")
         ->check(CLI::Range(1, 4096));
     cmd->add_option("--case", o.case_filter, "run only the cases whose name contains this substring");
     cmd->add_flag("--list", o.list, "list the cases and exit");
@@ -178,139 +190,117 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& o) {
     cmd->add_option("--vocab", o.vocab, "vocabulary size of a raw float32 --logits file")->check(CLI::PositiveNumber);
     cmd->add_option("--twin-budget", o.twin_budget_s, "seconds per case the CPU twin may take before it stops early")
         ->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_option("--profile-tokens", o.profile_tokens, "profiled tokens per case for the GPU time per stage (0 = none)")
+        ->check(CLI::NonNegativeNumber)->capture_default_str();
+    cmd->add_option("--calibration-iterations", o.calibration_iterations, "submits per calibration measurement")
+        ->check(CLI::PositiveNumber)->capture_default_str();
     add_sampling_flags(*cmd, o.sampling);
     return cmd;
 }
 
-int run_bench(const BenchOptions& o_in, std::ostream& out, std::ostream& err) {
-    BenchOptions o = o_in;
-    std::vector<Case> all = build_cases(o);
-    std::vector<Case> cases;
-    for (const Case& c : all)
-        if (o.case_filter.empty() || c.name.find(o.case_filter) != std::string::npos) cases.push_back(c);
+int run_bench(const BenchOptions& o, std::ostream& out, std::ostream& err) {
+    if (!o.compare.empty()) {
+        if (o.compare.size() != 2) throw CliError(kExitUsage, "--compare takes two files: A.json B.json");
+        return run_compare(o.compare[0], o.compare[1], o.case_filter, o.json, out);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    const std::vector<BenchCase> all = build_cases(o);
+    const std::vector<BenchCase> cases = filter_cases(all, o.case_filter);
     if (o.list) {
         if (o.json) {
             Json names = Json::array();
-            for (const Case& c : cases) names.push_back(c.name);
+            for (const BenchCase& c : cases) names.push_back(c.name);
             print_json(out, Json{{"cases", names}});
         } else {
-            for (const Case& c : cases) out << c.name << "\n";
+            for (const BenchCase& c : cases) out << c.name << "\n";
         }
         return kExitOk;
     }
     if (cases.empty()) {
         std::string names;
-        for (const Case& c : all) names += (names.empty() ? "" : ", ") + c.name;
+        for (size_t i = 0; i < all.size() && i < 20; ++i) names += (i ? ", " : "") + all[i].name;
+        if (all.size() > 20) names += ", ... (--list shows all " + std::to_string(all.size()) + ")";
         throw CliError(kExitUsage, "no case matches --case '" + o.case_filter + "' (cases: " + names + ")");
     }
+    std::ofstream report_file, json_file;
+    if (!o.report.empty()) report_file = open_output(o.report, "--report");
+    if (!o.json_out.empty()) json_file = open_output(o.json_out, "--json-out");
 
-    Device device = open_device(o.device);
     Device twin = open_cpu_twin();
-    std::vector<std::string> warnings;
-    if (device.has_info && !device.cpu_twin && device.info.type == SIEVE_DEVICE_CPU) warnings.push_back(cpu_device_warning(device.info));
-    if (device.cpu_twin) warnings.push_back("--device cpu: the device measured is the CPU twin itself");
-    if (!o.json) {
-        out << "sieve bench: device '" << device.label << "'";
-        if (device.has_info && !device.cpu_twin)
-            out << " (" << device_type_name(device.info.type) << ", Vulkan " << vk_version_string(device.info.api_version) << ")";
-        out << " vs the CPU twin\n";
-        for (const std::string& w : warnings) out << "warning: " << w << "\n";
-        out << "latency per token in microseconds (one sample call for all rows): " << o.tokens << " tokens after "
-            << o.warmup << " warm-up; the twin stops after " << fixed(o.twin_budget_s, 1) << " s per case (at least "
-            << kMinTokens << " tokens)\n";
-        out << pad("case", 30, false) << pad("vocab", 8, true) << pad("rows", 6, true) << pad("median", 10, true)
-            << pad("p10", 10, true) << pad("p90", 10, true) << pad("twin_med", 11, true) << pad("twin/dev", 10, true)
-            << pad("disp", 6, true) << pad("passes", 8, true) << "\n";
-        out.flush();
+    // The user's own chain and flags (--samplers, --logit-bias...) are checked
+    // once on the twin: a typo is a usage error, not a suite of "unsupported".
+    if (!o.sampling.samplers.empty() || !o.sampling.logit_bias.empty()) {
+        int32_t vocab = 1;
+        for (const BenchCase& c : cases) vocab = std::max(vocab, c.vocab);
+        make_chain(twin, o.sampling, 1, vocab);
     }
+    Device device = open_device(o.device);
+    RunInfo info;
+    info.device = &device;
+    info.twin = &twin;
+    info.settings.tokens = o.tokens;
+    info.settings.warmup = o.warmup;
+    info.settings.profile_tokens = o.profile_tokens;
+    info.settings.calibration_iterations = o.calibration_iterations;
+    info.settings.twin_budget_s = o.twin_budget_s;
+    info.suite = o.logits.empty() ? o.suite : "file";
+    info.case_filter = o.case_filter;
+    info.logits_file = o.logits;
+    info.sampling = o.sampling;
+    info.date_utc = utc_now_iso();
+    info.command_line = o.command_line;
+    info.load_start = host_load_average();
+    if (device.has_info && !device.cpu_twin && device.info.type == SIEVE_DEVICE_CPU)
+        info.warnings.push_back(cpu_device_warning(device.info));
+    if (device.cpu_twin) info.warnings.push_back("--device cpu: the device measured is the CPU twin itself (no calibration, no stages)");
+    if (!o.json) print_header(out, device, info.warnings, o, cases.size());
+    const size_t n_header_warnings = info.warnings.size();
 
-    // Built-in logits, generated once per shape.
-    std::map<std::pair<int32_t, int32_t>, std::shared_ptr<const Logits>> generated;
-    Json json_cases = Json::array();
+    BenchRunner runner(device, twin, info.settings);
+    Progress progress(err);
+    std::vector<CaseResult> results;
+    for (size_t i = 0; i < cases.size(); ++i) {
+        progress.show(i, cases.size(), cases[i].name);
+        results.push_back(runner.run(cases[i]));
+        progress.done();
+        if (!o.json) print_row(out, results.back());
+    }
+    info.load_end = host_load_average();
+    add_noise_warnings(info, results);
     std::vector<std::string> twin_short;
-    for (Case& c : cases) {
-        if (!c.logits) {
-            auto& slot = generated[{c.rows, c.vocab}];
-            if (!slot) slot = std::make_shared<Logits>(zipf_logits(c.rows, c.vocab));
-            c.logits = slot;
-        }
-        sieve::Chain chain = make_chain(device, c.sampling, c.rows, c.vocab);
-        uint32_t plan_dispatches = 0, plan_passes = 0;
-        bool have_plan = true;
-        try {
-            std::tie(plan_dispatches, plan_passes) = chain.plan_figures(c.rows, c.vocab);
-        } catch (const sieve::Error&) {
-            have_plan = false;
-        }
-        const Measurement dev = measure(chain, c, o.warmup, o.tokens, kDeviceBudgetS);
-        sieve::Chain twin_chain = make_chain(twin, c.sampling, c.rows, c.vocab);
-        const Measurement tw = measure(twin_chain, c, std::min(o.warmup, 2), o.tokens, o.twin_budget_s);
-        if (tw.budget_cut) twin_short.push_back(c.name + " (" + std::to_string(tw.stats.count) + " tokens)");
-        const double ratio = dev.stats.median > 0 ? tw.stats.median / dev.stats.median : 0.0;
-        const int n = dev.stats.count;
-
-        Json j;
-        j["name"] = c.name;
-        j["samplers"] = samplers_label(c.sampling);
-        j["vocab"] = c.vocab;
-        j["rows"] = c.rows;
-        j["tokens"] = n;
-        j["median_us"] = us(dev.stats.median);
-        j["p10_us"] = us(dev.stats.p10);
-        j["p90_us"] = us(dev.stats.p90);
-        j["min_us"] = us(dev.stats.min);
-        j["twin_tokens"] = tw.stats.count;
-        j["twin_median_us"] = us(tw.stats.median);
-        j["twin_p10_us"] = us(tw.stats.p10);
-        j["twin_p90_us"] = us(tw.stats.p90);
-        j["ratio"] = std::round(ratio * 10000.0) / 10000.0;  // twin_median_us / median_us: > 1 means the device is faster than the twin
-        j["dispatches"] = have_plan ? Json(plan_dispatches) : Json(nullptr);
-        j["row_passes"] = have_plan ? Json(plan_passes) : Json(nullptr);
-        j["measured_dispatches"] = per_token(dev.delta.dispatches, n);
-        j["measured_row_passes"] = per_token(dev.delta.row_passes, n);
-        j["submits"] = per_token(dev.delta.submits, n);
-        j["steady_recordings"] = dev.delta.recordings;
-        j["steady_allocations"] = dev.delta.allocations;
-        j["cpu_fallback_rows"] = per_token(dev.delta.cpu_fallback_rows, n);
-        json_cases.push_back(j);
-
-        if (!o.json) {
-            out << pad(c.name, 30, false) << pad(std::to_string(c.vocab), 8, true) << pad(std::to_string(c.rows), 6, true)
-                << pad(fixed(dev.stats.median, 1), 10, true) << pad(fixed(dev.stats.p10, 1), 10, true)
-                << pad(fixed(dev.stats.p90, 1), 10, true) << pad(fixed(tw.stats.median, 1), 11, true)
-                << pad(fixed(ratio, 2), 10, true) << pad(have_plan ? std::to_string(plan_dispatches) : "?", 6, true)
-                << pad(have_plan ? std::to_string(plan_passes) : "?", 8, true) << "\n";
-            if (dev.delta.recordings || dev.delta.allocations)
-                out << "  note: " << dev.delta.recordings << " recordings and " << dev.delta.allocations
-                    << " allocations during the measured tokens\n";
-            if (dev.delta.cpu_fallback_rows)
-                out << "  note: " << fixed(per_token(dev.delta.cpu_fallback_rows, n), 2)
-                    << " rows per token went to the CPU twin (survivors past the candidate buffer)\n";
-            if (dev.budget_cut) out << "  note: the device stopped after " << n << " tokens (" << kDeviceBudgetS << " s budget)\n";
-            out.flush();
-        }
-    }
+    for (const CaseResult& r : results)
+        if (r.twin_cut) twin_short.push_back(r.c.name + " (" + std::to_string(r.twin.count) + " tokens)");
     if (!twin_short.empty()) {
         std::string list;
         for (const std::string& s : twin_short) list += (list.empty() ? "" : ", ") + s;
-        warnings.push_back("the CPU twin measured fewer tokens to keep the run short: " + list);
-        if (!o.json) out << "note: the CPU twin measured fewer tokens to keep the run short: " << list << "\n";
+        info.warnings.push_back("the CPU twin measured fewer tokens to keep the run short: " + list);
     }
-    if (!o.json) out << "twin/dev = twin median / device median (> 1: the device is faster); disp, passes = dispatches and full-row passes per token (plan)\n";
+    info.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
+    const Json doc = run_json(info, results);
     if (o.json) {
-        Json doc;
-        doc["device"] = device.label;
-        doc["backend"] = device.cpu_twin ? "cpu" : "vulkan";
-        if (device.has_info && !device.cpu_twin) doc["device_type"] = device_type_name(device.info.type);
-        doc["twin"] = twin.label;
-        doc["tokens"] = o.tokens;
-        doc["warmup"] = o.warmup;
-        doc["unit"] = "us per token (one sample call for all rows)";
-        doc["warnings"] = warnings;
-        doc["cases"] = std::move(json_cases);
         print_json(out, doc);
-        for (const std::string& w : warnings) err << "warning: " << w << "\n";
+        for (const std::string& w : info.warnings) err << "warning: " << w << "\n";
+    } else {
+        for (size_t i = n_header_warnings; i < info.warnings.size(); ++i) out << "note: " << info.warnings[i] << "\n";
+        out << "twin/dev = twin median / device median (> 1: the device is faster); disp, passes = dispatches and "
+               "full-row passes per token (plan); MB/tok = bytes the device reads and writes per token (estimate); "
+               "floor = passes x bare pass + empty submit (calibrated in this run); eff = floor / median "
+               "(docs/bench.md)\n";
+        out << "wall time " << fixed(info.wall_time_s, 1) << " s\n";
+    }
+    if (json_file.is_open()) write_output(json_file, o.json_out, "--json-out", doc.dump(2) + "\n");
+    if (report_file.is_open()) write_output(report_file, o.report, "--report", report_html(doc));
+
+    for (const CaseResult& r : results)
+        if (r.status == "failed") {
+            err << "sieve: error: " << r.c.name << " failed: " << r.message << "\n";
+            return r.exit_code ? r.exit_code : kExitDevice;
+        }
+    // One chain on the user's logits that the device refuses: that is the answer, an error.
+    if (!o.logits.empty() && results.size() == 1 && results[0].status == "unsupported") {
+        err << "sieve: error: " << results[0].message << "\n";
+        return results[0].exit_code ? results[0].exit_code : kExitUsage;
     }
     return kExitOk;
 }

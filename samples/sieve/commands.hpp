@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace sieve_cli {
 
@@ -48,6 +49,13 @@ struct BenchOptions {
         return s;
     }();
     double twin_budget_s = 1.5;  // time budget per case for the CPU twin
+    std::string suite = "default";  // default | full | tiny (hidden, for the tests)
+    std::string report;             // --report FILE.html
+    std::string json_out;           // --json-out FILE: the JSON document written to a file
+    std::vector<std::string> compare;  // --compare A.json B.json
+    int32_t profile_tokens = 5;     // profiled tokens per case (GPU time per stage)
+    int32_t calibration_iterations = 20;
+    std::string command_line;       // the command as typed, for the record (set by run_cli)
 };
 CLI::App* add_bench_command(CLI::App& app, BenchOptions& o);
 int run_bench(const BenchOptions& o, std::ostream& out, std::ostream& err);

@@ -106,4 +106,37 @@ Logits zipf_logits(int32_t rows, int32_t vocab, uint64_t seed, double a, double 
     return l;
 }
 
+namespace {
+
+// Gaussian N(0, 1) rows, portable (own Box-Muller over mt19937_64), row r seeded seed + r.
+Logits gaussian_rows(int32_t rows, int32_t vocab, uint64_t seed, const char* source, double peak) {
+    Logits l;
+    l.rows = rows;
+    l.vocab = vocab;
+    l.source = source;
+    l.data.resize(static_cast<size_t>(rows) * static_cast<size_t>(vocab));
+    for (int32_t r = 0; r < rows; ++r) {
+        std::mt19937_64 rng(seed + static_cast<uint64_t>(r));
+        auto uniform = [&rng]() { return (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53; };
+        float* out = l.data.data() + static_cast<size_t>(r) * vocab;
+        for (int32_t i = 0; i < vocab; ++i) {
+            const double u1 = uniform();
+            const double u2 = uniform();
+            out[i] = static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
+        }
+        if (peak != 0.0) out[rng() % static_cast<uint64_t>(vocab)] += static_cast<float>(peak);
+    }
+    return l;
+}
+
+} // namespace
+
+Logits flat_logits(int32_t rows, int32_t vocab, uint64_t seed) {
+    return gaussian_rows(rows, vocab, seed, "built-in flat gaussian", 0.0);
+}
+
+Logits peaked_logits(int32_t rows, int32_t vocab, uint64_t seed) {
+    return gaussian_rows(rows, vocab, seed, "built-in peaked", 20.0);
+}
+
 } // namespace sieve_cli

@@ -28,4 +28,11 @@ Logits load_logits(const std::string& path, int32_t vocab, int32_t rows);
 // every platform (own RNG, shuffle and gaussian). Row r uses seed + r.
 Logits zipf_logits(int32_t rows, int32_t vocab, uint64_t seed = 20240601u, double a = 1.1, double sigma = 0.1);
 
+// Flat: every logit N(0, 1), no structure (top-p keeps most of the row).
+Logits flat_logits(int32_t rows, int32_t vocab, uint64_t seed = 20240602u);
+
+// Peaked: N(0, 1) logits and one token (a fixed random id per row) 20 above
+// them: nearly all of the mass on one token, as after a confident prefix.
+Logits peaked_logits(int32_t rows, int32_t vocab, uint64_t seed = 20240603u);
+
 } // namespace sieve_cli

@@ -37,11 +37,10 @@ std::vector<SamplerKind> parse_or_die(const char* text) {
     return chain;
 }
 
-void run_sample_row(benchmark::State& state, const char* chain_text) {
+void run_sample_row(benchmark::State& state, const char* chain_text, RowParams params = RowParams()) {
     const int32_t vocab = static_cast<int32_t>(state.range(0));
     const std::vector<float> logits = zipf_logits(vocab, 20240601u);
     const std::vector<SamplerKind> chain = parse_or_die(chain_text);
-    RowParams params;
     params.temperature = 0.8f;
     params.seed = 1234u;
     uint32_t step = 0;
@@ -59,6 +58,23 @@ void run_sample_row(benchmark::State& state, const char* chain_text) {
 
 void BM_SampleRow_TemperatureDist(benchmark::State& state) { run_sample_row(state, "temperature;dist"); }
 void BM_SampleRow_Greedy(benchmark::State& state) { run_sample_row(state, "greedy"); }
+
+// The truncating chains of `sieve bench`'s suite (docs/bench.md), llama.cpp's
+// defaults unless the case says otherwise.
+void BM_SampleRow_DefaultChain(benchmark::State& state) {
+    run_sample_row(state, "penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature");
+}
+void BM_SampleRow_TopP(benchmark::State& state) {
+    RowParams p;
+    p.top_p = 0.9f;
+    run_sample_row(state, "top_p;temperature", p);
+}
+void BM_SampleRow_MinP(benchmark::State& state) { run_sample_row(state, "min_p;temperature"); }
+void BM_SampleRow_TopK1000(benchmark::State& state) {
+    RowParams p;
+    p.top_k = 1000;
+    run_sample_row(state, "top_k;temperature", p);
+}
 
 // The parts of the dist path on their own.
 void BM_CanonicalDistribution(benchmark::State& state) {
@@ -104,6 +120,10 @@ void BM_PhiloxUniform(benchmark::State& state) {
 
 BENCHMARK(BM_SampleRow_TemperatureDist)->Arg(32000)->Arg(151936)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SampleRow_Greedy)->Arg(32000)->Arg(151936)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SampleRow_DefaultChain)->Arg(32000)->Arg(151936)->Arg(262144)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SampleRow_TopP)->Arg(32000)->Arg(151936)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SampleRow_MinP)->Arg(32000)->Arg(151936)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SampleRow_TopK1000)->Arg(32000)->Arg(151936)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CanonicalDistribution)->Arg(32000)->Arg(151936)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DrawInverseCdf)->Arg(32000)->Arg(151936)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CheckLogits)->Arg(32000)->Arg(151936)->Unit(benchmark::kMicrosecond);

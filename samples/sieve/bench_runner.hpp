@@ -1,0 +1,89 @@
+// Measuring one benchmark case: the device (latency, plan figures, counters),
+// a short profiled run (GPU time per stage), the calibration (floor), and the
+// CPU twin in the same process.
+#pragma once
+
+#include "bench_stats.hpp"
+#include "bench_suite.hpp"
+#include "options.hpp"
+
+#include <sieve/sieve.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sieve_cli {
+
+struct RunSettings {
+    int32_t tokens = 200;
+    int32_t warmup = 10;
+    int32_t profile_tokens = 5;         // profiled tokens per case (timestamps cost ~50 us each on lavapipe)
+    int32_t calibration_iterations = 20;
+    double device_budget_s = 8.0;       // per case: the device stops early past this (after kMinTokens)
+    double twin_budget_s = 1.5;         // per case, for the CPU twin
+};
+constexpr int kMinTokens = 10;          // a budget never cuts a measurement below this (nor below --tokens)
+
+struct StageTime {
+    std::string stage;
+    uint32_t level = 0;
+    double gpu_us = 0;  // median over the profiled tokens
+};
+
+struct Calibration {
+    double submit_us = 0, pass_us = 0, pass_total_us = 0;
+    uint32_t iterations = 0;
+};
+
+struct CaseResult {
+    BenchCase c;
+    std::string status = "ok";  // "ok", "unsupported" (the device refused the chain), "failed"
+    std::string message;
+    int exit_code = 0;          // for "failed": the exit status it maps to
+
+    LatencyStats device;
+    bool device_cut = false;
+    std::optional<std::pair<uint32_t, uint32_t>> plan;  // dispatches, row passes per token
+    sieve_counters delta{};                              // over the measured tokens
+    std::vector<StageTime> stages;
+    int profiled_tokens = 0;
+    std::optional<Calibration> calibration;
+    std::string calibration_message;  // why there is none (CPU twin backend, a device limit...)
+
+    std::string twin_status = "ok";   // "ok", "unsupported", "failed"
+    std::string twin_message;
+    LatencyStats twin;
+    bool twin_cut = false;
+
+    // Derived (null when an input is missing).
+    std::optional<double> floor_us() const;
+    std::optional<double> efficiency() const;  // floor / median
+    std::optional<double> ratio() const;       // twin median / device median
+    std::optional<double> bytes_read() const;  // per token: row_passes x rows x vocab x 4
+    double bytes_written() const;              // per token: rows x 32 (one result record per row)
+};
+
+// Runs one case on `device` and on `twin`. Never throws for what a case can
+// cause (a refused chain, a failed row, a device error during the case): the
+// result says it. The device's calibrations are cached per (rows, vocab).
+class BenchRunner {
+public:
+    BenchRunner(const Device& device, const Device& twin, const RunSettings& settings)
+        : device_(device), twin_(twin), s_(settings) {}
+    CaseResult run(const BenchCase& c);
+
+private:
+    const Device& device_;
+    const Device& twin_;
+    RunSettings s_;
+    std::shared_ptr<const Logits> logits_;  // the last built-in logits generated...
+    std::string logits_key_;                // ...and their shape/vocab/rows
+    std::map<std::pair<int32_t, int32_t>, std::pair<std::optional<Calibration>, std::string>> calibrations_;
+    std::shared_ptr<const Logits> logits_for(const BenchCase& c);
+    std::pair<std::optional<Calibration>, std::string> calibration_for(int32_t rows, int32_t vocab);
+};
+
+} // namespace sieve_cli
