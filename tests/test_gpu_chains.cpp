@@ -580,7 +580,10 @@ TEST(GpuChainOverflow, FallbackRowsEqualTheTwinAndAreCounted) {
 
 // top-p 0.9 without top-k over LM-like rows keeps thousands of tokens: the
 // collect pass hands the row to wide_histogram and wide_gather (wide.glsl),
-// which find the cut and draw on the GPU (3 row passes, no CPU fallback).
+// which find the cut and draw on the GPU (3 row passes, no CPU fallback). A
+// top-p that is the row's only cut always goes there (the collect pass does
+// not sum the row's mass); when its cut falls in the buffer (a peaked row),
+// wide_histogram draws (2 row passes).
 // Tokens equal the twin's under the agreement rules, over several steps, two
 // rows per call with their own temperatures and seeds, for temperature after
 // and before the cut, two temperatures, min_keep, and tie groups larger than
@@ -591,20 +594,25 @@ struct WideCase {
     int32_t vocab;
     float top_p;
     int32_t min_keep;
+    uint32_t passes;  // row passes of every token
 };
 
 TEST(GpuChainWideTopP, TokensEqualTheTwinWithoutFallback) {
     auto gpu = sieve_test::gpu_context();
     const WideCase cases[] = {
-        {"top_p;temperature", Shape::Zipf, 32000, 0.9f, 0},
-        {"top_p;temperature", Shape::Zipf, 151936, 0.9f, 0},
-        {"top_p;temperature", Shape::Zipf, 262144, 0.95f, 0},
-        {"temperature;top_p", Shape::Zipf, 151936, 0.9f, 0},
-        {"top_p;temperature;temperature", Shape::Zipf, 32000, 0.8f, 0},
-        {"top_p;temperature", Shape::Zipf, 32000, 0.9f, 200},
-        {"top_p;temperature", Shape::Ties, 32000, 0.5f, 0},
-        {"top_p;temperature", Shape::Gaussian, 32000, 0.6f, 0},
-        {"top_p;temperature", Shape::Masked, 151936, 0.9f, 0},
+        {"top_p;temperature", Shape::Zipf, 32000, 0.9f, 0, 3},
+        {"top_p;temperature", Shape::Zipf, 151936, 0.9f, 0, 3},
+        {"top_p;temperature", Shape::Zipf, 262144, 0.95f, 0, 3},
+        {"temperature;top_p", Shape::Zipf, 151936, 0.9f, 0, 3},
+        {"top_p;temperature;temperature", Shape::Zipf, 32000, 0.8f, 0, 3},
+        {"top_p;temperature", Shape::Zipf, 32000, 0.9f, 200, 3},
+        {"top_p;temperature", Shape::Ties, 32000, 0.5f, 0, 3},
+        {"top_p;temperature", Shape::Gaussian, 32000, 0.6f, 0, 3},
+        {"top_p;temperature", Shape::Masked, 151936, 0.9f, 0, 3},
+        {"top_p;temperature", Shape::Peaked, 32000, 0.9f, 0, 2},
+        {"top_p;temperature", Shape::Peaked, 32000, 0.9f, 3, 2},
+        // top-k 40 first: the cut is in the buffer, the wide passes launch nothing
+        {"top_k;top_p;min_p;temperature", Shape::Zipf, 32000, 0.9f, 0, 1},
     };
     const int32_t rows = 2;
     const int tokens = 12;
@@ -634,16 +642,16 @@ TEST(GpuChainWideTopP, TokensEqualTheTwinWithoutFallback) {
                 SCOPED_TRACE("step " + std::to_string(step) + " row " + std::to_string(r));
                 const sieve_token& got = out[static_cast<size_t>(r)];
                 compare_token(got, twin[static_cast<size_t>(r)], static_cast<uint32_t>(step), &tally);
-                wide_tokens += got.row_passes == 3 ? 1 : 0;
+                wide_tokens += got.row_passes == wc.passes ? 1 : 0;
             }
         }
         expect_rare(tally);
         const sieve_counters c = chain.counters();
-        std::printf("%s over %s, vocab %d: %d of %d tokens by the wide passes, %llu CPU fallback rows\n", wc.chain,
-                    sieve_test::shape_name(wc.shape), wc.vocab, wide_tokens, rows * tokens,
+        std::printf("%s over %s, vocab %d: %d of %d tokens in %u row passes, %llu CPU fallback rows\n", wc.chain,
+                    sieve_test::shape_name(wc.shape), wc.vocab, wide_tokens, rows * tokens, wc.passes,
                     static_cast<unsigned long long>(c.cpu_fallback_rows));
-        EXPECT_EQ(c.cpu_fallback_rows, 0u) << "a top-p cut past the buffer went to the CPU twin";
-        EXPECT_EQ(wide_tokens, rows * tokens) << "every token should need the wide passes (3 row passes)";
+        EXPECT_EQ(c.cpu_fallback_rows, 0u) << "a top-p cut went to the CPU twin";
+        EXPECT_EQ(wide_tokens, rows * tokens) << "every token should take " << wc.passes << " row passes";
     }
 }
 
