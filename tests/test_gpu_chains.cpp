@@ -588,6 +588,8 @@ TEST(GpuChainOverflow, FallbackRowsEqualTheTwinAndAreCounted) {
 // rows per call with their own temperatures and seeds, for temperature after
 // and before the cut, two temperatures, min_keep, and tie groups larger than
 // the candidate buffer (f16-like rows: the cut and the draw fall inside one).
+std::vector<sieve::ref::LogitBias> bias_for(const float* row, int32_t vocab, uint32_t seed);  // section 3
+
 struct WideCase {
     const char* chain;
     Shape shape;
@@ -595,6 +597,7 @@ struct WideCase {
     float top_p;
     int32_t min_keep;
     uint32_t passes;  // row passes of every token
+    bool bias = false;  // a logit bias (the passes read logits through row_logit, not four at a time)
 };
 
 TEST(GpuChainWideTopP, TokensEqualTheTwinWithoutFallback) {
@@ -611,11 +614,12 @@ TEST(GpuChainWideTopP, TokensEqualTheTwinWithoutFallback) {
         {"top_p;temperature", Shape::Masked, 151936, 0.9f, 0, 3},
         {"top_p;temperature", Shape::Peaked, 32000, 0.9f, 0, 2},
         {"top_p;temperature", Shape::Peaked, 32000, 0.9f, 3, 2},
+        {"top_p;temperature", Shape::Zipf, 151936, 0.9f, 0, 3, true},
         // top-k 40 first: the cut is in the buffer, the wide passes launch nothing
         {"top_k;top_p;min_p;temperature", Shape::Zipf, 32000, 0.9f, 0, 1},
     };
     const int32_t rows = 2;
-    const int tokens = 12;
+    const int tokens = 8;
     for (const auto& wc : cases) {
         SCOPED_TRACE(std::string(wc.chain) + " over " + sieve_test::shape_name(wc.shape) + ", vocab " +
                      std::to_string(wc.vocab) + ", top-p " + std::to_string(wc.top_p) + ", min_keep " +
@@ -626,7 +630,11 @@ TEST(GpuChainWideTopP, TokensEqualTheTwinWithoutFallback) {
         RowParams base = active();
         base.top_p = wc.top_p;
         base.min_keep = wc.min_keep;
-        const auto params = row_params(base, rows, 9);
+        auto params = row_params(base, rows, 9);
+        if (wc.bias)
+            for (int32_t r = 0; r < rows; ++r)
+                params[static_cast<size_t>(r)].logit_bias =
+                    bias_for(logits.data() + static_cast<size_t>(r) * wc.vocab, wc.vocab, 40u + static_cast<uint32_t>(r));
         sieve::Chain chain(gpu, sieve_test::chain_desc(wc.chain, rows, wc.vocab, base.temperature, 1));
         for (int32_t r = 0; r < rows; ++r) set_row(chain, r, params[static_cast<size_t>(r)]);
         std::vector<Row> twin;

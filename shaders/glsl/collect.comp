@@ -266,7 +266,7 @@ void main() {
         uint bad = 0u, first_bad = 0xFFFFFFFFu, kmin = 0xFFFFFFFFu, kmax = 0u;
         // The threshold's own logit passes the test (<= ti): a probe threshold
         // is not in the buffer yet; a compaction's is, and is never tested again.
-        if (2u * PROBE * WG <= CAP && need <= WG) probe_threshold(row, begin, min(begin + PROBE_ROUND * WG, end), need);
+        if (2u * PROBE * WG <= CAP && need <= PROBE * WG) probe_threshold(row, begin, min(begin + PROBE_ROUND * WG, end), need);
         // The vec4 map: plain rows (no bias, bitmask or aggregates) whose
         // stride is a multiple of 4 (chunks start at multiples of 4).
         bool vmap = !ROW_INPUTS && !aggregates && (pc.stride & 3u) == 0u;

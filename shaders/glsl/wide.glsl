@@ -25,7 +25,7 @@
 // and the twin do. Sums inside the list are 40-bit fixed point (exact, so the
 // order the list was filled in does not matter); the bins' sums are float in
 // a fixed order. A row the GPU cannot finish this way (a bin too large for the
-// list, min_keep past the bins, a tie group past the candidate buffer) goes
+// list, min_keep past the start of the bins) goes
 // to the CPU twin as before (STATUS_FALLBACK), counted.
 #ifndef SIEVE_WIDE_GLSL
 #define SIEVE_WIDE_GLSL

@@ -12,6 +12,9 @@
 #include "u64.glsl"
 #include "wide.glsl"
 
+// The logits four at a time (wide_histogram.comp says why).
+layout(std430, set = 0, binding = 0) readonly buffer Logits4 { vec4 logits4[]; };
+
 // The row's constants, read once per workgroup.
 uint g_kn, g_idn, g_n_cut, g_n_draw;
 float g_vn, g_mc, g_md, g_lowest, g_inv_width, g_temperature;
@@ -33,10 +36,9 @@ void load_row(uint row) {
 
 // ---- the gather ---------------------------------------------------------------
 
-// Logit i belongs to a gathered bin: its key at the cut's temperatures.
-bool taken(uint row, uint i, uint mask, out uint key) {
+// Logit i (value x) belongs to a gathered bin: its key at the cut's temperatures.
+bool taken(float x, uint i, uint mask, out uint key) {
     key = 0u;
-    float x = row_logit(row, i);
     if (isinf(x)) return false;
     float v = wide_divide(x, g_temperature, g_n_cut);
     key = sieve_key(v);
@@ -50,20 +52,25 @@ bool taken(uint row, uint i, uint mask, out uint key) {
 // keys split into 256 equal ranges, masses added exactly in shared memory
 // (40-bit fixed point, 64-bit sums from 32-bit atomics: the order does not
 // matter), the range holding the target kept; 4 levels reach one key. The last
-// range (at most CAP members) is sorted canonically and walked.
+// range (at most SEL_FINAL_MAX members) is sorted canonically and walked.
 const uint SEL_BINS = 256u;
 shared uint w_cnt[SEL_BINS], w_lo[SEL_BINS], w_hi[SEL_BINS];
 shared uint w_klo, w_khi, w_state, w_clamp, w_fill, w_token, w_key, w_bin, w_in_buffer;
 shared uvec2 w_target, w_q;
 shared float w_total, w_rem;
 
+// Levels go on until a range holds at most this many members: another level
+// (one read of the list) costs less on a CPU device than sorting a few
+// thousand entries in one workgroup.
+const uint SEL_FINAL_MAX = CAP < 2u * WG ? CAP : 2u * WG;
+
 const uint SEL_GOING = 0u;
-const uint SEL_FINAL = 1u;  // the range [w_klo, w_khi] holds at most CAP members
+const uint SEL_FINAL = 1u;  // the range [w_klo, w_khi] holds at most SEL_FINAL_MAX members
 const uint SEL_FOUND = 2u;  // w_token, w_key, w_q
 const uint SEL_EMPTY = 3u;  // no member
-const uint SEL_TIE = 4u;    // more than CAP members share one key (select_resolving_ties)
+const uint SEL_TIE = 4u;    // more than SEL_FINAL_MAX members share one key (select_resolving_ties)
 
-// Inside a tie group (more than CAP members of one key): only members of key
+// Inside a tie group (more than SEL_FINAL_MAX members of one key): only members of key
 // g_tie_key, each of mass 1, keyed ~id (ascending id = descending key).
 uint g_tie_key = 0u;
 
@@ -108,7 +115,7 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
                    bool strict) {
     uint t = gl_LocalInvocationID.x;
     // The members' key range first (no mass needed): the levels split only
-    // that, so the first level usually leaves at most CAP members.
+    // that.
     if (t == 0u) {
         w_klo = 0xFFFFFFFFu;
         w_khi = 0u;
@@ -176,7 +183,7 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
                     uint dhi = min(dlo + (step - 1u), khi - klo);
                     w_khi = khi - dlo;
                     w_klo = khi - dhi;
-                    if (w_cnt[chosen] <= CAP) w_state = SEL_FINAL;
+                    if (w_cnt[chosen] <= SEL_FINAL_MAX) w_state = SEL_FINAL;
                     else if (w_klo == w_khi) {
                         w_state = SEL_TIE;
                         w_fill = w_cnt[chosen];
@@ -381,21 +388,31 @@ void main() {
     // every logit).
     uint begin = chunk * pc.chunk_size;
     uint end = min(begin + pc.chunk_size, pc.vocab);
+    bool vmap = !ROW_INPUTS && (pc.stride & 3u) == 0u;
+    uint n = vmap ? (end - begin + 3u) / 4u : end - begin;
     uint takes = 0u;
-    for (uint i = begin + t; i < end; i += WG) {
-        uint k;
-        takes += taken(row, i, mask, k) ? 1u : 0u;
+    for (uint j = t; j < n; j += WG) {
+        vec4 f4 = vmap ? logits4[(row * pc.stride + begin) / 4u + j] : vec4(row_logit(row, begin + j));
+        [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+            uint i = vmap ? begin + 4u * j + c : begin + j;
+            uint k;
+            takes += ((vmap || c == 0u) && i < end && taken(f4[c], i, mask, k)) ? 1u : 0u;
+        }
     }
     uint slot = takes > 0u ? atomicAdd(row_state[o + R_WIDE_COUNT], takes) : 0u;
-    for (uint i = begin + t; takes > 0u && i < end; i += WG) {
-        uint k;
-        if (taken(row, i, mask, k)) {
-            if (slot < pc.wide_cap) {
-                wide[list + 2u * slot] = k;
-                wide[list + 2u * slot + 1u] = i;
+    for (uint j = t; takes > 0u && j < n; j += WG) {
+        vec4 f4 = vmap ? logits4[(row * pc.stride + begin) / 4u + j] : vec4(row_logit(row, begin + j));
+        [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+            uint i = vmap ? begin + 4u * j + c : begin + j;
+            uint k;
+            if ((vmap || c == 0u) && i < end && taken(f4[c], i, mask, k)) {
+                if (slot < pc.wide_cap) {
+                    wide[list + 2u * slot] = k;
+                    wide[list + 2u * slot + 1u] = i;
+                }
+                ++slot;
+                --takes;
             }
-            ++slot;
-            --takes;
         }
     }
     if (!last_to_arrive(row)) return;

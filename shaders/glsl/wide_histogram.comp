@@ -15,6 +15,11 @@
 #include "ksum.glsl"
 #include "wide.glsl"
 
+// The logits again, four at a time: rows without bias or bitmask whose stride
+// is a multiple of 4 (chunks start at multiples of 4) take one load per 4
+// logits (a CPU device gathers scalar loads lane by lane).
+layout(std430, set = 0, binding = 0) readonly buffer Logits4 { vec4 logits4[]; };
+
 shared uint s_a[WG / 2u][BINS];
 shared uint s_b[WG / 2u][BINS];
 
@@ -186,23 +191,28 @@ void main() {
     float below = 0.0;  // deferred rows: the mass below L, for the total
     uint begin = chunk * pc.chunk_size;
     uint end = min(begin + pc.chunk_size, pc.vocab);
-    for (uint i = begin + t; i < end; i += WG) {
-        float x = row_logit(row, i);
-        if (isinf(x)) continue;  // masked (the row has no NaN/+inf: it would have failed)
-        float v = wide_divide(x, temperature, n_cut);
-        if (!wide_after(sieve_key(v), i, kn, idn)) continue;
-        float wc = exp(v - mcx);
-        if (v < lowest) {
-            below += deferred ? wc : 0.0;
-            continue;
-        }
-        uint bin = wide_bin(v, vn, inv_width);
-        float wd = exp(wide_divide(v, temperature, n_draw) - mdx);
-        [[unroll]] for (uint b = 0u; b < BINS; ++b) {
-            bool here = bin == b;
-            mc[b] += here ? wc : 0.0;
-            md[b] += here ? wd : 0.0;
-            cnt[b] += here ? 1u : 0u;
+    bool vmap = !ROW_INPUTS && (pc.stride & 3u) == 0u;
+    uint n = vmap ? (end - begin + 3u) / 4u : end - begin;
+    for (uint j = t; j < n; j += WG) {
+        vec4 f4 = vmap ? logits4[(row * pc.stride + begin) / 4u + j] : vec4(row_logit(row, begin + j));
+        [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+            uint i = vmap ? begin + 4u * j + c : begin + j;
+            float x = f4[c];
+            // masked (the row has no NaN/+inf: it would have failed)
+            bool live = (vmap || c == 0u) && i < end && !isinf(x);
+            float v = wide_divide(x, temperature, n_cut);
+            live = live && wide_after(sieve_key(v), i, kn, idn);
+            float wc = exp(v - mcx);
+            below += (live && deferred && v < lowest) ? wc : 0.0;
+            live = live && v >= lowest;
+            uint bin = live ? wide_bin(v, vn, inv_width) : BINS;
+            float wd = live ? exp(wide_divide(v, temperature, n_draw) - mdx) : 0.0;
+            [[unroll]] for (uint b = 0u; b < BINS; ++b) {
+                bool here = bin == b;
+                mc[b] += here ? wc : 0.0;
+                md[b] += here ? wd : 0.0;
+                cnt[b] += here ? 1u : 0u;
+            }
         }
     }
 
