@@ -45,15 +45,19 @@ struct Recording {
 constexpr uint32_t kMaxPlanDispatches = 11;
 
 // List entries per row for a top-p cut past the candidate buffer (wide.glsl):
-// kMaxWideList, less when the rows' lists would pass maxStorageBufferRange
-// (rows whose cut needs more fall back to the CPU twin); 0 without top-p.
+// half the vocabulary (as many bytes as the logits; LM-like rows at top-p 0.95
+// gather about an eighth, rows of a few tied values up to a half), at most
+// kMaxWideList, less when the rows' lists would pass maxStorageBufferRange.
+// Rows whose cut needs more fall back to the CPU twin (counted); 0 without
+// top-p.
 uint32_t wide_list_capacity(const ChainConfig& config, const EffectiveLimits& limits) {
     if (std::find(config.samplers.begin(), config.samplers.end(), ref::SamplerKind::TopP) == config.samplers.end())
         return 0;
     const uint64_t per_row = limits.max_storage_buffer_range / 4 / static_cast<uint64_t>(config.max_rows);
     const uint64_t fixed = wide_row_words(limits.candidate_capacity, 0);
     if (per_row <= fixed) return 0;
-    const uint64_t list = std::min<uint64_t>(kMaxWideList, (per_row - fixed) / 2);
+    const uint64_t wanted = std::max<uint64_t>(limits.candidate_capacity, static_cast<uint64_t>(config.max_vocab) / 2);
+    const uint64_t list = std::min<uint64_t>({kMaxWideList, wanted, (per_row - fixed) / 2});
     return list >= limits.candidate_capacity ? static_cast<uint32_t>(list) : 0;
 }
 

@@ -115,6 +115,53 @@ void probe_threshold(uint row, uint begin, uint stop, uint need) {
     barrier();
 }
 
+// A large `need` (top-k in the hundreds to CAP / 2): each invocation keeps its
+// PROBE_DEEP best logits of its whole share of the chunk in registers (an
+// insertion only for a logit above its 16th best: rare once it has seen a
+// few dozen), and the need-th best of all picks is the threshold. On LM-like
+// rows that is close to the chunk's own need-th best, so the collecting loop
+// appends about `need` logits instead of thousands (top-k 1000 at 151936:
+// one compaction instead of dozens). Picks are chunk logits, so the threshold
+// is at most the chunk's need-th best: nothing is lost.
+const uint PROBE_DEEP = 16u;
+
+void deep_probe_threshold(uint row, uint begin, uint stop, uint need) {
+    uint t = gl_LocalInvocationID.x;
+    uint pk[PROBE_DEEP], pi[PROBE_DEEP];  // descending; key 0: below every logit's
+    [[unroll]] for (uint j = 0u; j < PROBE_DEEP; ++j) {
+        pk[j] = 0u;
+        pi[j] = 0u;
+    }
+    for (uint i = begin + t; i < stop; i += WG) {
+        uint k = sieve_key(row_logit(row, i));
+        bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
+        k = ok ? k : 0u;
+        if (k > pk[PROBE_DEEP - 1u]) {  // ids grow: a later equal key ranks after
+            [[unroll]] for (uint j = PROBE_DEEP - 1u; j > 0u; --j) {
+                bool here = k > pk[j], up = k > pk[j - 1u];
+                pk[j] = here ? (up ? pk[j - 1u] : k) : pk[j];
+                pi[j] = here ? (up ? pi[j - 1u] : i) : pi[j];
+            }
+            bool top = k > pk[0];
+            pi[0] = top ? i : pi[0];
+            pk[0] = top ? k : pk[0];
+        }
+    }
+    atomicMax(s_wmax_key, pk[0]);  // min-p's floor starts from the maximum seen
+    [[unroll]] for (uint j = 0u; j < PROBE_DEEP; ++j) {
+        c_key[PROBE_DEEP * t + j] = pk[j];
+        c_id[PROBE_DEEP * t + j] = pi[j];
+    }
+    barrier();
+    bitonic_sort_canonical(PROBE_DEEP * WG);
+    if (t == 0u && c_key[need - 1u] != 0u) {
+        s_has_tau = 1u;
+        s_tau_key = c_key[need - 1u];
+        s_tau_id = c_id[need - 1u];
+    }
+    barrier();
+}
+
 // Keeps the best `need` of the buffer, sorted; the need-th becomes the
 // threshold. A bitonic sort: a few dozen barriers cost less on a CPU device
 // than one invocation's loop over the entries.
@@ -266,7 +313,10 @@ void main() {
         uint bad = 0u, first_bad = 0xFFFFFFFFu, kmin = 0xFFFFFFFFu, kmax = 0u;
         // The threshold's own logit passes the test (<= ti): a probe threshold
         // is not in the buffer yet; a compaction's is, and is never tested again.
-        if (2u * PROBE * WG <= CAP && need <= PROBE * WG) probe_threshold(row, begin, min(begin + PROBE_ROUND * WG, end), need);
+        if (2u * PROBE * WG <= CAP && need <= PROBE * WG)
+            probe_threshold(row, begin, min(begin + PROBE_ROUND * WG, end), need);
+        else if (PROBE_DEEP * WG <= CAP && need <= PROBE_DEEP * WG)
+            deep_probe_threshold(row, begin, end, need);
         // The vec4 map: plain rows (no bias, bitmask or aggregates) whose
         // stride is a multiple of 4 (chunks start at multiples of 4).
         bool vmap = !ROW_INPUTS && !aggregates && (pc.stride & 3u) == 0u;
