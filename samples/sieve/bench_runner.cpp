@@ -101,9 +101,17 @@ std::string library_message(const std::exception& e) { return e.what(); }
 
 } // namespace
 
+std::optional<double> CaseResult::row_passes() const {
+    if (!plan) return std::nullopt;
+    const double tokens = static_cast<double>(device.count) * c.rows;
+    const double measured = tokens > 0 ? static_cast<double>(delta.row_passes) / tokens : 0.0;
+    return std::max(static_cast<double>(plan->second), measured);
+}
+
 std::optional<double> CaseResult::floor_us() const {
-    if (!calibration || !plan) return std::nullopt;
-    return plan->second * calibration->pass_us + calibration->submit_us;
+    const auto passes = row_passes();
+    if (!calibration || !passes) return std::nullopt;
+    return *passes * calibration->pass_us + calibration->submit_us;
 }
 
 std::optional<double> CaseResult::efficiency() const {
@@ -118,8 +126,9 @@ std::optional<double> CaseResult::ratio() const {
 }
 
 std::optional<double> CaseResult::bytes_read() const {
-    if (!plan) return std::nullopt;
-    return static_cast<double>(plan->second) * c.rows * static_cast<double>(c.vocab) * 4.0;
+    const auto passes = row_passes();
+    if (!passes) return std::nullopt;
+    return *passes * c.rows * static_cast<double>(c.vocab) * 4.0;
 }
 
 double CaseResult::bytes_written() const { return c.rows * kResultBytes; }

@@ -59,10 +59,13 @@ struct CaseResult {
     bool twin_cut = false;
 
     // Derived (null when an input is missing).
+    // Full-row passes per token and row: the plan's, or more when the rows
+    // measured took more (top-p's cut past the candidate buffer: 3).
+    std::optional<double> row_passes() const;
     std::optional<double> floor_us() const;
     std::optional<double> efficiency() const;  // floor / median
     std::optional<double> ratio() const;       // twin median / device median
-    std::optional<double> bytes_read() const;  // per token: row_passes x rows x vocab x 4
+    std::optional<double> bytes_read() const;  // per token: row_passes() x rows x vocab x 4
     double bytes_written() const;              // per token: rows x 32 (one result record per row)
 };
 
