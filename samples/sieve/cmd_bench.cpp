@@ -103,6 +103,9 @@ void print_header(std::ostream& out, const Device& device, const std::vector<std
     out.flush();
 }
 
+// A per-token figure: an integer as is, else two decimals.
+std::string figure(double v) { return v == std::floor(v) ? std::to_string(static_cast<long long>(v)) : fixed(v, 2); }
+
 void print_row(std::ostream& out, const CaseResult& r) {
     if (r.status != "ok") {
         out << pad(r.c.name, 34, false) << "  " << r.status << ": " << r.message << "\n";
@@ -112,8 +115,9 @@ void print_row(std::ostream& out, const CaseResult& r) {
     const auto mb = r.bytes_read();
     out << pad(r.c.name, 34, false) << pad(fixed(r.device.median, 1), 10, true) << pad(fixed(r.device.p10, 1), 10, true)
         << pad(fixed(r.device.p90, 1), 10, true) << pad(r.twin.count ? fixed(r.twin.median, 1) : "-", 10, true)
-        << pad(opt_fixed(r.ratio(), 2), 9, true) << pad(r.plan ? std::to_string(r.plan->first) : "-", 5, true)
-        << pad(r.plan ? std::to_string(r.plan->second) : "-", 7, true)
+        << pad(opt_fixed(r.ratio(), 2), 9, true)
+        << pad(r.device.count ? figure(static_cast<double>(r.delta.dispatches) / r.device.count) : "-", 5, true)
+        << pad(r.row_passes() ? figure(*r.row_passes()) : "-", 7, true)
         << pad(mb ? fixed((*mb + r.bytes_written()) / 1e6, 2) : "-", 8, true) << pad(opt_fixed(r.floor_us(), 1), 9, true)
         << pad(opt_fixed(r.efficiency(), 2), 6, true) << "\n";
     if (!r.stages.empty()) {
@@ -284,7 +288,7 @@ int run_bench(const BenchOptions& o, std::ostream& out, std::ostream& err) {
     } else {
         for (size_t i = n_header_warnings; i < info.warnings.size(); ++i) out << "note: " << info.warnings[i] << "\n";
         out << "twin/dev = twin median / device median (> 1: the device is faster); disp, passes = dispatches and "
-               "full-row passes per token (plan); MB/tok = bytes the device reads and writes per token (estimate); "
+               "full-row passes per token (measured; the plan's minimum is in the JSON); MB/tok = bytes the device reads and writes per token (estimate); "
                "floor = passes x bare pass + empty submit (calibrated in this run); eff = floor / median "
                "(docs/bench.md)\n";
         out << "wall time " << fixed(info.wall_time_s, 1) << " s\n";
