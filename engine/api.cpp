@@ -1,5 +1,6 @@
 // The C API: argument checks, exceptions turned into statuses and the thread's
 // last-error message. Nothing here samples; it forwards to ContextImpl/ChainImpl.
+#include "calibration.hpp"
 #include "context.hpp"
 #include "gpu_context.hpp"
 #include "vk_instance.hpp"
@@ -171,6 +172,23 @@ SIEVE_API sieve_status sieve_context_device_info(const sieve_context* context, s
     return guarded([&] {
         if (!out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
         *out = context->impl->device_info();
+        return SIEVE_OK;
+    });
+}
+
+SIEVE_API sieve_status sieve_context_calibrate(sieve_context* context, int32_t vocab, int32_t rows, int32_t iterations,
+                                               sieve_calibration* out) {
+    if (!context) return null_handle("context");
+    return guarded([&] {
+        if (!out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
+        if (vocab <= 0 || rows <= 0 || iterations <= 0)
+            fail(SIEVE_ERROR_INVALID_ARGUMENT, "calibration needs vocab, rows and iterations >= 1 (got " +
+                                                   std::to_string(vocab) + ", " + std::to_string(rows) + ", " +
+                                                   std::to_string(iterations) + ")");
+        auto* vc = dynamic_cast<VulkanContext*>(context->impl.get());
+        if (!vc) fail(SIEVE_ERROR_INVALID_ARGUMENT, "the CPU backend has no device to calibrate");
+        *out = calibrate(vc->device(), static_cast<uint32_t>(vocab), static_cast<uint32_t>(rows),
+                         static_cast<uint32_t>(iterations));
         return SIEVE_OK;
     });
 }

@@ -1,12 +1,12 @@
-// sieve_context_calibrate: the device's floor for `sieve bench` (docs/bench.md).
+// The device's floor for sieve_context_calibrate (api.cpp) for `sieve bench` (docs/bench.md).
 // An empty submit-and-wait, and one bare pass over rows x vocab logits
 // (shaders/glsl/calibrate.comp) with the engine's chunking. Everything it needs
 // (buffers, layout, pipeline, command buffers) is its own and lives for the
 // call only, so it touches no chain and no shared pipeline state.
+#include "calibration.hpp"
 #include "error.hpp"
-#include "gpu_context.hpp"
 #include "gpu_plan.hpp"
-#include "pipelines.hpp"
+#include "standalone_kernel.hpp"
 #include "vk_check.hpp"
 
 #include <sieve/sieve.h>
@@ -14,7 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,10 +34,7 @@ double median(std::vector<double> v) {
 struct Objects {
     Device& device;
     Buffer logits, maxima;
-    VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
-    VkPipelineLayout layout = VK_NULL_HANDLE;
-    VkPipeline pipeline = VK_NULL_HANDLE;
-    VkDescriptorPool pool = VK_NULL_HANDLE;
+    std::optional<StandaloneKernel> kernel;
     VkCommandPool command_pool = VK_NULL_HANDLE;
     VkFence fence = VK_NULL_HANDLE;
     explicit Objects(Device& d) : device(d) {}
@@ -46,10 +43,7 @@ struct Objects {
         VkDevice dev = device.handle();
         if (fence) vk.vkDestroyFence(dev, fence, nullptr);
         if (command_pool) vk.vkDestroyCommandPool(dev, command_pool, nullptr);
-        if (pool) vk.vkDestroyDescriptorPool(dev, pool, nullptr);
-        if (pipeline) vk.vkDestroyPipeline(dev, pipeline, nullptr);
-        if (layout) vk.vkDestroyPipelineLayout(dev, layout, nullptr);
-        if (set_layout) vk.vkDestroyDescriptorSetLayout(dev, set_layout, nullptr);
+        kernel.reset();
         if (maxima.buffer) device.destroy_buffer(maxima);
         if (logits.buffer) device.destroy_buffer(logits);
     }
@@ -75,6 +69,8 @@ double submit_wait(Objects& o, VkCommandBuffer cmd) {
     return std::chrono::duration<double, std::micro>(t1 - t0).count();
 }
 
+} // namespace
+
 sieve_calibration calibrate(Device& device, uint32_t vocab, uint32_t rows, uint32_t iterations) {
     const auto& vk = device.vk();
     VkDevice dev = device.handle();
@@ -99,50 +95,9 @@ sieve_calibration calibrate(Device& device, uint32_t vocab, uint32_t rows, uint3
     o.maxima = device.create_buffer(static_cast<VkDeviceSize>(n_chunks) * rows * 4u, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
                                     true, nullptr);
 
-    VkDescriptorSetLayoutBinding bindings[2] = {};
-    for (uint32_t i = 0; i < 2; ++i) {
-        bindings[i].binding = i;
-        bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-        bindings[i].descriptorCount = 1;
-        bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
-    }
-    VkDescriptorSetLayoutCreateInfo sl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-    sl.bindingCount = 2;
-    sl.pBindings = bindings;
-    vk_check(vk.vkCreateDescriptorSetLayout(dev, &sl, nullptr, &o.set_layout), "vkCreateDescriptorSetLayout");
-    VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(PassPush)};
-    VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-    pl.setLayoutCount = 1;
-    pl.pSetLayouts = &o.set_layout;
-    pl.pushConstantRangeCount = 1;
-    pl.pPushConstantRanges = &range;
-    vk_check(vk.vkCreatePipelineLayout(dev, &pl, nullptr, &o.layout), "vkCreatePipelineLayout");
-    o.pipeline = create_compute_pipeline(device, o.layout, shaders::calibrate.words, shaders::calibrate.size_bytes,
-                                         lim.workgroup_size, lim.candidate_capacity);
-
-    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2};
-    VkDescriptorPoolCreateInfo dp{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-    dp.maxSets = 1;
-    dp.poolSizeCount = 1;
-    dp.pPoolSizes = &size;
-    vk_check(vk.vkCreateDescriptorPool(dev, &dp, nullptr, &o.pool), "vkCreateDescriptorPool");
-    VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-    ai.descriptorPool = o.pool;
-    ai.descriptorSetCount = 1;
-    ai.pSetLayouts = &o.set_layout;
-    VkDescriptorSet set = VK_NULL_HANDLE;
-    vk_check(vk.vkAllocateDescriptorSets(dev, &ai, &set), "vkAllocateDescriptorSets");
-    VkDescriptorBufferInfo infos[2] = {{o.logits.buffer, 0, VK_WHOLE_SIZE}, {o.maxima.buffer, 0, VK_WHOLE_SIZE}};
-    VkWriteDescriptorSet writes[2] = {};
-    for (uint32_t i = 0; i < 2; ++i) {
-        writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
-        writes[i].dstSet = set;
-        writes[i].dstBinding = i;
-        writes[i].descriptorCount = 1;
-        writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-        writes[i].pBufferInfo = &infos[i];
-    }
-    vk.vkUpdateDescriptorSets(dev, 2, writes, 0, nullptr);
+    o.kernel.emplace(device, shaders::calibrate.words, shaders::calibrate.size_bytes,
+                     std::vector<VkBuffer>{o.logits.buffer, o.maxima.buffer}, sizeof(PassPush), lim.workgroup_size,
+                     lim.candidate_capacity);
 
     VkCommandPoolCreateInfo cp{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     cp.queueFamilyIndex = device.family();
@@ -174,10 +129,7 @@ sieve_calibration calibrate(Device& device, uint32_t vocab, uint32_t rows, uint3
     // Like a sampling call: the pass, then its results made visible to the host.
     const PassPush push{row_vec4, chunk_vec4, n_chunks};
     vk_check(vk.vkBeginCommandBuffer(pass, &bi), "vkBeginCommandBuffer");
-    vk.vkCmdBindPipeline(pass, VK_PIPELINE_BIND_POINT_COMPUTE, o.pipeline);
-    vk.vkCmdBindDescriptorSets(pass, VK_PIPELINE_BIND_POINT_COMPUTE, o.layout, 0, 1, &set, 0, nullptr);
-    vk.vkCmdPushConstants(pass, o.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, &push);
-    vk.vkCmdDispatch(pass, n_chunks, rows, 1);
+    o.kernel->record(pass, &push, n_chunks, rows);
     VkMemoryBarrier to_host{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     to_host.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
     to_host.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
@@ -205,38 +157,4 @@ sieve_calibration calibrate(Device& device, uint32_t vocab, uint32_t rows, uint3
     return c;
 }
 
-} // namespace
 } // namespace sieve
-
-// The C entry point lives here rather than in api.cpp so the calibration stays
-// one file; it follows api.cpp's conventions (statuses, thread's last error).
-SIEVE_API sieve_status sieve_context_calibrate(sieve_context* context, int32_t vocab, int32_t rows, int32_t iterations,
-                                               sieve_calibration* out) {
-    using namespace sieve;
-    try {
-        clear_last_error();
-        if (!context) {
-            set_last_error("context handle is NULL");
-            return SIEVE_ERROR_NULL_HANDLE;
-        }
-        if (!out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
-        if (vocab <= 0 || rows <= 0 || iterations <= 0)
-            fail(SIEVE_ERROR_INVALID_ARGUMENT, "calibration needs vocab, rows and iterations >= 1 (got " +
-                                                   std::to_string(vocab) + ", " + std::to_string(rows) + ", " +
-                                                   std::to_string(iterations) + ")");
-        auto* vc = dynamic_cast<VulkanContext*>(context->impl.get());
-        if (!vc) fail(SIEVE_ERROR_INVALID_ARGUMENT, "the CPU backend has no device to calibrate");
-        *out = calibrate(vc->device(), static_cast<uint32_t>(vocab), static_cast<uint32_t>(rows),
-                         static_cast<uint32_t>(iterations));
-        return SIEVE_OK;
-    } catch (const Failure& e) {
-        set_last_error(e.what());
-        return e.status();
-    } catch (const std::bad_alloc&) {
-        set_last_error("out of host memory");
-        return SIEVE_ERROR_OUT_OF_MEMORY;
-    } catch (const std::exception& e) {
-        set_last_error(std::string("internal error: ") + e.what());
-        return SIEVE_ERROR_INTERNAL;
-    }
-}

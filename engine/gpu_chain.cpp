@@ -259,18 +259,7 @@ VkDescriptorSet GpuChain::allocate_set(VkBuffer probabilities) {
                                              candidates_.buffer, results_.buffer,    probabilities,
                                              dispatch_args_.buffer, inputs_.buffer,
                                              wide_.buffer ? wide_.buffer : placeholder_.buffer};
-    VkDescriptorBufferInfo infos[kBindingCount];
-    VkWriteDescriptorSet writes[kBindingCount];
-    for (uint32_t i = 0; i < kBindingCount; ++i) {
-        infos[i] = VkDescriptorBufferInfo{buffers[i], 0, VK_WHOLE_SIZE};
-        writes[i] = VkWriteDescriptorSet{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-        writes[i].dstSet = set;
-        writes[i].dstBinding = i;
-        writes[i].descriptorCount = 1;
-        writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-        writes[i].pBufferInfo = &infos[i];
-    }
-    vk.vkUpdateDescriptorSets(device_.handle(), kBindingCount, writes, 0, nullptr);
+    write_storage_set(device_, set, buffers, kBindingCount);
     return set;
 }
 

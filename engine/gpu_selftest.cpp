@@ -1,6 +1,7 @@
 #include "gpu_selftest.hpp"
 
 #include "gpu_context.hpp"
+#include "standalone_kernel.hpp"
 #include "vk_check.hpp"
 
 #include <sieve_shaders.hpp>
@@ -26,54 +27,9 @@ std::vector<std::array<uint32_t, 4>> philox_on_device(sieve_context* context, co
         std::memcpy(words + i * 6 + 4, cases[i].key.data(), 8);
     }
 
-    VkDescriptorSetLayoutBinding bindings[2] = {};
-    for (uint32_t i = 0; i < 2; ++i) {
-        bindings[i].binding = i;
-        bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-        bindings[i].descriptorCount = 1;
-        bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
-    }
-    VkDescriptorSetLayoutCreateInfo sl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-    sl.bindingCount = 2;
-    sl.pBindings = bindings;
-    VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
-    vk_check(vk.vkCreateDescriptorSetLayout(dev, &sl, nullptr, &set_layout), "vkCreateDescriptorSetLayout");
-    VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, 4};
-    VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-    pl.setLayoutCount = 1;
-    pl.pSetLayouts = &set_layout;
-    pl.pushConstantRangeCount = 1;
-    pl.pPushConstantRanges = &range;
-    VkPipelineLayout layout = VK_NULL_HANDLE;
-    vk_check(vk.vkCreatePipelineLayout(dev, &pl, nullptr, &layout), "vkCreatePipelineLayout");
     const uint32_t wg = 64;
-    VkPipeline pipeline = create_compute_pipeline(device, layout, shaders::philox_kat.words,
-                                                  shaders::philox_kat.size_bytes, wg, 0);
-
-    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2};
-    VkDescriptorPoolCreateInfo dp{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-    dp.maxSets = 1;
-    dp.poolSizeCount = 1;
-    dp.pPoolSizes = &size;
-    VkDescriptorPool pool = VK_NULL_HANDLE;
-    vk_check(vk.vkCreateDescriptorPool(dev, &dp, nullptr, &pool), "vkCreateDescriptorPool");
-    VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-    ai.descriptorPool = pool;
-    ai.descriptorSetCount = 1;
-    ai.pSetLayouts = &set_layout;
-    VkDescriptorSet set = VK_NULL_HANDLE;
-    vk_check(vk.vkAllocateDescriptorSets(dev, &ai, &set), "vkAllocateDescriptorSets");
-    VkDescriptorBufferInfo infos[2] = {{in.buffer, 0, VK_WHOLE_SIZE}, {out.buffer, 0, VK_WHOLE_SIZE}};
-    VkWriteDescriptorSet writes[2] = {};
-    for (uint32_t i = 0; i < 2; ++i) {
-        writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
-        writes[i].dstSet = set;
-        writes[i].dstBinding = i;
-        writes[i].descriptorCount = 1;
-        writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-        writes[i].pBufferInfo = &infos[i];
-    }
-    vk.vkUpdateDescriptorSets(dev, 2, writes, 0, nullptr);
+    const StandaloneKernel kernel(device, shaders::philox_kat.words, shaders::philox_kat.size_bytes,
+                                  {in.buffer, out.buffer}, 4, wg, 0);
 
     VkCommandPoolCreateInfo cp{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     cp.queueFamilyIndex = device.family();
@@ -88,10 +44,7 @@ std::vector<std::array<uint32_t, 4>> philox_on_device(sieve_context* context, co
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     vk.vkBeginCommandBuffer(cmd, &bi);
-    vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
-    vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, &set, 0, nullptr);
-    vk.vkCmdPushConstants(cmd, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 4, &n);
-    vk.vkCmdDispatch(cmd, (n + wg - 1) / wg, 1, 1);
+    kernel.record(cmd, &n, (n + wg - 1) / wg, 1);
     VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
     barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
@@ -111,10 +64,6 @@ std::vector<std::array<uint32_t, 4>> philox_on_device(sieve_context* context, co
     if (r == VK_SUCCESS) std::memcpy(result.data(), out.mapped, n * 16);
     vk.vkDestroyFence(dev, fence, nullptr);
     vk.vkDestroyCommandPool(dev, command_pool, nullptr);
-    vk.vkDestroyDescriptorPool(dev, pool, nullptr);
-    vk.vkDestroyPipeline(dev, pipeline, nullptr);
-    vk.vkDestroyPipelineLayout(dev, layout, nullptr);
-    vk.vkDestroyDescriptorSetLayout(dev, set_layout, nullptr);
     device.destroy_buffer(in);
     device.destroy_buffer(out);
     vk_check(r, "philox self-test submission");

@@ -4,6 +4,8 @@
 
 #include <sieve_shaders.hpp>
 
+#include <vector>
+
 namespace sieve {
 
 const char* stage_name(Stage stage) {
@@ -47,21 +49,42 @@ VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, cons
     return pipeline;
 }
 
-Pipelines::Pipelines(Device& device) : device_(device) {
-    const auto& vk = device.vk();
-    VkDescriptorSetLayoutBinding bindings[kBindingCount];
-    for (uint32_t i = 0; i < kBindingCount; ++i) {
+VkDescriptorSetLayout create_storage_set_layout(Device& device, uint32_t count) {
+    std::vector<VkDescriptorSetLayoutBinding> bindings(count);
+    for (uint32_t i = 0; i < count; ++i) {
         bindings[i] = VkDescriptorSetLayoutBinding{};
         bindings[i].binding = i;
         bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
         bindings[i].descriptorCount = 1;
         bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
     }
-    VkDescriptorSetLayoutCreateInfo set_info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-    set_info.bindingCount = kBindingCount;
-    set_info.pBindings = bindings;
-    vk_check(vk.vkCreateDescriptorSetLayout(device.handle(), &set_info, nullptr, &set_layout_),
+    VkDescriptorSetLayoutCreateInfo info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+    info.bindingCount = count;
+    info.pBindings = bindings.data();
+    VkDescriptorSetLayout layout = VK_NULL_HANDLE;
+    vk_check(device.vk().vkCreateDescriptorSetLayout(device.handle(), &info, nullptr, &layout),
              "vkCreateDescriptorSetLayout");
+    return layout;
+}
+
+void write_storage_set(Device& device, VkDescriptorSet set, const VkBuffer* buffers, uint32_t count) {
+    std::vector<VkDescriptorBufferInfo> infos(count);
+    std::vector<VkWriteDescriptorSet> writes(count);
+    for (uint32_t i = 0; i < count; ++i) {
+        infos[i] = VkDescriptorBufferInfo{buffers[i], 0, VK_WHOLE_SIZE};
+        writes[i] = VkWriteDescriptorSet{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+        writes[i].dstSet = set;
+        writes[i].dstBinding = i;
+        writes[i].descriptorCount = 1;
+        writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        writes[i].pBufferInfo = &infos[i];
+    }
+    device.vk().vkUpdateDescriptorSets(device.handle(), count, writes.data(), 0, nullptr);
+}
+
+Pipelines::Pipelines(Device& device) : device_(device) {
+    const auto& vk = device.vk();
+    set_layout_ = create_storage_set_layout(device, kBindingCount);
     VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(PushConstants)};
     VkPipelineLayoutCreateInfo layout_info{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
     layout_info.setLayoutCount = 1;

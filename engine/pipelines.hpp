@@ -74,6 +74,11 @@ private:
     void release();
 };
 
+// A descriptor-set layout of `count` storage buffers at bindings 0..count-1,
+// for compute; and a set's bindings 0..count-1 pointed at `buffers` (whole).
+VkDescriptorSetLayout create_storage_set_layout(Device& device, uint32_t count);
+void write_storage_set(Device& device, VkDescriptorSet set, const VkBuffer* buffers, uint32_t count);
+
 // Builds a compute pipeline from embedded SPIR-V with (WG, CAP) specialization.
 VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, const uint32_t* words, size_t bytes,
                                    uint32_t workgroup_size, uint32_t capacity, bool row_inputs = false,

@@ -2,6 +2,7 @@
 // so the runner cannot rot, its JSON against docs/bench-schema.json, the HTML
 // report, --compare, the suite's contents, and bad input. No timing is asserted.
 #include "bench_schema_validator.hpp"
+#include "cli_process.hpp"
 #include "npy.hpp"
 
 #include <gtest/gtest.h>
@@ -23,35 +24,11 @@ namespace {
 
 using nlohmann::json;
 
-struct Proc {
-    int code = -1;
-    std::string out;
-    std::string err;
-};
+using sieve_test::Proc;
+using sieve_test::read_text;
 
-std::string read_text(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
-
-// Runs the CLI through the shell; stdout by popen, stderr via a file in `dir`.
 Proc run_sieve(const std::string& args, const std::filesystem::path& dir) {
-    const std::string err_path = (dir / "stderr.txt").string();
-    const std::string cmd = std::string("'") + SIEVE_CLI_PATH + "' " + args + " 2>'" + err_path + "'";
-    Proc r;
-    FILE* p = popen(cmd.c_str(), "r");
-    if (!p) return r;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-    const int status = pclose(p);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.err = read_text(err_path);
-    // The suite runs with SIEVE_VALIDATION=1, which the CLI inherits.
-    EXPECT_EQ(r.err.find("sieve: validation:"), std::string::npos) << "validation message from " << args << ":\n" << r.err;
-    return r;
+    return sieve_test::run_program(SIEVE_CLI_PATH, args, dir);
 }
 
 // Small and quick: few tokens, one profiled token, few calibration submits.

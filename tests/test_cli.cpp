@@ -1,5 +1,6 @@
 // The `sieve` binary (SIEVE_CLI_PATH) and the minimal C example
 // (SIEVE_MINIMAL_PATH), run as a user would: output parsed, exit statuses checked.
+#include "cli_process.hpp"
 #include "npy.hpp"
 
 #include <gtest/gtest.h>
@@ -22,11 +23,7 @@ namespace {
 
 using nlohmann::json;
 
-struct Proc {
-    int code = -1;
-    std::string out;
-    std::string err;
-};
+using sieve_test::Proc;
 
 class Cli : public ::testing::Test {
 protected:
@@ -39,26 +36,8 @@ protected:
 
     std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
-    // Runs `program args` through the shell; stdout captured by popen, stderr via a file.
     Proc run_program(const std::string& program, const std::string& args) const {
-        const std::string err_path = path("stderr.txt");
-        const std::string cmd = "'" + program + "' " + args + " 2>'" + err_path + "'";
-        Proc r;
-        FILE* p = popen(cmd.c_str(), "r");
-        if (!p) return r;
-        char buf[4096];
-        size_t n;
-        while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-        const int status = pclose(p);
-        r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        std::ifstream e(err_path);
-        std::stringstream ss;
-        ss << e.rdbuf();
-        r.err = ss.str();
-        // The suite runs with SIEVE_VALIDATION=1, which the CLI inherits: the
-        // library prints every validation message with this prefix.
-        EXPECT_EQ(r.err.find("sieve: validation:"), std::string::npos) << "validation message from " << args << ":\n" << r.err;
-        return r;
+        return sieve_test::run_program(program, args, dir_);
     }
     Proc sieve(const std::string& args) const { return run_program(SIEVE_CLI_PATH, args); }
 

@@ -2,6 +2,7 @@
 
 #include "bench_json.hpp"
 #include "exit_codes.hpp"
+#include "text_format.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -18,17 +19,6 @@ std::optional<double> median_of(const Json& c) {
     const double v = c["median_us"].get<double>();
     if (!(v > 0) || !std::isfinite(v)) return std::nullopt;
     return v;
-}
-
-std::string fmt(double v, int decimals) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-    return buf;
-}
-
-std::string pad(const std::string& s, size_t width, bool right) {
-    if (s.size() >= width) return s + " ";
-    return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
 }
 
 std::string label(const Json& doc) {
@@ -119,12 +109,12 @@ int run_compare(const std::string& a_path, const std::string& b_path, const std:
     out << "B/A = B's median / A's median per token (< 1: B is faster)\n";
     out << pad("case", 34, false) << pad("A median", 12, true) << pad("B median", 12, true) << pad("B/A", 9, true) << "\n";
     for (const Row& r : rows) {
-        out << pad(r.name, 34, false) << pad(r.a ? fmt(*r.a, 1) : "-", 12, true) << pad(r.b ? fmt(*r.b, 1) : "-", 12, true)
-            << pad(r.ratio ? fmt(*r.ratio, 3) : "-", 9, true);
+        out << pad(r.name, 34, false) << pad(r.a ? fixed(*r.a, 1) : "-", 12, true) << pad(r.b ? fixed(*r.b, 1) : "-", 12, true)
+            << pad(r.ratio ? fixed(*r.ratio, 3) : "-", 9, true);
         if (!r.note.empty()) out << "  (" << r.note << ")";
         out << "\n";
     }
-    if (geomean) out << "geometric mean of B/A over " << matched << " cases: " << fmt(*geomean, 3) << "\n";
+    if (geomean) out << "geometric mean of B/A over " << matched << " cases: " << fixed(*geomean, 3) << "\n";
     if (!only_a.empty()) out << "only in A: " << only_a.size() << " case(s), e.g. " << only_a.front() << "\n";
     if (!only_b.empty()) out << "only in B: " << only_b.size() << " case(s), e.g. " << only_b.front() << "\n";
     return kExitOk;

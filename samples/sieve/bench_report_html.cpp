@@ -1,5 +1,7 @@
 #include "bench_report_html.hpp"
 
+#include "text_format.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -29,11 +31,7 @@ std::string esc(const std::string& s) {
     return o;
 }
 
-std::string num(double v, int decimals = 1) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-    return buf;
-}
+std::string num(double v, int decimals = 1) { return fixed(v, decimals); }
 
 std::string str(const Json& c, const char* key) {
     return c.contains(key) && c[key].is_string() ? c[key].get<std::string>() : std::string();

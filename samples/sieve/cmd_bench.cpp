@@ -15,6 +15,7 @@
 #include "exit_codes.hpp"
 #include "json_output.hpp"
 #include "logits_source.hpp"
+#include "text_format.hpp"
 
 #include <sieve/sieve.hpp>
 
@@ -35,17 +36,6 @@
 
 namespace sieve_cli {
 namespace {
-
-std::string fixed(double v, int decimals) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-    return buf;
-}
-
-std::string pad(const std::string& s, size_t width, bool right) {
-    if (s.size() >= width) return s + " ";
-    return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
-}
 
 std::string opt_fixed(const std::optional<double>& v, int decimals) { return v ? fixed(*v, decimals) : "-"; }
 
