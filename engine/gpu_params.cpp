@@ -56,7 +56,8 @@ struct Needs {
 // them go to the CPU twin (cpu_fallback_rows).
 constexpr uint32_t kUnboundedNeed = 64;
 
-// Whether sampler i acts on this row (a parameter may switch it off).
+// Whether a sampler acts on this row (a parameter may switch it off: the
+// llama.cpp meanings of k <= 0, p >= 1, min-p <= 0, n <= 0, XTC's bounds).
 bool acts(SamplerKind kind, const ref::RowParams& row) {
     switch (kind) {
     case SamplerKind::Temperature: return true;
@@ -92,6 +93,7 @@ Needs analyse(const std::vector<SamplerKind>& samplers, const ref::RowParams& ro
         n.flags |= ROW_NEED_MASS;
     };
     for (size_t i = 0; i + 1 < samplers.size(); ++i) {
+        if (samplers[i] != SamplerKind::Temperature && !acts(samplers[i], row)) continue;  // off for this row
         switch (samplers[i]) {
         case SamplerKind::Temperature:
             if (row.dynatemp_range > 0.0f) return n;  // entropy over the array: bounded or the CPU twin
@@ -99,46 +101,36 @@ Needs analyse(const std::vector<SamplerKind>& samplers, const ref::RowParams& ro
             tprod *= row.temperature;
             break;
         case SamplerKind::TopK:
-            if (row.top_k > 0) {
-                if (!xtc_before) n.need = std::min<uint32_t>(static_cast<uint32_t>(row.top_k), half);
-                return n;
-            }
-            break;
+            if (!xtc_before) n.need = std::min<uint32_t>(static_cast<uint32_t>(row.top_k), half);
+            return n;
         case SamplerKind::TopP:
-            if (row.top_p < 1.0f && defer_top_p && !cut_before && !mass && !(n.flags & ROW_NEED_SIGMA) &&
-                top_p_only_cut(samplers, i, row)) {
+            if (defer_top_p && !cut_before && !mass && !(n.flags & ROW_NEED_SIGMA) && top_p_only_cut(samplers, i, row)) {
                 n.flags |= ROW_DEFER_TOP_P;
                 return n;
             }
-            if (row.top_p < 1.0f) {
-                want_mass();
-                cut_before = true;
-            }
+            want_mass();
+            cut_before = true;
             break;
         case SamplerKind::MinP:
             // The chain's first cut: the collect pass may drop what can never
             // pass it (slightly more generous than the threshold: rounding).
-            if (!cut_before && row.min_p > 0.0f && row.min_p < 1.0f) {
+            if (!cut_before && row.min_p < 1.0f) {
                 n.flags |= ROW_FLOOR;
                 n.floor = static_cast<float>(static_cast<double>(tprod) * std::log(static_cast<double>(row.min_p)) * (1.0 + 1e-5));
             }
-            if (row.min_p > 0.0f) cut_before = true;
+            cut_before = true;
             break;
         case SamplerKind::TypicalP:
-            if (row.typical_p < 1.0f) cut_before = true;
+            cut_before = true;
             break;
         case SamplerKind::Xtc:
-            if (row.xtc_probability > 0.0f && row.xtc_threshold <= 0.5f) {
-                want_mass();
-                xtc_before = true;
-                cut_before = true;
-            }
+            want_mass();
+            xtc_before = true;
+            cut_before = true;
             break;
         case SamplerKind::TopNSigma:
-            if (row.top_n_sigma > 0.0f) {
-                n.flags |= ROW_NEED_SIGMA;
-                cut_before = true;
-            }
+            n.flags |= ROW_NEED_SIGMA;
+            cut_before = true;
             break;
         default: break;
         }

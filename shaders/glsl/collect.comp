@@ -59,6 +59,21 @@ uint floor_key(bool use_floor, float floor_offset) {
     return sieve_key(wv + floor_offset - 1e-5 * abs(wv));
 }
 
+// The probes' end: their picks at c[0, n) (n a power of two) sorted
+// canonically (a key-0 pick sorts last), the need-th best is the first
+// threshold. (Parallel: on a CPU device one invocation's loop costs far more
+// than a few dozen barriers.)
+void threshold_from_picks(uint n, uint need) {
+    barrier();
+    bitonic_sort_canonical(n);
+    if (gl_LocalInvocationID.x == 0u && c_key[need - 1u] != 0u) {
+        s_has_tau = 1u;
+        s_tau_key = c_key[need - 1u];
+        s_tau_id = c_id[need - 1u];
+    }
+    barrier();
+}
+
 // A first threshold without appending anything: each invocation keeps its
 // PROBE best logits of the first round, and the need-th best of those is the
 // threshold (each is a logit of the chunk, so it is at most the chunk's need-th
@@ -98,21 +113,11 @@ void probe_threshold(uint row, uint begin, uint stop, uint need) {
     c_id[PROBE_AT + PROBE * t + 2u] = i2;
     c_id[PROBE_AT + PROBE * t + 3u] = i3;
     barrier();
-    // The picks sorted at the front (a key-0 pick sorts last), the need-th
-    // best is the threshold. (Parallel: on a CPU device one invocation's loop
-    // costs far more than a few dozen barriers.)
-    for (uint j = t; j < PROBE * WG; j += WG) {
+    for (uint j = t; j < PROBE * WG; j += WG) {  // to the front
         c_key[j] = c_key[PROBE_AT + j];
         c_id[j] = c_id[PROBE_AT + j];
     }
-    barrier();
-    bitonic_sort_canonical(PROBE * WG);
-    if (t == 0u && c_key[need - 1u] != 0u) {
-        s_has_tau = 1u;
-        s_tau_key = c_key[need - 1u];
-        s_tau_id = c_id[need - 1u];
-    }
-    barrier();
+    threshold_from_picks(PROBE * WG, need);
 }
 
 // A large `need` (top-k in the hundreds to CAP / 2): each invocation keeps its
@@ -152,14 +157,7 @@ void deep_probe_threshold(uint row, uint begin, uint stop, uint need) {
         c_key[PROBE_DEEP * t + j] = pk[j];
         c_id[PROBE_DEEP * t + j] = pi[j];
     }
-    barrier();
-    bitonic_sort_canonical(PROBE_DEEP * WG);
-    if (t == 0u && c_key[need - 1u] != 0u) {
-        s_has_tau = 1u;
-        s_tau_key = c_key[need - 1u];
-        s_tau_id = c_id[need - 1u];
-    }
-    barrier();
+    threshold_from_picks(PROBE_DEEP * WG, need);
 }
 
 // Keeps the best `need` of the buffer, sorted; the need-th becomes the

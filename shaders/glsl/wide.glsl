@@ -30,6 +30,9 @@
 #ifndef SIEVE_WIDE_GLSL
 #define SIEVE_WIDE_GLSL
 
+#include "row.glsl"
+#include "result.glsl"
+
 const uint R_WIDE_PHASE = 16u;   // WIDE_*
 const uint R_WIDE_KN = 17u;      // the buffer's last entry at the cut (key at the cut's temperatures, id):
 const uint R_WIDE_IDN = 18u;     //   "after the buffer" = canonically after it
@@ -62,10 +65,10 @@ const uint WIDE_GATHER_ARGS = 4u;
 // past it) and, when the cut falls in the buffer, draws there.
 const uint WIDE_DEFERRED = 0x80000000u;
 
-// A row's block in `wide`: 16 merged bins x (count, mc, md, -), the buffer's
+// A row's block in `wide`: the 16 merged bins' masses at the draw, the buffer's
 // entries (key at the draw, id), the buffer's keys at the cut (deferred rows),
 // then the list (key at the cut, id).
-const uint WIDE_HEADER = 4u * BINS;
+const uint WIDE_HEADER = BINS;
 uint wide_base(uint row) { return row * (WIDE_HEADER + 2u * CAP + 2u * pc.wide_cap); }
 uint wide_buffer_at(uint row) { return wide_base(row) + WIDE_HEADER; }
 uint wide_cut_keys_at(uint row) { return wide_base(row) + WIDE_HEADER + CAP; }
@@ -75,6 +78,15 @@ uint wide_list_at(uint row) { return wide_base(row) + WIDE_HEADER + 2u * CAP; }
 float wide_divide(float x, float t, uint n) {
     for (uint j = 0u; j < n; ++j) x = x / t;
     return x;
+}
+
+// The row goes to the CPU twin at this step (counted by the host); passes:
+// the row passes it took.
+void wide_fallback(uint row, uint passes) {
+    uint step = row_step(row);
+    write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, passes);
+    advance_step(row, step);
+    row_state[row * ROW_STRIDE + R_WIDE_PHASE] = WIDE_NONE;
 }
 
 bool wide_after(uint ka, uint ia, uint kb, uint ib) { return ka < kb || (ka == kb && ia > ib); }

@@ -273,14 +273,6 @@ void select_resolving_ties(uint list, uint m, uint bin, bool draw, bool use_cut,
 
 // ---- the resolve ------------------------------------------------------------------
 
-void fallback_row(uint row, uint step) {
-    if (gl_LocalInvocationID.x == 0u) {
-        write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, 3u);
-        advance_step(row, step);
-        row_state[row * ROW_STRIDE + R_WIDE_PHASE] = WIDE_NONE;
-    }
-}
-
 void resolve(uint row) {
     uint t = gl_LocalInvocationID.x;
     uint o = row * ROW_STRIDE;
@@ -297,7 +289,7 @@ void resolve(uint row) {
     //    by wide_histogram).
     select_resolving_ties(list, m, bstar, false, false, 0u, 0u, fixed40(max(rc - before, 0.0)), false);
     if (w_state != SEL_FOUND) {
-        fallback_row(row, step);
+        if (t == 0u) wide_fallback(row, 3u);
         return;
     }
     uint cut_k = w_key, cut_id = w_token;
@@ -322,7 +314,7 @@ void resolve(uint row) {
     if (t == 0u) {
         uint head = wide_base(row);
         float total = uintBitsToFloat(row_state[o + R_WIDE_BD]);
-        for (uint b = 0u; b < bstar; ++b) total += uintBitsToFloat(wide[head + 4u * b + 2u]);
+        for (uint b = 0u; b < bstar; ++b) total += uintBitsToFloat(wide[head + b]);
         total += u64_to_float(uvec2(w_lo[0], w_hi[0])) * 9.094947017729282e-13;  // / 2^40
         w_total = total;
         float u = float(row_uniform(row)) * 2.3283064365386963e-10;
@@ -344,7 +336,7 @@ void resolve(uint row) {
         float rem = u64_to_float(tg) * 9.094947017729282e-13;
         uint bin = bstar;
         for (uint b = 0u; b < bstar && bin == bstar; ++b) {
-            float md = uintBitsToFloat(wide[head + 4u * b + 2u]);
+            float md = uintBitsToFloat(wide[head + b]);
             if (rem < md) bin = b;
             else rem -= md;
         }
@@ -355,12 +347,12 @@ void resolve(uint row) {
     if (w_in_buffer == 0u) {  // uniform
         uint bin = w_bin;
         if (((mask >> bin) & 1u) == 0u) {  // rounding beyond what the histogram foresaw
-            fallback_row(row, step);
+            if (t == 0u) wide_fallback(row, 3u);
             return;
         }
         select_resolving_ties(list, m, bin, true, bin == bstar, cut_k, cut_id, fixed40(w_rem), true);
         if (w_state != SEL_FOUND) {
-            fallback_row(row, step);
+            if (t == 0u) wide_fallback(row, 3u);
             return;
         }
     }

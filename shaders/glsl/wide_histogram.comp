@@ -23,14 +23,6 @@ layout(std430, set = 0, binding = 0) readonly buffer Logits4 { vec4 logits4[]; }
 shared uint s_a[WG / 2u][BINS];
 shared uint s_b[WG / 2u][BINS];
 
-// The row goes to the CPU twin at this step (counted by the host).
-void wide_fallback(uint row) {
-    uint step = row_step(row);
-    write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, 2u);
-    advance_step(row, step);
-    row_state[row * ROW_STRIDE + R_WIDE_PHASE] = WIDE_NONE;
-}
-
 // A deferred row (ROW_DEFER_TOP_P): the total is the buffer's mass, the bins'
 // and the mass below L (fixed order, compensated). top-p's target p * total
 // is first looked for in the buffer (llama.cpp: the first entry whose
@@ -58,7 +50,7 @@ bool cut_in_buffer(uint row, float mc[BINS], float below) {
     }
     if (last == 0u) {
         if (acc.x >= target) {  // min_keep reaches past the buffer: ranks, not masses
-            wide_fallback(row);
+            wide_fallback(row, 2u);
             return true;
         }
         row_state[o + R_WIDE_RC] = floatBitsToUint(target - (acc.x - acc.y));
@@ -107,11 +99,9 @@ void decide(uint row) {
         below += uintBitsToFloat(histograms[h + 3u]);
     }
     if ((row_state[o + R_WIDE_NT] & WIDE_DEFERRED) != 0u && cut_in_buffer(row, mc, below)) return;
-    uint head = wide_base(row);
+    uint head = wide_base(row);  // the draw's masses per bin, for wide_gather
     for (uint b = 0u; b < BINS; ++b) {
-        wide[head + 4u * b + 0u] = cnt[b];
-        wide[head + 4u * b + 1u] = floatBitsToUint(mc[b]);
-        wide[head + 4u * b + 2u] = floatBitsToUint(md[b]);
+        wide[head + b] = floatBitsToUint(md[b]);
     }
     // top-p: the first entry whose cumulative mass reaches the target; the
     // bins before b* are kept whole.
@@ -130,7 +120,7 @@ void decide(uint row) {
     // llama.cpp keeps at least min_keep: past b*'s start the GPU would need
     // ranks, not masses (rare: the buffer holds CAP / 2 entries).
     if (bstar == BINS || row_state[o + R_WIDE_KEEP] > kept + 1u) {
-        wide_fallback(row);
+        wide_fallback(row, 2u);
         return;
     }
     // Whatever the cut inside b*, the draw's total lies in [a, a + md[b*]];
@@ -151,7 +141,7 @@ void decide(uint row) {
         cum += md[b];
     }
     if (gathered > pc.wide_cap) {
-        wide_fallback(row);
+        wide_fallback(row, 2u);
         return;
     }
     row_state[o + R_WIDE_BSTAR] = bstar;
