@@ -91,6 +91,48 @@ struct RowParams {
     // structured-output engines produce it. Empty = none.
     std::vector<LogitBias> logit_bias;
     std::vector<uint32_t> token_bitmask;
+
+    // The stateful samplers (they read the slot's history and state, SlotState),
+    // with llama.cpp's names and common_params_sampling defaults.
+    // penalties (llama_sampler_init_penalties): off when last_n == 0 or all three
+    // values are neutral (1, 0, 0). last_n -1 = the whole history given.
+    int32_t penalty_last_n = 64;
+    float penalty_repeat = 1.0f;
+    float penalty_freq = 0.0f;
+    float penalty_present = 0.0f;
+    // DRY (llama_sampler_init_dry): off when multiplier == 0, base < 1 or
+    // last_n == 0; last_n -1 = the whole history given (llama.cpp: the context).
+    float dry_multiplier = 0.0f;
+    float dry_base = 1.75f;
+    int32_t dry_allowed_length = 2;
+    int32_t dry_penalty_last_n = -1;
+    // Sequence breakers as token-id sequences, head token first (llama.cpp's
+    // token-level constructor, llama_sampler_init_dry_testing). None by default:
+    // Sieve has no vocabulary to tokenize llama.cpp's string breakers.
+    std::vector<std::vector<int32_t>> dry_sequence_breakers;
+    // mirostat v1 / v2 (llama_sampler_init_mirostat[_v2]): tau (target
+    // surprise), eta (learning rate); v1 uses m = 100.
+    float mirostat_tau = 5.0f;
+    float mirostat_eta = 0.1f;
+    // adaptive-p (llama_sampler_init_adaptive_p): target < 0 = a plain draw.
+    float adaptive_target = -1.0f;
+    float adaptive_decay = 0.9f;
+};
+
+// What a sequence slot carries between tokens: its accepted tokens and the
+// state of the samplers that learn (llama.cpp keeps these inside each sampler;
+// Sieve keeps one per slot so sequences can move between batch rows).
+struct SlotState {
+    std::vector<int32_t> history;  // accepted tokens, oldest first (llama.cpp's accept order)
+    // mirostat v1/v2: mu. llama.cpp sets mu = 2 * tau at init and reset; the
+    // twin does so at first use (mu_set false), with the row's tau then.
+    bool mu_set = false;
+    float mu = 0.0f;
+    // adaptive-p's running average, as llama.cpp keeps it (set at first use,
+    // updated only by tokens adaptive-p drew itself).
+    bool adaptive_set = false;
+    float adaptive_weighted_sum = 0.0f;
+    float adaptive_total_weight = 0.0f;
 };
 
 // ---- Philox4x32-10 (Random123), identical to shaders/glsl/philox.glsl --------
@@ -172,6 +214,19 @@ std::vector<Weighted> canonical_distribution(const CandidateArray& cur);
 // exceeds u = u32 / 2^32. Returns the index into `dist`.
 size_t draw_inverse_cdf(const std::vector<Weighted>& dist, uint32_t u32);
 
+// ---- the stateful samplers (llama.cpp semantics) ----------------------------
+// `history` is the slot's accepted tokens, oldest first; each sampler reads its
+// last last_n of them (all of them for last_n -1).
+// llama_sampler_penalties_apply: counts over the window; logit <= 0 multiplied
+// by the repeat penalty, > 0 divided; then logit -= count*freq + (count>0)*present.
+void apply_penalties(CandidateArray& cur, const std::vector<int32_t>& history, const RowParams& params);
+// llama_sampler_dry_apply: restart sequences (breakers), the reverse
+// Z-algorithm, penalty multiplier * base^(len - allowed_length) with the
+// exponent cap for base > 1.000001; single-token breakers are never penalized.
+void apply_dry(CandidateArray& cur, const std::vector<int32_t>& history, const RowParams& params);
+// The DRY exponent cap llama.cpp computes: 0 (no cap) unless base > 1.000001.
+int32_t dry_max_exponent(float base);
+
 // ---- a whole row through a chain -------------------------------------------
 struct RowResult {
     int32_t token = -1;
@@ -182,14 +237,18 @@ struct RowResult {
 };
 
 // Runs `chain` (from parse_chain) over one row. `step` is the row's RNG step,
-// `draw` the draw index within the step (0 for plain sampling).
+// `draw` the draw index within the step (0 for plain sampling). `state` is the
+// row's slot (NULL = an empty history and fresh state): the penalties and DRY
+// read its history; mirostat and adaptive-p read and update their state in it
+// (the draw's token is NOT appended to the history: the caller accepts it).
 RowResult sample_row(const std::vector<SamplerKind>& chain, const float* logits, int32_t vocab,
-                     const RowParams& params, uint32_t step, uint32_t draw = 0);
+                     const RowParams& params, uint32_t step, uint32_t draw = 0, SlotState* state = nullptr);
 
 // The distribution sample_row would draw from at the same step and draw (empty
 // with a status on bad input). The step matters only to XTC's coin.
+// The slot's state is read, never changed.
 sieve_status row_distribution(const std::vector<SamplerKind>& chain, const float* logits, int32_t vocab,
                               const RowParams& params, std::vector<Weighted>* out, std::string* message,
-                              uint32_t step = 0, uint32_t draw = 0);
+                              uint32_t step = 0, uint32_t draw = 0, const SlotState* state = nullptr);
 
 } // namespace sieve::ref

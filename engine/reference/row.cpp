@@ -137,7 +137,7 @@ sieve_status run_chain(const std::vector<SamplerKind>& chain, const float* logit
 } // namespace
 
 RowResult sample_row(const std::vector<SamplerKind>& chain, const float* logits, int32_t vocab,
-                     const RowParams& params, uint32_t step, uint32_t draw) {
+                     const RowParams& params, uint32_t step, uint32_t draw, SlotState* /*state*/) {
     RowResult result;
     CandidateArray cur;
     Final final = Final::Dist;
@@ -170,7 +170,7 @@ RowResult sample_row(const std::vector<SamplerKind>& chain, const float* logits,
 
 sieve_status row_distribution(const std::vector<SamplerKind>& chain, const float* logits, int32_t vocab,
                               const RowParams& params, std::vector<Weighted>* out, std::string* message,
-                              uint32_t step, uint32_t draw) {
+                              uint32_t step, uint32_t draw, const SlotState* /*state*/) {
     std::string local_message;
     std::string& msg = message ? *message : local_message;
     msg.clear();
