@@ -11,6 +11,7 @@
 
 #include <sieve/sieve_vulkan.h>
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -50,7 +51,7 @@ int32_t raw_enum(const Enum& e) {
 
 void check_param(const sieve_param& param) {
     const int32_t raw = raw_enum(param);
-    if (raw < SIEVE_PARAM_TEMPERATURE || raw > SIEVE_PARAM_DYNATEMP_EXPONENT)
+    if (raw < SIEVE_PARAM_TEMPERATURE || raw > SIEVE_PARAM_ADAPTIVE_DECAY)
         fail(SIEVE_ERROR_INVALID_PARAMETER, "unknown parameter " + std::to_string(raw));
 }
 
@@ -212,6 +213,8 @@ SIEVE_API void sieve_chain_desc_init(sieve_chain_desc* desc) {
     desc->temperature = 0.8f;  // llama.cpp's default
     desc->seed = SIEVE_SEED_RANDOM;
     desc->min_keep = 0;
+    desc->max_slots = 0;         // = max_rows
+    desc->history_capacity = 0;  // = 1024
 }
 
 SIEVE_API sieve_status sieve_chain_create(sieve_context* context, const sieve_chain_desc* desc, sieve_chain** out) {
@@ -257,6 +260,87 @@ SIEVE_API sieve_status sieve_chain_reset(sieve_chain* chain, int32_t row) {
     });
 }
 
+SIEVE_API sieve_status sieve_chain_set_slots(sieve_chain* chain, const int32_t* slots, int32_t n) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        chain->impl->set_slots(slots, n);
+        return SIEVE_OK;
+    });
+}
+
+SIEVE_API sieve_status sieve_accept(sieve_chain* chain, int32_t row, const int32_t* tokens, int32_t n) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        chain->impl->accept(row, tokens, n);
+        return SIEVE_OK;
+    });
+}
+
+SIEVE_API sieve_status sieve_chain_copy_slot(sieve_chain* chain, int32_t src_slot, int32_t dst_slot) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        chain->impl->copy_slot(src_slot, dst_slot);
+        return SIEVE_OK;
+    });
+}
+
+SIEVE_API sieve_status sieve_chain_reset_slot(sieve_chain* chain, int32_t slot) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        chain->impl->reset_slot(slot);
+        return SIEVE_OK;
+    });
+}
+
+SIEVE_API sieve_status sieve_chain_slot_state_size(const sieve_chain* chain, size_t* bytes) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        if (!bytes) fail(SIEVE_ERROR_INVALID_ARGUMENT, "bytes is NULL");
+        *bytes = chain->impl->slot_state_size();
+        return SIEVE_OK;
+    });
+}
+
+SIEVE_API sieve_status sieve_chain_save_slot(sieve_chain* chain, int32_t slot, void* data, size_t size) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        chain->impl->save_slot(slot, data, size);
+        return SIEVE_OK;
+    });
+}
+
+SIEVE_API sieve_status sieve_chain_restore_slot(sieve_chain* chain, int32_t slot, const void* data, size_t size) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        chain->impl->restore_slot(slot, data, size);
+        return SIEVE_OK;
+    });
+}
+
+SIEVE_API sieve_status sieve_chain_slot_history(sieve_chain* chain, int32_t slot, int32_t* tokens, int32_t capacity,
+                                                int32_t* count) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        if (!count) fail(SIEVE_ERROR_INVALID_ARGUMENT, "count is NULL");
+        if (capacity < 0) fail(SIEVE_ERROR_INVALID_ARGUMENT, "negative capacity");
+        if (capacity > 0 && !tokens) fail(SIEVE_ERROR_INVALID_ARGUMENT, "tokens is NULL");
+        const std::vector<int32_t> history = chain->impl->slot_history(slot);
+        *count = static_cast<int32_t>(history.size());
+        const int32_t n = std::min(capacity, *count);
+        for (int32_t i = 0; i < n; ++i) tokens[i] = history[history.size() - static_cast<size_t>(n) + static_cast<size_t>(i)];
+        return SIEVE_OK;
+    });
+}
+
+SIEVE_API sieve_status sieve_chain_set_dry_breakers(sieve_chain* chain, int32_t row, const int32_t* tokens,
+                                                    const int32_t* lengths, int32_t n) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        chain->impl->set_dry_breakers(row, tokens, lengths, n);
+        return SIEVE_OK;
+    });
+}
+
 SIEVE_API sieve_status sieve_chain_set_logit_bias(sieve_chain* chain, int32_t row, const int32_t* tokens,
                                                   const float* biases, int32_t n) {
     if (!chain) return null_handle("chain");
@@ -283,7 +367,8 @@ SIEVE_API sieve_status sieve_sample(sieve_chain* chain, const float* logits, int
         chain->impl->check_call(logits, rows, vocab);
         chain->impl->check_row_inputs(rows, vocab);
         std::string message;
-        sieve_status s = chain->impl->sample(logits, rows, vocab, 1, nullptr, out, &message);
+        chain->impl->check_slots(rows);
+        sieve_status s = chain->impl->sample(logits, rows, vocab, 1, nullptr, out, &message, true);
         if (s != SIEVE_OK) set_last_error(message);
         return s;
     });
@@ -298,7 +383,8 @@ SIEVE_API sieve_status sieve_sample_draws(sieve_chain* chain, const float* logit
         chain->impl->check_call(logits, rows, vocab);
         chain->impl->check_row_inputs(rows, vocab);
         std::string message;
-        sieve_status s = chain->impl->sample(logits, rows, vocab, draws, tokens, out, &message);
+        chain->impl->check_slots(rows);
+        sieve_status s = chain->impl->sample(logits, rows, vocab, draws, tokens, out, &message, false);
         if (s != SIEVE_OK) set_last_error(message);
         return s;
     });
@@ -315,6 +401,7 @@ SIEVE_API sieve_status sieve_chain_distribution(sieve_chain* chain, const float*
         chain->impl->check_call(logits, rows, vocab);
         chain->impl->check_row_inputs(rows, vocab);
         if (row < 0 || row >= rows) fail(SIEVE_ERROR_INVALID_ARGUMENT, "row " + std::to_string(row) + " is outside 0.." + std::to_string(rows - 1));
+        chain->impl->check_slots(rows);
         std::vector<ref::Weighted> dist;
         std::string message;
         sieve_status s = chain->impl->distribution(logits, rows, vocab, row, &dist, &message);

@@ -1,8 +1,12 @@
 #include "chain.hpp"
 
+#include "slot_layout.hpp"
+
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 
 namespace sieve {
@@ -32,6 +36,18 @@ const char* param_name(sieve_param param) {
     case SIEVE_PARAM_XTC_THRESHOLD: return "xtc_threshold";
     case SIEVE_PARAM_DYNATEMP_RANGE: return "dynatemp_range";
     case SIEVE_PARAM_DYNATEMP_EXPONENT: return "dynatemp_exponent";
+    case SIEVE_PARAM_REPEAT_LAST_N: return "repeat_last_n";
+    case SIEVE_PARAM_REPEAT_PENALTY: return "repeat_penalty";
+    case SIEVE_PARAM_FREQUENCY_PENALTY: return "frequency_penalty";
+    case SIEVE_PARAM_PRESENCE_PENALTY: return "presence_penalty";
+    case SIEVE_PARAM_DRY_MULTIPLIER: return "dry_multiplier";
+    case SIEVE_PARAM_DRY_BASE: return "dry_base";
+    case SIEVE_PARAM_DRY_ALLOWED_LENGTH: return "dry_allowed_length";
+    case SIEVE_PARAM_DRY_PENALTY_LAST_N: return "dry_penalty_last_n";
+    case SIEVE_PARAM_MIROSTAT_TAU: return "mirostat_tau";
+    case SIEVE_PARAM_MIROSTAT_ETA: return "mirostat_eta";
+    case SIEVE_PARAM_ADAPTIVE_TARGET: return "adaptive_target";
+    case SIEVE_PARAM_ADAPTIVE_DECAY: return "adaptive_decay";
     }
     return nullptr;
 }
@@ -50,6 +66,20 @@ float as_float(sieve_param param, double value) {
     return static_cast<float>(value);
 }
 
+// A window over the slot's history: an integer in [0, capacity]. llama.cpp's
+// -1 means "the context", which Sieve does not have: refused, with the way out.
+int32_t as_last_n(sieve_param param, double value, int32_t capacity) {
+    const std::string name = param_name(param);
+    if (value != std::floor(value) || value < 0)
+        fail(SIEVE_ERROR_INVALID_PARAMETER,
+             name + " must be an integer >= 0 (0 = off), got " + format_value(value) +
+                 (value == -1 ? " (llama.cpp's -1 means the context size; give the window in tokens)" : ""));
+    if (value > capacity)
+        fail(SIEVE_ERROR_CAPACITY, name + " " + format_value(value) + " is beyond the chain's history capacity " +
+                                       std::to_string(capacity) + " (sieve_chain_desc.history_capacity)");
+    return static_cast<int32_t>(value);
+}
+
 void row_out_of_range(int32_t row, int32_t max_rows) {
     fail(SIEVE_ERROR_INVALID_ARGUMENT,
          "row " + std::to_string(row) + " is outside the chain's " + std::to_string(max_rows) + " rows");
@@ -65,6 +95,12 @@ ChainConfig make_chain_config(const sieve_chain_desc& desc) {
         fail(SIEVE_ERROR_CAPACITY, "chain capacity must be at least 1 row and 1 token");
     if (!std::isfinite(desc.temperature)) fail(SIEVE_ERROR_INVALID_PARAMETER, "temperature must be finite");
     if (desc.min_keep < 0) fail(SIEVE_ERROR_INVALID_PARAMETER, "min_keep must be >= 0");
+    if (desc.max_slots < 0) fail(SIEVE_ERROR_INVALID_ARGUMENT, "negative max_slots");
+    if (desc.history_capacity < 0 || desc.history_capacity > kMaxHistoryCapacity)
+        fail(desc.history_capacity < 0 ? SIEVE_ERROR_INVALID_ARGUMENT : SIEVE_ERROR_CAPACITY,
+             "history_capacity " + std::to_string(desc.history_capacity) + " outside 0.." +
+                 std::to_string(kMaxHistoryCapacity) + " (0 = the default " +
+                 std::to_string(kDefaultHistoryCapacity) + ")");
     ChainConfig c;
     std::string message;
     sieve_status s = ref::parse_chain(desc.samplers, &c.samplers, &message);
@@ -74,6 +110,8 @@ ChainConfig make_chain_config(const sieve_chain_desc& desc) {
     c.temperature = desc.temperature;
     c.seed = desc.seed;
     c.min_keep = desc.min_keep;
+    c.max_slots = desc.max_slots > 0 ? desc.max_slots : desc.max_rows;
+    c.history_capacity = desc.history_capacity > 0 ? desc.history_capacity : kDefaultHistoryCapacity;
     return c;
 }
 
@@ -83,7 +121,11 @@ ChainImpl::ChainImpl(const ChainConfig& config) : config_(config) {
         r.temperature = config.temperature;
         r.seed = resolve_seed(config.seed);
         r.min_keep = config.min_keep;
+        // llama.cpp's default -1 is "the context": Sieve's is the slot's history.
+        r.dry_penalty_last_n = config.history_capacity;
     }
+    slot_of_row_.resize(static_cast<size_t>(config.max_rows));
+    for (int32_t r = 0; r < config.max_rows; ++r) slot_of_row_[static_cast<size_t>(r)] = r < config.max_slots ? r : -1;
 }
 
 void ChainImpl::set_param(int32_t row, sieve_param param, double value) {
@@ -112,7 +154,8 @@ void ChainImpl::set_one(int32_t row, sieve_param param, double value) {
         if (value < 0 || value > 4294967295.0 || value != std::floor(value))
             fail(SIEVE_ERROR_INVALID_PARAMETER, "seed must be an integer in [0, 4294967295]");
         r.seed = resolve_seed(static_cast<uint32_t>(value));
-        r.generation += 1;
+        // A new seed restarts the step of the row's slot (a new stream).
+        if (slot_of(row) >= 0) slot_record(slot_of(row))[kSlotStep] = 0;
         return;
     case SIEVE_PARAM_MIN_KEEP:
         if (value < 0 || value > 2147483647.0 || value != std::floor(value))
@@ -137,6 +180,28 @@ void ChainImpl::set_one(int32_t row, sieve_param param, double value) {
         return;
     }
     case SIEVE_PARAM_DYNATEMP_EXPONENT: r.dynatemp_exponent = as_float(param, value); return;
+    case SIEVE_PARAM_REPEAT_LAST_N: r.penalty_last_n = as_last_n(param, value, config_.history_capacity); return;
+    case SIEVE_PARAM_REPEAT_PENALTY:
+        // llama.cpp divides positive logits by it: 0 or less has no meaning.
+        if (!(value > 0))
+            fail(SIEVE_ERROR_INVALID_PARAMETER, "repeat_penalty must be > 0 (1 = off), got " + format_value(value));
+        r.penalty_repeat = as_float(param, value);
+        return;
+    case SIEVE_PARAM_FREQUENCY_PENALTY: r.penalty_freq = as_float(param, value); return;
+    case SIEVE_PARAM_PRESENCE_PENALTY: r.penalty_present = as_float(param, value); return;
+    case SIEVE_PARAM_DRY_MULTIPLIER: r.dry_multiplier = as_float(param, value); return;
+    case SIEVE_PARAM_DRY_BASE: r.dry_base = as_float(param, value); return;
+    case SIEVE_PARAM_DRY_ALLOWED_LENGTH:
+        if (value < 0 || value > 65536 || value != std::floor(value))
+            fail(SIEVE_ERROR_INVALID_PARAMETER, "dry_allowed_length must be an integer in [0, 65536], got " +
+                                                    format_value(value));
+        r.dry_allowed_length = static_cast<int32_t>(value);
+        return;
+    case SIEVE_PARAM_DRY_PENALTY_LAST_N: r.dry_penalty_last_n = as_last_n(param, value, config_.history_capacity); return;
+    case SIEVE_PARAM_MIROSTAT_TAU: r.mirostat_tau = as_float(param, value); return;
+    case SIEVE_PARAM_MIROSTAT_ETA: r.mirostat_eta = as_float(param, value); return;
+    case SIEVE_PARAM_ADAPTIVE_TARGET: r.adaptive_target = as_float(param, value); return;
+    case SIEVE_PARAM_ADAPTIVE_DECAY: r.adaptive_decay = as_float(param, value); return;
     }
     fail(SIEVE_ERROR_INVALID_PARAMETER, "unknown parameter " + std::to_string(static_cast<int>(param)));
 }
@@ -158,6 +223,18 @@ double ChainImpl::get_param(int32_t row, sieve_param param) const {
     case SIEVE_PARAM_XTC_THRESHOLD: return r.xtc_threshold;
     case SIEVE_PARAM_DYNATEMP_RANGE: return r.dynatemp_range;
     case SIEVE_PARAM_DYNATEMP_EXPONENT: return r.dynatemp_exponent;
+    case SIEVE_PARAM_REPEAT_LAST_N: return r.penalty_last_n;
+    case SIEVE_PARAM_REPEAT_PENALTY: return r.penalty_repeat;
+    case SIEVE_PARAM_FREQUENCY_PENALTY: return r.penalty_freq;
+    case SIEVE_PARAM_PRESENCE_PENALTY: return r.penalty_present;
+    case SIEVE_PARAM_DRY_MULTIPLIER: return r.dry_multiplier;
+    case SIEVE_PARAM_DRY_BASE: return r.dry_base;
+    case SIEVE_PARAM_DRY_ALLOWED_LENGTH: return r.dry_allowed_length;
+    case SIEVE_PARAM_DRY_PENALTY_LAST_N: return r.dry_penalty_last_n;
+    case SIEVE_PARAM_MIROSTAT_TAU: return r.mirostat_tau;
+    case SIEVE_PARAM_MIROSTAT_ETA: return r.mirostat_eta;
+    case SIEVE_PARAM_ADAPTIVE_TARGET: return r.adaptive_target;
+    case SIEVE_PARAM_ADAPTIVE_DECAY: return r.adaptive_decay;
     }
     fail(SIEVE_ERROR_INVALID_PARAMETER, "unknown parameter " + std::to_string(static_cast<int>(param)));
 }
@@ -214,8 +291,131 @@ void ChainImpl::set_token_bitmask(int32_t row, const uint32_t* words, int32_t n_
 void ChainImpl::reset(int32_t row) {
     if (row < -1 || row >= config_.max_rows)
         fail(SIEVE_ERROR_INVALID_ARGUMENT, "row " + std::to_string(row) + " is outside the chain");
+    if (row == -1) {
+        for (int32_t s = 0; s < config_.max_slots; ++s) slot_reset(slot_record(s), history_capacity());
+        return;
+    }
+    if (slot_of(row) < 0) fail(SIEVE_ERROR_INVALID_ARGUMENT, "row " + std::to_string(row) + " maps to no slot");
+    slot_reset(slot_record(slot_of(row)), history_capacity());
+}
+
+void ChainImpl::check_slot(int32_t slot, const char* what) const {
+    if (slot < 0 || slot >= config_.max_slots)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, std::string(what) + " " + std::to_string(slot) + " is outside the chain's " +
+                                               std::to_string(config_.max_slots) + " slots");
+}
+
+void ChainImpl::set_slots(const int32_t* slots, int32_t n) {
+    if (n < 0 || n > config_.max_rows)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "slot map of " + std::to_string(n) + " rows; the chain has " +
+                                               std::to_string(config_.max_rows));
+    if (n > 0 && !slots) fail(SIEVE_ERROR_INVALID_ARGUMENT, "slots is NULL");
+    for (int32_t r = 0; r < n; ++r) {
+        if (slots[r] < 0 || slots[r] >= config_.max_slots)
+            fail(SIEVE_ERROR_INVALID_ARGUMENT, "row " + std::to_string(r) + ": slot " + std::to_string(slots[r]) +
+                                                   " is outside the chain's " + std::to_string(config_.max_slots) +
+                                                   " slots");
+    }
     for (int32_t r = 0; r < config_.max_rows; ++r)
-        if (row == -1 || r == row) rows_[static_cast<size_t>(r)].generation += 1;
+        slot_of_row_[static_cast<size_t>(r)] = r < n ? slots[r] : (r < config_.max_slots ? r : -1);
+}
+
+void ChainImpl::check_slots(int32_t rows) const {
+    std::vector<int32_t> owner(static_cast<size_t>(config_.max_slots), -1);
+    for (int32_t r = 0; r < rows; ++r) {
+        const int32_t s = slot_of(r);
+        if (s < 0)
+            fail(SIEVE_ERROR_INVALID_ARGUMENT, "row " + std::to_string(r) + " maps to no slot (the chain has " +
+                                                   std::to_string(config_.max_slots) +
+                                                   " slots; map rows with sieve_chain_set_slots)");
+        if (owner[static_cast<size_t>(s)] >= 0)
+            fail(SIEVE_ERROR_INVALID_ARGUMENT, "rows " + std::to_string(owner[static_cast<size_t>(s)]) + " and " +
+                                                   std::to_string(r) + " both map to slot " + std::to_string(s) +
+                                                   " (two appends to one history have no order)");
+        owner[static_cast<size_t>(s)] = r;
+    }
+}
+
+void ChainImpl::accept(int32_t row, const int32_t* tokens, int32_t n) {
+    if (row < 0 || row >= config_.max_rows) row_out_of_range(row, config_.max_rows);
+    if (slot_of(row) < 0) fail(SIEVE_ERROR_INVALID_ARGUMENT, "row " + std::to_string(row) + " maps to no slot");
+    if (n < 0) fail(SIEVE_ERROR_INVALID_ARGUMENT, "token count " + std::to_string(n) + " is negative");
+    if (n > 0 && !tokens) fail(SIEVE_ERROR_INVALID_ARGUMENT, "tokens is NULL");
+    for (int32_t i = 0; i < n; ++i)
+        if (tokens[i] < 0 || tokens[i] >= config_.max_vocab)
+            fail(SIEVE_ERROR_INVALID_ARGUMENT, "token " + std::to_string(i) + " (" + std::to_string(tokens[i]) +
+                                                   ") is outside the chain's vocab 0.." +
+                                                   std::to_string(config_.max_vocab - 1));
+    // Only the newest `capacity` tokens can stay.
+    const int32_t keep = std::min(n, config_.history_capacity);
+    slot_append(slot_record(slot_of(row)), history_capacity(), tokens + (n - keep), static_cast<size_t>(keep));
+}
+
+void ChainImpl::reset_slot(int32_t slot) {
+    check_slot(slot, "slot");
+    slot_reset(slot_record(slot), history_capacity());
+}
+
+void ChainImpl::copy_slot(int32_t src, int32_t dst) {
+    check_slot(src, "source slot");
+    check_slot(dst, "destination slot");
+    if (src == dst) return;
+    const uint32_t* from = slot_record(src);
+    std::memcpy(slot_record(dst), from, slot_words(history_capacity()) * 4);
+}
+
+size_t ChainImpl::slot_state_size() const { return slot_blob_bytes(history_capacity()); }
+
+void ChainImpl::save_slot(int32_t slot, void* data, size_t size) {
+    check_slot(slot, "slot");
+    if (!data) fail(SIEVE_ERROR_INVALID_ARGUMENT, "data is NULL");
+    if (size < slot_state_size())
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "buffer of " + std::to_string(size) + " bytes; a slot state needs " +
+                                               std::to_string(slot_state_size()));
+    slot_save(slot_record(slot), history_capacity(), data);
+}
+
+void ChainImpl::restore_slot(int32_t slot, const void* data, size_t size) {
+    check_slot(slot, "slot");
+    if (!data) fail(SIEVE_ERROR_INVALID_ARGUMENT, "data is NULL");
+    slot_restore(slot_record(slot), history_capacity(), static_cast<uint32_t>(config_.max_vocab), data, size);
+}
+
+std::vector<int32_t> ChainImpl::slot_history(int32_t slot) {
+    check_slot(slot, "slot");
+    return sieve::slot_history(slot_record(slot), history_capacity());
+}
+
+void ChainImpl::set_dry_breakers(int32_t row, const int32_t* tokens, const int32_t* lengths, int32_t n) {
+    if (row < -1 || row >= config_.max_rows) row_out_of_range(row, config_.max_rows);
+    if (n < 0) fail(SIEVE_ERROR_INVALID_ARGUMENT, "breaker count " + std::to_string(n) + " is negative");
+    if (n > kMaxDryBreakers)
+        fail(SIEVE_ERROR_CAPACITY, std::to_string(n) + " DRY sequence breakers; at most " +
+                                       std::to_string(kMaxDryBreakers) + " per row");
+    if (n > 0 && (!tokens || !lengths))
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, std::string(!tokens ? "tokens" : "lengths") + " is NULL");
+    std::vector<std::vector<int32_t>> breakers;
+    int32_t total = 0;
+    for (int32_t i = 0; i < n; ++i) {
+        const int32_t len = lengths[i];
+        if (len <= 0 || len > kMaxDryBreakerLength)
+            fail(SIEVE_ERROR_INVALID_ARGUMENT, "DRY sequence breaker " + std::to_string(i) + " has " +
+                                                   std::to_string(len) + " tokens; a breaker has 1.." +
+                                                   std::to_string(kMaxDryBreakerLength));
+        if (total + len > kMaxDryBreakerTokens)
+            fail(SIEVE_ERROR_CAPACITY, "DRY sequence breakers of more than " + std::to_string(kMaxDryBreakerTokens) +
+                                           " tokens in all");
+        std::vector<int32_t> seq(tokens + total, tokens + total + len);
+        for (int32_t t : seq)
+            if (t < 0 || t >= config_.max_vocab)
+                fail(SIEVE_ERROR_INVALID_ARGUMENT, "DRY sequence breaker " + std::to_string(i) + ": token " +
+                                                       std::to_string(t) + " is outside the chain's vocab 0.." +
+                                                       std::to_string(config_.max_vocab - 1));
+        total += len;
+        breakers.push_back(std::move(seq));
+    }
+    for (int32_t r = 0; r < config_.max_rows; ++r)
+        if (row == -1 || r == row) rows_[static_cast<size_t>(r)].dry_sequence_breakers = breakers;
 }
 
 void ChainImpl::check_call(const float* logits, int32_t rows, int32_t vocab) const {

@@ -19,6 +19,8 @@ struct ChainConfig {
     float temperature = 0.8f;
     uint32_t seed = SIEVE_SEED_RANDOM;
     int32_t min_keep = 0;
+    int32_t max_slots = 1;
+    int32_t history_capacity = 1024;
 };
 
 // Validates a sieve_chain_desc and parses its samplers (throws Failure).
@@ -35,7 +37,22 @@ public:
 
     void set_param(int32_t row, sieve_param param, double value);
     double get_param(int32_t row, sieve_param param) const;
+    // Resets the slot the row maps to (-1: every slot).
     void reset(int32_t row);
+
+    // Sequence slots (slot_layout.hpp). Validated here (throws Failure; a
+    // failed call changes nothing).
+    void set_slots(const int32_t* slots, int32_t n);
+    void accept(int32_t row, const int32_t* tokens, int32_t n);
+    void reset_slot(int32_t slot);
+    void copy_slot(int32_t src, int32_t dst);
+    size_t slot_state_size() const;
+    void save_slot(int32_t slot, void* data, size_t size);
+    void restore_slot(int32_t slot, const void* data, size_t size);
+    std::vector<int32_t> slot_history(int32_t slot);
+    void set_dry_breakers(int32_t row, const int32_t* tokens, const int32_t* lengths, int32_t n);
+    // Throws INVALID_ARGUMENT when two of the call's rows map to one slot.
+    void check_slots(int32_t rows) const;
 
     // sieve_chain_set_logit_bias / sieve_chain_set_token_bitmask: validated here
     // (throws Failure; a failed call changes nothing). n = 0 / words = NULL clears.
@@ -48,9 +65,11 @@ public:
 
     // Arguments are validated by the caller (check_call). tokens may be null
     // when draws == 1. Returns SIEVE_OK or the first failing row's status, with
-    // the row's message in *message.
+    // the row's message in *message. commit: the drawn tokens join their slots'
+    // histories and mirostat/adaptive-p learn from them (sieve_sample); else
+    // only the steps advance (sieve_sample_draws).
     virtual sieve_status sample(const float* logits, int32_t rows, int32_t vocab, int32_t draws, int32_t* tokens,
-                                sieve_token* out, std::string* message) = 0;
+                                sieve_token* out, std::string* message, bool commit) = 0;
     virtual sieve_status distribution(const float* logits, int32_t rows, int32_t vocab, int32_t row,
                                       std::vector<ref::Weighted>* out, std::string* message) = 0;
     virtual sieve_counters counters() const = 0;
@@ -65,10 +84,14 @@ public:
     void check_row_inputs(int32_t rows, int32_t vocab) const;
 
 protected:
-    // A row's parameters are the twin's (llama.cpp's defaults), plus:
-    struct Row : ref::RowParams {
-        uint32_t generation = 1;  // bumped by reset and seed changes: the step restarts at 0
-    };
+    using Row = ref::RowParams;  // a row's parameters: the twin's (llama.cpp's defaults)
+
+    // The words of a slot's record (slot_layout.hpp): host memory for the CPU
+    // backend, the mapped slot buffer for the GPU (which first waits for any
+    // submission still using it).
+    virtual uint32_t* slot_record(int32_t slot) = 0;
+    uint32_t history_capacity() const { return static_cast<uint32_t>(config_.history_capacity); }
+    int32_t slot_of(int32_t row) const { return slot_of_row_[static_cast<size_t>(row)]; }
 
     ref::RowParams row_params(int32_t row) const;
     bool greedy_terminal() const;
@@ -78,9 +101,11 @@ protected:
 
     ChainConfig config_;
     std::vector<Row> rows_;
+    std::vector<int32_t> slot_of_row_;
 
 private:
     void set_one(int32_t row, sieve_param param, double value);
+    void check_slot(int32_t slot, const char* what) const;
 };
 
 } // namespace sieve

@@ -1,6 +1,8 @@
 // The CPU backend: the twin itself, row by row. It is what `--device cpu` runs
-// and what `sieve bench` compares the GPU against.
+// and what `sieve bench` compares the GPU against. Its slots are the same word
+// records as the GPU's (slot_layout.hpp), in host memory.
 #include "context.hpp"
+#include "slot_layout.hpp"
 
 #include <cstring>
 
@@ -11,19 +13,26 @@ namespace {
 class CpuChain final : public ChainImpl {
 public:
     explicit CpuChain(const ChainConfig& config)
-        : ChainImpl(config), steps_(static_cast<size_t>(config.max_rows), 0u),
-          seen_generation_(static_cast<size_t>(config.max_rows), 0u) {}
+        : ChainImpl(config),
+          slots_(static_cast<size_t>(config.max_slots) * slot_words(static_cast<uint32_t>(config.history_capacity)), 0u) {}
 
     sieve_status sample(const float* logits, int32_t rows, int32_t vocab, int32_t draws, int32_t* tokens,
-                        sieve_token* out, std::string* message) override {
+                        sieve_token* out, std::string* message, bool commit) override {
         sieve_status first = SIEVE_OK;
+        // The rows' slots as the twin takes them, read once per call: draws of
+        // one call share the distribution (no slot changes between them).
+        std::vector<ref::SlotState> states(static_cast<size_t>(rows));
+        for (int32_t r = 0; r < rows; ++r)
+            states[static_cast<size_t>(r)] = slot_to_state(slot_record(slot_of(r)), history_capacity());
         for (int32_t d = 0; d < draws; ++d) {
             ++submits_;
             for (int32_t r = 0; r < rows; ++r) {
-                uint32_t step = current_step(r);
+                uint32_t* slot = slot_record(slot_of(r));
+                const uint32_t step = slot[kSlotStep];
                 const ref::RowParams& params = params_for(r, d);
+                ref::SlotState learnt = states[static_cast<size_t>(r)];
                 ref::RowResult res = ref::sample_row(config_.samplers, logits + static_cast<size_t>(r) * vocab, vocab,
-                                                     params, step);
+                                                     params, step, 0, &learnt);
                 sieve_token t{};
                 t.token = res.status == SIEVE_OK ? res.token : -1;
                 t.p = res.p;
@@ -33,7 +42,11 @@ public:
                 t.step = step;
                 t.row_passes = 0;
                 if (res.status == SIEVE_OK) {
-                    steps_[static_cast<size_t>(r)] = step + 1;
+                    slot[kSlotStep] = step + 1;
+                    if (commit) {
+                        slot_store_learnt(slot, learnt);
+                        slot_append(slot, history_capacity(), &res.token, 1);
+                    }
                 } else if (first == SIEVE_OK) {
                     first = res.status;
                     *message = "row " + std::to_string(r) + ": " + res.message;
@@ -47,10 +60,13 @@ public:
 
     sieve_status distribution(const float* logits, int32_t, int32_t vocab, int32_t row,
                               std::vector<ref::Weighted>* out, std::string* message) override {
-        // The distribution the row's next token would be drawn from: at its current
-        // step (XTC's coin depends on it), without advancing it.
+        // The distribution the row's next token would be drawn from: at its
+        // slot's current step (XTC's coin depends on it) and state, changing
+        // neither.
+        const uint32_t* slot = slot_record(slot_of(row));
+        const ref::SlotState state = slot_to_state(slot, history_capacity());
         sieve_status s = ref::row_distribution(config_.samplers, logits + static_cast<size_t>(row) * vocab, vocab,
-                                               row_params(row), out, message, current_step(row));
+                                               row_params(row), out, message, slot[kSlotStep], 0, &state);
         if (s != SIEVE_OK) *message = "row " + std::to_string(row) + ": " + *message;
         return s;
     }
@@ -66,6 +82,11 @@ public:
         *row_passes = 0;
     }
 
+protected:
+    uint32_t* slot_record(int32_t slot) override {
+        return slots_.data() + static_cast<size_t>(slot) * slot_words(history_capacity());
+    }
+
 private:
     // A row's parameters, built once per call (the bias list and bitmask are
     // copied once, not once per draw).
@@ -77,17 +98,7 @@ private:
         return params_cache_[static_cast<size_t>(r)];
     }
 
-    uint32_t current_step(int32_t r) {
-        auto i = static_cast<size_t>(r);
-        if (seen_generation_[i] != rows_[i].generation) {
-            seen_generation_[i] = rows_[i].generation;
-            steps_[i] = 0;
-        }
-        return steps_[i];
-    }
-
-    std::vector<uint32_t> steps_;
-    std::vector<uint32_t> seen_generation_;
+    std::vector<uint32_t> slots_;
     std::vector<ref::RowParams> params_cache_;
     uint64_t submits_ = 0;
 };

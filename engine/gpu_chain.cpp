@@ -5,6 +5,7 @@
 #include "gpu_context.hpp"
 #include "gpu_params.hpp"
 #include "gpu_plan.hpp"
+#include "slot_layout.hpp"
 #include "vk_check.hpp"
 
 #include <algorithm>
@@ -20,7 +21,6 @@ namespace sieve {
 namespace {
 
 // Buffer strides, mirroring common.glsl.
-constexpr uint32_t kSlotStride = 4;
 constexpr uint32_t kChunkStride = 16;
 constexpr uint32_t kRowStride = 32;
 constexpr uint32_t kResultStride = 8;
@@ -41,8 +41,8 @@ struct Recording {
     bool timestamps = false;       // one timestamp before the first and after every dispatch
 };
 
-// The longest plan (stats, 9 levels, gather) once per row in the worst case.
-constexpr uint32_t kMaxPlanDispatches = 11;
+// The longest plan (history, stats, 9 levels, gather) once per row in the worst case.
+constexpr uint32_t kMaxPlanDispatches = 12;
 
 // List entries per row for a top-p cut past the candidate buffer (wide.glsl):
 // half the vocabulary (as many bytes as the logits; LM-like rows at top-p 0.95
@@ -61,6 +61,31 @@ uint32_t wide_list_capacity(const ChainConfig& config, const EffectiveLimits& li
     return list >= limits.candidate_capacity ? static_cast<uint32_t>(list) : 0;
 }
 
+// The history samplers' per-row block (history.comp): a bitmap of
+// ceil(max_vocab / 32) words, 2^hash_bits entries of 4 words (at least twice
+// the history capacity, so the table never fills), DRY's repeat counts.
+struct AdjustLayout {
+    uint32_t hash_bits = 0;
+    uint32_t bitmap_words = 0;
+    uint64_t row_words = 0;
+};
+
+AdjustLayout adjust_layout(const ChainConfig& config) {
+    AdjustLayout a;
+    const uint32_t cap = static_cast<uint32_t>(config.history_capacity);
+    a.hash_bits = 1;
+    while ((1u << a.hash_bits) < 2 * cap) ++a.hash_bits;
+    a.bitmap_words = (static_cast<uint32_t>(config.max_vocab) + 31) / 32;
+    a.row_words = a.bitmap_words + (4ull << a.hash_bits) + cap;
+    return a;
+}
+
+bool chain_has_history(const ChainConfig& config) {
+    for (auto k : config.samplers)
+        if (k == ref::SamplerKind::Penalties || k == ref::SamplerKind::Dry) return true;
+    return false;
+}
+
 class GpuChain final : public ChainImpl {
 public:
     GpuChain(VulkanContext& context, const ChainConfig& config);
@@ -68,7 +93,7 @@ public:
     int32_t max_bias_entries() const override { return kMaxGpuBiasEntries; }
 
     sieve_status sample(const float* logits, int32_t rows, int32_t vocab, int32_t draws, int32_t* tokens,
-                        sieve_token* out, std::string* message) override;
+                        sieve_token* out, std::string* message, bool commit) override;
     sieve_status distribution(const float* logits, int32_t rows, int32_t vocab, int32_t row,
                               std::vector<ref::Weighted>* out, std::string* message) override;
     sieve_counters counters() const override;
@@ -76,15 +101,21 @@ public:
     void set_profiling(bool enabled) override;
     std::vector<sieve_stage_time> stage_times() const override { return stage_times_; }
 
+protected:
+    uint32_t* slot_record(int32_t slot) override {
+        wait_pending();
+        return static_cast<uint32_t*>(slot_state_.mapped) + static_cast<size_t>(slot) * slot_words(history_capacity());
+    }
+
 private:
     void release();
     VkDescriptorSet allocate_set(VkBuffer probabilities);
     const Recording& recording(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect);
     bool use_collect(uint32_t rows) const;
-    sieve_token fallback(uint32_t row, const float* logits, uint32_t vocab, uint32_t step, std::string* message,
-                         sieve_status* first);
+    sieve_token fallback(uint32_t row, const float* logits, uint32_t vocab, uint32_t step, bool commit,
+                         std::string* message, sieve_status* first);
     void upload(const float* logits, uint32_t rows, uint32_t vocab);
-    void write_params(uint32_t rows, bool sample);
+    void write_params(uint32_t rows, bool sample, bool commit);
     void submit_and_wait(const Recording& rec);
     void wait_pending();
     sieve_token read_result(uint32_t row, std::string* message, sieve_status* first) const;
@@ -100,9 +131,10 @@ private:
     bool chain_collect_ = false;
     uint32_t input_words_ = 0;
     uint32_t wide_cap_ = 0;  // list entries per row for top-p cuts past the buffer (0: no top-p)
+    AdjustLayout adjust_layout_;
 
     Buffer logits_, staging_, params_, chunk_stats_, row_state_, slot_state_, histograms_, candidates_, results_;
-    Buffer placeholder_, probabilities_, dispatch_args_, inputs_, wide_;
+    Buffer placeholder_, probabilities_, dispatch_args_, inputs_, wide_, adjust_;
     VkDescriptorPool pool_ = VK_NULL_HANDLE;
     VkDescriptorSet set_ = VK_NULL_HANDLE, distribution_set_ = VK_NULL_HANDLE;
     VkCommandPool command_pool_ = VK_NULL_HANDLE;
@@ -111,14 +143,14 @@ private:
     bool profiling_ = false;
     VkQueryPool queries_ = VK_NULL_HANDLE;
     std::vector<sieve_stage_time> stage_times_;
-    std::map<std::tuple<uint32_t, uint32_t, uint32_t, bool, bool, bool>, Recording> recordings_by_shape_;
+    std::map<std::tuple<uint32_t, uint32_t, uint32_t, bool, bool, bool, bool>, Recording> recordings_by_shape_;
 };
 
 GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
     : ChainImpl(config), device_(context.device()), pipelines_(context.pipelines()), limits_(device_.limits()),
       type_(device_.info().type), max_chunks_(max_chunks_for(limits_, type_)),
       chain_collect_(chain_needs_collect(config.samplers)),
-      input_words_(row_input_words(static_cast<uint32_t>(config.max_vocab))) {
+      input_words_(row_input_words(static_cast<uint32_t>(config.max_vocab))), adjust_layout_(adjust_layout(config)) {
     const auto& vk = device_.vk();
     VkDevice dev = device_.handle();
     const uint64_t rows = static_cast<uint64_t>(config.max_rows);
@@ -132,14 +164,22 @@ GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
         chunk_stats_ = device_.create_buffer(rows * max_chunks_ * kChunkStride * 4, storage, false, &allocations_);
         row_state_ = device_.create_buffer(rows * kRowStride * 4, storage | VK_BUFFER_USAGE_TRANSFER_DST_BIT, false,
                                            &allocations_);
-        slot_state_ = device_.create_buffer(rows * kSlotStride * 4, storage | VK_BUFFER_USAGE_TRANSFER_DST_BIT, false,
-                                            &allocations_);
+        // Slots are host-visible: the host's slot operations (accept, reset,
+        // copy, save/restore) work on them between calls without a submission;
+        // the shaders append drawn tokens to them.
+        const uint64_t slot_bytes =
+            static_cast<uint64_t>(config.max_slots) * slot_words(static_cast<uint32_t>(config.history_capacity)) * 4;
+        slot_state_ = device_.create_buffer(slot_bytes, storage, true, &allocations_);
+        std::memset(slot_state_.mapped, 0, slot_bytes);
         histograms_ = device_.create_buffer(rows * max_chunks_ * kBins * kHistStride * 4, storage, false, &allocations_);
         candidates_ = device_.create_buffer(rows * collect_row_words(limits_.candidate_capacity) * 4, storage, false,
                                             &allocations_);
         inputs_ = device_.create_buffer(rows * input_words_ * 4, storage, true, &allocations_);
         results_ = device_.create_buffer(rows * kResultStride * 4, storage, true, &allocations_);
         placeholder_ = device_.create_buffer(16, storage, false, &allocations_);
+        if (chain_has_history(config))
+            adjust_ = device_.create_buffer(rows * adjust_layout_.row_words * 4, storage | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                                            false, &allocations_);
         wide_cap_ = wide_list_capacity(config, limits_);
         if (wide_cap_)
             wide_ = device_.create_buffer(rows * wide_row_words(limits_.candidate_capacity, wide_cap_) * 4, storage, false,
@@ -165,8 +205,7 @@ GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
         VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
         vk_check(vk.vkCreateFence(dev, &fi, nullptr, &fence_), "vkCreateFence");
 
-        // Slot state starts at step 0, generation 0 (the host's generations start
-        // at 1, so the first call restarts every row's step).
+        // Row state (arrival counters) and the history blocks start at 0.
         VkCommandBuffer cmd = VK_NULL_HANDLE;
         VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
         ai.commandPool = command_pool_;
@@ -176,8 +215,8 @@ GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
         VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
         bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
         vk.vkBeginCommandBuffer(cmd, &bi);
-        vk.vkCmdFillBuffer(cmd, slot_state_.buffer, 0, VK_WHOLE_SIZE, 0);
-        vk.vkCmdFillBuffer(cmd, row_state_.buffer, 0, VK_WHOLE_SIZE, 0);  // arrival counters start at 0
+        vk.vkCmdFillBuffer(cmd, row_state_.buffer, 0, VK_WHOLE_SIZE, 0);
+        if (adjust_.buffer) vk.vkCmdFillBuffer(cmd, adjust_.buffer, 0, VK_WHOLE_SIZE, 0);
         VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
         barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
         barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
@@ -215,7 +254,8 @@ void GpuChain::release() {
     if (pool_) vk.vkDestroyDescriptorPool(dev, pool_, nullptr);
     pool_ = VK_NULL_HANDLE;
     for (Buffer* b : {&logits_, &staging_, &params_, &chunk_stats_, &row_state_, &slot_state_, &histograms_,
-                      &candidates_, &results_, &placeholder_, &probabilities_, &dispatch_args_, &inputs_, &wide_})
+                      &candidates_, &results_, &placeholder_, &probabilities_, &dispatch_args_, &inputs_, &wide_,
+                      &adjust_})
         device_.destroy_buffer(*b);
 }
 
@@ -241,6 +281,14 @@ void check_capacity(const ChainConfig& config, const EffectiveLimits& limits, ui
     if (hist_bytes > range)
         fail(SIEVE_ERROR_DEVICE_LIMIT, "capacity of " + std::to_string(config.max_rows) +
                                            " rows needs more histogram space than maxStorageBufferRange");
+    const uint64_t slot_bytes = static_cast<uint64_t>(config.max_slots) *
+                                slot_words(static_cast<uint32_t>(config.history_capacity)) * 4;
+    const uint64_t adjust_bytes = chain_has_history(config) ? rows * adjust_layout(config).row_words * 4 : 0;
+    if (slot_bytes > range || adjust_bytes > range)
+        fail(SIEVE_ERROR_DEVICE_LIMIT, "capacity of " + std::to_string(config.max_slots) + " slots / " +
+                                           std::to_string(config.max_rows) + " rows with a history of " +
+                                           std::to_string(config.history_capacity) +
+                                           " tokens needs more slot or history space than maxStorageBufferRange");
     if (rows > limits.max_workgroup_count_y)
         fail(SIEVE_ERROR_DEVICE_LIMIT, "max_rows exceeds this device's maxComputeWorkGroupCount[1]");
 }
@@ -258,7 +306,8 @@ VkDescriptorSet GpuChain::allocate_set(VkBuffer probabilities) {
                                              row_state_.buffer,  slot_state_.buffer, histograms_.buffer,
                                              candidates_.buffer, results_.buffer,    probabilities,
                                              dispatch_args_.buffer, inputs_.buffer,
-                                             wide_.buffer ? wide_.buffer : placeholder_.buffer};
+                                             wide_.buffer ? wide_.buffer : placeholder_.buffer,
+                                             adjust_.buffer ? adjust_.buffer : placeholder_.buffer};
     write_storage_set(device_, set, buffers, kBindingCount);
     return set;
 }
@@ -271,15 +320,19 @@ bool GpuChain::use_collect(uint32_t rows) const {
 }
 
 const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect) {
-    bool inputs = false;
-    for (uint32_t r = 0; r < rows; ++r) inputs = inputs || row_has_inputs(rows_[r]);
-    auto key = std::make_tuple(static_cast<uint32_t>(kind), rows, vocab, profiling_, collect, inputs);
+    bool inputs = false, history = false;
+    for (uint32_t r = 0; r < rows; ++r) {
+        inputs = inputs || row_has_inputs(rows_[r]);
+        history = history || row_adjusts(config_.samplers, rows_[r]);
+    }
+    inputs = inputs || history;  // the pipelines that read the rows' Adjust blocks
+    auto key = std::make_tuple(static_cast<uint32_t>(kind), rows, vocab, profiling_, collect, inputs, history);
     auto it = recordings_by_shape_.find(key);
     if (it != recordings_by_shape_.end()) return it->second;
 
     const auto& vk = device_.vk();
     Recording rec;
-    rec.plan = make_plan(kind, greedy_terminal(), collect, wide_cap_ > 0, vocab, limits_, type_);
+    rec.plan = make_plan(kind, greedy_terminal(), collect, wide_cap_ > 0, history, vocab, limits_, type_);
     rec.timestamps = profiling_;
     if (rec.plan.dispatches.size() > kMaxPlanDispatches) fail(SIEVE_ERROR_INTERNAL, "plan longer than the timestamp pool");
     const uint32_t per_group = rows_per_group(rows, vocab, type_);
@@ -338,7 +391,8 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
     for (const RowGroup& g : rec.groups)
     for (const Dispatch& d : rec.plan.dispatches) {
         PushConstants pc{vocab, vocab, rec.plan.chunk_size, rec.plan.n_chunks, d.level, rec.plan.flags,
-                         g.row_base, g.args_base, wide_cap_};
+                         g.row_base, g.args_base, wide_cap_, history_capacity(), adjust_layout_.hash_bits,
+                         adjust_layout_.bitmap_words};
         VkPipeline pipeline = d.stage == Stage::Collect ? pipelines_.collect(chain_ops(config_.samplers), inputs)
                                                         : pipelines_.get(d.stage, inputs);
         vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
@@ -383,16 +437,24 @@ void GpuChain::upload(const float* logits, uint32_t rows, uint32_t vocab) {
 }
 
 // sample: a sampling call, whose recording holds the wide passes when the
-// chain has top-p (a distribution's does not).
-void GpuChain::write_params(uint32_t rows, bool sample) {
+// chain has top-p (a distribution's does not); commit: its tokens join their
+// slots' histories.
+void GpuChain::write_params(uint32_t rows, bool sample, bool commit) {
     auto* p = static_cast<uint32_t*>(params_.mapped);
     auto* inputs = static_cast<uint32_t*>(inputs_.mapped);
+    const uint32_t max_vocab = static_cast<uint32_t>(config_.max_vocab);
     for (uint32_t r = 0; r < rows; ++r) {
-        const uint32_t offset = r * input_words_;
-        write_row_params(p + r * kParamStride, config_.samplers, rows_[r], row_scale(static_cast<int32_t>(r)),
-                         rows_[r].generation, limits_.candidate_capacity, offset, sample && wide_cap_ > 0);
-        if (row_has_inputs(rows_[r]))
-            write_row_inputs(inputs + offset, rows_[r], static_cast<uint32_t>(config_.max_vocab));
+        RowPlacement at;
+        at.slot_offset = static_cast<uint32_t>(slot_of(static_cast<int32_t>(r))) * slot_words(history_capacity());
+        at.capacity = limits_.candidate_capacity;
+        at.inputs_offset = r * input_words_;
+        at.max_vocab = max_vocab;
+        at.defer_top_p = sample && wide_cap_ > 0;
+        at.commit = commit;
+        write_row_params(p + r * kParamStride, config_.samplers, rows_[r], row_scale(static_cast<int32_t>(r)), at);
+        if (row_has_inputs(rows_[r])) write_row_inputs(inputs + at.inputs_offset, rows_[r], max_vocab);
+        if (dry_acts(rows_[r]) && !rows_[r].dry_sequence_breakers.empty())
+            write_row_breakers(inputs + at.inputs_offset, rows_[r], max_vocab);
     }
 }
 
@@ -480,19 +542,19 @@ sieve_token GpuChain::read_result(uint32_t row, std::string* message, sieve_stat
 }
 
 sieve_status GpuChain::sample(const float* logits, int32_t rows, int32_t vocab, int32_t draws, int32_t* tokens,
-                              sieve_token* out, std::string* message) {
+                              sieve_token* out, std::string* message, bool commit) {
     wait_pending();
     const uint32_t r = static_cast<uint32_t>(rows), v = static_cast<uint32_t>(vocab);
     const Recording& rec = recording(RecordingKind::Sample, r, v, use_collect(r));
     upload(logits, r, v);
-    write_params(r, true);
+    write_params(r, true, commit);
     sieve_status first = SIEVE_OK;
     for (int32_t d = 0; d < draws; ++d) {
         submit_and_wait(rec);
         for (uint32_t i = 0; i < r; ++i) {
             const auto* res = static_cast<const uint32_t*>(results_.mapped) + i * kResultStride;
             sieve_token t = res[3] == kStatusFallback
-                                ? fallback(i, logits + static_cast<size_t>(i) * v, v, res[5], message, &first)
+                                ? fallback(i, logits + static_cast<size_t>(i) * v, v, res[5], commit, message, &first)
                                 : read_result(i, message, &first);
             row_passes_ += t.row_passes;
             if (out) out[i] = t;
@@ -503,12 +565,19 @@ sieve_status GpuChain::sample(const float* logits, int32_t rows, int32_t vocab, 
 }
 
 // The GPU stopped where the row's survivors reach past its candidate buffer
-// (tail.glsl); the twin samples the row at the step the GPU used (and advanced).
-sieve_token GpuChain::fallback(uint32_t row, const float* logits, uint32_t vocab, uint32_t step, std::string* message,
-                               sieve_status* first) {
+// (tail.glsl); the twin samples the row at the step the GPU used (and
+// advanced), from the slot's history, and commits the token as the GPU would.
+sieve_token GpuChain::fallback(uint32_t row, const float* logits, uint32_t vocab, uint32_t step, bool commit,
+                               std::string* message, sieve_status* first) {
     ++fallback_rows_;
+    uint32_t* slot = slot_record(slot_of(static_cast<int32_t>(row)));
+    ref::SlotState state = slot_to_state(slot, history_capacity());
     const ref::RowResult res = ref::sample_row(config_.samplers, logits, static_cast<int32_t>(vocab),
-                                               row_params(static_cast<int32_t>(row)), step);
+                                               row_params(static_cast<int32_t>(row)), step, 0, &state);
+    if (res.status == SIEVE_OK && commit) {
+        slot_store_learnt(slot, state);
+        slot_append(slot, history_capacity(), &res.token, 1);
+    }
     sieve_token t{};
     t.status = res.status;
     t.token = res.status == SIEVE_OK ? res.token : -1;
@@ -538,7 +607,7 @@ sieve_status GpuChain::distribution(const float* logits, int32_t rows, int32_t v
     const bool collect = use_collect(r);
     const Recording& rec = recording(RecordingKind::Distribution, r, v, collect);
     upload(logits, r, v);
-    write_params(r, false);
+    write_params(r, false, false);
     submit_and_wait(rec);
     if (collect) {
         // collect.comp's list: [count or STATUS_FALLBACK, step, (id, p) x count].
@@ -547,8 +616,9 @@ sieve_status GpuChain::distribution(const float* logits, int32_t rows, int32_t v
         out->clear();
         if (words[0] == kStatusFallback) {
             ++fallback_rows_;
+            const ref::SlotState state = slot_to_state(slot_record(slot_of(row)), history_capacity());
             return ref::row_distribution(config_.samplers, logits + static_cast<size_t>(row) * v, vocab,
-                                         row_params(row), out, message, words[1]);
+                                         row_params(row), out, message, words[1], 0, &state);
         }
         read_result(static_cast<uint32_t>(row), message, &status);
         if (status != SIEVE_OK) return status;
@@ -561,21 +631,29 @@ sieve_status GpuChain::distribution(const float* logits, int32_t rows, int32_t v
     }
     // The row's status comes from the same checks as sampling.
     const float* p = static_cast<const float*>(probabilities_.mapped) + static_cast<size_t>(row) * v;
-    const float* l = logits + static_cast<size_t>(row) * v;
     sieve_status status = SIEVE_OK;
     read_result(static_cast<uint32_t>(row), message, &status);
     if (status != SIEVE_OK) return status;
-    std::vector<std::pair<float, int32_t>> order;
+    struct Entry {
+        float p, scaled;
+        int32_t id;
+    };
+    std::vector<Entry> order;
     out->clear();
-    // Canonical order: the logit the draw sees (divided by the temperature, as
-    // the shaders do) descending, ties by lower id: the GPU's key order.
+    // Canonical order: the logit the draw sees descending, ties by lower id.
+    // The probability is monotone in it (bias and penalties included, which
+    // only the GPU applied); where probabilities tie (underflow to 0) the raw
+    // logit divided by the temperature, as the shaders divide, decides.
+    const float* l = logits + static_cast<size_t>(row) * v;
     const float scale = row_scale(row);
     for (uint32_t i = 0; i < v; ++i)
-        if (p[i] >= 0.0f) order.push_back({scale > 0.0f ? l[i] / scale : l[i], static_cast<int32_t>(i)});
-    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
-        return a.first > b.first || (a.first == b.first && a.second < b.second);
+        if (p[i] >= 0.0f) order.push_back({p[i], scale > 0.0f ? l[i] / scale : l[i], static_cast<int32_t>(i)});
+    std::sort(order.begin(), order.end(), [](const Entry& a, const Entry& b) {
+        if (a.p != b.p) return a.p > b.p;
+        if (a.scaled != b.scaled) return a.scaled > b.scaled;
+        return a.id < b.id;
     });
-    for (auto& e : order) out->push_back({e.second, static_cast<double>(p[e.second])});
+    for (const Entry& e : order) out->push_back({e.id, static_cast<double>(e.p)});
     return SIEVE_OK;
 }
 
@@ -591,8 +669,10 @@ sieve_counters GpuChain::counters() const {
 }
 
 void GpuChain::plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, uint32_t* row_passes) const {
+    bool history = false;
+    for (int32_t r = 0; r < rows; ++r) history = history || row_adjusts(config_.samplers, rows_[static_cast<size_t>(r)]);
     Plan p = make_plan(RecordingKind::Sample, greedy_terminal(), use_collect(static_cast<uint32_t>(rows)), wide_cap_ > 0,
-                       static_cast<uint32_t>(vocab), limits_, type_);
+                       history, static_cast<uint32_t>(vocab), limits_, type_);
     const uint32_t per_group = rows_per_group(static_cast<uint32_t>(rows), static_cast<uint32_t>(vocab), type_);
     const uint32_t groups = (static_cast<uint32_t>(rows) + per_group - 1) / per_group;
     *dispatches = p.min_dispatches * groups;
@@ -605,8 +685,23 @@ std::unique_ptr<ChainImpl> make_gpu_chain(VulkanContext& context, const ChainCon
     const EffectiveLimits& limits = context.device().limits();
     check_capacity(config, limits, max_chunks_for(limits, context.device().info().type));
     size_t ops = 0;
-    for (size_t i = 0; i + 1 < config.samplers.size(); ++i)
-        ops += (config.samplers[i] != ref::SamplerKind::Penalties && config.samplers[i] != ref::SamplerKind::Dry) ? 1 : 0;
+    bool other_before = false;
+    for (size_t i = 0; i + 1 < config.samplers.size(); ++i) {
+        const bool history = config.samplers[i] == ref::SamplerKind::Penalties || config.samplers[i] == ref::SamplerKind::Dry;
+        // The GPU applies them as it reads a logit (history.comp), i.e. before
+        // every other sampler, as llama.cpp's default order has them.
+        if (history && other_before)
+            fail(SIEVE_ERROR_UNSUPPORTED_SAMPLER,
+                 std::string("sampler '") + ref::sampler_name(config.samplers[i]) +
+                     "' after another sampler: the GPU backend runs penalties and dry first (as llama.cpp's "
+                     "default order does); the CPU backend takes any order");
+        other_before = other_before || !history;
+        ops += history ? 0 : 1;
+    }
+    const ref::SamplerKind last = config.samplers.back();
+    if (last != ref::SamplerKind::Dist && last != ref::SamplerKind::Greedy)
+        fail(SIEVE_ERROR_UNSUPPORTED_SAMPLER, std::string("sampler '") + ref::sampler_name(last) +
+                                                  "' runs on the CPU backend only (not yet on the GPU)");
     if (ops > kMaxOps)
         fail(SIEVE_ERROR_INVALID_CHAIN, "a chain of " + std::to_string(ops) + " samplers before its draw; the GPU runs at most " +
                                             std::to_string(kMaxOps));

@@ -1,5 +1,7 @@
 #include "gpu_params.hpp"
 
+#include "slot_layout.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -12,12 +14,17 @@ using ref::SamplerKind;
 
 // common.glsl's P_* and ROW_* and OP_*.
 enum : uint32_t {
-    P_SCALE = 0, P_SEED = 1, P_GENERATION = 2, P_DRAW = 3, P_ROW_FLAGS = 4, P_TEMPERATURE = 5, P_TOP_K = 6,
+    P_SCALE = 0, P_SEED = 1, P_SLOT = 2, P_DRAW = 3, P_ROW_FLAGS = 4, P_TEMPERATURE = 5, P_TOP_K = 6,
     P_TOP_P = 7, P_MIN_P = 8, P_TYPICAL = 9, P_N_SIGMA = 10, P_XTC_PROB = 11, P_XTC_THRESHOLD = 12,
     P_DYN_RANGE = 13, P_DYN_EXPONENT = 14, P_MIN_KEEP = 15, P_AGG_T = 16, P_NEED = 17, P_INPUTS = 20,
-    P_FLOOR = 21,
+    P_FLOOR = 21, P_PEN_LAST_N = 19, P_REPEAT = 22, P_FREQ = 23, P_PRESENT = 24, P_DRY_LAST_N = 25,
+    P_DRY_MULT = 26, P_DRY_BASE = 27, P_DRY_ALLOWED = 28, P_DRY_MAX_EXP = 29, P_BREAKERS = 30,
 };
-enum : uint32_t { ROW_HAS_INPUTS = 1, ROW_NEED_SIGMA = 2, ROW_NEED_MASS = 4, ROW_FLOOR = 8, ROW_DEFER_TOP_P = 16 };
+enum : uint32_t {
+    ROW_HAS_INPUTS = 1, ROW_NEED_SIGMA = 2, ROW_NEED_MASS = 4, ROW_FLOOR = 8, ROW_DEFER_TOP_P = 16, ROW_ADJUST = 32,
+    ROW_DRY_FIRST = 64, ROW_COMMIT = 128,
+};
+constexpr uint32_t kNone = 0xFFFFFFFFu;  // NO_INPUTS
 enum : uint32_t { OP_TEMPERATURE = 1, OP_TOP_K = 2, OP_TOP_P = 3, OP_MIN_P = 4, OP_TYPICAL = 5, OP_TOP_N_SIGMA = 6, OP_XTC = 7 };
 
 uint32_t op_of(SamplerKind kind) {
@@ -163,19 +170,62 @@ uint64_t chain_ops(const std::vector<SamplerKind>& samplers) {
     return ops;
 }
 
-uint32_t row_input_words(uint32_t max_vocab) { return 2 + 2 * ((max_vocab + 31) / 32) + 2 * kMaxGpuBiasEntries; }
+uint32_t row_breakers_offset(uint32_t max_vocab) { return 2 + 2 * ((max_vocab + 31) / 32) + 2 * kMaxGpuBiasEntries; }
+
+uint32_t row_input_words(uint32_t max_vocab) {
+    return row_breakers_offset(max_vocab) + 1 + kMaxDryBreakers + kMaxDryBreakerTokens;
+}
+
+// llama_sampler_penalties_apply returns at once when penalty_last_n == 0 or
+// every value is neutral; llama_sampler_dry_apply when multiplier == 0,
+// base < 1 or dry_penalty_last_n == 0.
+bool penalties_act(const ref::RowParams& row) {
+    return row.penalty_last_n != 0 &&
+           !(row.penalty_repeat == 1.0f && row.penalty_freq == 0.0f && row.penalty_present == 0.0f);
+}
+
+bool dry_acts(const ref::RowParams& row) {
+    return row.dry_multiplier != 0.0f && row.dry_base >= 1.0f && row.dry_penalty_last_n != 0;
+}
+
+bool row_adjusts(const std::vector<SamplerKind>& samplers, const ref::RowParams& row) {
+    for (SamplerKind k : samplers)
+        if ((k == SamplerKind::Penalties && penalties_act(row)) || (k == SamplerKind::Dry && dry_acts(row))) return true;
+    return false;
+}
 
 bool row_has_inputs(const ref::RowParams& row) { return !row.logit_bias.empty() || !row.token_bitmask.empty(); }
 
 void write_row_params(uint32_t* p, const std::vector<SamplerKind>& samplers, const ref::RowParams& row, float scale,
-                      uint32_t generation, uint32_t capacity, uint32_t inputs_offset, bool defer_top_p) {
+                      const RowPlacement& at) {
     std::memset(p, 0, kParamStride * 4);
-    const Needs needs = analyse(samplers, row, capacity / 2, defer_top_p);
+    const Needs needs = analyse(samplers, row, at.capacity / 2, at.defer_top_p);
     p[P_SCALE] = bits(scale);
     p[P_SEED] = row.seed;
-    p[P_GENERATION] = generation;
+    p[P_SLOT] = at.slot_offset;
     p[P_DRAW] = 0;
-    p[P_ROW_FLAGS] = needs.flags | (row_has_inputs(row) ? ROW_HAS_INPUTS : 0u);
+    uint32_t flags = needs.flags | (row_has_inputs(row) ? ROW_HAS_INPUTS : 0u) | (at.commit ? ROW_COMMIT : 0u);
+    // The history samplers (history.comp). Sieve's last_n are never -1 (the
+    // engine refuses it); the window is the slot's history up to last_n.
+    const bool has_penalties = std::find(samplers.begin(), samplers.end(), SamplerKind::Penalties) != samplers.end();
+    const bool has_dry = std::find(samplers.begin(), samplers.end(), SamplerKind::Dry) != samplers.end();
+    const bool pen = has_penalties && penalties_act(row), dry = has_dry && dry_acts(row);
+    if (pen || dry) flags |= ROW_ADJUST;
+    if (dry && std::find(samplers.begin(), samplers.end(), SamplerKind::Dry) <
+                   std::find(samplers.begin(), samplers.end(), SamplerKind::Penalties))
+        flags |= ROW_DRY_FIRST;
+    p[P_PEN_LAST_N] = pen ? static_cast<uint32_t>(std::max(row.penalty_last_n, 0)) : 0u;
+    p[P_REPEAT] = bits(row.penalty_repeat);
+    p[P_FREQ] = bits(row.penalty_freq);
+    p[P_PRESENT] = bits(row.penalty_present);
+    p[P_DRY_LAST_N] = dry ? static_cast<uint32_t>(std::max(row.dry_penalty_last_n, 0)) : 0u;
+    p[P_DRY_MULT] = bits(dry ? row.dry_multiplier : 0.0f);
+    p[P_DRY_BASE] = bits(row.dry_base);
+    p[P_DRY_ALLOWED] = static_cast<uint32_t>(std::max(row.dry_allowed_length, 0));
+    p[P_DRY_MAX_EXP] = static_cast<uint32_t>(std::max(ref::dry_max_exponent(row.dry_base), 0));
+    p[P_BREAKERS] = dry && !row.dry_sequence_breakers.empty() ? at.inputs_offset + row_breakers_offset(at.max_vocab)
+                                                              : kNone;
+    p[P_ROW_FLAGS] = flags;
     p[P_TEMPERATURE] = bits(row.temperature);
     p[P_TOP_K] = static_cast<uint32_t>(row.top_k);
     p[P_TOP_P] = bits(row.top_p);
@@ -189,7 +239,7 @@ void write_row_params(uint32_t* p, const std::vector<SamplerKind>& samplers, con
     p[P_MIN_KEEP] = static_cast<uint32_t>(std::max(row.min_keep, 0));
     p[P_AGG_T] = bits(needs.agg_t);
     p[P_NEED] = needs.need;
-    p[P_INPUTS] = inputs_offset;
+    p[P_INPUTS] = at.inputs_offset;
     p[P_FLOOR] = bits(needs.floor);
 }
 
@@ -211,6 +261,16 @@ void write_row_inputs(uint32_t* block, const ref::RowParams& row, uint32_t max_v
         masks[2 * (t / 32) + 1] |= 1u << (t % 32);
         entries[2 * e] = t;
         entries[2 * e + 1] = bits(bias[e].bias);
+    }
+}
+
+void write_row_breakers(uint32_t* block, const ref::RowParams& row, uint32_t max_vocab) {
+    uint32_t* b = block + row_breakers_offset(max_vocab);
+    b[0] = static_cast<uint32_t>(row.dry_sequence_breakers.size());
+    uint32_t o = 1;
+    for (const auto& seq : row.dry_sequence_breakers) {
+        b[o++] = static_cast<uint32_t>(seq.size());
+        for (int32_t t : seq) b[o++] = static_cast<uint32_t>(t);
     }
 }
 

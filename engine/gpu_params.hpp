@@ -11,7 +11,7 @@
 namespace sieve {
 
 // Mirrors common.glsl.
-constexpr uint32_t kParamStride = 32;
+constexpr uint32_t kParamStride = 48;
 constexpr uint32_t kMaxOps = 16;
 // Logit bias entries a GPU row can hold.
 constexpr int32_t kMaxGpuBiasEntries = 1024;
@@ -25,20 +25,39 @@ bool row_needs_collect(const std::vector<ref::SamplerKind>& samplers, const ref:
 // first in the low bits; penalties and DRY, no-ops for now, are left out).
 uint64_t chain_ops(const std::vector<ref::SamplerKind>& samplers);
 
-// Words of one row's RowInputs block for a chain of capacity max_vocab.
+// Words of one row's RowInputs block for a chain of capacity max_vocab: the
+// bitmask and bias, then the DRY breakers at row_breakers_offset.
 uint32_t row_input_words(uint32_t max_vocab);
+uint32_t row_breakers_offset(uint32_t max_vocab);
+
+// Whether the row's penalties or DRY change any logit this call (they read
+// the slot's history: history.comp), from the sampler's own off-switches.
+bool penalties_act(const ref::RowParams& row);
+bool dry_acts(const ref::RowParams& row);
+bool row_adjusts(const std::vector<ref::SamplerKind>& samplers, const ref::RowParams& row);
 
 // Writes the row's parameter block (kParamStride words). scale: the product of
-// the chain's temperatures for the selection-level path; capacity: the
-// device's candidate capacity; inputs_offset: the word offset of the row's
-// RowInputs block; defer_top_p: the call's recording runs the wide passes
-// (wide.glsl), which may take over a top-p that is the chain's only cut.
+// the chain's temperatures for the selection-level path; slot_offset: the word
+// offset of the row's slot record; capacity: the device's candidate capacity;
+// inputs_offset: the word offset of the row's RowInputs block; defer_top_p:
+// the call's recording runs the wide passes (wide.glsl), which may take over a
+// top-p that is the chain's only cut; commit: the drawn token joins the slot's
+// history (sieve_sample).
+struct RowPlacement {
+    uint32_t slot_offset = 0;
+    uint32_t capacity = 0;
+    uint32_t inputs_offset = 0;
+    uint32_t max_vocab = 0;
+    bool defer_top_p = false;
+    bool commit = false;
+};
 void write_row_params(uint32_t* block, const std::vector<ref::SamplerKind>& samplers, const ref::RowParams& row,
-                      float scale, uint32_t generation, uint32_t capacity, uint32_t inputs_offset,
-                      bool defer_top_p = false);
+                      float scale, const RowPlacement& at);
 
-// Whether the row has a logit bias or a token bitmask, and its RowInputs block.
+// Whether the row has a logit bias or a token bitmask, and its RowInputs block
+// (the breakers too, when DRY acts).
 bool row_has_inputs(const ref::RowParams& row);
 void write_row_inputs(uint32_t* block, const ref::RowParams& row, uint32_t max_vocab);
+void write_row_breakers(uint32_t* block, const ref::RowParams& row, uint32_t max_vocab);
 
 } // namespace sieve

@@ -19,15 +19,10 @@ void chunking(uint32_t vocab, const EffectiveLimits& limits, sieve_device_type t
     *n_chunks = (vocab + size - 1) / size;
 }
 
-uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type) {
-    if (type != SIEVE_DEVICE_CPU) return rows;
-    const uint64_t cached_bytes = 2u << 20;  // measured on lavapipe: 2 rows of 151936 run as fast as 1
-    const uint64_t fit = cached_bytes / (static_cast<uint64_t>(vocab) * sizeof(float));
-    return static_cast<uint32_t>(std::clamp<uint64_t>(fit, 1, rows));
-}
+namespace {
 
-Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, uint32_t vocab,
-               const EffectiveLimits& limits, sieve_device_type type) {
+Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, uint32_t vocab,
+                   const EffectiveLimits& limits, sieve_device_type type) {
     Plan p;
     chunking(vocab, limits, type, &p.n_chunks, &p.chunk_size);
     if (greedy_chain) p.flags |= kFlagGreedy;
@@ -84,6 +79,25 @@ Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, u
     }
     p.min_row_passes = greedy_chain ? 1 : 3;
     p.min_dispatches = greedy_chain ? 1 : 3;
+    return p;
+}
+
+} // namespace
+
+uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type) {
+    if (type != SIEVE_DEVICE_CPU) return rows;
+    const uint64_t cached_bytes = 2u << 20;  // measured on lavapipe: 2 rows of 151936 run as fast as 1
+    const uint64_t fit = cached_bytes / (static_cast<uint64_t>(vocab) * sizeof(float));
+    return static_cast<uint32_t>(std::clamp<uint64_t>(fit, 1, rows));
+}
+
+Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, bool history, uint32_t vocab,
+               const EffectiveLimits& limits, sieve_device_type type) {
+    Plan p = make_row_plan(kind, greedy_chain, collect, wide, vocab, limits, type);
+    if (history) {
+        p.dispatches.insert(p.dispatches.begin(), Dispatch{Stage::History, 0, false});
+        p.min_dispatches += 1;
+    }
     return p;
 }
 

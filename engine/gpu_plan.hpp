@@ -60,7 +60,9 @@ uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type);
 // wide: the chain holds top-p, whose cut may fall past the candidate buffer:
 // two more passes, launched indirectly only for rows that need them
 // (wide.glsl).
-Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, uint32_t vocab,
+// history: some row's penalties or DRY act: the history pass (history.comp,
+// one workgroup per row, reading the slot's history, not the row) runs first.
+Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, bool history, uint32_t vocab,
                const EffectiveLimits& limits, sieve_device_type type);
 
 // Mirrors wide.glsl: the indirect arguments of the two wide passes, and a row's

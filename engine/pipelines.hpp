@@ -20,6 +20,7 @@ enum class Stage : uint32_t {
     Collect,
     WideHistogram,
     WideGather,
+    History,
     Count
 };
 
@@ -36,12 +37,15 @@ struct PushConstants {
     uint32_t row_base;
     uint32_t args_base;
     uint32_t wide_cap;
+    uint32_t hist_cap;
+    uint32_t hash_bits;
+    uint32_t bitmap_words;
 };
 
 constexpr uint32_t kFlagGreedy = 1u;  // FLAG_GREEDY
 constexpr uint32_t kFlagSmall = 2u;   // FLAG_SMALL
 constexpr uint32_t kFlagDistribution = 4u;  // FLAG_DISTRIBUTION
-constexpr uint32_t kBindingCount = 12;  // bindings 0..11 of common.glsl
+constexpr uint32_t kBindingCount = 13;  // bindings 0..12 of common.glsl
 
 class Pipelines {
 public:

@@ -613,11 +613,11 @@ TEST_P(BadInputParam, MinKeepAboveInt32) {
     expect_rejected(SIEVE_PARAM_MIN_KEEP, 2147483648.0, SIEVE_ERROR_INVALID_PARAMETER, {"min_keep"});
 }
 TEST_P(BadInputParam, UnknownParam) {
-    // (12: the first value after SIEVE_PARAM_DYNATEMP_EXPONENT; 7 became TOP_N_SIGMA in issue 3.)
-    expect_rejected(static_cast<sieve_param>(12), 1.0, SIEVE_ERROR_INVALID_PARAMETER, {"unknown parameter 12"});
+    // (24: the first value after SIEVE_PARAM_ADAPTIVE_DECAY; 12 became REPEAT_LAST_N in issue 4.)
+    expect_rejected(static_cast<sieve_param>(24), 1.0, SIEVE_ERROR_INVALID_PARAMETER, {"unknown parameter 24"});
     double x = -1;
-    EXPECT_TRUE(Fails(sieve_chain_get_param(rig_->chain(), 0, static_cast<sieve_param>(12), &x),
-                      SIEVE_ERROR_INVALID_PARAMETER, {"unknown parameter 12"}));
+    EXPECT_TRUE(Fails(sieve_chain_get_param(rig_->chain(), 0, static_cast<sieve_param>(24), &x),
+                      SIEVE_ERROR_INVALID_PARAMETER, {"unknown parameter 24"}));
     EXPECT_TRUE(Fails(sieve_chain_get_param(rig_->chain(), 0, static_cast<sieve_param>(-1), &x),
                       SIEVE_ERROR_INVALID_PARAMETER, {"unknown parameter -1"}));
 }

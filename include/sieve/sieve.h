@@ -187,6 +187,13 @@ typedef struct sieve_chain_desc {
     float temperature;          /* llama.cpp default 0.8 */
     uint32_t seed;              /* SIEVE_SEED_RANDOM = pick one */
     int32_t min_keep;           /* llama.cpp default 0 */
+    /* Sequence slots: the state that lives across calls (the accepted-token
+     * history, mirostat's mu, adaptive-p's average, the RNG step) belongs to a
+     * slot; each call maps its rows to slots (sieve_chain_set_slots). 0 = max_rows. */
+    int32_t max_slots;
+    /* Tokens of history each slot keeps: the largest repeat_last_n /
+     * dry_penalty_last_n any row may use (default 1024, at most 65536). */
+    int32_t history_capacity;
 } sieve_chain_desc;
 
 #define SIEVE_SEED_RANDOM 0xFFFFFFFFu   /* llama.cpp's LLAMA_DEFAULT_SEED */
@@ -211,14 +218,73 @@ typedef enum sieve_param {
     SIEVE_PARAM_XTC_PROBABILITY = 8,    /* <= 0 = off (default 0.0) */
     SIEVE_PARAM_XTC_THRESHOLD = 9,      /* > 0.5 = off (default 0.1) */
     SIEVE_PARAM_DYNATEMP_RANGE = 10,    /* <= 0 = plain temperature (default 0.0) */
-    SIEVE_PARAM_DYNATEMP_EXPONENT = 11  /* default 1.0 */
+    SIEVE_PARAM_DYNATEMP_EXPONENT = 11, /* default 1.0 */
+    /* The samplers that read the slot's history (docs/semantics.md). A last_n
+     * is an integer in [0, history_capacity]; llama.cpp's -1 ("the context")
+     * is refused: Sieve has no context, set the window explicitly. */
+    SIEVE_PARAM_REPEAT_LAST_N = 12,         /* penalties' window; 0 = off (default 64) */
+    SIEVE_PARAM_REPEAT_PENALTY = 13,        /* > 0; 1 = off (default 1.0) */
+    SIEVE_PARAM_FREQUENCY_PENALTY = 14,     /* default 0.0 */
+    SIEVE_PARAM_PRESENCE_PENALTY = 15,      /* default 0.0 */
+    SIEVE_PARAM_DRY_MULTIPLIER = 16,        /* 0 = off (default 0.0) */
+    SIEVE_PARAM_DRY_BASE = 17,              /* < 1 = off (default 1.75) */
+    SIEVE_PARAM_DRY_ALLOWED_LENGTH = 18,    /* integer >= 0 (default 2) */
+    SIEVE_PARAM_DRY_PENALTY_LAST_N = 19,    /* DRY's window; 0 = off (default: history_capacity) */
+    SIEVE_PARAM_MIROSTAT_TAU = 20,          /* target surprise (default 5.0); mu starts at 2 tau */
+    SIEVE_PARAM_MIROSTAT_ETA = 21,          /* learning rate (default 0.1) */
+    SIEVE_PARAM_ADAPTIVE_TARGET = 22,       /* adaptive-p's target; < 0 = a plain draw */
+    SIEVE_PARAM_ADAPTIVE_DECAY = 23         /* adaptive-p's decay */
 } sieve_param;
 
 /* row = -1 sets every row. */
 SIEVE_API sieve_status sieve_chain_set_param(sieve_chain* chain, int32_t row, sieve_param param, double value);
 SIEVE_API sieve_status sieve_chain_get_param(const sieve_chain* chain, int32_t row, sieve_param param, double* value);
-/* Resets a row's state (RNG step); row = -1 resets every row. */
+/* Resets the state of the slot `row` maps to: its history, mirostat mu,
+ * adaptive-p average and RNG step; row = -1 resets every slot. */
 SIEVE_API sieve_status sieve_chain_reset(sieve_chain* chain, int32_t row);
+
+/* ---- sequence slots ---------------------------------------------------------
+ * A slot's state lives in device memory the GPU reads and writes directly: the
+ * token a call draws is appended to its slot's history by the same submission
+ * (sieve_sample; sieve_sample_draws and sieve_chain_distribution change no
+ * slot). The calls below act between sampling calls, on the host's view of that
+ * memory (no submission, no copy through a staging buffer). */
+
+/* Maps rows to slots for the following calls: row r uses slots[r] for
+ * r < n, slot r beyond (NULL = every row r uses slot r). Slots are in
+ * [0, max_slots); a call whose rows would share a slot fails with
+ * SIEVE_ERROR_INVALID_ARGUMENT (two appends to one history have no order). */
+SIEVE_API sieve_status sieve_chain_set_slots(sieve_chain* chain, const int32_t* slots, int32_t n);
+
+/* Appends tokens chosen elsewhere (a prompt, a grammar engine, a speculative
+ * verifier) to the history of the slot `row` maps to, oldest first, as
+ * llama.cpp's accept would. Ids must be in [0, max_vocab). Mirostat and
+ * adaptive-p learn only from tokens they drew, as in llama.cpp. */
+SIEVE_API sieve_status sieve_accept(sieve_chain* chain, int32_t row, const int32_t* tokens, int32_t n);
+
+/* Slot to slot on the device (beam search forks a sequence; a speculative
+ * decoder keeps a spare slot to roll back to). */
+SIEVE_API sieve_status sieve_chain_copy_slot(sieve_chain* chain, int32_t src_slot, int32_t dst_slot);
+SIEVE_API sieve_status sieve_chain_reset_slot(sieve_chain* chain, int32_t slot);
+
+/* A slot's whole state as an opaque blob of sieve_chain_slot_state_size bytes,
+ * restorable into any slot of a chain with the same history capacity. */
+SIEVE_API sieve_status sieve_chain_slot_state_size(const sieve_chain* chain, size_t* bytes);
+SIEVE_API sieve_status sieve_chain_save_slot(sieve_chain* chain, int32_t slot, void* data, size_t size);
+SIEVE_API sieve_status sieve_chain_restore_slot(sieve_chain* chain, int32_t slot, const void* data, size_t size);
+
+/* A slot's history, oldest first: *count receives its length (at most
+ * history_capacity), at most `capacity` tokens (the newest) are written. */
+SIEVE_API sieve_status sieve_chain_slot_history(sieve_chain* chain, int32_t slot, int32_t* tokens, int32_t capacity,
+                                                int32_t* count);
+
+/* A row's DRY sequence breakers as token-id sequences (llama.cpp's
+ * --dry-sequence-breaker, tokenized by the caller): `tokens` holds the
+ * sequences back to back, lengths[i] tokens each (head token first). n = 0
+ * clears them; row = -1 sets every row. Each sequence has 1..32 tokens with
+ * ids in [0, max_vocab); at most 64 sequences and 256 tokens per row. */
+SIEVE_API sieve_status sieve_chain_set_dry_breakers(sieve_chain* chain, int32_t row, const int32_t* tokens,
+                                                    const int32_t* lengths, int32_t n);
 
 /* A row's logit bias (llama.cpp's --logit-bias: added to the logit before the
  * chain, as its common sampler does; -INFINITY bans a token). Replaces the row's

@@ -42,6 +42,9 @@ layout(push_constant) uniform Push {
     uint row_base;    // first row of this dispatch's row group (workgroup y = row - row_base)
     uint args_base;   // this row group's indirect dispatch arguments (words)
     uint wide_cap;    // entries of a row's wide list (wide.glsl); 0: the chain has no wide path
+    uint hist_cap;    // tokens of a slot's history ring (the chain's history capacity)
+    uint hash_bits;   // log2 of a row's history hash entries (history.glsl)
+    uint bitmap_words;  // words of a row's history bitmap: ceil(max_vocab / 32)
 } pc;
 
 const uint FLAG_GREEDY = 1u;   // the chain ends in greedy
@@ -64,10 +67,10 @@ const uint STATUS_FALLBACK = 0x46414C4Cu;
 
 // Per-row parameters, written by the host into a persistently mapped block
 // (mirrored in engine/gpu_params.hpp).
-const uint PARAM_STRIDE = 32u;
+const uint PARAM_STRIDE = 48u;
 const uint P_SCALE = 0u;       // float: the chain's temperature product, 1 without temperature; <= 0 = greedy
 const uint P_SEED = 1u;
-const uint P_GENERATION = 2u;  // bumped by the host on reset/seed change
+const uint P_SLOT = 2u;        // word offset of the row's slot record in slot_state
 const uint P_DRAW = 3u;
 const uint P_ROW_FLAGS = 4u;   // ROW_*
 const uint P_TEMPERATURE = 5u; // float, the sampler parameters (llama.cpp's meanings)
@@ -85,12 +88,26 @@ const uint P_AGG_T = 16u;      // float: the temperature product the full-row ma
 const uint P_NEED = 17u;       // candidates the collect pass keeps (1..CAP/2)
 const uint P_INPUTS = 20u;     // word offset of the row's bias/bitmask block in row_inputs
 const uint P_FLOOR = 21u;      // float, ROW_FLOOR: the min-p floor below the running maximum (raw logits)
+// The history samplers (history.glsl); a window of 0 = the sampler is off.
+const uint P_PEN_LAST_N = 19u;
+const uint P_REPEAT = 22u;     // float
+const uint P_FREQ = 23u;       // float
+const uint P_PRESENT = 24u;    // float
+const uint P_DRY_LAST_N = 25u;
+const uint P_DRY_MULT = 26u;   // float
+const uint P_DRY_BASE = 27u;   // float
+const uint P_DRY_ALLOWED = 28u;
+const uint P_DRY_MAX_EXP = 29u;  // llama.cpp's exponent cap (0 = none), computed by the host as llama.cpp does
+const uint P_BREAKERS = 30u;   // word offset of the row's DRY breakers in row_inputs (NO_INPUTS: none)
 
 const uint ROW_HAS_INPUTS = 1u;  // a logit bias or a token bitmask applies
 const uint ROW_NEED_SIGMA = 2u;  // the collect pass sums mean/variance of the row
 const uint ROW_NEED_MASS = 4u;   // the collect pass sums the row's softmax mass at P_AGG_T
 const uint ROW_FLOOR = 8u;       // min-p is the chain's first cut: collect only logits above its floor
 const uint ROW_DEFER_TOP_P = 16u;  // top-p is the only cut: the wide passes sum the mass (wide.glsl)
+const uint ROW_ADJUST = 32u;   // penalties or DRY act: logits of history tokens change (history.glsl)
+const uint ROW_DRY_FIRST = 64u;  // DRY comes before the penalties in the chain
+const uint ROW_COMMIT = 128u;  // the drawn token joins the slot's history (sieve_sample, not draws)
 
 const uint OP_END = 0u;
 const uint OP_TEMPERATURE = 1u;
@@ -101,10 +118,15 @@ const uint OP_TYPICAL = 5u;
 const uint OP_TOP_N_SIGMA = 6u;
 const uint OP_XTC = 7u;
 
-// Per-slot state that lives on the device across calls.
-const uint SLOT_STRIDE = 4u;
+// A sequence slot's record (engine/slot_layout.hpp): header words, then the
+// history ring of pc.hist_cap tokens. The host reads and writes it between
+// calls (mapped memory); the draw advances the step and appends the token.
 const uint S_STEP = 0u;
-const uint S_GENERATION = 1u;
+const uint S_COUNT = 1u;       // tokens in the ring
+const uint S_HEAD = 2u;        // where the next token goes
+const uint S_FLAGS = 3u;
+const uint S_MU = 4u;
+const uint SLOT_HEADER = 16u;
 
 // Per-chunk statistics (row_stats.comp).
 const uint CHUNK_STRIDE = 16u;
@@ -173,6 +195,9 @@ layout(std430, set = 0, binding = 10) readonly buffer RowInputs { uint row_input
 // Per row, a top-p cut past the candidate buffer (wide.glsl): merged bins, the
 // buffer's entries and the gathered list.
 layout(std430, set = 0, binding = 11) coherent buffer Wide { uint wide[]; };
+// Per row, written each call by history.comp from the slot's history: a bitmap
+// of the tokens whose logit changes, their hash entries, DRY's scratch.
+layout(std430, set = 0, binding = 12) coherent buffer Adjust { uint adjust[]; };
 
 // Order-preserving key: uint order == float order; -0 and +0 share a key.
 // NaN never gets here (rows holding one fail in row_stats first).
@@ -241,24 +266,75 @@ float apply_bias(uint base, uint i, float f) {
 // once per workgroup (bind_row), not once per logit.
 const uint NO_INPUTS = 0xFFFFFFFFu;
 uint g_inputs = NO_INPUTS;
+uint g_adjust = NO_INPUTS;  // the row's Adjust block when penalties or DRY act
+uint g_flags = 0u;
+
+// A row's Adjust block: the bitmap, 2^hash_bits entries of ADJ_ENTRY words,
+// DRY's repeat counts (hist_cap words).
+const uint ADJ_ENTRY = 4u;
+const uint ADJ_KEY = 0u;       // token + 1 (0 = empty)
+const uint ADJ_COUNT = 1u;     // occurrences in the penalties' window
+const uint ADJ_DRY = 2u;       // float: DRY's penalty (0 when none)
+const uint ADJ_DRY_LEN = 3u;   // DRY's longest repeat the token extends, + 1 (0 = none)
+uint adjust_row_words() { return pc.bitmap_words + (ADJ_ENTRY << pc.hash_bits) + pc.hist_cap; }
+uint adjust_hash(uint token) { return (token * 2654435761u) >> (32u - pc.hash_bits); }
 
 void bind_row(uint row) {
-    g_inputs = (param_u(row, P_ROW_FLAGS) & ROW_HAS_INPUTS) != 0u ? param_u(row, P_INPUTS) : NO_INPUTS;
+    g_flags = param_u(row, P_ROW_FLAGS);
+    g_inputs = (g_flags & ROW_HAS_INPUTS) != 0u ? param_u(row, P_INPUTS) : NO_INPUTS;
+    g_adjust = (g_flags & ROW_ADJUST) != 0u ? row * adjust_row_words() : NO_INPUTS;
+}
+
+// The penalties and DRY on a history token's logit, in chain order, as the
+// twin applies them (llama_sampler_penalties_apply: logit <= 0 multiplied by
+// the repeat penalty, > 0 divided, then count * freq + present subtracted;
+// llama_sampler_dry_apply: its penalty subtracted). `precise`: no fused
+// multiply-add, the twin rounds every step.
+float apply_history(uint row, uint i, float f) {
+    uint mask = (1u << pc.hash_bits) - 1u;
+    uint e = adjust_hash(i);
+    uint base = g_adjust + pc.bitmap_words;
+    for (uint probe = 0u; probe <= mask; ++probe) {
+        uint o = base + e * ADJ_ENTRY;
+        uint key = adjust[o + ADJ_KEY];
+        if (key == 0u) return f;
+        if (key == i + 1u) {
+            uint count = adjust[o + ADJ_COUNT];
+            precise float dry = uintBitsToFloat(adjust[o + ADJ_DRY]);
+            precise float x = f;
+            if ((g_flags & ROW_DRY_FIRST) != 0u) x = x - dry;
+            if (count > 0u) {
+                precise float repeat = param_f(row, P_REPEAT);
+                x = x <= 0.0 ? x * repeat : x / repeat;
+                precise float sub = float(count) * param_f(row, P_FREQ) + param_f(row, P_PRESENT);
+                x = x - sub;
+            }
+            if ((g_flags & ROW_DRY_FIRST) == 0u) x = x - dry;
+            return x;
+        }
+        e = (e + 1u) & mask;
+    }
+    return f;
 }
 
 // Logit i of the bound row as the chain sees it: the token bitmask
 // (disallowed = -inf) and the logit bias applied, as the twin applies them
-// before the chain. NaN and +Inf stay as they are: the row fails on them
+// before the chain, then the history samplers (which the GPU runs only at the
+// chain's start). NaN and +Inf stay as they are: the row fails on them
 // whatever the mask says (the twin checks the raw logits first).
 float row_logit(uint row, uint i) {
     float f = logits[row * pc.stride + i];
-    if (!ROW_INPUTS || g_inputs == NO_INPUTS) return f;
+    if (!ROW_INPUTS || (g_inputs == NO_INPUTS && g_adjust == NO_INPUTS)) return f;
     if (isnan(f) || (isinf(f) && f > 0.0)) return f;
-    uint w = g_inputs + 2u + 2u * (i >> 5u);
     uint bit = 1u << (i & 31u);
-    if ((row_inputs[w] & bit) == 0u) return NEG_INF;
-    if ((row_inputs[w + 1u] & bit) == 0u) return f;
-    return apply_bias(g_inputs, i, f);
+    if (g_inputs != NO_INPUTS) {
+        uint w = g_inputs + 2u + 2u * (i >> 5u);
+        if ((row_inputs[w] & bit) == 0u) return NEG_INF;
+        if ((row_inputs[w + 1u] & bit) != 0u) f = apply_bias(g_inputs, i, f);
+        if (isnan(f)) return f;
+    }
+    if (g_adjust != NO_INPUTS && (adjust[g_adjust + (i >> 5u)] & bit) != 0u) f = apply_history(row, i, f);
+    return f;
 }
 
 uint load_key(uint row, uint i, float scale) { return sieve_key(scaled_logit(row_logit(row, i), scale)); }

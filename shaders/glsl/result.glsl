@@ -2,8 +2,19 @@
 #ifndef SIEVE_RESULT_GLSL
 #define SIEVE_RESULT_GLSL
 
+// A committed token joins its slot's history: the ring's oldest entry leaves
+// a full ring (llama.cpp's accept).
+void append_history(uint row, uint token) {
+    uint slot = param_u(row, P_SLOT);
+    uint head = slot_state[slot + S_HEAD];
+    slot_state[slot + SLOT_HEADER + head] = token;
+    slot_state[slot + S_HEAD] = head + 1u == pc.hist_cap ? 0u : head + 1u;
+    slot_state[slot + S_COUNT] = min(slot_state[slot + S_COUNT] + 1u, pc.hist_cap);
+}
+
 void write_result(uint row, uint token, float p, float logprob, uint status, uint step, uint passes) {
     if ((pc.flags & FLAG_DISTRIBUTION) != 0u) return;
+    if (status == STATUS_OK && (param_u(row, P_ROW_FLAGS) & ROW_COMMIT) != 0u) append_history(row, token);
     uint o = row * RESULT_STRIDE;
     results[o + 0u] = token;
     results[o + 1u] = floatBitsToUint(p);
@@ -15,11 +26,10 @@ void write_result(uint row, uint token, float p, float logprob, uint status, uin
     results[o + 7u] = row_state[row * ROW_STRIDE + R_FIRST_BAD];
 }
 
-// A sampled token advances the row's step (slot state lives across calls).
+// A sampled token advances the step of the row's slot (slot state lives across calls).
 void advance_step(uint row, uint step) {
     if ((pc.flags & FLAG_DISTRIBUTION) != 0u) return;
-    slot_state[row * SLOT_STRIDE + S_STEP] = step + 1u;
-    slot_state[row * SLOT_STRIDE + S_GENERATION] = params[row * PARAM_STRIDE + P_GENERATION];
+    slot_state[param_u(row, P_SLOT) + S_STEP] = step + 1u;
 }
 
 // A failed row, or the argmax for greedy rows: the whole answer once the row

@@ -32,11 +32,8 @@ uint row_status(RowStats s) {
     return STATUS_OK;
 }
 
-// The row's step: the host bumps the generation on reset and seed changes.
-uint row_step(uint row) {
-    bool same = slot_state[row * SLOT_STRIDE + S_GENERATION] == params[row * PARAM_STRIDE + P_GENERATION];
-    return same ? slot_state[row * SLOT_STRIDE + S_STEP] : 0u;
-}
+// The step of the row's slot (the host restarts it on reset and seed changes).
+uint row_step(uint row) { return slot_state[param_u(row, P_SLOT) + S_STEP]; }
 
 uint row_uniform(uint row) {
     return sieve_uniform_u32(params[row * PARAM_STRIDE + P_SEED], row_step(row), params[row * PARAM_STRIDE + P_DRAW]);

@@ -1,0 +1,198 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// The history samplers' prepare pass (one workgroup per row, before any pass
+// that reads the row): from the slot's history it builds the row's Adjust
+// block, the tokens whose logit the penalties and DRY change, so that every
+// later pass applies them as it reads a logit (row_logit in common.glsl). It
+// reads the history, never the row: its cost grows with the history, not the
+// vocabulary.
+//
+// The block: a bitmap of the adjusted tokens (one word per 32 tokens), an
+// open-addressing hash of 2^hash_bits entries (>= 2 x the history capacity,
+// so it never fills: every key is a history token) and DRY's repeat counts.
+#include "common.glsl"
+
+shared uint s_restart;  // the most recent history position where a breaker ends
+
+// The i-th most recent token of the slot (llama.cpp's ring_buffer::rat(i)).
+uint g_slot;
+uint g_count;
+uint g_head;
+uint rat(uint i) { return slot_state[g_slot + SLOT_HEADER + (g_head + pc.hist_cap - 1u - i) % pc.hist_cap]; }
+
+// The token's entry (word offset), inserted when absent; its bitmap bit set.
+uint adjust_insert(uint base, uint token) {
+    uint mask = (1u << pc.hash_bits) - 1u;
+    uint e = adjust_hash(token);
+    uint hash_base = base + pc.bitmap_words;
+    for (uint probe = 0u; probe <= mask; ++probe) {
+        uint o = hash_base + e * ADJ_ENTRY;
+        uint prev = atomicCompSwap(adjust[o + ADJ_KEY], 0u, token + 1u);
+        if (prev == 0u) atomicOr(adjust[base + (token >> 5u)], 1u << (token & 31u));
+        if (prev == 0u || prev == token + 1u) return o;
+        e = (e + 1u) & mask;
+    }
+    return NO_INPUTS;  // unreachable: the table holds twice the history
+}
+
+// The row's breakers in row_inputs: [n, then per sequence: length, tokens
+// (head first)].
+bool single_token_breaker(uint breakers, uint token) {
+    if (breakers == NO_INPUTS) return false;
+    uint n = row_inputs[breakers];
+    uint o = breakers + 1u;
+    for (uint b = 0u; b < n; ++b) {
+        uint len = row_inputs[o];
+        if (len == 1u && row_inputs[o + 1u] == token) return true;
+        o += 1u + len;
+    }
+    return false;
+}
+
+// llama_sampler_dry_apply's step 1 for history position i (a head token i
+// positions from the end): the longest breaker starting there whose tail
+// follows it, or -1. Tails run toward the present: tail[k] is rat(i - 1 - k).
+int breaker_match(uint breakers, uint i) {
+    uint token = rat(i);
+    uint n = row_inputs[breakers];
+    uint o = breakers + 1u;
+    int longest = -1;
+    for (uint b = 0u; b < n; ++b) {
+        uint len = row_inputs[o];
+        int seq_len = int(len) - 1;
+        if (row_inputs[o + 1u] == token && seq_len > longest && seq_len <= int(i)) {
+            bool match = true;
+            for (uint k = 0u; k < uint(seq_len) && match; ++k) match = row_inputs[o + 2u + k] == rat(i - 1u - k);
+            if (match) longest = seq_len;
+        }
+        o += 1u + len;
+    }
+    return longest;
+}
+
+// llama.cpp's penalty `multiplier * pow(base, exponent)`: exponentiation by
+// squaring in float (llama.cpp's std::pow runs in double; a few ulp apart).
+float dry_penalty(float multiplier, float base, uint exponent) {
+    float r = 1.0;
+    float b = base;
+    for (uint e = exponent; e != 0u; e >>= 1u) {
+        if ((e & 1u) != 0u) r *= b;
+        b *= b;
+    }
+    return multiplier * r;
+}
+
+void main() {
+    uint row = pc.row_base + gl_WorkGroupID.y;
+    uint t = gl_LocalInvocationID.x;
+    uint base = row * adjust_row_words();
+    uint entries = 1u << pc.hash_bits;
+    uint hash_base = base + pc.bitmap_words;
+    uint repeats = hash_base + entries * ADJ_ENTRY;
+
+    // What the row's previous call set, cleared: its entries and their bits.
+    for (uint e = t; e < entries; e += WG) {
+        uint o = hash_base + e * ADJ_ENTRY;
+        uint key = adjust[o + ADJ_KEY];
+        if (key != 0u) {
+            uint token = key - 1u;
+            atomicAnd(adjust[base + (token >> 5u)], ~(1u << (token & 31u)));
+            adjust[o + ADJ_KEY] = 0u;
+            adjust[o + ADJ_COUNT] = 0u;
+            adjust[o + ADJ_DRY] = 0u;
+            adjust[o + ADJ_DRY_LEN] = 0u;
+        }
+    }
+    // Buffer writes of this workgroup before its later reads and atomics.
+    memoryBarrierBuffer();
+    barrier();
+    if ((param_u(row, P_ROW_FLAGS) & ROW_ADJUST) == 0u) return;
+
+    g_slot = param_u(row, P_SLOT);
+    g_count = slot_state[g_slot + S_COUNT];
+    g_head = slot_state[g_slot + S_HEAD];
+
+    // Penalties: each token's count over the window (llama.cpp's token_count).
+    uint pen_n = min(g_count, param_u(row, P_PEN_LAST_N));
+    for (uint j = t; j < pen_n; j += WG) atomicAdd(adjust[adjust_insert(base, rat(j)) + ADJ_COUNT], 1u);
+
+    // DRY over its window (last_n_repeat); llama.cpp returns early when the
+    // window is not longer than allowed_length.
+    uint n = min(g_count, param_u(row, P_DRY_LAST_N));
+    uint allowed = param_u(row, P_DRY_ALLOWED);
+    if (n <= allowed) return;
+    uint breakers = param_u(row, P_BREAKERS);
+
+    // Step 1: the most recent breaker limits the repeat length (rep_limit).
+    if (t == 0u) s_restart = 0xFFFFFFFFu;
+    barrier();
+    if (breakers != NO_INPUTS) {
+        for (uint i = t; i < n; i += WG) {
+            int m = breaker_match(breakers, i);
+            if (m >= 0) atomicMin(s_restart, (i << 16u) | uint(m));  // i < 2^16: the capacity's bound
+        }
+    }
+    barrier();
+    uint rep_limit = n;
+    if (s_restart != 0xFFFFFFFFu) rep_limit = (s_restart >> 16u) - (s_restart & 0xFFFFu);
+    if (rep_limit < allowed) return;  // uniform: shared value after the barrier
+
+    // Step 2: the reverse Z-algorithm, as llama.cpp runs it (one invocation:
+    // linear in the window, sequential by nature).
+    if (t == 0u) {
+        uint last = n - 1u;
+        uint rt = 0u, lt = 0u;
+        for (uint k = 1u; k < n; ++k) {
+            if (k > rt) {
+                uint m = 0u;
+                while (m + k < n && rat(m) == rat(m + k)) ++m;
+                adjust[repeats + last - k] = min(m, rep_limit);
+                if (m > 0u) {
+                    lt = k;
+                    rt = k + m - 1u;
+                }
+            } else {
+                uint p = k - lt;
+                uint right_part_len = rt - k + 1u;
+                uint pair = adjust[repeats + last - p];
+                if (pair < right_part_len) {
+                    adjust[repeats + last - k] = min(pair, rep_limit);
+                } else {
+                    uint i = rt + 1u;
+                    while (i < n && rat(i) == rat(i - k)) ++i;
+                    adjust[repeats + last - k] = min(i - k, rep_limit);
+                    lt = k;
+                    rt = i - 1u;
+                }
+            }
+        }
+    }
+    memoryBarrierBuffer();
+    barrier();
+
+    // Step 3: each repeat of at least allowed_length makes the token after it
+    // a continuation; a token keeps its longest (single-token breakers never
+    // get a penalty).
+    for (uint i = t; i + 1u < n; i += WG) {
+        uint len = adjust[repeats + i];
+        if (len < allowed) continue;
+        uint token = rat(n - 2u - i);
+        if (single_token_breaker(breakers, token)) continue;
+        atomicMax(adjust[adjust_insert(base, token) + ADJ_DRY_LEN], len + 1u);
+    }
+    memoryBarrierBuffer();
+    barrier();
+
+    // Step 4: the penalty of each such token, exponent capped as llama.cpp caps it.
+    float multiplier = param_f(row, P_DRY_MULT);
+    float dry_base = param_f(row, P_DRY_BASE);
+    uint max_exp = param_u(row, P_DRY_MAX_EXP);
+    for (uint e = t; e < entries; e += WG) {
+        uint o = hash_base + e * ADJ_ENTRY;
+        uint len = adjust[o + ADJ_DRY_LEN];
+        if (len == 0u) continue;
+        uint exponent = len - 1u - allowed;
+        if (max_exp > 0u && exponent > max_exp) exponent = max_exp;
+        adjust[o + ADJ_DRY] = floatBitsToUint(dry_penalty(multiplier, dry_base, exponent));
+    }
+}
