@@ -19,6 +19,7 @@
 //    most one per case); the drawn token's p within 1e-4 relative.
 #include "reference/reference.hpp"
 #include "test_support.hpp"
+#include "twin_compare.hpp"
 
 #include <gtest/gtest.h>
 
@@ -40,6 +41,7 @@ using sieve::ref::SamplerKind;
 using sieve::ref::Weighted;
 using sieve_test::Profile;
 using sieve_test::Shape;
+using namespace sieve_test::twin;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr Shape kShapes[] = {Shape::Gaussian, Shape::Zipf, Shape::Peaked, Shape::Masked, Shape::Ties};
@@ -47,8 +49,6 @@ constexpr Shape kShapes[] = {Shape::Gaussian, Shape::Zipf, Shape::Peaked, Shape:
 // llama.cpp's default chain without penalties and DRY.
 const char* const kDefaultOrder = "top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature";
 
-// Tolerances of the agreement rules above.
-constexpr double kProbRel = 1e-4, kProbAbs = 1e-7, kMaxTvd = 1e-5, kNearBoundary = 1e-6;
 
 // ---- parameters: one RowParams drives both the GPU chain and the twin ----------
 
@@ -105,216 +105,6 @@ void set_row(sieve::Chain& chain, int32_t row, const RowParams& p) {
     }
     chain.set_logit_bias(tokens, biases, row);
     chain.set_token_bitmask(p.token_bitmask, row);
-}
-
-// ---- thresholds: the twin with a cut's threshold moved by 1e-6 -------------------
-
-// The GPU computes probabilities and sums in float, the twin in double, so a
-// keep/drop decision may differ where a value lies within rounding of its
-// threshold (rows of tied logits put sums exactly on p: 36 x 1/40 = 0.9).
-// Such a difference is accepted only when the twin, run with that sampler's
-// threshold moved by 1e-6 (relative), gives the GPU's survivors; the GPU is
-// then held to that run of the twin with the usual tolerances.
-//
-// top-p and typical compare a cumulative probability with p, XTC a
-// probability with its threshold: those parameters move by a factor 1 +- 1e-6.
-// min-p compares a logit with max + logf(p): p moves by exp(+-1e-6 * scale),
-// scale bounding |threshold| (the row's largest |logit| over the smallest
-// temperature, plus |log p|).
-std::vector<RowParams> nudged_params(const std::vector<SamplerKind>& kinds, const float* logits, int32_t vocab,
-                                     const RowParams& base) {
-    const auto has = [&](SamplerKind k) { return std::find(kinds.begin(), kinds.end(), k) != kinds.end(); };
-    float max_abs = 1.0f;
-    for (int32_t i = 0; i < vocab; ++i)
-        if (std::isfinite(logits[i])) max_abs = std::max(max_abs, std::fabs(logits[i]));
-    const double t = base.temperature > 0 ? std::min(1.0, static_cast<double>(base.temperature)) : 1.0;
-    const double min_p_scale = max_abs / t + std::fabs(std::log(std::max(base.min_p, 1e-30f)));
-
-    // One entry per threshold the chain holds: how to move it down (-1) or up (+1).
-    std::vector<std::function<void(RowParams&, int)>> moves;
-    if (has(SamplerKind::TopP)) moves.push_back([](RowParams& p, int d) { p.top_p *= 1.0f + d * 1e-6f; });
-    if (has(SamplerKind::TypicalP)) moves.push_back([](RowParams& p, int d) { p.typical_p *= 1.0f + d * 1e-6f; });
-    if (has(SamplerKind::Xtc)) moves.push_back([](RowParams& p, int d) { p.xtc_threshold *= 1.0f + d * 1e-6f; });
-    if (has(SamplerKind::MinP))
-        moves.push_back([=](RowParams& p, int d) {
-            p.min_p = static_cast<float>(p.min_p * std::exp(d * kNearBoundary * min_p_scale));
-        });
-
-    // Every combination but the identity, single moves first.
-    std::vector<std::pair<int, RowParams>> out;
-    int combos = 1;
-    for (size_t i = 0; i < moves.size(); ++i) combos *= 3;
-    for (int c = 1; c < combos; ++c) {
-        RowParams p = base;
-        int moved = 0;
-        for (size_t i = 0, code = static_cast<size_t>(c); i < moves.size(); ++i, code /= 3) {
-            if (code % 3 == 0) continue;      // this threshold stays
-            moves[i](p, code % 3 == 1 ? -1 : +1);
-            ++moved;
-        }
-        out.push_back({moved, p});
-    }
-    std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::vector<RowParams> params;
-    for (auto& [moved, p] : out) params.push_back(p);
-    return params;
-}
-
-// Distance of the draw's uniform from the nearest CDF boundary of the twin's
-// distribution at `step` (as in test_gpu_vs_twin.cpp).
-double boundary_distance(const std::vector<SamplerKind>& kinds, const float* logits, int32_t vocab,
-                         const RowParams& params, uint32_t step) {
-    std::vector<Weighted> dist;
-    std::string message;
-    if (sieve::ref::row_distribution(kinds, logits, vocab, params, &dist, &message, step) != SIEVE_OK) return 1.0;
-    double total = 0;
-    for (const auto& w : dist) total += w.p;
-    const double u = sieve::ref::uniform_u32(params.seed, step, 0) / 4294967296.0;
-    double cum = 0, best = 1.0;
-    for (const auto& w : dist) {
-        cum += w.p / total;
-        best = std::min(best, std::fabs(cum - u));
-    }
-    return best;
-}
-
-// ---- comparing one row ---------------------------------------------------------
-
-// One row as both sides see it.
-struct Row {
-    const std::vector<SamplerKind>& kinds;
-    const float* logits;
-    int32_t vocab;
-    RowParams params;
-};
-
-// Differences the agreement rules allow. Tokens at a CDF boundary must be rare
-// (at most one per case); cuts at a threshold are reported, not limited: rows
-// of tied logits put sums exactly on a threshold by construction.
-struct Tally {
-    int token_near_cdf_boundary = 0;
-    int cut_near_threshold = 0;
-};
-
-struct GpuDistribution {
-    sieve_status status;
-    std::string message;
-    std::map<int32_t, float> p;  // by id
-};
-
-// sieve_chain_distribution through the C API (the C++ wrapper throws on a row
-// failure; here the status is compared).
-GpuDistribution gpu_distribution(sieve::Chain& chain, const std::vector<float>& logits, int32_t rows, int32_t vocab,
-                                 int32_t row) {
-    std::vector<int32_t> ids(static_cast<size_t>(vocab));
-    std::vector<float> probs(static_cast<size_t>(vocab));
-    int32_t count = 0;
-    GpuDistribution out;
-    out.status = sieve_chain_distribution(chain.get(), logits.data(), rows, vocab, row, ids.data(), probs.data(),
-                                          vocab, &count);
-    if (out.status != SIEVE_OK) {
-        out.message = sieve_last_error();
-        return out;
-    }
-    EXPECT_LE(count, vocab);
-    for (int32_t i = 0; i < std::min(count, vocab); ++i) {
-        EXPECT_EQ(out.p.count(ids[static_cast<size_t>(i)]), 0u) << "id " << ids[static_cast<size_t>(i)] << " twice";
-        out.p[ids[static_cast<size_t>(i)]] = probs[static_cast<size_t>(i)];
-    }
-    return out;
-}
-
-std::map<int32_t, double> twin_distribution(const Row& row, uint32_t step, sieve_status* status, std::string* message) {
-    std::vector<Weighted> want;
-    *status = sieve::ref::row_distribution(row.kinds, row.logits, row.vocab, row.params, &want, message, step);
-    std::map<int32_t, double> out;
-    for (const auto& w : want) out[w.id] = w.p;
-    return out;
-}
-
-template <class A, class B>
-bool same_ids(const std::map<int32_t, A>& a, const std::map<int32_t, B>& b) {
-    if (a.size() != b.size()) return false;
-    for (auto i = a.begin(), j = b.begin(); i != a.end(); ++i, ++j)
-        if (i->first != j->first) return false;
-    return true;
-}
-
-std::string difference_text(const std::map<int32_t, float>& gpu, const std::map<int32_t, double>& twin) {
-    std::ostringstream s;
-    auto list = [&](const auto& a, const auto& b) {
-        int n = 0;
-        for (const auto& [id, p] : a)
-            if (!b.count(id) && n++ < 12) s << " " << id;
-        if (n > 12) s << " ... (" << n << ")";
-    };
-    s << "only on the GPU {";
-    list(gpu, twin);
-    s << " }, only in the twin {";
-    list(twin, gpu);
-    s << " } (" << gpu.size() << " vs " << twin.size() << " survivors)";
-    return s.str();
-}
-
-// Whether the twin, run with one or more thresholds moved by 1e-6
-// (nudged_params), keeps exactly the survivors `ids`; if so row->params
-// becomes that run's parameters.
-template <class P>
-bool explained_by_threshold(const std::map<int32_t, P>& ids, Row* row, uint32_t step) {
-    Row moved = *row;
-    for (const RowParams& p : nudged_params(row->kinds, row->logits, row->vocab, row->params)) {
-        moved.params = p;
-        sieve_status status;
-        std::string message;
-        if (same_ids(ids, twin_distribution(moved, step, &status, &message)) && status == SIEVE_OK) {
-            row->params = p;
-            return true;
-        }
-    }
-    return false;
-}
-
-// The GPU's distribution of `row` at `step` against the twin's. When the
-// survivors differ only by a cut at a threshold, row->params becomes the
-// twin's parameters that reproduce the GPU's cut (the token is compared with
-// that run too) and *at_threshold is set.
-void compare_distribution(const GpuDistribution& got, Row* row, uint32_t step, bool* at_threshold) {
-    *at_threshold = false;
-    sieve_status status;
-    std::string message;
-    auto want = twin_distribution(*row, step, &status, &message);
-    ASSERT_EQ(got.status, status) << "GPU: " << got.message << " / twin: " << message;
-    if (status != SIEVE_OK) return;
-    if (!same_ids(got.p, want)) {
-        *at_threshold = explained_by_threshold(got.p, row, step);
-        ASSERT_TRUE(*at_threshold) << "survivors differ: " << difference_text(got.p, want)
-                                   << ", and no top-p/min-p/typical/XTC threshold moved by 1e-6 explains it";
-        want = twin_distribution(*row, step, &status, &message);
-    }
-    double tvd = 0;
-    for (const auto& [id, p] : want) {
-        const double g = got.p.at(id);
-        EXPECT_LE(std::fabs(g - p), std::max(kProbRel * p, kProbAbs)) << "id " << id << ": GPU p " << g << ", twin p " << p;
-        tvd += std::fabs(g - p);
-    }
-    EXPECT_LE(tvd / 2, kMaxTvd) << "total variation distance";
-}
-
-// The GPU's token of `row` at `step` against the twin's.
-void compare_token(const sieve_token& got, const Row& row, uint32_t step, Tally* tally) {
-    const auto want = sieve::ref::sample_row(row.kinds, row.logits, row.vocab, row.params, step);
-    ASSERT_EQ(got.status, want.status) << want.message;
-    EXPECT_EQ(got.step, step);
-    EXPECT_EQ(got.seed, row.params.seed);
-    if (want.status != SIEVE_OK) return;
-    if (got.token != want.token) {
-        const double d = boundary_distance(row.kinds, row.logits, row.vocab, row.params, step);
-        EXPECT_LT(d, kNearBoundary) << "GPU token " << got.token << " (p " << got.p << "), twin token " << want.token
-                                    << " (p " << want.p << "); the uniform is " << d << " from a CDF boundary";
-        if (d < kNearBoundary) ++tally->token_near_cdf_boundary;
-        return;
-    }
-    EXPECT_LE(std::fabs(got.p - want.p), kProbRel * want.p) << "p of token " << got.token;
 }
 
 // Whether a row's distribution changes from step to step: only XTC's coin

@@ -103,6 +103,8 @@ struct ChainDesc {
     ChainDesc& temperature(float t) { raw.temperature = t; return *this; }
     ChainDesc& seed(uint32_t s) { raw.seed = s; return *this; }
     ChainDesc& min_keep(int32_t m) { raw.min_keep = m; return *this; }
+    ChainDesc& slots(int32_t n) { raw.max_slots = n; return *this; }
+    ChainDesc& history_capacity(int32_t n) { raw.history_capacity = n; return *this; }
 };
 
 class Chain {
@@ -133,6 +135,43 @@ public:
         return v;
     }
     void reset(int32_t row = -1) { check(sieve_chain_reset(handle_, row)); }
+
+    // Sequence slots (sieve.h): rows -> slots, host-chosen tokens, slot copies
+    // and snapshots, a slot's history, a row's DRY breakers.
+    void set_slots(const std::vector<int32_t>& slots) {
+        check(sieve_chain_set_slots(handle_, slots.empty() ? nullptr : slots.data(), static_cast<int32_t>(slots.size())));
+    }
+    void accept(int32_t row, const std::vector<int32_t>& tokens) {
+        check(sieve_accept(handle_, row, tokens.data(), static_cast<int32_t>(tokens.size())));
+    }
+    void copy_slot(int32_t src, int32_t dst) { check(sieve_chain_copy_slot(handle_, src, dst)); }
+    void reset_slot(int32_t slot) { check(sieve_chain_reset_slot(handle_, slot)); }
+    std::vector<uint8_t> save_slot(int32_t slot) {
+        size_t n = 0;
+        check(sieve_chain_slot_state_size(handle_, &n));
+        std::vector<uint8_t> blob(n);
+        check(sieve_chain_save_slot(handle_, slot, blob.data(), blob.size()));
+        return blob;
+    }
+    void restore_slot(int32_t slot, const std::vector<uint8_t>& blob) {
+        check(sieve_chain_restore_slot(handle_, slot, blob.data(), blob.size()));
+    }
+    std::vector<int32_t> slot_history(int32_t slot) {
+        int32_t count = 0;
+        check(sieve_chain_slot_history(handle_, slot, nullptr, 0, &count));
+        std::vector<int32_t> tokens(static_cast<size_t>(count));
+        check(sieve_chain_slot_history(handle_, slot, tokens.data(), count, &count));
+        return tokens;
+    }
+    void set_dry_breakers(const std::vector<std::vector<int32_t>>& breakers, int32_t row = -1) {
+        std::vector<int32_t> tokens, lengths;
+        for (const auto& b : breakers) {
+            tokens.insert(tokens.end(), b.begin(), b.end());
+            lengths.push_back(static_cast<int32_t>(b.size()));
+        }
+        check(sieve_chain_set_dry_breakers(handle_, row, tokens.data(), lengths.data(),
+                                           static_cast<int32_t>(lengths.size())));
+    }
     // llama.cpp's --logit-bias for a row (-1 = every row); empty clears.
     void set_logit_bias(const std::vector<int32_t>& tokens, const std::vector<float>& biases, int32_t row = -1) {
         if (tokens.size() != biases.size())

@@ -1,0 +1,463 @@
+// The stateful samplers on the GPU against the CPU twin: penalties and DRY read
+// the history of each row's sequence slot, which the GPU's own draws extend
+// (tokens drawn on the GPU and fed back through the GPU history). Also the slot
+// operations (accept, copy, save/restore, reset, the row -> slot map) on both
+// backends, a 10 000-token generation in lockstep with the twin, and the
+// inputs these calls refuse.
+//
+// Agreement rules: twin_compare.hpp.
+#include "reference/reference.hpp"
+#include "test_support.hpp"
+#include "twin_compare.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using sieve::ref::SlotState;
+using sieve_test::Profile;
+using sieve_test::Shape;
+using namespace sieve_test::twin;
+
+// Tokens the boosted rows favour, so that generations repeat themselves and
+// the penalties and DRY have something to act on.
+std::vector<int32_t> alphabet(int32_t vocab) {
+    std::vector<int32_t> out;
+    for (int32_t i = 0; i < 12; ++i) out.push_back(static_cast<int32_t>((static_cast<int64_t>(i) * 7919 + 3) % vocab));
+    return out;
+}
+
+// A row of `shape` whose alphabet tokens are lifted by 6 (a model that keeps
+// choosing among a few tokens: the situation repetition control is for).
+std::vector<float> boosted_rows(Shape shape, int32_t rows, int32_t vocab, uint32_t seed) {
+    auto logits = sieve_test::make_rows(shape, rows, vocab, seed);
+    for (int32_t r = 0; r < rows; ++r)
+        for (int32_t t : alphabet(vocab)) {
+            float& x = logits[static_cast<size_t>(r) * vocab + static_cast<size_t>(t)];
+            if (std::isfinite(x)) x += 6.0f;
+        }
+    return logits;
+}
+
+// "penalties", "dry", "both" (llama.cpp-like strengths), "both_long" (windows of
+// 4096), "neutral" (the samplers in the chain but off).
+RowParams history_params(const std::string& name, int32_t vocab) {
+    RowParams p;
+    p.temperature = 0.9f;
+    p.top_k = 40;
+    p.top_p = 0.95f;
+    p.min_p = 0.05f;
+    p.penalty_last_n = 0;
+    p.dry_penalty_last_n = 0;
+    if (name == "penalties" || name == "both" || name == "both_long") {
+        p.penalty_last_n = name == "both_long" ? 4096 : 64;
+        p.penalty_repeat = 1.3f;
+        p.penalty_freq = 0.2f;
+        p.penalty_present = 0.4f;
+    }
+    if (name == "dry" || name == "both" || name == "both_long") {
+        p.dry_multiplier = 0.8f;
+        p.dry_base = 1.75f;
+        p.dry_allowed_length = 2;
+        p.dry_penalty_last_n = name == "both_long" ? 4096 : 256;
+        // A single-token breaker (never penalized, restarts repeats) and a
+        // two-token one, from the alphabet.
+        const auto a = alphabet(vocab);
+        p.dry_sequence_breakers = {{a[5]}, {a[7], a[8]}};
+    }
+    return p;
+}
+
+void set_history_row(sieve::Chain& chain, int32_t row, const RowParams& p) {
+    chain.set(SIEVE_PARAM_TEMPERATURE, p.temperature, row);
+    chain.set(SIEVE_PARAM_SEED, p.seed, row);
+    chain.set(SIEVE_PARAM_TOP_K, p.top_k, row);
+    chain.set(SIEVE_PARAM_TOP_P, p.top_p, row);
+    chain.set(SIEVE_PARAM_MIN_P, p.min_p, row);
+    chain.set(SIEVE_PARAM_REPEAT_LAST_N, p.penalty_last_n, row);
+    chain.set(SIEVE_PARAM_REPEAT_PENALTY, p.penalty_repeat, row);
+    chain.set(SIEVE_PARAM_FREQUENCY_PENALTY, p.penalty_freq, row);
+    chain.set(SIEVE_PARAM_PRESENCE_PENALTY, p.penalty_present, row);
+    chain.set(SIEVE_PARAM_DRY_MULTIPLIER, p.dry_multiplier, row);
+    chain.set(SIEVE_PARAM_DRY_BASE, p.dry_base, row);
+    chain.set(SIEVE_PARAM_DRY_ALLOWED_LENGTH, p.dry_allowed_length, row);
+    chain.set(SIEVE_PARAM_DRY_PENALTY_LAST_N, p.dry_penalty_last_n, row);
+    chain.set_dry_breakers(p.dry_sequence_breakers, row);
+}
+
+// A prompt with repeats: the alphabet in a pattern that DRY sees as a
+// repetition, different per row.
+std::vector<int32_t> prompt(int32_t vocab, int32_t row, size_t length) {
+    const auto a = alphabet(vocab);
+    std::vector<int32_t> out;
+    std::mt19937 rng(17u + static_cast<uint32_t>(row));
+    const std::vector<int32_t> motif = {a[0], a[1 + row % 3], a[2], a[3]};
+    while (out.size() < length) {
+        if (rng() % 3 == 0) {
+            out.push_back(a[rng() % a.size()]);
+        } else {
+            out.insert(out.end(), motif.begin(), motif.end());
+        }
+    }
+    out.resize(length);
+    return out;
+}
+
+struct HistoryCase {
+    const char* chain;
+    int32_t vocab;
+    Shape shape;
+    const char* preset;
+};
+
+std::string case_name(const HistoryCase& c) {
+    std::string chain = c.chain;
+    for (auto& ch : chain)
+        if (ch == ';') ch = '_';
+    return chain + "_v" + std::to_string(c.vocab) + "_" + sieve_test::shape_name(c.shape) + "_" + c.preset;
+}
+
+// Two rows on slots 3 and 1 of 4, each with its own prompt, seed and
+// temperature; `steps` tokens drawn on the GPU, each compared with the twin
+// fed the GPU's own history (read back), and that history checked against
+// the prompt plus the tokens drawn.
+void run_history_case(const HistoryCase& c, Profile profile, int steps) {
+    SCOPED_TRACE(case_name(c));
+    const auto kinds = sieve_test::twin_chain(c.chain);
+    ASSERT_FALSE(kinds.empty());
+    constexpr int32_t kRows = 2;
+    const std::vector<int32_t> slots = {3, 1};
+    auto ctx = sieve_test::gpu_context(profile);
+    sieve::ChainDesc desc = sieve_test::chain_desc(c.chain, kRows, c.vocab, 0.9f, 1);
+    desc.slots(4).history_capacity(4096);
+    sieve::Chain chain(ctx, desc);
+    chain.set_slots(slots);
+    std::vector<RowParams> params;
+    std::vector<std::vector<int32_t>> expected(kRows);
+    for (int32_t r = 0; r < kRows; ++r) {
+        RowParams p = history_params(c.preset, c.vocab);
+        p.seed = 500u + 31u * static_cast<uint32_t>(r);
+        p.temperature *= r == 0 ? 1.0f : 1.3f;
+        set_history_row(chain, r, p);
+        params.push_back(p);
+        expected[static_cast<size_t>(r)] = prompt(c.vocab, r, 40 + 25 * static_cast<size_t>(r));
+        chain.accept(r, expected[static_cast<size_t>(r)]);
+    }
+    Tally tally;
+    for (int step = 0; step < steps; ++step) {
+        const auto logits = boosted_rows(c.shape, kRows, c.vocab, 900u + static_cast<uint32_t>(step));
+        std::vector<SlotState> states(kRows);
+        for (int32_t r = 0; r < kRows; ++r) {
+            states[static_cast<size_t>(r)].history = chain.slot_history(slots[static_cast<size_t>(r)]);
+            ASSERT_EQ(states[static_cast<size_t>(r)].history, expected[static_cast<size_t>(r)]) << "row " << r << " step " << step;
+        }
+        std::vector<Row> rows;
+        for (int32_t r = 0; r < kRows; ++r)
+            rows.push_back({kinds, logits.data() + static_cast<size_t>(r) * c.vocab, c.vocab,
+                            params[static_cast<size_t>(r)], &states[static_cast<size_t>(r)]});
+        if (step % 4 == 0) {
+            for (int32_t r = 0; r < kRows; ++r) {
+                SCOPED_TRACE("distribution, step " + std::to_string(step) + " row " + std::to_string(r));
+                bool at_threshold = false;
+                compare_distribution(gpu_distribution(chain, logits, kRows, c.vocab, r), &rows[static_cast<size_t>(r)],
+                                     static_cast<uint32_t>(step), &at_threshold);
+                if (at_threshold) ++tally.cut_near_threshold;
+                rows[static_cast<size_t>(r)].params = params[static_cast<size_t>(r)];
+            }
+        }
+        const auto out = chain.sample(logits.data(), kRows, c.vocab);
+        for (int32_t r = 0; r < kRows; ++r) {
+            SCOPED_TRACE("token, step " + std::to_string(step) + " row " + std::to_string(r));
+            compare_token(out[static_cast<size_t>(r)], rows[static_cast<size_t>(r)], static_cast<uint32_t>(step), &tally);
+            expected[static_cast<size_t>(r)].push_back(out[static_cast<size_t>(r)].token);
+        }
+        if (testing::Test::HasFatalFailure()) return;
+    }
+    EXPECT_LE(tally.token_near_cdf_boundary, 1) << "tokens that differ at a CDF boundary";
+}
+
+const HistoryCase kCases[] = {
+    // The selection-level path (no truncation), row larger than the candidate buffer.
+    {"penalties;dry;temperature", 32000, Shape::Zipf, "both"},
+    {"penalties;temperature", 1000, Shape::Gaussian, "penalties"},
+    // The collect pass and its tail.
+    {"penalties;dry;top_k;temperature", 32000, Shape::Gaussian, "both"},
+    {"dry;top_k;min_p;temperature", 1000, Shape::Zipf, "dry"},
+    // llama.cpp's default chain with its repetition samplers on.
+    {"penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature", 151936, Shape::Zipf, "both"},
+    // DRY before the penalties (the order changes the logit: p(l - d) vs p(l) - d).
+    {"dry;penalties;top_k;temperature", 32000, Shape::Peaked, "both"},
+    // Top-p past the buffer (the wide passes) over adjusted logits; greedy.
+    {"penalties;dry;top_p;temperature", 32000, Shape::Gaussian, "both"},
+    {"penalties;dry;greedy", 32000, Shape::Zipf, "both"},
+    // Masked logits (history tokens among them) and long windows.
+    {"penalties;dry;top_k;temperature", 32000, Shape::Masked, "both_long"},
+    // In the chain but off: no history pass, no change.
+    {"penalties;dry;top_k;temperature", 32000, Shape::Zipf, "neutral"},
+};
+
+class GpuHistoryChain : public testing::TestWithParam<HistoryCase> {};
+
+TEST_P(GpuHistoryChain, TokensFedBackAgreeWithTwin) { run_history_case(GetParam(), Profile::Full, 16); }
+
+INSTANTIATE_TEST_SUITE_P(Cases, GpuHistoryChain, testing::ValuesIn(kCases),
+                         [](const testing::TestParamInfo<HistoryCase>& info) { return case_name(info.param); });
+
+TEST(GpuHistoryConstrained, TokensFedBackAgreeWithTwin) {
+    run_history_case({"penalties;dry;top_k;temperature", 32000, Shape::Zipf, "both"}, Profile::Constrained, 12);
+}
+
+// The dispatch figures: the history pass adds one dispatch (one workgroup per
+// row) and no full-row pass; rows with the samplers off add nothing.
+TEST(GpuHistoryPlan, OneDispatchNoRowPass) {
+    auto ctx = sieve_test::gpu_context();
+    const char* chain_text = "penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature";
+    sieve::Chain chain(ctx, sieve_test::chain_desc(chain_text, 1, 151936, 0.8f, 3));
+    const auto off = chain.plan_figures(1, 151936);
+    set_history_row(chain, 0, history_params("both", 151936));
+    const auto on = chain.plan_figures(1, 151936);
+    EXPECT_EQ(on.first, off.first + 1);
+    EXPECT_EQ(on.second, off.second);
+    chain.accept(0, prompt(151936, 0, 64));
+    const auto logits = boosted_rows(Shape::Zipf, 1, 151936, 4);
+    const auto before = chain.counters();
+    chain.sample(logits.data(), 1, 151936);
+    const auto after = chain.counters();
+    EXPECT_EQ(after.dispatches - before.dispatches, on.first);
+    EXPECT_EQ(after.row_passes - before.row_passes, on.second);
+}
+
+// ---- slots, on both backends ------------------------------------------------------
+
+struct Backend {
+    const char* name;
+    bool gpu;
+};
+
+class SlotOps : public testing::TestWithParam<Backend> {
+protected:
+    sieve::Context context() { return GetParam().gpu ? sieve_test::gpu_context() : sieve_test::cpu_context(); }
+};
+
+constexpr int32_t kVocab = 3000;
+
+sieve::Chain history_chain(sieve::Context& ctx, int32_t rows, int32_t slots, int32_t capacity = 256) {
+    sieve::ChainDesc d = sieve_test::chain_desc("penalties;dry;top_k;temperature", rows, kVocab, 0.9f, 42);
+    d.slots(slots).history_capacity(capacity);
+    sieve::Chain chain(ctx, d);
+    for (int32_t r = 0; r < rows; ++r) set_history_row(chain, r, history_params("both", kVocab));
+    return chain;
+}
+
+std::vector<int32_t> generate(sieve::Chain& chain, int32_t rows, int n, uint32_t seed) {
+    std::vector<int32_t> tokens;
+    for (int i = 0; i < n; ++i) {
+        const auto logits = boosted_rows(Shape::Zipf, rows, kVocab, seed + static_cast<uint32_t>(i));
+        for (const auto& t : chain.sample(logits.data(), rows, kVocab)) {
+            EXPECT_EQ(t.status, SIEVE_OK);
+            tokens.push_back(t.token);
+        }
+    }
+    return tokens;
+}
+
+TEST_P(SlotOps, SampleAppendsDrawsAndDistributionDoNot) {
+    auto ctx = context();
+    auto chain = history_chain(ctx, 1, 1);
+    chain.accept(0, {5, 6, 7});
+    const auto logits = boosted_rows(Shape::Zipf, 1, kVocab, 1);
+    chain.draws(logits.data(), 1, kVocab, 4);
+    chain.distribution(logits.data(), 1, kVocab, 0);
+    EXPECT_EQ(chain.slot_history(0), (std::vector<int32_t>{5, 6, 7}));
+    const auto t = chain.sample(logits.data(), 1, kVocab);
+    EXPECT_EQ(chain.slot_history(0), (std::vector<int32_t>{5, 6, 7, t[0].token}));
+    EXPECT_EQ(t[0].step, 4u) << "the draws advanced the step";
+}
+
+TEST_P(SlotOps, RingKeepsTheNewestTokens) {
+    auto ctx = context();
+    auto chain = history_chain(ctx, 1, 1, 8);
+    std::vector<int32_t> many;
+    for (int32_t i = 0; i < 13; ++i) many.push_back(100 + i);
+    chain.accept(0, many);
+    EXPECT_EQ(chain.slot_history(0), std::vector<int32_t>(many.end() - 8, many.end()));
+    chain.accept(0, {1, 2});
+    const auto h = chain.slot_history(0);
+    ASSERT_EQ(h.size(), 8u);
+    EXPECT_EQ(h[6], 1);
+    EXPECT_EQ(h[7], 2);
+    EXPECT_EQ(h[0], 107);
+}
+
+// A speculative decoder's rollback: save, generate, restore, generate again:
+// the same tokens (history, state and step all restored).
+TEST_P(SlotOps, SaveRestoreRollsBack) {
+    auto ctx = context();
+    auto chain = history_chain(ctx, 1, 2);
+    chain.accept(0, prompt(kVocab, 0, 30));
+    const auto snapshot = chain.save_slot(0);
+    const auto first = generate(chain, 1, 6, 10);
+    const auto after_first = chain.slot_history(0);
+    chain.restore_slot(0, snapshot);
+    EXPECT_EQ(chain.slot_history(0), prompt(kVocab, 0, 30));
+    EXPECT_EQ(generate(chain, 1, 6, 10), first);
+    EXPECT_EQ(chain.slot_history(0), after_first);
+    // The same through a spare slot on the device.
+    chain.copy_slot(0, 1);
+    const auto second = generate(chain, 1, 4, 20);
+    chain.copy_slot(1, 0);
+    EXPECT_EQ(generate(chain, 1, 4, 20), second);
+}
+
+// Beam search forks a sequence: two rows on copies of one slot, with the same
+// seed and logits, draw the same tokens; then their histories are their own.
+TEST_P(SlotOps, CopiedSlotsForkIdentically) {
+    auto ctx = context();
+    auto chain = history_chain(ctx, 2, 3);
+    chain.set(SIEVE_PARAM_SEED, 9, -1);
+    chain.set_slots({2, 0});
+    chain.accept(0, prompt(kVocab, 1, 50));  // slot 2
+    chain.copy_slot(2, 0);
+    for (int i = 0; i < 6; ++i) {
+        auto one = boosted_rows(Shape::Gaussian, 1, kVocab, 70u + static_cast<uint32_t>(i));
+        std::vector<float> both = one;
+        both.insert(both.end(), one.begin(), one.end());
+        const auto t = chain.sample(both.data(), 2, kVocab);
+        EXPECT_EQ(t[0].token, t[1].token) << "step " << i;
+    }
+    EXPECT_EQ(chain.slot_history(2), chain.slot_history(0));
+    chain.accept(1, {11});
+    EXPECT_NE(chain.slot_history(2), chain.slot_history(0));
+}
+
+// Rows are independent: a row's tokens do not depend on the other rows, nor on
+// which slot number holds its state.
+TEST_P(SlotOps, RowsAreIndependentOfSlotNumbersAndNeighbours) {
+    auto ctx = context();
+    auto alone = history_chain(ctx, 1, 1);
+    alone.accept(0, prompt(kVocab, 0, 40));
+    const auto want = generate(alone, 1, 8, 300);
+
+    auto chain = history_chain(ctx, 2, 5);
+    chain.set_slots({4, 2});
+    chain.accept(0, prompt(kVocab, 0, 40));
+    chain.accept(1, prompt(kVocab, 1, 33));
+    chain.set(SIEVE_PARAM_SEED, 77, 1);
+    std::vector<int32_t> got;
+    for (int i = 0; i < 8; ++i) {
+        auto row0 = boosted_rows(Shape::Zipf, 1, kVocab, 300u + static_cast<uint32_t>(i));
+        auto row1 = boosted_rows(Shape::Gaussian, 1, kVocab, 5u + static_cast<uint32_t>(i));
+        row0.insert(row0.end(), row1.begin(), row1.end());
+        got.push_back(chain.sample(row0.data(), 2, kVocab)[0].token);
+    }
+    EXPECT_EQ(got, want);
+}
+
+TEST_P(SlotOps, ResetClearsHistoryAndStep) {
+    auto ctx = context();
+    auto chain = history_chain(ctx, 1, 2);
+    chain.accept(0, prompt(kVocab, 0, 20));
+    const auto first = generate(chain, 1, 3, 50);
+    chain.reset(0);
+    EXPECT_TRUE(chain.slot_history(0).empty());
+    chain.accept(0, prompt(kVocab, 0, 20));
+    EXPECT_EQ(generate(chain, 1, 3, 50), first);
+    chain.accept(0, {3});
+    chain.reset_slot(0);
+    EXPECT_TRUE(chain.slot_history(0).empty());
+}
+
+// The history changes the tokens (the samplers are not no-ops) the same way
+// on both backends: the GPU's generation equals the CPU backend's.
+TEST(SlotOpsBackends, GpuAndCpuGenerateTheSameTokens) {
+    auto gpu_ctx = sieve_test::gpu_context();
+    auto cpu_ctx = sieve_test::cpu_context();
+    auto gpu = history_chain(gpu_ctx, 2, 2);
+    auto cpu = history_chain(cpu_ctx, 2, 2);
+    auto plain_ctx = sieve_test::cpu_context();
+    sieve::Chain plain(plain_ctx, sieve_test::chain_desc("penalties;dry;top_k;temperature", 2, kVocab, 0.9f, 42));
+    for (int32_t r = 0; r < 2; ++r) {
+        set_history_row(plain, r, history_params("neutral", kVocab));
+        gpu.accept(r, prompt(kVocab, r, 48));
+        cpu.accept(r, prompt(kVocab, r, 48));
+        plain.accept(r, prompt(kVocab, r, 48));
+    }
+    const auto g = generate(gpu, 2, 12, 600);
+    const auto c = generate(cpu, 2, 12, 600);
+    const auto p = generate(plain, 2, 12, 600);  // the samplers off (llama.cpp's defaults)
+    size_t same = 0;
+    for (size_t i = 0; i < g.size(); ++i) same += g[i] == c[i] ? 1 : 0;
+    EXPECT_GE(same + 1, g.size()) << "at most one token may differ (a CDF boundary)";
+    EXPECT_NE(c, p) << "the penalties and DRY changed nothing";
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, SlotOps, testing::Values(Backend{"Gpu", true}, Backend{"Cpu", false}),
+                         [](const testing::TestParamInfo<Backend>& info) { return info.param.name; });
+
+// ---- a long generation in lockstep ----------------------------------------------
+
+// 10 000 tokens on the GPU with penalties and DRY (windows 64 and 4096 over a
+// history of 4096), every token checked against the twin fed the GPU's own
+// history and drawing with the same uniform. Tokens may differ only where the
+// twin's double-precision CDF puts the uniform within 1e-6 of a boundary
+// (counted and printed); the engine allocates and records nothing after the
+// first tokens.
+TEST(GpuHistoryLockstep, TenThousandTokens) {
+    constexpr int32_t kV = 32000;
+    constexpr int kTokens = 10000;
+    const char* text = "penalties;dry;top_k;temperature";
+    const auto kinds = sieve_test::twin_chain(text);
+    auto ctx = sieve_test::gpu_context();
+    sieve::ChainDesc d = sieve_test::chain_desc(text, 1, kV, 1.0f, 11);
+    d.history_capacity(4096);
+    sieve::Chain chain(ctx, d);
+    RowParams p = history_params("both", kV);
+    p.penalty_last_n = 64;
+    p.dry_penalty_last_n = 4096;
+    p.top_k = 64;
+    p.temperature = 1.0f;
+    p.seed = 11;
+    set_history_row(chain, 0, p);
+    chain.accept(0, prompt(kV, 0, 100));
+    std::vector<int32_t> history = chain.slot_history(0);
+    // A fixed pool of rows, cycled (the history, not the logits, drives the samplers).
+    std::vector<std::vector<float>> pool;
+    for (uint32_t i = 0; i < 16; ++i) pool.push_back(boosted_rows(Shape::Zipf, 1, kV, 4000u + i));
+    sieve_counters warm{};
+    int near_boundary = 0, differ = 0;
+    for (int step = 0; step < kTokens; ++step) {
+        const auto& logits = pool[static_cast<size_t>(step) % pool.size()];
+        const auto got = chain.sample(logits.data(), 1, kV)[0];
+        ASSERT_EQ(got.status, SIEVE_OK);
+        SlotState state;
+        state.history = history;
+        const auto want = sieve::ref::sample_row(kinds, logits.data(), kV, p, static_cast<uint32_t>(step), 0, &state);
+        ASSERT_EQ(want.status, SIEVE_OK) << want.message;
+        if (got.token != want.token) {
+            ++differ;
+            const double dist = boundary_distance(kinds, logits.data(), kV, p, static_cast<uint32_t>(step), &state);
+            ASSERT_LT(dist, kNearBoundary) << "step " << step << ": GPU " << got.token << ", twin " << want.token;
+            ++near_boundary;
+        }
+        // Both go on with the GPU's token, fed back through the GPU history.
+        history.push_back(got.token);
+        if (history.size() > 4096) history.erase(history.begin());
+        if (step % 1000 == 999) {
+            ASSERT_EQ(chain.slot_history(0), history) << "step " << step;
+        }
+        if (step == 10) warm = chain.counters();
+    }
+    const auto end = chain.counters();
+    EXPECT_EQ(end.allocations, warm.allocations);
+    EXPECT_EQ(end.recordings, warm.recordings);
+    EXPECT_EQ(end.cpu_fallback_rows, 0u);
+    std::printf("lockstep: %d tokens, %d differ (all within 1e-6 of a CDF boundary)\n", kTokens, differ);
+    EXPECT_EQ(near_boundary, differ);
+}
+
+} // namespace
