@@ -50,4 +50,19 @@ std::vector<double> softmax_double(const CandidateArray& cur);
 // The index of the maximal logit, ties by lowest id (-1 for an empty array).
 int64_t first_max_index(const CandidateArray& cur);
 
+// ---- the stateful samplers --------------------------------------------------
+
+// How many of the history's last tokens a sampler with window `last_n` reads:
+// last_n == -1 = all of them, last_n <= 0 otherwise = none (llama.cpp clamps a
+// negative last_n to 0, i.e. off), else min(size, last_n).
+size_t history_window(size_t history_size, int32_t last_n);
+
+// apply_penalties / apply_dry, also reporting Sieve's rule: a finite logit the
+// penalty turns into +inf or NaN is SIEVE_ERROR_NON_FINITE_LOGIT (-inf is a mask
+// and allowed). The array is penalized the same way either way.
+sieve_status apply_penalties_checked(CandidateArray& cur, const std::vector<int32_t>& history,
+                                     const RowParams& params, std::string* message);
+sieve_status apply_dry_checked(CandidateArray& cur, const std::vector<int32_t>& history, const RowParams& params,
+                               std::string* message);
+
 } // namespace sieve::ref::detail
