@@ -65,4 +65,32 @@ sieve_status apply_penalties_checked(CandidateArray& cur, const std::vector<int3
 sieve_status apply_dry_checked(CandidateArray& cur, const std::vector<int32_t>& history, const RowParams& params,
                                std::string* message);
 
+// mirostat (mirostat.cpp). The mu a draw uses: the slot's, or 2 * tau before its
+// first use (or without a slot).
+float mirostat_mu(const SlotState* state, float tau);
+// v1's k on a canonically sorted array: how many entries its top-k keeps (>= 1).
+size_t mirostat_v1_keep(const CandidateArray& sorted, int32_t n_vocab, float mu);
+// The distribution each version draws from at `mu` (cur is sorted and cut).
+std::vector<Weighted> mirostat_v1_distribution(CandidateArray& cur, int32_t n_vocab, float mu);
+std::vector<Weighted> mirostat_v2_distribution(CandidateArray& cur, float mu);
+// mu after drawing a token of probability p: mu - eta * (-log2(p) - tau), float.
+float mirostat_update(float mu, double p, float tau, float eta);
+
+// adaptive-p (adaptive_p.cpp). Its running average of the original
+// probabilities of the tokens it drew.
+struct AdaptiveAverage {
+    float weighted_sum;
+    float total_weight;
+};
+// The slot's average, or llama.cpp's initial one (target / (1 - decay),
+// 1 / (1 - decay), decay clamped to [0, 0.99]) before its first use.
+AdaptiveAverage adaptive_average(const SlotState* state, const RowParams& params);
+// The step's adapted target: clamp(2 * clamp(target, 0, 1) - average, 0, 1).
+float adaptive_target(const AdaptiveAverage& average, float target);
+// Replaces every unmasked logit with the transform around `adapted`; returns the
+// original probabilities (the softmax before the transform), aligned with cur.data.
+std::vector<float> adaptive_transform(CandidateArray& cur, float adapted);
+// The average after a draw of a token whose original probability was original_p.
+AdaptiveAverage adaptive_update(const AdaptiveAverage& average, float original_p, float decay);
+
 } // namespace sieve::ref::detail
