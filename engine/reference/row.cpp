@@ -2,7 +2,6 @@
 // order on the same candidate array) followed by the chain's selecting sampler.
 #include "reference/detail.hpp"
 
-#include <algorithm>
 #include <cmath>
 
 namespace sieve::ref {
