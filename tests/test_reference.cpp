@@ -528,17 +528,15 @@ TEST(ReferenceParseChain, LlamaCppNamesAndAliases) {
 }
 
 TEST(ReferenceParseChain, ImplementedSet) {
-    // Issue 3: the truncating samplers are implemented; penalties and DRY run as
-    // llama.cpp runs them with their default (disabled) parameters.
+    // Every llama.cpp sampler but infill: the truncating ones, penalties and DRY,
+    // and the learning selectors (mirostat v1/v2, adaptive-p).
     for (SamplerKind kind : {SamplerKind::Temperature, SamplerKind::Greedy, SamplerKind::Dist, SamplerKind::TopNSigma,
                              SamplerKind::TopK, SamplerKind::TypicalP, SamplerKind::TopP, SamplerKind::MinP,
-                             SamplerKind::Xtc, SamplerKind::Penalties, SamplerKind::Dry}) {
+                             SamplerKind::Xtc, SamplerKind::Penalties, SamplerKind::Dry, SamplerKind::Mirostat,
+                             SamplerKind::MirostatV2, SamplerKind::AdaptiveP}) {
         EXPECT_TRUE(sampler_implemented(kind)) << sampler_name(kind);
     }
-    for (SamplerKind kind : {SamplerKind::Infill, SamplerKind::Mirostat, SamplerKind::MirostatV2,
-                             SamplerKind::AdaptiveP}) {
-        EXPECT_FALSE(sampler_implemented(kind)) << sampler_name(kind);
-    }
+    EXPECT_FALSE(sampler_implemented(SamplerKind::Infill));
 }
 
 TEST(ReferenceParseChain, SeparatorsWhitespaceAndDistAppended) {
@@ -565,8 +563,12 @@ TEST(ReferenceParseChain, UnknownUnsupportedInvalid) {
 
     EXPECT_EQ(parse_chain("infill;temperature", &chain, &message), SIEVE_ERROR_UNSUPPORTED_SAMPLER);
     EXPECT_EQ(message, "sampler 'infill' is not implemented yet");
-    EXPECT_EQ(parse_chain("temperature;mirostat-v2", &chain, &message), SIEVE_ERROR_UNSUPPORTED_SAMPLER);
-    EXPECT_NE(message.find("'mirostat-v2'"), std::string::npos) << message;
+    EXPECT_EQ(parse_chain("temperature;infill;dist", &chain, &message), SIEVE_ERROR_UNSUPPORTED_SAMPLER);
+    EXPECT_NE(message.find("'infill'"), std::string::npos) << message;
+    EXPECT_EQ(parse_chain("temperature;mirostat-v2", &chain, &message), SIEVE_OK) << message;
+    EXPECT_EQ(chain, (std::vector<SamplerKind>{SamplerKind::Temperature, SamplerKind::MirostatV2}));
+    EXPECT_EQ(parse_chain("mirostat;temperature", &chain, &message), SIEVE_ERROR_INVALID_CHAIN);
+    EXPECT_EQ(parse_chain("adaptive_p;dist", &chain, &message), SIEVE_ERROR_INVALID_CHAIN);
 
     // Nothing may follow the sampler that picks the token.
     EXPECT_EQ(parse_chain("dist;temperature", &chain, &message), SIEVE_ERROR_INVALID_CHAIN);
@@ -602,6 +604,10 @@ TEST(ReferenceParseChain, SampleRowRejectsMalformedChains) {
               SIEVE_ERROR_INVALID_CHAIN);
     EXPECT_EQ(sample_row({SamplerKind::Infill, SamplerKind::Dist}, logits, 2, params_with(0.8f), 0).status,
               SIEVE_ERROR_UNSUPPORTED_SAMPLER);
+    EXPECT_EQ(sample_row({SamplerKind::Mirostat, SamplerKind::Dist}, logits, 2, params_with(0.8f), 0).status,
+              SIEVE_ERROR_INVALID_CHAIN);
+    EXPECT_EQ(sample_row({SamplerKind::Temperature, SamplerKind::AdaptiveP}, logits, 2, params_with(0.8f), 0).status,
+              SIEVE_OK);
 }
 
 // ---- statistics ----------------------------------------------------------------

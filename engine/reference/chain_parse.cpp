@@ -143,9 +143,11 @@ bool sampler_implemented(SamplerKind kind) {
     case SamplerKind::TopP:
     case SamplerKind::MinP:
     case SamplerKind::Xtc:
-    // llama.cpp's defaults disable these two (no-ops); Sieve cannot enable them yet.
     case SamplerKind::Penalties:
     case SamplerKind::Dry:
+    case SamplerKind::Mirostat:
+    case SamplerKind::MirostatV2:
+    case SamplerKind::AdaptiveP:
         return true;
     default:
         return false;

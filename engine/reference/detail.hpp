@@ -50,4 +50,47 @@ std::vector<double> softmax_double(const CandidateArray& cur);
 // The index of the maximal logit, ties by lowest id (-1 for an empty array).
 int64_t first_max_index(const CandidateArray& cur);
 
+// ---- the stateful samplers --------------------------------------------------
+
+// How many of the history's last tokens a sampler with window `last_n` reads:
+// last_n == -1 = all of them, last_n <= 0 otherwise = none (llama.cpp clamps a
+// negative last_n to 0, i.e. off), else min(size, last_n).
+size_t history_window(size_t history_size, int32_t last_n);
+
+// apply_penalties / apply_dry, also reporting Sieve's rule: a finite logit the
+// penalty turns into +inf or NaN is SIEVE_ERROR_NON_FINITE_LOGIT (-inf is a mask
+// and allowed). The array is penalized the same way either way.
+sieve_status apply_penalties_checked(CandidateArray& cur, const std::vector<int32_t>& history,
+                                     const RowParams& params, std::string* message);
+sieve_status apply_dry_checked(CandidateArray& cur, const std::vector<int32_t>& history, const RowParams& params,
+                               std::string* message);
+
+// mirostat (mirostat.cpp). The mu a draw uses: the slot's, or 2 * tau before its
+// first use (or without a slot).
+float mirostat_mu(const SlotState* state, float tau);
+// v1's k on a canonically sorted array: how many entries its top-k keeps (>= 1).
+size_t mirostat_v1_keep(const CandidateArray& sorted, int32_t n_vocab, float mu);
+// The distribution each version draws from at `mu` (cur is sorted and cut).
+std::vector<Weighted> mirostat_v1_distribution(CandidateArray& cur, int32_t n_vocab, float mu);
+std::vector<Weighted> mirostat_v2_distribution(CandidateArray& cur, float mu);
+// mu after drawing a token of probability p: mu - eta * (-log2(p) - tau), float.
+float mirostat_update(float mu, double p, float tau, float eta);
+
+// adaptive-p (adaptive_p.cpp). Its running average of the original
+// probabilities of the tokens it drew.
+struct AdaptiveAverage {
+    float weighted_sum;
+    float total_weight;
+};
+// The slot's average, or llama.cpp's initial one (target / (1 - decay),
+// 1 / (1 - decay), decay clamped to [0, 0.99]) before its first use.
+AdaptiveAverage adaptive_average(const SlotState* state, const RowParams& params);
+// The step's adapted target: clamp(2 * clamp(target, 0, 1) - average, 0, 1).
+float adaptive_target(const AdaptiveAverage& average, float target);
+// Replaces every unmasked logit with the transform around `adapted`; returns the
+// original probabilities (the softmax before the transform), aligned with cur.data.
+std::vector<float> adaptive_transform(CandidateArray& cur, float adapted);
+// The average after a draw of a token whose original probability was original_p.
+AdaptiveAverage adaptive_update(const AdaptiveAverage& average, float original_p, float decay);
+
 } // namespace sieve::ref::detail

@@ -42,12 +42,12 @@ enum class SamplerKind {
     TopP,
     MinP,
     Xtc,
-    // run as llama.cpp runs them with their default (disabled) parameters, i.e.
-    // as no-ops: Sieve has no way to set their parameters yet
+    // the samplers that read the slot's history
     Penalties,
     Dry,
-    // llama.cpp samplers not implemented yet: parsed, then rejected
+    // not implemented yet: parsed, then rejected
     Infill,
+    // final selectors that learn from their own draws (the slot's state)
     Mirostat,
     MirostatV2,
     AdaptiveP,
@@ -107,14 +107,17 @@ struct RowParams {
     int32_t dry_allowed_length = 2;
     int32_t dry_penalty_last_n = -1;
     // Sequence breakers as token-id sequences, head token first (llama.cpp's
-    // token-level constructor, llama_sampler_init_dry_testing). None by default:
-    // Sieve has no vocabulary to tokenize llama.cpp's string breakers.
+    // token-level constructor, llama_sampler_init_dry_testing; tails are not
+    // clamped, as there). None by default: Sieve has no vocabulary to tokenize
+    // llama.cpp's string breakers ({"\n", ":", "\"", "*"}). An empty sequence
+    // or a token outside the call's vocab is SIEVE_ERROR_INVALID_PARAMETER.
     std::vector<std::vector<int32_t>> dry_sequence_breakers;
     // mirostat v1 / v2 (llama_sampler_init_mirostat[_v2]): tau (target
     // surprise), eta (learning rate); v1 uses m = 100.
     float mirostat_tau = 5.0f;
     float mirostat_eta = 0.1f;
-    // adaptive-p (llama_sampler_init_adaptive_p): target < 0 = a plain draw.
+    // adaptive-p (llama_sampler_init_adaptive_p): target < 0 = a plain draw
+    // (clamped to [0, 1] otherwise); decay clamped to [0, 0.99].
     float adaptive_target = -1.0f;
     float adaptive_decay = 0.9f;
 };
@@ -125,11 +128,18 @@ struct RowParams {
 struct SlotState {
     std::vector<int32_t> history;  // accepted tokens, oldest first (llama.cpp's accept order)
     // mirostat v1/v2: mu. llama.cpp sets mu = 2 * tau at init and reset; the
-    // twin does so at first use (mu_set false), with the row's tau then.
+    // twin does so at first use (mu_set false), with the row's tau then. Each
+    // mirostat draw updates it: mu -= eta * (-log2(p drawn) - tau).
     bool mu_set = false;
     float mu = 0.0f;
-    // adaptive-p's running average, as llama.cpp keeps it (set at first use,
-    // updated only by tokens adaptive-p drew itself).
+    // adaptive-p's running average of the original probabilities of the tokens
+    // it drew, as llama.cpp keeps it (llama_sampler_adaptive_p::weighted_sum =
+    // sum p_i decay^i, total_weight = sum decay^i). Set at the first adaptive-p
+    // draw with a target >= 0, to llama.cpp's initial values target / (1 - decay)
+    // and 1 / (1 - decay) (decay clamped to [0, 0.99]); then each such draw
+    // makes weighted_sum = p_orig + decay * weighted_sum, total_weight =
+    // 1 + decay * total_weight. Only adaptive-p's own draws update it (a
+    // negative target is a plain draw and leaves it alone).
     bool adaptive_set = false;
     float adaptive_weighted_sum = 0.0f;
     float adaptive_total_weight = 0.0f;
@@ -216,7 +226,11 @@ size_t draw_inverse_cdf(const std::vector<Weighted>& dist, uint32_t u32);
 
 // ---- the stateful samplers (llama.cpp semantics) ----------------------------
 // `history` is the slot's accepted tokens, oldest first; each sampler reads its
-// last last_n of them (all of them for last_n -1).
+// last last_n of them (all of them for last_n -1). These functions are
+// llama.cpp's rules alone; sample_row also checks the parameters and the history
+// and fails a row whose logit a penalty turns into +inf or NaN (see
+// docs/semantics.md). Mirostat and adaptive-p run only as final selectors,
+// through sample_row / row_distribution.
 // llama_sampler_penalties_apply: counts over the window; logit <= 0 multiplied
 // by the repeat penalty, > 0 divided; then logit -= count*freq + (count>0)*present.
 void apply_penalties(CandidateArray& cur, const std::vector<int32_t>& history, const RowParams& params);
