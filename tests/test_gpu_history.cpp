@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -250,7 +251,10 @@ sieve::Chain history_chain(sieve::Context& ctx, int32_t rows, int32_t slots, int
     sieve::ChainDesc d = sieve_test::chain_desc("penalties;dry;top_k;temperature", rows, kVocab, 0.9f, 42);
     d.slots(slots).history_capacity(capacity);
     sieve::Chain chain(ctx, d);
-    for (int32_t r = 0; r < rows; ++r) set_history_row(chain, r, history_params("both", kVocab));
+    RowParams p = history_params("both", kVocab);
+    p.penalty_last_n = std::min(p.penalty_last_n, capacity);
+    p.dry_penalty_last_n = std::min(p.dry_penalty_last_n, capacity);
+    for (int32_t r = 0; r < rows; ++r) set_history_row(chain, r, p);
     return chain;
 }
 
