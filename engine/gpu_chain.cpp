@@ -333,6 +333,7 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
     const auto& vk = device_.vk();
     Recording rec;
     rec.plan = make_plan(kind, greedy_terminal(), collect, wide_cap_ > 0, history, vocab, limits_, type_);
+    rec.plan.flags |= selector_flags(config_.samplers);
     rec.timestamps = profiling_;
     if (rec.plan.dispatches.size() > kMaxPlanDispatches) fail(SIEVE_ERROR_INTERNAL, "plan longer than the timestamp pool");
     const uint32_t per_group = rows_per_group(rows, vocab, type_);
@@ -698,10 +699,7 @@ std::unique_ptr<ChainImpl> make_gpu_chain(VulkanContext& context, const ChainCon
         other_before = other_before || !history;
         ops += history ? 0 : 1;
     }
-    const ref::SamplerKind last = config.samplers.back();
-    if (last != ref::SamplerKind::Dist && last != ref::SamplerKind::Greedy)
-        fail(SIEVE_ERROR_UNSUPPORTED_SAMPLER, std::string("sampler '") + ref::sampler_name(last) +
-                                                  "' runs on the CPU backend only (not yet on the GPU)");
+
     if (ops > kMaxOps)
         fail(SIEVE_ERROR_INVALID_CHAIN, "a chain of " + std::to_string(ops) + " samplers before its draw; the GPU runs at most " +
                                             std::to_string(kMaxOps));

@@ -67,10 +67,13 @@ bool gpu_implements(ref::SamplerKind kind) {
     case ref::SamplerKind::TypicalP:
     case ref::SamplerKind::TopNSigma:
     case ref::SamplerKind::Xtc:
-    // The twin runs penalties and DRY as llama.cpp does with their default
-    // (disabled) parameters, a no-op, until they can be set; so does the GPU.
+    // From the slot's history (history.comp), first in the chain.
     case ref::SamplerKind::Penalties:
-    case ref::SamplerKind::Dry: return true;
+    case ref::SamplerKind::Dry:
+    // The learning final samplers (selectors.glsl).
+    case ref::SamplerKind::Mirostat:
+    case ref::SamplerKind::MirostatV2:
+    case ref::SamplerKind::AdaptiveP: return true;
     default: return false;
     }
 }

@@ -19,6 +19,7 @@ enum : uint32_t {
     P_DYN_RANGE = 13, P_DYN_EXPONENT = 14, P_MIN_KEEP = 15, P_AGG_T = 16, P_NEED = 17, P_INPUTS = 20,
     P_FLOOR = 21, P_PEN_LAST_N = 19, P_REPEAT = 22, P_FREQ = 23, P_PRESENT = 24, P_DRY_LAST_N = 25,
     P_DRY_MULT = 26, P_DRY_BASE = 27, P_DRY_ALLOWED = 28, P_DRY_MAX_EXP = 29, P_BREAKERS = 30,
+    P_MIRO_TAU = 31, P_MIRO_ETA = 32, P_ADAPT_TARGET = 33, P_ADAPT_DECAY = 34,
 };
 enum : uint32_t {
     ROW_HAS_INPUTS = 1, ROW_NEED_SIGMA = 2, ROW_NEED_MASS = 4, ROW_FLOOR = 8, ROW_DEFER_TOP_P = 16, ROW_ADJUST = 32,
@@ -142,7 +143,18 @@ Needs analyse(const std::vector<SamplerKind>& samplers, const ref::RowParams& ro
         default: break;
         }
     }
-    if (samplers.back() == SamplerKind::Dist) want_mass();
+    switch (samplers.back()) {
+    case SamplerKind::Dist: want_mass(); break;
+    case SamplerKind::Mirostat:
+    case SamplerKind::MirostatV2:
+    case SamplerKind::AdaptiveP:
+        // The learning selectors see as much of the array as the buffer holds
+        // (mirostat v2 at mu = 10 keeps tokens down to p = 2^-10).
+        n.need = half;
+        want_mass();
+        break;
+    default: break;
+    }
     return n;
 }
 
@@ -151,7 +163,16 @@ Needs analyse(const std::vector<SamplerKind>& samplers, const ref::RowParams& ro
 bool chain_needs_collect(const std::vector<SamplerKind>& samplers) {
     for (SamplerKind k : samplers)
         if (op_of(k) > OP_TEMPERATURE) return true;
-    return false;
+    return selector_flags(samplers) != 0;
+}
+
+uint32_t selector_flags(const std::vector<SamplerKind>& samplers) {
+    switch (samplers.back()) {
+    case SamplerKind::Mirostat: return kFlagMirostat;
+    case SamplerKind::MirostatV2: return kFlagMirostatV2;
+    case SamplerKind::AdaptiveP: return kFlagAdaptive;
+    default: return 0;
+    }
 }
 
 bool row_needs_collect(const std::vector<SamplerKind>& samplers, const ref::RowParams& row) {
@@ -226,6 +247,10 @@ void write_row_params(uint32_t* p, const std::vector<SamplerKind>& samplers, con
     p[P_BREAKERS] = dry && !row.dry_sequence_breakers.empty() ? at.inputs_offset + row_breakers_offset(at.max_vocab)
                                                               : kNone;
     p[P_ROW_FLAGS] = flags;
+    p[P_MIRO_TAU] = bits(row.mirostat_tau);
+    p[P_MIRO_ETA] = bits(row.mirostat_eta);
+    p[P_ADAPT_TARGET] = bits(row.adaptive_target);
+    p[P_ADAPT_DECAY] = bits(row.adaptive_decay);
     p[P_TEMPERATURE] = bits(row.temperature);
     p[P_TOP_K] = static_cast<uint32_t>(row.top_k);
     p[P_TOP_P] = bits(row.top_p);

@@ -45,6 +45,9 @@ struct PushConstants {
 constexpr uint32_t kFlagGreedy = 1u;  // FLAG_GREEDY
 constexpr uint32_t kFlagSmall = 2u;   // FLAG_SMALL
 constexpr uint32_t kFlagDistribution = 4u;  // FLAG_DISTRIBUTION
+constexpr uint32_t kFlagMirostat = 8u;       // FLAG_MIROSTAT
+constexpr uint32_t kFlagMirostatV2 = 16u;    // FLAG_MIROSTAT_V2
+constexpr uint32_t kFlagAdaptive = 32u;      // FLAG_ADAPTIVE
 constexpr uint32_t kBindingCount = 13;  // bindings 0..12 of common.glsl
 
 class Pipelines {

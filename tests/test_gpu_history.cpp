@@ -7,13 +7,16 @@
 //
 // Agreement rules: twin_compare.hpp.
 #include "reference/reference.hpp"
+#include "slot_layout.hpp"
 #include "test_support.hpp"
 #include "twin_compare.hpp"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -46,7 +49,8 @@ std::vector<float> boosted_rows(Shape shape, int32_t rows, int32_t vocab, uint32
 }
 
 // "penalties", "dry", "both" (llama.cpp-like strengths), "both_long" (windows of
-// 4096), "neutral" (the samplers in the chain but off).
+// 4096), "neutral" (the samplers in the chain but off), "mirostat" (tau 5, eta
+// 0.1 with penalties on), "adaptive" (target 0.3, decay 0.9).
 RowParams history_params(const std::string& name, int32_t vocab) {
     RowParams p;
     p.temperature = 0.9f;
@@ -71,6 +75,17 @@ RowParams history_params(const std::string& name, int32_t vocab) {
         const auto a = alphabet(vocab);
         p.dry_sequence_breakers = {{a[5]}, {a[7], a[8]}};
     }
+    if (name == "mirostat") {
+        p.temperature = 1.0f;
+        p.mirostat_tau = 5.0f;
+        p.mirostat_eta = 0.1f;
+        p.penalty_last_n = 64;
+        p.penalty_repeat = 1.2f;
+    }
+    if (name == "adaptive") {
+        p.adaptive_target = 0.3f;
+        p.adaptive_decay = 0.9f;
+    }
     return p;
 }
 
@@ -89,6 +104,34 @@ void set_history_row(sieve::Chain& chain, int32_t row, const RowParams& p) {
     chain.set(SIEVE_PARAM_DRY_ALLOWED_LENGTH, p.dry_allowed_length, row);
     chain.set(SIEVE_PARAM_DRY_PENALTY_LAST_N, p.dry_penalty_last_n, row);
     chain.set_dry_breakers(p.dry_sequence_breakers, row);
+    chain.set(SIEVE_PARAM_MIROSTAT_TAU, p.mirostat_tau, row);
+    chain.set(SIEVE_PARAM_MIROSTAT_ETA, p.mirostat_eta, row);
+    chain.set(SIEVE_PARAM_ADAPTIVE_TARGET, p.adaptive_target, row);
+    chain.set(SIEVE_PARAM_ADAPTIVE_DECAY, p.adaptive_decay, row);
+}
+
+// The whole state of a slot as the GPU left it (history, mu, adaptive-p's
+// average), through the public snapshot: the blob is the slot's record
+// (engine/slot_layout.hpp) after a tag and the capacity.
+SlotState gpu_slot_state(sieve::Chain& chain, int32_t slot, uint32_t capacity) {
+    const auto blob = chain.save_slot(slot);
+    std::vector<uint32_t> words(blob.size() / 4);
+    std::memcpy(words.data(), blob.data(), words.size() * 4);
+    return sieve::slot_to_state(words.data() + 2, capacity);
+}
+
+// What the twin learnt drawing `token` equals what the GPU stored (mu and the
+// adaptive-p average in float: within 1e-5 relative).
+void expect_same_learnt(const SlotState& gpu, const SlotState& twin) {
+    EXPECT_EQ(gpu.mu_set, twin.mu_set);
+    if (gpu.mu_set && twin.mu_set) {
+        EXPECT_NEAR(gpu.mu, twin.mu, 1e-5 * std::max(1.0f, std::fabs(twin.mu))) << "mu";
+    }
+    EXPECT_EQ(gpu.adaptive_set, twin.adaptive_set);
+    if (gpu.adaptive_set && twin.adaptive_set) {
+        EXPECT_NEAR(gpu.adaptive_weighted_sum, twin.adaptive_weighted_sum, 1e-5 * std::max(1.0f, twin.adaptive_weighted_sum));
+        EXPECT_NEAR(gpu.adaptive_total_weight, twin.adaptive_total_weight, 1e-5 * std::max(1.0f, twin.adaptive_total_weight));
+    }
 }
 
 // A prompt with repeats: the alphabet in a pattern that DRY sees as a
@@ -154,7 +197,7 @@ void run_history_case(const HistoryCase& c, Profile profile, int steps) {
         const auto logits = boosted_rows(c.shape, kRows, c.vocab, 900u + static_cast<uint32_t>(step));
         std::vector<SlotState> states(kRows);
         for (int32_t r = 0; r < kRows; ++r) {
-            states[static_cast<size_t>(r)].history = chain.slot_history(slots[static_cast<size_t>(r)]);
+            states[static_cast<size_t>(r)] = gpu_slot_state(chain, slots[static_cast<size_t>(r)], 4096);
             ASSERT_EQ(states[static_cast<size_t>(r)].history, expected[static_cast<size_t>(r)]) << "row " << r << " step " << step;
         }
         std::vector<Row> rows;
@@ -174,12 +217,21 @@ void run_history_case(const HistoryCase& c, Profile profile, int steps) {
         const auto out = chain.sample(logits.data(), kRows, c.vocab);
         for (int32_t r = 0; r < kRows; ++r) {
             SCOPED_TRACE("token, step " + std::to_string(step) + " row " + std::to_string(r));
-            compare_token(out[static_cast<size_t>(r)], rows[static_cast<size_t>(r)], static_cast<uint32_t>(step), &tally);
+            const Row& row = rows[static_cast<size_t>(r)];
+            compare_token(out[static_cast<size_t>(r)], row, static_cast<uint32_t>(step), &tally);
             expected[static_cast<size_t>(r)].push_back(out[static_cast<size_t>(r)].token);
+            SlotState learnt = states[static_cast<size_t>(r)];
+            const auto want = sieve::ref::sample_row(row.kinds, row.logits, row.vocab, row.params,
+                                                     static_cast<uint32_t>(step), 0, &learnt);
+            if (want.token == out[static_cast<size_t>(r)].token)
+                expect_same_learnt(gpu_slot_state(chain, slots[static_cast<size_t>(r)], 4096), learnt);
         }
         if (testing::Test::HasFatalFailure()) return;
     }
     EXPECT_LE(tally.token_near_cdf_boundary, 1) << "tokens that differ at a CDF boundary";
+    const auto counters = chain.counters();
+    std::printf("%s: %llu rows of %d sample and some distribution calls finished by the CPU twin\n", case_name(c).c_str(),
+                static_cast<unsigned long long>(counters.cpu_fallback_rows), steps * kRows);
 }
 
 const HistoryCase kCases[] = {
@@ -200,6 +252,18 @@ const HistoryCase kCases[] = {
     {"penalties;dry;top_k;temperature", 32000, Shape::Masked, "both_long"},
     // In the chain but off: no history pass, no change.
     {"penalties;dry;top_k;temperature", 32000, Shape::Zipf, "neutral"},
+    // The learning final samplers: mirostat v2 and v1 (llama.cpp's common chain:
+    // temperature then mirostat; the penalties before), after a top-k; adaptive-p
+    // after min-p, alone on a row the buffer holds whole, and on one it does not
+    // (the twin finishes such rows and learns in the GPU's place).
+    {"penalties;temperature;mirostat_v2", 32000, Shape::Zipf, "mirostat"},
+    {"penalties;temperature;mirostat", 32000, Shape::Zipf, "mirostat"},
+    {"top_k;temperature;mirostat_v2", 1000, Shape::Gaussian, "mirostat"},
+    {"penalties;temperature;mirostat", 151936, Shape::Peaked, "mirostat"},
+    {"min_p;temperature;adaptive_p", 32000, Shape::Zipf, "adaptive"},
+    {"adaptive_p", 1000, Shape::Gaussian, "adaptive"},
+    {"top_k;adaptive_p", 32000, Shape::Masked, "adaptive"},
+    {"adaptive_p", 32000, Shape::Zipf, "adaptive"},
 };
 
 class GpuHistoryChain : public testing::TestWithParam<HistoryCase> {};

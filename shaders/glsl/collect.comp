@@ -17,6 +17,7 @@
 #include "agg.glsl"
 #include "wide.glsl"
 #include "tail.glsl"
+#include "selectors.glsl"
 
 // sieve_chain_distribution: per row, at (2 * stride + 2) words: [count or
 // STATUS_FALLBACK, step, count x (id, p bits)] in canonical order.
@@ -520,6 +521,7 @@ void main() {
     barrier();
     if (status == STATUS_OK) run_chain(row, a, region);
     barrier();
+    selector_before_draw(row, a.msum, region);
 
     // The draw: greedy takes entry 0 (the first maximal logit); dist walks the
     // canonical order by exact 40-bit masses (finalize.glsl's rule).
@@ -529,7 +531,8 @@ void main() {
     // finish the row (wide.glsl). (--dump-dist of such a row, which lists
     // thousands of survivors, stays with the CPU twin.)
     bool wide_row = s_rest_kind == REST_CUT && s_wide != 0u && tail_live() && !greedy && pc.wide_cap > 0u &&
-                    (pc.flags & FLAG_DISTRIBUTION) == 0u;  // uniform: shared, after run_chain's barrier
+                    (pc.flags & FLAG_DISTRIBUTION) == 0u &&  // uniform: shared, after run_chain's barrier
+                    (pc.flags & (FLAG_MIROSTAT | FLAG_MIROSTAT_V2)) == 0u;  // the wide draw does not learn
     if (wide_row) {
         hand_to_wide(row, n);
         return;
@@ -589,6 +592,7 @@ void main() {
         return;
     }
     float p = u64_to_float(q) * 9.094947017729282e-13 / total;
+    selector_learn(row, token, p, region);
     write_result(row, token, p, log(p), STATUS_OK, step, 1u);
     advance_step(row, step);
 }

@@ -50,6 +50,10 @@ layout(push_constant) uniform Push {
 const uint FLAG_GREEDY = 1u;   // the chain ends in greedy
 const uint FLAG_SMALL = 2u;    // the whole row fits the candidate buffer: finalize reads it directly
 const uint FLAG_DISTRIBUTION = 4u;  // sieve_chain_distribution: no result, no step advance
+// The chain's final sampler when it learns (selectors.glsl); dist otherwise.
+const uint FLAG_MIROSTAT = 8u;
+const uint FLAG_MIROSTAT_V2 = 16u;
+const uint FLAG_ADAPTIVE = 32u;
 
 // Selection levels: level 0 bins the row by value below the maximum (where the
 // softmax mass lives); levels 1..8 split a key interval into 16 equal parts, so
@@ -99,6 +103,11 @@ const uint P_DRY_BASE = 27u;   // float
 const uint P_DRY_ALLOWED = 28u;
 const uint P_DRY_MAX_EXP = 29u;  // llama.cpp's exponent cap (0 = none), computed by the host as llama.cpp does
 const uint P_BREAKERS = 30u;   // word offset of the row's DRY breakers in row_inputs (NO_INPUTS: none)
+// The learning final samplers (selectors.glsl).
+const uint P_MIRO_TAU = 31u;   // float
+const uint P_MIRO_ETA = 32u;   // float
+const uint P_ADAPT_TARGET = 33u;  // float; < 0: a plain draw
+const uint P_ADAPT_DECAY = 34u;   // float
 
 const uint ROW_HAS_INPUTS = 1u;  // a logit bias or a token bitmask applies
 const uint ROW_NEED_SIGMA = 2u;  // the collect pass sums mean/variance of the row
@@ -124,8 +133,12 @@ const uint OP_XTC = 7u;
 const uint S_STEP = 0u;
 const uint S_COUNT = 1u;       // tokens in the ring
 const uint S_HEAD = 2u;        // where the next token goes
-const uint S_FLAGS = 3u;
-const uint S_MU = 4u;
+const uint S_FLAGS = 3u;       // SLOT_*
+const uint S_MU = 4u;          // float: mirostat's mu
+const uint S_ADAPT_SUM = 5u;   // float: adaptive-p's weighted sum
+const uint S_ADAPT_WEIGHT = 6u;  // float: adaptive-p's total weight
+const uint SLOT_MU_SET = 1u;
+const uint SLOT_ADAPTIVE_SET = 2u;
 const uint SLOT_HEADER = 16u;
 
 // Per-chunk statistics (row_stats.comp).
