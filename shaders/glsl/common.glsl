@@ -350,6 +350,20 @@ float row_logit(uint row, uint i) {
     return f;
 }
 
+// The history samplers on logits read four at a time (collect.comp's vec4
+// map, taken by rows with an Adjust block but no bias or bitmask): lanes whose
+// bit is set get apply_history, as row_logit would. q: the quad (logits 4q..4q+3).
+vec4 adjust_quad(uint row, uint q, vec4 f4) {
+    if (!ROW_INPUTS || g_adjust == NO_INPUTS) return f4;
+    uint bits = (adjust[g_adjust + (q >> 3u)] >> ((q & 7u) * 4u)) & 15u;
+    if (bits == 0u) return f4;
+    for (uint c = 0u; c < 4u; ++c) {
+        float f = f4[c];
+        if ((bits & (1u << c)) != 0u && !isnan(f) && !(isinf(f) && f > 0.0)) f4[c] = apply_history(row, 4u * q + c, f);
+    }
+    return f4;
+}
+
 uint load_key(uint row, uint i, float scale) { return sieve_key(scaled_logit(row_logit(row, i), scale)); }
 
 #endif

@@ -14,6 +14,9 @@
 
 shared uint s_restart;  // the most recent history position where a breaker ends
 
+// Repeat lengths up to this are compared directly, in parallel (step 2).
+const uint DIRECT_LCP_LIMIT = 512u;
+
 // The i-th most recent token of the slot (llama.cpp's ring_buffer::rat(i)).
 uint g_slot;
 uint g_count;
@@ -137,9 +140,23 @@ void main() {
     if (s_restart != 0xFFFFFFFFu) rep_limit = (s_restart >> 16u) - (s_restart & 0xFFFFu);
     if (rep_limit < allowed) return;  // uniform: shared value after the barrier
 
-    // Step 2: the reverse Z-algorithm, as llama.cpp runs it (one invocation:
-    // linear in the window, sequential by nature).
-    if (t == 0u) {
+    // Step 2: each position's repeat count min(Z[k], rep_limit): the longest
+    // common prefix of the history read backwards from the present and from k
+    // tokens earlier. llama.cpp computes it with the reverse Z-algorithm (the
+    // same values, linear but sequential). Lengths beyond allowed_length + the
+    // exponent cap give the same penalty, so with a cap every invocation
+    // compares its positions directly, at most `cap` tokens each; without one
+    // (base <= 1.000001) the Z-algorithm runs in one invocation.
+    uint max_exp = param_u(row, P_DRY_MAX_EXP);
+    uint cap = max_exp > 0u ? min(rep_limit, allowed + max_exp) : rep_limit;
+    if (cap <= DIRECT_LCP_LIMIT) {
+        for (uint k = 1u + t; k < n; k += WG) {
+            uint limit = min(n - k, cap);
+            uint m = 0u;
+            while (m < limit && rat(m) == rat(m + k)) ++m;
+            adjust[repeats + n - 1u - k] = m;
+        }
+    } else if (t == 0u) {
         uint last = n - 1u;
         uint rt = 0u, lt = 0u;
         for (uint k = 1u; k < n; ++k) {
@@ -186,7 +203,6 @@ void main() {
     // Step 4: the penalty of each such token, exponent capped as llama.cpp caps it.
     float multiplier = param_f(row, P_DRY_MULT);
     float dry_base = param_f(row, P_DRY_BASE);
-    uint max_exp = param_u(row, P_DRY_MAX_EXP);
     for (uint e = t; e < entries; e += WG) {
         uint o = hash_base + e * ADJ_ENTRY;
         uint len = adjust[o + ADJ_DRY_LEN];
