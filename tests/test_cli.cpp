@@ -391,8 +391,6 @@ void check_dry(const std::function<Proc(const std::string&)>& sieve, const std::
     }
 }
 
-// Needs the CPU twin's penalties (until it is merged, penalties are no-ops on
-// the twin and this test fails).
 TEST_F(Cli, PenaltiesOverTheHistoryOnTheTwin) {
     const std::string f = path("five.f32");
     const std::vector<float> l = log_probs(5, 0.2f);
@@ -407,7 +405,6 @@ TEST_F(Cli, PenaltiesOverTheHistoryOnTheDevice) {
     check_penalties([&](const std::string& a) { return sieve(a); }, f, "");
 }
 
-// Needs the CPU twin's DRY (a no-op on the twin until it is merged).
 TEST_F(Cli, DryOverTheHistoryOnTheTwin) {
     const std::string four = write_npy("four.npy", 0, 4, log_probs(4, 0.25f));
     const std::string five = write_npy("five.npy", 0, 5, log_probs(5, 0.2f));
@@ -483,7 +480,7 @@ TEST_F(Cli, MirostatWithSamplersIsAUsageError) {
     EXPECT_EQ(parse(gpu)["status"], "unsupported_sampler");
 }
 
-// Needs the CPU twin's mirostat (refused as not implemented until it is merged).
+// Mirostat runs on the twin (the GPU refuses it at chain creation for now).
 TEST_F(Cli, MirostatMakesLlamaCppsChainOnTheTwin) {
     const std::string f = write_npy("m.npy", 0, 8, kEight);
     for (int version : {1, 2}) {
