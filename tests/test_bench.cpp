@@ -2,6 +2,7 @@
 // so the runner cannot rot, its JSON against docs/bench-schema.json, the HTML
 // report, --compare, the suite's contents, and bad input. No timing is asserted.
 #include "bench_schema_validator.hpp"
+#include "bench_suite.hpp"
 #include "cli_process.hpp"
 #include "npy.hpp"
 
@@ -10,6 +11,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -96,11 +98,11 @@ TEST_F(Bench, TinySuiteRunsAndItsJsonFollowsTheSchema) {
     EXPECT_EQ(doc["schema"], "sieve-bench/1");
     EXPECT_EQ(doc["settings"]["suite"], "tiny");
     EXPECT_EQ(doc["settings"]["tokens"], 3);
-    ASSERT_EQ(doc["cases"].size(), 4u);
+    ASSERT_EQ(doc["cases"].size(), 5u);
     std::set<std::string> names;
     for (const json& c : doc["cases"]) names.insert(c["name"].get<std::string>());
     EXPECT_EQ(names, (std::set<std::string>{"greedy/zipf/v4096/b1", "default/zipf/v4096/b2", "dist/peaked/v3000/b1",
-                                            "penalties_dry/zipf/v4096/b1"}));
+                                            "penalties_dry_n64/zipf/v4096/b2", "penalties_dry_n4096/zipf/v4096/b2"}));
     // A CPU implementation of Vulkan is named as such and warned about.
     if (doc["device_type"] == "cpu") {
         EXPECT_TRUE(doc["cpu_implementation"].get<bool>());
@@ -112,7 +114,8 @@ TEST_F(Bench, TinySuiteRunsAndItsJsonFollowsTheSchema) {
 TEST_F(Bench, MeasuredCasesCarryConsistentFigures) {
     const json& doc = tiny_run();
     ASSERT_TRUE(doc.contains("cases"));
-    for (const std::string name : {"greedy/zipf/v4096/b1", "default/zipf/v4096/b2", "dist/peaked/v3000/b1"}) {
+    for (const std::string name : {"greedy/zipf/v4096/b1", "default/zipf/v4096/b2", "dist/peaked/v3000/b1",
+                                   "penalties_dry_n64/zipf/v4096/b2", "penalties_dry_n4096/zipf/v4096/b2"}) {
         SCOPED_TRACE(name);
         const json* c = find_case(doc, name);
         ASSERT_NE(c, nullptr);
@@ -151,24 +154,65 @@ TEST_F(Bench, MeasuredCasesCarryConsistentFigures) {
     EXPECT_EQ((*greedy)["row_passes"], 1);
 }
 
-TEST_F(Bench, PenaltiesCaseIsReportedUnsupportedAndTheRunGoesOn) {
+TEST_F(Bench, HistoryCasesAddTheHistoryPassOnly) {
+    // llama.cpp's default chain with penalties and DRY on over a full history:
+    // the same plan as the default chain's plus the history pass (1 dispatch,
+    // no pass over the row), on the device and on the twin.
     const json& doc = tiny_run();
     ASSERT_TRUE(doc.contains("cases"));
-    const json* c = find_case(doc, "penalties_dry/zipf/v4096/b1");
-    ASSERT_NE(c, nullptr);
-    EXPECT_EQ((*c)["status"], "unsupported");
-    EXPECT_NE((*c)["message"].get<std::string>().find("penalties"), std::string::npos);
-    EXPECT_FALSE(c->contains("median_us"));
+    const json* base = find_case(doc, "default/zipf/v4096/b2");
+    ASSERT_NE(base, nullptr);
+    ASSERT_EQ((*base)["status"], "ok");
+    for (const std::string name : {"penalties_dry_n64/zipf/v4096/b2", "penalties_dry_n4096/zipf/v4096/b2"}) {
+        SCOPED_TRACE(name);
+        const json* c = find_case(doc, name);
+        ASSERT_NE(c, nullptr);
+        ASSERT_EQ((*c)["status"], "ok") << c->dump();
+        EXPECT_EQ((*c)["samplers"], "penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature");
+        EXPECT_EQ((*c)["dispatches"].get<int>(), (*base)["dispatches"].get<int>() + 1);
+        EXPECT_EQ((*c)["row_passes"], (*base)["row_passes"]);
+        EXPECT_GE((*c)["measured_dispatches"].get<double>(), (*c)["dispatches"].get<double>());
+        EXPECT_EQ((*c)["twin_status"], "ok") << c->dump();
+        ASSERT_FALSE((*c)["stages"].empty());
+        EXPECT_EQ((*c)["stages"][0]["stage"], "history");
+    }
 }
 
-TEST_F(Bench, TableNamesTheDeviceEveryCaseAndTheUnsupportedOne) {
+TEST(BenchHistory, CaseHistoryIsFullDeterministicAndEndsInARepeat) {
+    const sieve_cli::Logits logits = sieve_cli::zipf_logits(3, 5000);
+    for (int32_t n : {64, 4096}) {
+        SCOPED_TRACE(n);
+        const sieve_cli::CaseHistory h = sieve_cli::case_history(logits, n);
+        EXPECT_EQ(sieve_cli::case_history(logits, n).rows, h.rows) << "the device and the twin get the same prefix";
+        ASSERT_EQ(h.rows.size(), 3u);
+        ASSERT_FALSE(h.breakers.empty());
+        for (const auto& b : h.breakers) ASSERT_EQ(b.size(), 1u);
+        for (const auto& t : h.rows) {
+            ASSERT_EQ(t.size(), static_cast<size_t>(n));
+            std::set<int32_t> distinct(t.begin(), t.end());
+            EXPECT_LT(distinct.size(), t.size()) << "tokens repeat";
+            EXPECT_GT(distinct.size(), t.size() / 8) << "and not only a few of them";
+            for (int32_t id : t) ASSERT_TRUE(id >= 0 && id < 5000);
+            EXPECT_TRUE(distinct.count(h.breakers[0][0]) || distinct.count(h.breakers.back()[0])) << "sentences end";
+            // The last 6 tokens occur earlier with a continuation: DRY has a match.
+            bool repeat = false;
+            for (size_t at = 0; at + 6 < t.size() - 6 && !repeat; ++at)
+                repeat = std::equal(t.end() - 6, t.end(), t.begin() + static_cast<std::ptrdiff_t>(at));
+            EXPECT_TRUE(repeat);
+        }
+        EXPECT_NE(h.rows[0], h.rows[1]) << "each row has its own text";
+    }
+}
+
+TEST_F(Bench, TableNamesTheDeviceAndEveryCase) {
     Proc r = sieve(kTiny + " --case v4096");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("sieve bench: device '"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("greedy/zipf/v4096/b1"), std::string::npos);
     EXPECT_NE(r.out.find("default/zipf/v4096/b2"), std::string::npos);
     EXPECT_EQ(r.out.find("dist/peaked/v3000/b1"), std::string::npos) << "--case filters";
-    EXPECT_NE(r.out.find("unsupported: penalties"), std::string::npos);
+    EXPECT_NE(r.out.find("penalties_dry_n64/zipf/v4096/b2"), std::string::npos);
+    EXPECT_EQ(r.out.find("unsupported"), std::string::npos) << "every tiny case runs";
     EXPECT_NE(r.out.find("gpu stages:"), std::string::npos);
     EXPECT_EQ(r.err.find("\r"), std::string::npos) << "no progress line when stderr is not a terminal";
 }
@@ -219,18 +263,9 @@ TEST_F(Bench, CompareOfARunWithItselfIsRatioOneForEveryCase) {
     Proc r = sieve("bench --compare '" + file + "' '" + file + "' --json");
     ASSERT_EQ(r.code, 0) << r.err;
     json doc = parse(r.out);
-    ASSERT_EQ(doc["cases"].size(), 4u);
-    int measured = 0;
-    for (const json& c : doc["cases"]) {
-        if (c["name"] == "penalties_dry/zipf/v4096/b1") {
-            EXPECT_TRUE(c["ratio"].is_null()) << "an unsupported case has no ratio";
-            continue;
-        }
-        EXPECT_EQ(c["ratio"].get<double>(), 1.0) << c["name"];
-        ++measured;
-    }
-    EXPECT_EQ(measured, 3);
-    EXPECT_EQ(doc["matched"], 3);
+    ASSERT_EQ(doc["cases"].size(), 5u);
+    for (const json& c : doc["cases"]) EXPECT_EQ(c["ratio"].get<double>(), 1.0) << c["name"];
+    EXPECT_EQ(doc["matched"], 5);
     EXPECT_EQ(doc["geomean_ratio"].get<double>(), 1.0);
     EXPECT_TRUE(doc["only_in_a"].empty());
 
@@ -238,7 +273,7 @@ TEST_F(Bench, CompareOfARunWithItselfIsRatioOneForEveryCase) {
     ASSERT_EQ(t.code, 0) << t.err;
     EXPECT_NE(t.out.find("greedy/zipf/v4096/b1"), std::string::npos);
     EXPECT_NE(t.out.find("1.000"), std::string::npos);
-    EXPECT_NE(t.out.find("geometric mean of B/A over 3 cases: 1.000"), std::string::npos) << t.out;
+    EXPECT_NE(t.out.find("geometric mean of B/A over 5 cases: 1.000"), std::string::npos) << t.out;
 }
 
 TEST_F(Bench, CompareMatchesByNameAndRatiosAreBOverA) {
@@ -262,17 +297,29 @@ TEST_F(Bench, SuitesListTheirCases) {
     ASSERT_EQ(r.code, 0) << r.err;
     for (const char* name : {"greedy/zipf/v151936/b1", "dist/zipf/v151936/b1", "default/zipf/v151936/b1",
                              "top_p/zipf/v151936/b1", "min_p/zipf/v151936/b1", "top_k1000/zipf/v151936/b1",
-                             "penalties_dry/zipf/v151936/b1", "default/zipf/v32000/b1", "default/zipf/v128256/b1",
+                             "penalties_dry_n64/zipf/v151936/b1", "penalties_dry_n4096/zipf/v151936/b1",
+                             "default/zipf/v32000/b1", "default/zipf/v128256/b1",
                              "default/zipf/v262144/b1", "default/zipf/v32000/b8", "default/zipf/v32000/b64",
                              "default/zipf/v32000/b256", "default/flat/v151936/b1", "default/peaked/v151936/b1"})
         EXPECT_NE(r.out.find(std::string(name) + "\n"), std::string::npos) << name;
     Proc full = sieve("bench --suite full --list --json");
     ASSERT_EQ(full.code, 0) << full.err;
     json doc = parse(full.out);
-    EXPECT_EQ(doc["cases"].size(), 7u * 3u * 4u * 4u) << "7 chains x 3 shapes x 4 vocabularies x 4 row counts";
+    EXPECT_EQ(doc["cases"].size(), 8u * 3u * 4u * 4u) << "8 chains x 3 shapes x 4 vocabularies x 4 row counts";
     Proc filtered = sieve("bench --list --case top_k1000");
     ASSERT_EQ(filtered.code, 0);
     EXPECT_EQ(filtered.out, "top_k1000/zipf/v151936/b1\n");
+    Proc history = sieve("bench --list --case penalties_dry");
+    ASSERT_EQ(history.code, 0);
+    EXPECT_EQ(history.out, "penalties_dry_n64/zipf/v151936/b1\npenalties_dry_n4096/zipf/v151936/b1\n");
+    // A chain of the user's replaces the suite's; the history cases are the
+    // suite's own and go with them.
+    for (const std::string own : {"--samplers 'top_k;dist'", "--mirostat 2"}) {
+        Proc replaced = sieve("bench --list --json " + own);
+        ASSERT_EQ(replaced.code, 0) << replaced.err;
+        for (const json& name : parse(replaced.out)["cases"])
+            EXPECT_EQ(name.get<std::string>().find("penalties"), std::string::npos) << own << ": " << name;
+    }
 }
 
 TEST_F(Bench, UnknownCaseOrSuiteIsAUsageError) {

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <stdlib.h>
 #include <string>
@@ -307,6 +308,273 @@ TEST_F(Cli, UsageErrorsExit2) {
     Proc help = sieve("sample --help");
     EXPECT_EQ(help.code, 0) << describe(help);
     EXPECT_NE(help.out.find("--dump-dist"), std::string::npos);
+}
+
+// ---- the history flags: penalties, DRY, mirostat, --history ---------------------
+
+// llama.cpp's tests/test-sampling.cpp feed probabilities: the logits are their logs.
+std::vector<float> log_probs(size_t n, float p) { return std::vector<float>(n, std::log(p)); }
+
+// The distribution of --dump-dist's first row, by id (0 for an id not listed).
+std::vector<double> dist_by_id(const json& doc, size_t vocab) {
+    std::vector<double> p(vocab, 0.0);
+    for (const json& c : doc["rows"][0]["candidates"]) p.at(c["id"].get<size_t>()) = c["p"].get<double>();
+    return p;
+}
+
+void expect_dist(const std::vector<double>& got, const std::vector<double>& want, double tol, const std::string& what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << what << " id " << i;
+}
+
+// llama.cpp's test_penalties vectors through the flags: the history reaches the
+// slot (--history), the penalties read it (--repeat-penalty, --frequency-penalty,
+// --presence-penalty), --dump-dist shows the result.
+void check_penalties(const std::function<Proc(const std::string&)>& sieve, const std::string& file,
+                     const std::string& device) {
+    const std::string base = "sample --logits '" + file + "' --vocab 5 --samplers 'penalties;dist' --dump-dist --json " + device;
+    {
+        Proc r = sieve(base + " --history 0 --repeat-penalty 50");
+        ASSERT_EQ(r.code, 0) << describe(r);
+        const json doc = json::parse(r.out);
+        expect_dist(dist_by_id(doc, 5), {0.0, 0.25, 0.25, 0.25, 0.25}, 1e-5, "repeat 50, history 0 " + device);
+        EXPECT_LT(dist_by_id(doc, 5)[0], 1e-6);
+        // The flags are echoed where temp and seed are.
+        EXPECT_EQ(doc["repeat_penalty"], 50.0);
+        EXPECT_EQ(doc["repeat_last_n"], 64);
+        EXPECT_EQ(doc["history"], json({0}));
+    }
+    {
+        Proc r = sieve(base + " --history 0,1,2 --repeat-penalty 50");
+        ASSERT_EQ(r.code, 0) << describe(r);
+        expect_dist(dist_by_id(json::parse(r.out), 5), {0.0, 0.0, 0.0, 0.5, 0.5}, 1e-5, "repeat 50, history 0,1,2 " + device);
+    }
+    {
+        // Frequency and presence: logit - count x 5 - 5 for every token seen.
+        Proc r = sieve(base + " --history 0,1,2,0,0 --frequency-penalty 5 --presence-penalty 5");
+        ASSERT_EQ(r.code, 0) << describe(r);
+        const std::vector<float> l = {-3 * 5.0f - 5, -1 * 5.0f - 5, -1 * 5.0f - 5, 0, 0};
+        expect_dist(dist_by_id(json::parse(r.out), 5), softmax(l, 1.0), 1e-6, "frequency/presence 5 " + device);
+    }
+    {
+        // The window: --repeat-last-n 2 sees only the last two tokens (1, 2).
+        Proc r = sieve(base + " --history 0,1,2 --repeat-penalty 50 --repeat-last-n 2");
+        ASSERT_EQ(r.code, 0) << describe(r);
+        expect_dist(dist_by_id(json::parse(r.out), 5), {1.0 / 3, 0.0, 0.0, 1.0 / 3, 1.0 / 3}, 1e-5, "last_n 2 " + device);
+    }
+}
+
+// llama.cpp's test_dry vectors through the flags.
+void check_dry(const std::function<Proc(const std::string&)>& sieve, const std::string& four, const std::string& five,
+               const std::string& device) {
+    const std::string flags = " --samplers 'dry;dist' --dry-multiplier 1 --dry-base 1.1 --dry-allowed-length 2 --dump-dist --json " + device;
+    {
+        Proc r = sieve("sample --logits '" + four + "' --vocab 4 --history 0,1,2,0,1 --dry-penalty-last-n 5" + flags);
+        ASSERT_EQ(r.code, 0) << describe(r);
+        const json doc = json::parse(r.out);
+        expect_dist(dist_by_id(doc, 4), {0.296923, 0.296923, 0.109232, 0.296923}, 1e-5, "dry " + device);
+        EXPECT_EQ(doc["dry_multiplier"], 1.0);
+        EXPECT_EQ(doc["dry_penalty_last_n"], 5);
+    }
+    {
+        // The same repeat across a breaker (token 3) is not penalized...
+        Proc r = sieve("sample --logits '" + five + "' --vocab 5 --history 0,1,3,4,0,1 --dry-penalty-last-n 6 "
+                       "--dry-sequence-breaker 3" + flags);
+        ASSERT_EQ(r.code, 0) << describe(r);
+        const json doc = json::parse(r.out);
+        expect_dist(dist_by_id(doc, 5), {0.2, 0.2, 0.2, 0.2, 0.2}, 1e-5, "dry breaker " + device);
+        EXPECT_EQ(doc["dry_sequence_breakers"], json({{3}}));
+        // ...and is without it.
+        Proc without = sieve("sample --logits '" + five + "' --vocab 5 --history 0,1,3,4,0,1 --dry-penalty-last-n 6" + flags);
+        ASSERT_EQ(without.code, 0) << describe(without);
+        EXPECT_LT(dist_by_id(json::parse(without.out), 5)[3], 0.15) << "dry without the breaker " << device;
+    }
+}
+
+TEST_F(Cli, PenaltiesOverTheHistoryOnTheTwin) {
+    const std::string f = path("five.f32");
+    const std::vector<float> l = log_probs(5, 0.2f);
+    std::ofstream(f, std::ios::binary).write(reinterpret_cast<const char*>(l.data()), sizeof(float) * l.size());
+    check_penalties([&](const std::string& a) { return sieve(a); }, f, "--device cpu");
+}
+
+TEST_F(Cli, PenaltiesOverTheHistoryOnTheDevice) {
+    const std::string f = path("five.f32");
+    const std::vector<float> l = log_probs(5, 0.2f);
+    std::ofstream(f, std::ios::binary).write(reinterpret_cast<const char*>(l.data()), sizeof(float) * l.size());
+    check_penalties([&](const std::string& a) { return sieve(a); }, f, "");
+}
+
+TEST_F(Cli, DryOverTheHistoryOnTheTwin) {
+    const std::string four = write_npy("four.npy", 0, 4, log_probs(4, 0.25f));
+    const std::string five = write_npy("five.npy", 0, 5, log_probs(5, 0.2f));
+    check_dry([&](const std::string& a) { return sieve(a); }, four, five, "--device cpu");
+}
+
+TEST_F(Cli, DryOverTheHistoryOnTheDevice) {
+    const std::string four = write_npy("four.npy", 0, 4, log_probs(4, 0.25f));
+    const std::string five = write_npy("five.npy", 0, 5, log_probs(5, 0.2f));
+    check_dry([&](const std::string& a) { return sieve(a); }, four, five, "");
+}
+
+TEST_F(Cli, HistoryWorksWithEveryRowAndDraws) {
+    // Every row gets the history; --dump-dist and --draws read it, neither changes it.
+    const std::string f = write_npy("rows.npy", 3, 5, [] {
+        std::vector<float> v;
+        for (int r = 0; r < 3; ++r)
+            for (float x : log_probs(5, 0.2f)) v.push_back(x);
+        return v;
+    }());
+    Proc r = sieve("sample --logits '" + f + "' --samplers 'penalties;dist' --history 0 --repeat-penalty 50 "
+                   "--dump-dist --draws 200 --seed 3 --json");
+    ASSERT_EQ(r.code, 0) << describe(r);
+    const json doc = parse(r);
+    ASSERT_EQ(doc["rows"].size(), 3u);
+    for (const json& row : doc["rows"]) {
+        EXPECT_EQ(row["count"], 5);
+        EXPECT_FALSE(row["counts"].contains("0")) << "token 0 is penalized away in every row: " << row.dump();
+    }
+    Proc human = sieve("sample --logits '" + f + "' --samplers 'penalties;dist' --history 4,0 --repeat-penalty 50");
+    ASSERT_EQ(human.code, 0) << describe(human);
+    EXPECT_NE(human.out.find("history: 2 token(s)"), std::string::npos) << human.out;
+}
+
+TEST_F(Cli, DrySequenceBreakerParsingErrors) {
+    const std::string f = write_npy("b.npy", 0, 8, kEight);
+    const std::string base = "sample --logits '" + f + "' --device cpu --dry-sequence-breaker ";
+    for (const char* bad : {"''", "' '", "1,,2", "2,", "abc", "12x", "-3", "1,-3", "99999999999"}) {
+        Proc r = sieve(base + bad);
+        EXPECT_EQ(r.code, 2) << bad << "\n" << describe(r);
+        EXPECT_NE(r.err.find("--dry-sequence-breaker"), std::string::npos) << bad << ": " << r.err;
+    }
+    Proc negative = sieve(base + "-3");
+    EXPECT_NE(negative.err.find("negative"), std::string::npos) << negative.err;
+    Proc word = sieve(base + "abc --json");
+    EXPECT_EQ(word.code, 2);
+    EXPECT_NE(parse(word)["message"].get<std::string>().find("not a token id"), std::string::npos);
+    // An id the vocabulary does not have: the library's refusal, as a usage error.
+    Proc outside = sieve(base + "3,8 --json");
+    EXPECT_EQ(outside.code, 2) << describe(outside);
+    EXPECT_EQ(parse(outside)["status"], "invalid_argument");
+    EXPECT_NE(outside.err.find("outside the chain's vocab"), std::string::npos) << outside.err;
+    // Good ones, one sequence per flag, echoed.
+    Proc good = sieve(base + "3 --dry-sequence-breaker ' 5, 6' --json");
+    ASSERT_EQ(good.code, 0) << describe(good);
+    EXPECT_EQ(parse(good)["dry_sequence_breakers"], json({{3}, {5, 6}}));
+}
+
+TEST_F(Cli, MirostatWithSamplersIsAUsageError) {
+    const std::string f = write_npy("m.npy", 0, 8, kEight);
+    Proc r = sieve("sample --logits '" + f + "' --device cpu --mirostat 2 --samplers 'top_k;dist'");
+    EXPECT_EQ(r.code, 2) << describe(r);
+    EXPECT_NE(r.err.find("--mirostat"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--samplers"), std::string::npos) << r.err;
+    Proc j = sieve("sample --logits '" + f + "' --device cpu --mirostat 1 --samplers greedy --json");
+    EXPECT_EQ(j.code, 2);
+    EXPECT_EQ(parse(j)["exit_code"], 2);
+    Proc out_of_range = sieve("sample --logits '" + f + "' --device cpu --mirostat 3");
+    EXPECT_EQ(out_of_range.code, 2) << describe(out_of_range);
+    // The GPU does not run mirostat yet: refused at chain creation, a usage error.
+    Proc gpu = sieve("sample --logits '" + f + "' --mirostat 1 --json");
+    EXPECT_EQ(gpu.code, 2) << describe(gpu);
+    EXPECT_EQ(parse(gpu)["status"], "unsupported_sampler");
+}
+
+// Mirostat runs on the twin (the GPU refuses it at chain creation for now).
+TEST_F(Cli, MirostatMakesLlamaCppsChainOnTheTwin) {
+    const std::string f = write_npy("m.npy", 0, 8, kEight);
+    for (int version : {1, 2}) {
+        Proc r = sieve("sample --logits '" + f + "' --device cpu --mirostat " + std::to_string(version) +
+                       " --mirostat-lr 0.2 --mirostat-ent 3 --seed 1 --json");
+        ASSERT_EQ(r.code, 0) << describe(r);
+        const json doc = parse(r);
+        EXPECT_EQ(doc["samplers"], version == 1 ? "temperature;mirostat" : "temperature;mirostat_v2");
+        EXPECT_EQ(doc["mirostat"], version);
+        EXPECT_EQ(doc["mirostat_lr"], 0.2);
+        EXPECT_EQ(doc["mirostat_ent"], 3.0);
+        EXPECT_GE(doc["rows"][0]["token"].get<int>(), 0);
+    }
+}
+
+TEST_F(Cli, HistoryIdOutsideTheVocabIsTheLibrarysError) {
+    const std::string f = write_npy("h.npy", 0, 8, kEight);
+    for (const std::string device : {"--device cpu", ""}) {
+        Proc r = sieve("sample --logits '" + f + "' --history 1,2,8 " + device);
+        EXPECT_EQ(r.code, 2) << describe(r);
+        EXPECT_NE(r.err.find("--history"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("token 2 (8) is outside the chain's vocab 0..7"), std::string::npos) << r.err;
+        Proc j = sieve("sample --logits '" + f + "' --history 8 --json " + device);
+        EXPECT_EQ(j.code, 2);
+        EXPECT_EQ(parse(j)["status"], "invalid_argument");
+    }
+    Proc parse_error = sieve("sample --logits '" + f + "' --device cpu --history 1,x");
+    EXPECT_EQ(parse_error.code, 2) << describe(parse_error);
+    EXPECT_NE(parse_error.err.find("not a token id"), std::string::npos) << parse_error.err;
+}
+
+TEST_F(Cli, MinusOneWindowsAreRefusedByTheLibrary) {
+    const std::string f = write_npy("w.npy", 0, 8, kEight);
+    for (const std::string flag : {"--repeat-last-n", "--dry-penalty-last-n"}) {
+        Proc r = sieve("sample --logits '" + f + "' --device cpu " + flag + " -1");
+        EXPECT_EQ(r.code, 2) << describe(r);
+        EXPECT_NE(r.err.find(flag), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("window"), std::string::npos) << "the message says how to give the window: " << r.err;
+        Proc j = sieve("sample --logits '" + f + "' --device cpu --json " + flag + " -1");
+        EXPECT_EQ(parse(j)["status"], "invalid_parameter");
+    }
+    Proc bad_penalty = sieve("sample --logits '" + f + "' --device cpu --repeat-penalty 0");
+    EXPECT_EQ(bad_penalty.code, 2) << describe(bad_penalty);
+    EXPECT_NE(bad_penalty.err.find("repeat_penalty"), std::string::npos) << bad_penalty.err;
+}
+
+TEST_F(Cli, HistoryCapacityIsRaisedToWhatTheFlagsNeed) {
+    const std::string f = write_npy("c.npy", 0, 8, kEight);
+    const std::string base = "sample --logits '" + f + "' --device cpu --samplers 'penalties;dry;dist' --json ";
+    // The library's defaults: DRY's window is the history capacity; adaptive-p's
+    // parameters are whatever the library holds (read back, not restated).
+    Proc d = sieve(base);
+    ASSERT_EQ(d.code, 0) << describe(d);
+    const json def = parse(d);
+    const int capacity = def["history_capacity"];
+    EXPECT_GE(capacity, 64);
+    EXPECT_EQ(def["dry_penalty_last_n"], capacity);
+    EXPECT_TRUE(def["adaptive_target"].is_number());
+    EXPECT_TRUE(def["adaptive_decay"].is_number());
+    EXPECT_EQ(def["history"], json::array());
+    EXPECT_EQ(def["mirostat"], 0);
+    Proc adaptive = sieve(base + "--adaptive-target 0.5 --adaptive-decay 0.75");
+    ASSERT_EQ(adaptive.code, 0) << describe(adaptive);
+    EXPECT_EQ(parse(adaptive)["adaptive_target"], 0.5);
+    EXPECT_EQ(parse(adaptive)["adaptive_decay"], 0.75);
+    // A window beyond the default: the capacity follows it.
+    const std::string big = std::to_string(capacity + 100);
+    Proc window = sieve(base + "--repeat-last-n " + big);
+    ASSERT_EQ(window.code, 0) << describe(window);
+    EXPECT_EQ(parse(window)["history_capacity"], capacity + 100);
+    EXPECT_EQ(parse(window)["repeat_last_n"], capacity + 100);
+    Proc dry_window = sieve(base + "--dry-penalty-last-n " + big);
+    ASSERT_EQ(dry_window.code, 0) << describe(dry_window);
+    EXPECT_EQ(parse(dry_window)["history_capacity"], capacity + 100);
+    // A history longer than the default: all of it is kept.
+    std::string ids;
+    for (int i = 0; i < capacity + 10; ++i) ids += (i ? "," : "") + std::to_string(i % 8);
+    Proc history = sieve(base + "--history " + ids);
+    ASSERT_EQ(history.code, 0) << describe(history);
+    const json h = parse(history);
+    EXPECT_EQ(h["history_capacity"], capacity + 10);
+    EXPECT_EQ(h["dry_penalty_last_n"], capacity + 10);
+    EXPECT_EQ(h["history"].size(), static_cast<size_t>(capacity + 10));
+    // An explicit capacity is kept: a longer history keeps its newest tokens, a
+    // larger window is the library's error.
+    Proc small = sieve(base + "--history-capacity 100 --history " + ids);
+    ASSERT_EQ(small.code, 0) << describe(small);
+    EXPECT_EQ(parse(small)["history_capacity"], 100);
+    Proc beyond = sieve(base + "--history-capacity 100 --repeat-last-n 101");
+    EXPECT_EQ(beyond.code, 2) << describe(beyond);
+    EXPECT_NE(beyond.err.find("history capacity 100"), std::string::npos) << beyond.err;
+    Proc too_big = sieve(base + "--history-capacity 100000000");
+    EXPECT_EQ(too_big.code, 2) << describe(too_big);
+    EXPECT_NE(too_big.err.find("history_capacity"), std::string::npos) << too_big.err;
 }
 
 TEST_F(Cli, UnknownDeviceIsADeviceError) {

@@ -99,6 +99,13 @@ std::vector<StageTime> profile_stages(sieve::Chain& chain, const BenchCase& c, c
 
 std::string library_message(const std::exception& e) { return e.what(); }
 
+// Gives a history case's chain its accepted prefix and DRY breakers: every
+// backend's chain starts from the same state.
+void prime(sieve::Chain& chain, const CaseHistory& h) {
+    if (!h.breakers.empty()) chain.set_dry_breakers(h.breakers);
+    for (size_t r = 0; r < h.rows.size(); ++r) chain.accept(static_cast<int32_t>(r), h.rows[r]);
+}
+
 } // namespace
 
 std::optional<double> CaseResult::row_passes() const {
@@ -166,28 +173,23 @@ CaseResult BenchRunner::run(const BenchCase& c) {
     CaseResult r;
     r.c = c;
     r.c.logits.reset();  // results do not keep the logits alive
-    if (c.penalties) {
-        const std::string why = penalties_unsupported();
-        if (!why.empty()) {
-            r.status = "unsupported";
-            r.message = why;
-            return r;
-        }
-    }
     std::shared_ptr<const Logits> logits;
     const float* data = nullptr;
+    CaseHistory history;  // a history case's accepted prefix, the same for the device and the twin
 
     // The device. Building the chain is where a device refuses a case.
     try {
         sieve::Chain chain = make_chain(device_, c.sampling, c.rows, c.vocab);
         logits = logits_for(c);  // after the chain: a refused case generates nothing
         data = logits->data.data();
+        if (c.history_last_n > 0) history = case_history(*logits, c.history_last_n);
         try {
             r.plan = chain.plan_figures(c.rows, c.vocab);
         } catch (const sieve::Error&) {
             r.plan.reset();  // the CPU twin backend has no plan
         }
         try {
+            prime(chain, history);
             const Measurement m = measure(chain, c, data, s_.warmup, s_.tokens, s_.device_budget_s);
             r.device = m.stats;
             r.device_cut = m.cut;
@@ -221,6 +223,7 @@ CaseResult BenchRunner::run(const BenchCase& c) {
     // The CPU twin, same logits, same flags.
     try {
         sieve::Chain chain = make_chain(twin_, c.sampling, c.rows, c.vocab);
+        prime(chain, history);
         const Measurement m = measure(chain, c, data, std::min(s_.warmup, 2), s_.tokens, s_.twin_budget_s);
         r.twin = m.stats;
         r.twin_cut = m.cut;

@@ -19,9 +19,9 @@ struct BenchCase {
     SamplingOptions sampling;
     int32_t vocab = 0;
     int32_t rows = 0;
-    // The case needs penalties and DRY switched on (repeat penalty, DRY
-    // multiplier, a history): see bench_suite.cpp, penalties_unsupported().
-    bool penalties = false;
+    // > 0: penalties and DRY on over this many tokens of history (the windows
+    // and the history capacity), the history pre-filled with case_history().
+    int32_t history_last_n = 0;
     std::shared_ptr<const Logits> logits;  // set for --logits; built-in shapes are generated when run
 };
 
@@ -40,8 +40,20 @@ std::vector<BenchCase> filter_cases(const std::vector<BenchCase>& cases, const s
 // The built-in logits of a case's shape (rows x vocab).
 Logits shape_logits(const std::string& shape, int32_t rows, int32_t vocab);
 
-// Why a penalties case cannot run with this library, or "" once it can.
-std::string penalties_unsupported();
+// The accepted prefix of a history case, the same for every backend: per row,
+// history_last_n generated-looking tokens (case_history), and the DRY sequence
+// breakers every row uses.
+struct CaseHistory {
+    std::vector<std::vector<int32_t>> rows;
+    std::vector<std::vector<int32_t>> breakers;
+};
+
+// Deterministic and portable (integer arithmetic only): text-like token
+// sequences built from each row's own likely tokens (its top logits, drawn
+// Zipf-like by rank), with sentence breaks (the breaker tokens) and verbatim
+// repeats of earlier spans; each row's history ends inside such a repeat, so
+// DRY has a match to penalize from the first token on.
+CaseHistory case_history(const Logits& logits, int32_t history_last_n);
 
 // The suite names --suite accepts (tiny is not advertised).
 const char* suite_names_help();

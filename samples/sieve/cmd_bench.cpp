@@ -61,11 +61,15 @@ std::vector<BenchCase> build_cases(const BenchOptions& o) {
     std::vector<BenchCase> suite = suite_cases(o.suite, o.sampling);
     std::vector<BenchCase> out;
     std::set<std::string> names;
+    // --samplers or --mirostat: the user's chain replaces the suite's (the
+    // history cases, which are the suite's chains with a history, are left out).
+    const bool own_chain = !effective_samplers(o.sampling).empty();
     for (BenchCase c : suite) {
-        if (!o.sampling.samplers.empty()) {
-            if (c.penalties) continue;
-            c.chain = o.sampling.samplers;
+        if (own_chain) {
+            if (c.history_last_n > 0) continue;
+            c.chain = samplers_label(o.sampling);
             c.sampling = o.sampling;
+            c.history_last_n = 0;
         }
         if (o.rows > 0) c.rows = o.rows;
         c.name = c.chain + "/" + c.shape + "/v" + std::to_string(c.vocab) + "/b" + std::to_string(c.rows);
@@ -221,9 +225,10 @@ int run_bench(const BenchOptions& o, std::ostream& out, std::ostream& err) {
     if (!o.json_out.empty()) json_file = open_output(o.json_out, "--json-out");
 
     Device twin = open_cpu_twin();
-    // The user's own chain and flags (--samplers, --logit-bias...) are checked
-    // once on the twin: a typo is a usage error, not a suite of "unsupported".
-    if (!o.sampling.samplers.empty() || !o.sampling.logit_bias.empty()) {
+    // The user's own chain and flags (--samplers, --logit-bias, --history...)
+    // are checked once on the twin: a typo is a usage error, not a suite of
+    // "unsupported".
+    {
         int32_t vocab = 1;
         for (const BenchCase& c : cases) vocab = std::max(vocab, c.vocab);
         make_chain(twin, o.sampling, 1, vocab);

@@ -48,6 +48,33 @@ std::string fmt(const char* format, double v) {
     return buf;
 }
 
+// The parameters of the samplers that read the history, as the chain holds
+// them (row 0; every row has the same): the library's defaults where no flag
+// set them. llama.cpp's flag names, '_' for '-'.
+Json history_params_json(const sieve::Chain& chain, const SamplingOptions& o, const ChainSetup& setup) {
+    Json j;
+    auto get = [&](sieve_param p) { return chain.get_param(p, 0); };
+    auto integer = [&](sieve_param p) { return static_cast<int64_t>(get(p)); };
+    auto real = [&](sieve_param p) { return json_float(static_cast<float>(get(p))); };
+    j["repeat_last_n"] = integer(SIEVE_PARAM_REPEAT_LAST_N);
+    j["repeat_penalty"] = real(SIEVE_PARAM_REPEAT_PENALTY);
+    j["frequency_penalty"] = real(SIEVE_PARAM_FREQUENCY_PENALTY);
+    j["presence_penalty"] = real(SIEVE_PARAM_PRESENCE_PENALTY);
+    j["dry_multiplier"] = real(SIEVE_PARAM_DRY_MULTIPLIER);
+    j["dry_base"] = real(SIEVE_PARAM_DRY_BASE);
+    j["dry_allowed_length"] = integer(SIEVE_PARAM_DRY_ALLOWED_LENGTH);
+    j["dry_penalty_last_n"] = integer(SIEVE_PARAM_DRY_PENALTY_LAST_N);
+    j["dry_sequence_breakers"] = setup.breakers;
+    j["mirostat"] = o.mirostat;
+    j["mirostat_lr"] = real(SIEVE_PARAM_MIROSTAT_ETA);
+    j["mirostat_ent"] = real(SIEVE_PARAM_MIROSTAT_TAU);
+    j["adaptive_target"] = real(SIEVE_PARAM_ADAPTIVE_TARGET);
+    j["adaptive_decay"] = real(SIEVE_PARAM_ADAPTIVE_DECAY);
+    j["history_capacity"] = setup.history_capacity;
+    j["history"] = setup.history;
+    return j;
+}
+
 struct RowResult {
     Json json;            // the JSON row object
     std::string text;     // its human form
@@ -76,7 +103,8 @@ CLI::App* add_sample_command(CLI::App& app, SampleOptions& o) {
 int run_sample(const SampleOptions& o, std::ostream& out, std::ostream& /*err*/) {
     const Logits logits = load_logits(o.logits, o.vocab, o.rows);
     Device device = open_device(o.device);
-    sieve::Chain chain = make_chain(device, o.sampling, logits.rows, logits.vocab);
+    ChainSetup setup;
+    sieve::Chain chain = make_chain(device, o.sampling, logits.rows, logits.vocab, &setup);
     const bool sample_one = !o.dump_dist && o.draws == 0;
 
     std::vector<RowResult> rows(static_cast<size_t>(logits.rows));
@@ -187,6 +215,8 @@ int run_sample(const SampleOptions& o, std::ostream& out, std::ostream& /*err*/)
         doc["samplers"] = samplers_label(o.sampling);
         doc["temp"] = json_float(o.sampling.temp);
         if (!seed_used.is_null()) doc["seed"] = seed_used;
+        const Json history_params = history_params_json(chain, o.sampling, setup);
+        for (auto it = history_params.begin(); it != history_params.end(); ++it) doc[it.key()] = it.value();
         doc["vocab"] = logits.vocab;
         Json arr = Json::array();
         for (RowResult& r : rows) arr.push_back(std::move(r.json));
@@ -197,6 +227,9 @@ int run_sample(const SampleOptions& o, std::ostream& out, std::ostream& /*err*/)
         out << "samplers: " << samplers_label(o.sampling) << "  temp " << o.sampling.temp;
         if (seeds_differ) out << "  seed per row";
         else if (!seed_used.is_null()) out << "  seed " << seed_used.get<uint32_t>();
+        if (!setup.history.empty())
+            out << "\nhistory: " << setup.history.size() << " token(s) accepted into every row (capacity "
+                << setup.history_capacity << ")";
         out << "\nlogits: " << logits.source << " (" << logits.rows << " x " << logits.vocab << ")\n";
         for (const RowResult& r : rows) {
             out << r.text;

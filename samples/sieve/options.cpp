@@ -50,6 +50,82 @@ void add_sampling_flags(CLI::App& cmd, SamplingOptions& o) {
                    "(repeatable)")
         ->take_last()
         ->allow_extra_args(false);
+    // Penalties and DRY: they read each row's slot history (--history, then the
+    // tokens the run draws). llama.cpp's -1 windows are refused by the library.
+    cmd.add_option("--repeat-last-n", o.repeat_last_n,
+                   "last N tokens of the history the penalties consider (0 = off; llama.cpp's -1 is refused: "
+                   "give the window in tokens)")
+        ->capture_default_str();
+    cmd.add_option("--repeat-penalty", o.repeat_penalty, "penalize repeated tokens (1.0 = off)")->capture_default_str();
+    cmd.add_option("--frequency-penalty", o.frequency_penalty, "repeat alpha frequency penalty (0.0 = off)")
+        ->capture_default_str();
+    cmd.add_option("--presence-penalty", o.presence_penalty, "repeat alpha presence penalty (0.0 = off)")
+        ->capture_default_str();
+    cmd.add_option("--dry-multiplier", o.dry_multiplier, "DRY sampling multiplier (0.0 = off)")->capture_default_str();
+    cmd.add_option("--dry-base", o.dry_base, "DRY sampling base value")->capture_default_str();
+    cmd.add_option("--dry-allowed-length", o.dry_allowed_length, "allowed length for DRY sampling")
+        ->capture_default_str();
+    cmd.add_option_function<int32_t>(
+        "--dry-penalty-last-n", [&o](const int32_t& n) { o.dry_penalty_last_n = n; },
+        "DRY penalty for the last N tokens (0 = off; default: the history capacity; llama.cpp's -1 is refused)");
+    cmd.add_option("--dry-sequence-breaker", o.dry_sequence_breakers,
+                   "one DRY sequence breaker as comma-separated token ids, e.g. 13 or 29871,13 (repeatable; none by "
+                   "default: Sieve has no vocabulary to tokenize llama.cpp's)")
+        ->allow_extra_args(false);
+    cmd.add_option("--mirostat", o.mirostat,
+                   "Mirostat sampling: 0 = off, 1 = Mirostat, 2 = Mirostat 2.0 (the chain becomes temperature;mirostat "
+                   "or temperature;mirostat_v2, as llama.cpp's; not with --samplers)")
+        ->check(CLI::Range(0, 2))
+        ->capture_default_str();
+    cmd.add_option("--mirostat-lr", o.mirostat_lr, "Mirostat learning rate, parameter eta")->capture_default_str();
+    cmd.add_option("--mirostat-ent", o.mirostat_ent, "Mirostat target entropy, parameter tau")->capture_default_str();
+    cmd.add_option_function<float>(
+        "--adaptive-target", [&o](const float& v) { o.adaptive_target = v; },
+        "adaptive-p target probability (< 0 = a plain draw; default: the library's)");
+    cmd.add_option_function<float>("--adaptive-decay", [&o](const float& v) { o.adaptive_decay = v; },
+                                   "adaptive-p decay (default: the library's)");
+    cmd.add_option("--history", o.history,
+                   "comma-separated token ids accepted into every row's history before sampling, oldest first (what "
+                   "llama.cpp's accept would have seen: the prompt and the tokens generated so far)");
+    cmd.add_option_function<int32_t>(
+        "--history-capacity", [&o](const int32_t& n) { o.history_capacity = n; },
+        "tokens of history each row's slot keeps (default: the library's, raised to what --history or a last-n "
+        "needs)")
+        ->check(CLI::NonNegativeNumber);
+}
+
+std::string effective_samplers(const SamplingOptions& o) {
+    if (o.mirostat == 1) return "temperature;mirostat";
+    if (o.mirostat == 2) return "temperature;mirostat_v2";
+    return o.samplers;
+}
+
+std::vector<int32_t> parse_token_ids(const std::string& flag, const std::string& text) {
+    auto bad = [&](const std::string& why) {
+        return CliError(kExitUsage, flag + " '" + text + "': " + why + " (expected comma-separated token ids, e.g. 13,29871)");
+    };
+    std::vector<int32_t> ids;
+    size_t start = 0;
+    for (;;) {
+        const size_t comma = text.find(',', start);
+        std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        const size_t first = item.find_first_not_of(" \t");
+        const size_t last = item.find_last_not_of(" \t");
+        item = first == std::string::npos ? std::string() : item.substr(first, last - first + 1);
+        const std::string which = "token " + std::to_string(ids.size());
+        if (item.empty()) throw bad(text.find_first_not_of(" \t") == std::string::npos ? "no token id" : which + " is empty");
+        if (item[0] == '-' && item.size() > 1 && std::isdigit(static_cast<unsigned char>(item[1])))
+            throw bad(which + " (" + item + ") is negative");
+        if (item.find_first_not_of("0123456789") != std::string::npos)
+            throw bad(which + " ('" + item + "') is not a token id");
+        errno = 0;
+        const unsigned long long v = std::strtoull(item.c_str(), nullptr, 10);
+        if (errno != 0 || v > static_cast<unsigned long long>(INT32_MAX)) throw bad(which + " (" + item + ") is out of range");
+        ids.push_back(static_cast<int32_t>(v));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    return ids;
 }
 
 LogitBiasEntry parse_logit_bias(const std::string& text) {
@@ -91,7 +167,8 @@ void add_device_flag(CLI::App& cmd, std::string& device) {
 }
 
 std::string samplers_label(const SamplingOptions& o) {
-    return o.samplers.empty() ? std::string("llama.cpp default") : o.samplers;
+    const std::string s = effective_samplers(o);
+    return s.empty() ? std::string("llama.cpp default") : s;
 }
 
 Device open_cpu_twin() { return open_device("cpu"); }
@@ -119,12 +196,13 @@ Device open_device(const std::string& device) {
     return d;
 }
 
-sieve::Chain make_chain(const Device& device, const SamplingOptions& o, int32_t rows, int32_t vocab) {
-    sieve::ChainDesc desc;
-    if (!o.samplers.empty()) desc.samplers(o.samplers);
-    else desc.raw.samplers = nullptr; // the library's (llama.cpp's) default chain
-    desc.capacity(rows, vocab).temperature(o.temp).min_keep(o.min_keep);
-    desc.seed(o.seed < 0 ? SIEVE_SEED_RANDOM : static_cast<uint32_t>(o.seed));
+sieve::Chain make_chain(const Device& device, const SamplingOptions& o, int32_t rows, int32_t vocab,
+                        ChainSetup* setup) {
+    // Everything the CLI itself can refuse, before the device does any work.
+    if (o.mirostat != 0 && !o.samplers.empty())
+        throw CliError(kExitUsage, "--mirostat " + std::to_string(o.mirostat) + " makes the chain '" +
+                                       effective_samplers(o) + "' (as llama.cpp's common sampler does); it cannot "
+                                       "be combined with --samplers");
     std::vector<int32_t> bias_tokens;
     std::vector<float> bias_values;
     for (const std::string& text : o.logit_bias) {
@@ -132,17 +210,50 @@ sieve::Chain make_chain(const Device& device, const SamplingOptions& o, int32_t 
         bias_tokens.push_back(e.token);
         bias_values.push_back(e.bias);
     }
-    auto build = [&]() {
-        sieve::Chain chain(*device.context, desc);
-        return chain;
+    ChainSetup local;
+    ChainSetup& s = setup ? *setup : local;
+    s.breakers.clear();
+    for (const std::string& text : o.dry_sequence_breakers)
+        s.breakers.push_back(parse_token_ids("--dry-sequence-breaker", text));
+    s.history = o.history.empty() ? std::vector<int32_t>{} : parse_token_ids("--history", o.history);
+
+    sieve::ChainDesc desc;
+    const std::string samplers = effective_samplers(o);
+    if (!samplers.empty()) desc.samplers(samplers);
+    else desc.raw.samplers = nullptr; // the library's (llama.cpp's) default chain
+    desc.capacity(rows, vocab).temperature(o.temp).min_keep(o.min_keep);
+    desc.seed(o.seed < 0 ? SIEVE_SEED_RANDOM : static_cast<uint32_t>(o.seed));
+    if (o.history_capacity) desc.history_capacity(*o.history_capacity);
+
+    // What the history must hold: the --history tokens and the windows asked
+    // for (a negative window is the library's to refuse, below).
+    int32_t needed = static_cast<int32_t>(std::min<size_t>(s.history.size(), INT32_MAX));
+    std::string needed_by = "the --history of " + std::to_string(s.history.size()) + " tokens";
+    auto need = [&](int32_t n, const std::string& flag) {
+        if (n > needed) {
+            needed = n;
+            needed_by = flag + " " + std::to_string(n);
+        }
     };
-    sieve::Chain chain = [&]() {
+    need(o.repeat_last_n, "--repeat-last-n");
+    if (o.dry_penalty_last_n) need(*o.dry_penalty_last_n, "--dry-penalty-last-n");
+
+    auto build = [&](const std::string& raised) {
         try {
-            return build();
+            return sieve::Chain(*device.context, desc);
         } catch (const sieve::Error& e) {
-            CliError err = from_library(e, "cannot build the chain '" + samplers_label(o) + "' for " +
-                                               std::to_string(rows) + " x " + std::to_string(vocab));
-            if (e.status() == SIEVE_ERROR_UNSUPPORTED_SAMPLER && o.samplers.empty() && !device.cpu_twin)
+            const std::string what = "cannot build the chain '" + samplers_label(o) + "' for " + std::to_string(rows) +
+                                     " x " + std::to_string(vocab);
+            // A history capacity the library refuses is the flags' doing.
+            if (desc.raw.history_capacity != 0 &&
+                (e.status() == SIEVE_ERROR_CAPACITY || e.status() == SIEVE_ERROR_INVALID_ARGUMENT))
+                throw CliError(kExitUsage,
+                               what + (raised.empty() ? " with --history-capacity " + std::to_string(desc.raw.history_capacity)
+                                                      : raised) +
+                                   ": " + e.what(),
+                               e.status());
+            CliError err = from_library(e, what);
+            if (e.status() == SIEVE_ERROR_UNSUPPORTED_SAMPLER && samplers.empty() && !device.cpu_twin)
                 throw CliError(err.exit_code(),
                                std::string(err.what()) +
                                    " (llama.cpp's default chain needs samplers the GPU engine does not run yet; "
@@ -151,33 +262,87 @@ sieve::Chain make_chain(const Device& device, const SamplingOptions& o, int32_t 
                                e.status());
             throw err;
         }
-    }();
-    // Per-row parameters (every row): llama.cpp's flags.
-    const std::pair<sieve_param, double> params[] = {
-        {SIEVE_PARAM_TOP_K, o.top_k},
-        {SIEVE_PARAM_TOP_P, o.top_p},
-        {SIEVE_PARAM_MIN_P, o.min_p},
-        {SIEVE_PARAM_TYPICAL_P, o.typical_p},
-        {SIEVE_PARAM_TOP_N_SIGMA, o.top_n_sigma},
-        {SIEVE_PARAM_XTC_PROBABILITY, o.xtc_probability},
-        {SIEVE_PARAM_XTC_THRESHOLD, o.xtc_threshold},
-        {SIEVE_PARAM_DYNATEMP_RANGE, o.dynatemp_range},
-        {SIEVE_PARAM_DYNATEMP_EXPONENT, o.dynatemp_exponent},
     };
-    for (const auto& [param, value] : params) {
+    sieve::Chain chain = build("");
+    // DRY's window defaults to the history capacity: the library's default
+    // capacity, read back rather than restated.
+    auto get = [&](sieve_param p) {
         try {
-            chain.set(param, value);
+            return chain.get_param(p, 0);
         } catch (const sieve::Error& e) {
-            throw from_library(e, "cannot set the sampling parameters");
+            throw from_library(e, "cannot read the chain's parameters");
+        }
+    };
+    s.history_capacity = static_cast<int32_t>(get(SIEVE_PARAM_DRY_PENALTY_LAST_N));
+    if (!o.history_capacity && needed > s.history_capacity) {
+        desc.history_capacity(needed);
+        { sieve::Chain smaller = std::move(chain); }  // its device memory goes before the larger chain's comes
+        chain = build(" with a history capacity raised to " + std::to_string(needed) + " for " + needed_by);
+        s.history_capacity = needed;
+    }
+
+    // Per-row parameters (every row): llama.cpp's flags.
+    struct Param {
+        const char* flag;
+        sieve_param param;
+        double value;
+    };
+    std::vector<Param> params = {
+        {"--top-k", SIEVE_PARAM_TOP_K, static_cast<double>(o.top_k)},
+        {"--top-p", SIEVE_PARAM_TOP_P, o.top_p},
+        {"--min-p", SIEVE_PARAM_MIN_P, o.min_p},
+        {"--typical", SIEVE_PARAM_TYPICAL_P, o.typical_p},
+        {"--top-n-sigma", SIEVE_PARAM_TOP_N_SIGMA, o.top_n_sigma},
+        {"--xtc-probability", SIEVE_PARAM_XTC_PROBABILITY, o.xtc_probability},
+        {"--xtc-threshold", SIEVE_PARAM_XTC_THRESHOLD, o.xtc_threshold},
+        {"--dynatemp-range", SIEVE_PARAM_DYNATEMP_RANGE, o.dynatemp_range},
+        {"--dynatemp-exp", SIEVE_PARAM_DYNATEMP_EXPONENT, o.dynatemp_exponent},
+        {"--repeat-last-n", SIEVE_PARAM_REPEAT_LAST_N, static_cast<double>(o.repeat_last_n)},
+        {"--repeat-penalty", SIEVE_PARAM_REPEAT_PENALTY, o.repeat_penalty},
+        {"--frequency-penalty", SIEVE_PARAM_FREQUENCY_PENALTY, o.frequency_penalty},
+        {"--presence-penalty", SIEVE_PARAM_PRESENCE_PENALTY, o.presence_penalty},
+        {"--dry-multiplier", SIEVE_PARAM_DRY_MULTIPLIER, o.dry_multiplier},
+        {"--dry-base", SIEVE_PARAM_DRY_BASE, o.dry_base},
+        {"--dry-allowed-length", SIEVE_PARAM_DRY_ALLOWED_LENGTH, static_cast<double>(o.dry_allowed_length)},
+        {"--mirostat-ent", SIEVE_PARAM_MIROSTAT_TAU, o.mirostat_ent},
+        {"--mirostat-lr", SIEVE_PARAM_MIROSTAT_ETA, o.mirostat_lr},
+    };
+    if (o.dry_penalty_last_n)
+        params.push_back({"--dry-penalty-last-n", SIEVE_PARAM_DRY_PENALTY_LAST_N, static_cast<double>(*o.dry_penalty_last_n)});
+    if (o.adaptive_target) params.push_back({"--adaptive-target", SIEVE_PARAM_ADAPTIVE_TARGET, *o.adaptive_target});
+    if (o.adaptive_decay) params.push_back({"--adaptive-decay", SIEVE_PARAM_ADAPTIVE_DECAY, *o.adaptive_decay});
+    for (const Param& p : params) {
+        try {
+            chain.set(p.param, p.value);
+        } catch (const sieve::Error& e) {
+            // A flag's value the library refuses: a usage error with its message.
+            throw CliError(kExitUsage, std::string("cannot set the sampling parameters: ") + p.flag + ": " + e.what(),
+                           e.status());
         }
     }
+    // A flag the library refuses (token outside the vocab, or not on this
+    // device) is a usage error.
     if (!bias_tokens.empty()) {
         try {
             chain.set_logit_bias(bias_tokens, bias_values);
         } catch (const sieve::Error& e) {
-            // A flag the library refuses (token outside the vocab, or not on this
-            // device) is a usage error.
             throw CliError(kExitUsage, std::string("--logit-bias: ") + e.what(), e.status());
+        }
+    }
+    if (!s.breakers.empty()) {
+        try {
+            chain.set_dry_breakers(s.breakers);
+        } catch (const sieve::Error& e) {
+            throw CliError(kExitUsage, std::string("--dry-sequence-breaker: ") + e.what(), e.status());
+        }
+    }
+    if (!s.history.empty()) {
+        for (int32_t r = 0; r < rows; ++r) {
+            try {
+                chain.accept(r, s.history);
+            } catch (const sieve::Error& e) {
+                throw CliError(kExitUsage, std::string("--history: ") + e.what(), e.status());
+            }
         }
     }
     return chain;

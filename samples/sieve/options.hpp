@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,39 @@ struct SamplingOptions {
     float dynatemp_exponent = 1.0f;  // --dynatemp-exp
     // --logit-bias TOKEN(+|-)BIAS, repeatable, as llama.cpp parses it; applied to every row.
     std::vector<std::string> logit_bias;
+    // The samplers that read the slot's history (penalties, DRY), llama.cpp's
+    // flags and defaults; applied to every row.
+    int32_t repeat_last_n = 64;
+    float repeat_penalty = 1.0f;
+    float frequency_penalty = 0.0f;
+    float presence_penalty = 0.0f;
+    float dry_multiplier = 0.0f;
+    float dry_base = 1.75f;
+    int32_t dry_allowed_length = 2;
+    std::optional<int32_t> dry_penalty_last_n;     // unset = the library's: the history capacity
+    std::vector<std::string> dry_sequence_breakers; // each "ID,ID,...": one breaker sequence (none by default)
+    // --mirostat 1|2: the chain becomes "temperature;mirostat" / "temperature;mirostat_v2"
+    // (llama.cpp's common sampler: logit bias -> temperature -> mirostat).
+    int32_t mirostat = 0;
+    float mirostat_lr = 0.1f;   // eta
+    float mirostat_ent = 5.0f;  // tau
+    std::optional<float> adaptive_target;  // unset = the library's default
+    std::optional<float> adaptive_decay;   // unset = the library's default
+    // --history "ID,ID,...": accepted into every row's slot before sampling, oldest first.
+    std::string history;
+    // unset = the library's default, raised to what --history or a last-n needs.
+    std::optional<int32_t> history_capacity;
 };
+
+// The chain a run builds: --samplers, "temperature;mirostat(_v2)" for
+// --mirostat 1|2, or "" (the library's, llama.cpp's default chain).
+std::string effective_samplers(const SamplingOptions& o);
+
+// Comma-separated token ids ("15043,29889"), as --history and
+// --dry-sequence-breaker take them. Throws CliError (usage) naming `flag` for an
+// empty list or element, a non-numeric or negative id, or one beyond int32.
+// Ids beyond the vocabulary are the library's to refuse.
+std::vector<int32_t> parse_token_ids(const std::string& flag, const std::string& text);
 
 // One --logit-bias value, "15043+1", "15043-inf", "7-0.5": llama.cpp's
 // TOKEN_ID(+/-)BIAS. Throws CliError (usage) for anything else, NaN and +inf.
@@ -41,12 +74,16 @@ LogitBiasEntry parse_logit_bias(const std::string& text);
 
 // --samplers, --temp, --seed, --min-keep, --top-k, --top-p, --min-p, --typical,
 // --top-n-sigma, --xtc-probability, --xtc-threshold, --dynatemp-range,
-// --dynatemp-exp, --logit-bias with llama.cpp's names and defaults.
+// --dynatemp-exp, --logit-bias, --repeat-last-n, --repeat-penalty,
+// --frequency-penalty, --presence-penalty, --dry-multiplier, --dry-base,
+// --dry-allowed-length, --dry-penalty-last-n, --dry-sequence-breaker, --mirostat,
+// --mirostat-lr, --mirostat-ent, --adaptive-target, --adaptive-decay with
+// llama.cpp's names and defaults; --history, --history-capacity.
 void add_sampling_flags(CLI::App& cmd, SamplingOptions& o);
 // --device N|NAME|cpu
 void add_device_flag(CLI::App& cmd, std::string& device);
 
-// "temperature;dist", or "llama.cpp default" when none was given.
+// effective_samplers(), or "llama.cpp default" when that is "".
 std::string samplers_label(const SamplingOptions& o);
 
 // A context on the chosen device: "cpu" selects the CPU twin backend, "" the
@@ -62,8 +99,19 @@ struct Device {
 Device open_device(const std::string& device);
 Device open_cpu_twin();
 
-// Builds the chain for rows x vocab. Library failures become CliError with the
-// mapped exit code and, for sampler errors, a hint about what is implemented.
-sieve::Chain make_chain(const Device& device, const SamplingOptions& o, int32_t rows, int32_t vocab);
+// What make_chain set up beyond the flags' values.
+struct ChainSetup {
+    int32_t history_capacity = 0;               // the chain's (the library's default, raised, or --history-capacity)
+    std::vector<int32_t> history;               // accepted into every row's slot
+    std::vector<std::vector<int32_t>> breakers; // DRY sequence breakers of every row
+};
+
+// Builds the chain for rows x vocab, sets every row's parameters and DRY
+// breakers, and accepts --history into every row's slot. A flag the library
+// refuses is a usage error carrying the library's status and message; other
+// library failures become CliError with the mapped exit code and, for sampler
+// errors, a hint about what is implemented.
+sieve::Chain make_chain(const Device& device, const SamplingOptions& o, int32_t rows, int32_t vocab,
+                        ChainSetup* setup = nullptr);
 
 } // namespace sieve_cli
