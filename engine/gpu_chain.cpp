@@ -63,7 +63,8 @@ uint32_t wide_list_capacity(const ChainConfig& config, const EffectiveLimits& li
 
 // The history samplers' per-row block (history.comp): a bitmap of
 // ceil(max_vocab / 32) words, 2^hash_bits entries of 4 words (at least twice
-// the history capacity, so the table never fills), DRY's repeat counts.
+// the history capacity, so the table never fills), DRY's repeat counts, the
+// bitmap's prefix counts and the adjusted logits by rank (common.glsl).
 struct AdjustLayout {
     uint32_t hash_bits = 0;
     uint32_t bitmap_words = 0;
@@ -76,7 +77,7 @@ AdjustLayout adjust_layout(const ChainConfig& config) {
     a.hash_bits = 1;
     while ((1u << a.hash_bits) < 2 * cap) ++a.hash_bits;
     a.bitmap_words = (static_cast<uint32_t>(config.max_vocab) + 31) / 32;
-    a.row_words = a.bitmap_words + (4ull << a.hash_bits) + cap;
+    a.row_words = 2ull * a.bitmap_words + (4ull << a.hash_bits) + 2ull * cap;
     return a;
 }
 
@@ -84,6 +85,21 @@ bool chain_has_history(const ChainConfig& config) {
     for (auto k : config.samplers)
         if (k == ref::SamplerKind::Penalties || k == ref::SamplerKind::Dry) return true;
     return false;
+}
+
+// The first penalties or dry that comes after another sampler, or null. The
+// GPU applies them as it reads a logit (history.comp), i.e. before every other
+// sampler, as llama.cpp's default order has them; a row of such a chain whose
+// sampler acts is refused (the CPU backend takes any order).
+const char* misplaced_history(const ChainConfig& config) {
+    bool other_before = false;
+    for (size_t i = 0; i + 1 < config.samplers.size(); ++i) {
+        const auto k = config.samplers[i];
+        const bool history = k == ref::SamplerKind::Penalties || k == ref::SamplerKind::Dry;
+        if (history && other_before) return ref::sampler_name(k);
+        other_before = other_before || !history;
+    }
+    return nullptr;
 }
 
 class GpuChain final : public ChainImpl {
@@ -116,6 +132,7 @@ private:
                          std::string* message, sieve_status* first);
     void upload(const float* logits, uint32_t rows, uint32_t vocab);
     void write_params(uint32_t rows, bool sample, bool commit);
+    void check_history_order(uint32_t rows) const;
     void submit_and_wait(const Recording& rec);
     void wait_pending();
     sieve_token read_result(uint32_t row, std::string* message, sieve_status* first) const;
@@ -143,7 +160,7 @@ private:
     bool profiling_ = false;
     VkQueryPool queries_ = VK_NULL_HANDLE;
     std::vector<sieve_stage_time> stage_times_;
-    std::map<std::tuple<uint32_t, uint32_t, uint32_t, bool, bool, bool, bool>, Recording> recordings_by_shape_;
+    std::map<std::tuple<uint32_t, uint32_t, uint32_t, bool, bool, uint32_t, bool>, Recording> recordings_by_shape_;
 };
 
 GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
@@ -320,13 +337,14 @@ bool GpuChain::use_collect(uint32_t rows) const {
 }
 
 const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect) {
-    bool inputs = false, history = false;
+    bool has_inputs = false, history = false;
     for (uint32_t r = 0; r < rows; ++r) {
-        inputs = inputs || row_has_inputs(rows_[r]);
+        has_inputs = has_inputs || row_has_inputs(rows_[r]);
         history = history || row_adjusts(config_.samplers, rows_[r]);
     }
-    inputs = inputs || history;  // the pipelines that read the rows' Adjust blocks
-    auto key = std::make_tuple(static_cast<uint32_t>(kind), rows, vocab, profiling_, collect, inputs, history);
+    const InputsMode inputs = has_inputs ? InputsMode::All : history ? InputsMode::History : InputsMode::None;
+    auto key = std::make_tuple(static_cast<uint32_t>(kind), rows, vocab, profiling_, collect,
+                               static_cast<uint32_t>(inputs), history);
     auto it = recordings_by_shape_.find(key);
     if (it != recordings_by_shape_.end()) return it->second;
 
@@ -542,9 +560,21 @@ sieve_token GpuChain::read_result(uint32_t row, std::string* message, sieve_stat
     return t;
 }
 
+void GpuChain::check_history_order(uint32_t rows) const {
+    const char* misplaced = misplaced_history(config_);
+    if (!misplaced) return;
+    for (uint32_t r = 0; r < rows; ++r)
+        if (row_adjusts(config_.samplers, rows_[r]))
+            fail(SIEVE_ERROR_UNSUPPORTED_SAMPLER,
+                 "row " + std::to_string(r) + ": '" + misplaced +
+                     "' acts after another sampler; the GPU backend runs penalties and dry only as the chain's first "
+                     "samplers (llama.cpp's default order); the CPU backend takes any order");
+}
+
 sieve_status GpuChain::sample(const float* logits, int32_t rows, int32_t vocab, int32_t draws, int32_t* tokens,
                               sieve_token* out, std::string* message, bool commit) {
     wait_pending();
+    check_history_order(static_cast<uint32_t>(rows));
     const uint32_t r = static_cast<uint32_t>(rows), v = static_cast<uint32_t>(vocab);
     const Recording& rec = recording(RecordingKind::Sample, r, v, use_collect(r));
     upload(logits, r, v);
@@ -597,6 +627,7 @@ sieve_token GpuChain::fallback(uint32_t row, const float* logits, uint32_t vocab
 sieve_status GpuChain::distribution(const float* logits, int32_t rows, int32_t vocab, int32_t row,
                                     std::vector<ref::Weighted>* out, std::string* message) {
     wait_pending();
+    check_history_order(static_cast<uint32_t>(rows));
     if (!probabilities_.buffer) {
         // Allocated on first use: --dump-dist is an inspection path, not the
         // steady state, so it does not cost every chain a second logits buffer.
@@ -686,19 +717,8 @@ std::unique_ptr<ChainImpl> make_gpu_chain(VulkanContext& context, const ChainCon
     const EffectiveLimits& limits = context.device().limits();
     check_capacity(config, limits, max_chunks_for(limits, context.device().info().type));
     size_t ops = 0;
-    bool other_before = false;
-    for (size_t i = 0; i + 1 < config.samplers.size(); ++i) {
-        const bool history = config.samplers[i] == ref::SamplerKind::Penalties || config.samplers[i] == ref::SamplerKind::Dry;
-        // The GPU applies them as it reads a logit (history.comp), i.e. before
-        // every other sampler, as llama.cpp's default order has them.
-        if (history && other_before)
-            fail(SIEVE_ERROR_UNSUPPORTED_SAMPLER,
-                 std::string("sampler '") + ref::sampler_name(config.samplers[i]) +
-                     "' after another sampler: the GPU backend runs penalties and dry first (as llama.cpp's "
-                     "default order does); the CPU backend takes any order");
-        other_before = other_before || !history;
-        ops += history ? 0 : 1;
-    }
+    for (size_t i = 0; i + 1 < config.samplers.size(); ++i)
+        ops += (config.samplers[i] != ref::SamplerKind::Penalties && config.samplers[i] != ref::SamplerKind::Dry) ? 1 : 0;
 
     if (ops > kMaxOps)
         fail(SIEVE_ERROR_INVALID_CHAIN, "a chain of " + std::to_string(ops) + " samplers before its draw; the GPU runs at most " +

@@ -24,7 +24,7 @@ const char* stage_name(Stage stage) {
 }
 
 VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, const uint32_t* words, size_t bytes,
-                                   uint32_t workgroup_size, uint32_t capacity, bool row_inputs, uint64_t chain_ops) {
+                                   uint32_t workgroup_size, uint32_t capacity, InputsMode inputs, uint64_t chain_ops) {
     const auto& vk = device.vk();
     VkShaderModuleCreateInfo module_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     module_info.codeSize = bytes;
@@ -32,7 +32,7 @@ VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, cons
     VkShaderModule module = VK_NULL_HANDLE;
     vk_check(vk.vkCreateShaderModule(device.handle(), &module_info, nullptr, &module), "vkCreateShaderModule");
 
-    const uint32_t values[5] = {workgroup_size, capacity, row_inputs ? 1u : 0u,  // bool: 32 bits
+    const uint32_t values[5] = {workgroup_size, capacity, static_cast<uint32_t>(inputs),
                                 static_cast<uint32_t>(chain_ops), static_cast<uint32_t>(chain_ops >> 32)};
     const VkSpecializationMapEntry entries[5] = {{0, 0, 4}, {1, 4, 4}, {2, 8, 4}, {3, 12, 4}, {4, 16, 4}};
     VkSpecializationInfo spec{5, entries, sizeof(values), values};
@@ -107,20 +107,21 @@ Pipelines::Pipelines(Device& device) : device_(device) {
     }
 }
 
-VkPipeline Pipelines::get(Stage stage, bool inputs) {
-    if (inputs) std::call_once(inputs_variant_, [this] { build(1); });
-    return pipelines_[inputs ? 1 : 0][static_cast<uint32_t>(stage)];
+VkPipeline Pipelines::get(Stage stage, InputsMode inputs) {
+    const uint32_t v = static_cast<uint32_t>(inputs);
+    if (v != 0) std::call_once(inputs_variant_[v], [this, v] { build(v); });
+    return pipelines_[v][static_cast<uint32_t>(stage)];
 }
 
-VkPipeline Pipelines::collect(uint64_t ops, bool inputs) {
+VkPipeline Pipelines::collect(uint64_t ops, InputsMode inputs) {
     std::lock_guard<std::mutex> lock(collect_mutex_);
-    auto it = collect_.find({ops, inputs});
+    auto it = collect_.find({ops, static_cast<uint32_t>(inputs)});
     if (it != collect_.end()) return it->second;
     const shaders::Spirv& code = uses_subgroups_ ? shaders::collect_subgroup : shaders::collect;
     const auto& lim = device_.limits();
     VkPipeline p = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, lim.workgroup_size,
                                            lim.candidate_capacity, inputs, ops);
-    collect_.emplace(std::make_pair(ops, inputs), p);
+    collect_.emplace(std::make_pair(ops, static_cast<uint32_t>(inputs)), p);
     return p;
 }
 
@@ -137,7 +138,7 @@ void Pipelines::build(uint32_t v) {
     const shaders::Spirv* const* code = uses_subgroups_ ? with_subgroups : portable;
     for (uint32_t i = 0; i < static_cast<uint32_t>(Stage::Count); ++i)
         pipelines_[v][i] = create_compute_pipeline(device_, layout_, code[i]->words, code[i]->size_bytes,
-                                                   lim.workgroup_size, lim.candidate_capacity, v == 1);
+                                                   lim.workgroup_size, lim.candidate_capacity, static_cast<InputsMode>(v));
 }
 
 Pipelines::~Pipelines() { release(); }

@@ -50,6 +50,17 @@ constexpr uint32_t kFlagMirostatV2 = 16u;    // FLAG_MIROSTAT_V2
 constexpr uint32_t kFlagAdaptive = 32u;      // FLAG_ADAPTIVE
 constexpr uint32_t kBindingCount = 13;  // bindings 0..12 of common.glsl
 
+// What the shaders read besides the logits (common.glsl's INPUTS_MODE): each
+// mode compiles only its own code into the passes, since on a CPU device the
+// bias lookup's loops, inlined wherever a logit is read, slow the whole pass
+// even for rows that never reach them.
+enum class InputsMode : uint32_t {
+    None = 0,     // the logits as they are
+    History = 1,  // the history samplers' adjusted logits (history.comp's table)
+    All = 2,      // the token bitmask and logit bias too
+};
+constexpr uint32_t kInputsModes = 3;
+
 class Pipelines {
 public:
     explicit Pipelines(Device& device);
@@ -59,24 +70,24 @@ public:
 
     VkDescriptorSetLayout set_layout() const { return set_layout_; }
     VkPipelineLayout layout() const { return layout_; }
-    // inputs: the variant that applies rows' logit bias and token bitmask,
-    // built on first use (thread-safe: chains of one context share it).
-    VkPipeline get(Stage stage, bool inputs);
+    // inputs: the variant that reads the rows' inputs (InputsMode), built on
+    // first use (thread-safe: chains of one context share it).
+    VkPipeline get(Stage stage, InputsMode inputs);
     // The collect pipeline specialized for one chain (its ops, as
     // gpu_params.hpp's chain_ops encodes them), built on first use and shared
     // by the context's chains.
-    VkPipeline collect(uint64_t ops, bool inputs);
+    VkPipeline collect(uint64_t ops, InputsMode inputs);
     bool uses_subgroups() const { return uses_subgroups_; }
 
 private:
     Device& device_;
     VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
     VkPipelineLayout layout_ = VK_NULL_HANDLE;
-    VkPipeline pipelines_[2][static_cast<uint32_t>(Stage::Count)] = {};
+    VkPipeline pipelines_[kInputsModes][static_cast<uint32_t>(Stage::Count)] = {};
     bool uses_subgroups_ = false;
-    std::once_flag inputs_variant_;
+    std::once_flag inputs_variant_[kInputsModes];
     std::mutex collect_mutex_;
-    std::map<std::pair<uint64_t, bool>, VkPipeline> collect_;
+    std::map<std::pair<uint64_t, uint32_t>, VkPipeline> collect_;
     void build(uint32_t variant);
     void release();
 };
@@ -88,7 +99,7 @@ void write_storage_set(Device& device, VkDescriptorSet set, const VkBuffer* buff
 
 // Builds a compute pipeline from embedded SPIR-V with (WG, CAP) specialization.
 VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, const uint32_t* words, size_t bytes,
-                                   uint32_t workgroup_size, uint32_t capacity, bool row_inputs = false,
+                                   uint32_t workgroup_size, uint32_t capacity, InputsMode inputs = InputsMode::None,
                                    uint64_t chain_ops = 0);
 
 } // namespace sieve

@@ -425,10 +425,9 @@ TEST(BiasBitmaskGpu, AcceptsBiasBitmaskAndDynatempLikeTheCpu) {
     EXPECT_EQ(chain.sample(logits.data(), 2, vocab)[0].status, SIEVE_OK);
 }
 
-// Every truncating sampler, alone and in llama.cpp's order, runs on the GPU.
-// Penalties and DRY are still refused there (SIEVE_ERROR_UNSUPPORTED_SAMPLER,
-// the message says GPU) while the CPU backend runs them as llama.cpp's
-// disabled no-ops; so is llama.cpp's default chain, which holds both.
+// Every truncating sampler, alone and in llama.cpp's order, runs on the GPU;
+// so do chains holding penalties and DRY at their (disabled) defaults, in any
+// position, llama.cpp's default chain among them.
 TEST(BiasBitmaskGpu, TruncatingSamplersPenaltiesAndDryRunOnGpu) {
     sieve::Context gpu = gpu_context();
     const auto logits = make_rows(Shape::Zipf, 1, 100, 3);
@@ -444,9 +443,9 @@ TEST(BiasBitmaskGpu, TruncatingSamplersPenaltiesAndDryRunOnGpu) {
             ADD_FAILURE() << samplers << ": " << e.what();
         }
     }
-    // Penalties and DRY cannot be enabled yet (issue 4): both backends run them
-    // as llama.cpp does with its defaults, a no-op, so chains holding them --
-    // llama.cpp's default chain among them -- give the twin's tokens.
+    // Penalties and DRY at llama.cpp's defaults are no-ops on both backends, in
+    // any position, so chains holding them -- llama.cpp's default chain among
+    // them -- give the twin's tokens (tests/test_gpu_history.cpp switches them on).
     sieve::Context cpu = cpu_context();
     for (const char* samplers : {"penalties", "dry", "penalties;top_k;temperature", "top_k;dry;dist", "", "  "}) {
         sieve_chain_desc raw = desc(nullptr, 1, 100, 0.8f, 21u).raw;

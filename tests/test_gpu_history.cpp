@@ -297,6 +297,31 @@ TEST(GpuHistoryPlan, OneDispatchNoRowPass) {
     EXPECT_EQ(after.row_passes - before.row_passes, on.second);
 }
 
+// The GPU applies penalties and DRY as it reads a logit, i.e. first: a chain
+// placing them after another sampler is created (at llama.cpp's defaults they
+// are no-ops) but a row whose penalties act there is refused, while the CPU
+// backend runs that order.
+TEST(GpuHistoryOrder, ActingAfterAnotherSamplerIsRefusedOnTheGpuOnly) {
+    auto gpu_ctx = sieve_test::gpu_context();
+    auto cpu_ctx = sieve_test::cpu_context();
+    const auto logits = boosted_rows(Shape::Zipf, 1, 1000, 2);
+    sieve::Chain gpu(gpu_ctx, sieve_test::chain_desc("top_k;penalties;temperature", 1, 1000, 0.8f, 5));
+    sieve::Chain cpu(cpu_ctx, sieve_test::chain_desc("top_k;penalties;temperature", 1, 1000, 0.8f, 5));
+    EXPECT_EQ(gpu.sample(logits.data(), 1, 1000)[0].status, SIEVE_OK);
+    for (sieve::Chain* c : {&gpu, &cpu}) {
+        c->set(SIEVE_PARAM_REPEAT_PENALTY, 1.5);
+        c->accept(0, {alphabet(1000)[0]});
+    }
+    const auto before = gpu.slot_history(0);
+    sieve_token t{};
+    EXPECT_TRUE(sieve_test::Fails(sieve_sample(gpu.get(), logits.data(), 1, 1000, &t), SIEVE_ERROR_UNSUPPORTED_SAMPLER,
+                                  {"penalties", "first", "CPU backend"}));
+    EXPECT_EQ(gpu.slot_history(0), before) << "a refused call changes no slot";
+    EXPECT_EQ(cpu.sample(logits.data(), 1, 1000)[0].status, SIEVE_OK);
+    gpu.set(SIEVE_PARAM_REPEAT_PENALTY, 1.0);  // off again: the chain runs
+    EXPECT_EQ(gpu.sample(logits.data(), 1, 1000)[0].status, SIEVE_OK);
+}
+
 // ---- slots, on both backends ------------------------------------------------------
 
 struct Backend {

@@ -18,9 +18,14 @@
 layout(constant_id = 0) const uint WG = 256;
 layout(constant_id = 1) const uint CAP = 1024;   // power of two, CAP * 8 bytes of shared memory
 layout(local_size_x_id = 0) in;
-// Pipelines for calls where some row has a logit bias or a token bitmask; the
-// others compile the check away (it costs a third of a pass on a CPU device).
-layout(constant_id = 2) const bool ROW_INPUTS = false;
+// What the passes read besides the logits (engine/pipelines.hpp, InputsMode):
+// 0 nothing, 1 the history samplers' table (history.comp), 2 the token bitmask
+// and logit bias too. Calls compile in only what their rows use: the bias
+// lookup's loops, inlined wherever a logit is read, slow a whole pass on a CPU
+// device even for rows that never reach them.
+layout(constant_id = 2) const uint INPUTS_MODE = 0u;
+const bool ROW_INPUTS = INPUTS_MODE != 0u;
+const bool ROW_BIAS = INPUTS_MODE == 2u;
 // The chain before its draw, 4 bits per sampler (OP_*), first in the low bits;
 // the collect pipeline is specialized per chain (engine/pipelines.cpp).
 layout(constant_id = 3) const uint CHAIN_OPS_LO = 0u;
@@ -282,15 +287,27 @@ uint g_inputs = NO_INPUTS;
 uint g_adjust = NO_INPUTS;  // the row's Adjust block when penalties or DRY act
 uint g_flags = 0u;
 
-// A row's Adjust block: the bitmap, 2^hash_bits entries of ADJ_ENTRY words,
-// DRY's repeat counts (hist_cap words).
+// A row's Adjust block (engine/gpu_chain.cpp's AdjustLayout): the bitmap of
+// adjusted tokens, 2^hash_bits entries of ADJ_ENTRY words, DRY's repeat counts
+// (hist_cap words), the bitmap's prefix counts (one per word) and the adjusted
+// tokens' final logits by rank (hist_cap words): a logit is looked up without
+// a loop.
 const uint ADJ_ENTRY = 4u;
 const uint ADJ_KEY = 0u;       // token + 1 (0 = empty)
 const uint ADJ_COUNT = 1u;     // occurrences in the penalties' window
 const uint ADJ_DRY = 2u;       // float: DRY's penalty (0 when none)
 const uint ADJ_DRY_LEN = 3u;   // DRY's longest repeat the token extends, + 1 (0 = none)
-uint adjust_row_words() { return pc.bitmap_words + (ADJ_ENTRY << pc.hash_bits) + pc.hist_cap; }
+uint adjust_row_words() { return 2u * pc.bitmap_words + (ADJ_ENTRY << pc.hash_bits) + 2u * pc.hist_cap; }
 uint adjust_hash(uint token) { return (token * 2654435761u) >> (32u - pc.hash_bits); }
+uint adjust_repeats_at(uint base) { return base + pc.bitmap_words + (ADJ_ENTRY << pc.hash_bits); }
+uint adjust_prefix_at(uint base) { return adjust_repeats_at(base) + pc.hist_cap; }
+uint adjust_values_at(uint base) { return adjust_prefix_at(base) + pc.bitmap_words; }
+
+// The final logit of an adjusted token i: `word` is its bitmap word, bit its bit.
+float adjusted_logit(uint i, uint word, uint bit) {
+    uint rank = adjust[adjust_prefix_at(g_adjust) + (i >> 5u)] + bitCount(word & (bit - 1u));
+    return uintBitsToFloat(adjust[adjust_values_at(g_adjust) + rank]);
+}
 
 void bind_row(uint row) {
     g_flags = param_u(row, P_ROW_FLAGS);
@@ -298,72 +315,45 @@ void bind_row(uint row) {
     g_adjust = (g_flags & ROW_ADJUST) != 0u ? row * adjust_row_words() : NO_INPUTS;
 }
 
-// The penalties and DRY on a history token's logit, in chain order, as the
-// twin applies them (llama_sampler_penalties_apply: logit <= 0 multiplied by
-// the repeat penalty, > 0 divided, then count * freq + present subtracted;
-// llama_sampler_dry_apply: its penalty subtracted). `precise`: no fused
-// multiply-add, the twin rounds every step.
-float apply_history(uint row, uint i, float f) {
-    uint mask = (1u << pc.hash_bits) - 1u;
-    uint e = adjust_hash(i);
-    uint base = g_adjust + pc.bitmap_words;
-    for (uint probe = 0u; probe <= mask; ++probe) {
-        uint o = base + e * ADJ_ENTRY;
-        uint key = adjust[o + ADJ_KEY];
-        if (key == 0u) return f;
-        if (key == i + 1u) {
-            uint count = adjust[o + ADJ_COUNT];
-            precise float dry = uintBitsToFloat(adjust[o + ADJ_DRY]);
-            precise float x = f;
-            if ((g_flags & ROW_DRY_FIRST) != 0u) x = x - dry;
-            if (count > 0u) {
-                precise float repeat = param_f(row, P_REPEAT);
-                x = x <= 0.0 ? x * repeat : x / repeat;
-                precise float sub = float(count) * param_f(row, P_FREQ) + param_f(row, P_PRESENT);
-                x = x - sub;
-            }
-            if ((g_flags & ROW_DRY_FIRST) == 0u) x = x - dry;
-            return x;
-        }
-        e = (e + 1u) & mask;
-    }
-    return f;
-}
-
 // Logit i of the bound row as the chain sees it: the token bitmask
-// (disallowed = -inf) and the logit bias applied, as the twin applies them
-// before the chain, then the history samplers (which the GPU runs only at the
-// chain's start). NaN and +Inf stay as they are: the row fails on them
-// whatever the mask says (the twin checks the raw logits first).
+// (disallowed = -inf), then the logit bias and the history samplers (which the
+// GPU runs only at the chain's start), as the twin applies them. A token the
+// history samplers adjust has its final logit, bias included, in the row's
+// table. NaN and +Inf stay as they are: the row fails on them whatever the
+// mask says (the twin checks the raw logits first).
 float row_logit(uint row, uint i) {
     float f = logits[row * pc.stride + i];
     if (!ROW_INPUTS || (g_inputs == NO_INPUTS && g_adjust == NO_INPUTS)) return f;
     if (isnan(f) || (isinf(f) && f > 0.0)) return f;
     uint bit = 1u << (i & 31u);
-    if (g_inputs != NO_INPUTS) {
-        uint w = g_inputs + 2u + 2u * (i >> 5u);
-        if ((row_inputs[w] & bit) == 0u) return NEG_INF;
-        if ((row_inputs[w + 1u] & bit) != 0u) f = apply_bias(g_inputs, i, f);
-        if (isnan(f)) return f;
+    uint w = g_inputs + 2u + 2u * (i >> 5u);
+    if (ROW_BIAS && g_inputs != NO_INPUTS && (row_inputs[w] & bit) == 0u) return NEG_INF;
+    if (g_adjust != NO_INPUTS) {
+        uint word = adjust[g_adjust + (i >> 5u)];
+        if ((word & bit) != 0u) return adjusted_logit(i, word, bit);
     }
-    if (g_adjust != NO_INPUTS && (adjust[g_adjust + (i >> 5u)] & bit) != 0u) f = apply_history(row, i, f);
+    if (ROW_BIAS && g_inputs != NO_INPUTS && (row_inputs[w + 1u] & bit) != 0u) return apply_bias(g_inputs, i, f);
     return f;
 }
 
+uint load_key(uint row, uint i, float scale) { return sieve_key(scaled_logit(row_logit(row, i), scale)); }
+
 // The history samplers on logits read four at a time (collect.comp's vec4
-// map, taken by rows with an Adjust block but no bias or bitmask): lanes whose
-// bit is set get apply_history, as row_logit would. q: the quad (logits 4q..4q+3).
+// map, taken by rows with a history table but no bias or bitmask): the lanes
+// whose bit is set take their final logit from the table, as row_logit would.
+// q: the quad (logits 4q..4q+3).
 vec4 adjust_quad(uint row, uint q, vec4 f4) {
     if (!ROW_INPUTS || g_adjust == NO_INPUTS) return f4;
-    uint bits = (adjust[g_adjust + (q >> 3u)] >> ((q & 7u) * 4u)) & 15u;
+    uint word = adjust[g_adjust + (q >> 3u)];
+    uint bits = (word >> ((q & 7u) * 4u)) & 15u;
     if (bits == 0u) return f4;
     for (uint c = 0u; c < 4u; ++c) {
+        uint i = 4u * q + c;
         float f = f4[c];
-        if ((bits & (1u << c)) != 0u && !isnan(f) && !(isinf(f) && f > 0.0)) f4[c] = apply_history(row, 4u * q + c, f);
+        if ((bits & (1u << c)) != 0u && !isnan(f) && !(isinf(f) && f > 0.0))
+            f4[c] = adjusted_logit(i, word, 1u << (i & 31u));
     }
     return f4;
 }
-
-uint load_key(uint row, uint i, float scale) { return sieve_key(scaled_logit(row_logit(row, i), scale)); }
 
 #endif

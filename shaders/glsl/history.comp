@@ -9,10 +9,14 @@
 //
 // The block: a bitmap of the adjusted tokens (one word per 32 tokens), an
 // open-addressing hash of 2^hash_bits entries (>= 2 x the history capacity,
-// so it never fills: every key is a history token) and DRY's repeat counts.
+// so it never fills: every key is a history token), DRY's repeat counts, and
+// the table the passes read: the bitmap's prefix counts and each adjusted
+// token's final logit (bias included) by rank. Lookups stay here; a pass reads
+// an adjusted logit with no loop (common.glsl, row_logit).
 #include "common.glsl"
 
 shared uint s_restart;  // the most recent history position where a breaker ends
+shared uint s_part[WG];  // the prefix counts' per-invocation sums
 
 // Repeat lengths up to this are compared directly, in parallel (step 2).
 const uint DIRECT_LCP_LIMIT = 512u;
@@ -73,6 +77,27 @@ int breaker_match(uint breakers, uint i) {
     return longest;
 }
 
+// The penalties and DRY on the logit f of the token whose entry is at o, in
+// chain order, as the twin applies them (llama_sampler_penalties_apply: logit
+// <= 0 multiplied by the repeat penalty, > 0 divided, then count * freq +
+// present subtracted; llama_sampler_dry_apply: its penalty subtracted).
+// `precise`: no fused multiply-add, the twin rounds every step.
+float apply_history(uint row, uint o, float f) {
+    uint flags = param_u(row, P_ROW_FLAGS);
+    uint count = adjust[o + ADJ_COUNT];
+    precise float dry = uintBitsToFloat(adjust[o + ADJ_DRY]);
+    precise float x = f;
+    if ((flags & ROW_DRY_FIRST) != 0u) x = x - dry;
+    if (count > 0u) {
+        precise float repeat = param_f(row, P_REPEAT);
+        x = x <= 0.0 ? x * repeat : x / repeat;
+        precise float sub = float(count) * param_f(row, P_FREQ) + param_f(row, P_PRESENT);
+        x = x - sub;
+    }
+    if ((flags & ROW_DRY_FIRST) == 0u) x = x - dry;
+    return x;
+}
+
 // llama.cpp's penalty `multiplier * pow(base, exponent)`: exponentiation by
 // squaring in float (llama.cpp's std::pow runs in double; a few ulp apart).
 float dry_penalty(float multiplier, float base, uint exponent) {
@@ -85,41 +110,12 @@ float dry_penalty(float multiplier, float base, uint exponent) {
     return multiplier * r;
 }
 
-void main() {
-    uint row = pc.row_base + gl_WorkGroupID.y;
+// DRY's penalties into the entries (llama_sampler_dry_apply, steps 1 to 4).
+// Returns early exactly where llama.cpp does (uniform: every invocation).
+void dry(uint row, uint base, uint hash_base, uint entries) {
     uint t = gl_LocalInvocationID.x;
-    uint base = row * adjust_row_words();
-    uint entries = 1u << pc.hash_bits;
-    uint hash_base = base + pc.bitmap_words;
-    uint repeats = hash_base + entries * ADJ_ENTRY;
-
-    // What the row's previous call set, cleared: its entries and their bits.
-    for (uint e = t; e < entries; e += WG) {
-        uint o = hash_base + e * ADJ_ENTRY;
-        uint key = adjust[o + ADJ_KEY];
-        if (key != 0u) {
-            uint token = key - 1u;
-            atomicAnd(adjust[base + (token >> 5u)], ~(1u << (token & 31u)));
-            adjust[o + ADJ_KEY] = 0u;
-            adjust[o + ADJ_COUNT] = 0u;
-            adjust[o + ADJ_DRY] = 0u;
-            adjust[o + ADJ_DRY_LEN] = 0u;
-        }
-    }
-    // Buffer writes of this workgroup before its later reads and atomics.
-    memoryBarrierBuffer();
-    barrier();
-    if ((param_u(row, P_ROW_FLAGS) & ROW_ADJUST) == 0u) return;
-
-    g_slot = param_u(row, P_SLOT);
-    g_count = slot_state[g_slot + S_COUNT];
-    g_head = slot_state[g_slot + S_HEAD];
-
-    // Penalties: each token's count over the window (llama.cpp's token_count).
-    uint pen_n = min(g_count, param_u(row, P_PEN_LAST_N));
-    for (uint j = t; j < pen_n; j += WG) atomicAdd(adjust[adjust_insert(base, rat(j)) + ADJ_COUNT], 1u);
-
-    // DRY over its window (last_n_repeat); llama.cpp returns early when the
+    uint repeats = adjust_repeats_at(base);
+    // Its window (last_n_repeat); llama.cpp returns early when the
     // window is not longer than allowed_length.
     uint n = min(g_count, param_u(row, P_DRY_LAST_N));
     uint allowed = param_u(row, P_DRY_ALLOWED);
@@ -211,4 +207,93 @@ void main() {
         if (max_exp > 0u && exponent > max_exp) exponent = max_exp;
         adjust[o + ADJ_DRY] = floatBitsToUint(dry_penalty(multiplier, dry_base, exponent));
     }
+}
+
+// The table the passes read: the bitmap's prefix counts, then each adjusted
+// token's final logit at its rank. Tokens past the call's vocabulary (a
+// history from a larger one) are never read: their value is left at 0.
+void write_table(uint row, uint base, uint hash_base, uint entries) {
+    uint t = gl_LocalInvocationID.x;
+    uint words = (pc.vocab + 31u) / 32u;
+    uint per = (words + WG - 1u) / WG;
+    uint from = min(t * per, words), to = min(from + per, words);
+    uint sum = 0u;
+    for (uint w = from; w < to; ++w) sum += bitCount(adjust[base + w]);
+    s_part[t] = sum;
+    barrier();
+    if (t == 0u) {
+        uint acc = 0u;
+        for (uint j = 0u; j < WG; ++j) {
+            uint v = s_part[j];
+            s_part[j] = acc;
+            acc += v;
+        }
+    }
+    barrier();
+    uint prefix = adjust_prefix_at(base);
+    sum = s_part[t];
+    for (uint w = from; w < to; ++w) {
+        adjust[prefix + w] = sum;
+        sum += bitCount(adjust[base + w]);
+    }
+    memoryBarrierBuffer();
+    barrier();
+    uint values = adjust_values_at(base);
+    uint inputs = (param_u(row, P_ROW_FLAGS) & ROW_HAS_INPUTS) != 0u ? param_u(row, P_INPUTS) : NO_INPUTS;
+    for (uint e = t; e < entries; e += WG) {
+        uint o = hash_base + e * ADJ_ENTRY;
+        uint key = adjust[o + ADJ_KEY];
+        if (key == 0u || key - 1u >= pc.vocab) continue;
+        uint token = key - 1u;
+        uint bit = 1u << (token & 31u);
+        uint rank = adjust[prefix + (token >> 5u)] + bitCount(adjust[base + (token >> 5u)] & (bit - 1u));
+        float f = logits[row * pc.stride + token];
+        // The row fails on NaN and +Inf (the passes read them raw); the bias
+        // first (the twin's order), then the history samplers.
+        if (!isnan(f) && !(isinf(f) && f > 0.0)) {
+            if (ROW_BIAS && inputs != NO_INPUTS && (row_inputs[inputs + 3u + 2u * (token >> 5u)] & bit) != 0u)
+                f = apply_bias(inputs, token, f);
+            if (!isnan(f)) f = apply_history(row, o, f);
+        }
+        adjust[values + rank] = floatBitsToUint(f);
+    }
+}
+
+void main() {
+    uint row = pc.row_base + gl_WorkGroupID.y;
+    uint t = gl_LocalInvocationID.x;
+    uint base = row * adjust_row_words();
+    uint entries = 1u << pc.hash_bits;
+    uint hash_base = base + pc.bitmap_words;
+
+    // What the row's previous call set, cleared: its entries and their bits.
+    for (uint e = t; e < entries; e += WG) {
+        uint o = hash_base + e * ADJ_ENTRY;
+        uint key = adjust[o + ADJ_KEY];
+        if (key != 0u) {
+            uint token = key - 1u;
+            atomicAnd(adjust[base + (token >> 5u)], ~(1u << (token & 31u)));
+            adjust[o + ADJ_KEY] = 0u;
+            adjust[o + ADJ_COUNT] = 0u;
+            adjust[o + ADJ_DRY] = 0u;
+            adjust[o + ADJ_DRY_LEN] = 0u;
+        }
+    }
+    // Buffer writes of this workgroup before its later reads and atomics.
+    memoryBarrierBuffer();
+    barrier();
+    if ((param_u(row, P_ROW_FLAGS) & ROW_ADJUST) == 0u) return;
+
+    g_slot = param_u(row, P_SLOT);
+    g_count = slot_state[g_slot + S_COUNT];
+    g_head = slot_state[g_slot + S_HEAD];
+
+    // Penalties: each token's count over the window (llama.cpp's token_count).
+    uint pen_n = min(g_count, param_u(row, P_PEN_LAST_N));
+    for (uint j = t; j < pen_n; j += WG) atomicAdd(adjust[adjust_insert(base, rat(j)) + ADJ_COUNT], 1u);
+
+    dry(row, base, hash_base, entries);
+    memoryBarrierBuffer();
+    barrier();
+    write_table(row, base, hash_base, entries);
 }
