@@ -494,6 +494,16 @@ INSTANTIATE_TEST_SUITE_P(Backends, SlotOps, testing::Values(Backend{"Gpu", true}
 
 // ---- a long generation in lockstep ----------------------------------------------
 
+// Resident host memory of this process in bytes (Linux /proc/self/statm).
+uint64_t resident_bytes() {
+    std::FILE* f = std::fopen("/proc/self/statm", "r");
+    if (!f) return 0;
+    unsigned long long size = 0, resident = 0;
+    const int got = std::fscanf(f, "%llu %llu", &size, &resident);
+    std::fclose(f);
+    return got == 2 ? resident * 4096ull : 0;
+}
+
 // 10 000 tokens on the GPU with penalties and DRY (windows 64 and 4096 over a
 // history of 4096), every token checked against the twin fed the GPU's own
 // history and drawing with the same uniform. Tokens may differ only where the
@@ -522,6 +532,7 @@ TEST(GpuHistoryLockstep, TenThousandTokens) {
     std::vector<std::vector<float>> pool;
     for (uint32_t i = 0; i < 16; ++i) pool.push_back(boosted_rows(Shape::Zipf, 1, kV, 4000u + i));
     sieve_counters warm{};
+    uint64_t warm_rss = 0;
     int near_boundary = 0, differ = 0;
     for (int step = 0; step < kTokens; ++step) {
         const auto& logits = pool[static_cast<size_t>(step) % pool.size()];
@@ -543,12 +554,20 @@ TEST(GpuHistoryLockstep, TenThousandTokens) {
         if (step % 1000 == 999) {
             ASSERT_EQ(chain.slot_history(0), history) << "step " << step;
         }
-        if (step == 10) warm = chain.counters();
+        if (step == 10) {
+            warm = chain.counters();
+            warm_rss = resident_bytes();
+        }
     }
     const auto end = chain.counters();
     EXPECT_EQ(end.allocations, warm.allocations);
     EXPECT_EQ(end.recordings, warm.recordings);
     EXPECT_EQ(end.cpu_fallback_rows, 0u);
+    // Host memory stays flat too (a margin for the allocator and the test's
+    // own vectors; a per-token leak of even 1 KiB would pass 9 MiB).
+    const uint64_t end_rss = resident_bytes();
+    ASSERT_GT(warm_rss, 0u);
+    EXPECT_LT(end_rss, warm_rss + (8ull << 20)) << "resident memory grew from " << warm_rss << " to " << end_rss;
     std::printf("lockstep: %d tokens, %d differ (all within 1e-6 of a CDF boundary)\n", kTokens, differ);
     EXPECT_EQ(near_boundary, differ);
 }
