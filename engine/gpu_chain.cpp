@@ -26,7 +26,10 @@ constexpr uint32_t kRowStride = 32;
 constexpr uint32_t kResultStride = 8;
 constexpr uint32_t kHistStride = 4;  // HIST_STRIDE
 constexpr uint32_t kStatusFallback = 0x46414C4Cu;  // STATUS_FALLBACK
-constexpr uint64_t kWaitTimeoutNs = 30ull * 1000 * 1000 * 1000;
+// A submission's host wait. Generous: lavapipe compiles a pipeline's shader
+// at its first dispatch, inside the submission (tens of seconds for the
+// collect pass on a loaded 2-core machine).
+constexpr uint64_t kWaitTimeoutNs = 120ull * 1000 * 1000 * 1000;
 
 struct RowGroup {
     uint32_t row_base;
@@ -351,7 +354,6 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
     const auto& vk = device_.vk();
     Recording rec;
     rec.plan = make_plan(kind, greedy_terminal(), collect, wide_cap_ > 0, history, vocab, limits_, type_);
-    rec.plan.flags |= selector_flags(config_.samplers);
     rec.timestamps = profiling_;
     if (rec.plan.dispatches.size() > kMaxPlanDispatches) fail(SIEVE_ERROR_INTERNAL, "plan longer than the timestamp pool");
     const uint32_t per_group = rows_per_group(rows, vocab, type_);
@@ -412,7 +414,8 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
         PushConstants pc{vocab, vocab, rec.plan.chunk_size, rec.plan.n_chunks, d.level, rec.plan.flags,
                          g.row_base, g.args_base, wide_cap_, history_capacity(), adjust_layout_.hash_bits,
                          adjust_layout_.bitmap_words};
-        VkPipeline pipeline = d.stage == Stage::Collect ? pipelines_.collect(chain_ops(config_.samplers), inputs)
+        VkPipeline pipeline = d.stage == Stage::Collect
+                                  ? pipelines_.collect(chain_ops(config_.samplers), chain_selector(config_.samplers), inputs)
                                                         : pipelines_.get(d.stage, inputs);
         vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
         vk.vkCmdPushConstants(cmd, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), &pc);

@@ -163,15 +163,15 @@ Needs analyse(const std::vector<SamplerKind>& samplers, const ref::RowParams& ro
 bool chain_needs_collect(const std::vector<SamplerKind>& samplers) {
     for (SamplerKind k : samplers)
         if (op_of(k) > OP_TEMPERATURE) return true;
-    return selector_flags(samplers) != 0;
+    return chain_selector(samplers) != 0;
 }
 
-uint32_t selector_flags(const std::vector<SamplerKind>& samplers) {
+uint32_t chain_selector(const std::vector<SamplerKind>& samplers) {
     switch (samplers.back()) {
-    case SamplerKind::Mirostat: return kFlagMirostat;
-    case SamplerKind::MirostatV2: return kFlagMirostatV2;
-    case SamplerKind::AdaptiveP: return kFlagAdaptive;
-    default: return 0;
+    case SamplerKind::Mirostat: return 1;    // SELECT_MIROSTAT
+    case SamplerKind::MirostatV2: return 2;  // SELECT_MIROSTAT_V2
+    case SamplerKind::AdaptiveP: return 3;   // SELECT_ADAPTIVE
+    default: return 0;                       // SELECT_DIST
     }
 }
 

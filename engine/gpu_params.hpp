@@ -3,7 +3,6 @@
 // logit bias / token bitmask block (common.glsl's RowInputs).
 #pragma once
 
-#include "pipelines.hpp"
 #include "reference/reference.hpp"
 
 #include <cstdint>
@@ -20,9 +19,9 @@ constexpr int32_t kMaxGpuBiasEntries = 1024;
 // Whether the chain needs the collect pass (a truncating sampler); a row with a
 // dynamic temperature needs it too (row_needs_collect).
 bool chain_needs_collect(const std::vector<ref::SamplerKind>& samplers);
-// The plan flag of a chain whose final sampler learns (mirostat, mirostat v2,
-// adaptive-p: selectors.glsl), 0 for dist and greedy.
-uint32_t selector_flags(const std::vector<ref::SamplerKind>& samplers);
+// The collect pass's CHAIN_SELECTOR for the chain's final sampler
+// (selectors.glsl): 0 dist or greedy, 1 mirostat, 2 mirostat v2, 3 adaptive-p.
+uint32_t chain_selector(const std::vector<ref::SamplerKind>& samplers);
 bool row_needs_collect(const std::vector<ref::SamplerKind>& samplers, const ref::RowParams& row);
 
 // The chain before its draw as the shaders' CHAIN_OPS (4 bits per sampler,

@@ -24,7 +24,8 @@ const char* stage_name(Stage stage) {
 }
 
 VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, const uint32_t* words, size_t bytes,
-                                   uint32_t workgroup_size, uint32_t capacity, InputsMode inputs, uint64_t chain_ops) {
+                                   uint32_t workgroup_size, uint32_t capacity, InputsMode inputs, uint64_t chain_ops,
+                                   uint32_t selector) {
     const auto& vk = device.vk();
     VkShaderModuleCreateInfo module_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     module_info.codeSize = bytes;
@@ -32,10 +33,10 @@ VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, cons
     VkShaderModule module = VK_NULL_HANDLE;
     vk_check(vk.vkCreateShaderModule(device.handle(), &module_info, nullptr, &module), "vkCreateShaderModule");
 
-    const uint32_t values[5] = {workgroup_size, capacity, static_cast<uint32_t>(inputs),
-                                static_cast<uint32_t>(chain_ops), static_cast<uint32_t>(chain_ops >> 32)};
-    const VkSpecializationMapEntry entries[5] = {{0, 0, 4}, {1, 4, 4}, {2, 8, 4}, {3, 12, 4}, {4, 16, 4}};
-    VkSpecializationInfo spec{5, entries, sizeof(values), values};
+    const uint32_t values[6] = {workgroup_size, capacity, static_cast<uint32_t>(inputs),
+                                static_cast<uint32_t>(chain_ops), static_cast<uint32_t>(chain_ops >> 32), selector};
+    const VkSpecializationMapEntry entries[6] = {{0, 0, 4}, {1, 4, 4}, {2, 8, 4}, {3, 12, 4}, {4, 16, 4}, {5, 20, 4}};
+    VkSpecializationInfo spec{6, entries, sizeof(values), values};
     VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
     info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
@@ -113,15 +114,16 @@ VkPipeline Pipelines::get(Stage stage, InputsMode inputs) {
     return pipelines_[v][static_cast<uint32_t>(stage)];
 }
 
-VkPipeline Pipelines::collect(uint64_t ops, InputsMode inputs) {
+VkPipeline Pipelines::collect(uint64_t ops, uint32_t selector, InputsMode inputs) {
     std::lock_guard<std::mutex> lock(collect_mutex_);
-    auto it = collect_.find({ops, static_cast<uint32_t>(inputs)});
+    const auto key = std::make_tuple(ops, selector, static_cast<uint32_t>(inputs));
+    auto it = collect_.find(key);
     if (it != collect_.end()) return it->second;
     const shaders::Spirv& code = uses_subgroups_ ? shaders::collect_subgroup : shaders::collect;
     const auto& lim = device_.limits();
     VkPipeline p = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, lim.workgroup_size,
-                                           lim.candidate_capacity, inputs, ops);
-    collect_.emplace(std::make_pair(ops, static_cast<uint32_t>(inputs)), p);
+                                           lim.candidate_capacity, inputs, ops, selector);
+    collect_.emplace(key, p);
     return p;
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <tuple>
 #include <mutex>
 
 namespace sieve {
@@ -45,9 +46,6 @@ struct PushConstants {
 constexpr uint32_t kFlagGreedy = 1u;  // FLAG_GREEDY
 constexpr uint32_t kFlagSmall = 2u;   // FLAG_SMALL
 constexpr uint32_t kFlagDistribution = 4u;  // FLAG_DISTRIBUTION
-constexpr uint32_t kFlagMirostat = 8u;       // FLAG_MIROSTAT
-constexpr uint32_t kFlagMirostatV2 = 16u;    // FLAG_MIROSTAT_V2
-constexpr uint32_t kFlagAdaptive = 32u;      // FLAG_ADAPTIVE
 constexpr uint32_t kBindingCount = 13;  // bindings 0..12 of common.glsl
 
 // What the shaders read besides the logits (common.glsl's INPUTS_MODE): each
@@ -76,7 +74,7 @@ public:
     // The collect pipeline specialized for one chain (its ops, as
     // gpu_params.hpp's chain_ops encodes them), built on first use and shared
     // by the context's chains.
-    VkPipeline collect(uint64_t ops, InputsMode inputs);
+    VkPipeline collect(uint64_t ops, uint32_t selector, InputsMode inputs);
     bool uses_subgroups() const { return uses_subgroups_; }
 
 private:
@@ -87,7 +85,7 @@ private:
     bool uses_subgroups_ = false;
     std::once_flag inputs_variant_[kInputsModes];
     std::mutex collect_mutex_;
-    std::map<std::pair<uint64_t, uint32_t>, VkPipeline> collect_;
+    std::map<std::tuple<uint64_t, uint32_t, uint32_t>, VkPipeline> collect_;
     void build(uint32_t variant);
     void release();
 };
@@ -100,6 +98,6 @@ void write_storage_set(Device& device, VkDescriptorSet set, const VkBuffer* buff
 // Builds a compute pipeline from embedded SPIR-V with (WG, CAP) specialization.
 VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, const uint32_t* words, size_t bytes,
                                    uint32_t workgroup_size, uint32_t capacity, InputsMode inputs = InputsMode::None,
-                                   uint64_t chain_ops = 0);
+                                   uint64_t chain_ops = 0, uint32_t selector = 0);
 
 } // namespace sieve

@@ -30,6 +30,9 @@ const bool ROW_BIAS = INPUTS_MODE == 2u;
 // the collect pipeline is specialized per chain (engine/pipelines.cpp).
 layout(constant_id = 3) const uint CHAIN_OPS_LO = 0u;
 layout(constant_id = 4) const uint CHAIN_OPS_HI = 0u;
+// The chain's final sampler when it learns (SELECT_*, selectors.glsl): a
+// constant, so that chains ending in dist compile none of it.
+layout(constant_id = 5) const uint CHAIN_SELECTOR = 0u;
 #define CHAIN_OP(o) ((((o) < 8u ? CHAIN_OPS_LO : CHAIN_OPS_HI) >> (4u * ((o) % 8u))) & 15u)
 // Whether the chain holds min-p (OP_MIN_P = 4 in some nibble): only then does
 // the collect pass track the running maximum for min-p's floor.
@@ -55,10 +58,11 @@ layout(push_constant) uniform Push {
 const uint FLAG_GREEDY = 1u;   // the chain ends in greedy
 const uint FLAG_SMALL = 2u;    // the whole row fits the candidate buffer: finalize reads it directly
 const uint FLAG_DISTRIBUTION = 4u;  // sieve_chain_distribution: no result, no step advance
-// The chain's final sampler when it learns (selectors.glsl); dist otherwise.
-const uint FLAG_MIROSTAT = 8u;
-const uint FLAG_MIROSTAT_V2 = 16u;
-const uint FLAG_ADAPTIVE = 32u;
+// CHAIN_SELECTOR's values (engine/gpu_params.hpp, chain_selector).
+const uint SELECT_DIST = 0u;   // dist or greedy: nothing learns
+const uint SELECT_MIROSTAT = 1u;
+const uint SELECT_MIROSTAT_V2 = 2u;
+const uint SELECT_ADAPTIVE = 3u;
 
 // Selection levels: level 0 bins the row by value below the maximum (where the
 // softmax mass lives); levels 1..8 split a key interval into 16 equal parts, so

@@ -13,7 +13,7 @@ shared float s_sel_mu;         // mirostat: the mu the cut used
 shared float s_sel_adapted;    // adaptive-p: the adapted target (< 0: a plain draw)
 shared float s_sel_v0;         // adaptive-p: the array's maximum before the reshape
 
-uint selector() { return pc.flags & (FLAG_MIROSTAT | FLAG_MIROSTAT_V2 | FLAG_ADAPTIVE); }
+uint selector() { return CHAIN_SELECTOR; }
 
 uint slot_flags(uint row) { return slot_state[param_u(row, P_SLOT) + S_FLAGS]; }
 
@@ -142,12 +142,12 @@ void adaptive_reshape(uint row, uint scratch) {
 void selector_before_draw(uint row, float agg_mass, uint scratch) {
     uint sel = selector();
     if (sel == 0u) return;
-    if (sel == FLAG_ADAPTIVE) {
+    if (sel == SELECT_ADAPTIVE) {
         adaptive_reshape(row, scratch);
         return;
     }
     if (gl_LocalInvocationID.x == 0u && tail_live()) {
-        if (sel == FLAG_MIROSTAT_V2) mirostat_v2_cut(row, agg_mass);
+        if (sel == SELECT_MIROSTAT_V2) mirostat_v2_cut(row, agg_mass);
         else mirostat_v1_cut(row);
     }
     barrier();
@@ -159,7 +159,7 @@ void selector_learn(uint row, uint token, float p, uint scratch) {
     uint sel = selector();
     if (sel == 0u || (pc.flags & FLAG_DISTRIBUTION) != 0u || (param_u(row, P_ROW_FLAGS) & ROW_COMMIT) == 0u) return;
     uint slot = param_u(row, P_SLOT);
-    if (sel == FLAG_ADAPTIVE) {
+    if (sel == SELECT_ADAPTIVE) {
         if (!(s_sel_adapted >= 0.0)) return;
         float original = 0.0;
         for (uint i = 0u; i < s_n; ++i)
