@@ -474,25 +474,26 @@ TEST_F(Cli, MirostatWithSamplersIsAUsageError) {
     EXPECT_EQ(parse(j)["exit_code"], 2);
     Proc out_of_range = sieve("sample --logits '" + f + "' --device cpu --mirostat 3");
     EXPECT_EQ(out_of_range.code, 2) << describe(out_of_range);
-    // The GPU does not run mirostat yet: refused at chain creation, a usage error.
-    Proc gpu = sieve("sample --logits '" + f + "' --mirostat 1 --json");
-    EXPECT_EQ(gpu.code, 2) << describe(gpu);
-    EXPECT_EQ(parse(gpu)["status"], "unsupported_sampler");
 }
 
-// Mirostat runs on the twin (the GPU refuses it at chain creation for now).
-TEST_F(Cli, MirostatMakesLlamaCppsChainOnTheTwin) {
+// --mirostat makes llama.cpp's chain; the GPU and the twin draw the same token.
+TEST_F(Cli, MirostatMakesLlamaCppsChainOnBothDevices) {
     const std::string f = write_npy("m.npy", 0, 8, kEight);
     for (int version : {1, 2}) {
-        Proc r = sieve("sample --logits '" + f + "' --device cpu --mirostat " + std::to_string(version) +
-                       " --mirostat-lr 0.2 --mirostat-ent 3 --seed 1 --json");
-        ASSERT_EQ(r.code, 0) << describe(r);
-        const json doc = parse(r);
-        EXPECT_EQ(doc["samplers"], version == 1 ? "temperature;mirostat" : "temperature;mirostat_v2");
-        EXPECT_EQ(doc["mirostat"], version);
-        EXPECT_EQ(doc["mirostat_lr"], 0.2);
-        EXPECT_EQ(doc["mirostat_ent"], 3.0);
-        EXPECT_GE(doc["rows"][0]["token"].get<int>(), 0);
+        int tokens[2] = {-1, -2};
+        for (int device = 0; device < 2; ++device) {
+            Proc r = sieve("sample --logits '" + f + "'" + (device == 0 ? " --device cpu" : "") + " --mirostat " +
+                           std::to_string(version) + " --mirostat-lr 0.2 --mirostat-ent 3 --seed 1 --json");
+            ASSERT_EQ(r.code, 0) << describe(r);
+            const json doc = parse(r);
+            EXPECT_EQ(doc["samplers"], version == 1 ? "temperature;mirostat" : "temperature;mirostat_v2");
+            EXPECT_EQ(doc["mirostat"], version);
+            EXPECT_EQ(doc["mirostat_lr"], 0.2);
+            EXPECT_EQ(doc["mirostat_ent"], 3.0);
+            tokens[device] = doc["rows"][0]["token"].get<int>();
+            EXPECT_GE(tokens[device], 0);
+        }
+        EXPECT_EQ(tokens[0], tokens[1]) << "mirostat " << version << ": the twin and the GPU";
     }
 }
 
