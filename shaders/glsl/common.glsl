@@ -346,18 +346,19 @@ uint load_key(uint row, uint i, float scale) { return sieve_key(scaled_logit(row
 // map, taken by rows with a history table but no bias or bitmask): the lanes
 // whose bit is set take their final logit from the table, as row_logit would.
 // q: the quad (logits 4q..4q+3).
+float adjust_lane(uint i, float f, uint word) {
+    uint bit = 1u << (i & 31u);
+    if ((word & bit) == 0u || isnan(f) || (isinf(f) && f > 0.0)) return f;
+    return adjusted_logit(i, word, bit);
+}
+
 vec4 adjust_quad(uint row, uint q, vec4 f4) {
     if (!ROW_INPUTS || g_adjust == NO_INPUTS) return f4;
     uint word = adjust[g_adjust + (q >> 3u)];
-    uint bits = (word >> ((q & 7u) * 4u)) & 15u;
-    if (bits == 0u) return f4;
-    for (uint c = 0u; c < 4u; ++c) {
-        uint i = 4u * q + c;
-        float f = f4[c];
-        if ((bits & (1u << c)) != 0u && !isnan(f) && !(isinf(f) && f > 0.0))
-            f4[c] = adjusted_logit(i, word, 1u << (i & 31u));
-    }
-    return f4;
+    if (((word >> ((q & 7u) * 4u)) & 15u) == 0u) return f4;
+    uint i = 4u * q;
+    return vec4(adjust_lane(i, f4.x, word), adjust_lane(i + 1u, f4.y, word), adjust_lane(i + 2u, f4.z, word),
+                adjust_lane(i + 3u, f4.w, word));
 }
 
 #endif
