@@ -346,7 +346,7 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
         has_inputs = has_inputs || row_has_inputs(rows_[r]);
         history = history || row_adjusts(config_.samplers, rows_[r]);
     }
-    const InputsMode inputs = has_inputs ? InputsMode::All : history ? InputsMode::History : InputsMode::None;
+    const InputsMode inputs = has_inputs ? InputsMode::All : InputsMode::None;
     auto key = std::make_tuple(static_cast<uint32_t>(kind), rows, vocab, profiling_, collect,
                                static_cast<uint32_t>(inputs), history);
     auto it = recordings_by_shape_.find(key);
@@ -581,8 +581,14 @@ sieve_status GpuChain::sample(const float* logits, int32_t rows, int32_t vocab, 
     const Recording& rec = recording(RecordingKind::Sample, r, v, use_collect(r));
     upload(logits, r, v);
     write_params(r, true, commit);
+    // The history pass writes adjusted logits into rows without a bias or
+    // bitmask (ROW_PATCH): each further draw starts from the model's logits
+    // again (with a staging buffer the recording copies them in itself).
+    bool in_place = false;
+    for (uint32_t i = 0; i < r; ++i) in_place = in_place || (row_adjusts(config_.samplers, rows_[i]) && !row_has_inputs(rows_[i]));
     sieve_status first = SIEVE_OK;
     for (int32_t d = 0; d < draws; ++d) {
+        if (d > 0 && in_place && device_.unified_memory()) upload(logits, r, v);
         submit_and_wait(rec);
         for (uint32_t i = 0; i < r; ++i) {
             const auto* res = static_cast<const uint32_t*>(results_.mapped) + i * kResultStride;

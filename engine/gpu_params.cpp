@@ -23,7 +23,7 @@ enum : uint32_t {
 };
 enum : uint32_t {
     ROW_HAS_INPUTS = 1, ROW_NEED_SIGMA = 2, ROW_NEED_MASS = 4, ROW_FLOOR = 8, ROW_DEFER_TOP_P = 16, ROW_ADJUST = 32,
-    ROW_DRY_FIRST = 64, ROW_COMMIT = 128,
+    ROW_DRY_FIRST = 64, ROW_COMMIT = 128, ROW_PATCH = 256,
 };
 constexpr uint32_t kNone = 0xFFFFFFFFu;  // NO_INPUTS
 enum : uint32_t { OP_TEMPERATURE = 1, OP_TOP_K = 2, OP_TOP_P = 3, OP_MIN_P = 4, OP_TYPICAL = 5, OP_TOP_N_SIGMA = 6, OP_XTC = 7 };
@@ -232,6 +232,9 @@ void write_row_params(uint32_t* p, const std::vector<SamplerKind>& samplers, con
     const bool has_dry = std::find(samplers.begin(), samplers.end(), SamplerKind::Dry) != samplers.end();
     const bool pen = has_penalties && penalties_act(row), dry = has_dry && dry_acts(row);
     if (pen || dry) flags |= ROW_ADJUST;
+    // Without a bias or bitmask the history pass writes the adjusted logits
+    // into the row (the host uploads it again before every submission).
+    if ((pen || dry) && !row_has_inputs(row)) flags |= ROW_PATCH;
     if (dry && std::find(samplers.begin(), samplers.end(), SamplerKind::Dry) <
                    std::find(samplers.begin(), samplers.end(), SamplerKind::Penalties))
         flags |= ROW_DRY_FIRST;

@@ -48,16 +48,16 @@ constexpr uint32_t kFlagSmall = 2u;   // FLAG_SMALL
 constexpr uint32_t kFlagDistribution = 4u;  // FLAG_DISTRIBUTION
 constexpr uint32_t kBindingCount = 13;  // bindings 0..12 of common.glsl
 
-// What the shaders read besides the logits (common.glsl's INPUTS_MODE): each
-// mode compiles only its own code into the passes, since on a CPU device the
-// bias lookup's loops, inlined wherever a logit is read, slow the whole pass
-// even for rows that never reach them.
+// What the shaders read besides the logits (common.glsl's INPUTS_MODE): calls
+// where no row has a bias or bitmask compile none of it, since on a CPU device
+// its lookups, inlined wherever a logit is read, slow the whole pass even for
+// rows that never reach them (rows with only a history have their adjusted
+// logits written into the row by history.comp).
 enum class InputsMode : uint32_t {
-    None = 0,     // the logits as they are
-    History = 1,  // the history samplers' adjusted logits (history.comp's table)
-    All = 2,      // the token bitmask and logit bias too
+    None = 0,  // the logits as they are
+    All = 1,   // the token bitmask, logit bias and history table
 };
-constexpr uint32_t kInputsModes = 3;
+constexpr uint32_t kInputsModes = 2;
 
 class Pipelines {
 public:

@@ -322,6 +322,52 @@ TEST(GpuHistoryOrder, ActingAfterAnotherSamplerIsRefusedOnTheGpuOnly) {
     EXPECT_EQ(gpu.sample(logits.data(), 1, 1000)[0].status, SIEVE_OK);
 }
 
+// sieve_sample_draws with the history samplers on: every draw is from the
+// same distribution (the history pass writes adjusted logits into the row,
+// which must not pile up from draw to draw), each equal to the twin's.
+TEST(GpuHistoryDraws, EveryDrawSeesTheSameAdjustedRow) {
+    for (const bool bias : {false, true}) {
+        SCOPED_TRACE(bias ? "with a logit bias (the table path)" : "adjusted in the row");
+        constexpr int32_t kV = 3000;
+        const char* text = "penalties;dry;top_k;temperature";
+        const auto kinds = sieve_test::twin_chain(text);
+        auto ctx = sieve_test::gpu_context();
+        sieve::Chain chain(ctx, sieve_test::chain_desc(text, 1, kV, 1.0f, 8));
+        RowParams p = history_params("both", kV);
+        p.seed = 8;
+        p.temperature = 1.5f;
+        p.penalty_repeat = 3.0f;  // strong: a second application would show
+        if (bias) p.logit_bias = {{alphabet(kV)[1], 0.75f}, {alphabet(kV)[2], -0.5f}};
+        set_history_row(chain, 0, p);
+        std::vector<int32_t> biased_tokens;
+        std::vector<float> biases;
+        for (const auto& b : p.logit_bias) {
+            biased_tokens.push_back(b.token);
+            biases.push_back(b.bias);
+        }
+        chain.set_logit_bias(biased_tokens, biases, 0);
+        chain.accept(0, prompt(kV, 0, 60));
+        SlotState state;
+        state.history = chain.slot_history(0);
+        const auto logits = boosted_rows(Shape::Zipf, 1, kV, 12);
+        const auto tokens = chain.draws(logits.data(), 1, kV, 12);
+        Tally tally;
+        for (int d = 0; d < 12; ++d) {
+            sieve_token got{};
+            got.token = tokens[static_cast<size_t>(d)];
+            got.status = SIEVE_OK;
+            got.step = static_cast<uint32_t>(d);
+            got.seed = p.seed;
+            SlotState fresh = state;
+            const auto want = sieve::ref::sample_row(kinds, logits.data(), kV, p, static_cast<uint32_t>(d), 0, &fresh);
+            got.p = want.p;  // draws report no per-draw p: compare the tokens
+            compare_token(got, Row{kinds, logits.data(), kV, p, &state}, static_cast<uint32_t>(d), &tally);
+        }
+        EXPECT_LE(tally.token_near_cdf_boundary, 1);
+        EXPECT_EQ(chain.slot_history(0), state.history) << "draws commit nothing";
+    }
+}
+
 // ---- slots, on both backends ------------------------------------------------------
 
 struct Backend {

@@ -316,10 +316,9 @@ void main() {
             probe_threshold(row, begin, min(begin + PROBE_ROUND * WG, end), need);
         else if (PROBE_DEEP * WG <= CAP && need <= PROBE_DEEP * WG)
             deep_probe_threshold(row, begin, end, need);
-        // The vec4 map: rows without bias, bitmask or aggregates (the history
-        // samplers' adjustments are applied per quad) whose stride is a
-        // multiple of 4 (chunks start at multiples of 4).
-        bool vmap = (!ROW_INPUTS || g_inputs == NO_INPUTS) && !aggregates && (pc.stride & 3u) == 0u;
+        // The vec4 map: plain rows (no bias, bitmask or aggregates) whose
+        // stride is a multiple of 4 (chunks start at multiples of 4).
+        bool vmap = !ROW_INPUTS && !aggregates && (pc.stride & 3u) == 0u;
         uint base = begin;
         while (base < end) {
             uint fill = s_fill;
@@ -355,7 +354,7 @@ void main() {
             } else if (vmap) {
                 uint row4 = row * (pc.stride / 4u);
                 for (uint q = base / 4u + t; q < stop / 4u; q += WG) {
-                    vec4 f4 = adjust_quad(row, q, logits4[row4 + q]);
+                    vec4 f4 = logits4[row4 + q];
                     [[unroll]] for (uint c = 0u; c < 4u; ++c) {
                         uint i = 4u * q + c;
                         uint k = sieve_key(f4[c]);

@@ -19,13 +19,12 @@ layout(constant_id = 0) const uint WG = 256;
 layout(constant_id = 1) const uint CAP = 1024;   // power of two, CAP * 8 bytes of shared memory
 layout(local_size_x_id = 0) in;
 // What the passes read besides the logits (engine/pipelines.hpp, InputsMode):
-// 0 nothing, 1 the history samplers' table (history.comp), 2 the token bitmask
-// and logit bias too. Calls compile in only what their rows use: the bias
-// lookup's loops, inlined wherever a logit is read, slow a whole pass on a CPU
-// device even for rows that never reach them.
+// 0 nothing, 1 the token bitmask, logit bias and history table. Calls where no
+// row has a bias or bitmask compile none of it: its lookups, inlined wherever
+// a logit is read, slow a whole pass on a CPU device even for rows that never
+// reach them.
 layout(constant_id = 2) const uint INPUTS_MODE = 0u;
 const bool ROW_INPUTS = INPUTS_MODE != 0u;
-const bool ROW_BIAS = INPUTS_MODE == 2u;
 // The chain before its draw, 4 bits per sampler (OP_*), first in the low bits;
 // the collect pipeline is specialized per chain (engine/pipelines.cpp).
 layout(constant_id = 3) const uint CHAIN_OPS_LO = 0u;
@@ -126,6 +125,11 @@ const uint ROW_DEFER_TOP_P = 16u;  // top-p is the only cut: the wide passes sum
 const uint ROW_ADJUST = 32u;   // penalties or DRY act: logits of history tokens change (history.glsl)
 const uint ROW_DRY_FIRST = 64u;  // DRY comes before the penalties in the chain
 const uint ROW_COMMIT = 128u;  // the drawn token joins the slot's history (sieve_sample, not draws)
+// The history pass writes the adjusted logits into the row itself (rows
+// without bias or bitmask: the passes then read plain logits, at no cost).
+// The host uploads the row before every submission, so the next one starts
+// from the model's logits again.
+const uint ROW_PATCH = 256u;
 
 const uint OP_END = 0u;
 const uint OP_TEMPERATURE = 1u;
@@ -316,7 +320,7 @@ float adjusted_logit(uint i, uint word, uint bit) {
 void bind_row(uint row) {
     g_flags = param_u(row, P_ROW_FLAGS);
     g_inputs = (g_flags & ROW_HAS_INPUTS) != 0u ? param_u(row, P_INPUTS) : NO_INPUTS;
-    g_adjust = (g_flags & ROW_ADJUST) != 0u ? row * adjust_row_words() : NO_INPUTS;
+    g_adjust = (g_flags & (ROW_ADJUST | ROW_PATCH)) == ROW_ADJUST ? row * adjust_row_words() : NO_INPUTS;
 }
 
 // Logit i of the bound row as the chain sees it: the token bitmask
@@ -331,34 +335,15 @@ float row_logit(uint row, uint i) {
     if (isnan(f) || (isinf(f) && f > 0.0)) return f;
     uint bit = 1u << (i & 31u);
     uint w = g_inputs + 2u + 2u * (i >> 5u);
-    if (ROW_BIAS && g_inputs != NO_INPUTS && (row_inputs[w] & bit) == 0u) return NEG_INF;
+    if (g_inputs != NO_INPUTS && (row_inputs[w] & bit) == 0u) return NEG_INF;
     if (g_adjust != NO_INPUTS) {
         uint word = adjust[g_adjust + (i >> 5u)];
         if ((word & bit) != 0u) return adjusted_logit(i, word, bit);
     }
-    if (ROW_BIAS && g_inputs != NO_INPUTS && (row_inputs[w + 1u] & bit) != 0u) return apply_bias(g_inputs, i, f);
+    if (g_inputs != NO_INPUTS && (row_inputs[w + 1u] & bit) != 0u) return apply_bias(g_inputs, i, f);
     return f;
 }
 
 uint load_key(uint row, uint i, float scale) { return sieve_key(scaled_logit(row_logit(row, i), scale)); }
-
-// The history samplers on logits read four at a time (collect.comp's vec4
-// map, taken by rows with a history table but no bias or bitmask): the lanes
-// whose bit is set take their final logit from the table, as row_logit would.
-// q: the quad (logits 4q..4q+3).
-float adjust_lane(uint i, float f, uint word) {
-    uint bit = 1u << (i & 31u);
-    if ((word & bit) == 0u || isnan(f) || (isinf(f) && f > 0.0)) return f;
-    return adjusted_logit(i, word, bit);
-}
-
-vec4 adjust_quad(uint row, uint q, vec4 f4) {
-    if (!ROW_INPUTS || g_adjust == NO_INPUTS) return f4;
-    uint word = adjust[g_adjust + (q >> 3u)];
-    if (((word >> ((q & 7u) * 4u)) & 15u) == 0u) return f4;
-    uint i = 4u * q;
-    return vec4(adjust_lane(i, f4.x, word), adjust_lane(i + 1u, f4.y, word), adjust_lane(i + 2u, f4.z, word),
-                adjust_lane(i + 3u, f4.w, word));
-}
 
 #endif

@@ -17,6 +17,8 @@
 
 shared uint s_restart;  // the most recent history position where a breaker ends
 shared uint s_part[WG];  // the prefix counts' per-invocation sums
+// The row itself, written where ROW_PATCH asks for the adjusted logits in place.
+layout(std430, set = 0, binding = 0) buffer LogitsOut { float logits_out[]; };
 
 // Repeat lengths up to this are compared directly, in parallel (step 2).
 const uint DIRECT_LCP_LIMIT = 512u;
@@ -240,6 +242,7 @@ void write_table(uint row, uint base, uint hash_base, uint entries) {
     barrier();
     uint values = adjust_values_at(base);
     uint inputs = (param_u(row, P_ROW_FLAGS) & ROW_HAS_INPUTS) != 0u ? param_u(row, P_INPUTS) : NO_INPUTS;
+    bool in_place = (param_u(row, P_ROW_FLAGS) & ROW_PATCH) != 0u;
     for (uint e = t; e < entries; e += WG) {
         uint o = hash_base + e * ADJ_ENTRY;
         uint key = adjust[o + ADJ_KEY];
@@ -251,11 +254,12 @@ void write_table(uint row, uint base, uint hash_base, uint entries) {
         // The row fails on NaN and +Inf (the passes read them raw); the bias
         // first (the twin's order), then the history samplers.
         if (!isnan(f) && !(isinf(f) && f > 0.0)) {
-            if (ROW_BIAS && inputs != NO_INPUTS && (row_inputs[inputs + 3u + 2u * (token >> 5u)] & bit) != 0u)
+            if (inputs != NO_INPUTS && (row_inputs[inputs + 3u + 2u * (token >> 5u)] & bit) != 0u)
                 f = apply_bias(inputs, token, f);
             if (!isnan(f)) f = apply_history(row, o, f);
         }
         adjust[values + rank] = floatBitsToUint(f);
+        if (in_place) logits_out[row * pc.stride + token] = f;
     }
 }
 
