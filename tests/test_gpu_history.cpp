@@ -335,8 +335,13 @@ TEST(GpuHistoryDraws, EveryDrawSeesTheSameAdjustedRow) {
         sieve::Chain chain(ctx, sieve_test::chain_desc(text, 1, kV, 1.0f, 8));
         RowParams p = history_params("both", kV);
         p.seed = 8;
-        p.temperature = 1.5f;
-        p.penalty_repeat = 3.0f;  // strong: a second application would show
+        // Mild, so that the history's tokens stay the likely ones and a second
+        // application would move the draws among them.
+        p.temperature = 1.0f;
+        p.penalty_repeat = 1.1f;
+        p.penalty_freq = 0.05f;
+        p.penalty_present = 0.0f;
+        p.dry_multiplier = 0.3f;
         if (bias) p.logit_bias = {{alphabet(kV)[1], 0.75f}, {alphabet(kV)[2], -0.5f}};
         set_history_row(chain, 0, p);
         std::vector<int32_t> biased_tokens;
@@ -350,9 +355,9 @@ TEST(GpuHistoryDraws, EveryDrawSeesTheSameAdjustedRow) {
         SlotState state;
         state.history = chain.slot_history(0);
         const auto logits = boosted_rows(Shape::Zipf, 1, kV, 12);
-        const auto tokens = chain.draws(logits.data(), 1, kV, 12);
+        const auto tokens = chain.draws(logits.data(), 1, kV, 24);
         Tally tally;
-        for (int d = 0; d < 12; ++d) {
+        for (int d = 0; d < 24; ++d) {
             sieve_token got{};
             got.token = tokens[static_cast<size_t>(d)];
             got.status = SIEVE_OK;
