@@ -1324,6 +1324,41 @@ TEST_P(BadInputRestore, HistoryTokenOutsideVocab) {
     expect_restore_refused([&](std::vector<uint8_t>& b) { set_word(b, kRing + 0, 0xFFFFFFFFu); }, {"token -1", "vocab"});
 }
 
+// ---- parameters the set call takes but a row's logits cannot ----
+
+// A repeat penalty far below 1 divides a positive history logit to +inf; a
+// huge negative presence penalty subtracts one to +inf: the row fails with
+// SIEVE_ERROR_NON_FINITE_LOGIT (llama.cpp's softmax would be NaN), gets no
+// token and no step, and its slot keeps its history; the other rows sample.
+// (The GPU's message says "logit 11 is NaN or +Inf" where the twin's says the
+// penalties turned it into inf: only the row is checked on both.)
+TEST_P(BadInputHistory, PenaltyOverflowsALogit) {
+    for (const auto& [param, value] : {std::pair{SIEVE_PARAM_REPEAT_PENALTY, 1e-38},
+                                       std::pair{SIEVE_PARAM_PRESENCE_PENALTY, -3e38}}) {
+        SCOPED_TRACE(std::to_string(static_cast<int>(param)));
+        for (sieve_chain* c : {chain(), twin()})
+            ASSERT_EQ(sieve_chain_set_param(c, 1, param, value), SIEVE_OK) << sieve_last_error();
+        const std::vector<uint8_t> slot_before = save(chain(), 1);
+        std::vector<sieve_token> a(kRows), b(kRows);
+        const sieve_status sb = sieve_sample(twin(), logits_.data(), kRows, kVocab, b.data());
+        EXPECT_TRUE(Fails(sb, SIEVE_ERROR_NON_FINITE_LOGIT, {"row 1", "logit 11"})) << "CPU twin";
+        const sieve_status sa = sieve_sample(chain(), logits_.data(), kRows, kVocab, a.data());
+        EXPECT_TRUE(Fails(sa, SIEVE_ERROR_NON_FINITE_LOGIT, {"row 1"}));
+        EXPECT_EQ(a[1].status, SIEVE_ERROR_NON_FINITE_LOGIT);
+        EXPECT_EQ(a[1].token, -1);
+        EXPECT_EQ(save(chain(), 1), slot_before) << "the failed row changed its slot";
+        for (int32_t r : {0, 2}) {
+            EXPECT_EQ(a[static_cast<size_t>(r)].status, SIEVE_OK) << "row " << r;
+            EXPECT_EQ(a[static_cast<size_t>(r)].token, b[static_cast<size_t>(r)].token) << "row " << r;
+        }
+        for (sieve_chain* c : {chain(), twin()}) {
+            ASSERT_EQ(sieve_chain_set_param(c, 1, SIEVE_PARAM_REPEAT_PENALTY, 1.3), SIEVE_OK);
+            ASSERT_EQ(sieve_chain_set_param(c, 1, SIEVE_PARAM_PRESENCE_PENALTY, 0.1), SIEVE_OK);
+        }
+    }
+    expect_usable({});
+}
+
 // ---- what the GPU engine and the CPU twin must agree on at sampling time ----
 //
 // Disabled: the GPU engine does not refuse these yet (it samples the rows; the
