@@ -1638,7 +1638,7 @@ void BadInputChainCreate::expect_non_finite_learnt_state_refused() {
 // Penalties and DRY: the GPU applies them as it reads a logit, i.e. before
 // every other sampler. A chain placing them after another sampler is created
 // on both backends (at llama.cpp's defaults they are no-ops), but on the GPU a
-// call in which one of them acts there for some row is refused
+// call in which a misplaced one acts for some row is refused
 // (SIEVE_ERROR_UNSUPPORTED_SAMPLER, naming the row and the sampler; nothing
 // sampled, no step advanced, no history appended); the CPU backend runs any
 // order. Turned off again, the GPU samples.
@@ -1709,11 +1709,10 @@ TEST_P(BadInputChainCreate, HistorySamplersFirstRun) {
         expect_runs(chain);
     }
 }
-// Disabled: in "penalties;top_k;dry" with only the penalties acting (they are
-// first: the GPU can run them), the GPU refuses the call, naming 'dry', which
-// does not act: its check asks whether the row's penalties or DRY act, not
-// whether the misplaced one does (engine/gpu_chain.cpp, check_history_order).
-TEST_P(BadInputChainCreate, DISABLED_OnlyTheMisplacedSamplerActingIsRefused) {
+// Only a misplaced sampler that acts refuses the call: in "penalties;top_k;dry"
+// the penalties come first, so with DRY off the GPU runs them (it refused
+// such calls, naming 'dry', until check_history_order asked per sampler).
+TEST_P(BadInputChainCreate, OnlyTheMisplacedSamplerActingIsRefused) {
     const LateHistoryCase c{"penalties;top_k;dry", "dry", SIEVE_PARAM_REPEAT_PENALTY, 1.5, 1.0};
     expect_history_order(c, false);
 }
