@@ -121,8 +121,10 @@ ChainImpl::ChainImpl(const ChainConfig& config) : config_(config) {
         r.temperature = config.temperature;
         r.seed = resolve_seed(config.seed);
         r.min_keep = config.min_keep;
-        // llama.cpp's default -1 is "the context": Sieve's is the slot's history.
+        // llama.cpp's default -1 is "the context": Sieve's is the slot's history;
+        // its repeat_last_n 64, within the history.
         r.dry_penalty_last_n = config.history_capacity;
+        r.penalty_last_n = std::min(r.penalty_last_n, config.history_capacity);
     }
     slot_of_row_.resize(static_cast<size_t>(config.max_rows));
     for (int32_t r = 0; r < config.max_rows; ++r) slot_of_row_[static_cast<size_t>(r)] = r < config.max_slots ? r : -1;
@@ -431,7 +433,8 @@ void ChainImpl::check_call(const float* logits, int32_t rows, int32_t vocab) con
                                        std::to_string(config_.max_vocab));
 }
 
-void ChainImpl::check_row_inputs(int32_t rows, int32_t vocab) const {
+void ChainImpl::check_row_inputs(int32_t rows, int32_t vocab) {
+    check_history_tokens(rows, vocab);
     const size_t needed = (static_cast<size_t>(vocab) + 31) / 32;
     for (int32_t i = 0; i < rows && i < config_.max_rows; ++i) {
         const Row& r = rows_[static_cast<size_t>(i)];
@@ -443,6 +446,33 @@ void ChainImpl::check_row_inputs(int32_t rows, int32_t vocab) const {
             if (b.token >= vocab)
                 fail(SIEVE_ERROR_INVALID_ARGUMENT, "row " + std::to_string(i) + ": logit bias token " +
                                                        std::to_string(b.token) + " is outside this call's vocab 0.." +
+                                                       std::to_string(vocab - 1));
+    }
+}
+
+// Only a call over fewer tokens than the chain's capacity can meet them: the
+// slots take ids below max_vocab, and draws are below the call's vocab.
+void ChainImpl::check_history_tokens(int32_t rows, int32_t vocab) {
+    if (vocab >= config_.max_vocab) return;
+    bool penalties = false, dry = false;
+    for (auto k : config_.samplers) {
+        penalties = penalties || k == ref::SamplerKind::Penalties;
+        dry = dry || k == ref::SamplerKind::Dry;
+    }
+    if (!penalties && !dry) return;
+    for (int32_t r = 0; r < rows; ++r) {
+        if (dry)
+            for (const auto& seq : rows_[static_cast<size_t>(r)].dry_sequence_breakers)
+                for (int32_t t : seq)
+                    if (t >= vocab)
+                        fail(SIEVE_ERROR_INVALID_PARAMETER, "row " + std::to_string(r) + ": DRY sequence breaker token " +
+                                                                std::to_string(t) + " is outside this call's vocab 0.." +
+                                                                std::to_string(vocab - 1));
+        if (slot_of(r) < 0) continue;  // check_slots reports it
+        for (int32_t t : sieve::slot_history(slot_record(slot_of(r)), history_capacity()))
+            if (t >= vocab)
+                fail(SIEVE_ERROR_INVALID_ARGUMENT, "row " + std::to_string(r) + ": the slot's history has token " +
+                                                       std::to_string(t) + ", outside this call's vocab 0.." +
                                                        std::to_string(vocab - 1));
     }
 }

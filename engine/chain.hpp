@@ -79,9 +79,11 @@ public:
 
     // Throws CAPACITY / INVALID_ARGUMENT for sizes the chain cannot take.
     void check_call(const float* logits, int32_t rows, int32_t vocab) const;
-    // Throws INVALID_ARGUMENT when a row's bitmask is shorter than `vocab` needs
-    // or its logit bias names a token >= vocab (call-level: nothing is sampled).
-    void check_row_inputs(int32_t rows, int32_t vocab) const;
+    // Throws INVALID_ARGUMENT when a row's bitmask is shorter than `vocab` needs,
+    // its logit bias or its slot's history names a token >= vocab, and
+    // INVALID_PARAMETER when its DRY breakers do (call-level: nothing is
+    // sampled; the twin refuses the same rows).
+    void check_row_inputs(int32_t rows, int32_t vocab);
 
 protected:
     using Row = ref::RowParams;  // a row's parameters: the twin's (llama.cpp's defaults)
@@ -106,6 +108,7 @@ protected:
 private:
     void set_one(int32_t row, sieve_param param, double value);
     void check_slot(int32_t slot, const char* what) const;
+    void check_history_tokens(int32_t rows, int32_t vocab);
 };
 
 } // namespace sieve

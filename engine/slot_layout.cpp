@@ -2,6 +2,7 @@
 
 #include "error.hpp"
 
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -82,7 +83,15 @@ void slot_restore(uint32_t* slot, uint32_t capacity, uint32_t max_vocab, const v
                                                std::to_string(capacity));
     if (w[2 + kSlotCount] > capacity || w[2 + kSlotHead] >= capacity)
         fail(SIEVE_ERROR_INVALID_ARGUMENT, "the slot state is inconsistent (history count or head past the capacity)");
-    for (int32_t token : slot_history(w.data() + 2, capacity))
+    const uint32_t* rec = w.data() + 2;
+    for (uint32_t word : {kSlotMu, kSlotAdaptiveSum, kSlotAdaptiveWeight}) {
+        const bool set = (rec[kSlotFlags] & (word == kSlotMu ? kSlotMuSet : kSlotAdaptiveSet)) != 0;
+        if (set && !std::isfinite(as_float(rec[word])))
+            fail(SIEVE_ERROR_INVALID_ARGUMENT, std::string("the slot state's ") +
+                                                   (word == kSlotMu ? "mirostat mu" : "adaptive-p average") +
+                                                   " is not finite");
+    }
+    for (int32_t token : slot_history(rec, capacity))
         if (token < 0 || static_cast<uint32_t>(token) >= max_vocab)
             fail(SIEVE_ERROR_INVALID_ARGUMENT, "the slot state holds token " + std::to_string(token) +
                                                    ", outside this chain's vocab");

@@ -48,7 +48,7 @@ size_t slot_blob_bytes(uint32_t capacity);
 void slot_save(const uint32_t* slot, uint32_t capacity, void* blob);
 // Throws INVALID_ARGUMENT for a blob of another size, tag or capacity, or one
 // that is inconsistent (count or head past the capacity, a token outside
-// [0, max_vocab)); the slot is unchanged then.
+// [0, max_vocab), a learnt value set but not finite); the slot is unchanged then.
 void slot_restore(uint32_t* slot, uint32_t capacity, uint32_t max_vocab, const void* blob, size_t bytes);
 
 } // namespace sieve

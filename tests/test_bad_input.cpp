@@ -749,6 +749,12 @@ protected:
         EXPECT_EQ(sieve_chain_save_slot(c, slot, blob.data(), blob.size()), SIEVE_OK) << sieve_last_error();
         return blob;
     }
+    // Every slot's saved state (steps, histories, learnt state) of chain c.
+    static std::vector<std::vector<uint8_t>> slots_of(sieve_chain* c) {
+        std::vector<std::vector<uint8_t>> out;
+        for (int32_t slot = 0; slot < kSlots; ++slot) out.push_back(save(c, slot));
+        return out;
+    }
     static std::vector<int32_t> history(sieve_chain* c, int32_t slot) {
         std::vector<int32_t> tokens(kCapacity);
         int32_t count = -1;
@@ -1361,47 +1367,43 @@ TEST_P(BadInputHistory, PenaltyOverflowsALogit) {
 
 // ---- what the GPU engine and the CPU twin must agree on at sampling time ----
 //
-// Disabled: the GPU engine does not refuse these yet (it samples the rows; the
-// Adjust block marks a token the call's row never reads). The twin is the
-// specification (reference/row.cpp, check_params). Enable when the engine
-// checks them (--gtest_also_run_disabled_tests shows the difference).
+// The twin refuses these rows (reference/row.cpp, check_params); through the
+// API both backends refuse the call before sampling (chain.cpp,
+// check_history_tokens), naming the row.
 
-// A history token the chain's vocab allows but this call's does not: the twin
-// fails the row with SIEVE_ERROR_INVALID_ARGUMENT when the chain holds
-// penalties or DRY.
-TEST_P(BadInputHistory, DISABLED_HistoryTokenBeyondTheCallsVocab) {
+// A history token the chain's vocab allows but this call's does not, in a
+// chain holding penalties or DRY: SIEVE_ERROR_INVALID_ARGUMENT.
+TEST_P(BadInputHistory, HistoryTokenBeyondTheCallsVocab) {
     constexpr int32_t kCallVocab = 512;
     const int32_t tokens[] = {900};
     for (sieve_chain* c : {chain(), twin()}) ASSERT_EQ(sieve_accept(c, 1, tokens, 1), SIEVE_OK) << sieve_last_error();
-    std::vector<sieve_token> a(kRows), b(kRows);
+    std::vector<sieve_token> a(kRows);
     const auto logits = make_rows(Shape::Zipf, kRows, kCallVocab, 5);
-    const sieve_status sb = sieve_sample(twin(), logits.data(), kRows, kCallVocab, b.data());
-    EXPECT_TRUE(Fails(sb, SIEVE_ERROR_INVALID_ARGUMENT, {"row 1", "token 900", "vocab"})) << "CPU twin";
-    const sieve_status sa = sieve_sample(chain(), logits.data(), kRows, kCallVocab, a.data());
-    EXPECT_TRUE(Fails(sa, SIEVE_ERROR_INVALID_ARGUMENT, {"row 1", "token 900", "vocab"}));
-    EXPECT_EQ(a[1].status, SIEVE_ERROR_INVALID_ARGUMENT);
-    EXPECT_EQ(a[1].token, -1);
-    for (int32_t r : {0, 2}) EXPECT_EQ(a[static_cast<size_t>(r)].token, b[static_cast<size_t>(r)].token) << "row " << r;
+    // The call is refused before anything is sampled, on both backends.
+    for (sieve_chain* c : {twin(), chain()}) {
+        const auto before = slots_of(c);
+        EXPECT_TRUE(Fails(sieve_sample(c, logits.data(), kRows, kCallVocab, a.data()), SIEVE_ERROR_INVALID_ARGUMENT,
+                          {"row 1", "token 900", "vocab"}));
+        EXPECT_EQ(slots_of(c), before) << "the refused call changed a slot";
+    }
 }
 
-// A DRY breaker token the chain's vocab allows but this call's does not: the
-// twin fails every row whose breakers hold it with
-// SIEVE_ERROR_INVALID_PARAMETER when the chain holds DRY.
-TEST_P(BadInputHistory, DISABLED_BreakerTokenBeyondTheCallsVocab) {
+// A DRY breaker token the chain's vocab allows but this call's does not, in a
+// chain holding DRY: SIEVE_ERROR_INVALID_PARAMETER.
+TEST_P(BadInputHistory, BreakerTokenBeyondTheCallsVocab) {
     constexpr int32_t kCallVocab = 512;
     const int32_t tokens[] = {900};
     const int32_t lengths[] = {1};
     for (sieve_chain* c : {chain(), twin()})
         ASSERT_EQ(sieve_chain_set_dry_breakers(c, 2, tokens, lengths, 1), SIEVE_OK) << sieve_last_error();
-    std::vector<sieve_token> a(kRows), b(kRows);
+    std::vector<sieve_token> a(kRows);
     const auto logits = make_rows(Shape::Zipf, kRows, kCallVocab, 5);
-    const sieve_status sb = sieve_sample(twin(), logits.data(), kRows, kCallVocab, b.data());
-    EXPECT_TRUE(Fails(sb, SIEVE_ERROR_INVALID_PARAMETER, {"row 2", "breaker", "900"})) << "CPU twin";
-    const sieve_status sa = sieve_sample(chain(), logits.data(), kRows, kCallVocab, a.data());
-    EXPECT_TRUE(Fails(sa, SIEVE_ERROR_INVALID_PARAMETER, {"row 2", "breaker", "900"}));
-    EXPECT_EQ(a[2].status, SIEVE_ERROR_INVALID_PARAMETER);
-    EXPECT_EQ(a[2].token, -1);
-    for (int32_t r : {0, 1}) EXPECT_EQ(a[static_cast<size_t>(r)].token, b[static_cast<size_t>(r)].token) << "row " << r;
+    for (sieve_chain* c : {twin(), chain()}) {
+        const auto before = slots_of(c);
+        EXPECT_TRUE(Fails(sieve_sample(c, logits.data(), kRows, kCallVocab, a.data()), SIEVE_ERROR_INVALID_PARAMETER,
+                          {"row 2", "breaker", "900"}));
+        EXPECT_EQ(slots_of(c), before) << "the refused call changed a slot";
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(BadInput, BadInputHistory, testing::Values(Backend::Gpu, Backend::Cpu),
@@ -1560,26 +1562,11 @@ TEST_P(BadInputChainCreate, StatefulSelectorsByBackend) {
     }
 }
 
-// A restored slot whose learnt state (mirostat's mu, adaptive-p's average) is
-// set but not finite: the restore takes it (it checks the history only), the
-// selector's rows then fail with SIEVE_ERROR_INVALID_ARGUMENT naming it,
-// without a token or a step, until the slot is reset (the twin's rule,
-// reference/row.cpp check_params). On the backends that run the selector
-// (kStatefulSelectors) and check the state (kGpuChecksLearntState).
-//
-// The GPU does not check it yet: it samples such a row (the NaN mu or
-// average in its arithmetic). Flip when it does; DISABLED_..OnTheGpu shows it.
-constexpr bool kGpuChecksLearntState = false;
-
-TEST_P(BadInputChainCreate, NonFiniteLearntStateFailsTheRow) {
-    if (GetParam() != Backend::Cpu && !kGpuChecksLearntState)
-        GTEST_SKIP() << "the GPU does not check a slot's learnt state yet (DISABLED_NonFiniteLearntStateOnTheGpu)";
-    expect_non_finite_learnt_state_refused();
-}
-TEST_P(BadInputChainCreate, DISABLED_NonFiniteLearntStateOnTheGpu) {
-    if (GetParam() == Backend::Cpu) GTEST_SKIP() << "NonFiniteLearntStateFailsTheRow";
-    expect_non_finite_learnt_state_refused();
-}
+// A slot state whose learnt value (mirostat's mu, adaptive-p's average) is
+// set but not finite: the restore refuses it (SIEVE_ERROR_INVALID_ARGUMENT,
+// naming it), the slot keeps its state and the chain samples on. On the
+// backends that run the selector (kStatefulSelectors).
+TEST_P(BadInputChainCreate, NonFiniteLearntStateIsRefusedAtRestore) { expect_non_finite_learnt_state_refused(); }
 
 void BadInputChainCreate::expect_non_finite_learnt_state_refused() {
     struct Case {
@@ -1618,18 +1605,17 @@ void BadInputChainCreate::expect_non_finite_learnt_state_refused() {
         std::memcpy(blob.data() + 4 * (2 + 3), &flags, 4);
         const float nan = kNaN;
         std::memcpy(blob.data() + 4 * c.word, &nan, 4);
-        ASSERT_EQ(sieve_chain_restore_slot(raw, 0, blob.data(), n), SIEVE_OK) << sieve_last_error();
-        const auto logits = make_rows(Shape::Gaussian, 1, 64, 1);
-        sieve_token t{};
-        t.token = 12345;
-        EXPECT_TRUE(Fails(sieve_sample(raw, logits.data(), 1, 64, &t), SIEVE_ERROR_INVALID_ARGUMENT,
-                          {"row 0", c.says, "not finite"}));
-        EXPECT_EQ(t.status, SIEVE_ERROR_INVALID_ARGUMENT);
-        EXPECT_EQ(t.token, -1);
+        std::vector<uint8_t> before(n);
+        ASSERT_EQ(sieve_chain_save_slot(raw, 0, before.data(), n), SIEVE_OK);
+        // The restore refuses it (the slot keeps its state) ...
+        EXPECT_TRUE(Fails(sieve_chain_restore_slot(raw, 0, blob.data(), n), SIEVE_ERROR_INVALID_ARGUMENT,
+                          {c.says, "not finite"}));
         std::vector<uint8_t> after(n);
         ASSERT_EQ(sieve_chain_save_slot(raw, 0, after.data(), n), SIEVE_OK);
-        EXPECT_EQ(after, blob) << "the failed row changed its slot";
-        ASSERT_EQ(sieve_chain_reset_slot(raw, 0), SIEVE_OK);
+        EXPECT_EQ(after, before) << "the refused restore changed the slot";
+        // ... and the chain samples on.
+        const auto logits = make_rows(Shape::Gaussian, 1, 64, 1);
+        sieve_token t{};
         EXPECT_EQ(sieve_sample(raw, logits.data(), 1, 64, &t), SIEVE_OK) << sieve_last_error();
         EXPECT_EQ(t.step, 0u);
     }
@@ -1790,7 +1776,7 @@ TEST_P(BadInputChainCreate, HistoryCapacityAbove65536) {
 // chain (SIEVE_ERROR_CAPACITY): what get_param reports cannot be set back.
 // (dry_penalty_last_n's default is the capacity.) Enable when the default is
 // clamped to the capacity or the refusal changes.
-TEST_P(BadInputChainCreate, DISABLED_DefaultWindowsFitASmallCapacity) {
+TEST_P(BadInputChainCreate, DefaultWindowsFitASmallCapacity) {
     auto d = desc(1, 64);
     d.samplers = "penalties;dry;temperature;dist";
     d.history_capacity = 16;
