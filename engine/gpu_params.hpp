@@ -57,8 +57,8 @@ struct RowPlacement {
 void write_row_params(uint32_t* block, const std::vector<ref::SamplerKind>& samplers, const ref::RowParams& row,
                       float scale, const RowPlacement& at);
 
-// Whether the row has a logit bias or a token bitmask, and its RowInputs block
-// (the breakers too, when DRY acts).
+// Whether the row has a logit bias or a token bitmask, and its RowInputs block;
+// the DRY breakers go at row_breakers_offset of the same block.
 bool row_has_inputs(const ref::RowParams& row);
 void write_row_inputs(uint32_t* block, const ref::RowParams& row, uint32_t max_vocab);
 void write_row_breakers(uint32_t* block, const ref::RowParams& row, uint32_t max_vocab);
