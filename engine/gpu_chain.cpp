@@ -585,7 +585,7 @@ sieve_status GpuChain::sample(const float* logits, int32_t rows, int32_t vocab, 
     // bitmask (ROW_PATCH): each further draw starts from the model's logits
     // again (with a staging buffer the recording copies them in itself).
     bool in_place = false;
-    for (uint32_t i = 0; i < r; ++i) in_place = in_place || (row_adjusts(config_.samplers, rows_[i]) && !row_has_inputs(rows_[i]));
+    for (uint32_t i = 0; i < r; ++i) in_place = in_place || row_adjusts_in_place(config_.samplers, rows_[i]);
     sieve_status first = SIEVE_OK;
     for (int32_t d = 0; d < draws; ++d) {
         if (d > 0 && in_place && device_.unified_memory()) upload(logits, r, v);

@@ -209,6 +209,10 @@ bool dry_acts(const ref::RowParams& row) {
     return row.dry_multiplier != 0.0f && row.dry_base >= 1.0f && row.dry_penalty_last_n != 0;
 }
 
+bool row_adjusts_in_place(const std::vector<SamplerKind>& samplers, const ref::RowParams& row) {
+    return row_adjusts(samplers, row) && !row_has_inputs(row);
+}
+
 bool row_adjusts(const std::vector<SamplerKind>& samplers, const ref::RowParams& row) {
     for (SamplerKind k : samplers)
         if ((k == SamplerKind::Penalties && penalties_act(row)) || (k == SamplerKind::Dry && dry_acts(row))) return true;
@@ -234,7 +238,7 @@ void write_row_params(uint32_t* p, const std::vector<SamplerKind>& samplers, con
     if (pen || dry) flags |= ROW_ADJUST;
     // Without a bias or bitmask the history pass writes the adjusted logits
     // into the row (the host uploads it again before every submission).
-    if ((pen || dry) && !row_has_inputs(row)) flags |= ROW_PATCH;
+    if (row_adjusts_in_place(samplers, row)) flags |= ROW_PATCH;
     if (dry && std::find(samplers.begin(), samplers.end(), SamplerKind::Dry) <
                    std::find(samplers.begin(), samplers.end(), SamplerKind::Penalties))
         flags |= ROW_DRY_FIRST;

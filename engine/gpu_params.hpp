@@ -38,6 +38,9 @@ uint32_t row_breakers_offset(uint32_t max_vocab);
 bool penalties_act(const ref::RowParams& row);
 bool dry_acts(const ref::RowParams& row);
 bool row_adjusts(const std::vector<ref::SamplerKind>& samplers, const ref::RowParams& row);
+// Whether history.comp writes the row's adjusted logits into the row itself
+// (ROW_PATCH: it adjusts and has no bias or bitmask).
+bool row_adjusts_in_place(const std::vector<ref::SamplerKind>& samplers, const ref::RowParams& row);
 
 // Writes the row's parameter block (kParamStride words). scale: the product of
 // the chain's temperatures for the selection-level path; slot_offset: the word

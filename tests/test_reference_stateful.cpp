@@ -3,6 +3,7 @@
 // (tests/test-sampling.cpp), plus hand-checked edges and Sieve's checks.
 #include "reference/detail.hpp"
 #include "reference/reference.hpp"
+#include "test_support.hpp"
 
 #include <gtest/gtest.h>
 
@@ -18,13 +19,7 @@ namespace {
 
 using namespace sieve::ref;
 
-std::vector<SamplerKind> chain_of(const char* text) {
-    std::vector<SamplerKind> chain;
-    std::string message;
-    const sieve_status status = parse_chain(text, &chain, &message);
-    EXPECT_EQ(status, SIEVE_OK) << text << ": " << message;
-    return chain;
-}
+using sieve_test::twin_chain;
 
 // llama.cpp's sampler_tester: logit = logf(p).
 std::vector<float> logits_of(const std::vector<float>& probs) {
@@ -115,7 +110,7 @@ TEST(ReferenceStatefulPenalties, LlamaCppVectors) {
         slot.history = v.history;
         std::vector<Weighted> dist;
         std::string message;
-        ASSERT_EQ(row_distribution(chain_of("penalties"), logits.data(), 5, params, &dist, &message, 0, 0, &slot),
+        ASSERT_EQ(row_distribution(twin_chain("penalties"), logits.data(), 5, params, &dist, &message, 0, 0, &slot),
                   SIEVE_OK)
             << message;
         expect_probs(probs_by_id(dist, 5), v.expected, 1e-5, "penalties chain");
@@ -183,7 +178,7 @@ TEST(ReferenceStatefulPenalties, MaskingIsAllowedInfinityAndAllMaskedAreNot) {
     std::vector<Weighted> dist;
     std::string message;
     RowParams params = penalties_params(-1, 1e10f, 0.0f, 0.0f);
-    ASSERT_EQ(row_distribution(chain_of("penalties"), logits, 3, params, &dist, &message, 0, 0, &slot), SIEVE_OK)
+    ASSERT_EQ(row_distribution(twin_chain("penalties"), logits, 3, params, &dist, &message, 0, 0, &slot), SIEVE_OK)
         << message;
     ASSERT_EQ(dist.size(), 2u);
     EXPECT_EQ(dist[0].id, 2);
@@ -192,21 +187,21 @@ TEST(ReferenceStatefulPenalties, MaskingIsAllowedInfinityAndAllMaskedAreNot) {
     // Every candidate masked: SIEVE_ERROR_ALL_MASKED.
     slot.history = {0, 1, 2};
     const float negative[] = {-1e38f, -2e38f, -3e38f};
-    RowResult r = sample_row(chain_of("penalties"), negative, 3, params, 0, 0, &slot);
+    RowResult r = sample_row(twin_chain("penalties"), negative, 3, params, 0, 0, &slot);
     EXPECT_EQ(r.status, SIEVE_ERROR_ALL_MASKED) << r.message;
     EXPECT_EQ(r.token, -1);
 
     // A repeat penalty below 1 overflowing a positive logit to +inf fails the row.
     const float positive[] = {1e30f, 0.0f};
     slot.history = {0};
-    r = sample_row(chain_of("penalties"), positive, 2, penalties_params(-1, 1e-10f, 0.0f, 0.0f), 0, 0, &slot);
+    r = sample_row(twin_chain("penalties"), positive, 2, penalties_params(-1, 1e-10f, 0.0f, 0.0f), 0, 0, &slot);
     EXPECT_EQ(r.status, SIEVE_ERROR_NON_FINITE_LOGIT);
     EXPECT_NE(r.message.find("penalties"), std::string::npos) << r.message;
 }
 
 TEST(ReferenceStatefulPenalties, BadParameters) {
     const float logits[] = {0.0f, 1.0f, 2.0f};
-    const std::vector<SamplerKind> chain = chain_of("penalties");
+    const std::vector<SamplerKind> chain = twin_chain("penalties");
     auto status_of = [&](const RowParams& params, const SlotState* slot = nullptr) {
         SlotState copy = slot ? *slot : SlotState{};
         return sample_row(chain, logits, 3, params, 0, 0, &copy);
@@ -234,7 +229,7 @@ TEST(ReferenceStatefulPenalties, BadParameters) {
     }
     // The checks apply with the sampler in the chain only.
     RowParams params = penalties_params(-5, NAN, 0.0f, 0.0f);
-    EXPECT_EQ(sample_row(chain_of("top_k"), logits, 3, params, 0).status, SIEVE_OK);
+    EXPECT_EQ(sample_row(twin_chain("top_k"), logits, 3, params, 0).status, SIEVE_OK);
 }
 
 // ---- DRY (llama_sampler_dry_apply) ----------------------------------------------
@@ -269,7 +264,7 @@ TEST(ReferenceStatefulDry, LlamaCppVectors) {
         slot.history = v.history;
         std::vector<Weighted> dist;
         std::string message;
-        ASSERT_EQ(row_distribution(chain_of("dry"), logits.data(), vocab, params, &dist, &message, 0, 0, &slot),
+        ASSERT_EQ(row_distribution(twin_chain("dry"), logits.data(), vocab, params, &dist, &message, 0, 0, &slot),
                   SIEVE_OK)
             << message;
         expect_probs(probs_by_id(dist, logits.size()), v.expected, 1e-5, "dry chain");
@@ -421,7 +416,7 @@ TEST(ReferenceStatefulDry, InfinitePenaltyMasksNegativeMultiplierFails) {
     slot.history = {1, 2, 1, 2, 1};
     std::vector<Weighted> dist;
     std::string message;
-    ASSERT_EQ(row_distribution(chain_of("dry"), logits, 3, dry_params(1e30f, 1e10f, 1, -1), &dist, &message, 0, 0,
+    ASSERT_EQ(row_distribution(twin_chain("dry"), logits, 3, dry_params(1e30f, 1e10f, 1, -1), &dist, &message, 0, 0,
                                &slot),
               SIEVE_OK)
         << message;
@@ -429,14 +424,14 @@ TEST(ReferenceStatefulDry, InfinitePenaltyMasksNegativeMultiplierFails) {
     EXPECT_EQ(dist[0].id, 1);
     EXPECT_EQ(dist[1].id, 0);
     // A negative multiplier overflowing to +inf fails the row.
-    const RowResult r = sample_row(chain_of("dry"), logits, 3, dry_params(-1e30f, 1e10f, 1, -1), 0, 0, &slot);
+    const RowResult r = sample_row(twin_chain("dry"), logits, 3, dry_params(-1e30f, 1e10f, 1, -1), 0, 0, &slot);
     EXPECT_EQ(r.status, SIEVE_ERROR_NON_FINITE_LOGIT);
     EXPECT_NE(r.message.find("DRY"), std::string::npos) << r.message;
 }
 
 TEST(ReferenceStatefulDry, BadParameters) {
     const float logits[] = {0.0f, 1.0f, 2.0f};
-    const std::vector<SamplerKind> chain = chain_of("dry");
+    const std::vector<SamplerKind> chain = twin_chain("dry");
     auto run = [&](const RowParams& params) {
         SlotState slot;
         slot.history = {0, 1, 0, 1};
@@ -489,7 +484,7 @@ std::vector<float> zipf_logits(size_t n, double s) {
 TEST(ReferenceStatefulMirostat, V1KeepsKFromTheZipfEstimate) {
     // s_hat = 2, epsilon = 1, n = 1000: k = (2^mu / (1 - 1000^-1))^(1/2).
     const std::vector<float> logits = zipf_logits(1000, 2.0);
-    const std::vector<SamplerKind> chain = chain_of("mirostat");
+    const std::vector<SamplerKind> chain = twin_chain("mirostat");
     struct Case {
         float mu;
         size_t k;
@@ -524,21 +519,21 @@ TEST(ReferenceStatefulMirostat, V1EstimateUsesTheUnmaskedMembersAndTheCallsVocab
     for (size_t i = 50; i < logits.size(); ++i) logits[i] = -INFINITY;
     std::vector<Weighted> dist;
     std::string message;
-    ASSERT_EQ(row_distribution(chain_of("mirostat"), logits.data(), 1000, mirostat_params(5.0f, 0.1f), &dist,
+    ASSERT_EQ(row_distribution(twin_chain("mirostat"), logits.data(), 1000, mirostat_params(5.0f, 0.1f), &dist,
                                &message),
               SIEVE_OK)
         << message;
     EXPECT_EQ(dist.size(), 32u);
     // A call with vocab 30 (the first 30 logits, all live): k =
     // sqrt(1024 / (1 - 1/30)) = 32.5 >= the size, so all 30 are kept.
-    ASSERT_EQ(row_distribution(chain_of("mirostat"), logits.data(), 30, mirostat_params(5.0f, 0.1f), &dist,
+    ASSERT_EQ(row_distribution(twin_chain("mirostat"), logits.data(), 30, mirostat_params(5.0f, 0.1f), &dist,
                                &message),
               SIEVE_OK);
     EXPECT_EQ(dist.size(), 30u);
 }
 
 TEST(ReferenceStatefulMirostat, V1DegenerateEstimates) {
-    const std::vector<SamplerKind> chain = chain_of("mirostat");
+    const std::vector<SamplerKind> chain = twin_chain("mirostat");
     std::vector<Weighted> dist;
     std::string message;
     auto keep = [&](const std::vector<float>& logits, float mu) {
@@ -574,7 +569,7 @@ TEST(ReferenceStatefulMirostat, V1DegenerateEstimates) {
 TEST(ReferenceStatefulMirostat, V2KeepsSurprisesUpToMuAndAtLeastOne) {
     // p = {0.5, 0.25, 0.125, 0.125}: surprises 1, 2, 3, 3 bits.
     const std::vector<float> logits = logits_of({0.5f, 0.25f, 0.125f, 0.125f});
-    const std::vector<SamplerKind> chain = chain_of("mirostat_v2");
+    const std::vector<SamplerKind> chain = twin_chain("mirostat_v2");
     struct Case {
         float mu;
         std::vector<float> expected;
@@ -607,7 +602,7 @@ TEST(ReferenceStatefulMirostat, MuStartsAtTwiceTauAndFollowsTheSurprise) {
     for (const char* name : {"mirostat", "mirostat_v2"}) {
         SlotState slot;
         for (float expected : {10.5f, 11.0f, 11.5f}) {
-            const RowResult r = sample_row(chain_of(name), logits, 3, mirostat_params(5.0f, 0.1f), 0, 0, &slot);
+            const RowResult r = sample_row(twin_chain(name), logits, 3, mirostat_params(5.0f, 0.1f), 0, 0, &slot);
             ASSERT_EQ(r.status, SIEVE_OK) << r.message;
             EXPECT_EQ(r.token, 1);
             EXPECT_EQ(r.p, 1.0f);
@@ -619,7 +614,7 @@ TEST(ReferenceStatefulMirostat, MuStartsAtTwiceTauAndFollowsTheSurprise) {
     SlotState slot;
     slot.mu_set = true;
     slot.mu = -1.0f;
-    ASSERT_EQ(sample_row(chain_of("mirostat_v2"), logits, 3, mirostat_params(5.0f, 0.1f), 0, 0, &slot).status,
+    ASSERT_EQ(sample_row(twin_chain("mirostat_v2"), logits, 3, mirostat_params(5.0f, 0.1f), 0, 0, &slot).status,
               SIEVE_OK);
     EXPECT_EQ(slot.mu, -0.5f); // -1 - 0.1 * (0 - 5)
 }
@@ -630,7 +625,7 @@ TEST(ReferenceStatefulMirostat, UpdateUsesTheDrawnTokensSurpriseOverSteps) {
     // with p under that (renormalized) distribution.
     const std::vector<float> logits = logits_of({0.4f, 0.3f, 0.15f, 0.1f, 0.05f});
     for (const char* name : {"mirostat", "mirostat_v2"}) {
-        const std::vector<SamplerKind> chain = chain_of(name);
+        const std::vector<SamplerKind> chain = twin_chain(name);
         const RowParams params = mirostat_params(1.5f, 0.5f, 7u);
         SlotState slot;
         float mu = 3.0f; // 2 * tau
@@ -660,11 +655,11 @@ TEST(ReferenceStatefulMirostat, DrawIsSievesInverseCdf) {
         SlotState slot;
         slot.mu_set = true;
         slot.mu = 50.0f;
-        const RowResult miro = sample_row(chain_of("mirostat_v2"), logits.data(), 5, mirostat_params(5.0f, 0.1f, 99u),
+        const RowResult miro = sample_row(twin_chain("mirostat_v2"), logits.data(), 5, mirostat_params(5.0f, 0.1f, 99u),
                                           step, 3, &slot);
         RowParams dist_params;
         dist_params.seed = 99u;
-        const RowResult dist = sample_row(chain_of("dist"), logits.data(), 5, dist_params, step, 3);
+        const RowResult dist = sample_row(twin_chain("dist"), logits.data(), 5, dist_params, step, 3);
         ASSERT_EQ(miro.status, SIEVE_OK);
         EXPECT_EQ(miro.token, dist.token) << step;
         EXPECT_EQ(miro.p, dist.p);
@@ -674,10 +669,10 @@ TEST(ReferenceStatefulMirostat, DrawIsSievesInverseCdf) {
 TEST(ReferenceStatefulMirostat, WithoutASlotEachCallStartsFresh) {
     const std::vector<float> logits = zipf_logits(300, 1.2);
     const RowParams params = mirostat_params(3.0f, 0.2f, 5u);
-    const RowResult a = sample_row(chain_of("mirostat"), logits.data(), 300, params, 4);
-    const RowResult b = sample_row(chain_of("mirostat"), logits.data(), 300, params, 4);
+    const RowResult a = sample_row(twin_chain("mirostat"), logits.data(), 300, params, 4);
+    const RowResult b = sample_row(twin_chain("mirostat"), logits.data(), 300, params, 4);
     SlotState fresh;
-    const RowResult c = sample_row(chain_of("mirostat"), logits.data(), 300, params, 4, 0, &fresh);
+    const RowResult c = sample_row(twin_chain("mirostat"), logits.data(), 300, params, 4, 0, &fresh);
     ASSERT_EQ(a.status, SIEVE_OK);
     EXPECT_EQ(a.token, b.token);
     EXPECT_EQ(a.token, c.token);
@@ -691,7 +686,7 @@ TEST(ReferenceStatefulMirostat, AfterTemperatureAsLlamaCppsCommonChain) {
     RowParams params = mirostat_params(5.0f, 0.1f);
     params.temperature = 0.0f;
     SlotState slot;
-    const RowResult r = sample_row(chain_of("temperature;mirostat"), logits.data(), 4, params, 0, 0, &slot);
+    const RowResult r = sample_row(twin_chain("temperature;mirostat"), logits.data(), 4, params, 0, 0, &slot);
     ASSERT_EQ(r.status, SIEVE_OK) << r.message;
     EXPECT_EQ(r.token, 2);
     EXPECT_EQ(r.p, 1.0f);
@@ -702,15 +697,15 @@ TEST(ReferenceStatefulMirostat, BadParameters) {
     const float logits[] = {0.0f, 1.0f};
     for (const char* name : {"mirostat", "mirostat_v2"}) {
         for (float bad : {NAN, INFINITY, -INFINITY}) {
-            EXPECT_EQ(sample_row(chain_of(name), logits, 2, mirostat_params(bad, 0.1f), 0).status,
+            EXPECT_EQ(sample_row(twin_chain(name), logits, 2, mirostat_params(bad, 0.1f), 0).status,
                       SIEVE_ERROR_INVALID_PARAMETER);
-            EXPECT_EQ(sample_row(chain_of(name), logits, 2, mirostat_params(5.0f, bad), 0).status,
+            EXPECT_EQ(sample_row(twin_chain(name), logits, 2, mirostat_params(5.0f, bad), 0).status,
                       SIEVE_ERROR_INVALID_PARAMETER);
         }
         SlotState slot;
         slot.mu_set = true;
         slot.mu = NAN;
-        const RowResult r = sample_row(chain_of(name), logits, 2, mirostat_params(5.0f, 0.1f), 0, 0, &slot);
+        const RowResult r = sample_row(twin_chain(name), logits, 2, mirostat_params(5.0f, 0.1f), 0, 0, &slot);
         EXPECT_EQ(r.status, SIEVE_ERROR_INVALID_ARGUMENT);
         EXPECT_NE(r.message.find("mu"), std::string::npos) << r.message;
     }
@@ -732,9 +727,9 @@ TEST(ReferenceStatefulAdaptiveP, NegativeTargetIsAPlainDraw) {
     dist_params.seed = 11u;
     for (uint32_t step = 0; step < 10; ++step) {
         SlotState slot;
-        const RowResult a = sample_row(chain_of("adaptive_p"), logits.data(), 3, adaptive_params(-1.0f, 0.9f), step,
+        const RowResult a = sample_row(twin_chain("adaptive_p"), logits.data(), 3, adaptive_params(-1.0f, 0.9f), step,
                                        0, &slot);
-        const RowResult d = sample_row(chain_of("dist"), logits.data(), 3, dist_params, step);
+        const RowResult d = sample_row(twin_chain("dist"), logits.data(), 3, dist_params, step);
         ASSERT_EQ(a.status, SIEVE_OK);
         EXPECT_EQ(a.token, d.token);
         EXPECT_EQ(a.p, d.p);
@@ -752,14 +747,14 @@ TEST(ReferenceStatefulAdaptiveP, FirstDrawTransformsAroundTheTarget) {
     SlotState slot;
     std::vector<Weighted> dist;
     std::string message;
-    ASSERT_EQ(row_distribution(chain_of("adaptive_p"), logits.data(), 3, params, &dist, &message, 0, 0, &slot),
+    ASSERT_EQ(row_distribution(twin_chain("adaptive_p"), logits.data(), 3, params, &dist, &message, 0, 0, &slot),
               SIEVE_OK)
         << message;
     expect_probs(probs_by_id(dist, 3), {0.929177f, 0.064562f, 0.006261f}, 2e-6, "adaptive");
     EXPECT_FALSE(slot.adaptive_set); // row_distribution reads only
 
     // The draw updates the average with the drawn token's ORIGINAL probability.
-    const RowResult r = sample_row(chain_of("adaptive_p"), logits.data(), 3, params, 0, 0, &slot);
+    const RowResult r = sample_row(twin_chain("adaptive_p"), logits.data(), 3, params, 0, 0, &slot);
     ASSERT_EQ(r.status, SIEVE_OK);
     const double original[] = {0.5, 0.3, 0.2};
     const float initial_sum = 0.5f / (1.0f - 0.9f); // 4.99999905 in float
@@ -776,7 +771,7 @@ TEST(ReferenceStatefulAdaptiveP, TheAverageSteersTheTargetOverSteps) {
     const std::vector<float> probs = {0.45f, 0.25f, 0.15f, 0.1f, 0.05f};
     const std::vector<float> logits = logits_of(probs);
     const RowParams params = adaptive_params(0.3f, 0.7f, 3u);
-    const std::vector<SamplerKind> chain = chain_of("temperature;adaptive_p");
+    const std::vector<SamplerKind> chain = twin_chain("temperature;adaptive_p");
     RowParams with_temp = params;
     with_temp.temperature = 1.0f;
     SlotState slot;
@@ -818,15 +813,15 @@ TEST(ReferenceStatefulAdaptiveP, OnlyItsOwnDrawsUpdateTheAverage) {
     slot.adaptive_total_weight = 4.0f;
     // Other chains, accepted tokens, a negative target: the average stays.
     RowParams params = adaptive_params(0.5f, 0.9f);
-    ASSERT_EQ(sample_row(chain_of("dist"), logits.data(), 3, params, 0, 0, &slot).status, SIEVE_OK);
-    ASSERT_EQ(sample_row(chain_of("mirostat"), logits.data(), 3, params, 1, 0, &slot).status, SIEVE_OK);
+    ASSERT_EQ(sample_row(twin_chain("dist"), logits.data(), 3, params, 0, 0, &slot).status, SIEVE_OK);
+    ASSERT_EQ(sample_row(twin_chain("mirostat"), logits.data(), 3, params, 1, 0, &slot).status, SIEVE_OK);
     slot.history.push_back(0);
-    ASSERT_EQ(sample_row(chain_of("adaptive_p"), logits.data(), 3, adaptive_params(-0.5f, 0.9f), 2, 0, &slot).status,
+    ASSERT_EQ(sample_row(twin_chain("adaptive_p"), logits.data(), 3, adaptive_params(-0.5f, 0.9f), 2, 0, &slot).status,
               SIEVE_OK);
     EXPECT_EQ(slot.adaptive_weighted_sum, 2.0f);
     EXPECT_EQ(slot.adaptive_total_weight, 4.0f);
     // The slot's average is used as it is: adapted = 2 * 0.5 - 2 / 4 = 0.5.
-    const RowResult r = sample_row(chain_of("adaptive_p"), logits.data(), 3, params, 3, 0, &slot);
+    const RowResult r = sample_row(twin_chain("adaptive_p"), logits.data(), 3, params, 3, 0, &slot);
     ASSERT_EQ(r.status, SIEVE_OK);
     const float original[] = {0.6f, 0.3f, 0.1f};
     EXPECT_NEAR(slot.adaptive_weighted_sum, original[r.token] + 0.9f * 2.0f, 1e-6);
@@ -840,21 +835,21 @@ TEST(ReferenceStatefulAdaptiveP, ClampsAndMasks) {
     // target 2: clamped to 1 in the transform, but the average starts at the raw
     // target (2 / (1 - d) over 1 / (1 - d) = 2): adapted = clamp(2 - 2) = 0, so the
     // least likely token is favoured. The masked token stays masked.
-    ASSERT_EQ(row_distribution(chain_of("adaptive_p"), logits.data(), 4, adaptive_params(2.0f, 0.5f), &dist, &message),
+    ASSERT_EQ(row_distribution(twin_chain("adaptive_p"), logits.data(), 4, adaptive_params(2.0f, 0.5f), &dist, &message),
               SIEVE_OK)
         << message;
     ASSERT_EQ(dist.size(), 3u);
     EXPECT_EQ(dist[0].id, 3);
     // decay 1.5 is clamped to 0.99: the weight starts at 1 / 0.01 = 100.
     SlotState slot;
-    ASSERT_EQ(sample_row(chain_of("adaptive_p"), logits.data(), 4, adaptive_params(0.5f, 1.5f), 0, 0, &slot).status,
+    ASSERT_EQ(sample_row(twin_chain("adaptive_p"), logits.data(), 4, adaptive_params(0.5f, 1.5f), 0, 0, &slot).status,
               SIEVE_OK);
     const float start = 1.0f / (1.0f - 0.99f);
     EXPECT_EQ(slot.adaptive_total_weight, 1.0f + 0.99f * start);
     // decay -1 is clamped to 0: the average is the last draw's probability alone.
     SlotState fresh;
     const RowResult r =
-        sample_row(chain_of("adaptive_p"), logits.data(), 4, adaptive_params(0.5f, -1.0f), 0, 0, &fresh);
+        sample_row(twin_chain("adaptive_p"), logits.data(), 4, adaptive_params(0.5f, -1.0f), 0, 0, &fresh);
     ASSERT_EQ(r.status, SIEVE_OK);
     EXPECT_EQ(fresh.adaptive_total_weight, 1.0f);
     EXPECT_NEAR(fresh.adaptive_weighted_sum, std::exp(static_cast<double>(logits[static_cast<size_t>(r.token)])) /
@@ -865,16 +860,16 @@ TEST(ReferenceStatefulAdaptiveP, ClampsAndMasks) {
 TEST(ReferenceStatefulAdaptiveP, BadParameters) {
     const float logits[] = {0.0f, 1.0f};
     for (float bad : {NAN, INFINITY, -INFINITY}) {
-        EXPECT_EQ(sample_row(chain_of("adaptive_p"), logits, 2, adaptive_params(bad, 0.9f), 0).status,
+        EXPECT_EQ(sample_row(twin_chain("adaptive_p"), logits, 2, adaptive_params(bad, 0.9f), 0).status,
                   SIEVE_ERROR_INVALID_PARAMETER);
-        EXPECT_EQ(sample_row(chain_of("adaptive_p"), logits, 2, adaptive_params(0.5f, bad), 0).status,
+        EXPECT_EQ(sample_row(twin_chain("adaptive_p"), logits, 2, adaptive_params(0.5f, bad), 0).status,
                   SIEVE_ERROR_INVALID_PARAMETER);
     }
     SlotState slot;
     slot.adaptive_set = true;
     slot.adaptive_weighted_sum = INFINITY;
     slot.adaptive_total_weight = 1.0f;
-    const RowResult r = sample_row(chain_of("adaptive_p"), logits, 2, adaptive_params(0.5f, 0.9f), 0, 0, &slot);
+    const RowResult r = sample_row(twin_chain("adaptive_p"), logits, 2, adaptive_params(0.5f, 0.9f), 0, 0, &slot);
     EXPECT_EQ(r.status, SIEVE_ERROR_INVALID_ARGUMENT);
     EXPECT_NE(r.message.find("adaptive-p"), std::string::npos) << r.message;
 }
@@ -897,7 +892,7 @@ TEST(ReferenceStatefulChain, DefaultChainReadsTheSlot) {
     slot.history = {3, 4, 5, 6, 1, 3, 4, 5, 9, 3, 4};
     std::vector<Weighted> dist;
     std::string message;
-    ASSERT_EQ(row_distribution(chain_of(nullptr), logits.data(), 16, params, &dist, &message, 0, 0, &slot), SIEVE_OK)
+    ASSERT_EQ(row_distribution(twin_chain(""), logits.data(), 16, params, &dist, &message, 0, 0, &slot), SIEVE_OK)
         << message;
     CandidateArray cur = make_candidates(logits.data(), 16);
     apply_penalties(cur, slot.history, params);
@@ -910,7 +905,7 @@ TEST(ReferenceStatefulChain, DefaultChainReadsTheSlot) {
     EXPECT_LT(got[5], plain[5]);
     EXPECT_GT(got[0], plain[0]);
     // The slot's history is not changed by sampling.
-    ASSERT_EQ(sample_row(chain_of(nullptr), logits.data(), 16, params, 0, 0, &slot).status, SIEVE_OK);
+    ASSERT_EQ(sample_row(twin_chain(""), logits.data(), 16, params, 0, 0, &slot).status, SIEVE_OK);
     EXPECT_EQ(slot.history.size(), 11u);
 }
 

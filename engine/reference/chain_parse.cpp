@@ -66,22 +66,6 @@ bool lookup(const std::string& name, SamplerKind* kind) {
     return false;
 }
 
-// Samplers that pick the token and therefore end a chain. llama.cpp's common chain
-// ends with exactly one of them: dist (default), greedy, mirostat/mirostat_v2
-// (which replace the truncating samplers) or adaptive_p (which replaces dist).
-bool is_selector(SamplerKind kind) {
-    switch (kind) {
-    case SamplerKind::Greedy:
-    case SamplerKind::Dist:
-    case SamplerKind::Mirostat:
-    case SamplerKind::MirostatV2:
-    case SamplerKind::AdaptiveP:
-        return true;
-    default:
-        return false;
-    }
-}
-
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
 std::string trim(const std::string& s) {
@@ -130,6 +114,22 @@ const char* sampler_name(SamplerKind kind) {
     case SamplerKind::AdaptiveP: return "adaptive_p";
     }
     return "unknown";
+}
+
+// Samplers that pick the token and therefore end a chain. llama.cpp's common chain
+// ends with exactly one of them: dist (default), greedy, mirostat/mirostat_v2
+// (which replace the truncating samplers) or adaptive_p (which replaces dist).
+bool is_selector(SamplerKind kind) {
+    switch (kind) {
+    case SamplerKind::Greedy:
+    case SamplerKind::Dist:
+    case SamplerKind::Mirostat:
+    case SamplerKind::MirostatV2:
+    case SamplerKind::AdaptiveP:
+        return true;
+    default:
+        return false;
+    }
 }
 
 bool sampler_implemented(SamplerKind kind) {

@@ -55,6 +55,9 @@ enum class SamplerKind {
 
 const char* sampler_name(SamplerKind kind);
 bool sampler_implemented(SamplerKind kind);
+// Samplers that pick the token and therefore end a chain: dist, greedy,
+// mirostat, mirostat_v2, adaptive_p.
+bool is_selector(SamplerKind kind);
 
 // llama.cpp's default --samplers order.
 extern const char* const kDefaultChain;

@@ -10,19 +10,6 @@ namespace {
 
 enum class Final { Greedy, Dist, Mirostat, MirostatV2, AdaptiveP };
 
-bool is_final(SamplerKind kind) {
-    switch (kind) {
-    case SamplerKind::Greedy:
-    case SamplerKind::Dist:
-    case SamplerKind::Mirostat:
-    case SamplerKind::MirostatV2:
-    case SamplerKind::AdaptiveP:
-        return true;
-    default:
-        return false;
-    }
-}
-
 bool chain_has(const std::vector<SamplerKind>& chain, SamplerKind kind) {
     for (SamplerKind k : chain)
         if (k == kind) return true;
@@ -158,7 +145,7 @@ sieve_status run_chain(const std::vector<SamplerKind>& chain, const float* logit
             *message = std::string("sampler '") + sampler_name(kind) + "' is not implemented yet";
             return SIEVE_ERROR_UNSUPPORTED_SAMPLER;
         }
-        const bool selector = is_final(kind);
+        const bool selector = is_selector(kind);
         if (selector != (i + 1 == chain.size())) {
             *message = selector ? std::string("sampler '") + sampler_name(kind) + "' must be the last of the chain"
                                 : "the sampler chain does not end with a sampler that picks the token (dist, "
