@@ -359,18 +359,47 @@ SIEVE_API sieve_status sieve_chain_set_token_bitmask(sieve_chain* chain, int32_t
     });
 }
 
+namespace {
+
+// A sampling call past its size checks: the rows' inputs and slots, then the
+// backend (one token per row, committed to the slots).
+sieve_status sample_checked(sieve::ChainImpl& impl, const sieve::LogitsView& logits, sieve_token* out) {
+    impl.check_row_inputs(logits.rows, logits.vocab);
+    impl.check_slots(logits.rows);
+    std::string message;
+    sieve_status s = impl.sample(logits, 1, nullptr, out, &message, true);
+    if (s != SIEVE_OK) set_last_error(message);
+    return s;
+}
+
+} // namespace
+
 SIEVE_API sieve_status sieve_sample(sieve_chain* chain, const float* logits, int32_t rows, int32_t vocab,
                                     sieve_token* out) {
     if (!chain) return null_handle("chain");
     return guarded([&] {
         if (!out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
         chain->impl->check_call(logits, rows, vocab);
-        chain->impl->check_row_inputs(rows, vocab);
-        std::string message;
-        chain->impl->check_slots(rows);
-        sieve_status s = chain->impl->sample(logits, rows, vocab, 1, nullptr, out, &message, true);
-        if (s != SIEVE_OK) set_last_error(message);
-        return s;
+        return sample_checked(*chain->impl, LogitsView::f32(logits, rows, vocab), out);
+    });
+}
+
+SIEVE_API void sieve_logits_init(sieve_logits* logits, const void* data, sieve_dtype dtype, int32_t rows,
+                                 int32_t vocab) {
+    if (!logits) return;
+    *logits = sieve_logits{};
+    logits->struct_size = sizeof(sieve_logits);
+    logits->data = data;
+    logits->dtype = dtype;
+    logits->rows = rows;
+    logits->vocab = vocab;
+}
+
+SIEVE_API sieve_status sieve_sample_logits(sieve_chain* chain, const sieve_logits* logits, sieve_token* out) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        if (!out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
+        return sample_checked(*chain->impl, chain->impl->check_call(logits), out);
     });
 }
 
@@ -384,7 +413,7 @@ SIEVE_API sieve_status sieve_sample_draws(sieve_chain* chain, const float* logit
         chain->impl->check_row_inputs(rows, vocab);
         std::string message;
         chain->impl->check_slots(rows);
-        sieve_status s = chain->impl->sample(logits, rows, vocab, draws, tokens, out, &message, false);
+        sieve_status s = chain->impl->sample(LogitsView::f32(logits, rows, vocab), draws, tokens, out, &message, false);
         if (s != SIEVE_OK) set_last_error(message);
         return s;
     });
@@ -404,7 +433,7 @@ SIEVE_API sieve_status sieve_chain_distribution(sieve_chain* chain, const float*
         chain->impl->check_slots(rows);
         std::vector<ref::Weighted> dist;
         std::string message;
-        sieve_status s = chain->impl->distribution(logits, rows, vocab, row, &dist, &message);
+        sieve_status s = chain->impl->distribution(LogitsView::f32(logits, rows, vocab), row, &dist, &message);
         if (s != SIEVE_OK) fail(s, message);
         *count = static_cast<int32_t>(dist.size());
         for (int32_t i = 0; i < std::min(capacity, *count); ++i) {

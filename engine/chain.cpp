@@ -433,6 +433,23 @@ void ChainImpl::check_call(const float* logits, int32_t rows, int32_t vocab) con
                                        std::to_string(config_.max_vocab));
 }
 
+LogitsView ChainImpl::check_call(const sieve_logits* logits) const {
+    if (!logits) fail(SIEVE_ERROR_INVALID_ARGUMENT, "logits is NULL");
+    if (logits->struct_size < sizeof(sieve_logits))
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "sieve_logits.struct_size is " + std::to_string(logits->struct_size) +
+                                               "; set it to sizeof(sieve_logits) (sieve_logits_init does)");
+    if (logits->dtype != SIEVE_DTYPE_F32 && logits->dtype != SIEVE_DTYPE_F16 && logits->dtype != SIEVE_DTYPE_BF16)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "unknown dtype " + std::to_string(static_cast<int>(logits->dtype)));
+    check_call(static_cast<const float*>(logits->data), logits->rows, logits->vocab);
+    const int64_t stride = logits->row_stride == 0 ? logits->vocab : logits->row_stride;
+    if (stride < logits->vocab)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "row_stride " + std::to_string(logits->row_stride) +
+                                               " is smaller than the vocab " + std::to_string(logits->vocab));
+    if (stride > (INT64_MAX / 4) / logits->rows)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "row_stride " + std::to_string(stride) + " overflows the address range");
+    return {logits->data, logits->dtype, logits->rows, logits->vocab, stride};
+}
+
 void ChainImpl::check_row_inputs(int32_t rows, int32_t vocab) {
     check_history_tokens(rows, vocab);
     const size_t needed = (static_cast<size_t>(vocab) + 31) / 32;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "error.hpp"
+#include "logits_view.hpp"
 #include "reference/reference.hpp"
 
 #include <cstdint>
@@ -68,10 +69,10 @@ public:
     // the row's message in *message. commit: the drawn tokens join their slots'
     // histories and mirostat/adaptive-p learn from them (sieve_sample); else
     // only the steps advance (sieve_sample_draws).
-    virtual sieve_status sample(const float* logits, int32_t rows, int32_t vocab, int32_t draws, int32_t* tokens,
-                                sieve_token* out, std::string* message, bool commit) = 0;
-    virtual sieve_status distribution(const float* logits, int32_t rows, int32_t vocab, int32_t row,
-                                      std::vector<ref::Weighted>* out, std::string* message) = 0;
+    virtual sieve_status sample(const LogitsView& logits, int32_t draws, int32_t* tokens, sieve_token* out,
+                                std::string* message, bool commit) = 0;
+    virtual sieve_status distribution(const LogitsView& logits, int32_t row, std::vector<ref::Weighted>* out,
+                                      std::string* message) = 0;
     virtual sieve_counters counters() const = 0;
     virtual void plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, uint32_t* row_passes) const = 0;
     virtual void set_profiling(bool) {}
@@ -79,6 +80,8 @@ public:
 
     // Throws CAPACITY / INVALID_ARGUMENT for sizes the chain cannot take.
     void check_call(const float* logits, int32_t rows, int32_t vocab) const;
+    // The same for a sieve_logits (its struct_size, dtype and row stride too).
+    LogitsView check_call(const sieve_logits* logits) const;
     // Throws INVALID_ARGUMENT when a row's bitmask is shorter than `vocab` needs,
     // its logit bias or its slot's history names a token >= vocab, and
     // INVALID_PARAMETER when its DRY breakers do (call-level: nothing is

@@ -16,8 +16,9 @@ public:
         : ChainImpl(config),
           slots_(static_cast<size_t>(config.max_slots) * slot_words(static_cast<uint32_t>(config.history_capacity)), 0u) {}
 
-    sieve_status sample(const float* logits, int32_t rows, int32_t vocab, int32_t draws, int32_t* tokens,
-                        sieve_token* out, std::string* message, bool commit) override {
+    sieve_status sample(const LogitsView& logits, int32_t draws, int32_t* tokens, sieve_token* out,
+                        std::string* message, bool commit) override {
+        const int32_t rows = logits.rows, vocab = logits.vocab;
         sieve_status first = SIEVE_OK;
         // The rows' slots as the twin takes them, read once per call: draws of
         // one call share the distribution (no slot changes between them).
@@ -31,8 +32,8 @@ public:
                 const uint32_t step = slot[kSlotStep];
                 const ref::RowParams& params = params_for(r, d);
                 ref::SlotState learnt = states[static_cast<size_t>(r)];
-                ref::RowResult res = ref::sample_row(config_.samplers, logits + static_cast<size_t>(r) * vocab, vocab,
-                                                     params, step, 0, &learnt);
+                ref::RowResult res = ref::sample_row(config_.samplers, logits.row_f32(r, &scratch_), vocab, params,
+                                                     step, 0, &learnt);
                 sieve_token t{};
                 t.token = res.status == SIEVE_OK ? res.token : -1;
                 t.p = res.p;
@@ -58,14 +59,14 @@ public:
         return first;
     }
 
-    sieve_status distribution(const float* logits, int32_t, int32_t vocab, int32_t row,
-                              std::vector<ref::Weighted>* out, std::string* message) override {
+    sieve_status distribution(const LogitsView& logits, int32_t row, std::vector<ref::Weighted>* out,
+                              std::string* message) override {
         // The distribution the row's next token would be drawn from: at its
         // slot's current step (XTC's coin depends on it) and state, changing
         // neither.
         const uint32_t* slot = slot_record(slot_of(row));
         const ref::SlotState state = slot_to_state(slot, history_capacity());
-        sieve_status s = ref::row_distribution(config_.samplers, logits + static_cast<size_t>(row) * vocab, vocab,
+        sieve_status s = ref::row_distribution(config_.samplers, logits.row_f32(row, &scratch_), logits.vocab,
                                                row_params(row), out, message, slot[kSlotStep], 0, &state);
         if (s != SIEVE_OK) *message = "row " + std::to_string(row) + ": " + *message;
         return s;
@@ -100,6 +101,7 @@ private:
 
     std::vector<uint32_t> slots_;
     std::vector<ref::RowParams> params_cache_;
+    std::vector<float> scratch_;  // a row widened to f32 (f16/bf16 input)
     uint64_t submits_ = 0;
 };
 

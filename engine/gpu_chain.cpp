@@ -112,10 +112,10 @@ public:
     ~GpuChain() override;
     int32_t max_bias_entries() const override { return kMaxGpuBiasEntries; }
 
-    sieve_status sample(const float* logits, int32_t rows, int32_t vocab, int32_t draws, int32_t* tokens,
-                        sieve_token* out, std::string* message, bool commit) override;
-    sieve_status distribution(const float* logits, int32_t rows, int32_t vocab, int32_t row,
-                              std::vector<ref::Weighted>* out, std::string* message) override;
+    sieve_status sample(const LogitsView& logits, int32_t draws, int32_t* tokens, sieve_token* out,
+                        std::string* message, bool commit) override;
+    sieve_status distribution(const LogitsView& logits, int32_t row, std::vector<ref::Weighted>* out,
+                              std::string* message) override;
     sieve_counters counters() const override;
     void plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, uint32_t* row_passes) const override;
     void set_profiling(bool enabled) override;
@@ -134,7 +134,7 @@ private:
     bool use_collect(uint32_t rows) const;
     sieve_token fallback(uint32_t row, const float* logits, uint32_t vocab, uint32_t step, bool commit,
                          std::string* message, sieve_status* first);
-    void upload(const float* logits, uint32_t rows, uint32_t vocab);
+    void upload(const LogitsView& logits);
     void write_params(uint32_t rows, bool sample, bool commit);
     void check_history_order(uint32_t rows) const;
     void submit_and_wait(const Recording& rec);
@@ -164,6 +164,7 @@ private:
     bool profiling_ = false;
     VkQueryPool queries_ = VK_NULL_HANDLE;
     std::vector<sieve_stage_time> stage_times_;
+    std::vector<float> scratch_;  // a row widened to f32 for the twin (fallback rows)
     std::map<std::tuple<uint32_t, uint32_t, uint32_t, bool, bool, uint32_t, bool>, Recording> recordings_by_shape_;
 };
 
@@ -454,9 +455,10 @@ void GpuChain::wait_pending() {
     pending_ = false;
 }
 
-void GpuChain::upload(const float* logits, uint32_t rows, uint32_t vocab) {
-    void* dst = device_.unified_memory() ? logits_.mapped : staging_.mapped;
-    std::memcpy(dst, logits, static_cast<size_t>(rows) * vocab * sizeof(float));
+// Widening f16/bf16 to f32 happens here, in the one write to the mapped
+// buffer the upload makes anyway.
+void GpuChain::upload(const LogitsView& logits) {
+    logits.pack_f32(static_cast<float*>(device_.unified_memory() ? logits_.mapped : staging_.mapped));
 }
 
 // sample: a sampling call, whose recording holds the wide passes when the
@@ -573,13 +575,13 @@ void GpuChain::check_history_order(uint32_t rows) const {
                      "samplers (llama.cpp's default order); the CPU backend takes any order");
 }
 
-sieve_status GpuChain::sample(const float* logits, int32_t rows, int32_t vocab, int32_t draws, int32_t* tokens,
-                              sieve_token* out, std::string* message, bool commit) {
+sieve_status GpuChain::sample(const LogitsView& logits, int32_t draws, int32_t* tokens, sieve_token* out,
+                              std::string* message, bool commit) {
     wait_pending();
-    check_history_order(static_cast<uint32_t>(rows));
-    const uint32_t r = static_cast<uint32_t>(rows), v = static_cast<uint32_t>(vocab);
+    check_history_order(static_cast<uint32_t>(logits.rows));
+    const uint32_t r = static_cast<uint32_t>(logits.rows), v = static_cast<uint32_t>(logits.vocab);
     const Recording& rec = recording(RecordingKind::Sample, r, v, use_collect(r));
-    upload(logits, r, v);
+    upload(logits);
     write_params(r, true, commit);
     // The history pass writes adjusted logits into rows without a bias or
     // bitmask (ROW_PATCH): each further draw starts from the model's logits
@@ -588,12 +590,13 @@ sieve_status GpuChain::sample(const float* logits, int32_t rows, int32_t vocab, 
     for (uint32_t i = 0; i < r; ++i) in_place = in_place || row_adjusts_in_place(config_.samplers, rows_[i]);
     sieve_status first = SIEVE_OK;
     for (int32_t d = 0; d < draws; ++d) {
-        if (d > 0 && in_place && device_.unified_memory()) upload(logits, r, v);
+        if (d > 0 && in_place && device_.unified_memory()) upload(logits);
         submit_and_wait(rec);
         for (uint32_t i = 0; i < r; ++i) {
             const auto* res = static_cast<const uint32_t*>(results_.mapped) + i * kResultStride;
             sieve_token t = res[3] == kStatusFallback
-                                ? fallback(i, logits + static_cast<size_t>(i) * v, v, res[5], commit, message, &first)
+                                ? fallback(i, logits.row_f32(static_cast<int32_t>(i), &scratch_), v, res[5], commit,
+                                           message, &first)
                                 : read_result(i, message, &first);
             row_passes_ += t.row_passes;
             if (out) out[i] = t;
@@ -632,8 +635,9 @@ sieve_token GpuChain::fallback(uint32_t row, const float* logits, uint32_t vocab
     return t;
 }
 
-sieve_status GpuChain::distribution(const float* logits, int32_t rows, int32_t vocab, int32_t row,
-                                    std::vector<ref::Weighted>* out, std::string* message) {
+sieve_status GpuChain::distribution(const LogitsView& logits, int32_t row, std::vector<ref::Weighted>* out,
+                                    std::string* message) {
+    const int32_t rows = logits.rows, vocab = logits.vocab;
     wait_pending();
     check_history_order(static_cast<uint32_t>(rows));
     if (!probabilities_.buffer) {
@@ -646,7 +650,7 @@ sieve_status GpuChain::distribution(const float* logits, int32_t rows, int32_t v
     const uint32_t r = static_cast<uint32_t>(rows), v = static_cast<uint32_t>(vocab);
     const bool collect = use_collect(r);
     const Recording& rec = recording(RecordingKind::Distribution, r, v, collect);
-    upload(logits, r, v);
+    upload(logits);
     write_params(r, false, false);
     submit_and_wait(rec);
     if (collect) {
@@ -657,7 +661,7 @@ sieve_status GpuChain::distribution(const float* logits, int32_t rows, int32_t v
         if (words[0] == kStatusFallback) {
             ++fallback_rows_;
             const ref::SlotState state = slot_to_state(slot_record(slot_of(row)), history_capacity());
-            return ref::row_distribution(config_.samplers, logits + static_cast<size_t>(row) * v, vocab,
+            return ref::row_distribution(config_.samplers, logits.row_f32(row, &scratch_), vocab,
                                          row_params(row), out, message, words[1], 0, &state);
         }
         read_result(static_cast<uint32_t>(row), message, &status);
@@ -684,7 +688,7 @@ sieve_status GpuChain::distribution(const float* logits, int32_t rows, int32_t v
     // The probability is monotone in it (bias and penalties included, which
     // only the GPU applied); where probabilities tie (underflow to 0) the raw
     // logit divided by the temperature, as the shaders divide, decides.
-    const float* l = logits + static_cast<size_t>(row) * v;
+    const float* l = logits.row_f32(row, &scratch_);
     const float scale = row_scale(row);
     for (uint32_t i = 0; i < v; ++i)
         if (p[i] >= 0.0f) order.push_back({p[i], scale > 0.0f ? l[i] / scale : l[i], static_cast<int32_t>(i)});

@@ -497,6 +497,46 @@ TEST_P(BadInputCall, DrawsNullTokens) {
     rig_->expect_usable(rig_->zero_steps());
 }
 
+// sieve_sample_logits: the descriptor's own fields.
+TEST_P(BadInputCall, LogitsDescriptor) {
+    sieve_logits in;
+    sieve_logits_init(&in, logits_.data(), SIEVE_DTYPE_F32, 2, kVocab);
+    EXPECT_TRUE(Fails(sieve_sample_logits(rig_->chain(), nullptr, out_.data()), SIEVE_ERROR_INVALID_ARGUMENT,
+                      {"logits is null"}));
+    EXPECT_TRUE(Fails(sieve_sample_logits(rig_->chain(), &in, nullptr), SIEVE_ERROR_INVALID_ARGUMENT, {"out"}));
+    sieve_logits bad = in;
+    bad.struct_size = 8;
+    EXPECT_TRUE(Fails(sieve_sample_logits(rig_->chain(), &bad, out_.data()), SIEVE_ERROR_INVALID_ARGUMENT,
+                      {"struct_size"}));
+    bad = in;
+    bad.dtype = static_cast<sieve_dtype>(7);
+    EXPECT_TRUE(Fails(sieve_sample_logits(rig_->chain(), &bad, out_.data()), SIEVE_ERROR_INVALID_ARGUMENT,
+                      {"dtype 7"}));
+    bad = in;
+    bad.data = nullptr;
+    EXPECT_TRUE(Fails(sieve_sample_logits(rig_->chain(), &bad, out_.data()), SIEVE_ERROR_INVALID_ARGUMENT,
+                      {"logits is null"}));
+    bad = in;
+    bad.row_stride = kVocab - 1;
+    EXPECT_TRUE(Fails(sieve_sample_logits(rig_->chain(), &bad, out_.data()), SIEVE_ERROR_INVALID_ARGUMENT,
+                      {"row_stride 1023", "smaller than the vocab 1024"}));
+    bad = in;
+    bad.row_stride = -4;
+    EXPECT_TRUE(Fails(sieve_sample_logits(rig_->chain(), &bad, out_.data()), SIEVE_ERROR_INVALID_ARGUMENT,
+                      {"row_stride -4"}));
+    bad = in;
+    bad.row_stride = INT64_MAX / 2;
+    EXPECT_TRUE(Fails(sieve_sample_logits(rig_->chain(), &bad, out_.data()), SIEVE_ERROR_INVALID_ARGUMENT,
+                      {"overflows"}));
+    bad = in;
+    bad.vocab = kVocab + 1;
+    EXPECT_TRUE(Fails(sieve_sample_logits(rig_->chain(), &bad, out_.data()), SIEVE_ERROR_CAPACITY, {"vocab 1025"}));
+    bad = in;
+    bad.rows = 0;
+    EXPECT_TRUE(Fails(sieve_sample_logits(rig_->chain(), &bad, out_.data()), SIEVE_ERROR_CAPACITY, {"rows 0"}));
+    rig_->expect_usable(rig_->zero_steps());
+}
+
 TEST_P(BadInputCall, DistributionRowOutOfRange) {
     EXPECT_TRUE(Fails(distribution(2, kVocab, 2), SIEVE_ERROR_INVALID_ARGUMENT, {"row 2"}));
     EXPECT_TRUE(Fails(distribution(2, kVocab, -1), SIEVE_ERROR_INVALID_ARGUMENT, {"row -1"}));

@@ -326,6 +326,32 @@ SIEVE_API sieve_status sieve_sample(sieve_chain* chain, const float* logits, int
 SIEVE_API sieve_status sieve_sample_draws(sieve_chain* chain, const float* logits, int32_t rows, int32_t vocab,
                                           int32_t draws, int32_t* tokens, sieve_token* out);
 
+/* Logits the way an inference engine holds them: f32, f16 (IEEE binary16) or
+ * bf16 values, row r starting row_stride elements after row r-1 (rows inside a
+ * larger tensor). f16 and bf16 are widened to f32 exactly: sampling them gives
+ * the same result as sampling their f32 values. */
+typedef enum sieve_dtype {
+    SIEVE_DTYPE_F32 = 0,
+    SIEVE_DTYPE_F16 = 1,
+    SIEVE_DTYPE_BF16 = 2
+} sieve_dtype;
+
+typedef struct sieve_logits {
+    uint32_t struct_size;   /* sizeof(sieve_logits) */
+    const void* data;       /* rows x row_stride elements of dtype, read during the call */
+    sieve_dtype dtype;
+    int32_t rows;
+    int32_t vocab;
+    int64_t row_stride;     /* elements between row starts, >= vocab; 0 = vocab */
+} sieve_logits;
+
+/* Fills struct_size, the pointer, the dtype and the sizes; row_stride = 0. */
+SIEVE_API void sieve_logits_init(sieve_logits* logits, const void* data, sieve_dtype dtype, int32_t rows,
+                                 int32_t vocab);
+
+/* sieve_sample over a sieve_logits: the same rules, statuses and results. */
+SIEVE_API sieve_status sieve_sample_logits(sieve_chain* chain, const sieve_logits* logits, sieve_token* out);
+
 /* The final distribution the draw of one row would use (no state changes):
  * surviving token ids and their probabilities in canonical order (descending
  * probability, ties by lower id). *count receives the number of survivors;

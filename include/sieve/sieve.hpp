@@ -194,6 +194,14 @@ public:
         return out;
     }
 
+    // f32/f16/bf16 logits with a row stride (sieve_sample_logits).
+    std::vector<sieve_token> sample(const sieve_logits& logits) {
+        std::vector<sieve_token> out(logits.rows > 0 ? static_cast<size_t>(logits.rows) : 0);
+        sieve_status s = sieve_sample_logits(handle_, &logits, out.data());
+        if (s != SIEVE_OK && !row_level(s)) check(s);
+        return out;
+    }
+
     std::vector<int32_t> draws(const float* logits, int32_t rows, int32_t vocab, int32_t n,
                                std::vector<sieve_token>* last = nullptr) {
         std::vector<int32_t> tokens(static_cast<size_t>(rows > 0 ? rows : 0) * static_cast<size_t>(n > 0 ? n : 0));
