@@ -419,6 +419,60 @@ SIEVE_API sieve_status sieve_sample_draws(sieve_chain* chain, const float* logit
     });
 }
 
+SIEVE_API void sieve_vulkan_logits_init(sieve_vulkan_logits* logits, VkBuffer buffer, VkDeviceSize size,
+                                        sieve_dtype dtype, int32_t rows, int32_t vocab) {
+    if (!logits) return;
+    *logits = sieve_vulkan_logits{};
+    logits->struct_size = sizeof(sieve_vulkan_logits);
+    logits->buffer = buffer;
+    logits->size = size;
+    logits->dtype = dtype;
+    logits->rows = rows;
+    logits->vocab = vocab;
+}
+
+SIEVE_API sieve_status sieve_sample_vulkan(sieve_chain* chain, const sieve_vulkan_logits* logits, sieve_token* out) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        if (!out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
+        if (!logits) fail(SIEVE_ERROR_INVALID_ARGUMENT, "logits is NULL");
+        if (logits->struct_size < sizeof(sieve_vulkan_logits))
+            fail(SIEVE_ERROR_INVALID_ARGUMENT, "sieve_vulkan_logits.struct_size is " +
+                                                   std::to_string(logits->struct_size) +
+                                                   "; set it to sizeof(sieve_vulkan_logits) (sieve_vulkan_logits_init does)");
+        if (logits->buffer == VK_NULL_HANDLE) fail(SIEVE_ERROR_INVALID_ARGUMENT, "buffer is VK_NULL_HANDLE");
+        ChainImpl& impl = *chain->impl;
+        const int64_t stride = impl.check_layout(logits, logits->dtype, logits->rows, logits->vocab, logits->row_stride);
+        const uint64_t elem = dtype_bytes(logits->dtype);
+        if (logits->offset % elem != 0)
+            fail(SIEVE_ERROR_INVALID_ARGUMENT, "offset " + std::to_string(logits->offset) + " is not a multiple of the " +
+                                                   dtype_name(logits->dtype) + " element size " + std::to_string(elem));
+        // The rows' extent, read in whole 4-byte words.
+        const uint64_t extent = ((static_cast<uint64_t>(logits->rows - 1) * static_cast<uint64_t>(stride) +
+                                  static_cast<uint64_t>(logits->vocab)) * elem + 3) / 4 * 4;
+        if (logits->offset > logits->size || extent > logits->size - logits->offset)
+            fail(SIEVE_ERROR_INVALID_ARGUMENT,
+                 "the buffer is too small: " + std::to_string(logits->rows) + " rows x row_stride " +
+                     std::to_string(stride) + " " + dtype_name(logits->dtype) + " need " + std::to_string(extent) +
+                     " bytes from offset " + std::to_string(logits->offset) + "; its size is " +
+                     std::to_string(logits->size));
+        impl.check_row_inputs(logits->rows, logits->vocab);
+        impl.check_slots(logits->rows);
+        std::string message;
+        sieve_status s = impl.sample_device(*logits, out, &message);
+        if (s != SIEVE_OK) set_last_error(message);
+        return s;
+    });
+}
+
+SIEVE_API sieve_status sieve_chain_release_input(sieve_chain* chain) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        chain->impl->release_input();
+        return SIEVE_OK;
+    });
+}
+
 SIEVE_API sieve_status sieve_chain_distribution(sieve_chain* chain, const float* logits, int32_t rows,
                                                 int32_t vocab, int32_t row, int32_t* ids, float* probs,
                                                 int32_t capacity, int32_t* count) {

@@ -433,20 +433,31 @@ void ChainImpl::check_call(const float* logits, int32_t rows, int32_t vocab) con
                                        std::to_string(config_.max_vocab));
 }
 
+sieve_status ChainImpl::sample_device(const sieve_vulkan_logits&, sieve_token*, std::string*) {
+    fail(SIEVE_ERROR_INVALID_ARGUMENT, "logits in a VkBuffer need a Vulkan context on the buffer's device "
+                                       "(sieve_context_create_vulkan); this chain runs on the CPU backend");
+}
+
+int64_t ChainImpl::check_layout(const void* data, sieve_dtype dtype, int32_t rows, int32_t vocab,
+                                int64_t row_stride) const {
+    if (dtype != SIEVE_DTYPE_F32 && dtype != SIEVE_DTYPE_F16 && dtype != SIEVE_DTYPE_BF16)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "unknown dtype " + std::to_string(static_cast<int>(dtype)));
+    check_call(static_cast<const float*>(data), rows, vocab);
+    const int64_t stride = row_stride == 0 ? vocab : row_stride;
+    if (stride < vocab)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "row_stride " + std::to_string(row_stride) + " is smaller than the vocab " +
+                                               std::to_string(vocab));
+    if (stride > (INT64_MAX / 4) / rows)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "row_stride " + std::to_string(stride) + " overflows the address range");
+    return stride;
+}
+
 LogitsView ChainImpl::check_call(const sieve_logits* logits) const {
     if (!logits) fail(SIEVE_ERROR_INVALID_ARGUMENT, "logits is NULL");
     if (logits->struct_size < sizeof(sieve_logits))
         fail(SIEVE_ERROR_INVALID_ARGUMENT, "sieve_logits.struct_size is " + std::to_string(logits->struct_size) +
                                                "; set it to sizeof(sieve_logits) (sieve_logits_init does)");
-    if (logits->dtype != SIEVE_DTYPE_F32 && logits->dtype != SIEVE_DTYPE_F16 && logits->dtype != SIEVE_DTYPE_BF16)
-        fail(SIEVE_ERROR_INVALID_ARGUMENT, "unknown dtype " + std::to_string(static_cast<int>(logits->dtype)));
-    check_call(static_cast<const float*>(logits->data), logits->rows, logits->vocab);
-    const int64_t stride = logits->row_stride == 0 ? logits->vocab : logits->row_stride;
-    if (stride < logits->vocab)
-        fail(SIEVE_ERROR_INVALID_ARGUMENT, "row_stride " + std::to_string(logits->row_stride) +
-                                               " is smaller than the vocab " + std::to_string(logits->vocab));
-    if (stride > (INT64_MAX / 4) / logits->rows)
-        fail(SIEVE_ERROR_INVALID_ARGUMENT, "row_stride " + std::to_string(stride) + " overflows the address range");
+    const int64_t stride = check_layout(logits->data, logits->dtype, logits->rows, logits->vocab, logits->row_stride);
     return {logits->data, logits->dtype, logits->rows, logits->vocab, stride};
 }
 

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+struct sieve_vulkan_logits;  // sieve_vulkan.h
+
 namespace sieve {
 
 struct ChainConfig {
@@ -73,6 +75,10 @@ public:
                                 std::string* message, bool commit) = 0;
     virtual sieve_status distribution(const LogitsView& logits, int32_t row, std::vector<ref::Weighted>* out,
                                       std::string* message) = 0;
+    // Zero-copy input (sieve_sample_vulkan): the GPU backend only; validated
+    // by the caller as far as sizes go.
+    virtual sieve_status sample_device(const sieve_vulkan_logits& logits, sieve_token* out, std::string* message);
+    virtual void release_input() {}
     virtual sieve_counters counters() const = 0;
     virtual void plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, uint32_t* row_passes) const = 0;
     virtual void set_profiling(bool) {}
@@ -82,6 +88,9 @@ public:
     void check_call(const float* logits, int32_t rows, int32_t vocab) const;
     // The same for a sieve_logits (its struct_size, dtype and row stride too).
     LogitsView check_call(const sieve_logits* logits) const;
+    // The dtype, sizes and row stride of any input; returns the stride in
+    // elements (0 resolved to vocab).
+    int64_t check_layout(const void* data, sieve_dtype dtype, int32_t rows, int32_t vocab, int64_t row_stride) const;
     // Throws INVALID_ARGUMENT when a row's bitmask is shorter than `vocab` needs,
     // its logit bias or its slot's history names a token >= vocab, and
     // INVALID_PARAMETER when its DRY breakers do (call-level: nothing is

@@ -5,6 +5,7 @@
 #include "gpu_context.hpp"
 #include "gpu_params.hpp"
 #include "gpu_plan.hpp"
+#include "ingest.hpp"
 #include "slot_layout.hpp"
 #include "vk_check.hpp"
 
@@ -14,7 +15,10 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <tuple>
+
+#include <sieve/sieve_vulkan.h>
 
 namespace sieve {
 
@@ -116,6 +120,10 @@ public:
                         std::string* message, bool commit) override;
     sieve_status distribution(const LogitsView& logits, int32_t row, std::vector<ref::Weighted>* out,
                               std::string* message) override;
+    sieve_status sample_device(const sieve_vulkan_logits& logits, sieve_token* out, std::string* message) override;
+    void release_input() override {
+        if (ingest_) ingest_->release_source();
+    }
     sieve_counters counters() const override;
     void plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, uint32_t* row_passes) const override;
     void set_profiling(bool enabled) override;
@@ -130,14 +138,19 @@ protected:
 private:
     void release();
     VkDescriptorSet allocate_set(VkBuffer probabilities);
-    const Recording& recording(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect);
+    // device_input: the logits come from the ingest pass (no staging copy).
+    const Recording& recording(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect,
+                               bool device_input = false);
     bool use_collect(uint32_t rows) const;
     sieve_token fallback(uint32_t row, const float* logits, uint32_t vocab, uint32_t step, bool commit,
                          std::string* message, sieve_status* first);
     void upload(const LogitsView& logits);
     void write_params(uint32_t rows, bool sample, bool commit);
     void check_history_order(uint32_t rows) const;
-    void submit_and_wait(const Recording& rec);
+    // prefix: a command buffer submitted ahead of the recording (the ingest pass).
+    void submit_and_wait(const Recording& rec, VkCommandBuffer prefix = VK_NULL_HANDLE);
+    IngestSource ingest_source(const sieve_vulkan_logits& in) const;
+    const float* ingested_rows_on_host(VkCommandBuffer ingest);
     void wait_pending();
     sieve_token read_result(uint32_t row, std::string* message, sieve_status* first) const;
 
@@ -165,7 +178,9 @@ private:
     VkQueryPool queries_ = VK_NULL_HANDLE;
     std::vector<sieve_stage_time> stage_times_;
     std::vector<float> scratch_;  // a row widened to f32 for the twin (fallback rows)
-    std::map<std::tuple<uint32_t, uint32_t, uint32_t, bool, bool, uint32_t, bool>, Recording> recordings_by_shape_;
+    std::unique_ptr<Ingest> ingest_;  // zero-copy input, made on first use
+    VkCommandBuffer readback_ = VK_NULL_HANDLE;  // logits -> staging (fallback rows of device input)
+    std::map<std::tuple<uint32_t, uint32_t, uint32_t, bool, bool, uint32_t, bool, bool>, Recording> recordings_by_shape_;
 };
 
 GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
@@ -270,6 +285,7 @@ void GpuChain::release() {
     }
     if (queries_) vk.vkDestroyQueryPool(dev, queries_, nullptr);
     queries_ = VK_NULL_HANDLE;
+    ingest_.reset();
     if (command_pool_) vk.vkDestroyCommandPool(dev, command_pool_, nullptr);  // frees the recordings
     command_pool_ = VK_NULL_HANDLE;
     recordings_by_shape_.clear();
@@ -341,7 +357,8 @@ bool GpuChain::use_collect(uint32_t rows) const {
     return false;
 }
 
-const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect) {
+const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect,
+                                     bool device_input) {
     bool has_inputs = false, history = false;
     for (uint32_t r = 0; r < rows; ++r) {
         has_inputs = has_inputs || row_has_inputs(rows_[r]);
@@ -349,7 +366,7 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
     }
     const InputsMode inputs = has_inputs ? InputsMode::All : InputsMode::None;
     auto key = std::make_tuple(static_cast<uint32_t>(kind), rows, vocab, profiling_, collect,
-                               static_cast<uint32_t>(inputs), history);
+                               static_cast<uint32_t>(inputs), history, device_input);
     auto it = recordings_by_shape_.find(key);
     if (it != recordings_by_shape_.end()) return it->second;
 
@@ -380,7 +397,7 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
     vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier, 0,
                             nullptr, 0, nullptr);
-    if (!device_.unified_memory()) {
+    if (!device_.unified_memory() && !device_input) {
         VkBufferCopy region{0, 0, static_cast<VkDeviceSize>(rows) * vocab * 4};
         vk.vkCmdCopyBuffer(cmd, staging_.buffer, logits_.buffer, 1, &region);
         barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
@@ -483,11 +500,12 @@ void GpuChain::write_params(uint32_t rows, bool sample, bool commit) {
     }
 }
 
-void GpuChain::submit_and_wait(const Recording& rec) {
+void GpuChain::submit_and_wait(const Recording& rec, VkCommandBuffer prefix) {
     const auto& vk = device_.vk();
     VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-    si.commandBufferCount = 1;
-    si.pCommandBuffers = &rec.cmd;
+    const VkCommandBuffer cmds[2] = {prefix, rec.cmd};
+    si.commandBufferCount = prefix ? 2 : 1;
+    si.pCommandBuffers = prefix ? cmds : &rec.cmd;
     vk_check(device_.submit(si, fence_), "vkQueueSubmit");
     ++submits_;
     pending_ = true;
@@ -602,6 +620,107 @@ sieve_status GpuChain::sample(const LogitsView& logits, int32_t draws, int32_t* 
             if (out) out[i] = t;
             if (tokens) tokens[static_cast<size_t>(i) * draws + d] = t.token;
         }
+    }
+    return first;
+}
+
+// The app's rows as the ingest pass binds them: the descriptor's offset
+// aligned down to minStorageBufferOffsetAlignment, the rest an element index.
+IngestSource GpuChain::ingest_source(const sieve_vulkan_logits& in) const {
+    const uint64_t elem = dtype_bytes(in.dtype);
+    const uint64_t stride = in.row_stride == 0 ? static_cast<uint64_t>(in.vocab) : static_cast<uint64_t>(in.row_stride);
+    const uint64_t align = std::max<uint64_t>(limits_.min_storage_offset_alignment, 1);
+    IngestSource src;
+    src.buffer = in.buffer;
+    src.bind_offset = in.offset / align * align;
+    const uint64_t extent = ((in.rows - 1) * stride + static_cast<uint64_t>(in.vocab)) * elem;
+    src.bind_range = (in.offset - src.bind_offset + extent + 3) / 4 * 4;
+    if (src.bind_range > limits_.max_storage_buffer_range || stride > UINT32_MAX)
+        fail(SIEVE_ERROR_DEVICE_LIMIT, std::to_string(in.rows) + " rows x row_stride " + std::to_string(stride) + " " +
+                                           dtype_name(in.dtype) + " span " + std::to_string(src.bind_range) +
+                                           " bytes; this device binds at most " +
+                                           std::to_string(limits_.max_storage_buffer_range) +
+                                           " (maxStorageBufferRange): sample fewer rows per call");
+    src.first = static_cast<uint32_t>((in.offset - src.bind_offset) / elem);
+    src.stride = static_cast<uint32_t>(stride);
+    src.dtype = in.dtype;
+    src.rows = static_cast<uint32_t>(in.rows);
+    src.vocab = static_cast<uint32_t>(in.vocab);
+    return src;
+}
+
+// Rows the GPU hands to the twin need their logits on the host: the ingest
+// pass runs again (the history pass may have patched Sieve's copy) and the
+// rows are read from the mapped buffer (or a staging copy of it).
+const float* GpuChain::ingested_rows_on_host(VkCommandBuffer ingest) {
+    const auto& vk = device_.vk();
+    std::vector<VkCommandBuffer> cmds{ingest};
+    if (!device_.unified_memory()) {
+        if (!readback_) {
+            VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+            ai.commandPool = command_pool_;
+            ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+            ai.commandBufferCount = 1;
+            vk_check(vk.vkAllocateCommandBuffers(device_.handle(), &ai, &readback_), "vkAllocateCommandBuffers");
+            VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+            vk_check(vk.vkBeginCommandBuffer(readback_, &bi), "vkBeginCommandBuffer");
+            VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+            barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+            barrier.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
+            vk.vkCmdPipelineBarrier(readback_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1,
+                                    &barrier, 0, nullptr, 0, nullptr);
+            VkBufferCopy region{0, 0, logits_.size};
+            vk.vkCmdCopyBuffer(readback_, logits_.buffer, staging_.buffer, 1, &region);
+            barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+            barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+            vk.vkCmdPipelineBarrier(readback_, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
+                                    &barrier, 0, nullptr, 0, nullptr);
+            vk_check(vk.vkEndCommandBuffer(readback_), "vkEndCommandBuffer");
+            ++recordings_;
+        }
+        cmds.push_back(readback_);
+    }
+    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    si.commandBufferCount = static_cast<uint32_t>(cmds.size());
+    si.pCommandBuffers = cmds.data();
+    vk_check(device_.submit(si, fence_), "vkQueueSubmit");
+    ++submits_;
+    pending_ = true;
+    VkResult r = vk.vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, kWaitTimeoutNs);
+    if (r == VK_TIMEOUT) fail(SIEVE_ERROR_TIMEOUT, "reading the rows back did not finish within the wait timeout");
+    vk_check(r, "vkWaitForFences");
+    vk.vkResetFences(device_.handle(), 1, &fence_);
+    pending_ = false;
+    return static_cast<const float*>(device_.unified_memory() ? logits_.mapped : staging_.mapped);
+}
+
+sieve_status GpuChain::sample_device(const sieve_vulkan_logits& in, sieve_token* out, std::string* message) {
+    wait_pending();
+    check_history_order(static_cast<uint32_t>(in.rows));
+    const IngestSource src = ingest_source(in);
+    if (!ingest_) ingest_ = std::make_unique<Ingest>(device_, logits_.buffer, command_pool_);
+    bool recorded = false;
+    VkCommandBuffer ingest = ingest_->prepare(src, &recorded);
+    if (recorded) ++recordings_;
+    const uint32_t r = src.rows, v = src.vocab;
+    const Recording& rec = recording(RecordingKind::Sample, r, v, use_collect(r), true);
+    write_params(r, true, true);
+    submit_and_wait(rec, ingest);
+    ++dispatches_;  // the ingest pass
+    sieve_status first = SIEVE_OK;
+    const float* host_rows = nullptr;
+    for (uint32_t i = 0; i < r; ++i) {
+        const auto* res = static_cast<const uint32_t*>(results_.mapped) + i * kResultStride;
+        sieve_token t;
+        if (res[3] == kStatusFallback) {
+            if (!host_rows) host_rows = ingested_rows_on_host(ingest);
+            t = fallback(i, host_rows + static_cast<size_t>(i) * v, v, res[5], true, message, &first);
+        } else {
+            t = read_result(i, message, &first);
+        }
+        t.row_passes += 1;  // the ingest pass reads the app's row
+        row_passes_ += t.row_passes;
+        out[i] = t;
     }
     return first;
 }

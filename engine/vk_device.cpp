@@ -88,6 +88,7 @@ void Device::init(const sieve_context_options& given, uint32_t enabled_features)
     info_.workgroup_size = limits_.workgroup_size;
     info_.candidate_capacity = limits_.candidate_capacity;
     limits_.max_storage_buffer_range = props.limits.maxStorageBufferRange;
+    limits_.min_storage_offset_alignment = props.limits.minStorageBufferOffsetAlignment;
     limits_.max_workgroup_count_y = props.limits.maxComputeWorkGroupCount[1];
 
     uint32_t qn = 0;

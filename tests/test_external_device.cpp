@@ -2,6 +2,7 @@
 // the test plays the app, creates everything itself (validation on), hands the
 // handles to Sieve, samples, and destroys its objects after Sieve let go.
 #include "reference/reference.hpp"
+#include "app_device.hpp"
 #include "test_support.hpp"
 
 #include <volk.h>
@@ -15,72 +16,7 @@
 
 namespace {
 
-VKAPI_ATTR VkBool32 VKAPI_CALL app_messenger(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
-                                             VkDebugUtilsMessageTypeFlagsEXT,
-                                             const VkDebugUtilsMessengerCallbackDataEXT* data, void*) {
-    if (severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT)
-        sieve_test::count_validation_message(data->pMessage, nullptr);
-    return VK_FALSE;
-}
-
-struct AppDevice {
-    VkInstance instance = VK_NULL_HANDLE;
-    VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
-    VkPhysicalDevice physical = VK_NULL_HANDLE;
-    VkDevice device = VK_NULL_HANDLE;
-    VkQueue queue = VK_NULL_HANDLE;
-    uint32_t family = 0;
-
-    AppDevice() {
-        EXPECT_EQ(volkInitialize(), VK_SUCCESS);
-        VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
-        app.apiVersion = VK_API_VERSION_1_1;
-        const char* layer = "VK_LAYER_KHRONOS_validation";
-        const char* ext = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
-        VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
-        ici.pApplicationInfo = &app;
-        ici.enabledLayerCount = 1;
-        ici.ppEnabledLayerNames = &layer;
-        ici.enabledExtensionCount = 1;
-        ici.ppEnabledExtensionNames = &ext;
-        EXPECT_EQ(vkCreateInstance(&ici, nullptr, &instance), VK_SUCCESS);
-        volkLoadInstanceOnly(instance);
-        VkDebugUtilsMessengerCreateInfoEXT mci{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
-        mci.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
-        mci.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT;
-        mci.pfnUserCallback = app_messenger;
-        EXPECT_EQ(vkCreateDebugUtilsMessengerEXT(instance, &mci, nullptr, &messenger), VK_SUCCESS);
-        uint32_t n = 1;
-        VkResult r = vkEnumeratePhysicalDevices(instance, &n, &physical);
-        EXPECT_TRUE(r == VK_SUCCESS || r == VK_INCOMPLETE);
-        uint32_t qn = 0;
-        vkGetPhysicalDeviceQueueFamilyProperties(physical, &qn, nullptr);
-        std::vector<VkQueueFamilyProperties> qf(qn);
-        vkGetPhysicalDeviceQueueFamilyProperties(physical, &qn, qf.data());
-        for (uint32_t i = 0; i < qn; ++i)
-            if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
-                family = i;
-                break;
-            }
-        float priority = 1.0f;
-        VkDeviceQueueCreateInfo q{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
-        q.queueFamilyIndex = family;
-        q.queueCount = 1;
-        q.pQueuePriorities = &priority;
-        VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-        dci.queueCreateInfoCount = 1;
-        dci.pQueueCreateInfos = &q;
-        EXPECT_EQ(vkCreateDevice(physical, &dci, nullptr, &device), VK_SUCCESS);
-        auto get_queue = reinterpret_cast<PFN_vkGetDeviceQueue>(vkGetDeviceProcAddr(device, "vkGetDeviceQueue"));
-        get_queue(device, family, 0, &queue);
-    }
-    ~AppDevice() {
-        auto destroy = reinterpret_cast<PFN_vkDestroyDevice>(vkGetDeviceProcAddr(device, "vkDestroyDevice"));
-        destroy(device, nullptr);
-        vkDestroyDebugUtilsMessengerEXT(instance, messenger, nullptr);
-        vkDestroyInstance(instance, nullptr);
-    }
-};
+using sieve_test::AppDevice;
 
 TEST(ExternalDevice, SamplesOnTheAppsDevice) {
     AppDevice app;

@@ -1,0 +1,135 @@
+#include "ingest.hpp"
+
+#include "pipelines.hpp"
+#include "vk_check.hpp"
+
+#include <sieve_shaders.hpp>
+
+namespace sieve {
+
+namespace {
+
+// Mirrors `Push` in ingest.comp.
+struct IngestPush {
+    uint32_t vocab;
+    uint32_t dtype;
+    uint32_t first;
+    uint32_t stride;
+};
+
+} // namespace
+
+Ingest::Ingest(Device& device, VkBuffer dst, VkCommandPool pool) : device_(device), dst_(dst), command_pool_(pool) {
+    const auto& vk = device.vk();
+    VkDevice dev = device.handle();
+    try {
+        set_layout_ = create_storage_set_layout(device, 2);
+        VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(IngestPush)};
+        VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+        pl.setLayoutCount = 1;
+        pl.pSetLayouts = &set_layout_;
+        pl.pushConstantRangeCount = 1;
+        pl.pPushConstantRanges = &range;
+        vk_check(vk.vkCreatePipelineLayout(dev, &pl, nullptr, &layout_), "vkCreatePipelineLayout");
+        pipeline_ = create_compute_pipeline(device, layout_, shaders::ingest.words, shaders::ingest.size_bytes,
+                                            device.limits().workgroup_size, device.limits().candidate_capacity);
+        VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2};
+        VkDescriptorPoolCreateInfo dp{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+        dp.maxSets = 1;
+        dp.poolSizeCount = 1;
+        dp.pPoolSizes = &size;
+        vk_check(vk.vkCreateDescriptorPool(dev, &dp, nullptr, &pool_), "vkCreateDescriptorPool");
+        VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+        ai.descriptorPool = pool_;
+        ai.descriptorSetCount = 1;
+        ai.pSetLayouts = &set_layout_;
+        vk_check(vk.vkAllocateDescriptorSets(dev, &ai, &set_), "vkAllocateDescriptorSets");
+    } catch (...) {
+        release();
+        throw;
+    }
+}
+
+Ingest::~Ingest() { release(); }
+
+void Ingest::release() {
+    const auto& vk = device_.vk();
+    VkDevice dev = device_.handle();
+    if (cmd_) vk.vkFreeCommandBuffers(dev, command_pool_, 1, &cmd_);
+    if (pool_) vk.vkDestroyDescriptorPool(dev, pool_, nullptr);
+    if (pipeline_) vk.vkDestroyPipeline(dev, pipeline_, nullptr);
+    if (layout_) vk.vkDestroyPipelineLayout(dev, layout_, nullptr);
+    if (set_layout_) vk.vkDestroyDescriptorSetLayout(dev, set_layout_, nullptr);
+    cmd_ = VK_NULL_HANDLE;
+    pool_ = VK_NULL_HANDLE;
+    pipeline_ = VK_NULL_HANDLE;
+    layout_ = VK_NULL_HANDLE;
+    set_layout_ = VK_NULL_HANDLE;
+}
+
+void Ingest::release_source() {
+    // The set still names the old buffer; it is rewritten before its next use.
+    if (cmd_) device_.vk().vkFreeCommandBuffers(device_.handle(), command_pool_, 1, &cmd_);
+    cmd_ = VK_NULL_HANDLE;
+    valid_ = false;
+    current_ = IngestSource{};
+}
+
+VkCommandBuffer Ingest::prepare(const IngestSource& src, bool* recorded) {
+    *recorded = false;
+    if (valid_ && src == current_) return cmd_;
+    const auto& vk = device_.vk();
+    // A fresh command buffer (the chain's pool does not reset single ones).
+    if (cmd_) vk.vkFreeCommandBuffers(device_.handle(), command_pool_, 1, &cmd_);
+    cmd_ = VK_NULL_HANDLE;
+    valid_ = false;
+    VkCommandBufferAllocateInfo ci{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    ci.commandPool = command_pool_;
+    ci.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ci.commandBufferCount = 1;
+    vk_check(vk.vkAllocateCommandBuffers(device_.handle(), &ci, &cmd_), "vkAllocateCommandBuffers");
+    VkDescriptorBufferInfo infos[2] = {{dst_, 0, VK_WHOLE_SIZE}, {src.buffer, src.bind_offset, src.bind_range}};
+    VkWriteDescriptorSet writes[2] = {};
+    for (uint32_t i = 0; i < 2; ++i) {
+        writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+        writes[i].dstSet = set_;
+        writes[i].dstBinding = i;
+        writes[i].descriptorCount = 1;
+        writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        writes[i].pBufferInfo = &infos[i];
+    }
+    vk.vkUpdateDescriptorSets(device_.handle(), 2, writes, 0, nullptr);
+
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    vk_check(vk.vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer");
+    // The app's writes of the logits (any earlier command on this queue:
+    // a compute or transfer pass, a copy) before this pass reads them, and
+    // the previous sampling call's reads of Sieve's logits before they are
+    // overwritten.
+    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    barrier.srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT;
+    barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+    vk.vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
+                            &barrier, 0, nullptr, 0, nullptr);
+    vk.vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_);
+    vk.vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, layout_, 0, 1, &set_, 0, nullptr);
+    const IngestPush push{src.vocab, static_cast<uint32_t>(src.dtype), src.first, src.stride};
+    vk.vkCmdPushConstants(cmd_, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
+    const uint32_t wg = device_.limits().workgroup_size;
+    vk.vkCmdDispatch(cmd_, (src.vocab + wg - 1) / wg, src.rows, 1);
+    // The chain's recording, next in the same submission, starts with a
+    // compute-to-compute barrier that makes these writes visible to it. When
+    // the host reads the rows back (rows the twin finishes), they must be
+    // visible to it after the fence too.
+    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vk.vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0,
+                            nullptr, 0, nullptr);
+    vk_check(vk.vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
+    current_ = src;
+    valid_ = true;
+    *recorded = true;
+    return cmd_;
+}
+
+} // namespace sieve

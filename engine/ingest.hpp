@@ -1,0 +1,64 @@
+// Zero-copy input (sieve_sample_vulkan): the ingest pass reads the app's
+// buffer of f32/f16/bf16 rows and writes Sieve's packed f32 logits
+// (shaders/glsl/ingest.comp). It has its own layouts and one descriptor set,
+// and records into a command buffer of its own that is submitted ahead of the
+// chain's recording: the chain's recordings stay independent of the app's
+// buffer, and a new buffer re-records only this small command buffer.
+#pragma once
+
+#include "vk_device.hpp"
+
+#include <sieve/sieve.h>
+
+#include <cstdint>
+
+namespace sieve {
+
+// Where the rows are, resolved against the device's offset alignment.
+struct IngestSource {
+    VkBuffer buffer = VK_NULL_HANDLE;
+    VkDeviceSize bind_offset = 0;  // aligned to minStorageBufferOffsetAlignment
+    VkDeviceSize bind_range = 0;   // bytes from bind_offset, a multiple of 4
+    uint32_t first = 0;            // element index of row 0 from bind_offset
+    uint32_t stride = 0;           // elements between row starts
+    sieve_dtype dtype = SIEVE_DTYPE_F32;
+    uint32_t rows = 0;
+    uint32_t vocab = 0;
+
+    bool operator==(const IngestSource& o) const {
+        return buffer == o.buffer && bind_offset == o.bind_offset && bind_range == o.bind_range && first == o.first &&
+               stride == o.stride && dtype == o.dtype && rows == o.rows && vocab == o.vocab;
+    }
+};
+
+class Ingest {
+public:
+    // dst: the chain's f32 logits buffer. pool: the chain's command pool.
+    Ingest(Device& device, VkBuffer dst, VkCommandPool pool);
+    ~Ingest();
+    Ingest(const Ingest&) = delete;
+    Ingest& operator=(const Ingest&) = delete;
+
+    // The command buffer that ingests `src`; re-recorded (and *recorded set)
+    // only when the source differs from the last one. No submission may be
+    // pending on it.
+    VkCommandBuffer prepare(const IngestSource& src, bool* recorded);
+    // Forget the source (the descriptor keeps no handle of the app's).
+    void release_source();
+
+private:
+    void release();
+    Device& device_;
+    VkBuffer dst_;
+    VkCommandPool command_pool_;
+    VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
+    VkPipelineLayout layout_ = VK_NULL_HANDLE;
+    VkPipeline pipeline_ = VK_NULL_HANDLE;
+    VkDescriptorPool pool_ = VK_NULL_HANDLE;
+    VkDescriptorSet set_ = VK_NULL_HANDLE;
+    VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+    IngestSource current_{};
+    bool valid_ = false;
+};
+
+} // namespace sieve

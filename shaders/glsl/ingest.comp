@@ -1,0 +1,49 @@
+#version 450
+// Zero-copy input (sieve_sample_vulkan): reads f32, f16 or bf16 logits from the
+// application's own buffer (rows `stride` elements apart, from element `first`
+// of the bound range) and writes them as packed f32 [rows][vocab] into the
+// engine's logits buffer, where every later pass reads them.
+// Integer work only: the f32 bits are written as they are (no float op that a
+// GPU could flush to zero), and f16 is widened by hand, exactly, with
+// subnormals, Inf and NaN kept (the row check then rejects Inf and NaN).
+// Self-contained (no common.glsl): its own bindings and push block.
+// Grid: x = ceil(vocab / WG), y = rows.
+
+layout(constant_id = 0) const uint WG = 64;
+layout(local_size_x_id = 0) in;
+layout(push_constant) uniform Push {
+    uint vocab;
+    uint dtype;   // 0 f32, 1 f16, 2 bf16 (sieve_dtype)
+    uint first;   // element index of row 0 in the bound range
+    uint stride;  // elements between row starts
+} pc;
+layout(std430, set = 0, binding = 0) writeonly buffer Dst { uint dst[]; };
+layout(std430, set = 0, binding = 1) readonly buffer Src { uint src[]; };
+
+uint half_bits_to_float_bits(uint h) {
+    const uint sign = (h & 0x8000u) << 16;
+    const uint e = (h >> 10) & 0x1Fu;
+    const uint m = h & 0x3FFu;
+    if (e == 0x1Fu) return sign | 0x7F800000u | (m << 13);
+    if (e != 0u) return sign | ((e + 112u) << 23) | (m << 13);
+    if (m == 0u) return sign;
+    // Subnormal: m * 2^-24 with its leading bit at p becomes 1.x * 2^(p-24).
+    const uint p = uint(findMSB(m));
+    return sign | ((p + 103u) << 23) | ((m << (23u - p)) & 0x7FFFFFu);
+}
+
+void main() {
+    const uint i = gl_GlobalInvocationID.x;
+    const uint row = gl_WorkGroupID.y;
+    if (i >= pc.vocab) return;
+    const uint e = pc.first + row * pc.stride + i;
+    uint bits;
+    if (pc.dtype == 0u) {
+        bits = src[e];
+    } else {
+        const uint word = src[e >> 1];
+        const uint h = (e & 1u) != 0u ? word >> 16 : word & 0xFFFFu;
+        bits = pc.dtype == 1u ? half_bits_to_float_bits(h) : h << 16;
+    }
+    dst[row * pc.vocab + i] = bits;
+}

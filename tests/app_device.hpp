@@ -1,0 +1,190 @@
+// The app of the external-device tests: its own VkInstance (validation with
+// synchronization validation on, every warning a test failure), VkDevice,
+// queue, buffers and command buffers, handed to Sieve through
+// sieve_context_create_vulkan.
+#pragma once
+
+#include "test_support.hpp"
+
+#include <volk.h>
+
+#include <sieve/sieve_vulkan.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace sieve_test {
+
+inline VKAPI_ATTR VkBool32 VKAPI_CALL app_messenger(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                             VkDebugUtilsMessageTypeFlagsEXT,
+                                             const VkDebugUtilsMessengerCallbackDataEXT* data, void*) {
+    if (severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT)
+        sieve_test::count_validation_message(data->pMessage, nullptr);
+    return VK_FALSE;
+}
+
+struct AppDevice {
+    VkInstance instance = VK_NULL_HANDLE;
+    VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
+    VkPhysicalDevice physical = VK_NULL_HANDLE;
+    VkDevice device = VK_NULL_HANDLE;
+    VkQueue queue = VK_NULL_HANDLE;
+    uint32_t family = 0;
+    VolkDeviceTable vk{};
+    VkCommandPool pool = VK_NULL_HANDLE;
+    VkFence fence = VK_NULL_HANDLE;
+
+    struct AppBuffer {
+        VkBuffer buffer = VK_NULL_HANDLE;
+        VkDeviceMemory memory = VK_NULL_HANDLE;
+        void* mapped = nullptr;
+        VkDeviceSize size = 0;
+    };
+    std::vector<AppBuffer> buffers;  // destroyed with the device
+
+    AppDevice() {
+        EXPECT_EQ(volkInitialize(), VK_SUCCESS);
+        VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+        app.apiVersion = VK_API_VERSION_1_1;
+        const char* layer = "VK_LAYER_KHRONOS_validation";
+        const char* ext = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+        // Synchronization validation on: Sieve's submissions on the app's
+        // queue must order themselves against the app's own work.
+        VkValidationFeaturesEXT features{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
+        const VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+        features.enabledValidationFeatureCount = 1;
+        features.pEnabledValidationFeatures = enables;
+        VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+        ici.pNext = &features;
+        ici.pApplicationInfo = &app;
+        ici.enabledLayerCount = 1;
+        ici.ppEnabledLayerNames = &layer;
+        ici.enabledExtensionCount = 1;
+        ici.ppEnabledExtensionNames = &ext;
+        EXPECT_EQ(vkCreateInstance(&ici, nullptr, &instance), VK_SUCCESS);
+        volkLoadInstanceOnly(instance);
+        VkDebugUtilsMessengerCreateInfoEXT mci{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+        mci.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+        mci.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT;
+        mci.pfnUserCallback = app_messenger;
+        EXPECT_EQ(vkCreateDebugUtilsMessengerEXT(instance, &mci, nullptr, &messenger), VK_SUCCESS);
+        uint32_t n = 1;
+        VkResult r = vkEnumeratePhysicalDevices(instance, &n, &physical);
+        EXPECT_TRUE(r == VK_SUCCESS || r == VK_INCOMPLETE);
+        uint32_t qn = 0;
+        vkGetPhysicalDeviceQueueFamilyProperties(physical, &qn, nullptr);
+        std::vector<VkQueueFamilyProperties> qf(qn);
+        vkGetPhysicalDeviceQueueFamilyProperties(physical, &qn, qf.data());
+        for (uint32_t i = 0; i < qn; ++i)
+            if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
+                family = i;
+                break;
+            }
+        float priority = 1.0f;
+        VkDeviceQueueCreateInfo q{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+        q.queueFamilyIndex = family;
+        q.queueCount = 1;
+        q.pQueuePriorities = &priority;
+        VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+        dci.queueCreateInfoCount = 1;
+        dci.pQueueCreateInfos = &q;
+        EXPECT_EQ(vkCreateDevice(physical, &dci, nullptr, &device), VK_SUCCESS);
+        volkLoadDeviceTable(&vk, device);
+        vk.vkGetDeviceQueue(device, family, 0, &queue);
+        VkCommandPoolCreateInfo cp{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+        cp.queueFamilyIndex = family;
+        EXPECT_EQ(vk.vkCreateCommandPool(device, &cp, nullptr, &pool), VK_SUCCESS);
+        VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+        EXPECT_EQ(vk.vkCreateFence(device, &fi, nullptr, &fence), VK_SUCCESS);
+    }
+    ~AppDevice() {
+        vk.vkDeviceWaitIdle(device);
+        for (auto& b : buffers) {
+            vk.vkDestroyBuffer(device, b.buffer, nullptr);
+            vk.vkFreeMemory(device, b.memory, nullptr);
+        }
+        vk.vkDestroyFence(device, fence, nullptr);
+        vk.vkDestroyCommandPool(device, pool, nullptr);
+        vk.vkDestroyDevice(device, nullptr);
+        vkDestroyDebugUtilsMessengerEXT(instance, messenger, nullptr);
+        vkDestroyInstance(instance, nullptr);
+    }
+
+    // A buffer of the app's: host-visible (to fill it) or device-local.
+    AppBuffer make_buffer(VkDeviceSize size, VkBufferUsageFlags usage, bool host_visible) {
+        AppBuffer b;
+        b.size = size;
+        VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+        bi.size = size;
+        bi.usage = usage;
+        EXPECT_EQ(vk.vkCreateBuffer(device, &bi, nullptr, &b.buffer), VK_SUCCESS);
+        VkMemoryRequirements req;
+        vk.vkGetBufferMemoryRequirements(device, b.buffer, &req);
+        VkPhysicalDeviceMemoryProperties props;
+        vkGetPhysicalDeviceMemoryProperties(physical, &props);
+        const VkMemoryPropertyFlags want =
+            host_visible ? VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+                         : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+        uint32_t type = 0;
+        for (uint32_t i = 0; i < props.memoryTypeCount; ++i)
+            if ((req.memoryTypeBits & (1u << i)) && (props.memoryTypes[i].propertyFlags & want) == want) {
+                type = i;
+                break;
+            }
+        VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+        ai.allocationSize = req.size;
+        ai.memoryTypeIndex = type;
+        EXPECT_EQ(vk.vkAllocateMemory(device, &ai, nullptr, &b.memory), VK_SUCCESS);
+        EXPECT_EQ(vk.vkBindBufferMemory(device, b.buffer, b.memory, 0), VK_SUCCESS);
+        if (host_visible) EXPECT_EQ(vk.vkMapMemory(device, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped), VK_SUCCESS);
+        buffers.push_back(b);
+        return b;
+    }
+
+    // Copies src to dst on the queue, the way an app's decode writes its
+    // output tensor: submitted, not waited for (the next submission on the
+    // queue, Sieve's, must order itself after it). Returns after submitting.
+    void copy_on_queue(const AppBuffer& src, const AppBuffer& dst) {
+        VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+        ai.commandPool = pool;
+        ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+        ai.commandBufferCount = 1;
+        VkCommandBuffer cmd = VK_NULL_HANDLE;
+        EXPECT_EQ(vk.vkAllocateCommandBuffers(device, &ai, &cmd), VK_SUCCESS);
+        VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+        vk.vkBeginCommandBuffer(cmd, &bi);
+        // The previous sampling call's reads of dst before this overwrite.
+        VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+        barrier.srcAccessMask = VK_ACCESS_SHADER_READ_BIT;
+        barrier.dstAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+        vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier,
+                                0, nullptr, 0, nullptr);
+        VkBufferCopy region{0, 0, std::min(src.size, dst.size)};
+        vk.vkCmdCopyBuffer(cmd, src.buffer, dst.buffer, 1, &region);
+        vk.vkEndCommandBuffer(cmd);
+        VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+        si.commandBufferCount = 1;
+        si.pCommandBuffers = &cmd;
+        EXPECT_EQ(vk.vkQueueSubmit(queue, 1, &si, VK_NULL_HANDLE), VK_SUCCESS);
+        pending.push_back(cmd);
+    }
+    std::vector<VkCommandBuffer> pending;  // freed with the pool
+
+    sieve_vulkan_device handles(uint32_t enabled_features = 0) const {
+        sieve_vulkan_device h{};
+        h.struct_size = sizeof(h);
+        h.instance = instance;
+        h.physical_device = physical;
+        h.device = device;
+        h.queue = queue;
+        h.queue_family_index = family;
+        h.api_version = VK_API_VERSION_1_1;
+        h.enabled_features = enabled_features;
+        return h;
+    }
+};
+
+
+} // namespace sieve_test

@@ -1,0 +1,215 @@
+// Zero-copy input (issue 5): the app's logits in a VkBuffer on its own device,
+// written by its own queue work that Sieve's submission must order itself
+// after (synchronization validation on). A row sampled from the buffer equals
+// the same row sampled from host memory (sieve_sample_logits) bit for bit:
+// f32, f16 and bf16, at an offset and a row stride, through the GPU's own path
+// and through the rows the CPU twin finishes.
+#include "app_device.hpp"
+#include "test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace sieve_test;
+
+uint16_t to_half_bits(float f, sieve_dtype dtype) {
+    if (dtype == SIEVE_DTYPE_F16) {
+        const _Float16 h = static_cast<_Float16>(f);
+        uint16_t b;
+        std::memcpy(&b, &h, 2);
+        return b;
+    }
+    uint32_t x;
+    std::memcpy(&x, &f, 4);
+    return static_cast<uint16_t>((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
+}
+
+// The app's side: a device-local tensor of `rows` rows `stride` elements
+// apart from byte `offset`, filled from a staging buffer by a copy on the
+// queue that nobody waits for.
+struct AppLogits {
+    AppDevice::AppBuffer staging, tensor;
+    std::vector<unsigned char> bytes;  // what the tensor holds
+    sieve_vulkan_logits desc{};
+    sieve_logits host{};               // the same values in host memory
+};
+
+AppLogits make_app_logits(AppDevice& app, sieve_dtype dtype, Shape shape, int32_t rows, int32_t vocab, int64_t stride,
+                          VkDeviceSize offset, uint32_t seed) {
+    AppLogits a;
+    const size_t elem = dtype == SIEVE_DTYPE_F32 ? 4 : 2;
+    const VkDeviceSize size = offset + static_cast<VkDeviceSize>(stride) * rows * elem + 64;
+    a.bytes.assign(size, 0xFF);  // NaN in every format outside the rows
+    const auto values = make_rows(shape, rows, vocab, seed);
+    for (int32_t r = 0; r < rows; ++r)
+        for (int32_t i = 0; i < vocab; ++i) {
+            const float v = values[static_cast<size_t>(r) * vocab + i];
+            unsigned char* at = a.bytes.data() + offset + (static_cast<size_t>(r) * stride + i) * elem;
+            if (elem == 4) std::memcpy(at, &v, 4);
+            else {
+                const uint16_t h = to_half_bits(v, dtype);
+                std::memcpy(at, &h, 2);
+            }
+        }
+    a.staging = app.make_buffer(size, VK_BUFFER_USAGE_TRANSFER_SRC_BIT, true);
+    std::memcpy(a.staging.mapped, a.bytes.data(), size);
+    a.tensor = app.make_buffer(size, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT, false);
+    sieve_vulkan_logits_init(&a.desc, a.tensor.buffer, size, dtype, rows, vocab);
+    a.desc.offset = offset;
+    a.desc.row_stride = stride;
+    sieve_logits_init(&a.host, a.bytes.data() + offset, dtype, rows, vocab);
+    a.host.row_stride = stride;
+    return a;
+}
+
+std::unique_ptr<sieve::Context> app_context(AppDevice& app) {
+    const sieve_vulkan_device handles = app.handles();
+    sieve::ContextOptions options;
+    options.on_message(count_validation_message, nullptr);
+    sieve_context* raw = nullptr;
+    EXPECT_EQ(sieve_context_create_vulkan(&handles, &options.raw, &raw), SIEVE_OK) << sieve_last_error();
+    return std::make_unique<sieve::Context>(raw);
+}
+
+void expect_same(const std::vector<sieve_token>& a, const std::vector<sieve_token>& b) {
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t r = 0; r < a.size(); ++r) {
+        SCOPED_TRACE("row " + std::to_string(r));
+        ASSERT_EQ(a[r].status, SIEVE_OK);
+        ASSERT_EQ(b[r].status, SIEVE_OK);
+        EXPECT_EQ(a[r].token, b[r].token);
+        EXPECT_EQ(std::memcmp(&a[r].p, &b[r].p, 4), 0) << a[r].p << " vs " << b[r].p;
+        EXPECT_EQ(std::memcmp(&a[r].logprob, &b[r].logprob, 4), 0);
+        EXPECT_EQ(a[r].step, b[r].step);
+    }
+}
+
+std::vector<sieve_token> sample_vulkan(sieve::Chain& chain, const sieve_vulkan_logits& in) {
+    std::vector<sieve_token> out(static_cast<size_t>(in.rows));
+    EXPECT_EQ(sieve_sample_vulkan(chain.get(), &in, out.data()), SIEVE_OK) << sieve_last_error();
+    return out;
+}
+
+TEST(ZeroCopy, EqualsHostInputForEveryDtype) {
+    AppDevice app;
+    auto ctx = app_context(app);
+    constexpr int32_t kRows = 3;
+    for (sieve_dtype dtype : {SIEVE_DTYPE_F32, SIEVE_DTYPE_F16, SIEVE_DTYPE_BF16})
+        for (int32_t vocab : {1000, 32000})
+            for (const char* samplers : {"", "top_p;temperature"}) {
+                SCOPED_TRACE(std::string("dtype ") + std::to_string(dtype) + ", vocab " + std::to_string(vocab) +
+                             ", chain '" + samplers + "'");
+                // An offset that is not a multiple of the device's binding
+                // alignment and a stride past the vocab.
+                const VkDeviceSize offset = 3 * (dtype == SIEVE_DTYPE_F32 ? 4 : 2);
+                AppLogits a = make_app_logits(app, dtype, Shape::Zipf, kRows, vocab, vocab + 3, offset, 21);
+                sieve::Chain zero(*ctx, chain_desc(samplers, kRows, vocab, 0.8f, 5));
+                sieve::Chain host(*ctx, chain_desc(samplers, kRows, vocab, 0.8f, 5));
+                for (int step = 0; step < 3; ++step) {
+                    app.copy_on_queue(a.staging, a.tensor);  // the app's decode writes the tensor
+                    expect_same(sample_vulkan(zero, a.desc), host.sample(a.host));
+                }
+            }
+}
+
+// Rows whose survivors pass the candidate buffer go to the CPU twin, which
+// needs them on the host: the same tokens as from host memory, counted.
+TEST(ZeroCopy, RowsTheTwinFinishes) {
+    AppDevice app;
+    auto ctx = app_context(app);
+    constexpr int32_t kRows = 2, kVocab = 32000;
+    AppLogits a = make_app_logits(app, SIEVE_DTYPE_F16, Shape::Gaussian, kRows, kVocab, kVocab, 0, 8);
+    sieve::Chain zero(*ctx, chain_desc("min_p;temperature", kRows, kVocab, 0.8f, 3));
+    sieve::Chain host(*ctx, chain_desc("min_p;temperature", kRows, kVocab, 0.8f, 3));
+    zero.set(SIEVE_PARAM_MIN_P, 0.001);
+    host.set(SIEVE_PARAM_MIN_P, 0.001);
+    for (int step = 0; step < 2; ++step) {
+        app.copy_on_queue(a.staging, a.tensor);
+        expect_same(sample_vulkan(zero, a.desc), host.sample(a.host));
+    }
+    EXPECT_GT(zero.counters().cpu_fallback_rows, 0u) << "the case no longer reaches the CPU twin";
+    EXPECT_EQ(zero.counters().cpu_fallback_rows, host.counters().cpu_fallback_rows);
+}
+
+// The ingest pass is recorded once per buffer and shape: resampling the same
+// buffer records nothing; another buffer records only the ingest again.
+TEST(ZeroCopy, RecordsOnlyWhenTheBufferChanges) {
+    AppDevice app;
+    auto ctx = app_context(app);
+    constexpr int32_t kRows = 2, kVocab = 5000;
+    AppLogits a = make_app_logits(app, SIEVE_DTYPE_F32, Shape::Zipf, kRows, kVocab, kVocab, 0, 1);
+    AppLogits b = make_app_logits(app, SIEVE_DTYPE_F32, Shape::Zipf, kRows, kVocab, kVocab, 0, 2);
+    sieve::Chain chain(*ctx, chain_desc("", kRows, kVocab, 0.8f, 5));
+    app.copy_on_queue(a.staging, a.tensor);
+    app.copy_on_queue(b.staging, b.tensor);
+    sample_vulkan(chain, a.desc);
+    const sieve_counters first = chain.counters();
+    for (int i = 0; i < 5; ++i) sample_vulkan(chain, a.desc);
+    EXPECT_EQ(chain.counters().recordings, first.recordings);
+    EXPECT_EQ(chain.counters().allocations, first.allocations);
+    sample_vulkan(chain, b.desc);
+    EXPECT_EQ(chain.counters().recordings, first.recordings + 1) << "a new buffer re-records the ingest only";
+    EXPECT_EQ(chain.counters().submits, first.submits + 6);
+    // After release_input the same buffer is bound afresh.
+    ASSERT_EQ(sieve_chain_release_input(chain.get()), SIEVE_OK);
+    sample_vulkan(chain, b.desc);
+    EXPECT_EQ(chain.counters().recordings, first.recordings + 2);
+}
+
+// Every refused descriptor: its status and message, and the chain samples on
+// unchanged afterwards (the same tokens as a chain that never saw the bad calls).
+TEST(ZeroCopy, BadInput) {
+    AppDevice app;
+    auto ctx = app_context(app);
+    constexpr int32_t kRows = 2, kVocab = 1000;
+    AppLogits a = make_app_logits(app, SIEVE_DTYPE_F16, Shape::Zipf, kRows, kVocab, kVocab + 8, 4, 3);
+    app.copy_on_queue(a.staging, a.tensor);
+    sieve::Chain chain(*ctx, chain_desc("", kRows, kVocab, 0.8f, 5));
+    sieve::Chain clean(*ctx, chain_desc("", kRows, kVocab, 0.8f, 5));
+    std::vector<sieve_token> out(kRows);
+    auto refused = [&](sieve_vulkan_logits d, sieve_status want, std::initializer_list<std::string> words) {
+        EXPECT_TRUE(Fails(sieve_sample_vulkan(chain.get(), &d, out.data()), want, words));
+    };
+    sieve_vulkan_logits d = a.desc;
+    d.size = a.desc.offset + (kVocab + 8) * 2;  // one row's worth
+    refused(d, SIEVE_ERROR_INVALID_ARGUMENT, {"too small", "2 rows", "row_stride 1008"});
+    d = a.desc;
+    d.offset = a.desc.size + 2;
+    refused(d, SIEVE_ERROR_INVALID_ARGUMENT, {"too small"});
+    d = a.desc;
+    d.row_stride = kVocab - 1;
+    refused(d, SIEVE_ERROR_INVALID_ARGUMENT, {"row_stride 999", "smaller than the vocab"});
+    d = a.desc;
+    d.offset = 5;
+    refused(d, SIEVE_ERROR_INVALID_ARGUMENT, {"offset 5", "element size 2"});
+    d = a.desc;
+    d.buffer = VK_NULL_HANDLE;
+    refused(d, SIEVE_ERROR_INVALID_ARGUMENT, {"VK_NULL_HANDLE"});
+    d = a.desc;
+    d.struct_size = 4;
+    refused(d, SIEVE_ERROR_INVALID_ARGUMENT, {"struct_size"});
+    d = a.desc;
+    d.dtype = static_cast<sieve_dtype>(9);
+    refused(d, SIEVE_ERROR_INVALID_ARGUMENT, {"dtype 9"});
+    d = a.desc;
+    d.vocab = kVocab + 1;
+    refused(d, SIEVE_ERROR_CAPACITY, {"vocab 1001"});
+    EXPECT_TRUE(Fails(sieve_sample_vulkan(chain.get(), nullptr, out.data()), SIEVE_ERROR_INVALID_ARGUMENT, {"logits"}));
+    EXPECT_TRUE(Fails(sieve_sample_vulkan(chain.get(), &a.desc, nullptr), SIEVE_ERROR_INVALID_ARGUMENT, {"out"}));
+    EXPECT_TRUE(Fails(sieve_sample_vulkan(nullptr, &a.desc, out.data()), SIEVE_ERROR_NULL_HANDLE, {"chain"}));
+    // The CPU backend cannot read a VkBuffer.
+    sieve::Context cpu = cpu_context();
+    sieve::Chain twin(cpu, chain_desc("", kRows, kVocab, 0.8f, 5));
+    EXPECT_TRUE(Fails(sieve_sample_vulkan(twin.get(), &a.desc, out.data()), SIEVE_ERROR_INVALID_ARGUMENT,
+                      {"Vulkan context"}));
+    // Nothing changed: the chain samples as one that never saw the bad calls.
+    expect_same(sample_vulkan(chain, a.desc), sample_vulkan(clean, a.desc));
+}
+
+} // namespace
