@@ -138,7 +138,9 @@ struct AppDevice {
         ai.memoryTypeIndex = type;
         EXPECT_EQ(vk.vkAllocateMemory(device, &ai, nullptr, &b.memory), VK_SUCCESS);
         EXPECT_EQ(vk.vkBindBufferMemory(device, b.buffer, b.memory, 0), VK_SUCCESS);
-        if (host_visible) EXPECT_EQ(vk.vkMapMemory(device, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped), VK_SUCCESS);
+        if (host_visible) {
+            EXPECT_EQ(vk.vkMapMemory(device, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped), VK_SUCCESS);
+        }
         buffers.push_back(b);
         return b;
     }

@@ -635,4 +635,21 @@ TEST_F(Cli, MinimalCExampleSucceeds) {
     EXPECT_NE(r.out.find("token "), std::string::npos) << r.out;
 }
 
+// The batched example checks every row of its 64-row batch against the row
+// sampled alone; it fails on any difference.
+TEST_F(Cli, BatchedExampleSucceeds) {
+    Proc r = run_program(SIEVE_BATCHED_PATH, "");
+    EXPECT_EQ(r.code, 0) << describe(r);
+    EXPECT_NE(r.out.find("batched: ok"), std::string::npos) << r.out;
+}
+
+// The zero-copy example is an app with its own device (validation on when the
+// suite's SIEVE_VALIDATION=1 is, any message fails it) that samples from its
+// own buffer and checks the tokens against host memory.
+TEST_F(Cli, ZeroCopyExampleSucceeds) {
+    Proc r = run_program(SIEVE_ZERO_COPY_PATH, "");
+    EXPECT_EQ(r.code, 0) << describe(r);
+    EXPECT_NE(r.out.find("zero_copy: ok"), std::string::npos) << r.out;
+}
+
 } // namespace
