@@ -10,11 +10,13 @@
 #include "vk_check.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <numeric>
 #include <memory>
 #include <tuple>
 
@@ -36,7 +38,8 @@ constexpr uint32_t kStatusFallback = 0x46414C4Cu;  // STATUS_FALLBACK
 constexpr uint64_t kWaitTimeoutNs = 120ull * 1000 * 1000 * 1000;
 
 struct RowGroup {
-    uint32_t row_base;
+    uint32_t window;     // the row window whose descriptor set it binds
+    uint32_t row_base;   // its first row, counted from the window's first
     uint32_t rows;
     uint32_t args_base;  // its indirect dispatch arguments, in words
 };
@@ -57,10 +60,10 @@ constexpr uint32_t kMaxPlanDispatches = 12;
 // kMaxWideList, less when the rows' lists would pass maxStorageBufferRange.
 // Rows whose cut needs more fall back to the CPU twin (counted); 0 without
 // top-p.
-uint32_t wide_list_capacity(const ChainConfig& config, const EffectiveLimits& limits) {
+uint32_t wide_list_capacity(const ChainConfig& config, const EffectiveLimits& limits, uint32_t window_rows) {
     if (std::find(config.samplers.begin(), config.samplers.end(), ref::SamplerKind::TopP) == config.samplers.end())
         return 0;
-    const uint64_t per_row = limits.max_storage_buffer_range / 4 / static_cast<uint64_t>(config.max_rows);
+    const uint64_t per_row = limits.max_storage_buffer_range / 4 / static_cast<uint64_t>(window_rows);
     const uint64_t fixed = wide_row_words(limits.candidate_capacity, 0);
     if (per_row <= fixed) return 0;
     const uint64_t wanted = std::max<uint64_t>(limits.candidate_capacity, static_cast<uint64_t>(config.max_vocab) / 2);
@@ -86,6 +89,67 @@ AdjustLayout adjust_layout(const ChainConfig& config) {
     a.bitmap_words = (static_cast<uint32_t>(config.max_vocab) + 31) / 32;
     a.row_words = 2ull * a.bitmap_words + (4ull << a.hash_bits) + 2ull * cap;
     return a;
+}
+
+// Row windows: a chain whose per-row buffers pass maxStorageBufferRange (128
+// MiB on lavapipe and many phones: 256 rows of 151936 f32 logits) is bound as
+// several windows of rows, each its own descriptor set over the same buffers
+// at an offset; the shaders index rows from the window's first (the push
+// constants' row_base is window-relative). Buffers a row does not index (the
+// slots, the dispatch arguments) are bound whole.
+constexpr uint32_t kBindingSlots = 4, kBindingArgs = 9;
+
+struct RowWindows {
+    std::array<uint64_t, kBindingCount> row_bytes{};  // per binding; 0 = bound whole
+    uint32_t rows = 0;                                // rows per window
+    uint32_t count = 0;                               // windows for max_rows
+};
+
+// wide_cap: the wide list's entries per row (0: no top-p).
+RowWindows row_windows(const ChainConfig& config, const EffectiveLimits& limits, uint32_t max_chunks,
+                       uint32_t wide_cap, const AdjustLayout* adjust) {
+    RowWindows w;
+    const uint64_t vocab = static_cast<uint64_t>(config.max_vocab);
+    w.row_bytes = {vocab * 4,
+                   kParamStride * 4ull,
+                   static_cast<uint64_t>(max_chunks) * kChunkStride * 4,
+                   kRowStride * 4ull,
+                   0,
+                   static_cast<uint64_t>(max_chunks) * kBins * kHistStride * 4,
+                   collect_row_words(limits.candidate_capacity) * 4,
+                   kResultStride * 4ull,
+                   (2 * vocab + 2) * 4,
+                   0,
+                   row_input_words(static_cast<uint32_t>(vocab)) * 4ull,
+                   wide_cap ? wide_row_words(limits.candidate_capacity, wide_cap) * 4 : 0,
+                   adjust ? adjust->row_words * 4 : 0};
+    uint64_t fit = UINT64_MAX;
+    int widest = 0;
+    for (uint32_t b = 0; b < kBindingCount; ++b)
+        if (w.row_bytes[b] && limits.max_storage_buffer_range / w.row_bytes[b] < fit) {
+            fit = limits.max_storage_buffer_range / w.row_bytes[b];
+            widest = static_cast<int>(b);
+        }
+    const uint64_t rows = static_cast<uint64_t>(config.max_rows);
+    if (fit < rows) {
+        // Window offsets (a window's rows times each row size) must be
+        // multiples of minStorageBufferOffsetAlignment (a power of two): a
+        // window holds a multiple of `unit` rows.
+        const uint64_t align = std::max<uint64_t>(1, limits.min_storage_offset_alignment);
+        uint64_t unit = 1;
+        for (uint64_t bytes : w.row_bytes)
+            if (bytes) unit = std::max(unit, align / std::gcd(align, bytes));  // powers of two: the max is the lcm
+        fit -= fit % unit;
+    }
+    if (fit == 0)
+        fail(SIEVE_ERROR_DEVICE_LIMIT, "one row of vocab " + std::to_string(config.max_vocab) + " needs " +
+                                           std::to_string(w.row_bytes[static_cast<size_t>(widest)]) +
+                                           " bytes in binding " + std::to_string(widest) +
+                                           "; this device's maxStorageBufferRange is " +
+                                           std::to_string(limits.max_storage_buffer_range));
+    w.rows = static_cast<uint32_t>(std::min<uint64_t>(fit, rows));
+    w.count = static_cast<uint32_t>((rows + w.rows - 1) / w.rows);
+    return w;
 }
 
 bool chain_has_history(const ChainConfig& config) {
@@ -137,7 +201,15 @@ protected:
 
 private:
     void release();
-    VkDescriptorSet allocate_set(VkBuffer probabilities);
+    // Window w's descriptor set (probabilities: binding 8, or the placeholder).
+    VkDescriptorSet allocate_set(uint32_t window, VkBuffer probabilities);
+    uint32_t local_row(uint32_t row) const { return row % windows_.rows; }
+    // Where row r of a call starts in a per-row buffer, in elements: windows
+    // hold max_elems per row, a call's rows inside a window call_elems (the
+    // shaders index row * pc.stride from the window's start).
+    size_t row_at(uint32_t r, uint64_t max_elems, uint64_t call_elems) const {
+        return static_cast<size_t>((r / windows_.rows) * windows_.rows * max_elems + (r % windows_.rows) * call_elems);
+    }
     // device_input: the logits come from the ingest pass (no staging copy).
     const Recording& recording(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect,
                                bool device_input = false);
@@ -166,11 +238,12 @@ private:
     uint32_t input_words_ = 0;
     uint32_t wide_cap_ = 0;  // list entries per row for top-p cuts past the buffer (0: no top-p)
     AdjustLayout adjust_layout_;
+    RowWindows windows_;
 
     Buffer logits_, staging_, params_, chunk_stats_, row_state_, slot_state_, histograms_, candidates_, results_;
     Buffer placeholder_, probabilities_, dispatch_args_, inputs_, wide_, adjust_;
     VkDescriptorPool pool_ = VK_NULL_HANDLE;
-    VkDescriptorSet set_ = VK_NULL_HANDLE, distribution_set_ = VK_NULL_HANDLE;
+    std::vector<VkDescriptorSet> sets_, distribution_sets_;  // one per row window
     VkCommandPool command_pool_ = VK_NULL_HANDLE;
     VkFence fence_ = VK_NULL_HANDLE;
     bool pending_ = false;  // a submission whose wait timed out
@@ -193,6 +266,9 @@ GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
     const uint64_t rows = static_cast<uint64_t>(config.max_rows);
     const uint64_t vocab = static_cast<uint64_t>(config.max_vocab);
     const VkBufferUsageFlags storage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+    const AdjustLayout* adjust = chain_has_history(config) ? &adjust_layout_ : nullptr;
+    wide_cap_ = wide_list_capacity(config, limits_, row_windows(config, limits_, max_chunks_, 0, adjust).rows);
+    windows_ = row_windows(config, limits_, max_chunks_, wide_cap_, adjust);
     try {
         const bool uma = device_.unified_memory();
         logits_ = device_.create_buffer(rows * vocab * 4, storage | VK_BUFFER_USAGE_TRANSFER_DST_BIT, uma, &allocations_);
@@ -217,7 +293,6 @@ GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
         if (chain_has_history(config))
             adjust_ = device_.create_buffer(rows * adjust_layout_.row_words * 4, storage | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                                             false, &allocations_);
-        wide_cap_ = wide_list_capacity(config, limits_);
         if (wide_cap_)
             wide_ = device_.create_buffer(rows * wide_row_words(limits_.candidate_capacity, wide_cap_) * 4, storage, false,
                                           &allocations_);
@@ -228,13 +303,14 @@ GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
                                                storage | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                                                true, &allocations_);
 
-        VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2 * kBindingCount};
+        // A sampling set and (on first use) a distribution set per window.
+        VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2 * kBindingCount * windows_.count};
         VkDescriptorPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-        pool_info.maxSets = 2;
+        pool_info.maxSets = 2 * windows_.count;
         pool_info.poolSizeCount = 1;
         pool_info.pPoolSizes = &size;
         vk_check(vk.vkCreateDescriptorPool(dev, &pool_info, nullptr, &pool_), "vkCreateDescriptorPool");
-        set_ = allocate_set(placeholder_.buffer);
+        for (uint32_t w = 0; w < windows_.count; ++w) sets_.push_back(allocate_set(w, placeholder_.buffer));
 
         VkCommandPoolCreateInfo cp{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
         cp.queueFamilyIndex = device_.family();
@@ -297,41 +373,34 @@ void GpuChain::release() {
         device_.destroy_buffer(*b);
 }
 
-// Runs before anything is allocated, host or device.
+// Runs before anything is allocated, host or device. Per-row buffers beyond
+// maxStorageBufferRange are split into row windows (row_windows), refused only
+// when one row does not fit.
 void check_capacity(const ChainConfig& config, const EffectiveLimits& limits, uint32_t max_chunks) {
     const uint64_t range = limits.max_storage_buffer_range;
-    const uint64_t rows = static_cast<uint64_t>(config.max_rows);
-    const uint64_t logits_bytes = rows * static_cast<uint64_t>(config.max_vocab) * 4;
-    if (logits_bytes > range)
-        fail(SIEVE_ERROR_DEVICE_LIMIT,
-             "capacity " + std::to_string(config.max_rows) + " rows x " + std::to_string(config.max_vocab) +
-                 " f32 logits needs " + std::to_string(logits_bytes) + " bytes in one buffer; this device's "
-                 "maxStorageBufferRange is " + std::to_string(range) + " (reduce max_rows or max_vocab)");
-    const uint64_t candidate_bytes = rows * collect_row_words(limits.candidate_capacity) * 4;
-    const uint64_t dist_bytes = rows * (2 * static_cast<uint64_t>(config.max_vocab) + 2) * 4;
-    const uint64_t input_bytes = rows * row_input_words(static_cast<uint32_t>(config.max_vocab)) * 4;
-    if (candidate_bytes > range || dist_bytes > range || input_bytes > range)
-        fail(SIEVE_ERROR_DEVICE_LIMIT, "capacity of " + std::to_string(config.max_rows) + " rows x " +
-                                           std::to_string(config.max_vocab) +
-                                           " needs more candidate, distribution or bias/bitmask space than "
-                                           "maxStorageBufferRange");
-    const uint64_t hist_bytes = rows * max_chunks * kBins * kHistStride * 4;
-    if (hist_bytes > range)
-        fail(SIEVE_ERROR_DEVICE_LIMIT, "capacity of " + std::to_string(config.max_rows) +
-                                           " rows needs more histogram space than maxStorageBufferRange");
+    const AdjustLayout adjust = adjust_layout(config);
+    const RowWindows windows = row_windows(config, limits, max_chunks, 0, chain_has_history(config) ? &adjust : nullptr);
     const uint64_t slot_bytes = static_cast<uint64_t>(config.max_slots) *
                                 slot_words(static_cast<uint32_t>(config.history_capacity)) * 4;
-    const uint64_t adjust_bytes = chain_has_history(config) ? rows * adjust_layout(config).row_words * 4 : 0;
-    if (slot_bytes > range || adjust_bytes > range)
-        fail(SIEVE_ERROR_DEVICE_LIMIT, "capacity of " + std::to_string(config.max_slots) + " slots / " +
-                                           std::to_string(config.max_rows) + " rows with a history of " +
+    if (slot_bytes > range)
+        fail(SIEVE_ERROR_DEVICE_LIMIT, "capacity of " + std::to_string(config.max_slots) + " slots with a history of " +
                                            std::to_string(config.history_capacity) +
-                                           " tokens needs more slot or history space than maxStorageBufferRange");
-    if (rows > limits.max_workgroup_count_y)
+                                           " tokens needs more slot space than maxStorageBufferRange");
+    // Each buffer is one allocation, whatever its windows.
+    for (uint32_t b = 0; b < kBindingCount; ++b) {
+        const uint64_t bytes = windows.row_bytes[b] * static_cast<uint64_t>(config.max_rows);
+        if (bytes > limits.max_allocation_size)
+            fail(SIEVE_ERROR_DEVICE_LIMIT, "capacity " + std::to_string(config.max_rows) + " rows x " +
+                                               std::to_string(config.max_vocab) + " needs " + std::to_string(bytes) +
+                                               " bytes in one allocation (binding " + std::to_string(b) +
+                                               "); this device's maxMemoryAllocationSize is " +
+                                               std::to_string(limits.max_allocation_size));
+    }
+    if (windows.rows > limits.max_workgroup_count_y)
         fail(SIEVE_ERROR_DEVICE_LIMIT, "max_rows exceeds this device's maxComputeWorkGroupCount[1]");
 }
 
-VkDescriptorSet GpuChain::allocate_set(VkBuffer probabilities) {
+VkDescriptorSet GpuChain::allocate_set(uint32_t window, VkBuffer probabilities) {
     const auto& vk = device_.vk();
     VkDescriptorSetLayout layout = pipelines_.set_layout();
     VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
@@ -346,7 +415,15 @@ VkDescriptorSet GpuChain::allocate_set(VkBuffer probabilities) {
                                              dispatch_args_.buffer, inputs_.buffer,
                                              wide_.buffer ? wide_.buffer : placeholder_.buffer,
                                              adjust_.buffer ? adjust_.buffer : placeholder_.buffer};
-    write_storage_set(device_, set, buffers, kBindingCount);
+    const uint64_t first = static_cast<uint64_t>(window) * windows_.rows;
+    const uint64_t rows = std::min<uint64_t>(windows_.rows, static_cast<uint64_t>(config_.max_rows) - first);
+    VkDescriptorBufferInfo infos[kBindingCount];
+    for (uint32_t b = 0; b < kBindingCount; ++b) {
+        const bool windowed = windows_.row_bytes[b] != 0 && buffers[b] != placeholder_.buffer;
+        infos[b] = windowed ? VkDescriptorBufferInfo{buffers[b], first * windows_.row_bytes[b], rows * windows_.row_bytes[b]}
+                            : VkDescriptorBufferInfo{buffers[b], 0, VK_WHOLE_SIZE};
+    }
+    write_storage_set(device_, set, infos, kBindingCount);
     return set;
 }
 
@@ -375,10 +452,14 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
     rec.plan = make_plan(kind, greedy_terminal(), collect, wide_cap_ > 0, history, vocab, limits_, type_);
     rec.timestamps = profiling_;
     if (rec.plan.dispatches.size() > kMaxPlanDispatches) fail(SIEVE_ERROR_INTERNAL, "plan longer than the timestamp pool");
+    // Row groups never straddle a window.
     const uint32_t per_group = rows_per_group(rows, vocab, type_);
-    for (uint32_t base = 0; base < rows; base += per_group)
-        rec.groups.push_back({base, std::min(per_group, rows - base),
-                              static_cast<uint32_t>(rec.groups.size()) * kDispatchArgsWords});
+    for (uint32_t first = 0; first < rows; first += windows_.rows) {
+        const uint32_t in_window = std::min(windows_.rows, rows - first);
+        for (uint32_t base = 0; base < in_window; base += per_group)
+            rec.groups.push_back({first / windows_.rows, base, std::min(per_group, in_window - base),
+                                  static_cast<uint32_t>(rec.groups.size()) * kDispatchArgsWords});
+    }
     VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
     ai.commandPool = command_pool_;
     ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
@@ -398,7 +479,7 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier, 0,
                             nullptr, 0, nullptr);
     if (!device_.unified_memory() && !device_input) {
-        VkBufferCopy region{0, 0, static_cast<VkDeviceSize>(rows) * vocab * 4};
+        VkBufferCopy region{0, 0, (row_at(rows - 1, static_cast<uint64_t>(config_.max_vocab), vocab) + vocab) * 4ull};
         vk.vkCmdCopyBuffer(cmd, staging_.buffer, logits_.buffer, 1, &region);
         barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
         barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT;
@@ -425,10 +506,10 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
         vk.vkCmdResetQueryPool(cmd, queries_, 0, n_queries);
         vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_, 0);
     }
-    VkDescriptorSet set = kind == RecordingKind::Distribution ? distribution_set_ : set_;
-    vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_.layout(), 0, 1, &set, 0, nullptr);
     uint32_t query = 1;
-    for (const RowGroup& g : rec.groups)
+    for (const RowGroup& g : rec.groups) {
+    VkDescriptorSet set = (kind == RecordingKind::Distribution ? distribution_sets_ : sets_)[g.window];
+    vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_.layout(), 0, 1, &set, 0, nullptr);
     for (const Dispatch& d : rec.plan.dispatches) {
         PushConstants pc{vocab, vocab, rec.plan.chunk_size, rec.plan.n_chunks, d.level, rec.plan.flags,
                          g.row_base, g.args_base, wide_cap_, history_capacity(), adjust_layout_.hash_bits,
@@ -451,6 +532,7 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
                                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT, 0, 1,
                                 &barrier, 0, nullptr, 0, nullptr);
         if (rec.timestamps) vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_, query++);
+    }
     }
     // Results (and probabilities) become visible to the host after the fence.
     barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
@@ -475,7 +557,11 @@ void GpuChain::wait_pending() {
 // Widening f16/bf16 to f32 happens here, in the one write to the mapped
 // buffer the upload makes anyway.
 void GpuChain::upload(const LogitsView& logits) {
-    logits.pack_f32(static_cast<float*>(device_.unified_memory() ? logits_.mapped : staging_.mapped));
+    auto* dst = static_cast<float*>(device_.unified_memory() ? logits_.mapped : staging_.mapped);
+    if (windows_.count == 1) return logits.pack_f32(dst);
+    for (int32_t r = 0; r < logits.rows; ++r)
+        logits.copy_row_f32(r, dst + row_at(static_cast<uint32_t>(r), static_cast<uint64_t>(config_.max_vocab),
+                                            static_cast<uint64_t>(logits.vocab)));
 }
 
 // sample: a sampling call, whose recording holds the wide passes when the
@@ -489,14 +575,14 @@ void GpuChain::write_params(uint32_t rows, bool sample, bool commit) {
         RowPlacement at;
         at.slot_offset = static_cast<uint32_t>(slot_of(static_cast<int32_t>(r))) * slot_words(history_capacity());
         at.capacity = limits_.candidate_capacity;
-        at.inputs_offset = r * input_words_;
+        at.inputs_offset = local_row(r) * input_words_;  // within the row's window
         at.max_vocab = max_vocab;
         at.defer_top_p = sample && wide_cap_ > 0;
         at.commit = commit;
         write_row_params(p + r * kParamStride, config_.samplers, rows_[r], row_scale(static_cast<int32_t>(r)), at);
-        if (row_has_inputs(rows_[r])) write_row_inputs(inputs + at.inputs_offset, rows_[r], max_vocab);
-        if (dry_acts(rows_[r]) && !rows_[r].dry_sequence_breakers.empty())
-            write_row_breakers(inputs + at.inputs_offset, rows_[r], max_vocab);
+        uint32_t* block = inputs + static_cast<size_t>(r) * input_words_;
+        if (row_has_inputs(rows_[r])) write_row_inputs(block, rows_[r], max_vocab);
+        if (dry_acts(rows_[r]) && !rows_[r].dry_sequence_breakers.empty()) write_row_breakers(block, rows_[r], max_vocab);
     }
 }
 
@@ -630,6 +716,12 @@ IngestSource GpuChain::ingest_source(const sieve_vulkan_logits& in) const {
     const uint64_t elem = dtype_bytes(in.dtype);
     const uint64_t stride = in.row_stride == 0 ? static_cast<uint64_t>(in.vocab) : static_cast<uint64_t>(in.row_stride);
     const uint64_t align = std::max<uint64_t>(limits_.min_storage_offset_alignment, 1);
+    // The ingest pass writes one row window (a chain beyond
+    // maxStorageBufferRange has several).
+    if (static_cast<uint32_t>(in.rows) > windows_.rows)
+        fail(SIEVE_ERROR_DEVICE_LIMIT, "a zero-copy call samples at most " + std::to_string(windows_.rows) +
+                                           " rows on this device (one window of the chain's buffers within "
+                                           "maxStorageBufferRange); split the call");
     IngestSource src;
     src.buffer = in.buffer;
     src.bind_offset = in.offset / align * align;
@@ -698,7 +790,8 @@ sieve_status GpuChain::sample_device(const sieve_vulkan_logits& in, sieve_token*
     wait_pending();
     check_history_order(static_cast<uint32_t>(in.rows));
     const IngestSource src = ingest_source(in);
-    if (!ingest_) ingest_ = std::make_unique<Ingest>(device_, logits_.buffer, command_pool_);
+    if (!ingest_)
+        ingest_ = std::make_unique<Ingest>(device_, logits_.buffer, windows_.rows * windows_.row_bytes[0], command_pool_);
     bool recorded = false;
     VkCommandBuffer ingest = ingest_->prepare(src, &recorded);
     if (recorded) ++recordings_;
@@ -764,7 +857,7 @@ sieve_status GpuChain::distribution(const LogitsView& logits, int32_t row, std::
         // steady state, so it does not cost every chain a second logits buffer.
         probabilities_ = device_.create_buffer(static_cast<uint64_t>(config_.max_rows) * (2ull * config_.max_vocab + 2) * 4,
                                                VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, true, &allocations_);
-        distribution_set_ = allocate_set(probabilities_.buffer);
+        for (uint32_t w = 0; w < windows_.count; ++w) distribution_sets_.push_back(allocate_set(w, probabilities_.buffer));
     }
     const uint32_t r = static_cast<uint32_t>(rows), v = static_cast<uint32_t>(vocab);
     const bool collect = use_collect(r);
@@ -774,7 +867,8 @@ sieve_status GpuChain::distribution(const LogitsView& logits, int32_t row, std::
     submit_and_wait(rec);
     if (collect) {
         // collect.comp's list: [count or STATUS_FALLBACK, step, (id, p) x count].
-        const auto* words = static_cast<const uint32_t*>(probabilities_.mapped) + static_cast<size_t>(row) * (2 * v + 2);
+        const auto* words = static_cast<const uint32_t*>(probabilities_.mapped) +
+                            row_at(static_cast<uint32_t>(row), 2ull * config_.max_vocab + 2, 2ull * v + 2);
         sieve_status status = SIEVE_OK;
         out->clear();
         if (words[0] == kStatusFallback) {
@@ -793,7 +887,8 @@ sieve_status GpuChain::distribution(const LogitsView& logits, int32_t row, std::
         return SIEVE_OK;
     }
     // The row's status comes from the same checks as sampling.
-    const float* p = static_cast<const float*>(probabilities_.mapped) + static_cast<size_t>(row) * v;
+    const float* p = static_cast<const float*>(probabilities_.mapped) +
+                     row_at(static_cast<uint32_t>(row), 2ull * config_.max_vocab + 2, v);
     sieve_status status = SIEVE_OK;
     read_result(static_cast<uint32_t>(row), message, &status);
     if (status != SIEVE_OK) return status;
@@ -837,7 +932,9 @@ void GpuChain::plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, u
     Plan p = make_plan(RecordingKind::Sample, greedy_terminal(), use_collect(static_cast<uint32_t>(rows)), wide_cap_ > 0,
                        history, static_cast<uint32_t>(vocab), limits_, type_);
     const uint32_t per_group = rows_per_group(static_cast<uint32_t>(rows), static_cast<uint32_t>(vocab), type_);
-    const uint32_t groups = (static_cast<uint32_t>(rows) + per_group - 1) / per_group;
+    uint32_t groups = 0;
+    for (uint32_t first = 0; first < static_cast<uint32_t>(rows); first += windows_.rows)
+        groups += (std::min(windows_.rows, static_cast<uint32_t>(rows) - first) + per_group - 1) / per_group;
     *dispatches = p.min_dispatches * groups;
     *row_passes = p.min_row_passes;
 }

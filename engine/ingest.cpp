@@ -19,7 +19,8 @@ struct IngestPush {
 
 } // namespace
 
-Ingest::Ingest(Device& device, VkBuffer dst, VkCommandPool pool) : device_(device), dst_(dst), command_pool_(pool) {
+Ingest::Ingest(Device& device, VkBuffer dst, VkDeviceSize dst_range, VkCommandPool pool)
+    : device_(device), dst_(dst), dst_range_(dst_range), command_pool_(pool) {
     const auto& vk = device.vk();
     VkDevice dev = device.handle();
     try {
@@ -88,7 +89,7 @@ VkCommandBuffer Ingest::prepare(const IngestSource& src, bool* recorded) {
     ci.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     ci.commandBufferCount = 1;
     vk_check(vk.vkAllocateCommandBuffers(device_.handle(), &ci, &cmd_), "vkAllocateCommandBuffers");
-    VkDescriptorBufferInfo infos[2] = {{dst_, 0, VK_WHOLE_SIZE}, {src.buffer, src.bind_offset, src.bind_range}};
+    VkDescriptorBufferInfo infos[2] = {{dst_, 0, dst_range_}, {src.buffer, src.bind_offset, src.bind_range}};
     VkWriteDescriptorSet writes[2] = {};
     for (uint32_t i = 0; i < 2; ++i) {
         writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;

@@ -33,8 +33,9 @@ struct IngestSource {
 
 class Ingest {
 public:
-    // dst: the chain's f32 logits buffer. pool: the chain's command pool.
-    Ingest(Device& device, VkBuffer dst, VkCommandPool pool);
+    // dst: the chain's f32 logits buffer, of which the pass writes the first
+    // dst_range bytes (its first row window). pool: the chain's command pool.
+    Ingest(Device& device, VkBuffer dst, VkDeviceSize dst_range, VkCommandPool pool);
     ~Ingest();
     Ingest(const Ingest&) = delete;
     Ingest& operator=(const Ingest&) = delete;
@@ -50,6 +51,7 @@ private:
     void release();
     Device& device_;
     VkBuffer dst_;
+    VkDeviceSize dst_range_;
     VkCommandPool command_pool_;
     VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
     VkPipelineLayout layout_ = VK_NULL_HANDLE;

@@ -74,6 +74,11 @@ const float* LogitsView::row_f32(int32_t r, std::vector<float>* scratch) const {
     return scratch->data();
 }
 
+void LogitsView::copy_row_f32(int32_t r, float* dst) const {
+    convert(static_cast<const unsigned char*>(data) + static_cast<size_t>(r) * stride * dtype_bytes(dtype), dtype,
+            vocab, dst);
+}
+
 void LogitsView::pack_f32(float* dst) const {
     const size_t row_bytes = static_cast<size_t>(stride) * dtype_bytes(dtype);
     if (dtype == SIEVE_DTYPE_F32 && stride == vocab) {

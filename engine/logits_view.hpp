@@ -27,6 +27,8 @@ struct LogitsView {
     const float* row_f32(int32_t r, std::vector<float>* scratch) const;
     // Rows [0, rows) converted and packed as [rows][vocab] f32 into dst.
     void pack_f32(float* dst) const;
+    // Row r converted to f32 into dst (vocab values).
+    void copy_row_f32(int32_t r, float* dst) const;
 };
 
 size_t dtype_bytes(sieve_dtype dtype);

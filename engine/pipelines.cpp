@@ -71,9 +71,13 @@ VkDescriptorSetLayout create_storage_set_layout(Device& device, uint32_t count) 
 
 void write_storage_set(Device& device, VkDescriptorSet set, const VkBuffer* buffers, uint32_t count) {
     std::vector<VkDescriptorBufferInfo> infos(count);
+    for (uint32_t i = 0; i < count; ++i) infos[i] = VkDescriptorBufferInfo{buffers[i], 0, VK_WHOLE_SIZE};
+    write_storage_set(device, set, infos.data(), count);
+}
+
+void write_storage_set(Device& device, VkDescriptorSet set, const VkDescriptorBufferInfo* infos, uint32_t count) {
     std::vector<VkWriteDescriptorSet> writes(count);
     for (uint32_t i = 0; i < count; ++i) {
-        infos[i] = VkDescriptorBufferInfo{buffers[i], 0, VK_WHOLE_SIZE};
         writes[i] = VkWriteDescriptorSet{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
         writes[i].dstSet = set;
         writes[i].dstBinding = i;

@@ -94,6 +94,8 @@ private:
 // for compute; and a set's bindings 0..count-1 pointed at `buffers` (whole).
 VkDescriptorSetLayout create_storage_set_layout(Device& device, uint32_t count);
 void write_storage_set(Device& device, VkDescriptorSet set, const VkBuffer* buffers, uint32_t count);
+// The same with a range of each buffer (infos[i] for binding i).
+void write_storage_set(Device& device, VkDescriptorSet set, const VkDescriptorBufferInfo* infos, uint32_t count);
 
 // Builds a compute pipeline from embedded SPIR-V with (WG, CAP) specialization.
 VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, const uint32_t* words, size_t bytes,

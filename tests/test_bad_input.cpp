@@ -1851,36 +1851,41 @@ TEST_P(BadInputChainCreate, NullOut) {
 INSTANTIATE_TEST_SUITE_P(BadInput, BadInputChainCreate, testing::Values(Backend::Gpu, Backend::Cpu),
                          [](const testing::TestParamInfo<Backend>& info) { return backend_name(info.param); });
 
-// A capacity beyond maxStorageBufferRange (GPU only: the twin has no buffers).
-TEST(BadInputDeviceLimit, CapacityBeyondMaxStorageBufferRange) {
+// A capacity beyond what one allocation may hold (GPU only: the twin has no
+// buffers). Capacities beyond maxStorageBufferRange alone are split into row
+// windows (test_batches.cpp); a buffer still is one allocation.
+TEST(BadInputDeviceLimit, CapacityBeyondMaxMemoryAllocationSize) {
     sieve::Context ctx = gpu_context();
+    // Rows that fit one binding four at a time, 1024 of them: many GiB in one
+    // buffer (16 GiB of logits at lavapipe's 128 MiB range), more than any
+    // device allocates.
     const uint64_t range = ctx.device_info().max_storage_buffer_range;
-    const int32_t vocab = 262144, rows = 1024;  // 1 GiB of f32 logits
-    ASSERT_LT(range, uint64_t(rows) * vocab * 4) << "this device takes 1 GiB in one buffer; the case needs a smaller limit";
+    const int32_t vocab = static_cast<int32_t>(std::min<uint64_t>(range / 32 - 64, 1u << 28));
     sieve_chain_desc d;
     sieve_chain_desc_init(&d);
     d.samplers = "temperature;dist";
-    d.max_rows = rows;
+    d.max_rows = 1024;
     d.max_vocab = vocab;
     sieve_chain* out = reinterpret_cast<sieve_chain*>(static_cast<uintptr_t>(0x10));
     EXPECT_TRUE(Fails(sieve_chain_create(ctx.get(), &d, &out), SIEVE_ERROR_DEVICE_LIMIT,
-                      {"maxStorageBufferRange", std::to_string(range)}));
+                      {"maxMemoryAllocationSize", "1024 rows"}));
     EXPECT_EQ(out, nullptr);
 }
 
+// One row whose distribution space alone passes maxStorageBufferRange cannot
+// be split.
 TEST(BadInputDeviceLimit, CapacityOneRowOverTheLimit) {
     sieve::Context ctx = gpu_context();
     const uint64_t range = ctx.device_info().max_storage_buffer_range;
-    const int32_t vocab = 262144;
-    const uint64_t fit = range / (uint64_t(vocab) * 4);  // rows that fit
-    ASSERT_LT(fit, 4096u);
+    const int32_t vocab = static_cast<int32_t>(range / 8 + 64);  // (2 vocab + 2) x 4 bytes > range
     sieve_chain_desc d;
     sieve_chain_desc_init(&d);
     d.samplers = "greedy";
-    d.max_rows = static_cast<int32_t>(fit) + 1;
+    d.max_rows = 1;
     d.max_vocab = vocab;
     sieve_chain* out = reinterpret_cast<sieve_chain*>(static_cast<uintptr_t>(0x10));
-    EXPECT_TRUE(Fails(sieve_chain_create(ctx.get(), &d, &out), SIEVE_ERROR_DEVICE_LIMIT, {"maxStorageBufferRange"}));
+    EXPECT_TRUE(Fails(sieve_chain_create(ctx.get(), &d, &out), SIEVE_ERROR_DEVICE_LIMIT,
+                      {"one row", "maxStorageBufferRange", std::to_string(range)}));
     EXPECT_EQ(out, nullptr);
 }
 
