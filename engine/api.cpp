@@ -498,6 +498,23 @@ SIEVE_API sieve_status sieve_chain_distribution(sieve_chain* chain, const float*
     });
 }
 
+SIEVE_API sieve_status sieve_chain_set_logprobs(sieve_chain* chain, int32_t n) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        chain->impl->set_logprobs(n);
+        return SIEVE_OK;
+    });
+}
+
+SIEVE_API sieve_status sieve_chain_logprobs(const sieve_chain* chain, int32_t row, sieve_logprobs* out) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        if (!out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
+        *out = chain->impl->logprobs(row);
+        return SIEVE_OK;
+    });
+}
+
 SIEVE_API sieve_status sieve_chain_counters(const sieve_chain* chain, sieve_counters* out) {
     if (!chain) return null_handle("chain");
     return guarded([&] {

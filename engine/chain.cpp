@@ -433,6 +433,47 @@ void ChainImpl::check_call(const float* logits, int32_t rows, int32_t vocab) con
                                        std::to_string(config_.max_vocab));
 }
 
+void ChainImpl::set_logprobs(int32_t n) {
+    if (n < -1 || n > SIEVE_MAX_TOP_LOGPROBS)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "logprobs n " + std::to_string(n) + " is outside -1.." +
+                                               std::to_string(SIEVE_MAX_TOP_LOGPROBS) +
+                                               " (-1 off, 0 the token's, 1..20 also the top n)");
+    logprobs_n_ = n;
+    last_logprobs_.clear();
+    last_logprobs_valid_.clear();
+}
+
+void ChainImpl::begin_logprobs(int32_t rows) {
+    last_logprobs_.assign(logprobs_n_ >= 0 ? static_cast<size_t>(rows) : 0, sieve_logprobs{});
+    last_logprobs_valid_.assign(last_logprobs_.size(), false);
+}
+
+void ChainImpl::store_logprobs(int32_t row, const ref::RawLogprobs& raw) {
+    sieve_logprobs& out = last_logprobs_[static_cast<size_t>(row)];
+    out = sieve_logprobs{};
+    out.raw_logprob = static_cast<float>(raw.token_logprob);
+    out.raw_p = static_cast<float>(std::exp(raw.token_logprob));
+    out.n_top = static_cast<int32_t>(raw.top.size());
+    for (size_t i = 0; i < raw.top.size(); ++i) {
+        out.top_ids[i] = raw.top[i].id;
+        out.top_logprobs[i] = static_cast<float>(raw.top[i].p);
+    }
+    last_logprobs_valid_[static_cast<size_t>(row)] = true;
+}
+
+sieve_logprobs ChainImpl::logprobs(int32_t row) const {
+    if (logprobs_n_ < 0 && last_logprobs_.empty())
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "logprobs are off (sieve_chain_set_logprobs)");
+    if (last_logprobs_.empty())
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "no sampling call with logprobs has run since they were asked for");
+    if (row < 0 || static_cast<size_t>(row) >= last_logprobs_.size())
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "row " + std::to_string(row) + " is outside the last call's rows 0.." +
+                                               std::to_string(last_logprobs_.size() - 1));
+    if (!last_logprobs_valid_[static_cast<size_t>(row)])
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "row " + std::to_string(row) + " failed in the last call: it has no logprobs");
+    return last_logprobs_[static_cast<size_t>(row)];
+}
+
 sieve_status ChainImpl::sample_device(const sieve_vulkan_logits&, sieve_token*, std::string*) {
     fail(SIEVE_ERROR_INVALID_ARGUMENT, "logits in a VkBuffer need a Vulkan context on the buffer's device "
                                        "(sieve_context_create_vulkan); this chain runs on the CPU backend");

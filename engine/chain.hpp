@@ -62,6 +62,10 @@ public:
     void set_logit_bias(int32_t row, const int32_t* tokens, const float* biases, int32_t n);
     void set_token_bitmask(int32_t row, const uint32_t* words, int32_t n_words);
 
+    // sieve_chain_set_logprobs / sieve_chain_logprobs (validated here).
+    void set_logprobs(int32_t n);
+    sieve_logprobs logprobs(int32_t row) const;
+
     // Logit bias entries a row may have (the GPU keeps them in a fixed table;
     // more fail with SIEVE_ERROR_CAPACITY).
     virtual int32_t max_bias_entries() const { return INT32_MAX; }
@@ -113,11 +117,19 @@ protected:
     // sampler; <= 0 means llama.cpp's greedy masking).
     float row_scale(int32_t row) const;
 
+    // Logprobs of the last sampling call: the backends start a call with
+    // begin_logprobs(rows) and fill each successful row (when logprobs_n_ >= 0).
+    void begin_logprobs(int32_t rows);
+    void store_logprobs(int32_t row, const ref::RawLogprobs& raw);
+    int32_t logprobs_n_ = -1;  // -1: off
+
     ChainConfig config_;
     std::vector<Row> rows_;
     std::vector<int32_t> slot_of_row_;
 
 private:
+    std::vector<sieve_logprobs> last_logprobs_;
+    std::vector<bool> last_logprobs_valid_;
     void set_one(int32_t row, sieve_param param, double value);
     void check_slot(int32_t slot, const char* what) const;
     void check_history_tokens(int32_t rows, int32_t vocab);

@@ -20,6 +20,7 @@ public:
                         std::string* message, bool commit) override {
         const int32_t rows = logits.rows, vocab = logits.vocab;
         sieve_status first = SIEVE_OK;
+        begin_logprobs(rows);
         // The rows' slots as the twin takes them, read once per call: draws of
         // one call share the distribution (no slot changes between them).
         std::vector<ref::SlotState> states(static_cast<size_t>(rows));
@@ -32,8 +33,10 @@ public:
                 const uint32_t step = slot[kSlotStep];
                 const ref::RowParams& params = params_for(r, d);
                 ref::SlotState learnt = states[static_cast<size_t>(r)];
-                ref::RowResult res = ref::sample_row(config_.samplers, logits.row_f32(r, &scratch_), vocab, params,
-                                                     step, 0, &learnt);
+                const float* row = logits.row_f32(r, &scratch_);
+                ref::RowResult res = ref::sample_row(config_.samplers, row, vocab, params, step, 0, &learnt);
+                if (res.status == SIEVE_OK && logprobs_n_ >= 0)
+                    store_logprobs(r, ref::raw_logprobs(row, vocab, res.token, logprobs_n_));
                 sieve_token t{};
                 t.token = res.status == SIEVE_OK ? res.token : -1;
                 t.p = res.p;

@@ -29,7 +29,10 @@ namespace {
 // Buffer strides, mirroring common.glsl.
 constexpr uint32_t kChunkStride = 16;
 constexpr uint32_t kRowStride = 32;
-constexpr uint32_t kResultStride = 8;
+constexpr uint32_t kResultStride = 64;  // RESULT_STRIDE
+// result.glsl's raw log-probability words (raw_stats.comp).
+constexpr uint32_t kResRawToken = 8, kResRawMax = 9, kResRawSum = 10, kResRawCount = 11, kResRawIds = 12,
+                   kResRawLogits = 32;
 constexpr uint32_t kHistStride = 4;  // HIST_STRIDE
 constexpr uint32_t kStatusFallback = 0x46414C4Cu;  // STATUS_FALLBACK
 // A submission's host wait. Generous: lavapipe compiles a pipeline's shader
@@ -225,6 +228,9 @@ private:
     const float* ingested_rows_on_host(VkCommandBuffer ingest);
     void wait_pending();
     sieve_token read_result(uint32_t row, std::string* message, sieve_status* first) const;
+    // Row i's raw log-probabilities (when asked for): from raw_stats.comp's
+    // result words, or from the twin for a row it finished (host_row).
+    void take_logprobs(uint32_t i, const sieve_token& t, const float* host_row, uint32_t vocab);
 
     Device& device_;
     Pipelines& pipelines_;
@@ -253,7 +259,8 @@ private:
     std::vector<float> scratch_;  // a row widened to f32 for the twin (fallback rows)
     std::unique_ptr<Ingest> ingest_;  // zero-copy input, made on first use
     VkCommandBuffer readback_ = VK_NULL_HANDLE;  // logits -> staging (fallback rows of device input)
-    std::map<std::tuple<uint32_t, uint32_t, uint32_t, bool, bool, uint32_t, bool, bool>, Recording> recordings_by_shape_;
+    std::map<std::tuple<uint32_t, uint32_t, uint32_t, bool, bool, uint32_t, bool, bool, bool>, Recording>
+        recordings_by_shape_;
 };
 
 GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
@@ -437,19 +444,23 @@ bool GpuChain::use_collect(uint32_t rows) const {
 const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect,
                                      bool device_input) {
     bool has_inputs = false, history = false;
+    const bool logprobs = logprobs_n_ >= 0 && kind == RecordingKind::Sample;
     for (uint32_t r = 0; r < rows; ++r) {
-        has_inputs = has_inputs || row_has_inputs(rows_[r]);
-        history = history || row_adjusts(config_.samplers, rows_[r]);
+        const bool adjusts = row_adjusts(config_.samplers, rows_[r]);
+        // Rows kept unpatched for logprobs read their adjustments from the
+        // history table, which only the inputs variant compiles.
+        has_inputs = has_inputs || row_has_inputs(rows_[r]) || (logprobs && adjusts);
+        history = history || adjusts;
     }
     const InputsMode inputs = has_inputs ? InputsMode::All : InputsMode::None;
     auto key = std::make_tuple(static_cast<uint32_t>(kind), rows, vocab, profiling_, collect,
-                               static_cast<uint32_t>(inputs), history, device_input);
+                               static_cast<uint32_t>(inputs), history, device_input, logprobs);
     auto it = recordings_by_shape_.find(key);
     if (it != recordings_by_shape_.end()) return it->second;
 
     const auto& vk = device_.vk();
     Recording rec;
-    rec.plan = make_plan(kind, greedy_terminal(), collect, wide_cap_ > 0, history, vocab, limits_, type_);
+    rec.plan = make_plan(kind, greedy_terminal(), collect, wide_cap_ > 0, history, vocab, limits_, type_, logprobs);
     rec.timestamps = profiling_;
     if (rec.plan.dispatches.size() > kMaxPlanDispatches) fail(SIEVE_ERROR_INTERNAL, "plan longer than the timestamp pool");
     // Row groups never straddle a window.
@@ -579,6 +590,7 @@ void GpuChain::write_params(uint32_t rows, bool sample, bool commit) {
         at.max_vocab = max_vocab;
         at.defer_top_p = sample && wide_cap_ > 0;
         at.commit = commit;
+        at.logprobs = logprobs_n_;
         write_row_params(p + r * kParamStride, config_.samplers, rows_[r], row_scale(static_cast<int32_t>(r)), at);
         uint32_t* block = inputs + static_cast<size_t>(r) * input_words_;
         if (row_has_inputs(rows_[r])) write_row_inputs(block, rows_[r], max_vocab);
@@ -670,6 +682,25 @@ sieve_token GpuChain::read_result(uint32_t row, std::string* message, sieve_stat
     return t;
 }
 
+void GpuChain::take_logprobs(uint32_t i, const sieve_token& t, const float* host_row, uint32_t vocab) {
+    if (logprobs_n_ < 0 || t.status != SIEVE_OK) return;
+    if (host_row) return store_logprobs(static_cast<int32_t>(i), ref::raw_logprobs(host_row, static_cast<int32_t>(vocab),
+                                                                                   t.token, logprobs_n_));
+    const auto* res = static_cast<const uint32_t*>(results_.mapped) + static_cast<size_t>(i) * kResultStride;
+    const auto as_float = [](uint32_t w) {
+        float f;
+        std::memcpy(&f, &w, 4);
+        return static_cast<double>(f);
+    };
+    ref::RawLogprobs raw;
+    raw.log_z = as_float(res[kResRawMax]) + std::log(as_float(res[kResRawSum]));
+    raw.token_logprob = as_float(res[kResRawToken]) - raw.log_z;
+    const uint32_t n = std::min<uint32_t>(res[kResRawCount], static_cast<uint32_t>(logprobs_n_));
+    for (uint32_t j = 0; j < n; ++j)
+        raw.top.push_back({static_cast<int32_t>(res[kResRawIds + j]), as_float(res[kResRawLogits + j]) - raw.log_z});
+    store_logprobs(static_cast<int32_t>(i), raw);
+}
+
 void GpuChain::check_history_order(uint32_t rows) const {
     for (uint32_t r = 0; r < rows; ++r)
         if (const char* misplaced = misplaced_history(config_, rows_[r]))
@@ -692,16 +723,19 @@ sieve_status GpuChain::sample(const LogitsView& logits, int32_t draws, int32_t* 
     // again (with a staging buffer the recording copies them in itself).
     bool in_place = false;
     for (uint32_t i = 0; i < r; ++i) in_place = in_place || row_adjusts_in_place(config_.samplers, rows_[i]);
+    in_place = in_place && logprobs_n_ < 0;  // see write_row_params
     sieve_status first = SIEVE_OK;
+    begin_logprobs(logits.rows);
     for (int32_t d = 0; d < draws; ++d) {
         if (d > 0 && in_place && device_.unified_memory()) upload(logits);
         submit_and_wait(rec);
         for (uint32_t i = 0; i < r; ++i) {
             const auto* res = static_cast<const uint32_t*>(results_.mapped) + i * kResultStride;
-            sieve_token t = res[3] == kStatusFallback
-                                ? fallback(i, logits.row_f32(static_cast<int32_t>(i), &scratch_), v, res[5], commit,
-                                           message, &first)
-                                : read_result(i, message, &first);
+            const bool twin = res[3] == kStatusFallback;
+            const float* host_row = twin ? logits.row_f32(static_cast<int32_t>(i), &scratch_) : nullptr;
+            sieve_token t = twin ? fallback(i, host_row, v, res[5], commit, message, &first)
+                                 : read_result(i, message, &first);
+            take_logprobs(i, t, host_row, v);
             row_passes_ += t.row_passes;
             if (out) out[i] = t;
             if (tokens) tokens[static_cast<size_t>(i) * draws + d] = t.token;
@@ -801,6 +835,7 @@ sieve_status GpuChain::sample_device(const sieve_vulkan_logits& in, sieve_token*
     submit_and_wait(rec, ingest);
     ++dispatches_;  // the ingest pass
     sieve_status first = SIEVE_OK;
+    begin_logprobs(in.rows);
     const float* host_rows = nullptr;
     for (uint32_t i = 0; i < r; ++i) {
         const auto* res = static_cast<const uint32_t*>(results_.mapped) + i * kResultStride;
@@ -808,8 +843,10 @@ sieve_status GpuChain::sample_device(const sieve_vulkan_logits& in, sieve_token*
         if (res[3] == kStatusFallback) {
             if (!host_rows) host_rows = ingested_rows_on_host(ingest);
             t = fallback(i, host_rows + static_cast<size_t>(i) * v, v, res[5], true, message, &first);
+            take_logprobs(i, t, host_rows + static_cast<size_t>(i) * v, v);
         } else {
             t = read_result(i, message, &first);
+            take_logprobs(i, t, nullptr, v);
         }
         t.row_passes += 1;  // the ingest pass reads the app's row
         row_passes_ += t.row_passes;
@@ -930,7 +967,7 @@ void GpuChain::plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, u
     bool history = false;
     for (int32_t r = 0; r < rows; ++r) history = history || row_adjusts(config_.samplers, rows_[static_cast<size_t>(r)]);
     Plan p = make_plan(RecordingKind::Sample, greedy_terminal(), use_collect(static_cast<uint32_t>(rows)), wide_cap_ > 0,
-                       history, static_cast<uint32_t>(vocab), limits_, type_);
+                       history, static_cast<uint32_t>(vocab), limits_, type_, logprobs_n_ >= 0);
     const uint32_t per_group = rows_per_group(static_cast<uint32_t>(rows), static_cast<uint32_t>(vocab), type_);
     uint32_t groups = 0;
     for (uint32_t first = 0; first < static_cast<uint32_t>(rows); first += windows_.rows)

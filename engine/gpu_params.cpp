@@ -16,7 +16,7 @@ using ref::SamplerKind;
 enum : uint32_t {
     P_SCALE = 0, P_SEED = 1, P_SLOT = 2, P_DRAW = 3, P_ROW_FLAGS = 4, P_TEMPERATURE = 5, P_TOP_K = 6,
     P_TOP_P = 7, P_MIN_P = 8, P_TYPICAL = 9, P_N_SIGMA = 10, P_XTC_PROB = 11, P_XTC_THRESHOLD = 12,
-    P_DYN_RANGE = 13, P_DYN_EXPONENT = 14, P_MIN_KEEP = 15, P_AGG_T = 16, P_NEED = 17, P_INPUTS = 20,
+    P_DYN_RANGE = 13, P_DYN_EXPONENT = 14, P_MIN_KEEP = 15, P_AGG_T = 16, P_NEED = 17, P_LOGPROBS = 18, P_INPUTS = 20,
     P_FLOOR = 21, P_PEN_LAST_N = 19, P_REPEAT = 22, P_FREQ = 23, P_PRESENT = 24, P_DRY_LAST_N = 25,
     P_DRY_MULT = 26, P_DRY_BASE = 27, P_DRY_ALLOWED = 28, P_DRY_MAX_EXP = 29, P_BREAKERS = 30,
     P_MIRO_TAU = 31, P_MIRO_ETA = 32, P_ADAPT_TARGET = 33, P_ADAPT_DECAY = 34,
@@ -238,7 +238,9 @@ void write_row_params(uint32_t* p, const std::vector<SamplerKind>& samplers, con
     if (pen || dry) flags |= ROW_ADJUST;
     // Without a bias or bitmask the history pass writes the adjusted logits
     // into the row (the host uploads it again before every submission).
-    if (row_adjusts_in_place(samplers, row)) flags |= ROW_PATCH;
+    // A chain asking for logprobs keeps the model's logits in the row: the
+    // result reads the drawn token's raw logit there.
+    if (row_adjusts_in_place(samplers, row) && at.logprobs < 0) flags |= ROW_PATCH;
     if (dry && std::find(samplers.begin(), samplers.end(), SamplerKind::Dry) <
                    std::find(samplers.begin(), samplers.end(), SamplerKind::Penalties))
         flags |= ROW_DRY_FIRST;
@@ -271,6 +273,7 @@ void write_row_params(uint32_t* p, const std::vector<SamplerKind>& samplers, con
     p[P_MIN_KEEP] = static_cast<uint32_t>(std::max(row.min_keep, 0));
     p[P_AGG_T] = bits(needs.agg_t);
     p[P_NEED] = needs.need;
+    p[P_LOGPROBS] = static_cast<uint32_t>(std::max(at.logprobs, 0));
     p[P_INPUTS] = at.inputs_offset;
     p[P_FLOOR] = bits(needs.floor);
 }

@@ -56,6 +56,7 @@ struct RowPlacement {
     uint32_t max_vocab = 0;
     bool defer_top_p = false;
     bool commit = false;
+    int32_t logprobs = -1;  // top raw log-probabilities wanted (-1: off; then the row may be patched in place)
 };
 void write_row_params(uint32_t* block, const std::vector<ref::SamplerKind>& samplers, const ref::RowParams& row,
                       float scale, const RowPlacement& at);

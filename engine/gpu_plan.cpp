@@ -92,11 +92,16 @@ uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type) {
 }
 
 Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, bool history, uint32_t vocab,
-               const EffectiveLimits& limits, sieve_device_type type) {
+               const EffectiveLimits& limits, sieve_device_type type, bool logprobs) {
     Plan p = make_row_plan(kind, greedy_chain, collect, wide, vocab, limits, type);
     if (history) {
         p.dispatches.insert(p.dispatches.begin(), Dispatch{Stage::History, 0, false});
         p.min_dispatches += 1;
+    }
+    if (logprobs && kind == RecordingKind::Sample) {
+        p.dispatches.insert(p.dispatches.begin(), Dispatch{Stage::RawStats, 0, true});
+        p.min_dispatches += 1;
+        p.min_row_passes += 1;
     }
     return p;
 }

@@ -62,8 +62,10 @@ uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type);
 // (wide.glsl).
 // history: some row's penalties or DRY act: the history pass (history.comp,
 // one workgroup per row, reading the slot's history, not the row) runs first.
+// logprobs: the chain asks for raw log-probabilities: raw_stats.comp (one
+// more pass over the row, per chunk) runs before everything.
 Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, bool history, uint32_t vocab,
-               const EffectiveLimits& limits, sieve_device_type type);
+               const EffectiveLimits& limits, sieve_device_type type, bool logprobs = false);
 
 // Mirrors wide.glsl: the indirect arguments of the two wide passes, and a row's
 // words in the wide buffer for a list of `list` entries.

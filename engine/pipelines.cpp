@@ -19,6 +19,7 @@ const char* stage_name(Stage stage) {
     case Stage::WideHistogram: return "wide_histogram";
     case Stage::WideGather: return "wide_gather";
     case Stage::History: return "history";
+    case Stage::RawStats: return "raw_stats";
     default: return "?";
     }
 }
@@ -135,12 +136,13 @@ void Pipelines::build(uint32_t v) {
     const auto& lim = device_.limits();
     const shaders::Spirv* portable[] = {&shaders::row_stats, &shaders::mass_histogram, &shaders::gather,
                                         &shaders::finalize, &shaders::probabilities, &shaders::collect,
-                                        &shaders::wide_histogram, &shaders::wide_gather, &shaders::history};
+                                        &shaders::wide_histogram, &shaders::wide_gather, &shaders::history,
+                                        &shaders::raw_stats};
     const shaders::Spirv* with_subgroups[] = {&shaders::row_stats_subgroup, &shaders::mass_histogram_subgroup,
                                               &shaders::gather_subgroup, &shaders::finalize_subgroup,
                                               &shaders::probabilities_subgroup, &shaders::collect_subgroup,
                                               &shaders::wide_histogram_subgroup, &shaders::wide_gather_subgroup,
-                                              &shaders::history_subgroup};
+                                              &shaders::history_subgroup, &shaders::raw_stats_subgroup};
     const shaders::Spirv* const* code = uses_subgroups_ ? with_subgroups : portable;
     for (uint32_t i = 0; i < static_cast<uint32_t>(Stage::Count); ++i)
         pipelines_[v][i] = create_compute_pipeline(device_, layout_, code[i]->words, code[i]->size_bytes,

@@ -22,6 +22,7 @@ enum class Stage : uint32_t {
     WideHistogram,
     WideGather,
     History,
+    RawStats,
     Count
 };
 

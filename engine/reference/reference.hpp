@@ -268,4 +268,17 @@ sieve_status row_distribution(const std::vector<SamplerKind>& chain, const float
                               const RowParams& params, std::vector<Weighted>* out, std::string* message,
                               uint32_t step = 0, uint32_t draw = 0, const SlotState* state = nullptr);
 
+// ---- raw log-probabilities (sieve_chain_set_logprobs) ---------------------------
+// The softmax of the logits as given (temperature 1, no sampler), in double:
+// log Z = max + log(sum exp(logit - max)) over the finite logits (-inf has
+// probability 0; a row with NaN or +inf fails before this is asked). The drawn
+// token's log-probability and the n best tokens, logit descending, ties by
+// lower id (OpenAI's top_logprobs).
+struct RawLogprobs {
+    double log_z = 0.0;
+    double token_logprob = 0.0;
+    std::vector<Weighted> top;  // id, log-probability
+};
+RawLogprobs raw_logprobs(const float* logits, int32_t vocab, int32_t token, int32_t n);
+
 } // namespace sieve::ref

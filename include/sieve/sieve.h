@@ -360,6 +360,31 @@ SIEVE_API sieve_status sieve_chain_distribution(sieve_chain* chain, const float*
                                                 int32_t vocab, int32_t row, int32_t* ids, float* probs,
                                                 int32_t capacity, int32_t* count);
 
+/* ---- log-probabilities -------------------------------------------------------
+ * OpenAI-style logprobs of the model's raw distribution: the softmax of the
+ * logits as given (temperature 1, before the logit bias, penalties and every
+ * sampler). The final distribution's p and logprob of the drawn token are in
+ * sieve_token. */
+#define SIEVE_MAX_TOP_LOGPROBS 20
+
+typedef struct sieve_logprobs {
+    float raw_p;            /* the drawn token's probability under the raw distribution */
+    float raw_logprob;      /* its natural log */
+    int32_t n_top;          /* entries below: min(n, the row's finite logits) */
+    int32_t top_ids[SIEVE_MAX_TOP_LOGPROBS];      /* most probable first, ties by lower id */
+    float top_logprobs[SIEVE_MAX_TOP_LOGPROBS];   /* their raw log-probabilities */
+} sieve_logprobs;
+
+/* Asks the following sampling calls (sieve_sample, sieve_sample_logits,
+ * sieve_sample_vulkan) for logprobs: n = -1 none (the default), 0 the drawn
+ * token's raw log-probability, 1..SIEVE_MAX_TOP_LOGPROBS also the n most
+ * probable tokens. On the GPU it costs one more pass over each row. */
+SIEVE_API sieve_status sieve_chain_set_logprobs(sieve_chain* chain, int32_t n);
+/* Row `row`'s logprobs from the last sampling call. SIEVE_ERROR_INVALID_ARGUMENT
+ * when logprobs were off for that call, no call ran, the row is outside it, or
+ * the row failed (its token's status). */
+SIEVE_API sieve_status sieve_chain_logprobs(const sieve_chain* chain, int32_t row, sieve_logprobs* out);
+
 /* Engine counters: what tests read to prove steady state records and allocates
  * nothing. */
 typedef struct sieve_counters {

@@ -98,6 +98,7 @@ const uint P_DYN_EXPONENT = 14u;
 const uint P_MIN_KEEP = 15u;   // uint, >= 0
 const uint P_AGG_T = 16u;      // float: the temperature product the full-row mass is summed at
 const uint P_NEED = 17u;       // candidates the collect pass keeps (1..CAP/2)
+const uint P_LOGPROBS = 18u;   // top raw log-probabilities wanted (0..20; raw_stats.comp)
 const uint P_INPUTS = 20u;     // word offset of the row's bias/bitmask block in row_inputs
 const uint P_FLOOR = 21u;      // float, ROW_FLOOR: the min-p floor below the running maximum (raw logits)
 // The history samplers (history.glsl); a window of 0 = the sampler is off.
@@ -201,8 +202,15 @@ const uint H_COUNT = 1u;
 const uint H_KEY_MIN = 2u;   // the members' key range
 const uint H_KEY_MAX = 3u;
 
-// Per-row result, read by the host.
-const uint RESULT_STRIDE = 8u;
+// Per-row result, read by the host: token, p, logprob, status, seed, step,
+// passes, first bad logit; then the raw log-probability words (raw_stats.comp).
+const uint RESULT_STRIDE = 64u;
+const uint RES_RAW_TOKEN = 8u;    // float: the drawn token's logit as the model gave it
+const uint RES_RAW_MAX = 9u;      // float: the row's maximal finite logit
+const uint RES_RAW_SUM = 10u;     // float: sum of exp(logit - max) over the finite logits
+const uint RES_RAW_COUNT = 11u;   // top entries found (<= P_LOGPROBS)
+const uint RES_RAW_IDS = 12u;     // 20 ids, canonical order
+const uint RES_RAW_LOGITS = 32u;  // their logits (float bits)
 
 layout(std430, set = 0, binding = 0) readonly buffer Logits { float logits[]; };
 layout(std430, set = 0, binding = 1) readonly buffer Params { uint params[]; };
