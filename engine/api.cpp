@@ -12,6 +12,7 @@
 #include <sieve/sieve_vulkan.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <new>
 
@@ -495,6 +496,39 @@ SIEVE_API sieve_status sieve_chain_distribution(sieve_chain* chain, const float*
             probs[i] = static_cast<float>(dist[static_cast<size_t>(i)].p);
         }
         return SIEVE_OK;
+    });
+}
+
+SIEVE_API sieve_status sieve_chain_candidates(sieve_chain* chain, const sieve_logits* logits, sieve_candidate* out,
+                                              int32_t capacity, int32_t* counts) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        if (!counts) fail(SIEVE_ERROR_INVALID_ARGUMENT, "counts is NULL");
+        if (capacity < 0) fail(SIEVE_ERROR_INVALID_ARGUMENT, "negative capacity " + std::to_string(capacity));
+        if (capacity > 0 && !out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
+        ChainImpl& impl = *chain->impl;
+        const LogitsView view = impl.check_call(logits);
+        impl.check_row_inputs(view.rows, view.vocab);
+        impl.check_slots(view.rows);
+        std::vector<int32_t> wanted(static_cast<size_t>(view.rows));
+        for (int32_t r = 0; r < view.rows; ++r) wanted[static_cast<size_t>(r)] = r;
+        std::vector<std::vector<ref::Weighted>> dists;
+        std::vector<sieve_status> statuses;
+        std::string message;
+        const sieve_status s = impl.distributions(view, wanted, &dists, &statuses, &message);
+        for (int32_t r = 0; r < view.rows; ++r) {
+            const auto& d = dists[static_cast<size_t>(r)];
+            const bool ok = statuses[static_cast<size_t>(r)] == SIEVE_OK;
+            counts[r] = ok ? static_cast<int32_t>(d.size()) : 0;
+            for (int32_t i = 0; ok && i < std::min(capacity, counts[r]); ++i) {
+                sieve_candidate& c = out[static_cast<size_t>(r) * capacity + i];
+                c.id = d[static_cast<size_t>(i)].id;
+                c.p = static_cast<float>(d[static_cast<size_t>(i)].p);
+                c.logit = static_cast<float>(std::log(d[static_cast<size_t>(i)].p));
+            }
+        }
+        if (s != SIEVE_OK) set_last_error(message);
+        return s;
     });
 }
 

@@ -433,6 +433,15 @@ void ChainImpl::check_call(const float* logits, int32_t rows, int32_t vocab) con
                                        std::to_string(config_.max_vocab));
 }
 
+sieve_status ChainImpl::distribution(const LogitsView& logits, int32_t row, std::vector<ref::Weighted>* out,
+                                     std::string* message) {
+    std::vector<std::vector<ref::Weighted>> outs;
+    std::vector<sieve_status> statuses;
+    const sieve_status s = distributions(logits, {row}, &outs, &statuses, message);
+    *out = std::move(outs[0]);
+    return s;
+}
+
 void ChainImpl::set_logprobs(int32_t n) {
     if (n < -1 || n > SIEVE_MAX_TOP_LOGPROBS)
         fail(SIEVE_ERROR_INVALID_ARGUMENT, "logprobs n " + std::to_string(n) + " is outside -1.." +

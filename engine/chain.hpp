@@ -77,8 +77,15 @@ public:
     // only the steps advance (sieve_sample_draws).
     virtual sieve_status sample(const LogitsView& logits, int32_t draws, int32_t* tokens, sieve_token* out,
                                 std::string* message, bool commit) = 0;
-    virtual sieve_status distribution(const LogitsView& logits, int32_t row, std::vector<ref::Weighted>* out,
-                                      std::string* message) = 0;
+    // The final distributions of the call's rows listed in `wanted`, from one
+    // run of the chain (no state changes): (*out)[k] and (*statuses)[k] for
+    // wanted[k]; returns the first failing row's status, its message in
+    // *message.
+    virtual sieve_status distributions(const LogitsView& logits, const std::vector<int32_t>& wanted,
+                                       std::vector<std::vector<ref::Weighted>>* out,
+                                       std::vector<sieve_status>* statuses, std::string* message) = 0;
+    sieve_status distribution(const LogitsView& logits, int32_t row, std::vector<ref::Weighted>* out,
+                              std::string* message);
     // Zero-copy input (sieve_sample_vulkan): the GPU backend only; validated
     // by the caller as far as sizes go.
     virtual sieve_status sample_device(const sieve_vulkan_logits& logits, sieve_token* out, std::string* message);

@@ -62,17 +62,29 @@ public:
         return first;
     }
 
-    sieve_status distribution(const LogitsView& logits, int32_t row, std::vector<ref::Weighted>* out,
-                              std::string* message) override {
-        // The distribution the row's next token would be drawn from: at its
+    sieve_status distributions(const LogitsView& logits, const std::vector<int32_t>& wanted,
+                               std::vector<std::vector<ref::Weighted>>* out, std::vector<sieve_status>* statuses,
+                               std::string* message) override {
+        // The distribution each row's next token would be drawn from: at its
         // slot's current step (XTC's coin depends on it) and state, changing
         // neither.
-        const uint32_t* slot = slot_record(slot_of(row));
-        const ref::SlotState state = slot_to_state(slot, history_capacity());
-        sieve_status s = ref::row_distribution(config_.samplers, logits.row_f32(row, &scratch_), logits.vocab,
-                                               row_params(row), out, message, slot[kSlotStep], 0, &state);
-        if (s != SIEVE_OK) *message = "row " + std::to_string(row) + ": " + *message;
-        return s;
+        sieve_status first = SIEVE_OK;
+        out->assign(wanted.size(), {});
+        statuses->assign(wanted.size(), SIEVE_OK);
+        for (size_t k = 0; k < wanted.size(); ++k) {
+            const int32_t row = wanted[k];
+            const uint32_t* slot = slot_record(slot_of(row));
+            const ref::SlotState state = slot_to_state(slot, history_capacity());
+            std::string why;
+            const sieve_status s = ref::row_distribution(config_.samplers, logits.row_f32(row, &scratch_), logits.vocab,
+                                                         row_params(row), &(*out)[k], &why, slot[kSlotStep], 0, &state);
+            (*statuses)[k] = s;
+            if (s != SIEVE_OK && first == SIEVE_OK) {
+                first = s;
+                *message = "row " + std::to_string(row) + ": " + why;
+            }
+        }
+        return first;
     }
 
     sieve_counters counters() const override {

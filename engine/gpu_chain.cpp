@@ -185,8 +185,9 @@ public:
 
     sieve_status sample(const LogitsView& logits, int32_t draws, int32_t* tokens, sieve_token* out,
                         std::string* message, bool commit) override;
-    sieve_status distribution(const LogitsView& logits, int32_t row, std::vector<ref::Weighted>* out,
-                              std::string* message) override;
+    sieve_status distributions(const LogitsView& logits, const std::vector<int32_t>& wanted,
+                               std::vector<std::vector<ref::Weighted>>* out, std::vector<sieve_status>* statuses,
+                               std::string* message) override;
     sieve_status sample_device(const sieve_vulkan_logits& logits, sieve_token* out, std::string* message) override;
     void release_input() override {
         if (ingest_) ingest_->release_source();
@@ -220,6 +221,8 @@ private:
     sieve_token fallback(uint32_t row, const float* logits, uint32_t vocab, uint32_t step, bool commit,
                          std::string* message, sieve_status* first);
     void upload(const LogitsView& logits);
+    sieve_status read_distribution(const LogitsView& logits, int32_t row, bool collect, std::vector<ref::Weighted>* out,
+                                   std::string* message);
     void write_params(uint32_t rows, bool sample, bool commit);
     void check_history_order(uint32_t rows) const;
     // prefix: a command buffer submitted ahead of the recording (the ingest pass).
@@ -884,8 +887,9 @@ sieve_token GpuChain::fallback(uint32_t row, const float* logits, uint32_t vocab
     return t;
 }
 
-sieve_status GpuChain::distribution(const LogitsView& logits, int32_t row, std::vector<ref::Weighted>* out,
-                                    std::string* message) {
+sieve_status GpuChain::distributions(const LogitsView& logits, const std::vector<int32_t>& wanted,
+                                     std::vector<std::vector<ref::Weighted>>* out, std::vector<sieve_status>* statuses,
+                                     std::string* message) {
     const int32_t rows = logits.rows, vocab = logits.vocab;
     wait_pending();
     check_history_order(static_cast<uint32_t>(rows));
@@ -902,6 +906,26 @@ sieve_status GpuChain::distribution(const LogitsView& logits, int32_t row, std::
     upload(logits);
     write_params(r, false, false);
     submit_and_wait(rec);
+    sieve_status first = SIEVE_OK;
+    out->assign(wanted.size(), {});
+    statuses->assign(wanted.size(), SIEVE_OK);
+    for (size_t k = 0; k < wanted.size(); ++k) {
+        std::string why;
+        const sieve_status s = read_distribution(logits, wanted[k], collect, &(*out)[k], &why);
+        (*statuses)[k] = s;
+        if (s != SIEVE_OK && first == SIEVE_OK) {
+            first = s;
+            *message = why;
+        }
+    }
+    return first;
+}
+
+// Row `row`'s distribution from the distribution recording's output.
+sieve_status GpuChain::read_distribution(const LogitsView& logits, int32_t row, bool collect,
+                                         std::vector<ref::Weighted>* out, std::string* message) {
+    const int32_t vocab = logits.vocab;
+    const uint32_t v = static_cast<uint32_t>(vocab);
     if (collect) {
         // collect.comp's list: [count or STATUS_FALLBACK, step, (id, p) x count].
         const auto* words = static_cast<const uint32_t*>(probabilities_.mapped) +

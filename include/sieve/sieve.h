@@ -385,6 +385,27 @@ SIEVE_API sieve_status sieve_chain_set_logprobs(sieve_chain* chain, int32_t n);
  * the row failed (its token's status). */
 SIEVE_API sieve_status sieve_chain_logprobs(const sieve_chain* chain, int32_t row, sieve_logprobs* out);
 
+/* ---- candidate export --------------------------------------------------------
+ * A GPU prefix of the chain, finished on the host: a chain of the samplers the
+ * GPU runs (e.g. "top_k;top_p;min_p;temperature"), whose survivors go to CPU
+ * samplers the app owns (a grammar, a custom processor), as llama.cpp's backend
+ * sampling does. */
+typedef struct sieve_candidate {
+    int32_t id;
+    float logit;    /* the survivor's logit as the chain leaves it, shifted by a per-row constant
+                       so that the survivors' log-sum-exp is 0: logit = ln p */
+    float p;        /* its probability under the chain's distribution (what the draw would use) */
+} sieve_candidate;
+
+/* Runs the chain's samplers (not its final draw) over every row, with no state
+ * change (as sieve_chain_distribution), and copies each row's survivors in
+ * canonical order (descending p, ties by lower id): out is [rows][capacity],
+ * counts[r] receives row r's number of survivors, of which the first
+ * min(counts[r], capacity) are written. Returns SIEVE_OK or the first failed
+ * row's status (that row's count is 0). The logits are one sieve_logits. */
+SIEVE_API sieve_status sieve_chain_candidates(sieve_chain* chain, const sieve_logits* logits, sieve_candidate* out,
+                                              int32_t capacity, int32_t* counts);
+
 /* Engine counters: what tests read to prove steady state records and allocates
  * nothing. */
 typedef struct sieve_counters {
