@@ -110,6 +110,7 @@ SIEVE_API const char* sieve_status_name(sieve_status status) {
     case SIEVE_ERROR_TIMEOUT: return "timeout";
     case SIEVE_ERROR_OUT_OF_MEMORY: return "out_of_memory";
     case SIEVE_ERROR_INTERNAL: return "internal";
+    case SIEVE_ERROR_PENDING: return "pending";
     }
     return "unknown_status";
 }
@@ -237,6 +238,7 @@ SIEVE_API void sieve_chain_destroy(sieve_chain* chain) { delete chain; }
 SIEVE_API sieve_status sieve_chain_set_param(sieve_chain* chain, int32_t row, sieve_param param, double value) {
     if (!chain) return null_handle("chain");
     return guarded([&] {
+        chain->impl->check_idle();
         check_param(param);
         chain->impl->set_param(row, param, value);
         return SIEVE_OK;
@@ -256,6 +258,7 @@ SIEVE_API sieve_status sieve_chain_get_param(const sieve_chain* chain, int32_t r
 SIEVE_API sieve_status sieve_chain_reset(sieve_chain* chain, int32_t row) {
     if (!chain) return null_handle("chain");
     return guarded([&] {
+        chain->impl->check_idle();
         chain->impl->reset(row);
         return SIEVE_OK;
     });
@@ -264,6 +267,7 @@ SIEVE_API sieve_status sieve_chain_reset(sieve_chain* chain, int32_t row) {
 SIEVE_API sieve_status sieve_chain_set_slots(sieve_chain* chain, const int32_t* slots, int32_t n) {
     if (!chain) return null_handle("chain");
     return guarded([&] {
+        chain->impl->check_idle();
         chain->impl->set_slots(slots, n);
         return SIEVE_OK;
     });
@@ -272,6 +276,7 @@ SIEVE_API sieve_status sieve_chain_set_slots(sieve_chain* chain, const int32_t* 
 SIEVE_API sieve_status sieve_accept(sieve_chain* chain, int32_t row, const int32_t* tokens, int32_t n) {
     if (!chain) return null_handle("chain");
     return guarded([&] {
+        chain->impl->check_idle();
         chain->impl->accept(row, tokens, n);
         return SIEVE_OK;
     });
@@ -280,6 +285,7 @@ SIEVE_API sieve_status sieve_accept(sieve_chain* chain, int32_t row, const int32
 SIEVE_API sieve_status sieve_chain_copy_slot(sieve_chain* chain, int32_t src_slot, int32_t dst_slot) {
     if (!chain) return null_handle("chain");
     return guarded([&] {
+        chain->impl->check_idle();
         chain->impl->copy_slot(src_slot, dst_slot);
         return SIEVE_OK;
     });
@@ -288,6 +294,7 @@ SIEVE_API sieve_status sieve_chain_copy_slot(sieve_chain* chain, int32_t src_slo
 SIEVE_API sieve_status sieve_chain_reset_slot(sieve_chain* chain, int32_t slot) {
     if (!chain) return null_handle("chain");
     return guarded([&] {
+        chain->impl->check_idle();
         chain->impl->reset_slot(slot);
         return SIEVE_OK;
     });
@@ -305,6 +312,7 @@ SIEVE_API sieve_status sieve_chain_slot_state_size(const sieve_chain* chain, siz
 SIEVE_API sieve_status sieve_chain_save_slot(sieve_chain* chain, int32_t slot, void* data, size_t size) {
     if (!chain) return null_handle("chain");
     return guarded([&] {
+        chain->impl->check_idle();
         chain->impl->save_slot(slot, data, size);
         return SIEVE_OK;
     });
@@ -313,6 +321,7 @@ SIEVE_API sieve_status sieve_chain_save_slot(sieve_chain* chain, int32_t slot, v
 SIEVE_API sieve_status sieve_chain_restore_slot(sieve_chain* chain, int32_t slot, const void* data, size_t size) {
     if (!chain) return null_handle("chain");
     return guarded([&] {
+        chain->impl->check_idle();
         chain->impl->restore_slot(slot, data, size);
         return SIEVE_OK;
     });
@@ -322,6 +331,7 @@ SIEVE_API sieve_status sieve_chain_slot_history(sieve_chain* chain, int32_t slot
                                                 int32_t* count) {
     if (!chain) return null_handle("chain");
     return guarded([&] {
+        chain->impl->check_idle();
         if (!count) fail(SIEVE_ERROR_INVALID_ARGUMENT, "count is NULL");
         if (capacity < 0) fail(SIEVE_ERROR_INVALID_ARGUMENT, "negative capacity");
         if (capacity > 0 && !tokens) fail(SIEVE_ERROR_INVALID_ARGUMENT, "tokens is NULL");
@@ -337,6 +347,7 @@ SIEVE_API sieve_status sieve_chain_set_dry_breakers(sieve_chain* chain, int32_t 
                                                     const int32_t* lengths, int32_t n) {
     if (!chain) return null_handle("chain");
     return guarded([&] {
+        chain->impl->check_idle();
         chain->impl->set_dry_breakers(row, tokens, lengths, n);
         return SIEVE_OK;
     });
@@ -346,6 +357,7 @@ SIEVE_API sieve_status sieve_chain_set_logit_bias(sieve_chain* chain, int32_t ro
                                                   const float* biases, int32_t n) {
     if (!chain) return null_handle("chain");
     return guarded([&] {
+        chain->impl->check_idle();
         chain->impl->set_logit_bias(row, tokens, biases, n);
         return SIEVE_OK;
     });
@@ -355,6 +367,7 @@ SIEVE_API sieve_status sieve_chain_set_token_bitmask(sieve_chain* chain, int32_t
                                                      int32_t n_words) {
     if (!chain) return null_handle("chain");
     return guarded([&] {
+        chain->impl->check_idle();
         chain->impl->set_token_bitmask(row, words, n_words);
         return SIEVE_OK;
     });
@@ -379,6 +392,7 @@ SIEVE_API sieve_status sieve_sample(sieve_chain* chain, const float* logits, int
                                     sieve_token* out) {
     if (!chain) return null_handle("chain");
     return guarded([&] {
+        chain->impl->check_idle();
         if (!out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
         chain->impl->check_call(logits, rows, vocab);
         return sample_checked(*chain->impl, LogitsView::f32(logits, rows, vocab), out);
@@ -399,6 +413,7 @@ SIEVE_API void sieve_logits_init(sieve_logits* logits, const void* data, sieve_d
 SIEVE_API sieve_status sieve_sample_logits(sieve_chain* chain, const sieve_logits* logits, sieve_token* out) {
     if (!chain) return null_handle("chain");
     return guarded([&] {
+        chain->impl->check_idle();
         if (!out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
         return sample_checked(*chain->impl, chain->impl->check_call(logits), out);
     });
@@ -408,6 +423,7 @@ SIEVE_API sieve_status sieve_sample_draws(sieve_chain* chain, const float* logit
                                           int32_t draws, int32_t* tokens, sieve_token* out) {
     if (!chain) return null_handle("chain");
     return guarded([&] {
+        chain->impl->check_idle();
         if (!tokens) fail(SIEVE_ERROR_INVALID_ARGUMENT, "tokens is NULL");
         if (draws <= 0) fail(SIEVE_ERROR_INVALID_ARGUMENT, "draws must be >= 1");
         chain->impl->check_call(logits, rows, vocab);
@@ -432,35 +448,135 @@ SIEVE_API void sieve_vulkan_logits_init(sieve_vulkan_logits* logits, VkBuffer bu
     logits->vocab = vocab;
 }
 
+namespace {
+
+// Every check sieve_sample_vulkan makes before the device sees the call: the
+// descriptor, its sizes against the buffer and the chain, the rows' inputs and
+// slots (shared by the synchronous, async and recorded calls).
+void check_vulkan_logits(ChainImpl& impl, const sieve_vulkan_logits* logits) {
+    if (!logits) fail(SIEVE_ERROR_INVALID_ARGUMENT, "logits is NULL");
+    if (logits->struct_size < sizeof(sieve_vulkan_logits))
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "sieve_vulkan_logits.struct_size is " + std::to_string(logits->struct_size) +
+                                               "; set it to sizeof(sieve_vulkan_logits) (sieve_vulkan_logits_init does)");
+    if (logits->buffer == VK_NULL_HANDLE) fail(SIEVE_ERROR_INVALID_ARGUMENT, "buffer is VK_NULL_HANDLE");
+    const int64_t stride = impl.check_layout(logits, logits->dtype, logits->rows, logits->vocab, logits->row_stride);
+    const uint64_t elem = dtype_bytes(logits->dtype);
+    if (logits->offset % elem != 0)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "offset " + std::to_string(logits->offset) + " is not a multiple of the " +
+                                               dtype_name(logits->dtype) + " element size " + std::to_string(elem));
+    // The rows' extent, read in whole 4-byte words.
+    const uint64_t extent = ((static_cast<uint64_t>(logits->rows - 1) * static_cast<uint64_t>(stride) +
+                              static_cast<uint64_t>(logits->vocab)) * elem + 3) / 4 * 4;
+    if (logits->offset > logits->size || extent > logits->size - logits->offset)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT,
+             "the buffer is too small: " + std::to_string(logits->rows) + " rows x row_stride " +
+                 std::to_string(stride) + " " + dtype_name(logits->dtype) + " need " + std::to_string(extent) +
+                 " bytes from offset " + std::to_string(logits->offset) + "; its size is " +
+                 std::to_string(logits->size));
+    impl.check_row_inputs(logits->rows, logits->vocab);
+    impl.check_slots(logits->rows);
+}
+
+// The parts of a sieve_vulkan_sync that need no device: its struct, the
+// semaphore combinations and the token buffer's room for `rows` ids.
+// record: sieve_chain_record, which takes only the token buffer.
+void check_sync(const sieve_vulkan_sync* sync, int32_t rows, bool record) {
+    if (!sync) return;
+    if (sync->struct_size < sizeof(sieve_vulkan_sync))
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "sieve_vulkan_sync.struct_size is " + std::to_string(sync->struct_size) +
+                                               "; set it to sizeof(sieve_vulkan_sync) (sieve_vulkan_sync_init does)");
+    if (record && (sync->wait_semaphore != VK_NULL_HANDLE || sync->signal_semaphore != VK_NULL_HANDLE))
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "sieve_chain_record takes only the token buffer of a sieve_vulkan_sync: "
+                                           "the semaphores belong to the app's submission of the command buffer");
+    if (sync->timeline != 0 && sync->timeline != 1)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "timeline is " + std::to_string(sync->timeline) + "; 1 = timeline, 0 = binary");
+    if (sync->timeline == 0 && sync->wait_semaphore != VK_NULL_HANDLE &&
+        sync->wait_semaphore == sync->signal_semaphore)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "the same binary semaphore to wait on and to signal");
+    if (sync->timeline == 1 && sync->signal_semaphore != VK_NULL_HANDLE) {
+        if (sync->signal_value == 0)
+            fail(SIEVE_ERROR_INVALID_ARGUMENT, "a timeline signal_value of 0 (a timeline starts at 0 and only grows)");
+        if (sync->wait_semaphore == sync->signal_semaphore && sync->signal_value <= sync->wait_value)
+            fail(SIEVE_ERROR_INVALID_ARGUMENT, "signal_value " + std::to_string(sync->signal_value) +
+                                                   " is not past wait_value " + std::to_string(sync->wait_value) +
+                                                   " on the same timeline semaphore");
+    }
+    if (sync->token_buffer != VK_NULL_HANDLE) {
+        if (sync->token_offset % 4 != 0)
+            fail(SIEVE_ERROR_INVALID_ARGUMENT, "token_offset " + std::to_string(sync->token_offset) +
+                                                   " is not a multiple of 4 (int32 token ids)");
+        const uint64_t need = static_cast<uint64_t>(rows) * 4;
+        if (sync->token_offset > sync->token_buffer_size || need > sync->token_buffer_size - sync->token_offset)
+            fail(SIEVE_ERROR_INVALID_ARGUMENT, "the token buffer is too small: " + std::to_string(rows) +
+                                                   " token ids need " + std::to_string(need) + " bytes from offset " +
+                                                   std::to_string(sync->token_offset) + "; its size is " +
+                                                   std::to_string(sync->token_buffer_size));
+    }
+}
+
+} // namespace
+
 SIEVE_API sieve_status sieve_sample_vulkan(sieve_chain* chain, const sieve_vulkan_logits* logits, sieve_token* out) {
     if (!chain) return null_handle("chain");
     return guarded([&] {
+        chain->impl->check_idle();
         if (!out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
-        if (!logits) fail(SIEVE_ERROR_INVALID_ARGUMENT, "logits is NULL");
-        if (logits->struct_size < sizeof(sieve_vulkan_logits))
-            fail(SIEVE_ERROR_INVALID_ARGUMENT, "sieve_vulkan_logits.struct_size is " +
-                                                   std::to_string(logits->struct_size) +
-                                                   "; set it to sizeof(sieve_vulkan_logits) (sieve_vulkan_logits_init does)");
-        if (logits->buffer == VK_NULL_HANDLE) fail(SIEVE_ERROR_INVALID_ARGUMENT, "buffer is VK_NULL_HANDLE");
-        ChainImpl& impl = *chain->impl;
-        const int64_t stride = impl.check_layout(logits, logits->dtype, logits->rows, logits->vocab, logits->row_stride);
-        const uint64_t elem = dtype_bytes(logits->dtype);
-        if (logits->offset % elem != 0)
-            fail(SIEVE_ERROR_INVALID_ARGUMENT, "offset " + std::to_string(logits->offset) + " is not a multiple of the " +
-                                                   dtype_name(logits->dtype) + " element size " + std::to_string(elem));
-        // The rows' extent, read in whole 4-byte words.
-        const uint64_t extent = ((static_cast<uint64_t>(logits->rows - 1) * static_cast<uint64_t>(stride) +
-                                  static_cast<uint64_t>(logits->vocab)) * elem + 3) / 4 * 4;
-        if (logits->offset > logits->size || extent > logits->size - logits->offset)
-            fail(SIEVE_ERROR_INVALID_ARGUMENT,
-                 "the buffer is too small: " + std::to_string(logits->rows) + " rows x row_stride " +
-                     std::to_string(stride) + " " + dtype_name(logits->dtype) + " need " + std::to_string(extent) +
-                     " bytes from offset " + std::to_string(logits->offset) + "; its size is " +
-                     std::to_string(logits->size));
-        impl.check_row_inputs(logits->rows, logits->vocab);
-        impl.check_slots(logits->rows);
+        check_vulkan_logits(*chain->impl, logits);
         std::string message;
-        sieve_status s = impl.sample_device(*logits, out, &message);
+        sieve_status s = chain->impl->sample_device(*logits, out, &message);
+        if (s != SIEVE_OK) set_last_error(message);
+        return s;
+    });
+}
+
+SIEVE_API void sieve_vulkan_sync_init(sieve_vulkan_sync* sync) {
+    if (!sync) return;
+    *sync = sieve_vulkan_sync{};
+    sync->struct_size = sizeof(sieve_vulkan_sync);
+}
+
+SIEVE_API sieve_status sieve_sample_vulkan_async(sieve_chain* chain, const sieve_vulkan_logits* logits,
+                                                 const sieve_vulkan_sync* sync) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        chain->impl->check_idle();
+        check_vulkan_logits(*chain->impl, logits);
+        check_sync(sync, logits->rows, false);
+        chain->impl->sample_async(*logits, sync);
+        return SIEVE_OK;
+    });
+}
+
+SIEVE_API sieve_status sieve_chain_wait(sieve_chain* chain, uint64_t timeout_ns, sieve_token* out) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        if (!out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
+        std::string message;
+        sieve_status s = chain->impl->wait(timeout_ns, out, &message);
+        if (s != SIEVE_OK) set_last_error(message);
+        return s;
+    });
+}
+
+SIEVE_API sieve_status sieve_chain_record(sieve_chain* chain, VkCommandBuffer cmd, const sieve_vulkan_logits* logits,
+                                          const sieve_vulkan_sync* sync) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        chain->impl->check_idle();
+        if (cmd == VK_NULL_HANDLE) fail(SIEVE_ERROR_INVALID_ARGUMENT, "cmd is VK_NULL_HANDLE");
+        check_vulkan_logits(*chain->impl, logits);
+        check_sync(sync, logits->rows, true);
+        chain->impl->record(cmd, *logits, sync);
+        return SIEVE_OK;
+    });
+}
+
+SIEVE_API sieve_status sieve_chain_collect(sieve_chain* chain, sieve_token* out) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        if (!out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
+        std::string message;
+        sieve_status s = chain->impl->collect(out, &message);
         if (s != SIEVE_OK) set_last_error(message);
         return s;
     });
@@ -469,6 +585,7 @@ SIEVE_API sieve_status sieve_sample_vulkan(sieve_chain* chain, const sieve_vulka
 SIEVE_API sieve_status sieve_chain_release_input(sieve_chain* chain) {
     if (!chain) return null_handle("chain");
     return guarded([&] {
+        chain->impl->check_idle();
         chain->impl->release_input();
         return SIEVE_OK;
     });
@@ -479,6 +596,7 @@ SIEVE_API sieve_status sieve_chain_distribution(sieve_chain* chain, const float*
                                                 int32_t capacity, int32_t* count) {
     if (!chain) return null_handle("chain");
     return guarded([&] {
+        chain->impl->check_idle();
         if (!count) fail(SIEVE_ERROR_INVALID_ARGUMENT, "count is NULL");
         if (capacity < 0) fail(SIEVE_ERROR_INVALID_ARGUMENT, "negative capacity");
         if (capacity > 0 && (!ids || !probs)) fail(SIEVE_ERROR_INVALID_ARGUMENT, "ids or probs is NULL");
@@ -572,6 +690,7 @@ SIEVE_API sieve_status sieve_chain_plan_figures(const sieve_chain* chain, int32_
 SIEVE_API sieve_status sieve_chain_set_profiling(sieve_chain* chain, int32_t enabled) {
     if (!chain) return null_handle("chain");
     return guarded([&] {
+        chain->impl->check_idle();
         chain->impl->set_profiling(enabled != 0);
         return SIEVE_OK;
     });

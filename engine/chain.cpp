@@ -488,6 +488,28 @@ sieve_status ChainImpl::sample_device(const sieve_vulkan_logits&, sieve_token*, 
                                        "(sieve_context_create_vulkan); this chain runs on the CPU backend");
 }
 
+void ChainImpl::sample_async(const sieve_vulkan_logits& logits, const sieve_vulkan_sync*) {
+    sample_device(logits, nullptr, nullptr);  // refuses with sample_device's words
+}
+
+void ChainImpl::record(VkCommandBuffer_T*, const sieve_vulkan_logits& logits, const sieve_vulkan_sync*) {
+    sample_device(logits, nullptr, nullptr);
+}
+
+sieve_status ChainImpl::wait(uint64_t, sieve_token*, std::string*) {
+    fail(SIEVE_ERROR_INVALID_ARGUMENT, "nothing to wait for: no sieve_sample_vulkan_async call is in flight");
+}
+
+sieve_status ChainImpl::collect(sieve_token*, std::string*) {
+    fail(SIEVE_ERROR_INVALID_ARGUMENT, "nothing to collect: no sieve_chain_record call is in flight");
+}
+
+void ChainImpl::check_idle() const {
+    if (const char* finish = in_flight())
+        fail(SIEVE_ERROR_PENDING, std::string("a sampling call is in flight on this chain; ") + finish +
+                                      " finishes it before the chain takes another call");
+}
+
 int64_t ChainImpl::check_layout(const void* data, sieve_dtype dtype, int32_t rows, int32_t vocab,
                                 int64_t row_stride) const {
     if (dtype != SIEVE_DTYPE_F32 && dtype != SIEVE_DTYPE_F16 && dtype != SIEVE_DTYPE_BF16)

@@ -12,6 +12,8 @@
 #include <vector>
 
 struct sieve_vulkan_logits;  // sieve_vulkan.h
+struct sieve_vulkan_sync;
+struct VkCommandBuffer_T;
 
 namespace sieve {
 
@@ -90,6 +92,19 @@ public:
     // by the caller as far as sizes go.
     virtual sieve_status sample_device(const sieve_vulkan_logits& logits, sieve_token* out, std::string* message);
     virtual void release_input() {}
+    // Async and record-into (sieve_vulkan.h), the GPU backend only; the logits
+    // and the sync's token buffer are validated by the caller as far as sizes
+    // go. sync may be null. A call in flight makes check_idle refuse the
+    // chain's other calls until wait/collect finishes it.
+    virtual void sample_async(const sieve_vulkan_logits& logits, const sieve_vulkan_sync* sync);
+    virtual sieve_status wait(uint64_t timeout_ns, sieve_token* out, std::string* message);
+    virtual void record(VkCommandBuffer_T* cmd, const sieve_vulkan_logits& logits, const sieve_vulkan_sync* sync);
+    virtual sieve_status collect(sieve_token* out, std::string* message);
+    // The call that finishes the one in flight ("sieve_chain_wait" or
+    // "sieve_chain_collect"), or null when none is.
+    virtual const char* in_flight() const { return nullptr; }
+    // Throws SIEVE_ERROR_PENDING while a call is in flight.
+    void check_idle() const;
     virtual sieve_counters counters() const = 0;
     virtual void plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, uint32_t* row_passes) const = 0;
     virtual void set_profiling(bool) {}

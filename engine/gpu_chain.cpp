@@ -6,6 +6,7 @@
 #include "gpu_params.hpp"
 #include "gpu_plan.hpp"
 #include "ingest.hpp"
+#include "token_copy.hpp"
 #include "slot_layout.hpp"
 #include "vk_check.hpp"
 
@@ -18,6 +19,7 @@
 #include <map>
 #include <numeric>
 #include <memory>
+#include <optional>
 #include <tuple>
 
 #include <sieve/sieve_vulkan.h>
@@ -48,14 +50,20 @@ struct RowGroup {
 };
 
 struct Recording {
-    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    VkCommandBuffer cmd = VK_NULL_HANDLE;  // null for a plan emitted into the app's command buffer
+    RecordingKind kind = RecordingKind::Sample;
+    uint32_t rows = 0, vocab = 0;
+    InputsMode inputs = InputsMode::None;
+    bool history = false;
+    bool device_input = false;  // the logits come from the ingest pass (no staging copy)
+    bool logprobs = false;      // raw_stats.comp runs first
     Plan plan;
     std::vector<RowGroup> groups;  // the plan's dispatches run once per group
     bool timestamps = false;       // one timestamp before the first and after every dispatch
 };
 
-// The longest plan (history, stats, 9 levels, gather) once per row in the worst case.
-constexpr uint32_t kMaxPlanDispatches = 12;
+// The longest plan (raw stats, history, stats, 9 levels, gather) once per row in the worst case.
+constexpr uint32_t kMaxPlanDispatches = 13;
 
 // List entries per row for a top-p cut past the candidate buffer (wide.glsl):
 // half the vocabulary (as many bytes as the logits; LM-like rows at top-p 0.95
@@ -191,6 +199,14 @@ public:
     sieve_status sample_device(const sieve_vulkan_logits& logits, sieve_token* out, std::string* message) override;
     void release_input() override {
         if (ingest_) ingest_->release_source();
+        if (tokens_) tokens_->release_target();
+    }
+    void sample_async(const sieve_vulkan_logits& logits, const sieve_vulkan_sync* sync) override;
+    sieve_status wait(uint64_t timeout_ns, sieve_token* out, std::string* message) override;
+    void record(VkCommandBuffer cmd, const sieve_vulkan_logits& logits, const sieve_vulkan_sync* sync) override;
+    sieve_status collect(sieve_token* out, std::string* message) override;
+    const char* in_flight() const override {
+        return !in_flight_ ? nullptr : in_flight_->recorded ? "sieve_chain_collect" : "sieve_chain_wait";
     }
     sieve_counters counters() const override;
     void plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, uint32_t* row_passes) const override;
@@ -215,8 +231,12 @@ private:
         return static_cast<size_t>((r / windows_.rows) * windows_.rows * max_elems + (r % windows_.rows) * call_elems);
     }
     // device_input: the logits come from the ingest pass (no staging copy).
+    Recording describe(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect, bool device_input,
+                       bool timestamps) const;
+    // The chain's own command buffer for the shape, recorded on first use.
     const Recording& recording(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect,
                                bool device_input = false);
+    void emit(VkCommandBuffer cmd, const Recording& rec);
     bool use_collect(uint32_t rows) const;
     sieve_token fallback(uint32_t row, const float* logits, uint32_t vocab, uint32_t step, bool commit,
                          std::string* message, sieve_status* first);
@@ -225,8 +245,20 @@ private:
                                    std::string* message);
     void write_params(uint32_t rows, bool sample, bool commit);
     void check_history_order(uint32_t rows) const;
-    // prefix: a command buffer submitted ahead of the recording (the ingest pass).
+    // prefix: a command buffer submitted ahead of the recording (the ingest
+    // pass); suffix: one after it (the token copy); sync: the app's semaphores.
+    void submit(const Recording& rec, VkCommandBuffer prefix, VkCommandBuffer suffix, const sieve_vulkan_sync* sync);
+    // Waits for the fence; TIMEOUT (with `what`) leaves the submission pending.
+    void await(uint64_t timeout_ns, const char* what);
+    // After a recording ran: the dispatches it launched, its stage times.
+    void account(const Recording& rec);
     void submit_and_wait(const Recording& rec, VkCommandBuffer prefix = VK_NULL_HANDLE);
+    // A zero-copy call up to its device work: the rows' checks, the ingest
+    // pass for `in` (returned), the rows' parameters written.
+    VkCommandBuffer prepare_device_input(const sieve_vulkan_logits& in);
+    // After its device work: the rows' results, the rows the twin finishes.
+    sieve_status finish_device_input(uint32_t rows, uint32_t vocab, VkCommandBuffer ingest, sieve_token* out,
+                                     std::string* message);
     IngestSource ingest_source(const sieve_vulkan_logits& in) const;
     const float* ingested_rows_on_host(VkCommandBuffer ingest);
     void wait_pending();
@@ -261,6 +293,17 @@ private:
     std::vector<sieve_stage_time> stage_times_;
     std::vector<float> scratch_;  // a row widened to f32 for the twin (fallback rows)
     std::unique_ptr<Ingest> ingest_;  // zero-copy input, made on first use
+    std::unique_ptr<TokenCopy> tokens_;  // async token ids into the app's buffer, made on first use
+    // A call made by sample_async (the fence is pending) or record (the app
+    // submits it), finished by wait / collect; every other call is refused
+    // meanwhile (check_idle), so the parameters it wrote, the slots and the
+    // ingest command buffer stay as it left them.
+    struct InFlight {
+        bool recorded = false;
+        Recording rec;                             // its plan: the dispatches are counted when it finishes
+        VkCommandBuffer ingest = VK_NULL_HANDLE;   // re-submitted for rows the twin finishes
+    };
+    std::optional<InFlight> in_flight_;
     VkCommandBuffer readback_ = VK_NULL_HANDLE;  // logits -> staging (fallback rows of device input)
     std::map<std::tuple<uint32_t, uint32_t, uint32_t, bool, bool, uint32_t, bool, bool, bool>, Recording>
         recordings_by_shape_;
@@ -298,7 +341,9 @@ GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
         candidates_ = device_.create_buffer(rows * collect_row_words(limits_.candidate_capacity) * 4, storage, false,
                                             &allocations_);
         inputs_ = device_.create_buffer(rows * input_words_ * 4, storage, true, &allocations_);
-        results_ = device_.create_buffer(rows * kResultStride * 4, storage, true, &allocations_);
+        // A transfer source too: the async token copy reads the ids from it.
+        results_ = device_.create_buffer(rows * kResultStride * 4, storage | VK_BUFFER_USAGE_TRANSFER_SRC_BIT, true,
+                                         &allocations_);
         placeholder_ = device_.create_buffer(16, storage, false, &allocations_);
         if (chain_has_history(config))
             adjust_ = device_.create_buffer(rows * adjust_layout_.row_words * 4, storage | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
@@ -372,6 +417,7 @@ void GpuChain::release() {
     if (queries_) vk.vkDestroyQueryPool(dev, queries_, nullptr);
     queries_ = VK_NULL_HANDLE;
     ingest_.reset();
+    tokens_.reset();
     if (command_pool_) vk.vkDestroyCommandPool(dev, command_pool_, nullptr);  // frees the recordings
     command_pool_ = VK_NULL_HANDLE;
     recordings_by_shape_.clear();
@@ -444,8 +490,9 @@ bool GpuChain::use_collect(uint32_t rows) const {
     return false;
 }
 
-const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect,
-                                     bool device_input) {
+// The plan of one call's shape (no command buffer yet).
+Recording GpuChain::describe(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect, bool device_input,
+                             bool timestamps) const {
     bool has_inputs = false, history = false;
     const bool logprobs = logprobs_n_ >= 0 && kind == RecordingKind::Sample;
     for (uint32_t r = 0; r < rows; ++r) {
@@ -455,16 +502,16 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
         has_inputs = has_inputs || row_has_inputs(rows_[r]) || (logprobs && adjusts);
         history = history || adjusts;
     }
-    const InputsMode inputs = has_inputs ? InputsMode::All : InputsMode::None;
-    auto key = std::make_tuple(static_cast<uint32_t>(kind), rows, vocab, profiling_, collect,
-                               static_cast<uint32_t>(inputs), history, device_input, logprobs);
-    auto it = recordings_by_shape_.find(key);
-    if (it != recordings_by_shape_.end()) return it->second;
-
-    const auto& vk = device_.vk();
     Recording rec;
+    rec.kind = kind;
+    rec.rows = rows;
+    rec.vocab = vocab;
+    rec.inputs = has_inputs ? InputsMode::All : InputsMode::None;
+    rec.history = history;
+    rec.device_input = device_input;
+    rec.logprobs = logprobs;
     rec.plan = make_plan(kind, greedy_terminal(), collect, wide_cap_ > 0, history, vocab, limits_, type_, logprobs);
-    rec.timestamps = profiling_;
+    rec.timestamps = timestamps;
     if (rec.plan.dispatches.size() > kMaxPlanDispatches) fail(SIEVE_ERROR_INTERNAL, "plan longer than the timestamp pool");
     // Row groups never straddle a window.
     const uint32_t per_group = rows_per_group(rows, vocab, type_);
@@ -474,6 +521,18 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
             rec.groups.push_back({first / windows_.rows, base, std::min(per_group, in_window - base),
                                   static_cast<uint32_t>(rec.groups.size()) * kDispatchArgsWords});
     }
+    return rec;
+}
+
+const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect,
+                                     bool device_input) {
+    Recording rec = describe(kind, rows, vocab, collect, device_input, profiling_);
+    auto key = std::make_tuple(static_cast<uint32_t>(kind), rows, vocab, profiling_, collect,
+                               static_cast<uint32_t>(rec.inputs), rec.history, device_input, rec.logprobs);
+    auto it = recordings_by_shape_.find(key);
+    if (it != recordings_by_shape_.end()) return it->second;
+
+    const auto& vk = device_.vk();
     VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
     ai.commandPool = command_pool_;
     ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
@@ -483,17 +542,33 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     vk_check(vk.vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer");
 
+    emit(cmd, rec);
+    vk_check(vk.vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+    ++recordings_;
+    return recordings_by_shape_.emplace(key, rec).first->second;
+}
+
+// The plan's commands, into the chain's own command buffer or the app's
+// (sieve_chain_record): every barrier the passes need, from the previous
+// call's work at the start to the host's reads of the results at the end.
+void GpuChain::emit(VkCommandBuffer cmd, const Recording& rec) {
+    const auto& vk = device_.vk();
     VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-    // The previous submission's shader writes (slot state, results) before this
-    // one's reads and writes.
-    // (and its indirect reads of the dispatch arguments before they are reset).
-    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT;
+    // The previous call's shader writes (slot state, results) before this
+    // one's reads and writes, its indirect reads of the dispatch arguments
+    // before they are reset, and its transfers (the staging copy's writes, the
+    // readback's and the token copy's reads of buffers this call rewrites).
+    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT |
+                            VK_ACCESS_INDIRECT_COMMAND_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
     barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-    vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
+    vk.vkCmdPipelineBarrier(cmd,
+                            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT |
+                                VK_PIPELINE_STAGE_TRANSFER_BIT,
                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier, 0,
                             nullptr, 0, nullptr);
-    if (!device_.unified_memory() && !device_input) {
-        VkBufferCopy region{0, 0, (row_at(rows - 1, static_cast<uint64_t>(config_.max_vocab), vocab) + vocab) * 4ull};
+    if (!device_.unified_memory() && !rec.device_input) {
+        VkBufferCopy region{0, 0,
+                            (row_at(rec.rows - 1, static_cast<uint64_t>(config_.max_vocab), rec.vocab) + rec.vocab) * 4ull};
         vk.vkCmdCopyBuffer(cmd, staging_.buffer, logits_.buffer, 1, &region);
         barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
         barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT;
@@ -522,15 +597,16 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
     }
     uint32_t query = 1;
     for (const RowGroup& g : rec.groups) {
-    VkDescriptorSet set = (kind == RecordingKind::Distribution ? distribution_sets_ : sets_)[g.window];
+    VkDescriptorSet set = (rec.kind == RecordingKind::Distribution ? distribution_sets_ : sets_)[g.window];
     vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_.layout(), 0, 1, &set, 0, nullptr);
     for (const Dispatch& d : rec.plan.dispatches) {
-        PushConstants pc{vocab, vocab, rec.plan.chunk_size, rec.plan.n_chunks, d.level, rec.plan.flags,
+        PushConstants pc{rec.vocab, rec.vocab, rec.plan.chunk_size, rec.plan.n_chunks, d.level, rec.plan.flags,
                          g.row_base, g.args_base, wide_cap_, history_capacity(), adjust_layout_.hash_bits,
                          adjust_layout_.bitmap_words};
         VkPipeline pipeline = d.stage == Stage::Collect
-                                  ? pipelines_.collect(chain_ops(config_.samplers), chain_selector(config_.samplers), inputs)
-                                                        : pipelines_.get(d.stage, inputs);
+                                  ? pipelines_.collect(chain_ops(config_.samplers), chain_selector(config_.samplers),
+                                                       rec.inputs)
+                                  : pipelines_.get(d.stage, rec.inputs);
         vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
         vk.vkCmdPushConstants(cmd, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), &pc);
         if (d.indirect == kDirect)
@@ -553,19 +629,10 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
     barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
     vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0,
                             nullptr, 0, nullptr);
-    vk_check(vk.vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
-    ++recordings_;
-    return recordings_by_shape_.emplace(key, rec).first->second;
 }
 
 void GpuChain::wait_pending() {
-    if (!pending_) return;
-    const auto& vk = device_.vk();
-    VkResult r = vk.vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, kWaitTimeoutNs);
-    if (r == VK_TIMEOUT) fail(SIEVE_ERROR_TIMEOUT, "the previous submission is still running");
-    vk_check(r, "vkWaitForFences");
-    vk.vkResetFences(device_.handle(), 1, &fence_);
-    pending_ = false;
+    if (pending_) await(kWaitTimeoutNs, "the previous submission is still running");
 }
 
 // Widening f16/bf16 to f32 happens here, in the one write to the mapped
@@ -601,20 +668,61 @@ void GpuChain::write_params(uint32_t rows, bool sample, bool commit) {
     }
 }
 
-void GpuChain::submit_and_wait(const Recording& rec, VkCommandBuffer prefix) {
-    const auto& vk = device_.vk();
+void GpuChain::submit(const Recording& rec, VkCommandBuffer prefix, VkCommandBuffer suffix,
+                      const sieve_vulkan_sync* sync) {
+    VkCommandBuffer cmds[3];
+    uint32_t n = 0;
+    if (prefix) cmds[n++] = prefix;
+    cmds[n++] = rec.cmd;
+    if (suffix) cmds[n++] = suffix;
     VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-    const VkCommandBuffer cmds[2] = {prefix, rec.cmd};
-    si.commandBufferCount = prefix ? 2 : 1;
-    si.pCommandBuffers = prefix ? cmds : &rec.cmd;
+    si.commandBufferCount = n;
+    si.pCommandBuffers = cmds;
+    // The wait covers every stage: the first commands are a transfer (the
+    // argument resets) and compute passes, and the semaphore's memory
+    // dependency must reach them all.
+    const VkPipelineStageFlags wait_stage = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
+    VkTimelineSemaphoreSubmitInfo values{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
+    if (sync) {
+        if (sync->wait_semaphore) {
+            si.waitSemaphoreCount = 1;
+            si.pWaitSemaphores = &sync->wait_semaphore;
+            si.pWaitDstStageMask = &wait_stage;
+        }
+        if (sync->signal_semaphore) {
+            si.signalSemaphoreCount = 1;
+            si.pSignalSemaphores = &sync->signal_semaphore;
+        }
+        if (sync->timeline == 1) {
+            values.waitSemaphoreValueCount = si.waitSemaphoreCount;
+            values.pWaitSemaphoreValues = &sync->wait_value;
+            values.signalSemaphoreValueCount = si.signalSemaphoreCount;
+            values.pSignalSemaphoreValues = &sync->signal_value;
+            si.pNext = &values;
+        }
+    }
     vk_check(device_.submit(si, fence_), "vkQueueSubmit");
     ++submits_;
     pending_ = true;
-    VkResult r = vk.vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, kWaitTimeoutNs);
-    if (r == VK_TIMEOUT) fail(SIEVE_ERROR_TIMEOUT, "sampling did not finish within the wait timeout");
+}
+
+void GpuChain::await(uint64_t timeout_ns, const char* what) {
+    const auto& vk = device_.vk();
+    VkResult r = vk.vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, timeout_ns);
+    if (r == VK_TIMEOUT) fail(SIEVE_ERROR_TIMEOUT, what);
     vk_check(r, "vkWaitForFences");
     vk.vkResetFences(device_.handle(), 1, &fence_);
     pending_ = false;
+}
+
+void GpuChain::submit_and_wait(const Recording& rec, VkCommandBuffer prefix) {
+    submit(rec, prefix, VK_NULL_HANDLE, nullptr);
+    await(kWaitTimeoutNs, "sampling did not finish within the wait timeout");
+    account(rec);
+}
+
+void GpuChain::account(const Recording& rec) {
+    const auto& vk = device_.vk();
     // Dispatches that launched workgroups: the direct ones and the armed
     // indirect ones.
     const auto* args = static_cast<const uint32_t*>(dispatch_args_.mapped);
@@ -815,15 +923,11 @@ const float* GpuChain::ingested_rows_on_host(VkCommandBuffer ingest) {
     vk_check(device_.submit(si, fence_), "vkQueueSubmit");
     ++submits_;
     pending_ = true;
-    VkResult r = vk.vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, kWaitTimeoutNs);
-    if (r == VK_TIMEOUT) fail(SIEVE_ERROR_TIMEOUT, "reading the rows back did not finish within the wait timeout");
-    vk_check(r, "vkWaitForFences");
-    vk.vkResetFences(device_.handle(), 1, &fence_);
-    pending_ = false;
+    await(kWaitTimeoutNs, "reading the rows back did not finish within the wait timeout");
     return static_cast<const float*>(device_.unified_memory() ? logits_.mapped : staging_.mapped);
 }
 
-sieve_status GpuChain::sample_device(const sieve_vulkan_logits& in, sieve_token* out, std::string* message) {
+VkCommandBuffer GpuChain::prepare_device_input(const sieve_vulkan_logits& in) {
     wait_pending();
     check_history_order(static_cast<uint32_t>(in.rows));
     const IngestSource src = ingest_source(in);
@@ -832,13 +936,15 @@ sieve_status GpuChain::sample_device(const sieve_vulkan_logits& in, sieve_token*
     bool recorded = false;
     VkCommandBuffer ingest = ingest_->prepare(src, &recorded);
     if (recorded) ++recordings_;
-    const uint32_t r = src.rows, v = src.vocab;
-    const Recording& rec = recording(RecordingKind::Sample, r, v, use_collect(r), true);
-    write_params(r, true, true);
-    submit_and_wait(rec, ingest);
+    write_params(src.rows, true, true);
+    return ingest;
+}
+
+sieve_status GpuChain::finish_device_input(uint32_t r, uint32_t v, VkCommandBuffer ingest, sieve_token* out,
+                                           std::string* message) {
     ++dispatches_;  // the ingest pass
     sieve_status first = SIEVE_OK;
-    begin_logprobs(in.rows);
+    begin_logprobs(static_cast<int32_t>(r));
     const float* host_rows = nullptr;
     for (uint32_t i = 0; i < r; ++i) {
         const auto* res = static_cast<const uint32_t*>(results_.mapped) + i * kResultStride;
@@ -856,6 +962,74 @@ sieve_status GpuChain::sample_device(const sieve_vulkan_logits& in, sieve_token*
         out[i] = t;
     }
     return first;
+}
+
+sieve_status GpuChain::sample_device(const sieve_vulkan_logits& in, sieve_token* out, std::string* message) {
+    VkCommandBuffer ingest = prepare_device_input(in);
+    const uint32_t r = static_cast<uint32_t>(in.rows), v = static_cast<uint32_t>(in.vocab);
+    submit_and_wait(recording(RecordingKind::Sample, r, v, use_collect(r), true), ingest);
+    return finish_device_input(r, v, ingest, out, message);
+}
+
+void GpuChain::sample_async(const sieve_vulkan_logits& in, const sieve_vulkan_sync* sync) {
+    if (sync && sync->timeline == 1 && !(limits_.features & SIEVE_FEATURE_TIMELINE_SEMAPHORE))
+        fail(SIEVE_ERROR_DEVICE_LIMIT, "timeline semaphores are not usable on this context: the app enables "
+                                       "timelineSemaphore on its device and states SIEVE_FEATURE_TIMELINE_SEMAPHORE in "
+                                       "sieve_vulkan_device.enabled_features (else use binary semaphores, timeline = 0)");
+    VkCommandBuffer ingest = prepare_device_input(in);
+    const uint32_t r = static_cast<uint32_t>(in.rows), v = static_cast<uint32_t>(in.vocab);
+    const Recording& rec = recording(RecordingKind::Sample, r, v, use_collect(r), true);
+    VkCommandBuffer tokens = VK_NULL_HANDLE;
+    if (sync && sync->token_buffer) {
+        if (!tokens_) tokens_ = std::make_unique<TokenCopy>(device_, results_.buffer, kResultStride * 4, command_pool_);
+        bool recorded = false;
+        tokens = tokens_->prepare({sync->token_buffer, sync->token_offset, r}, &recorded);
+        if (recorded) ++recordings_;
+    }
+    submit(rec, ingest, tokens, sync);
+    in_flight_ = InFlight{false, rec, ingest};
+}
+
+sieve_status GpuChain::wait(uint64_t timeout_ns, sieve_token* out, std::string* message) {
+    if (!in_flight_) return ChainImpl::wait(timeout_ns, out, message);
+    if (in_flight_->recorded)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "the call in flight was recorded into the app's command buffer "
+                                           "(sieve_chain_record): sieve_chain_collect finishes it");
+    try {
+        await(timeout_ns, "the sampling submission has not finished yet; it stays in flight: wait again");
+    } catch (const Failure& f) {
+        if (f.status() != SIEVE_ERROR_TIMEOUT) in_flight_.reset();  // device lost: nothing more will come
+        throw;
+    }
+    InFlight call = std::move(*in_flight_);
+    in_flight_.reset();
+    account(call.rec);
+    return finish_device_input(call.rec.rows, call.rec.vocab, call.ingest, out, message);
+}
+
+void GpuChain::record(VkCommandBuffer cmd, const sieve_vulkan_logits& in, const sieve_vulkan_sync* sync) {
+    VkCommandBuffer ingest = prepare_device_input(in);
+    const uint32_t r = static_cast<uint32_t>(in.rows), v = static_cast<uint32_t>(in.vocab);
+    // The same commands as the chain's own recording, minus the timestamps
+    // (the query pool is the chain's, read only after its own fences).
+    Recording rec = describe(RecordingKind::Sample, r, v, use_collect(r), true, false);
+    ingest_->emit(cmd);
+    emit(cmd, rec);
+    if (sync && sync->token_buffer)
+        emit_token_copy(device_, cmd, results_.buffer, kResultStride * 4, {sync->token_buffer, sync->token_offset, r});
+    ++recordings_;
+    in_flight_ = InFlight{true, std::move(rec), ingest};
+}
+
+sieve_status GpuChain::collect(sieve_token* out, std::string* message) {
+    if (!in_flight_) return ChainImpl::collect(out, message);
+    if (!in_flight_->recorded)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "the call in flight was submitted by sieve_sample_vulkan_async: "
+                                           "sieve_chain_wait finishes it");
+    InFlight call = std::move(*in_flight_);
+    in_flight_.reset();
+    account(call.rec);
+    return finish_device_input(call.rec.rows, call.rec.vocab, call.ingest, out, message);
 }
 
 // The GPU stopped where the row's survivors reach past its candidate buffer

@@ -103,6 +103,16 @@ VkCommandBuffer Ingest::prepare(const IngestSource& src, bool* recorded) {
 
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     vk_check(vk.vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer");
+    current_ = src;
+    emit(cmd_);
+    vk_check(vk.vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
+    valid_ = true;
+    *recorded = true;
+    return cmd_;
+}
+
+void Ingest::emit(VkCommandBuffer cmd) const {
+    const auto& vk = device_.vk();
     // The app's writes of the logits (any earlier command on this queue:
     // a compute or transfer pass, a copy) before this pass reads them, and
     // the previous sampling call's reads of Sieve's logits before they are
@@ -110,27 +120,22 @@ VkCommandBuffer Ingest::prepare(const IngestSource& src, bool* recorded) {
     VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     barrier.srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT;
     barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-    vk.vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
+    vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
                             &barrier, 0, nullptr, 0, nullptr);
-    vk.vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_);
-    vk.vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, layout_, 0, 1, &set_, 0, nullptr);
-    const IngestPush push{src.vocab, static_cast<uint32_t>(src.dtype), src.first, src.stride};
-    vk.vkCmdPushConstants(cmd_, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
+    vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_);
+    vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout_, 0, 1, &set_, 0, nullptr);
+    const IngestPush push{current_.vocab, static_cast<uint32_t>(current_.dtype), current_.first, current_.stride};
+    vk.vkCmdPushConstants(cmd, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
     const uint32_t wg = device_.limits().workgroup_size;
-    vk.vkCmdDispatch(cmd_, (src.vocab + wg - 1) / wg, src.rows, 1);
+    vk.vkCmdDispatch(cmd, (current_.vocab + wg - 1) / wg, current_.rows, 1);
     // The chain's recording, next in the same submission, starts with a
     // compute-to-compute barrier that makes these writes visible to it. When
     // the host reads the rows back (rows the twin finishes), they must be
     // visible to it after the fence too.
     barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
     barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-    vk.vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0,
+    vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0,
                             nullptr, 0, nullptr);
-    vk_check(vk.vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
-    current_ = src;
-    valid_ = true;
-    *recorded = true;
-    return cmd_;
 }
 
 } // namespace sieve

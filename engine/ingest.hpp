@@ -44,6 +44,11 @@ public:
     // only when the source differs from the last one. No submission may be
     // pending on it.
     VkCommandBuffer prepare(const IngestSource& src, bool* recorded);
+    // Records the pass for the source of the last prepare() into `cmd` (the
+    // command buffer of prepare(), or an app's for sieve_chain_record): a
+    // barrier from every earlier write on the queue, the dispatch, and a
+    // barrier that makes its writes visible to the host.
+    void emit(VkCommandBuffer cmd) const;
     // Forget the source (the descriptor keeps no handle of the app's).
     void release_source();
 

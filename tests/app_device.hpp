@@ -44,10 +44,14 @@ struct AppDevice {
     };
     std::vector<AppBuffer> buffers;  // destroyed with the device
 
-    AppDevice() {
+    uint32_t api_version = VK_API_VERSION_1_1;
+    bool timeline = false;  // Vulkan 1.2 with timelineSemaphore enabled
+
+    explicit AppDevice(bool with_timeline = false) : timeline(with_timeline) {
         EXPECT_EQ(volkInitialize(), VK_SUCCESS);
+        if (timeline) api_version = VK_API_VERSION_1_2;
         VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
-        app.apiVersion = VK_API_VERSION_1_1;
+        app.apiVersion = api_version;
         const char* layer = "VK_LAYER_KHRONOS_validation";
         const char* ext = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
         // Synchronization validation on: Sieve's submissions on the app's
@@ -87,7 +91,11 @@ struct AppDevice {
         q.queueFamilyIndex = family;
         q.queueCount = 1;
         q.pQueuePriorities = &priority;
+        VkPhysicalDeviceTimelineSemaphoreFeatures timeline_features{
+            VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
+        timeline_features.timelineSemaphore = VK_TRUE;
         VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+        if (timeline) dci.pNext = &timeline_features;
         dci.queueCreateInfoCount = 1;
         dci.pQueueCreateInfos = &q;
         EXPECT_EQ(vkCreateDevice(physical, &dci, nullptr, &device), VK_SUCCESS);
@@ -105,6 +113,7 @@ struct AppDevice {
             vk.vkDestroyBuffer(device, b.buffer, nullptr);
             vk.vkFreeMemory(device, b.memory, nullptr);
         }
+        for (VkSemaphore s : semaphores) vk.vkDestroySemaphore(device, s, nullptr);
         vk.vkDestroyFence(device, fence, nullptr);
         vk.vkDestroyCommandPool(device, pool, nullptr);
         vk.vkDestroyDevice(device, nullptr);
@@ -174,6 +183,39 @@ struct AppDevice {
     }
     std::vector<VkCommandBuffer> pending;  // freed with the pool
 
+    // A semaphore of the app's, destroyed with the device: binary, or a
+    // timeline starting at 0 (needs the timeline device).
+    VkSemaphore make_semaphore(bool timeline_type) {
+        VkSemaphoreTypeCreateInfo type{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
+        type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+        VkSemaphoreCreateInfo si{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+        if (timeline_type) si.pNext = &type;
+        VkSemaphore s = VK_NULL_HANDLE;
+        EXPECT_EQ(vk.vkCreateSemaphore(device, &si, nullptr, &s), VK_SUCCESS);
+        semaphores.push_back(s);
+        return s;
+    }
+    std::vector<VkSemaphore> semaphores;
+
+    // An empty submission that waits on `wait` (binary, at every stage) and/or
+    // signals `signal` (binary): the app's side of a semaphore handshake.
+    // fence: the app's fence, waited for here when set.
+    void submit_semaphores(VkSemaphore wait, VkSemaphore signal, bool fence_wait = false) {
+        const VkPipelineStageFlags stage = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
+        VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+        si.waitSemaphoreCount = wait ? 1 : 0;
+        si.pWaitSemaphores = &wait;
+        si.pWaitDstStageMask = &stage;
+        si.signalSemaphoreCount = signal ? 1 : 0;
+        si.pSignalSemaphores = &signal;
+        EXPECT_EQ(vk.vkQueueSubmit(queue, 1, &si, fence_wait ? fence : VK_NULL_HANDLE), VK_SUCCESS);
+        if (fence_wait) wait_fence();
+    }
+    void wait_fence() {
+        EXPECT_EQ(vk.vkWaitForFences(device, 1, &fence, VK_TRUE, 120ull * 1000 * 1000 * 1000), VK_SUCCESS);
+        vk.vkResetFences(device, 1, &fence);
+    }
+
     sieve_vulkan_device handles(uint32_t enabled_features = 0) const {
         sieve_vulkan_device h{};
         h.struct_size = sizeof(h);
@@ -182,7 +224,7 @@ struct AppDevice {
         h.device = device;
         h.queue = queue;
         h.queue_family_index = family;
-        h.api_version = VK_API_VERSION_1_1;
+        h.api_version = api_version;
         h.enabled_features = enabled_features;
         return h;
     }

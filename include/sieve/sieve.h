@@ -78,7 +78,10 @@ typedef enum sieve_status {
     SIEVE_ERROR_DEVICE_LOST = 13,
     SIEVE_ERROR_TIMEOUT = 14,           /* a host wait ran out; the chain stays usable */
     SIEVE_ERROR_OUT_OF_MEMORY = 15,
-    SIEVE_ERROR_INTERNAL = 16
+    SIEVE_ERROR_INTERNAL = 16,
+    /* the chain has a sampling call in flight (sieve_sample_vulkan_async or
+     * sieve_chain_record): finish it with sieve_chain_wait / sieve_chain_collect first */
+    SIEVE_ERROR_PENDING = 17
 } sieve_status;
 
 /* Stable lowercase name of a status, e.g. "non_finite_logit". Never NULL. */

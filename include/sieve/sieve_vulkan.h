@@ -79,10 +79,143 @@ SIEVE_API void sieve_vulkan_logits_init(sieve_vulkan_logits* logits, VkBuffer bu
  * when the rows span more than the device's maxStorageBufferRange. */
 SIEVE_API sieve_status sieve_sample_vulkan(sieve_chain* chain, const sieve_vulkan_logits* logits, sieve_token* out);
 
-/* Forgets the buffer the chain last sampled from (its descriptor and the command
- * buffer that reads it). Waits for nothing: every sampling call has finished
- * when it returns. */
+/* Forgets the buffers the chain last sampled from and copied tokens to (their
+ * descriptors and the command buffers that name them). Waits for nothing: every
+ * sampling call has finished when it returns (SIEVE_ERROR_PENDING while an
+ * async or recorded call is in flight). */
 SIEVE_API sieve_status sieve_chain_release_input(sieve_chain* chain);
+
+/* ---- async submission ---------------------------------------------------------
+ * sieve_sample_vulkan_async submits the same work as sieve_sample_vulkan to the
+ * context's queue and returns without waiting; sieve_chain_wait waits for it
+ * (with a timeout) and hands back the tokens. In between, the submission can
+ * wait on and signal the app's semaphores, and copy the sampled token ids into
+ * the app's buffer, so the app's next decode can consume them on the device
+ * with no host round trip.
+ *
+ * One call in flight per chain: until sieve_chain_wait returns anything but
+ * SIEVE_ERROR_TIMEOUT, every other call on the chain that samples, changes its
+ * parameters or reads or writes its slots fails with SIEVE_ERROR_PENDING and
+ * changes nothing (sieve_chain_get_param, _counters, _plan_figures,
+ * _stage_times and _slot_state_size still answer). The parameters were written
+ * to the device when the call was made; the slots' new tokens are committed by
+ * the submission itself, except for the rows the CPU twin finishes (below),
+ * which sieve_chain_wait commits.
+ *
+ * Queue: Sieve submits to the context's queue from inside
+ * sieve_sample_vulkan_async (and sieve_chain_wait for the rows the twin
+ * finishes); the app owns the queue's external synchronization and must not
+ * submit to it from another thread during those calls. The app keeps ownership
+ * of the semaphores and the token buffer: they must stay alive until
+ * sieve_chain_wait has returned SIEVE_OK (or a failure other than timeout).
+ *
+ * Synchronization the submission provides:
+ *   - it waits on wait_semaphore (if any) at VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+ *     and starts with the barrier of sieve_sample_vulkan: every earlier write on
+ *     the context's queue is visible to it;
+ *   - signal_semaphore (if any) is signalled when all of it has finished, the
+ *     token copy included (a semaphore signal makes every write available, so a
+ *     submission of the app's that waits on it sees the token ids);
+ *   - without a semaphore, the app's later work on the queue that reads the token
+ *     buffer must follow a barrier from VK_PIPELINE_STAGE_TRANSFER_BIT /
+ *     VK_ACCESS_TRANSFER_WRITE_BIT, and the host may read it (a host-visible
+ *     buffer) after sieve_chain_wait returned SIEVE_OK.
+ *
+ * Rows the GPU cannot finish exactly (survivors past its candidate buffer,
+ * counted in cpu_fallback_rows) and rows that fail (non-finite logits, ...) are
+ * -1 in the token buffer; sieve_chain_wait returns their true result (the twin
+ * samples such a row there, reading the app's logits again: the logits buffer
+ * must keep its values until sieve_chain_wait returns when that can happen). */
+typedef struct sieve_vulkan_sync {
+    uint32_t struct_size;           /* sizeof(sieve_vulkan_sync) */
+    VkSemaphore wait_semaphore;     /* VK_NULL_HANDLE = none */
+    uint64_t wait_value;            /* timeline: the value to wait for (ignored for binary) */
+    VkSemaphore signal_semaphore;   /* VK_NULL_HANDLE = none; signalled once the tokens are written */
+    uint64_t signal_value;          /* timeline: the value to signal, > 0 (and > wait_value on the same semaphore) */
+    /* 1: both semaphores are timeline semaphores (needs SIEVE_FEATURE_TIMELINE_SEMAPHORE
+     * in the context's features: the app enabled timelineSemaphore and said so in
+     * sieve_vulkan_device.enabled_features); 0: binary semaphores (Vulkan 1.1). */
+    int32_t timeline;
+    /* Optional: rows x int32 token ids written at token_offset (a multiple of 4)
+     * by the same submission, with vkCmdCopyBuffer: the buffer needs
+     * VK_BUFFER_USAGE_TRANSFER_DST_BIT and token_buffer_size (its size as
+     * created) >= token_offset + rows * 4. VK_NULL_HANDLE = no copy. */
+    VkBuffer token_buffer;
+    VkDeviceSize token_offset;
+    VkDeviceSize token_buffer_size;
+} sieve_vulkan_sync;
+
+/* Zeroes the struct and sets struct_size: no semaphores, binary, no token buffer. */
+SIEVE_API void sieve_vulkan_sync_init(sieve_vulkan_sync* sync);
+
+/* Submits sieve_sample_vulkan's work and returns. sync may be NULL (no semaphores,
+ * no token copy). Checks as sieve_sample_vulkan, plus: SIEVE_ERROR_INVALID_ARGUMENT
+ * for a bad sync (struct_size, timeline not 0/1, the same binary semaphore to wait
+ * on and signal, a timeline signal_value of 0 or not past wait_value on the same
+ * semaphore, a token_offset not a multiple of 4, a token buffer smaller than
+ * token_offset + rows * 4); SIEVE_ERROR_DEVICE_LIMIT for timeline = 1 when the
+ * context may not use timeline semaphores; SIEVE_ERROR_PENDING when a call is
+ * already in flight. */
+SIEVE_API sieve_status sieve_sample_vulkan_async(sieve_chain* chain, const sieve_vulkan_logits* logits,
+                                                 const sieve_vulkan_sync* sync);
+
+/* Waits up to timeout_ns for the call sieve_sample_vulkan_async made and writes
+ * its rows' tokens to out (as sieve_sample_vulkan would; its status likewise).
+ * SIEVE_ERROR_TIMEOUT: still running, nothing written, the call stays in flight
+ * (wait again later). SIEVE_ERROR_DEVICE_LOST: the device is lost; the call is
+ * dropped. SIEVE_ERROR_INVALID_ARGUMENT when nothing is in flight or the call in
+ * flight was recorded (sieve_chain_collect finishes that). timeout_ns = 0 polls. */
+SIEVE_API sieve_status sieve_chain_wait(sieve_chain* chain, uint64_t timeout_ns, sieve_token* out);
+
+/* ---- record-into ---------------------------------------------------------------
+ * sieve_chain_record records the call's device work (the ingest pass, the
+ * chain's plan and, with sync->token_buffer, the token copy) into a command
+ * buffer the app is recording, instead of submitting it; the app submits it
+ * with its own work, waits for that submission (fence or semaphore), then calls
+ * sieve_chain_collect for the tokens. No host round trip between the app's
+ * decode and the sampling: both run in one submission.
+ *
+ * cmd: a primary command buffer in the recording state, outside a render pass,
+ * allocated from a pool of the context's queue family, submitted once to the
+ * context's queue. Sieve leaves its own compute pipeline, descriptor set 0 and
+ * push constants bound: rebind yours after the call.
+ *
+ * sync: NULL or only its token_buffer fields (the semaphores belong to the app's
+ * submission: wait and signal them there; set them here and the call is refused).
+ *
+ * Barriers Sieve records:
+ *   at the start: ALL_COMMANDS / MEMORY_WRITE | SHADER_READ -> COMPUTE_SHADER /
+ *     SHADER_READ | SHADER_WRITE (the app's earlier writes of the logits, in this
+ *     command buffer or earlier on the queue, and any earlier reads of Sieve's
+ *     logits), then COMPUTE_SHADER | DRAW_INDIRECT | TRANSFER -> COMPUTE_SHADER |
+ *     TRANSFER (Sieve's previous call on this chain);
+ *   between its own passes: COMPUTE_SHADER -> COMPUTE_SHADER | DRAW_INDIRECT;
+ *   at the end: COMPUTE_SHADER / SHADER_WRITE -> HOST / HOST_READ (the results
+ *     after the app's fence) and, with a token buffer, COMPUTE_SHADER ->
+ *     TRANSFER, the copy, then TRANSFER / TRANSFER_WRITE -> HOST / HOST_READ.
+ * What the app must guarantee: its later commands that read the token buffer
+ * follow a barrier from TRANSFER / TRANSFER_WRITE; its later commands that write
+ * the logits buffer follow a barrier from COMPUTE_SHADER (Sieve read it there);
+ * the logits are written before the call's commands on the same queue (or by
+ * work another queue finished before the submission, made visible by a
+ * semaphore wait).
+ *
+ * Parameters and slots: the call writes the rows' parameters to Sieve's mapped
+ * parameter block now and the GPU reads them when the app's submission runs;
+ * as with async, every other call on the chain fails with SIEVE_ERROR_PENDING
+ * until sieve_chain_collect, so nothing can change them in between. Until then
+ * the chain must not be destroyed and the command buffer must not be submitted
+ * more than once. Profiling records no timestamps into the app's buffer. */
+SIEVE_API sieve_status sieve_chain_record(sieve_chain* chain, VkCommandBuffer cmd, const sieve_vulkan_logits* logits,
+                                          const sieve_vulkan_sync* sync);
+
+/* After the app's submission of the recorded command buffer has completed (the
+ * app waited for its fence or semaphore): writes the rows' tokens to out as
+ * sieve_sample_vulkan would and finishes the rows the CPU twin samples (reading
+ * the app's logits again, on the context's queue: keep them until then).
+ * SIEVE_ERROR_INVALID_ARGUMENT when nothing was recorded or the call in flight
+ * is an async one (sieve_chain_wait finishes that). */
+SIEVE_API sieve_status sieve_chain_collect(sieve_chain* chain, sieve_token* out);
 
 #ifdef __cplusplus
 }

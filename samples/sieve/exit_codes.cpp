@@ -18,8 +18,8 @@ int exit_code_for(sieve_status status) {
     case SIEVE_ERROR_NON_FINITE_LOGIT:
     case SIEVE_ERROR_ALL_MASKED:
         return kExitBadInput;
-    // The device or the engine failed. NULL_HANDLE and INTERNAL cannot come from
-    // anything the user typed: they are engine failures and reported as such.
+    // The device or the engine failed. NULL_HANDLE, PENDING and INTERNAL cannot
+    // come from anything the user typed: they are engine failures and reported as such.
     case SIEVE_ERROR_DEVICE_LIMIT:
     case SIEVE_ERROR_NO_DEVICE:
     case SIEVE_ERROR_VULKAN:
@@ -27,6 +27,7 @@ int exit_code_for(sieve_status status) {
     case SIEVE_ERROR_TIMEOUT:
     case SIEVE_ERROR_OUT_OF_MEMORY:
     case SIEVE_ERROR_NULL_HANDLE:
+    case SIEVE_ERROR_PENDING:
     case SIEVE_ERROR_INTERNAL:
         return kExitDevice;
     }

@@ -1,0 +1,350 @@
+// Async submission and record-into (issue 5) on an app device with
+// synchronization validation on: sieve_sample_vulkan_async + sieve_chain_wait
+// and sieve_chain_record + sieve_chain_collect give the tokens
+// sieve_sample_vulkan gives (same seeds: token, p, logprob and step bit for
+// bit), through binary and timeline semaphores, with the ids copied into the
+// app's buffer on the device; a host wait that runs out leaves a usable chain;
+// every refused input has its status and message.
+#include "app_logits.hpp"
+#include "test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace sieve_test;
+
+constexpr uint64_t kLongWait = 120ull * 1000 * 1000 * 1000;
+constexpr int32_t kRows = 2, kVocab = 32000;
+// The default chain (penalties and DRY read the slots' histories, so each
+// step depends on the tokens the previous ones committed) and one whose rows
+// go to the CPU twin (finished at wait / collect time).
+constexpr const char* kChains[] = {"", "min_p;temperature"};
+
+void configure(sieve::Chain& chain, const char* samplers) {
+    if (std::string(samplers) == "min_p;temperature") chain.set(SIEVE_PARAM_MIN_P, 0.0001);
+    chain.set(SIEVE_PARAM_REPEAT_PENALTY, 1.3);
+}
+
+// The ids the app's buffer received are the tokens; twin_ran: some rows went
+// to the CPU twin, whose ids exist only on the host (-1 in the buffer).
+void expect_ids(const AppDevice::AppBuffer& ids, VkDeviceSize offset, const std::vector<sieve_token>& tokens,
+                bool twin_ran) {
+    for (size_t r = 0; r < tokens.size(); ++r) {
+        int32_t id;
+        std::memcpy(&id, static_cast<const unsigned char*>(ids.mapped) + offset + r * 4, 4);
+        if (twin_ran && id == -1) continue;
+        EXPECT_EQ(id, tokens[r].token) << "row " << r;
+    }
+}
+
+TEST(Async, EqualsSyncWithBinarySemaphores) {
+    AppDevice app;
+    auto ctx = app_context(app);
+    AppLogits a = make_app_logits(app, SIEVE_DTYPE_F16, Shape::Zipf, kRows, kVocab, kVocab + 5, 6, 4);
+    AppDevice::AppBuffer ids = app.make_buffer(64 + kRows * 4, VK_BUFFER_USAGE_TRANSFER_DST_BIT, true);
+    const VkSemaphore decoded = app.make_semaphore(false), sampled = app.make_semaphore(false);
+    for (const char* samplers : kChains) {
+        SCOPED_TRACE(std::string("chain '") + samplers + "'");
+        sieve::Chain async(*ctx, chain_desc(samplers, kRows, kVocab, 0.8f, 11));
+        sieve::Chain sync(*ctx, chain_desc(samplers, kRows, kVocab, 0.8f, 11));
+        configure(async, samplers);
+        configure(sync, samplers);
+        for (int step = 0; step < 3; ++step) {
+            SCOPED_TRACE("step " + std::to_string(step));
+            app.copy_on_queue(a.staging, a.tensor);          // the decode
+            app.submit_semaphores(VK_NULL_HANDLE, decoded);  // ... signals `decoded`
+            sieve_vulkan_sync s;
+            sieve_vulkan_sync_init(&s);
+            s.wait_semaphore = decoded;
+            s.signal_semaphore = sampled;
+            s.token_buffer = ids.buffer;
+            s.token_offset = 64;
+            s.token_buffer_size = ids.size;
+            const uint64_t twin_before = async.counters().cpu_fallback_rows;
+            ASSERT_EQ(sieve_sample_vulkan_async(async.get(), &a.desc, &s), SIEVE_OK) << sieve_last_error();
+            const std::vector<sieve_token> want = sample_vulkan(sync, a.desc);
+            app.submit_semaphores(sampled, VK_NULL_HANDLE, true);  // the next decode would wait here
+            std::vector<sieve_token> got(kRows);
+            ASSERT_EQ(sieve_chain_wait(async.get(), kLongWait, got.data()), SIEVE_OK) << sieve_last_error();
+            expect_same(got, want);
+            expect_ids(ids, 64, got, async.counters().cpu_fallback_rows > twin_before);
+        }
+        EXPECT_EQ(async.counters().cpu_fallback_rows, sync.counters().cpu_fallback_rows);
+    }
+}
+
+TEST(Async, EqualsSyncWithTimelineSemaphores) {
+    AppDevice app(true);
+    auto ctx = app_context(app, SIEVE_FEATURE_TIMELINE_SEMAPHORE);
+    if (!(ctx->device_info().features & SIEVE_FEATURE_TIMELINE_SEMAPHORE)) GTEST_SKIP() << "no timeline semaphores";
+    AppLogits a = make_app_logits(app, SIEVE_DTYPE_F32, Shape::Gaussian, kRows, kVocab, kVocab, 0, 9);
+    AppDevice::AppBuffer ids = app.make_buffer(kRows * 4, VK_BUFFER_USAGE_TRANSFER_DST_BIT, true);
+    for (const char* samplers : kChains) {
+        SCOPED_TRACE(std::string("chain '") + samplers + "'");
+        const VkSemaphore timeline = app.make_semaphore(true);
+        sieve::Chain async(*ctx, chain_desc(samplers, kRows, kVocab, 0.8f, 12));
+        sieve::Chain sync(*ctx, chain_desc(samplers, kRows, kVocab, 0.8f, 12));
+        configure(async, samplers);
+        configure(sync, samplers);
+        for (uint64_t step = 0; step < 3; ++step) {
+            SCOPED_TRACE("step " + std::to_string(step));
+            app.copy_on_queue(a.staging, a.tensor);
+            // The app's decode signals 2k+1 from the host, Sieve 2k+2.
+            VkSemaphoreSignalInfo signal{VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO};
+            signal.semaphore = timeline;
+            signal.value = 2 * step + 1;
+            ASSERT_EQ(app.vk.vkSignalSemaphore(app.device, &signal), VK_SUCCESS);
+            sieve_vulkan_sync s;
+            sieve_vulkan_sync_init(&s);
+            s.timeline = 1;
+            s.wait_semaphore = s.signal_semaphore = timeline;
+            s.wait_value = 2 * step + 1;
+            s.signal_value = 2 * step + 2;
+            s.token_buffer = ids.buffer;
+            s.token_buffer_size = ids.size;
+            const uint64_t twin_before = async.counters().cpu_fallback_rows;
+            ASSERT_EQ(sieve_sample_vulkan_async(async.get(), &a.desc, &s), SIEVE_OK) << sieve_last_error();
+            // The host waits on Sieve's value, as a next decode's submission would on the device.
+            VkSemaphoreWaitInfo wait{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
+            wait.semaphoreCount = 1;
+            wait.pSemaphores = &timeline;
+            wait.pValues = &s.signal_value;
+            ASSERT_EQ(app.vk.vkWaitSemaphores(app.device, &wait, kLongWait), VK_SUCCESS);
+            std::vector<sieve_token> got(kRows);
+            ASSERT_EQ(sieve_chain_wait(async.get(), kLongWait, got.data()), SIEVE_OK) << sieve_last_error();
+            expect_same(got, sample_vulkan(sync, a.desc));
+            expect_ids(ids, 0, got, async.counters().cpu_fallback_rows > twin_before);
+        }
+        EXPECT_EQ(async.counters().cpu_fallback_rows, sync.counters().cpu_fallback_rows);
+    }
+}
+
+// The submission waits on a timeline value the app signals only after Sieve's
+// host wait ran out: TIMEOUT first, the chain refuses other calls but keeps the
+// call in flight, and the later wait returns the synchronous tokens.
+TEST(Async, TimeoutThenUsable) {
+    AppDevice app(true);
+    auto ctx = app_context(app, SIEVE_FEATURE_TIMELINE_SEMAPHORE);
+    if (!(ctx->device_info().features & SIEVE_FEATURE_TIMELINE_SEMAPHORE)) GTEST_SKIP() << "no timeline semaphores";
+    AppLogits a = make_app_logits(app, SIEVE_DTYPE_BF16, Shape::Zipf, kRows, kVocab, kVocab, 0, 5);
+    app.copy_on_queue(a.staging, a.tensor);
+    const VkSemaphore gate = app.make_semaphore(true);
+    sieve::Chain async(*ctx, chain_desc("", kRows, kVocab, 0.8f, 13));
+    sieve::Chain sync(*ctx, chain_desc("", kRows, kVocab, 0.8f, 13));
+    sieve_vulkan_sync s;
+    sieve_vulkan_sync_init(&s);
+    s.timeline = 1;
+    s.wait_semaphore = gate;
+    s.wait_value = 1;
+    ASSERT_EQ(sieve_sample_vulkan_async(async.get(), &a.desc, &s), SIEVE_OK) << sieve_last_error();
+    std::vector<sieve_token> got(kRows);
+    EXPECT_TRUE(Fails(sieve_chain_wait(async.get(), 1000 * 1000, got.data()), SIEVE_ERROR_TIMEOUT, {"wait again"}));
+    EXPECT_TRUE(Fails(sieve_chain_wait(async.get(), 0, got.data()), SIEVE_ERROR_TIMEOUT, {"wait again"}));
+    // In flight: the chain's other calls are refused and change nothing.
+    EXPECT_TRUE(Fails(sieve_sample_vulkan(async.get(), &a.desc, got.data()), SIEVE_ERROR_PENDING, {"sieve_chain_wait"}));
+    EXPECT_TRUE(Fails(sieve_chain_set_param(async.get(), -1, SIEVE_PARAM_TEMPERATURE, 2.0), SIEVE_ERROR_PENDING,
+                      {"in flight"}));
+    EXPECT_TRUE(Fails(sieve_chain_collect(async.get(), got.data()), SIEVE_ERROR_INVALID_ARGUMENT, {"sieve_chain_wait"}));
+    VkSemaphoreSignalInfo signal{VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO};
+    signal.semaphore = gate;
+    signal.value = 1;
+    ASSERT_EQ(app.vk.vkSignalSemaphore(app.device, &signal), VK_SUCCESS);
+    ASSERT_EQ(sieve_chain_wait(async.get(), kLongWait, got.data()), SIEVE_OK) << sieve_last_error();
+    expect_same(got, sample_vulkan(sync, a.desc));
+    // Usable afterwards, synchronously and asynchronously.
+    expect_same(sample_vulkan(async, a.desc), sample_vulkan(sync, a.desc));
+    ASSERT_EQ(sieve_sample_vulkan_async(async.get(), &a.desc, nullptr), SIEVE_OK) << sieve_last_error();
+    ASSERT_EQ(sieve_chain_wait(async.get(), kLongWait, got.data()), SIEVE_OK) << sieve_last_error();
+    expect_same(got, sample_vulkan(sync, a.desc));
+}
+
+// Record-into: the app's command buffer holds its decode (here a copy into the
+// logits tensor) and Sieve's passes; one submission, then collect.
+TEST(RecordInto, EqualsSampleVulkan) {
+    AppDevice app;
+    auto ctx = app_context(app);
+    AppLogits a = make_app_logits(app, SIEVE_DTYPE_F16, Shape::Gaussian, kRows, kVocab, kVocab + 2, 4, 6);
+    AppDevice::AppBuffer ids = app.make_buffer(kRows * 4 + 8, VK_BUFFER_USAGE_TRANSFER_DST_BIT, true);
+    for (const char* samplers : kChains) {
+        SCOPED_TRACE(std::string("chain '") + samplers + "'");
+        sieve::Chain recorded(*ctx, chain_desc(samplers, kRows, kVocab, 0.8f, 14));
+        sieve::Chain sync(*ctx, chain_desc(samplers, kRows, kVocab, 0.8f, 14));
+        configure(recorded, samplers);
+        configure(sync, samplers);
+        for (int step = 0; step < 3; ++step) {
+            SCOPED_TRACE("step " + std::to_string(step));
+            VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+            ai.commandPool = app.pool;
+            ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+            ai.commandBufferCount = 1;
+            VkCommandBuffer cmd = VK_NULL_HANDLE;
+            ASSERT_EQ(app.vk.vkAllocateCommandBuffers(app.device, &ai, &cmd), VK_SUCCESS);
+            app.pending.push_back(cmd);
+            VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+            app.vk.vkBeginCommandBuffer(cmd, &bi);
+            // The decode: the previous step's reads of the tensor (Sieve's
+            // ingest) before this write, then the write itself, which Sieve's
+            // first barrier orders its reads after.
+            VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+            barrier.srcAccessMask = VK_ACCESS_SHADER_READ_BIT;
+            barrier.dstAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+            app.vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1,
+                                        &barrier, 0, nullptr, 0, nullptr);
+            VkBufferCopy region{0, 0, a.tensor.size};
+            app.vk.vkCmdCopyBuffer(cmd, a.staging.buffer, a.tensor.buffer, 1, &region);
+            sieve_vulkan_sync s;
+            sieve_vulkan_sync_init(&s);
+            s.token_buffer = ids.buffer;
+            s.token_offset = 8;
+            s.token_buffer_size = ids.size;
+            ASSERT_EQ(sieve_chain_record(recorded.get(), cmd, &a.desc, &s), SIEVE_OK) << sieve_last_error();
+            app.vk.vkEndCommandBuffer(cmd);
+            VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+            si.commandBufferCount = 1;
+            si.pCommandBuffers = &cmd;
+            ASSERT_EQ(app.vk.vkQueueSubmit(app.queue, 1, &si, app.fence), VK_SUCCESS);
+            app.wait_fence();
+            const uint64_t twin_before = recorded.counters().cpu_fallback_rows;
+            std::vector<sieve_token> got(kRows);
+            ASSERT_EQ(sieve_chain_collect(recorded.get(), got.data()), SIEVE_OK) << sieve_last_error();
+            expect_same(got, sample_vulkan(sync, a.desc));
+            expect_ids(ids, 8, got, recorded.counters().cpu_fallback_rows > twin_before);
+        }
+        EXPECT_EQ(recorded.counters().cpu_fallback_rows, sync.counters().cpu_fallback_rows);
+        if (samplers == kChains[1])
+            EXPECT_GT(recorded.counters().cpu_fallback_rows, 0u) << "the case no longer reaches the CPU twin";
+        // The chain takes synchronous calls again.
+        app.copy_on_queue(a.staging, a.tensor);
+        expect_same(sample_vulkan(recorded, a.desc), sample_vulkan(sync, a.desc));
+    }
+}
+
+// Every refused input: its status and message; the chain samples on as one
+// that never saw the bad calls.
+TEST(Async, BadInput) {
+    AppDevice app;
+    auto ctx = app_context(app);  // binary semaphores only
+    AppLogits a = make_app_logits(app, SIEVE_DTYPE_F32, Shape::Zipf, kRows, kVocab, kVocab, 0, 7);
+    app.copy_on_queue(a.staging, a.tensor);
+    AppDevice::AppBuffer ids = app.make_buffer(kRows * 4, VK_BUFFER_USAGE_TRANSFER_DST_BIT, true);
+    const VkSemaphore sem = app.make_semaphore(false);
+    sieve::Chain chain(*ctx, chain_desc("", kRows, kVocab, 0.8f, 15));
+    sieve::Chain clean(*ctx, chain_desc("", kRows, kVocab, 0.8f, 15));
+    std::vector<sieve_token> out(kRows);
+    sieve_vulkan_sync good;
+    sieve_vulkan_sync_init(&good);
+    good.token_buffer = ids.buffer;
+    good.token_buffer_size = ids.size;
+    auto refused = [&](sieve_vulkan_sync s, sieve_status want, std::initializer_list<std::string> words) {
+        EXPECT_TRUE(Fails(sieve_sample_vulkan_async(chain.get(), &a.desc, &s), want, words));
+    };
+    sieve_vulkan_sync s = good;
+    s.struct_size = 8;
+    refused(s, SIEVE_ERROR_INVALID_ARGUMENT, {"struct_size"});
+    s = good;
+    s.timeline = 2;
+    refused(s, SIEVE_ERROR_INVALID_ARGUMENT, {"timeline is 2"});
+    s = good;
+    s.wait_semaphore = s.signal_semaphore = sem;
+    refused(s, SIEVE_ERROR_INVALID_ARGUMENT, {"same binary semaphore"});
+    s = good;
+    s.timeline = 1;
+    s.signal_semaphore = sem;
+    s.signal_value = 0;
+    refused(s, SIEVE_ERROR_INVALID_ARGUMENT, {"signal_value of 0"});
+    s.wait_semaphore = sem;
+    s.wait_value = 4;
+    s.signal_value = 4;
+    refused(s, SIEVE_ERROR_INVALID_ARGUMENT, {"signal_value 4", "wait_value 4"});
+    s = good;
+    s.timeline = 1;  // the context was not told the device has them
+    refused(s, SIEVE_ERROR_DEVICE_LIMIT, {"timeline semaphores", "enabled_features"});
+    s = good;
+    s.token_offset = 2;
+    refused(s, SIEVE_ERROR_INVALID_ARGUMENT, {"token_offset 2", "multiple of 4"});
+    s = good;
+    s.token_buffer_size = kRows * 4 - 1;
+    refused(s, SIEVE_ERROR_INVALID_ARGUMENT, {"token buffer is too small", "8 bytes"});
+    s = good;
+    s.token_offset = 4;
+    refused(s, SIEVE_ERROR_INVALID_ARGUMENT, {"token buffer is too small", "offset 4"});
+    // The logits get sieve_sample_vulkan's checks.
+    sieve_vulkan_logits d = a.desc;
+    d.size = 16;
+    EXPECT_TRUE(Fails(sieve_sample_vulkan_async(chain.get(), &d, &good), SIEVE_ERROR_INVALID_ARGUMENT, {"too small"}));
+    EXPECT_TRUE(Fails(sieve_sample_vulkan_async(chain.get(), nullptr, &good), SIEVE_ERROR_INVALID_ARGUMENT, {"logits"}));
+    EXPECT_TRUE(Fails(sieve_sample_vulkan_async(nullptr, &a.desc, &good), SIEVE_ERROR_NULL_HANDLE, {"chain"}));
+    // Nothing in flight.
+    EXPECT_TRUE(Fails(sieve_chain_wait(chain.get(), 0, out.data()), SIEVE_ERROR_INVALID_ARGUMENT, {"nothing to wait for"}));
+    EXPECT_TRUE(Fails(sieve_chain_collect(chain.get(), out.data()), SIEVE_ERROR_INVALID_ARGUMENT, {"nothing to collect"}));
+    EXPECT_TRUE(Fails(sieve_chain_wait(nullptr, 0, out.data()), SIEVE_ERROR_NULL_HANDLE, {"chain"}));
+    EXPECT_TRUE(Fails(sieve_chain_collect(nullptr, out.data()), SIEVE_ERROR_NULL_HANDLE, {"chain"}));
+    // Record-into: a command buffer, only the token buffer of a sync.
+    EXPECT_TRUE(Fails(sieve_chain_record(chain.get(), VK_NULL_HANDLE, &a.desc, nullptr), SIEVE_ERROR_INVALID_ARGUMENT,
+                      {"cmd is VK_NULL_HANDLE"}));
+    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    ai.commandPool = app.pool;
+    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ai.commandBufferCount = 1;
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    ASSERT_EQ(app.vk.vkAllocateCommandBuffers(app.device, &ai, &cmd), VK_SUCCESS);
+    app.pending.push_back(cmd);
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    app.vk.vkBeginCommandBuffer(cmd, &bi);
+    s = good;
+    s.signal_semaphore = sem;
+    EXPECT_TRUE(Fails(sieve_chain_record(chain.get(), cmd, &a.desc, &s), SIEVE_ERROR_INVALID_ARGUMENT,
+                      {"only the token buffer"}));
+    s = good;
+    s.token_buffer_size = 4;
+    EXPECT_TRUE(Fails(sieve_chain_record(chain.get(), cmd, &a.desc, &s), SIEVE_ERROR_INVALID_ARGUMENT,
+                      {"token buffer is too small"}));
+    // The CPU backend has no device to submit to.
+    sieve::Context cpu = cpu_context();
+    sieve::Chain twin(cpu, chain_desc("", kRows, kVocab, 0.8f, 15));
+    EXPECT_TRUE(Fails(sieve_sample_vulkan_async(twin.get(), &a.desc, nullptr), SIEVE_ERROR_INVALID_ARGUMENT,
+                      {"Vulkan context"}));
+    EXPECT_TRUE(Fails(sieve_chain_record(twin.get(), cmd, &a.desc, nullptr), SIEVE_ERROR_INVALID_ARGUMENT,
+                      {"Vulkan context"}));
+    EXPECT_TRUE(Fails(sieve_chain_wait(twin.get(), 0, out.data()), SIEVE_ERROR_INVALID_ARGUMENT, {"nothing to wait for"}));
+
+    // A recorded call in flight: wait is the wrong finisher, other calls wait their turn.
+    ASSERT_EQ(sieve_chain_record(chain.get(), cmd, &a.desc, nullptr), SIEVE_OK) << sieve_last_error();
+    EXPECT_TRUE(Fails(sieve_chain_wait(chain.get(), 0, out.data()), SIEVE_ERROR_INVALID_ARGUMENT, {"sieve_chain_collect"}));
+    EXPECT_TRUE(Fails(sieve_sample_vulkan_async(chain.get(), &a.desc, nullptr), SIEVE_ERROR_PENDING,
+                      {"sieve_chain_collect"}));
+    EXPECT_TRUE(Fails(sieve_chain_record(chain.get(), cmd, &a.desc, nullptr), SIEVE_ERROR_PENDING, {"sieve_chain_collect"}));
+    EXPECT_TRUE(Fails(sieve_chain_reset(chain.get(), -1), SIEVE_ERROR_PENDING, {"in flight"}));
+    const int32_t token = 1;
+    EXPECT_TRUE(Fails(sieve_accept(chain.get(), 0, &token, 1), SIEVE_ERROR_PENDING, {"in flight"}));
+    EXPECT_TRUE(Fails(sieve_chain_release_input(chain.get()), SIEVE_ERROR_PENDING, {"in flight"}));
+    double value = 0;
+    EXPECT_EQ(sieve_chain_get_param(chain.get(), 0, SIEVE_PARAM_TEMPERATURE, &value), SIEVE_OK);
+    sieve_counters counters;
+    EXPECT_EQ(sieve_chain_counters(chain.get(), &counters), SIEVE_OK);
+    app.vk.vkEndCommandBuffer(cmd);
+    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &cmd;
+    ASSERT_EQ(app.vk.vkQueueSubmit(app.queue, 1, &si, app.fence), VK_SUCCESS);
+    app.wait_fence();
+    std::vector<sieve_token> got(kRows);
+    ASSERT_EQ(sieve_chain_collect(chain.get(), got.data()), SIEVE_OK) << sieve_last_error();
+    expect_same(got, sample_vulkan(clean, a.desc));
+    // An async call in flight: collect is the wrong finisher.
+    ASSERT_EQ(sieve_sample_vulkan_async(chain.get(), &a.desc, &good), SIEVE_OK) << sieve_last_error();
+    EXPECT_TRUE(Fails(sieve_chain_collect(chain.get(), out.data()), SIEVE_ERROR_INVALID_ARGUMENT, {"sieve_chain_wait"}));
+    EXPECT_TRUE(Fails(sieve_chain_wait(chain.get(), kLongWait, nullptr), SIEVE_ERROR_INVALID_ARGUMENT, {"out"}));
+    ASSERT_EQ(sieve_chain_wait(chain.get(), kLongWait, got.data()), SIEVE_OK) << sieve_last_error();
+    expect_same(got, sample_vulkan(clean, a.desc));
+    // Nothing changed: the chain samples as one that never saw the bad calls.
+    expect_same(sample_vulkan(chain, a.desc), sample_vulkan(clean, a.desc));
+}
+
+} // namespace
