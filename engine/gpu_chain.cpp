@@ -857,32 +857,39 @@ sieve_status GpuChain::sample(const LogitsView& logits, int32_t draws, int32_t* 
 
 // The app's rows as the ingest pass binds them: the descriptor's offset
 // aligned down to minStorageBufferOffsetAlignment, the rest an element index.
+// The app's rows as the ingest pass binds them, one row window at a time: a
+// window's rows bound from their offset aligned down to
+// minStorageBufferOffsetAlignment (the rest an element index), written into
+// that window of the chain's logits.
 IngestSource GpuChain::ingest_source(const sieve_vulkan_logits& in) const {
     const uint64_t elem = dtype_bytes(in.dtype);
     const uint64_t stride = in.row_stride == 0 ? static_cast<uint64_t>(in.vocab) : static_cast<uint64_t>(in.row_stride);
     const uint64_t align = std::max<uint64_t>(limits_.min_storage_offset_alignment, 1);
-    // The ingest pass writes one row window (a chain beyond
-    // maxStorageBufferRange has several).
-    if (static_cast<uint32_t>(in.rows) > windows_.rows)
-        fail(SIEVE_ERROR_DEVICE_LIMIT, "a zero-copy call samples at most " + std::to_string(windows_.rows) +
-                                           " rows on this device (one window of the chain's buffers within "
-                                           "maxStorageBufferRange); split the call");
+    const uint64_t rows = static_cast<uint64_t>(in.rows);
     IngestSource src;
     src.buffer = in.buffer;
-    src.bind_offset = in.offset / align * align;
-    const uint64_t extent = ((in.rows - 1) * stride + static_cast<uint64_t>(in.vocab)) * elem;
-    src.bind_range = (in.offset - src.bind_offset + extent + 3) / 4 * 4;
-    if (src.bind_range > limits_.max_storage_buffer_range || stride > UINT32_MAX)
-        fail(SIEVE_ERROR_DEVICE_LIMIT, std::to_string(in.rows) + " rows x row_stride " + std::to_string(stride) + " " +
-                                           dtype_name(in.dtype) + " span " + std::to_string(src.bind_range) +
-                                           " bytes; this device binds at most " +
-                                           std::to_string(limits_.max_storage_buffer_range) +
-                                           " (maxStorageBufferRange): sample fewer rows per call");
-    src.first = static_cast<uint32_t>((in.offset - src.bind_offset) / elem);
-    src.stride = static_cast<uint32_t>(stride);
+    src.stride = static_cast<uint32_t>(std::min<uint64_t>(stride, UINT32_MAX));
     src.dtype = in.dtype;
-    src.rows = static_cast<uint32_t>(in.rows);
     src.vocab = static_cast<uint32_t>(in.vocab);
+    for (uint64_t first = 0; first < rows; first += windows_.rows) {
+        const uint64_t n = std::min<uint64_t>(windows_.rows, rows - first);
+        IngestWindow w;
+        const uint64_t offset = in.offset + first * stride * elem;
+        w.bind_offset = offset / align * align;
+        const uint64_t extent = ((n - 1) * stride + static_cast<uint64_t>(in.vocab)) * elem;
+        w.bind_range = (offset - w.bind_offset + extent + 3) / 4 * 4;
+        if (w.bind_range > limits_.max_storage_buffer_range || stride > UINT32_MAX)
+            fail(SIEVE_ERROR_DEVICE_LIMIT, std::to_string(n) + " rows x row_stride " + std::to_string(stride) + " " +
+                                               dtype_name(in.dtype) + " span " + std::to_string(w.bind_range) +
+                                               " bytes; this device binds at most " +
+                                               std::to_string(limits_.max_storage_buffer_range) +
+                                               " (maxStorageBufferRange): a smaller row stride or fewer rows");
+        w.first = static_cast<uint32_t>((offset - w.bind_offset) / elem);
+        w.rows = static_cast<uint32_t>(n);
+        w.dst_offset = (first / windows_.rows) * windows_.rows * windows_.row_bytes[0];
+        w.dst_range = n * static_cast<uint64_t>(in.vocab) * 4;
+        src.windows.push_back(w);
+    }
     return src;
 }
 
@@ -932,17 +939,17 @@ VkCommandBuffer GpuChain::prepare_device_input(const sieve_vulkan_logits& in) {
     check_history_order(static_cast<uint32_t>(in.rows));
     const IngestSource src = ingest_source(in);
     if (!ingest_)
-        ingest_ = std::make_unique<Ingest>(device_, logits_.buffer, windows_.rows * windows_.row_bytes[0], command_pool_);
+        ingest_ = std::make_unique<Ingest>(device_, logits_.buffer, windows_.count, command_pool_);
     bool recorded = false;
     VkCommandBuffer ingest = ingest_->prepare(src, &recorded);
     if (recorded) ++recordings_;
-    write_params(src.rows, true, true);
+    write_params(static_cast<uint32_t>(in.rows), true, true);
     return ingest;
 }
 
 sieve_status GpuChain::finish_device_input(uint32_t r, uint32_t v, VkCommandBuffer ingest, sieve_token* out,
                                            std::string* message) {
-    ++dispatches_;  // the ingest pass
+    dispatches_ += (r + windows_.rows - 1) / windows_.rows;  // the ingest pass, one dispatch per window
     sieve_status first = SIEVE_OK;
     begin_logprobs(static_cast<int32_t>(r));
     const float* host_rows = nullptr;
@@ -951,8 +958,9 @@ sieve_status GpuChain::finish_device_input(uint32_t r, uint32_t v, VkCommandBuff
         sieve_token t;
         if (res[3] == kStatusFallback) {
             if (!host_rows) host_rows = ingested_rows_on_host(ingest);
-            t = fallback(i, host_rows + static_cast<size_t>(i) * v, v, res[5], true, message, &first);
-            take_logprobs(i, t, host_rows + static_cast<size_t>(i) * v, v);
+            const float* row = host_rows + row_at(i, static_cast<uint64_t>(config_.max_vocab), v);
+            t = fallback(i, row, v, res[5], true, message, &first);
+            take_logprobs(i, t, row, v);
         } else {
             t = read_result(i, message, &first);
             take_logprobs(i, t, nullptr, v);

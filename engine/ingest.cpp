@@ -19,8 +19,8 @@ struct IngestPush {
 
 } // namespace
 
-Ingest::Ingest(Device& device, VkBuffer dst, VkDeviceSize dst_range, VkCommandPool pool)
-    : device_(device), dst_(dst), dst_range_(dst_range), command_pool_(pool) {
+Ingest::Ingest(Device& device, VkBuffer dst, uint32_t max_windows, VkCommandPool pool)
+    : device_(device), dst_(dst), command_pool_(pool) {
     const auto& vk = device.vk();
     VkDevice dev = device.handle();
     try {
@@ -34,17 +34,19 @@ Ingest::Ingest(Device& device, VkBuffer dst, VkDeviceSize dst_range, VkCommandPo
         vk_check(vk.vkCreatePipelineLayout(dev, &pl, nullptr, &layout_), "vkCreatePipelineLayout");
         pipeline_ = create_compute_pipeline(device, layout_, shaders::ingest.words, shaders::ingest.size_bytes,
                                             device.limits().workgroup_size, device.limits().candidate_capacity);
-        VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2};
+        VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2 * max_windows};
         VkDescriptorPoolCreateInfo dp{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-        dp.maxSets = 1;
+        dp.maxSets = max_windows;
         dp.poolSizeCount = 1;
         dp.pPoolSizes = &size;
         vk_check(vk.vkCreateDescriptorPool(dev, &dp, nullptr, &pool_), "vkCreateDescriptorPool");
+        const std::vector<VkDescriptorSetLayout> layouts(max_windows, set_layout_);
+        sets_.resize(max_windows);
         VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
         ai.descriptorPool = pool_;
-        ai.descriptorSetCount = 1;
-        ai.pSetLayouts = &set_layout_;
-        vk_check(vk.vkAllocateDescriptorSets(dev, &ai, &set_), "vkAllocateDescriptorSets");
+        ai.descriptorSetCount = max_windows;
+        ai.pSetLayouts = layouts.data();
+        vk_check(vk.vkAllocateDescriptorSets(dev, &ai, sets_.data()), "vkAllocateDescriptorSets");
     } catch (...) {
         release();
         throw;
@@ -89,17 +91,12 @@ VkCommandBuffer Ingest::prepare(const IngestSource& src, bool* recorded) {
     ci.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     ci.commandBufferCount = 1;
     vk_check(vk.vkAllocateCommandBuffers(device_.handle(), &ci, &cmd_), "vkAllocateCommandBuffers");
-    VkDescriptorBufferInfo infos[2] = {{dst_, 0, dst_range_}, {src.buffer, src.bind_offset, src.bind_range}};
-    VkWriteDescriptorSet writes[2] = {};
-    for (uint32_t i = 0; i < 2; ++i) {
-        writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
-        writes[i].dstSet = set_;
-        writes[i].dstBinding = i;
-        writes[i].descriptorCount = 1;
-        writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-        writes[i].pBufferInfo = &infos[i];
+    for (size_t w = 0; w < src.windows.size(); ++w) {
+        const IngestWindow& win = src.windows[w];
+        const VkDescriptorBufferInfo infos[2] = {{dst_, win.dst_offset, win.dst_range},
+                                                 {src.buffer, win.bind_offset, win.bind_range}};
+        write_storage_set(device_, sets_[w], infos, 2);
     }
-    vk.vkUpdateDescriptorSets(device_.handle(), 2, writes, 0, nullptr);
 
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     vk_check(vk.vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer");
@@ -123,11 +120,15 @@ void Ingest::emit(VkCommandBuffer cmd) const {
     vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
                             &barrier, 0, nullptr, 0, nullptr);
     vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_);
-    vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout_, 0, 1, &set_, 0, nullptr);
-    const IngestPush push{current_.vocab, static_cast<uint32_t>(current_.dtype), current_.first, current_.stride};
-    vk.vkCmdPushConstants(cmd, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
     const uint32_t wg = device_.limits().workgroup_size;
-    vk.vkCmdDispatch(cmd, (current_.vocab + wg - 1) / wg, current_.rows, 1);
+    for (size_t w = 0; w < current_.windows.size(); ++w) {
+        // Windows write disjoint parts of the logits: no barrier between them.
+        const IngestWindow& win = current_.windows[w];
+        vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout_, 0, 1, &sets_[w], 0, nullptr);
+        const IngestPush push{current_.vocab, static_cast<uint32_t>(current_.dtype), win.first, current_.stride};
+        vk.vkCmdPushConstants(cmd, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
+        vk.vkCmdDispatch(cmd, (current_.vocab + wg - 1) / wg, win.rows, 1);
+    }
     // The chain's recording, next in the same submission, starts with a
     // compute-to-compute barrier that makes these writes visible to it. When
     // the host reads the rows back (rows the twin finishes), they must be

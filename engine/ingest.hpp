@@ -11,31 +11,43 @@
 #include <sieve/sieve.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace sieve {
 
-// Where the rows are, resolved against the device's offset alignment.
+// One row window of the chain's logits (gpu_chain.cpp's row windows) and the
+// app's rows that fill it, resolved against the device's offset alignment.
+struct IngestWindow {
+    VkDeviceSize bind_offset = 0;  // of the app's rows, aligned to minStorageBufferOffsetAlignment
+    VkDeviceSize bind_range = 0;   // bytes from bind_offset, a multiple of 4
+    uint32_t first = 0;            // element index of the window's first row from bind_offset
+    uint32_t rows = 0;
+    VkDeviceSize dst_offset = 0;   // the window in the chain's logits
+    VkDeviceSize dst_range = 0;
+
+    bool operator==(const IngestWindow& o) const {
+        return bind_offset == o.bind_offset && bind_range == o.bind_range && first == o.first && rows == o.rows &&
+               dst_offset == o.dst_offset && dst_range == o.dst_range;
+    }
+};
+
 struct IngestSource {
     VkBuffer buffer = VK_NULL_HANDLE;
-    VkDeviceSize bind_offset = 0;  // aligned to minStorageBufferOffsetAlignment
-    VkDeviceSize bind_range = 0;   // bytes from bind_offset, a multiple of 4
-    uint32_t first = 0;            // element index of row 0 from bind_offset
     uint32_t stride = 0;           // elements between row starts
     sieve_dtype dtype = SIEVE_DTYPE_F32;
-    uint32_t rows = 0;
     uint32_t vocab = 0;
+    std::vector<IngestWindow> windows;
 
     bool operator==(const IngestSource& o) const {
-        return buffer == o.buffer && bind_offset == o.bind_offset && bind_range == o.bind_range && first == o.first &&
-               stride == o.stride && dtype == o.dtype && rows == o.rows && vocab == o.vocab;
+        return buffer == o.buffer && stride == o.stride && dtype == o.dtype && vocab == o.vocab && windows == o.windows;
     }
 };
 
 class Ingest {
 public:
-    // dst: the chain's f32 logits buffer, of which the pass writes the first
-    // dst_range bytes (its first row window). pool: the chain's command pool.
-    Ingest(Device& device, VkBuffer dst, VkDeviceSize dst_range, VkCommandPool pool);
+    // dst: the chain's f32 logits buffer; max_windows: its row windows (one
+    // descriptor set and dispatch each). pool: the chain's command pool.
+    Ingest(Device& device, VkBuffer dst, uint32_t max_windows, VkCommandPool pool);
     ~Ingest();
     Ingest(const Ingest&) = delete;
     Ingest& operator=(const Ingest&) = delete;
@@ -56,13 +68,12 @@ private:
     void release();
     Device& device_;
     VkBuffer dst_;
-    VkDeviceSize dst_range_;
     VkCommandPool command_pool_;
     VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
     VkPipelineLayout layout_ = VK_NULL_HANDLE;
     VkPipeline pipeline_ = VK_NULL_HANDLE;
     VkDescriptorPool pool_ = VK_NULL_HANDLE;
-    VkDescriptorSet set_ = VK_NULL_HANDLE;
+    std::vector<VkDescriptorSet> sets_;  // one per window
     VkCommandBuffer cmd_ = VK_NULL_HANDLE;
     IngestSource current_{};
     bool valid_ = false;
