@@ -264,6 +264,31 @@ TEST_F(Cli, RawFloat32) {
     EXPECT_EQ(bad_size.code, 3) << describe(bad_size);
 }
 
+// --logprobs N: the token's raw log-probability and the top N, by hand for
+// logits {0, 1, 5, 2} (greedy picks 2), on the twin and the device.
+TEST_F(Cli, LogprobsByHand) {
+    std::vector<float> l = {0.0f, 1.0f, 5.0f, 2.0f};
+    const std::string f = path("lp.f32");
+    std::ofstream(f, std::ios::binary).write(reinterpret_cast<const char*>(l.data()), sizeof(float) * l.size());
+    const double log_z = std::log(1.0 + std::exp(1.0) + std::exp(5.0) + std::exp(2.0));
+    for (const char* device : {"cpu", "0"}) {
+        SCOPED_TRACE(device);
+        Proc r = sieve("sample --logits '" + f + "' --vocab 4 --samplers greedy --logprobs 3 --json --device " + device);
+        ASSERT_EQ(r.code, 0) << describe(r);
+        json row = parse(r)["rows"][0];
+        EXPECT_EQ(row["token"], 2);
+        EXPECT_NEAR(row["raw_logprob"].get<double>(), 5.0 - log_z, 1e-5);
+        ASSERT_EQ(row["top_logprobs"].size(), 3u);
+        const int ids[] = {2, 3, 1};
+        for (size_t i = 0; i < 3; ++i) {
+            EXPECT_EQ(row["top_logprobs"][i]["id"], ids[i]);
+            EXPECT_NEAR(row["top_logprobs"][i]["logprob"].get<double>(), l[static_cast<size_t>(ids[i])] - log_z, 1e-5);
+        }
+    }
+    Proc bad = sieve("sample --logits '" + f + "' --vocab 4 --logprobs 21 --device cpu");
+    EXPECT_EQ(bad.code, 2) << describe(bad);
+}
+
 TEST_F(Cli, NonFiniteAndMaskedRowsFailAlone) {
     const float inf = std::numeric_limits<float>::infinity();
     std::vector<float> l = {1.0f, 4.0f, 2.0f, 0.0f,                  // fine: token 1

@@ -94,6 +94,10 @@ CLI::App* add_sample_command(CLI::App& app, SampleOptions& o) {
     add_sampling_flags(*cmd, o.sampling);
     add_device_flag(*cmd, o.device);
     cmd->add_flag("--dump-dist", o.dump_dist, "print each row's final distribution (survivors, canonical order)");
+    cmd->add_option("--logprobs", o.logprobs,
+                    "print each token's raw log-probability (softmax of the logits as given) and the N most "
+                    "probable tokens' (0..20)")
+        ->check(CLI::Range(0, SIEVE_MAX_TOP_LOGPROBS));
     cmd->add_option("--draws", o.draws, "draw N tokens per row from the same distribution and print the counts")
         ->check(CLI::PositiveNumber);
     cmd->add_flag("--json", o.json, "print one JSON document");
@@ -129,6 +133,7 @@ int run_sample(const SampleOptions& o, std::ostream& out, std::ostream& /*err*/)
         else if (seed_used.get<uint32_t>() != t.seed) seeds_differ = true;
     };
 
+    if (sample_one && o.logprobs >= 0) sieve::check(sieve_chain_set_logprobs(chain.get(), o.logprobs));
     if (sample_one) {
         std::vector<sieve_token> tokens = chain.sample(logits.data.data(), logits.rows, logits.vocab);
         failures.library_message = sieve_last_error();
@@ -142,6 +147,18 @@ int run_sample(const SampleOptions& o, std::ostream& out, std::ostream& /*err*/)
             note_seed(r, t, true);
             rows[r].text += " token " + std::to_string(t.token) + "  p " + fmt("%.6f", t.p) + "  logprob " +
                             fmt("%.6f", t.logprob);
+            if (o.logprobs < 0) continue;
+            sieve_logprobs lp{};
+            sieve::check(sieve_chain_logprobs(chain.get(), r, &lp));
+            j["raw_p"] = json_float(lp.raw_p);
+            j["raw_logprob"] = json_float(lp.raw_logprob);
+            Json top = Json::array();
+            for (int32_t i = 0; i < lp.n_top; ++i)
+                top.push_back({{"id", lp.top_ids[i]}, {"logprob", json_float(lp.top_logprobs[i])}});
+            j["top_logprobs"] = std::move(top);
+            rows[r].text += "  raw logprob " + fmt("%.6f", lp.raw_logprob);
+            for (int32_t i = 0; i < lp.n_top; ++i)
+                rows[r].text += "\n  " + std::to_string(lp.top_ids[i]) + "  " + fmt("%.6f", lp.top_logprobs[i]);
         }
     }
 

@@ -27,6 +27,7 @@ struct SampleOptions {
     SamplingOptions sampling;
     std::string device;
     bool dump_dist = false;
+    int32_t logprobs = -1;  // --logprobs N: raw log-probabilities, the token's and the top N
     int32_t draws = 0;
     bool json = false;
 };

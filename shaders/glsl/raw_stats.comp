@@ -3,8 +3,8 @@
 // Raw log-probabilities (sieve_chain_set_logprobs): one pass over the row as
 // the model gave it (temperature 1, before bias, penalties and every sampler),
 // run first in the plan when a chain asks for logprobs. Per chunk workgroup:
-// the chunk's maximal finite logit, its sum of exp(logit - max) (an online
-// rescaled sum, one read per logit), and its P_LOGPROBS best tokens in
+// the chunk's maximal finite logit, its sum of exp(logit - max), and its
+// P_LOGPROBS best tokens in
 // canonical order (logit descending, ties by lower id). The last chunk
 // workgroup of the row merges them into the row's result words (result.glsl's
 // RES_RAW_*): the host forms log Z = max + log(sum) and every log-probability
@@ -74,37 +74,40 @@ void main() {
     uint begin = chunk * pc.chunk_size;
     uint end = min(begin + pc.chunk_size, pc.vocab);
 
-    // This invocation's share: running max and sum, and its n best (unsorted,
-    // `worst` indexes the one a better logit replaces).
+    // This invocation's share, in two reads of it (the second from cache): its
+    // maximum and its n best, then its sum of exp at that maximum (one exp
+    // per logit; an online rescaled sum would take two, or a divergent branch).
+    // The n best are unsorted in a small array; the worst of them is kept in
+    // scalars, so a logit that does not enter (almost all) costs one compare.
     float m = NEG_INF, sum = 0.0;
     uint top_key[TOPN], top_id[TOPN];
-    uint count = 0u, worst = 0u;
+    uint count = 0u, worst = 0u, worst_key = 0u, worst_id = NONE_ID;
     for (uint i = begin + t; i < end; i += WG) {
         float f = logits[row * pc.stride + i];
         if (isnan(f) || isinf(f)) continue;
-        if (f > m) {
-            sum = sum * exp(m - f) + 1.0;  // exp(-inf) = 0 for the first
-            m = f;
-        } else {
-            sum += exp(f - m);
-        }
+        m = max(m, f);
         if (n == 0u) continue;
         uint k = sieve_key(f);
+        if (count == n && !before(k, i, worst_key, worst_id)) continue;
         if (count < n) {
             top_key[count] = k;
             top_id[count] = i;
             ++count;
-        } else if (before(k, i, top_key[worst], top_id[worst])) {
+        } else {
             top_key[worst] = k;
             top_id[worst] = i;
-        } else {
-            continue;
         }
         if (count == n) {
             worst = 0u;
             for (uint j = 1u; j < n; ++j)
                 if (before(top_key[worst], top_id[worst], top_key[j], top_id[j])) worst = j;
+            worst_key = top_key[worst];
+            worst_id = top_id[worst];
         }
+    }
+    for (uint i = begin + t; i < end; i += WG) {
+        float f = logits[row * pc.stride + i];
+        if (!isnan(f) && !isinf(f)) sum += exp(f - m);
     }
     wg_max_sum(m, sum);
     uint scratch = (row * pc.n_chunks + chunk) * BINS * HIST_STRIDE;

@@ -2,6 +2,7 @@
 // rows at vocab 151936 (llama.cpp's default chain, LM-like logits), with the
 // logits uploaded from host memory (sieve_sample) and with the logits already
 // in a device buffer (sieve_sample_vulkan on the benchmark's own device).
+// Also the cost of raw log-probabilities (BM_HostUploadLogprobs20).
 // Google Benchmark; run: build/tests/sieve_batch_bench [--benchmark_repetitions=5]
 // Counters: us_per_row = real time per call / B.
 #include <volk.h>
@@ -139,7 +140,7 @@ Rig& rig() {
     return r;
 }
 
-void run(benchmark::State& state, bool device_input) {
+void run(benchmark::State& state, bool device_input, int32_t logprobs = -1) {
     const int32_t rows = static_cast<int32_t>(state.range(0));
     Rig& g = rig();
     sieve_chain_desc desc;
@@ -152,6 +153,7 @@ void run(benchmark::State& state, bool device_input) {
         state.SkipWithError(sieve_last_error());
         return;
     }
+    sieve_chain_set_logprobs(chain, logprobs);
     std::vector<sieve_token> out(static_cast<size_t>(rows));
     sieve_vulkan_logits in;
     sieve_vulkan_logits_init(&in, g.app.buffer, g.app.size, SIEVE_DTYPE_F32, rows, kVocab);
@@ -170,9 +172,14 @@ void run(benchmark::State& state, bool device_input) {
 
 void BM_HostUpload(benchmark::State& state) { run(state, false); }
 void BM_DeviceLogits(benchmark::State& state) { run(state, true); }
+// What raw log-probabilities cost: the token's and the top 20 (one more pass).
+void BM_HostUploadLogprobs20(benchmark::State& state) { run(state, false, 20); }
+void BM_HostUploadLogprobs0(benchmark::State& state) { run(state, false, 0); }
 
 BENCHMARK(BM_HostUpload)->Arg(1)->Arg(8)->Arg(64)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_DeviceLogits)->Arg(1)->Arg(8)->Arg(64)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_HostUploadLogprobs20)->Arg(1)->Arg(64)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_HostUploadLogprobs0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 } // namespace
 
