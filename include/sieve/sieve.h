@@ -46,7 +46,7 @@ extern "C" {
 /* ---- version --------------------------------------------------------------- */
 
 #define SIEVE_VERSION_MAJOR 0
-#define SIEVE_VERSION_MINOR 1
+#define SIEVE_VERSION_MINOR 2
 #define SIEVE_VERSION_PATCH 0
 #define SIEVE_MAKE_VERSION(major, minor, patch) \
     ((((uint32_t)(major)) << 22) | (((uint32_t)(minor)) << 12) | ((uint32_t)(patch)))
