@@ -625,6 +625,7 @@ SIEVE_API sieve_status sieve_chain_candidates(sieve_chain* chain, const sieve_lo
         if (capacity < 0) fail(SIEVE_ERROR_INVALID_ARGUMENT, "negative capacity " + std::to_string(capacity));
         if (capacity > 0 && !out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
         ChainImpl& impl = *chain->impl;
+        impl.check_idle();
         const LogitsView view = impl.check_call(logits);
         impl.check_row_inputs(view.rows, view.vocab);
         impl.check_slots(view.rows);
@@ -653,6 +654,7 @@ SIEVE_API sieve_status sieve_chain_candidates(sieve_chain* chain, const sieve_lo
 SIEVE_API sieve_status sieve_chain_set_logprobs(sieve_chain* chain, int32_t n) {
     if (!chain) return null_handle("chain");
     return guarded([&] {
+        chain->impl->check_idle();  // the call in flight reads the setting when it is finished
         chain->impl->set_logprobs(n);
         return SIEVE_OK;
     });

@@ -324,6 +324,12 @@ TEST(Async, BadInput) {
     const int32_t token = 1;
     EXPECT_TRUE(Fails(sieve_accept(chain.get(), 0, &token, 1), SIEVE_ERROR_PENDING, {"in flight"}));
     EXPECT_TRUE(Fails(sieve_chain_release_input(chain.get()), SIEVE_ERROR_PENDING, {"in flight"}));
+    EXPECT_TRUE(Fails(sieve_chain_set_logprobs(chain.get(), 3), SIEVE_ERROR_PENDING, {"in flight"}));
+    {
+        std::vector<int32_t> counts(kRows);
+        EXPECT_TRUE(Fails(sieve_chain_candidates(chain.get(), &a.host, nullptr, 0, counts.data()), SIEVE_ERROR_PENDING,
+                          {"in flight"}));
+    }
     double value = 0;
     EXPECT_EQ(sieve_chain_get_param(chain.get(), 0, SIEVE_PARAM_TEMPERATURE, &value), SIEVE_OK);
     sieve_counters counters;
