@@ -3,7 +3,7 @@
  * A continuous batch of 64 rows over a 32000-token vocabulary, each row with its
  * own parameters (temperature, top-k, top-p, seed, a repetition penalty on every
  * other row) and its own sequence slot (the rows map to slots in reverse, as a
- * server's scheduler might). Eight tokens per row; halfway, some rows change
+ * server's scheduler might). Four tokens per row; halfway, some rows change
  * parameters (nothing is re-recorded for that). Each token is checked against
  * the same row sampled alone in a one-row chain with the same parameters: a
  * row's result does not depend on the batch. Prints a summary; returns 0. */
@@ -16,7 +16,7 @@
 #define ROWS 64
 #define VOCAB 32000
 #define SLOTS 64
-#define STEPS 8
+#define STEPS 4
 
 static int failed(const char* what, sieve_status status) {
     if (status == SIEVE_OK) return 0;

@@ -127,12 +127,14 @@ TEST_P(Inputs, EqualTheWidenedF32Rows) {
     const auto [where, dtype, samplers, vocab] = GetParam();
     constexpr int32_t kRows = 3;
     sieve::Context ctx = where == Where::Gpu ? gpu_context() : cpu_context();
-    for (Shape shape : {Shape::Zipf, Shape::Ties, Shape::Masked}) {
+    // Zipf-like rows, and rows of a few values (f16/bf16's large tie groups);
+    // masked rows (-inf) go through the same widening (EveryHalfValue).
+    for (Shape shape : {Shape::Zipf, Shape::Ties}) {
         SCOPED_TRACE(shape_name(shape));
         const Input in = make_input(dtype, shape, kRows, vocab, vocab + 37, 11);
         sieve::Chain typed(ctx, chain_desc(samplers, kRows, vocab, 0.8f, 77));
         sieve::Chain plain(ctx, chain_desc(samplers, kRows, vocab, 0.8f, 77));
-        for (int32_t step = 0; step < 4; ++step) {
+        for (int32_t step = 0; step < 3; ++step) {
             const auto a = typed.sample(in.desc);
             const auto b = plain.sample(in.widened.data(), kRows, vocab);
             for (int32_t r = 0; r < kRows; ++r) {
