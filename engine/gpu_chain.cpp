@@ -359,12 +359,7 @@ GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
                                                true, &allocations_);
 
         // A sampling set and (on first use) a distribution set per window.
-        VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2 * kBindingCount * windows_.count};
-        VkDescriptorPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-        pool_info.maxSets = 2 * windows_.count;
-        pool_info.poolSizeCount = 1;
-        pool_info.pPoolSizes = &size;
-        vk_check(vk.vkCreateDescriptorPool(dev, &pool_info, nullptr, &pool_), "vkCreateDescriptorPool");
+        pool_ = create_storage_pool(device_, 2 * windows_.count, 2 * kBindingCount * windows_.count);
         for (uint32_t w = 0; w < windows_.count; ++w) sets_.push_back(allocate_set(w, placeholder_.buffer));
 
         VkCommandPoolCreateInfo cp{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
@@ -374,12 +369,7 @@ GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
         vk_check(vk.vkCreateFence(dev, &fi, nullptr, &fence_), "vkCreateFence");
 
         // Row state (arrival counters) and the history blocks start at 0.
-        VkCommandBuffer cmd = VK_NULL_HANDLE;
-        VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-        ai.commandPool = command_pool_;
-        ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-        ai.commandBufferCount = 1;
-        vk_check(vk.vkAllocateCommandBuffers(dev, &ai, &cmd), "vkAllocateCommandBuffers");
+        VkCommandBuffer cmd = device_.allocate_command_buffer(command_pool_);
         VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
         bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
         vk.vkBeginCommandBuffer(cmd, &bi);
@@ -533,11 +523,7 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
     if (it != recordings_by_shape_.end()) return it->second;
 
     const auto& vk = device_.vk();
-    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    ai.commandPool = command_pool_;
-    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    ai.commandBufferCount = 1;
-    vk_check(vk.vkAllocateCommandBuffers(device_.handle(), &ai, &rec.cmd), "vkAllocateCommandBuffers");
+    rec.cmd = device_.allocate_command_buffer(command_pool_);
     VkCommandBuffer cmd = rec.cmd;
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     vk_check(vk.vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer");
@@ -901,11 +887,7 @@ const float* GpuChain::ingested_rows_on_host(VkCommandBuffer ingest) {
     std::vector<VkCommandBuffer> cmds{ingest};
     if (!device_.unified_memory()) {
         if (!readback_) {
-            VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-            ai.commandPool = command_pool_;
-            ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-            ai.commandBufferCount = 1;
-            vk_check(vk.vkAllocateCommandBuffers(device_.handle(), &ai, &readback_), "vkAllocateCommandBuffers");
+            readback_ = device_.allocate_command_buffer(command_pool_);
             VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
             vk_check(vk.vkBeginCommandBuffer(readback_, &bi), "vkBeginCommandBuffer");
             VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};

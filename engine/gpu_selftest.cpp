@@ -35,12 +35,7 @@ std::vector<std::array<uint32_t, 4>> philox_on_device(sieve_context* context, co
     cp.queueFamilyIndex = device.family();
     VkCommandPool command_pool = VK_NULL_HANDLE;
     vk_check(vk.vkCreateCommandPool(dev, &cp, nullptr, &command_pool), "vkCreateCommandPool");
-    VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    cai.commandPool = command_pool;
-    cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    cai.commandBufferCount = 1;
-    VkCommandBuffer cmd = VK_NULL_HANDLE;
-    vk_check(vk.vkAllocateCommandBuffers(dev, &cai, &cmd), "vkAllocateCommandBuffers");
+    VkCommandBuffer cmd = device.allocate_command_buffer(command_pool);
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     vk.vkBeginCommandBuffer(cmd, &bi);

@@ -25,21 +25,10 @@ Ingest::Ingest(Device& device, VkBuffer dst, uint32_t max_windows, VkCommandPool
     VkDevice dev = device.handle();
     try {
         set_layout_ = create_storage_set_layout(device, 2);
-        VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(IngestPush)};
-        VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-        pl.setLayoutCount = 1;
-        pl.pSetLayouts = &set_layout_;
-        pl.pushConstantRangeCount = 1;
-        pl.pPushConstantRanges = &range;
-        vk_check(vk.vkCreatePipelineLayout(dev, &pl, nullptr, &layout_), "vkCreatePipelineLayout");
+        layout_ = create_pipeline_layout(device, set_layout_, sizeof(IngestPush));
         pipeline_ = create_compute_pipeline(device, layout_, shaders::ingest.words, shaders::ingest.size_bytes,
                                             device.limits().workgroup_size, device.limits().candidate_capacity);
-        VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2 * max_windows};
-        VkDescriptorPoolCreateInfo dp{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-        dp.maxSets = max_windows;
-        dp.poolSizeCount = 1;
-        dp.pPoolSizes = &size;
-        vk_check(vk.vkCreateDescriptorPool(dev, &dp, nullptr, &pool_), "vkCreateDescriptorPool");
+        pool_ = create_storage_pool(device, max_windows, 2 * max_windows);
         const std::vector<VkDescriptorSetLayout> layouts(max_windows, set_layout_);
         sets_.resize(max_windows);
         VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
@@ -86,11 +75,7 @@ VkCommandBuffer Ingest::prepare(const IngestSource& src, bool* recorded) {
     if (cmd_) vk.vkFreeCommandBuffers(device_.handle(), command_pool_, 1, &cmd_);
     cmd_ = VK_NULL_HANDLE;
     valid_ = false;
-    VkCommandBufferAllocateInfo ci{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    ci.commandPool = command_pool_;
-    ci.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    ci.commandBufferCount = 1;
-    vk_check(vk.vkAllocateCommandBuffers(device_.handle(), &ci, &cmd_), "vkAllocateCommandBuffers");
+    cmd_ = device_.allocate_command_buffer(command_pool_);
     for (size_t w = 0; w < src.windows.size(); ++w) {
         const IngestWindow& win = src.windows[w];
         const VkDescriptorBufferInfo infos[2] = {{dst_, win.dst_offset, win.dst_range},

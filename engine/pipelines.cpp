@@ -70,6 +70,29 @@ VkDescriptorSetLayout create_storage_set_layout(Device& device, uint32_t count) 
     return layout;
 }
 
+VkPipelineLayout create_pipeline_layout(Device& device, VkDescriptorSetLayout set_layout, uint32_t push_bytes) {
+    VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes};
+    VkPipelineLayoutCreateInfo info{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+    info.setLayoutCount = 1;
+    info.pSetLayouts = &set_layout;
+    info.pushConstantRangeCount = push_bytes ? 1 : 0;
+    info.pPushConstantRanges = &range;
+    VkPipelineLayout layout = VK_NULL_HANDLE;
+    vk_check(device.vk().vkCreatePipelineLayout(device.handle(), &info, nullptr, &layout), "vkCreatePipelineLayout");
+    return layout;
+}
+
+VkDescriptorPool create_storage_pool(Device& device, uint32_t max_sets, uint32_t descriptors) {
+    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptors};
+    VkDescriptorPoolCreateInfo info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+    info.maxSets = max_sets;
+    info.poolSizeCount = 1;
+    info.pPoolSizes = &size;
+    VkDescriptorPool pool = VK_NULL_HANDLE;
+    vk_check(device.vk().vkCreateDescriptorPool(device.handle(), &info, nullptr, &pool), "vkCreateDescriptorPool");
+    return pool;
+}
+
 void write_storage_set(Device& device, VkDescriptorSet set, const VkBuffer* buffers, uint32_t count) {
     std::vector<VkDescriptorBufferInfo> infos(count);
     for (uint32_t i = 0; i < count; ++i) infos[i] = VkDescriptorBufferInfo{buffers[i], 0, VK_WHOLE_SIZE};
@@ -90,15 +113,8 @@ void write_storage_set(Device& device, VkDescriptorSet set, const VkDescriptorBu
 }
 
 Pipelines::Pipelines(Device& device) : device_(device) {
-    const auto& vk = device.vk();
     set_layout_ = create_storage_set_layout(device, kBindingCount);
-    VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(PushConstants)};
-    VkPipelineLayoutCreateInfo layout_info{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-    layout_info.setLayoutCount = 1;
-    layout_info.pSetLayouts = &set_layout_;
-    layout_info.pushConstantRangeCount = 1;
-    layout_info.pPushConstantRanges = &range;
-    vk_check(vk.vkCreatePipelineLayout(device.handle(), &layout_info, nullptr, &layout_), "vkCreatePipelineLayout");
+    layout_ = create_pipeline_layout(device, set_layout_, sizeof(PushConstants));
 
     // The subgroup-arithmetic variant where the device has it (and the profile
     // allows it), with at least 4 invocations per subgroup (reduce.glsl sizes

@@ -98,6 +98,12 @@ void write_storage_set(Device& device, VkDescriptorSet set, const VkBuffer* buff
 // The same with a range of each buffer (infos[i] for binding i).
 void write_storage_set(Device& device, VkDescriptorSet set, const VkDescriptorBufferInfo* infos, uint32_t count);
 
+// A pipeline layout of one set layout and a compute push-constant block of
+// push_bytes (none when 0); a pool of storage-buffer descriptors for max_sets
+// sets of `descriptors` in all.
+VkPipelineLayout create_pipeline_layout(Device& device, VkDescriptorSetLayout set_layout, uint32_t push_bytes);
+VkDescriptorPool create_storage_pool(Device& device, uint32_t max_sets, uint32_t descriptors);
+
 // Builds a compute pipeline from embedded SPIR-V with (WG, CAP) specialization.
 VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, const uint32_t* words, size_t bytes,
                                    uint32_t workgroup_size, uint32_t capacity, InputsMode inputs = InputsMode::None,

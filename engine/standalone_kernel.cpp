@@ -14,21 +14,9 @@ StandaloneKernel::StandaloneKernel(Device& device, const uint32_t* words, size_t
     const uint32_t n = static_cast<uint32_t>(buffers.size());
     try {
         set_layout_ = create_storage_set_layout(device, n);
-        VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes};
-        VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-        pl.setLayoutCount = 1;
-        pl.pSetLayouts = &set_layout_;
-        pl.pushConstantRangeCount = push_bytes ? 1 : 0;
-        pl.pPushConstantRanges = &range;
-        vk_check(vk.vkCreatePipelineLayout(dev, &pl, nullptr, &layout_), "vkCreatePipelineLayout");
+        layout_ = create_pipeline_layout(device, set_layout_, push_bytes);
         pipeline_ = create_compute_pipeline(device, layout_, words, bytes, workgroup_size, capacity);
-
-        VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, n};
-        VkDescriptorPoolCreateInfo dp{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-        dp.maxSets = 1;
-        dp.poolSizeCount = 1;
-        dp.pPoolSizes = &size;
-        vk_check(vk.vkCreateDescriptorPool(dev, &dp, nullptr, &pool_), "vkCreateDescriptorPool");
+        pool_ = create_storage_pool(device, 1, n);
         VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
         ai.descriptorPool = pool_;
         ai.descriptorSetCount = 1;

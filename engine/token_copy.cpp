@@ -30,11 +30,7 @@ VkCommandBuffer TokenCopy::prepare(const TokenTarget& target, bool* recorded) {
     if (cmd_ && target == current_) return cmd_;
     release_target();
     const auto& vk = device_.vk();
-    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    ai.commandPool = pool_;
-    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    ai.commandBufferCount = 1;
-    vk_check(vk.vkAllocateCommandBuffers(device_.handle(), &ai, &cmd_), "vkAllocateCommandBuffers");
+    cmd_ = device_.allocate_command_buffer(pool_);
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     try {
         vk_check(vk.vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer");

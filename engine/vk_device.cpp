@@ -123,6 +123,16 @@ Device::~Device() {
     }
 }
 
+VkCommandBuffer Device::allocate_command_buffer(VkCommandPool pool) const {
+    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    ai.commandPool = pool;
+    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ai.commandBufferCount = 1;
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    vk_check(table_.vkAllocateCommandBuffers(device_, &ai, &cmd), "vkAllocateCommandBuffers");
+    return cmd;
+}
+
 VkResult Device::submit(const VkSubmitInfo& submit, VkFence fence) {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     return table_.vkQueueSubmit(queue_, 1, &submit, fence);

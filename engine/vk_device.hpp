@@ -56,6 +56,8 @@ public:
 
     // Queue submission is serialized: chains on one context may run on several threads.
     VkResult submit(const VkSubmitInfo& submit, VkFence fence);
+    // One primary command buffer from `pool` (throws on failure).
+    VkCommandBuffer allocate_command_buffer(VkCommandPool pool) const;
 
     // host_visible: persistently mapped, coherent. Counts into *allocations.
     Buffer create_buffer(VkDeviceSize size, VkBufferUsageFlags usage, bool host_visible,
