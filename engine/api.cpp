@@ -376,12 +376,14 @@ SIEVE_API sieve_status sieve_chain_set_token_bitmask(sieve_chain* chain, int32_t
 namespace {
 
 // A sampling call past its size checks: the rows' inputs and slots, then the
-// backend (one token per row, committed to the slots).
-sieve_status sample_checked(sieve::ChainImpl& impl, const sieve::LogitsView& logits, sieve_token* out) {
+// backend. One token per row committed to the slots (sieve_sample), or `draws`
+// tokens per row into `tokens` committing nothing (sieve_sample_draws).
+sieve_status sample_checked(sieve::ChainImpl& impl, const sieve::LogitsView& logits, sieve_token* out,
+                            int32_t draws = 1, int32_t* tokens = nullptr) {
     impl.check_row_inputs(logits.rows, logits.vocab);
     impl.check_slots(logits.rows);
     std::string message;
-    sieve_status s = impl.sample(logits, 1, nullptr, out, &message, true);
+    sieve_status s = impl.sample(logits, draws, tokens, out, &message, tokens == nullptr);
     if (s != SIEVE_OK) set_last_error(message);
     return s;
 }
@@ -427,12 +429,7 @@ SIEVE_API sieve_status sieve_sample_draws(sieve_chain* chain, const float* logit
         if (!tokens) fail(SIEVE_ERROR_INVALID_ARGUMENT, "tokens is NULL");
         if (draws <= 0) fail(SIEVE_ERROR_INVALID_ARGUMENT, "draws must be >= 1");
         chain->impl->check_call(logits, rows, vocab);
-        chain->impl->check_row_inputs(rows, vocab);
-        std::string message;
-        chain->impl->check_slots(rows);
-        sieve_status s = chain->impl->sample(LogitsView::f32(logits, rows, vocab), draws, tokens, out, &message, false);
-        if (s != SIEVE_OK) set_last_error(message);
-        return s;
+        return sample_checked(*chain->impl, LogitsView::f32(logits, rows, vocab), out, draws, tokens);
     });
 }
 
