@@ -5,6 +5,7 @@
 #pragma once
 
 #include "app_device.hpp"
+#include "half_bits.hpp"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -15,18 +16,6 @@
 #include <vector>
 
 namespace sieve_test {
-
-inline uint16_t to_half_bits(float f, sieve_dtype dtype) {
-    if (dtype == SIEVE_DTYPE_F16) {
-        const _Float16 h = static_cast<_Float16>(f);
-        uint16_t b;
-        std::memcpy(&b, &h, 2);
-        return b;
-    }
-    uint32_t x;
-    std::memcpy(&x, &f, 4);
-    return static_cast<uint16_t>((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
-}
 
 // The app's side: a device-local tensor of `rows` rows `stride` elements
 // apart from byte `offset`, filled from a staging buffer by a copy on the

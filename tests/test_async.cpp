@@ -195,15 +195,7 @@ TEST(RecordInto, EqualsSampleVulkan) {
         configure(sync, samplers);
         for (int step = 0; step < 3; ++step) {
             SCOPED_TRACE("step " + std::to_string(step));
-            VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-            ai.commandPool = app.pool;
-            ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-            ai.commandBufferCount = 1;
-            VkCommandBuffer cmd = VK_NULL_HANDLE;
-            ASSERT_EQ(app.vk.vkAllocateCommandBuffers(app.device, &ai, &cmd), VK_SUCCESS);
-            app.pending.push_back(cmd);
-            VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-            app.vk.vkBeginCommandBuffer(cmd, &bi);
+            VkCommandBuffer cmd = app.begin_command_buffer();
             // The decode: the previous step's reads of the tensor (Sieve's
             // ingest) before this write, then the write itself, which Sieve's
             // first barrier orders its reads after.
@@ -233,8 +225,9 @@ TEST(RecordInto, EqualsSampleVulkan) {
             expect_ids(ids, 8, got, recorded.counters().cpu_fallback_rows > twin_before);
         }
         EXPECT_EQ(recorded.counters().cpu_fallback_rows, sync.counters().cpu_fallback_rows);
-        if (samplers == kChains[1])
+        if (samplers == kChains[1]) {
             EXPECT_GT(recorded.counters().cpu_fallback_rows, 0u) << "the case no longer reaches the CPU twin";
+        }
         // The chain takes synchronous calls again.
         app.copy_on_queue(a.staging, a.tensor);
         expect_same(sample_vulkan(recorded, a.desc), sample_vulkan(sync, a.desc));
@@ -304,15 +297,7 @@ TEST(Async, BadInput) {
     // Record-into: a command buffer, only the token buffer of a sync.
     EXPECT_TRUE(Fails(sieve_chain_record(chain.get(), VK_NULL_HANDLE, &a.desc, nullptr), SIEVE_ERROR_INVALID_ARGUMENT,
                       {"cmd is VK_NULL_HANDLE"}));
-    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    ai.commandPool = app.pool;
-    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    ai.commandBufferCount = 1;
-    VkCommandBuffer cmd = VK_NULL_HANDLE;
-    ASSERT_EQ(app.vk.vkAllocateCommandBuffers(app.device, &ai, &cmd), VK_SUCCESS);
-    app.pending.push_back(cmd);
-    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    app.vk.vkBeginCommandBuffer(cmd, &bi);
+    VkCommandBuffer cmd = app.begin_command_buffer();
     s = good;
     s.signal_semaphore = sem;
     EXPECT_TRUE(Fails(sieve_chain_record(chain.get(), cmd, &a.desc, &s), SIEVE_ERROR_INVALID_ARGUMENT,

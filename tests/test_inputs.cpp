@@ -4,6 +4,7 @@
 // gives for the widened f32 rows: the same token, p, log-probability and step,
 // on the GPU and on the CPU twin. The padding between rows holds NaN, so a
 // stride that was ignored shows as a non-finite-logit status.
+#include "half_bits.hpp"
 #include "test_support.hpp"
 #include "twin_compare.hpp"
 
@@ -21,36 +22,6 @@
 namespace {
 
 using namespace sieve_test;
-
-// The compiler's own conversions: independent of the engine's widening.
-uint16_t to_f16(float f) {
-    const _Float16 h = static_cast<_Float16>(f);
-    uint16_t bits;
-    std::memcpy(&bits, &h, 2);
-    return bits;
-}
-
-float from_f16(uint16_t bits) {
-    _Float16 h;
-    std::memcpy(&h, &bits, 2);
-    return static_cast<float>(h);
-}
-
-// bf16 by round to nearest even of the f32 bits (what ggml and PyTorch do for
-// finite values).
-uint16_t to_bf16(float f) {
-    uint32_t x;
-    std::memcpy(&x, &f, 4);
-    if (std::isnan(f)) return static_cast<uint16_t>((x >> 16) | 0x40u);
-    return static_cast<uint16_t>((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
-}
-
-float from_bf16(uint16_t bits) {
-    const uint32_t x = static_cast<uint32_t>(bits) << 16;
-    float f;
-    std::memcpy(&f, &x, 4);
-    return f;
-}
 
 TEST(InputWidening, EveryHalfValue) {
     for (uint32_t b = 0; b < 65536; ++b) {

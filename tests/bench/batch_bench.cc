@@ -5,10 +5,9 @@
 // Also the cost of raw log-probabilities (BM_HostUploadLogprobs20).
 // Google Benchmark; run: build/tests/sieve_batch_bench [--benchmark_repetitions=5]
 // Counters: us_per_row = real time per call / B.
-#include <volk.h>
+#include "../vk_app.hpp"
 
 #include <sieve/sieve.h>
-#include <sieve/sieve_vulkan.h>
 
 #include <benchmark/benchmark.h>
 
@@ -39,94 +38,17 @@ std::vector<float> zipf_rows(int32_t rows) {
     return out;
 }
 
-// The "app": a device, a queue and one host-visible storage buffer of logits.
-struct App {
-    VkInstance instance = VK_NULL_HANDLE;
-    VkPhysicalDevice physical = VK_NULL_HANDLE;
-    VkDevice device = VK_NULL_HANDLE;
-    VkQueue queue = VK_NULL_HANDLE;
-    uint32_t family = 0;
-    VolkDeviceTable vk{};
-    VkBuffer buffer = VK_NULL_HANDLE;
-    VkDeviceMemory memory = VK_NULL_HANDLE;
-    VkDeviceSize size = 0;
-
-    explicit App(const std::vector<float>& logits) {
-        if (volkInitialize() != VK_SUCCESS) std::abort();
-        VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
-        app.apiVersion = VK_API_VERSION_1_1;
-        VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
-        ici.pApplicationInfo = &app;
-        if (vkCreateInstance(&ici, nullptr, &instance) != VK_SUCCESS) std::abort();
-        volkLoadInstanceOnly(instance);
-        uint32_t n = 1;
-        vkEnumeratePhysicalDevices(instance, &n, &physical);
-        uint32_t qn = 0;
-        vkGetPhysicalDeviceQueueFamilyProperties(physical, &qn, nullptr);
-        std::vector<VkQueueFamilyProperties> qf(qn);
-        vkGetPhysicalDeviceQueueFamilyProperties(physical, &qn, qf.data());
-        for (uint32_t i = 0; i < qn; ++i)
-            if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
-                family = i;
-                break;
-            }
-        float priority = 1.0f;
-        VkDeviceQueueCreateInfo q{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
-        q.queueFamilyIndex = family;
-        q.queueCount = 1;
-        q.pQueuePriorities = &priority;
-        VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-        dci.queueCreateInfoCount = 1;
-        dci.pQueueCreateInfos = &q;
-        if (vkCreateDevice(physical, &dci, nullptr, &device) != VK_SUCCESS) std::abort();
-        volkLoadDeviceTable(&vk, device);
-        vk.vkGetDeviceQueue(device, family, 0, &queue);
-        size = logits.size() * sizeof(float);
-        VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-        bi.size = size;
-        bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
-        vk.vkCreateBuffer(device, &bi, nullptr, &buffer);
-        VkMemoryRequirements req;
-        vk.vkGetBufferMemoryRequirements(device, buffer, &req);
-        VkPhysicalDeviceMemoryProperties props;
-        vkGetPhysicalDeviceMemoryProperties(physical, &props);
-        const VkMemoryPropertyFlags want = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-        VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-        ai.allocationSize = req.size;
-        for (uint32_t i = 0; i < props.memoryTypeCount; ++i)
-            if ((req.memoryTypeBits & (1u << i)) && (props.memoryTypes[i].propertyFlags & want) == want) {
-                ai.memoryTypeIndex = i;
-                break;
-            }
-        vk.vkAllocateMemory(device, &ai, nullptr, &memory);
-        vk.vkBindBufferMemory(device, buffer, memory, 0);
-        void* mapped = nullptr;
-        vk.vkMapMemory(device, memory, 0, VK_WHOLE_SIZE, 0, &mapped);
-        std::memcpy(mapped, logits.data(), size);
-        vk.vkUnmapMemory(device, memory);
-    }
-    ~App() {
-        vk.vkDeviceWaitIdle(device);
-        vk.vkDestroyBuffer(device, buffer, nullptr);
-        vk.vkFreeMemory(device, memory, nullptr);
-        vk.vkDestroyDevice(device, nullptr);
-        vkDestroyInstance(instance, nullptr);
-    }
-};
-
+// The "app" (vk_app.hpp, no validation): its own device and queue and one
+// host-visible storage buffer holding the logits.
 struct Rig {
     std::vector<float> logits = zipf_rows(256);
-    App app{logits};
+    sieve_test::VkApp app;
+    sieve_test::VkApp::AppBuffer tensor =
+        app.make_buffer(logits.size() * sizeof(float), VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, true);
     sieve_context* ctx = nullptr;
     Rig() {
-        sieve_vulkan_device h{};
-        h.struct_size = sizeof(h);
-        h.instance = app.instance;
-        h.physical_device = app.physical;
-        h.device = app.device;
-        h.queue = app.queue;
-        h.queue_family_index = app.family;
-        h.api_version = VK_API_VERSION_1_1;
+        std::memcpy(tensor.mapped, logits.data(), tensor.size);
+        const sieve_vulkan_device h = app.handles();
         if (sieve_context_create_vulkan(&h, nullptr, &ctx) != SIEVE_OK) {
             std::fprintf(stderr, "%s\n", sieve_last_error());
             std::abort();
@@ -156,7 +78,7 @@ void run(benchmark::State& state, bool device_input, int32_t logprobs = -1) {
     sieve_chain_set_logprobs(chain, logprobs);
     std::vector<sieve_token> out(static_cast<size_t>(rows));
     sieve_vulkan_logits in;
-    sieve_vulkan_logits_init(&in, g.app.buffer, g.app.size, SIEVE_DTYPE_F32, rows, kVocab);
+    sieve_vulkan_logits_init(&in, g.tensor.buffer, g.tensor.size, SIEVE_DTYPE_F32, rows, kVocab);
     auto sample = [&] {
         return device_input ? sieve_sample_vulkan(chain, &in, out.data())
                             : sieve_sample(chain, g.logits.data(), rows, kVocab, out.data());
