@@ -332,6 +332,70 @@ struct OverflowCase {
     bool expect_fallback;
 };
 
+// ---- the ways a chunk forms its list (collect.comp) ---------------------------
+
+// Rows built to take each way a collect chunk forms its top `need`: LM-like
+// rows (registers picks, radix select, rank sort); the best logits at
+// consecutive ids, so a few invocations hold all of them and their lists
+// drop some (the chunk is read again from the threshold); three distinct
+// values, so the threshold's key holds thousands of picks (read again,
+// compactions); the best logits in the last chunk only; and a row whose top
+// holds fewer distinct-key picks than `need` in every chunk but one. Each
+// against the twin, llama.cpp's default chain and top-k alone, at 32000 and
+// 151936, on the device and under the constrained profile.
+std::vector<float> collect_path_row(int kind, int32_t vocab, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> row(static_cast<size_t>(vocab));
+    for (auto& x : row) x = normal(rng);
+    switch (kind) {
+    case 0:  // LM-like
+        row = sieve_test::make_row(Shape::Zipf, vocab, seed);
+        break;
+    case 1:  // the best 300 at consecutive ids in the middle of the row
+        for (int32_t i = 0; i < 300; ++i) row[static_cast<size_t>(vocab / 2 + i)] = 10.0f + 0.01f * static_cast<float>(i % 97);
+        break;
+    case 2:  // three values: huge tie groups
+        for (auto& x : row) x = static_cast<float>(rng() % 3);
+        break;
+    case 3:  // the best 60 in the last 1000 logits, the rest far below
+        for (auto& x : row) x -= 30.0f;
+        for (int32_t i = 0; i < 60; ++i) row[static_cast<size_t>(vocab - 1 - static_cast<int32_t>(rng() % 1000))] = 5.0f + normal(rng);
+        break;
+    default:  // mostly -inf, the finite ones spread thinly
+        for (auto& x : row) x = (rng() % 500 == 0) ? normal(rng) : -kInf;
+        break;
+    }
+    return row;
+}
+
+TEST(GpuChainCollectPaths, EveryWayAChunkKeepsItsBestEqualsTheTwin) {
+    Tally tally;
+    for (Profile profile : {Profile::Full, Profile::Constrained, Profile::Wide}) {
+        auto gpu = sieve_test::gpu_context(profile);
+        for (const char* chain_text : {kDefaultOrder, "top_k;temperature"}) {
+            const auto kinds = sieve_test::twin_chain(chain_text);
+            ASSERT_FALSE(kinds.empty());
+            for (int32_t vocab : {32000, 151936}) {
+                for (int kind = 0; kind < 5; ++kind) {
+                    SCOPED_TRACE(std::string(chain_text) + " vocab " + std::to_string(vocab) + " row kind " +
+                                 std::to_string(kind) + " profile " + std::to_string(static_cast<int>(profile)));
+                    const uint32_t salt = static_cast<uint32_t>(vocab) + 31u * static_cast<uint32_t>(kind);
+                    const auto logits = collect_path_row(kind, vocab, salt);
+                    RowParams base = preset(kind == 4 ? "active" : "llama_defaults");
+                    const auto params = row_params(base, 1, salt);
+                    sieve::Chain chain(gpu, sieve_test::chain_desc(chain_text, 1, vocab, base.temperature, 1));
+                    set_row(chain, 0, params[0]);
+                    run_and_compare(chain, kinds, logits, 1, vocab, params, 2, &tally);
+                    EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u);
+                }
+            }
+        }
+    }
+    expect_rare(tally);
+}
+
+
 TEST(GpuChainOverflow, FallbackRowsEqualTheTwinAndAreCounted) {
     auto gpu = sieve_test::gpu_context();
     const int32_t vocab = 151936;

@@ -36,7 +36,7 @@ const uint HALF = CAP / 2u;
 const uint MAX_COLLECT_CHUNKS = 8u;
 const uint ROW_WORDS = MAX_COLLECT_CHUNKS * CAP;
 
-shared uint s_fill, s_has_tau, s_tau_key, s_tau_id, s_wmax_key;
+shared uint s_fill, s_has_tau, s_tau_key, s_tau_id, s_wmax_key, s_incomplete;
 
 // Logits per invocation in a round once a threshold exists.
 const uint LONG_ROUND = 64u;
@@ -119,6 +119,147 @@ void probe_threshold(uint row, uint begin, uint stop, uint need) {
         c_id[j] = c_id[PROBE_AT + j];
     }
     threshold_from_picks(PROBE * WG, need);
+}
+
+// Inserts (k, i) into a register list of the 4 best (descending; ids grow
+// within an invocation, so a later equal key ranks after and is not taken).
+#define PICK4(k, i)                                              \
+    {                                                            \
+        bool b0 = k > k0, b1 = k > k1, b2 = k > k2, b3 = k > k3; \
+        k3 = b2 ? k2 : (b3 ? k : k3);                            \
+        i3 = b2 ? i2 : (b3 ? i : i3);                            \
+        k2 = b1 ? k1 : (b2 ? k : k2);                            \
+        i2 = b1 ? i1 : (b2 ? i : i2);                            \
+        k1 = b0 ? k0 : (b1 ? k : k1);                            \
+        i1 = b0 ? i0 : (b1 ? i : i1);                            \
+        k0 = b0 ? k : k0;                                        \
+        i0 = b0 ? i : i0;                                        \
+    }
+
+// Most picks pick_chunk sorts (rank_sort); more go to the collecting loop.
+const uint PICK_LIMIT = 2u * WG < CAP / 2u ? 2u * WG : CAP / 2u;
+shared uint s_sel_bin, s_sel_above;
+shared uint s_pos[MAX_COLLECT_CHUNKS], s_lim[MAX_COLLECT_CHUNKS];  // the merge's lists
+
+// Rank sort of c[0, n) (n <= CAP / 2, distinct entries) into canonical order:
+// each entry counts the entries before it and moves there through
+// c[CAP / 2, CAP / 2 + n). O(n^2 / WG) shared reads and 2 barriers: for the
+// few dozen entries it sorts, far cheaper than a bitonic sort's stages on a
+// CPU device, where every shared access of every invocation is a scalar load.
+void rank_sort(uint n) {
+    uint t = gl_LocalInvocationID.x;
+    barrier();
+    for (uint e = t; e < n; e += WG) {
+        uint ke = c_key[e], ie = c_id[e];
+        uint r = 0u;
+        for (uint j = 0u; j < n; ++j) r += canonical_after(ke, ie, c_key[j], c_id[j]) ? 1u : 0u;
+        c_key[HALF + r] = ke;
+        c_id[HALF + r] = ie;
+    }
+    barrier();
+    for (uint e = t; e < n; e += WG) {
+        c_key[e] = c_key[HALF + e];
+        c_id[e] = c_id[HALF + e];
+    }
+    barrier();
+}
+
+// The whole chunk in one read with registers only (plain rows, vec4 map):
+// every invocation keeps its PROBE best logits (its picks) and the row
+// statistics. A radix select over the picks' keys (8 bits a level, counts in
+// shared memory) finds the lowest key edge tau such that at least `need`
+// picks have a key >= tau and at most PICK_LIMIT do (or the exact key of the
+// need-th pick). An invocation whose PROBE-th pick has a key >= tau may have
+// dropped logits >= tau: then the collecting loop reads the chunk again from
+// tau (returns false; a valid threshold, since `need` chunk logits are >=
+// tau). Otherwise every chunk logit >= tau is a pick: those picks, rank
+// sorted, hold the chunk's top `need` (returns true; s_fill = their count).
+bool pick_chunk(uint row, uint begin, uint end, uint need, inout uint bad, inout uint first_bad, inout uint kmin,
+                inout uint kmax) {
+    uint t = gl_LocalInvocationID.x;
+    uint k0 = 0u, k1 = 0u, k2 = 0u, k3 = 0u;  // descending; key 0: below every logit's
+    uint i0 = 0u, i1 = 0u, i2 = 0u, i3 = 0u;
+    uint kmin1 = 0xFFFFFFFFu;  // min of k - (KEY_NEG_INF + 1): -inf wraps to the top
+    uint row4 = row * (pc.stride / 4u);
+    for (uint q = begin / 4u + t; q < end / 4u; q += WG) {
+        vec4 f4 = logits4[row4 + q];
+        [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+            uint i = 4u * q + c;
+            uint k = sieve_key(f4[c]);
+            bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
+            bad += ok ? 0u : 1u;
+            first_bad = ok ? first_bad : min(first_bad, i);
+            kmin1 = min(kmin1, k - (KEY_NEG_INF + 1u));
+            k = ok ? k : 0u;
+            if (CHAIN_HAS_MIN_P) kmax = max(kmax, k);
+            PICK4(k, i)
+        }
+    }
+    kmin = kmin1 < KEY_POS_INF - KEY_NEG_INF - 1u ? kmin1 + KEY_NEG_INF + 1u : 0xFFFFFFFFu;
+
+    // Radix select: bins in c_id[0, 256), the level's prefix in `prefix`.
+    uint prefix = 0u, above = 0u, m = 0xFFFFFFFFu, tau = 0u;
+    bool found = false;
+    for (int shift = 24; shift >= 0 && !found; shift -= 8) {  // uniform
+        for (uint b = t; b < 256u; b += WG) c_id[b] = 0u;
+        barrier();
+        uint hi = uint(shift) + 8u;  // bits above this level's digit
+        bool in0 = k0 != 0u && (hi == 32u || (k0 >> hi) == prefix);
+        bool in1 = k1 != 0u && (hi == 32u || (k1 >> hi) == prefix);
+        bool in2 = k2 != 0u && (hi == 32u || (k2 >> hi) == prefix);
+        bool in3 = k3 != 0u && (hi == 32u || (k3 >> hi) == prefix);
+        if (in0) atomicAdd(c_id[(k0 >> uint(shift)) & 255u], 1u);
+        if (in1) atomicAdd(c_id[(k1 >> uint(shift)) & 255u], 1u);
+        if (in2) atomicAdd(c_id[(k2 >> uint(shift)) & 255u], 1u);
+        if (in3) atomicAdd(c_id[(k3 >> uint(shift)) & 255u], 1u);
+        barrier();
+        if (t == 0u) {  // from the top bin down, the bin where the count reaches need
+            uint acc = above, b = 256u;
+            while (b > 0u && acc + c_id[b - 1u] < need) acc += c_id[--b];
+            s_sel_bin = b == 0u ? 0xFFFFFFFFu : b - 1u;
+            s_sel_above = acc;
+        }
+        barrier();
+        uint bin = s_sel_bin;
+        if (bin == 0xFFFFFFFFu) {  // fewer than `need` picks: every pick
+            m = s_sel_above;
+            tau = 0u;
+            found = true;
+        } else {
+            prefix = (prefix << 8u) | bin;
+            m = s_sel_above + c_id[bin];
+            above = s_sel_above;
+            tau = prefix << uint(shift);
+            found = m <= PICK_LIMIT || shift == 0;
+        }
+        barrier();  // the bins are cleared next
+    }
+    // tau == 0 takes every pick (key 0 never counts: NaN/+Inf, nothing).
+    bool dropped = k3 != 0u && k3 >= tau;
+    if (t == 0u) {
+        s_incomplete = m > PICK_LIMIT ? 1u : 0u;
+        s_fill = 0u;
+        s_has_tau = tau != 0u ? 1u : 0u;
+        s_tau_key = tau;
+        s_tau_id = 0xFFFFFFFFu;  // every logit of key tau passes
+    }
+    barrier();
+    if (dropped) s_incomplete = 1u;
+    uint mine = (k0 != 0u && k0 >= tau ? 1u : 0u) + (k1 != 0u && k1 >= tau ? 1u : 0u) +
+                (k2 != 0u && k2 >= tau ? 1u : 0u) + (k3 != 0u && k3 >= tau ? 1u : 0u);
+    barrier();
+    if (s_incomplete != 0u) return false;  // uniform
+    uint slot = mine > 0u ? atomicAdd(s_fill, mine) : 0u;
+    if (mine > 0u) { c_key[slot] = k0; c_id[slot] = i0; }
+    if (mine > 1u) { c_key[slot + 1u] = k1; c_id[slot + 1u] = i1; }
+    if (mine > 2u) { c_key[slot + 2u] = k2; c_id[slot + 2u] = i2; }
+    if (mine > 3u) { c_key[slot + 3u] = k3; c_id[slot + 3u] = i3; }
+    barrier();
+    uint n = s_fill;
+    rank_sort(n);
+    if (t == 0u) s_fill = min(n, need);
+    barrier();
+    return true;
 }
 
 // A large `need` (top-k in the hundreds to CAP / 2): each invocation keeps its
@@ -312,14 +453,24 @@ void main() {
         uint bad = 0u, first_bad = 0xFFFFFFFFu, kmin = 0xFFFFFFFFu, kmax = 0u;
         // The threshold's own logit passes the test (<= ti): a probe threshold
         // is not in the buffer yet; a compaction's is, and is never tested again.
-        if (2u * PROBE * WG <= CAP && need <= PROBE * WG)
-            probe_threshold(row, begin, min(begin + PROBE_ROUND * WG, end), need);
-        else if (PROBE_DEEP * WG <= CAP && need <= PROBE_DEEP * WG)
-            deep_probe_threshold(row, begin, end, need);
         // The vec4 map: plain rows (no bias, bitmask or aggregates) whose
         // stride is a multiple of 4 (chunks start at multiples of 4).
         bool vmap = !ROW_INPUTS && !aggregates && (pc.stride & 3u) == 0u;
-        uint base = begin;
+        bool sorted = false;
+        if (vmap && 2u * PROBE * WG <= CAP && need <= PROBE * WG) {
+            sorted = pick_chunk(row, begin, end, need, bad, first_bad, kmin, kmax);
+            if (!sorted) {  // the collecting loop reads the chunk again from tau
+                bad = 0u;
+                first_bad = 0xFFFFFFFFu;
+                kmin = 0xFFFFFFFFu;
+                if (t == 0u) s_fill = 0u;
+                barrier();
+            }
+        } else if (2u * PROBE * WG <= CAP && need <= PROBE * WG)
+            probe_threshold(row, begin, min(begin + PROBE_ROUND * WG, end), need);
+        else if (PROBE_DEEP * WG <= CAP && need <= PROBE_DEEP * WG)
+            deep_probe_threshold(row, begin, end, need);
+        uint base = sorted ? end : begin;
         while (base < end) {
             uint fill = s_fill;
             barrier();  // every invocation has read it before anyone appends
@@ -433,7 +584,7 @@ void main() {
             base = stop;
         }
         s = RowStats(0u, 0xFFFFFFFFu, kmin, bad, first_bad, 0u, 0u);
-        compact(need);
+        if (!sorted) compact(need);
         s = wg_reduce_row_stats(s);
         if (want_sigma || want_mass) a = wg_reduce_agg(a);
         uint kept = s_fill;
@@ -471,6 +622,58 @@ void main() {
         // together; the best `need` stay.
         n = 0u;
         uint total = 0u;
+        uint all = 0u;
+        for (uint c = 0u; c < pc.n_chunks; ++c) all += chunk_stats[(row * pc.n_chunks + c) * CHUNK_STRIDE + C_KEPT];
+        if (all <= HALF) {
+            // Every list fits: lists side by side, then one invocation merges
+            // the sorted lists' heads into the row's top `need` (a few
+            // hundred shared reads; a sort would cost a barrier per stage).
+            for (uint c = 0u; c < pc.n_chunks; ++c) {
+                uint cnt = chunk_stats[(row * pc.n_chunks + c) * CHUNK_STRIDE + C_KEPT];
+                uint list = region + c * HALF * 2u;
+                for (uint i = t; i < cnt; i += WG) {
+                    c_key[total + i] = candidates[list + 2u * i];
+                    c_id[total + i] = candidates[list + 2u * i + 1u];
+                }
+                total += cnt;
+            }
+            barrier();
+            if (t == 0u) {
+                uint at = 0u;
+                for (uint c = 0u; c < MAX_COLLECT_CHUNKS; ++c) {
+                    uint cnt = c < pc.n_chunks ? chunk_stats[(row * pc.n_chunks + c) * CHUNK_STRIDE + C_KEPT] : 0u;
+                    s_pos[c] = at;
+                    s_lim[c] = at + cnt;
+                    at += cnt;
+                }
+                uint made = 0u;
+                for (; made < need; ++made) {
+                    uint best = 0xFFFFFFFFu, bk = 0u, bi = 0u;
+                    for (uint c = 0u; c < pc.n_chunks; ++c) {
+                        uint at_c = s_pos[c];
+                        if (at_c >= s_lim[c]) continue;
+                        uint k = c_key[at_c], i = c_id[at_c];
+                        if (best == 0xFFFFFFFFu || canonical_after(bk, bi, k, i)) {
+                            best = c;
+                            bk = k;
+                            bi = i;
+                        }
+                    }
+                    if (best == 0xFFFFFFFFu) break;
+                    c_key[HALF + made] = bk;
+                    c_id[HALF + made] = bi;
+                    ++s_pos[best];
+                }
+                s_fill = made;
+            }
+            barrier();
+            n = s_fill;
+            for (uint i = t; i < n; i += WG) {
+                c_key[i] = c_key[HALF + i];
+                c_id[i] = c_id[HALF + i];
+            }
+            barrier();
+        } else {
         for (uint c = 0u; c < pc.n_chunks; ++c) {
             uint cnt = chunk_stats[(row * pc.n_chunks + c) * CHUNK_STRIDE + C_KEPT];
             if (total + cnt > CAP) {
@@ -488,6 +691,7 @@ void main() {
         }
         sort_prefix(total);
         n = min(total, need);
+        }
         a = Agg(red_agg[0][0], red_agg[1][0], red_agg[2][0], red_agg[3][0], red_agg[4][0]);
         // The row's maximum is its first candidate (canonical: the first maximal id).
         s.max_key = c_key[0];
