@@ -95,6 +95,12 @@ Needs analyse(const std::vector<SamplerKind>& samplers, const ref::RowParams& ro
     n.need = std::min(kUnboundedNeed, half);
     float tprod = 1.0f;
     bool mass = false, xtc_before = false, cut_before = false;
+    // After min-p has acted the rest of the array is never "unknown" again:
+    // its cut falls inside the buffer (the rest is dropped) or past it (the
+    // row goes to the CPU twin; op_min_p in tail.glsl), so the draw never
+    // needs the row's mass, and the collect pass need not sum it (an exp
+    // per logit, and no register picks for rows with aggregates).
+    bool min_p_cut = false;
     auto want_mass = [&] {
         if (!mass) n.agg_t = tprod;
         mass = true;
@@ -122,6 +128,7 @@ Needs analyse(const std::vector<SamplerKind>& samplers, const ref::RowParams& ro
         case SamplerKind::MinP:
             // The chain's first cut: the collect pass may drop what can never
             // pass it (slightly more generous than the threshold: rounding).
+            min_p_cut = true;
             if (!cut_before && row.min_p < 1.0f) {
                 n.flags |= ROW_FLOOR;
                 n.floor = static_cast<float>(static_cast<double>(tprod) * std::log(static_cast<double>(row.min_p)) * (1.0 + 1e-5));
@@ -144,7 +151,9 @@ Needs analyse(const std::vector<SamplerKind>& samplers, const ref::RowParams& ro
         }
     }
     switch (samplers.back()) {
-    case SamplerKind::Dist: want_mass(); break;
+    case SamplerKind::Dist:
+        if (!min_p_cut) want_mass();
+        break;
     case SamplerKind::Mirostat:
     case SamplerKind::MirostatV2:
     case SamplerKind::AdaptiveP:
