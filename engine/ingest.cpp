@@ -17,6 +17,9 @@ struct IngestPush {
     uint32_t stride;
 };
 
+// Elements each invocation widens: mirrors PER_INVOCATION in ingest.comp.
+constexpr uint32_t kIngestPerInvocation = 16;
+
 } // namespace
 
 Ingest::Ingest(Device& device, VkBuffer dst, uint32_t max_windows, VkCommandPool pool)
@@ -105,14 +108,14 @@ void Ingest::emit(VkCommandBuffer cmd) const {
     vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
                             &barrier, 0, nullptr, 0, nullptr);
     vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_);
-    const uint32_t wg = device_.limits().workgroup_size;
+    const uint32_t per_group = device_.limits().workgroup_size * kIngestPerInvocation;
     for (size_t w = 0; w < current_.windows.size(); ++w) {
         // Windows write disjoint parts of the logits: no barrier between them.
         const IngestWindow& win = current_.windows[w];
         vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout_, 0, 1, &sets_[w], 0, nullptr);
         const IngestPush push{current_.vocab, static_cast<uint32_t>(current_.dtype), win.first, current_.stride};
         vk.vkCmdPushConstants(cmd, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
-        vk.vkCmdDispatch(cmd, (current_.vocab + wg - 1) / wg, win.rows, 1);
+        vk.vkCmdDispatch(cmd, (current_.vocab + per_group - 1) / per_group, win.rows, 1);
     }
     // The chain's recording, next in the same submission, starts with a
     // compute-to-compute barrier that makes these writes visible to it. When
