@@ -10,7 +10,8 @@
 // Grid: x = ceil(vocab / (WG x PER_INVOCATION)), y = rows. Each invocation
 // widens PER_INVOCATION elements, WG apart (adjacent invocations, adjacent
 // elements): one workgroup per element group would be thousands per row, and a
-// CPU device pays a fixed cost per workgroup (lavapipe: 1 ms per 151936-row).
+// CPU device pays a fixed cost per workgroup (lavapipe: about 0.7 ms for one
+// row of 151936 with 2374 workgroups).
 
 layout(constant_id = 0) const uint WG = 64;
 const uint PER_INVOCATION = 16u;  // mirrors kIngestPerInvocation (ingest.cpp)
