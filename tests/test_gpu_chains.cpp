@@ -344,14 +344,12 @@ struct OverflowCase {
 // against the twin, llama.cpp's default chain and top-k alone, at 32000 and
 // 151936, on the device and under the constrained profile.
 std::vector<float> collect_path_row(int kind, int32_t vocab, uint32_t seed) {
+    if (kind == 0) return sieve_test::make_row(Shape::Zipf, vocab, seed);  // LM-like
     std::mt19937 rng(seed);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     std::vector<float> row(static_cast<size_t>(vocab));
     for (auto& x : row) x = normal(rng);
     switch (kind) {
-    case 0:  // LM-like
-        row = sieve_test::make_row(Shape::Zipf, vocab, seed);
-        break;
     case 1:  // the best 300 at consecutive ids in the middle of the row
         for (int32_t i = 0; i < 300; ++i) row[static_cast<size_t>(vocab / 2 + i)] = 10.0f + 0.01f * static_cast<float>(i % 97);
         break;

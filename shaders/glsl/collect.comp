@@ -85,6 +85,21 @@ const uint PROBE = 4u;
 const uint PROBE_ROUND = 64u;  // logits per invocation the probe reads (a cheap loop: 4 selects each)
 const uint PROBE_AT = CAP - PROBE * WG;
 
+// Inserts (k, i) into a register list of the 4 best (descending; ids grow
+// within an invocation, so a later equal key ranks after and is not taken).
+#define PICK4(k, i)                                              \
+    {                                                            \
+        bool b0 = k > k0, b1 = k > k1, b2 = k > k2, b3 = k > k3; \
+        k3 = b2 ? k2 : (b3 ? k : k3);                            \
+        i3 = b2 ? i2 : (b3 ? i : i3);                            \
+        k2 = b1 ? k1 : (b2 ? k : k2);                            \
+        i2 = b1 ? i1 : (b2 ? i : i2);                            \
+        k1 = b0 ? k0 : (b1 ? k : k1);                            \
+        i1 = b0 ? i0 : (b1 ? i : i1);                            \
+        k0 = b0 ? k : k0;                                        \
+        i0 = b0 ? i : i0;                                        \
+    }
+
 void probe_threshold(uint row, uint begin, uint stop, uint need) {
     uint t = gl_LocalInvocationID.x;
     uint k0 = 0u, k1 = 0u, k2 = 0u, k3 = 0u;  // descending; key 0: below every logit's
@@ -93,16 +108,7 @@ void probe_threshold(uint row, uint begin, uint stop, uint need) {
         uint k = sieve_key(row_logit(row, i));
         bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
         k = ok ? k : 0u;
-        // Ids grow: a later equal key ranks after (canonical order).
-        bool b0 = k > k0, b1 = k > k1, b2 = k > k2, b3 = k > k3;
-        k3 = b2 ? k2 : (b3 ? k : k3);
-        i3 = b2 ? i2 : (b3 ? i : i3);
-        k2 = b1 ? k1 : (b2 ? k : k2);
-        i2 = b1 ? i1 : (b2 ? i : i2);
-        k1 = b0 ? k0 : (b1 ? k : k1);
-        i1 = b0 ? i0 : (b1 ? i : i1);
-        k0 = b0 ? k : k0;
-        i0 = b0 ? i : i0;
+        PICK4(k, i)
     }
     atomicMax(s_wmax_key, k0);  // min-p's floor starts from the first round's maximum
     c_key[PROBE_AT + PROBE * t] = k0;
@@ -120,21 +126,6 @@ void probe_threshold(uint row, uint begin, uint stop, uint need) {
     }
     threshold_from_picks(PROBE * WG, need);
 }
-
-// Inserts (k, i) into a register list of the 4 best (descending; ids grow
-// within an invocation, so a later equal key ranks after and is not taken).
-#define PICK4(k, i)                                              \
-    {                                                            \
-        bool b0 = k > k0, b1 = k > k1, b2 = k > k2, b3 = k > k3; \
-        k3 = b2 ? k2 : (b3 ? k : k3);                            \
-        i3 = b2 ? i2 : (b3 ? i : i3);                            \
-        k2 = b1 ? k1 : (b2 ? k : k2);                            \
-        i2 = b1 ? i1 : (b2 ? i : i2);                            \
-        k1 = b0 ? k0 : (b1 ? k : k1);                            \
-        i1 = b0 ? i0 : (b1 ? i : i1);                            \
-        k0 = b0 ? k : k0;                                        \
-        i0 = b0 ? i : i0;                                        \
-    }
 
 // Most picks pick_chunk sorts (rank_sort); more go to the collecting loop.
 const uint PICK_LIMIT = 2u * WG < CAP / 2u ? 2u * WG : CAP / 2u;
@@ -635,17 +626,14 @@ void main() {
                     c_key[total + i] = candidates[list + 2u * i];
                     c_id[total + i] = candidates[list + 2u * i + 1u];
                 }
+                if (t == 0u) {
+                    s_pos[c] = total;
+                    s_lim[c] = total + cnt;
+                }
                 total += cnt;
             }
             barrier();
             if (t == 0u) {
-                uint at = 0u;
-                for (uint c = 0u; c < MAX_COLLECT_CHUNKS; ++c) {
-                    uint cnt = c < pc.n_chunks ? chunk_stats[(row * pc.n_chunks + c) * CHUNK_STRIDE + C_KEPT] : 0u;
-                    s_pos[c] = at;
-                    s_lim[c] = at + cnt;
-                    at += cnt;
-                }
                 uint made = 0u;
                 for (; made < need; ++made) {
                     uint best = 0xFFFFFFFFu, bk = 0u, bi = 0u;
