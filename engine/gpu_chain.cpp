@@ -589,9 +589,9 @@ void GpuChain::emit(VkCommandBuffer cmd, const Recording& rec) {
         PushConstants pc{rec.vocab, rec.vocab, rec.plan.chunk_size, rec.plan.n_chunks, d.level, rec.plan.flags,
                          g.row_base, g.args_base, wide_cap_, history_capacity(), adjust_layout_.hash_bits,
                          adjust_layout_.bitmap_words};
-        VkPipeline pipeline = d.stage == Stage::Collect
-                                  ? pipelines_.collect(chain_ops(config_.samplers), chain_selector(config_.samplers),
-                                                       rec.inputs)
+        VkPipeline pipeline = d.stage == Stage::Collect || d.stage == Stage::CollectTail
+                                  ? pipelines_.collect(d.stage, chain_ops(config_.samplers),
+                                                       chain_selector(config_.samplers), rec.inputs)
                                   : pipelines_.get(d.stage, rec.inputs);
         vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
         vk.vkCmdPushConstants(cmd, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), &pc);

@@ -40,7 +40,9 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
             p.chunk_size = ((vocab + n - 1) / n + 3) / 4 * 4;
             p.n_chunks = (vocab + p.chunk_size - 1) / p.chunk_size;
         }
-        p.dispatches = {{Stage::Collect, 0, !p.small}};
+        // The chunks, then one workgroup per row for the merge, the chain and
+        // the draw (collect_tail.comp).
+        p.dispatches = {{Stage::Collect, 0, !p.small}, {Stage::CollectTail, 0, false}};
         // A top-p cut past the buffer: wide_histogram and wide_gather, armed
         // by the rows that need them (zero workgroups otherwise).
         if (wide && !p.small && !greedy_chain && kind == RecordingKind::Sample) {
@@ -48,7 +50,7 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
             p.dispatches.push_back({Stage::WideGather, 0, true, kWideGatherArgs});
         }
         p.min_row_passes = 1;
-        p.min_dispatches = 1;
+        p.min_dispatches = 2;
         return p;
     }
     if (kind == RecordingKind::Distribution) {

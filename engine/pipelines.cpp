@@ -20,6 +20,7 @@ const char* stage_name(Stage stage) {
     case Stage::WideGather: return "wide_gather";
     case Stage::History: return "history";
     case Stage::RawStats: return "raw_stats";
+    case Stage::CollectTail: return "collect_tail";
     default: return "?";
     }
 }
@@ -135,12 +136,14 @@ VkPipeline Pipelines::get(Stage stage, InputsMode inputs) {
     return pipelines_[v][static_cast<uint32_t>(stage)];
 }
 
-VkPipeline Pipelines::collect(uint64_t ops, uint32_t selector, InputsMode inputs) {
+VkPipeline Pipelines::collect(Stage stage, uint64_t ops, uint32_t selector, InputsMode inputs) {
     std::lock_guard<std::mutex> lock(collect_mutex_);
-    const auto key = std::make_tuple(ops, selector, static_cast<uint32_t>(inputs));
+    const auto key = std::make_tuple(static_cast<uint32_t>(stage), ops, selector, static_cast<uint32_t>(inputs));
     auto it = collect_.find(key);
     if (it != collect_.end()) return it->second;
-    const shaders::Spirv& code = uses_subgroups_ ? shaders::collect_subgroup : shaders::collect;
+    const bool tail = stage == Stage::CollectTail;
+    const shaders::Spirv& code = tail ? (uses_subgroups_ ? shaders::collect_tail_subgroup : shaders::collect_tail)
+                                      : (uses_subgroups_ ? shaders::collect_subgroup : shaders::collect);
     const auto& lim = device_.limits();
     VkPipeline p = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, lim.workgroup_size,
                                            lim.candidate_capacity, inputs, ops, selector);
@@ -153,16 +156,20 @@ void Pipelines::build(uint32_t v) {
     const shaders::Spirv* portable[] = {&shaders::row_stats, &shaders::mass_histogram, &shaders::gather,
                                         &shaders::finalize, &shaders::probabilities, &shaders::collect,
                                         &shaders::wide_histogram, &shaders::wide_gather, &shaders::history,
-                                        &shaders::raw_stats};
+                                        &shaders::raw_stats, &shaders::collect_tail};
     const shaders::Spirv* with_subgroups[] = {&shaders::row_stats_subgroup, &shaders::mass_histogram_subgroup,
                                               &shaders::gather_subgroup, &shaders::finalize_subgroup,
                                               &shaders::probabilities_subgroup, &shaders::collect_subgroup,
                                               &shaders::wide_histogram_subgroup, &shaders::wide_gather_subgroup,
-                                              &shaders::history_subgroup, &shaders::raw_stats_subgroup};
+                                              &shaders::history_subgroup, &shaders::raw_stats_subgroup,
+                                              &shaders::collect_tail_subgroup};
     const shaders::Spirv* const* code = uses_subgroups_ ? with_subgroups : portable;
-    for (uint32_t i = 0; i < static_cast<uint32_t>(Stage::Count); ++i)
+    for (uint32_t i = 0; i < static_cast<uint32_t>(Stage::Count); ++i) {
+        // The collect stages exist only specialized for a chain (collect()).
+        if (i == static_cast<uint32_t>(Stage::Collect) || i == static_cast<uint32_t>(Stage::CollectTail)) continue;
         pipelines_[v][i] = create_compute_pipeline(device_, layout_, code[i]->words, code[i]->size_bytes,
                                                    lim.workgroup_size, lim.candidate_capacity, static_cast<InputsMode>(v));
+    }
 }
 
 Pipelines::~Pipelines() { release(); }

@@ -23,6 +23,7 @@ enum class Stage : uint32_t {
     WideGather,
     History,
     RawStats,
+    CollectTail,
     Count
 };
 
@@ -72,10 +73,10 @@ public:
     // inputs: the variant that reads the rows' inputs (InputsMode), built on
     // first use (thread-safe: chains of one context share it).
     VkPipeline get(Stage stage, InputsMode inputs);
-    // The collect pipeline specialized for one chain (its ops, as
-    // gpu_params.hpp's chain_ops encodes them), built on first use and shared
-    // by the context's chains.
-    VkPipeline collect(uint64_t ops, uint32_t selector, InputsMode inputs);
+    // A collect stage's pipeline (Collect or CollectTail) specialized for one
+    // chain (its ops, as gpu_params.hpp's chain_ops encodes them), built on
+    // first use and shared by the context's chains.
+    VkPipeline collect(Stage stage, uint64_t ops, uint32_t selector, InputsMode inputs);
     bool uses_subgroups() const { return uses_subgroups_; }
 
 private:
@@ -86,7 +87,7 @@ private:
     bool uses_subgroups_ = false;
     std::once_flag inputs_variant_[kInputsModes];
     std::mutex collect_mutex_;
-    std::map<std::tuple<uint64_t, uint32_t, uint32_t>, VkPipeline> collect_;
+    std::map<std::tuple<uint32_t, uint64_t, uint32_t, uint32_t>, VkPipeline> collect_;
     void build(uint32_t variant);
     void release();
 };

@@ -1,27 +1,21 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// Chains with truncating samplers, in one dispatch and one read of the row.
-// Each chunk workgroup keeps the top `need` entries of its slice in canonical
+// Chains with truncating samplers, in one read of the row: the first of two
+// dispatches (collect_tail.comp merges, runs the chain and draws). Each chunk
+// workgroup keeps the top `need` entries of its slice in canonical
 // order (key descending, ties by lower id: a total order, so the result is
 // exact) while it reads it once: entries above the running threshold (the
 // need-th best so far) are appended to shared memory, which is compacted by a
 // bitonic sort when it fills. The chunk also sums the full-row aggregates its
-// row needs (agg.glsl). The last workgroup of the row merges the chunks' lists
-// into the row's top `need`, runs the chain on them (tail.glsl) and draws.
-// A row that fits the candidate buffer (FLAG_SMALL) is read whole by one
-// workgroup.
+// row needs (agg.glsl), and leaves its sorted list and statistics for the
+// tail. A row that fits the candidate buffer (FLAG_SMALL) is read and sorted
+// whole by one workgroup.
 #include "common.glsl"
 #include "row.glsl"
-#include "arrive.glsl"
-#include "result.glsl"
 #include "agg.glsl"
-#include "wide.glsl"
-#include "tail.glsl"
-#include "selectors.glsl"
+#include "bitonic.glsl"
+#include "collect.glsl"
 
-// sieve_chain_distribution: per row, at (2 * stride + 2) words: [count or
-// STATUS_FALLBACK, step, count x (id, p bits)] in canonical order.
-layout(std430, set = 0, binding = 8) writeonly buffer DistOut { uint dist_out[]; };
 // The logits again, four at a time (rows whose stride is a multiple of 4):
 // one load and one loop iteration per 4 logits in the hot loop.
 layout(std430, set = 0, binding = 0) readonly buffer Logits4 { vec4 logits4[]; };
@@ -30,11 +24,6 @@ layout(std430, set = 0, binding = 0) readonly buffer Logits4 { vec4 logits4[]; }
 // WG-th (scalar map) or every WG-th group of 4 (vec4 map).
 uint next_logit(uint i, bool vmap) { return vmap ? ((i & 3u) != 3u ? i + 1u : i + 4u * WG - 3u) : i + WG; }
 
-const uint HALF = CAP / 2u;
-// Words of the candidates buffer per row: the chunks' lists (up to 8 chunks of
-// CAP / 2 entries), later the tail's scratch (2 x CAP entries).
-const uint MAX_COLLECT_CHUNKS = 8u;
-const uint ROW_WORDS = MAX_COLLECT_CHUNKS * CAP;
 
 shared uint s_fill, s_has_tau, s_tau_key, s_tau_id, s_wmax_key, s_incomplete;
 
@@ -130,7 +119,6 @@ void probe_threshold(uint row, uint begin, uint stop, uint need) {
 // Most picks pick_chunk sorts (rank_sort); more go to the collecting loop.
 const uint PICK_LIMIT = 2u * WG < CAP / 2u ? 2u * WG : CAP / 2u;
 shared uint s_sel_bin, s_sel_above;
-shared uint s_pos[MAX_COLLECT_CHUNKS], s_lim[MAX_COLLECT_CHUNKS];  // the merge's lists
 
 // Rank sort of c[0, n) (n <= CAP / 2, distinct entries) into canonical order:
 // each entry counts the entries before it and moves there through
@@ -310,97 +298,21 @@ void compact(uint need) {
     barrier();
 }
 
-void write_agg(uint o, Agg a) {
-    chunk_stats[o + C_AGG + 0u] = floatBitsToUint(a.count);
-    chunk_stats[o + C_AGG + 1u] = floatBitsToUint(a.mean);
-    chunk_stats[o + C_AGG + 2u] = floatBitsToUint(a.m2);
-    chunk_stats[o + C_AGG + 3u] = floatBitsToUint(a.mmax);
-    chunk_stats[o + C_AGG + 4u] = floatBitsToUint(a.msum);
-}
-
-Agg read_agg(uint o) {
-    return Agg(uintBitsToFloat(chunk_stats[o + C_AGG + 0u]), uintBitsToFloat(chunk_stats[o + C_AGG + 1u]),
-               uintBitsToFloat(chunk_stats[o + C_AGG + 2u]), uintBitsToFloat(chunk_stats[o + C_AGG + 3u]),
-               uintBitsToFloat(chunk_stats[o + C_AGG + 4u]));
-}
-
-void write_distribution(uint row, uint n, float total, uint step) {
-    uint base = row * (2u * pc.stride + 2u);
-    uint t = gl_LocalInvocationID.x;
-    if (t == 0u) {  // the row's status, as sampling would report it
-        results[row * RESULT_STRIDE + 3u] = s_status;
-        results[row * RESULT_STRIDE + 7u] = row_state[row * ROW_STRIDE + R_FIRST_BAD];
-    }
-    if (s_fallback != 0u || s_status != STATUS_OK) {
-        if (t == 0u) {
-            dist_out[base] = s_fallback != 0u ? STATUS_FALLBACK : 0u;
-            dist_out[base + 1u] = step;
-        }
-        return;
-    }
-    bool greedy = (pc.flags & FLAG_GREEDY) != 0u;
-    float v0 = cand_value(0u);
-    uint count = 0u;
-    for (uint i = 0u; i < n; ++i) count += (greedy ? i == 0u : c_key[i] != KEY_NEG_INF) ? 1u : 0u;
-    if (t == 0u) {
-        dist_out[base] = count;
-        dist_out[base + 1u] = step;
-    }
-    // Finite entries form a prefix of the canonical order.
-    for (uint i = t; i < count; i += WG) {
-        dist_out[base + 2u + 2u * i] = c_id[i];
-        dist_out[base + 3u + 2u * i] = floatBitsToUint(greedy ? 1.0 : cand_mass(i, v0) / total);
-    }
-}
-
-// Leaves the row to wide_histogram and wide_gather: what the cut knows, the
-// buffer's entries at the draw's temperatures, and their mass.
-void hand_to_wide(uint row, uint n) {
-    uint t = gl_LocalInvocationID.x;
-    uint o = row * ROW_STRIDE;
-    uint buf = wide_buffer_at(row);
-    for (uint i = t; i < n; i += WG) {
-        wide[buf + 2u * i] = c_key[i];
-        wide[buf + 2u * i + 1u] = c_id[i];
-    }
-    if (t != 0u) return;
-    float v0 = cand_value(0u);
-    uvec2 bd = uvec2(0u);
-    for (uint i = 0u; i < n; ++i) bd = u64_add(bd, sieve_mass(cand_value(i), v0));
-    float vn = sieve_key_value(s_wide_kn);
-    float lowest = min(s_wide_lowest, vn);
-    row_state[o + R_WIDE_KN] = s_wide_kn;
-    row_state[o + R_WIDE_IDN] = s_wide_idn;
-    row_state[o + R_WIDE_MC] = floatBitsToUint(s_wide_mc);
-    row_state[o + R_WIDE_MD] = floatBitsToUint(v0);
-    row_state[o + R_WIDE_L] = floatBitsToUint(lowest);
-    row_state[o + R_WIDE_INVW] = floatBitsToUint(vn > lowest ? float(BINS) / (vn - lowest) : 0.0);
-    row_state[o + R_WIDE_NT] = s_wide_divisions | (s_divisions << 16u);  // (WIDE_DEFERRED in s_wide_divisions)
-    row_state[o + R_WIDE_RC] = floatBitsToUint(s_wide_rc);
-    row_state[o + R_WIDE_BD] = floatBitsToUint(u64_to_float(bd) * 9.094947017729282e-13);  // / 2^40
-    row_state[o + R_WIDE_N] = n;
-    row_state[o + R_WIDE_KEEP] = param_u(row, P_MIN_KEEP);
-    row_state[o + R_WIDE_PHASE] = WIDE_HIST;
-    atomicMax(dispatch_args[pc.args_base + WIDE_HIST_ARGS], pc.n_chunks);
-}
-
 void main() {
     uint row = pc.row_base + gl_WorkGroupID.y;
     bind_row(row);
     uint chunk = gl_WorkGroupID.x;
     uint t = gl_LocalInvocationID.x;
-    uint o = row * ROW_STRIDE;
     bool small = (pc.flags & FLAG_SMALL) != 0u;
     uint need = clamp(param_u(row, P_NEED), 1u, HALF);
     uint row_flags = param_u(row, P_ROW_FLAGS);
     bool want_sigma = (row_flags & ROW_NEED_SIGMA) != 0u;
     bool want_mass = (row_flags & ROW_NEED_MASS) != 0u;
     float agg_t = param_f(row, P_AGG_T);
-    uint region = row * ROW_WORDS;
 
     RowStats s = row_stats_empty();
     Agg a = agg_empty();
-    uint n;
+    uint kept;  // entries of this chunk's list
     if (small) {
         // The whole row (vocab <= CAP) in the buffer.
         for (uint i = t; i < pc.vocab; i += WG) {
@@ -411,7 +323,7 @@ void main() {
         }
         s = wg_reduce_row_stats(s);
         sort_prefix(pc.vocab);
-        n = pc.vocab;
+        kept = pc.vocab;
     } else {
         uint begin = chunk * pc.chunk_size;
         uint end = min(begin + pc.chunk_size, pc.vocab);
@@ -578,213 +490,25 @@ void main() {
         if (!sorted) compact(need);
         s = wg_reduce_row_stats(s);
         if (want_sigma || want_mass) a = wg_reduce_agg(a);
-        uint kept = s_fill;
-        uint list = region + chunk * HALF * 2u;
-        for (uint i = t; i < kept; i += WG) {
-            candidates[list + 2u * i] = c_key[i];
-            candidates[list + 2u * i + 1u] = c_id[i];
-        }
-        if (t == 0u) {
-            uint c = (row * pc.n_chunks + chunk) * CHUNK_STRIDE;
-            chunk_stats[c + C_MAX_KEY] = s.max_key;
-            chunk_stats[c + C_ARGMAX] = s.argmax;
-            chunk_stats[c + C_MIN_FINITE_KEY] = s.min_finite_key;
-            chunk_stats[c + C_BAD] = s.bad;
-            chunk_stats[c + C_FIRST_BAD] = s.first_bad;
-            chunk_stats[c + C_FINITE] = s.finite;
-            chunk_stats[c + C_OVERFLOW] = s.overflow;
-            chunk_stats[c + C_KEPT] = kept;
-            write_agg(c, a);
-        }
-        if (!last_to_arrive(row)) return;
-
-        // The row's top `need`: merge the chunks' sorted lists two at a time.
-        s = merge_chunk_stats(row);
-        if (t == 0u) {
-            Agg m = agg_empty();
-            for (uint c = 0u; c < pc.n_chunks; ++c) m = agg_combine(m, read_agg((row * pc.n_chunks + c) * CHUNK_STRIDE));
-            red_agg[0][0] = m.count;
-            red_agg[1][0] = m.mean;
-            red_agg[2][0] = m.m2;
-            red_agg[3][0] = m.mmax;
-            red_agg[4][0] = m.msum;
-        }
-        // The chunks' lists, as many as fit the buffer at a time, sorted
-        // together; the best `need` stay.
-        n = 0u;
-        uint total = 0u;
-        uint all = 0u;
-        for (uint c = 0u; c < pc.n_chunks; ++c) all += chunk_stats[(row * pc.n_chunks + c) * CHUNK_STRIDE + C_KEPT];
-        if (all <= HALF) {
-            // Every list fits: lists side by side, then one invocation merges
-            // the sorted lists' heads into the row's top `need` (a few
-            // hundred shared reads; a sort would cost a barrier per stage).
-            for (uint c = 0u; c < pc.n_chunks; ++c) {
-                uint cnt = chunk_stats[(row * pc.n_chunks + c) * CHUNK_STRIDE + C_KEPT];
-                uint list = region + c * HALF * 2u;
-                for (uint i = t; i < cnt; i += WG) {
-                    c_key[total + i] = candidates[list + 2u * i];
-                    c_id[total + i] = candidates[list + 2u * i + 1u];
-                }
-                if (t == 0u) {
-                    s_pos[c] = total;
-                    s_lim[c] = total + cnt;
-                }
-                total += cnt;
-            }
-            barrier();
-            if (t == 0u) {
-                uint made = 0u;
-                for (; made < need; ++made) {
-                    uint best = 0xFFFFFFFFu, bk = 0u, bi = 0u;
-                    for (uint c = 0u; c < pc.n_chunks; ++c) {
-                        uint at_c = s_pos[c];
-                        if (at_c >= s_lim[c]) continue;
-                        uint k = c_key[at_c], i = c_id[at_c];
-                        if (best == 0xFFFFFFFFu || canonical_after(bk, bi, k, i)) {
-                            best = c;
-                            bk = k;
-                            bi = i;
-                        }
-                    }
-                    if (best == 0xFFFFFFFFu) break;
-                    c_key[HALF + made] = bk;
-                    c_id[HALF + made] = bi;
-                    ++s_pos[best];
-                }
-                s_fill = made;
-            }
-            barrier();
-            n = s_fill;
-            for (uint i = t; i < n; i += WG) {
-                c_key[i] = c_key[HALF + i];
-                c_id[i] = c_id[HALF + i];
-            }
-            barrier();
-        } else {
-        for (uint c = 0u; c < pc.n_chunks; ++c) {
-            uint cnt = chunk_stats[(row * pc.n_chunks + c) * CHUNK_STRIDE + C_KEPT];
-            if (total + cnt > CAP) {
-                sort_prefix(total);
-                n = min(total, need);
-                total = n;
-            }
-            uint list = region + c * HALF * 2u;
-            for (uint i = t; i < cnt; i += WG) {
-                c_key[total + i] = candidates[list + 2u * i];
-                c_id[total + i] = candidates[list + 2u * i + 1u];
-            }
-            total += cnt;
-            barrier();
-        }
-        sort_prefix(total);
-        n = min(total, need);
-        }
-        a = Agg(red_agg[0][0], red_agg[1][0], red_agg[2][0], red_agg[3][0], red_agg[4][0]);
-        // The row's maximum is its first candidate (canonical: the first maximal id).
-        s.max_key = c_key[0];
-        s.argmax = c_id[0];
-        s.finite = n > 0u && c_key[0] > KEY_NEG_INF ? 1u : 0u;
+        kept = s_fill;
     }
-
-    uint status = row_status(s);
-    uint step = row_step(row);
+    // The list for collect_tail.comp (a small row's is the whole row, sorted)
+    // and the chunk's statistics.
+    uint list = chunk_list_at(row, chunk);
+    for (uint i = t; i < kept; i += WG) {
+        candidates[list + 2u * i] = c_key[i];
+        candidates[list + 2u * i + 1u] = c_id[i];
+    }
     if (t == 0u) {
-        row_state[o + R_STATUS] = status;
-        row_state[o + R_FIRST_BAD] = s.first_bad;
-        s_n = n;
-        s_rest = pc.vocab - n;
-        s_rest_kind = n == pc.vocab ? REST_NONE : (c_key[n - 1u] == KEY_NEG_INF ? REST_MASKED : REST_UNKNOWN);
-        s_fallback = 0u;
-        s_status = status;
-        s_agg_ok = 1u;
-        s_tprod = 1.0;
-        s_rest_min = sieve_key_value(s.min_finite_key);
-        // Nothing was dropped for the top-need cut (n < need): the rest is
-        // exactly what the min-p floor dropped.
-        s_floor_ok = (row_flags & ROW_FLOOR) != 0u ? 1u : 0u;
-        s_need = need;
-        s_wide = 0u;
-        s_divisions = 0u;
-        row_state[o + R_WIDE_PHASE] = WIDE_NONE;
+        uint c = (row * pc.n_chunks + chunk) * CHUNK_STRIDE;
+        chunk_stats[c + C_MAX_KEY] = s.max_key;
+        chunk_stats[c + C_ARGMAX] = s.argmax;
+        chunk_stats[c + C_MIN_FINITE_KEY] = s.min_finite_key;
+        chunk_stats[c + C_BAD] = s.bad;
+        chunk_stats[c + C_FIRST_BAD] = s.first_bad;
+        chunk_stats[c + C_FINITE] = s.finite;
+        chunk_stats[c + C_OVERFLOW] = s.overflow;
+        chunk_stats[c + C_KEPT] = kept;
+        write_agg(c, a);
     }
-    // The buffer reads below follow this workgroup's own writes (scratch).
-    memoryBarrierBuffer();
-    barrier();
-    if (status == STATUS_OK) run_chain(row, a, region);
-    barrier();
-    selector_before_draw(row, a.msum, region);
-
-    // The draw: greedy takes entry 0 (the first maximal logit); dist walks the
-    // canonical order by exact 40-bit masses (finalize.glsl's rule).
-    n = s_n;
-    bool greedy = (pc.flags & FLAG_GREEDY) != 0u;
-    // A top-p cut past the buffer, then only temperatures: the wide passes
-    // finish the row (wide.glsl). (--dump-dist of such a row, which lists
-    // thousands of survivors, stays with the CPU twin.)
-    bool wide_row = s_rest_kind == REST_CUT && s_wide != 0u && tail_live() && !greedy && pc.wide_cap > 0u &&
-                    (pc.flags & FLAG_DISTRIBUTION) == 0u &&  // uniform: shared, after run_chain's barrier
-                    (CHAIN_SELECTOR == SELECT_DIST || CHAIN_SELECTOR == SELECT_ADAPTIVE);  // mirostat's draw learns
-    if (wide_row) {
-        hand_to_wide(row, n);
-        return;
-    }
-    if (t == 0u && tail_live() && !greedy) {
-        float total = array_total(row, n, a.msum);
-        if (total < 0.0) s_fallback = 1u;
-        s_total = total;
-    }
-    barrier();
-    if ((pc.flags & FLAG_DISTRIBUTION) != 0u) {
-        write_distribution(row, n, s_total, step);
-        return;
-    }
-    if (t != 0u) return;
-    if (s_fallback != 0u) {
-        write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, 1u);
-        advance_step(row, step);
-        return;
-    }
-    if (s_status != STATUS_OK) {
-        write_result(row, 0xFFFFFFFFu, 0.0, 0.0, s_status, step, 1u);
-        return;
-    }
-    if (greedy) {
-        write_result(row, c_id[0], 1.0, 0.0, STATUS_OK, step, 1u);
-        advance_step(row, step);
-        return;
-    }
-    float v0 = cand_value(0u);
-    float total = s_total;
-    bool whole = s_rest_kind == REST_NONE || s_rest_kind == REST_MASKED;
-    uvec2 exact = uvec2(0u);
-    if (whole)
-        for (uint i = 0u; i < n; ++i) exact = u64_add(exact, sieve_mass(cand_value(i), v0));
-    else
-        exact = fixed40(total);
-    if (whole) total = u64_to_float(exact) * 9.094947017729282e-13;  // / 2^40
-    uvec2 target = u64_mul_u32_shr32(exact, row_uniform(row));
-    uint token = 0xFFFFFFFFu;
-    uvec2 q = uvec2(0u);
-    bool found = false;
-    for (uint i = 0u; i < n; ++i) {
-        uvec2 qi = sieve_mass(cand_value(i), v0);
-        if (qi == uvec2(0u)) continue;
-        token = c_id[i];
-        q = qi;
-        if (u64_less(target, qi)) {
-            found = true;
-            break;
-        }
-        target = u64_sub(target, qi);
-    }
-    if (!found && !whole) {  // the draw falls past the buffer
-        write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, 1u);
-        advance_step(row, step);
-        return;
-    }
-    float p = u64_to_float(q) * 9.094947017729282e-13 / total;
-    selector_learn(row, token, p, region);
-    write_result(row, token, p, log(p), STATUS_OK, step, 1u);
-    advance_step(row, step);
 }
