@@ -244,6 +244,7 @@ private:
     sieve_status read_distribution(const LogitsView& logits, int32_t row, bool collect, std::vector<ref::Weighted>* out,
                                    std::string* message);
     void write_params(uint32_t rows, bool sample, bool commit);
+    void arm_collect(const Recording& rec);
     void check_history_order(uint32_t rows) const;
     // prefix: a command buffer submitted ahead of the recording (the ingest
     // pass); suffix: one after it (the token copy); sync: the app's semaphores.
@@ -564,8 +565,8 @@ void GpuChain::emit(VkCommandBuffer cmd, const Recording& rec) {
     // Every indirect pass starts disarmed: x = 0 workgroups, y = its group's
     // rows, z = 1.
     for (const RowGroup& g : rec.groups) {
-        uint32_t args[kDispatchArgsWords] = {};
-        for (uint32_t i = 0; i + 3 < kDispatchArgsWords; i += 4) {
+        uint32_t args[kShaderArgsWords] = {};
+        for (uint32_t i = 0; i + 3 < kShaderArgsWords; i += 4) {
             args[i + 1] = g.rows;
             args[i + 2] = 1;
         }
@@ -589,9 +590,11 @@ void GpuChain::emit(VkCommandBuffer cmd, const Recording& rec) {
         PushConstants pc{rec.vocab, rec.vocab, rec.plan.chunk_size, rec.plan.n_chunks, d.level, rec.plan.flags,
                          g.row_base, g.args_base, wide_cap_, history_capacity(), adjust_layout_.hash_bits,
                          adjust_layout_.bitmap_words};
-        VkPipeline pipeline = d.stage == Stage::Collect || d.stage == Stage::CollectTail
-                                  ? pipelines_.collect(d.stage, chain_ops(config_.samplers),
-                                                       chain_selector(config_.samplers), rec.inputs)
+        const bool collect_stage =
+            d.stage == Stage::Collect || d.stage == Stage::CollectPlain || d.stage == Stage::CollectTail;
+        VkPipeline pipeline = collect_stage ? pipelines_.collect(d.stage, chain_ops(config_.samplers),
+                                                                 chain_selector(config_.samplers), rec.inputs,
+                                                                 rec.plan.small)
                                   : pipelines_.get(d.stage, rec.inputs);
         vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
         vk.vkCmdPushConstants(cmd, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), &pc);
@@ -651,6 +654,32 @@ void GpuChain::write_params(uint32_t rows, bool sample, bool commit) {
         uint32_t* block = inputs + static_cast<size_t>(r) * input_words_;
         if (row_has_inputs(rows_[r])) write_row_inputs(block, rows_[r], max_vocab);
         if (dry_acts(rows_[r]) && !rows_[r].dry_sequence_breakers.empty()) write_row_breakers(block, rows_[r], max_vocab);
+    }
+}
+
+// Arms one of collect.comp's two variants per row group, from the parameter
+// blocks write_params just wrote: the plain one when every row of the group
+// can take it (row_block_plain; no bias or bitmask in the call, rows of whole
+// vec4s), else the general one. Host-written indirect arguments, so a change
+// of a row's parameters re-records nothing. The caller has waited for the
+// previous submission, which read them.
+void GpuChain::arm_collect(const Recording& rec) {
+    const auto has = [&](Stage st) {
+        return std::any_of(rec.plan.dispatches.begin(), rec.plan.dispatches.end(),
+                           [st](const Dispatch& d) { return d.stage == st; });
+    };
+    if (!has(Stage::CollectPlain)) return;
+    auto* args = static_cast<uint32_t*>(dispatch_args_.mapped);
+    const auto* params = static_cast<const uint32_t*>(params_.mapped);
+    for (const RowGroup& g : rec.groups) {
+        bool plain = rec.inputs == InputsMode::None && rec.vocab % 4 == 0;
+        const uint32_t first = g.window * windows_.rows + g.row_base;
+        for (uint32_t r = first; plain && r < first + g.rows; ++r)
+            plain = row_block_plain(params + static_cast<size_t>(r) * kParamStride, limits_.workgroup_size,
+                                    limits_.candidate_capacity);
+        const uint32_t on[3] = {rec.plan.n_chunks, g.rows, 1}, off[3] = {0, g.rows, 1};
+        std::memcpy(args + g.args_base + kCollectPlainArgs, plain ? on : off, sizeof(on));
+        std::memcpy(args + g.args_base + kCollectGeneralArgs, plain ? off : on, sizeof(on));
     }
 }
 
@@ -815,6 +844,7 @@ sieve_status GpuChain::sample(const LogitsView& logits, int32_t draws, int32_t* 
     const Recording& rec = recording(RecordingKind::Sample, r, v, use_collect(r));
     upload(logits);
     write_params(r, true, commit);
+    arm_collect(rec);
     // The history pass writes adjusted logits into rows without a bias or
     // bitmask (ROW_PATCH): each further draw starts from the model's logits
     // again (with a staging buffer the recording copies them in itself).
@@ -957,7 +987,9 @@ sieve_status GpuChain::finish_device_input(uint32_t r, uint32_t v, VkCommandBuff
 sieve_status GpuChain::sample_device(const sieve_vulkan_logits& in, sieve_token* out, std::string* message) {
     VkCommandBuffer ingest = prepare_device_input(in);
     const uint32_t r = static_cast<uint32_t>(in.rows), v = static_cast<uint32_t>(in.vocab);
-    submit_and_wait(recording(RecordingKind::Sample, r, v, use_collect(r), true), ingest);
+    const Recording& rec = recording(RecordingKind::Sample, r, v, use_collect(r), true);
+    arm_collect(rec);
+    submit_and_wait(rec, ingest);
     return finish_device_input(r, v, ingest, out, message);
 }
 
@@ -969,6 +1001,7 @@ void GpuChain::sample_async(const sieve_vulkan_logits& in, const sieve_vulkan_sy
     VkCommandBuffer ingest = prepare_device_input(in);
     const uint32_t r = static_cast<uint32_t>(in.rows), v = static_cast<uint32_t>(in.vocab);
     const Recording& rec = recording(RecordingKind::Sample, r, v, use_collect(r), true);
+    arm_collect(rec);
     VkCommandBuffer tokens = VK_NULL_HANDLE;
     if (sync && sync->token_buffer) {
         if (!tokens_) tokens_ = std::make_unique<TokenCopy>(device_, results_.buffer, kResultStride * 4, command_pool_);
@@ -1003,6 +1036,7 @@ void GpuChain::record(VkCommandBuffer cmd, const sieve_vulkan_logits& in, const 
     // The same commands as the chain's own recording, minus the timestamps
     // (the query pool is the chain's, read only after its own fences).
     Recording rec = describe(RecordingKind::Sample, r, v, use_collect(r), true, false);
+    arm_collect(rec);
     ingest_->emit(cmd);
     emit(cmd, rec);
     if (sync && sync->token_buffer)
@@ -1069,6 +1103,7 @@ sieve_status GpuChain::distributions(const LogitsView& logits, const std::vector
     const Recording& rec = recording(RecordingKind::Distribution, r, v, collect);
     upload(logits);
     write_params(r, false, false);
+    arm_collect(rec);
     submit_and_wait(rec);
     sieve_status first = SIEVE_OK;
     out->assign(wanted.size(), {});

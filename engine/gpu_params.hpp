@@ -58,6 +58,12 @@ struct RowPlacement {
     bool commit = false;
     int32_t logprobs = -1;  // top raw log-probabilities wanted (-1: off; then the row may be patched in place)
 };
+// Whether collect.comp's plain variant serves the row whose parameter block
+// (written by write_row_params) this is: no full-row aggregates and a `need`
+// the register picks hold (at most 4 per invocation, 8 x workgroup_size <=
+// capacity). The bias/bitmask and the vec4 map are the recording's business.
+bool row_block_plain(const uint32_t* block, uint32_t workgroup_size, uint32_t capacity);
+
 void write_row_params(uint32_t* block, const std::vector<ref::SamplerKind>& samplers, const ref::RowParams& row,
                       float scale, const RowPlacement& at);
 

@@ -41,8 +41,16 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
             p.n_chunks = (vocab + p.chunk_size - 1) / p.chunk_size;
         }
         // The chunks, then one workgroup per row for the merge, the chain and
-        // the draw (collect_tail.comp).
-        p.dispatches = {{Stage::Collect, 0, !p.small}, {Stage::CollectTail, 0, false}};
+        // the draw (collect_tail.comp). Chunks of a big row run one of two
+        // variants of collect.comp, which the host arms per row group each
+        // call (gpu_chain.cpp: arm_collect): the plain one when every row of
+        // the group can take it, else the general one.
+        if (p.small)
+            p.dispatches = {{Stage::Collect, 0, false}};
+        else
+            p.dispatches = {{Stage::CollectPlain, 0, true, kCollectPlainArgs},
+                            {Stage::Collect, 0, true, kCollectGeneralArgs}};
+        p.dispatches.push_back({Stage::CollectTail, 0, false});
         // A top-p cut past the buffer: wide_histogram and wide_gather, armed
         // by the rows that need them (zero workgroups otherwise).
         if (wide && !p.small && !greedy_chain && kind == RecordingKind::Sample) {

@@ -21,13 +21,14 @@ const char* stage_name(Stage stage) {
     case Stage::History: return "history";
     case Stage::RawStats: return "raw_stats";
     case Stage::CollectTail: return "collect_tail";
+    case Stage::CollectPlain: return "collect_plain";
     default: return "?";
     }
 }
 
 VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, const uint32_t* words, size_t bytes,
                                    uint32_t workgroup_size, uint32_t capacity, InputsMode inputs, uint64_t chain_ops,
-                                   uint32_t selector) {
+                                   uint32_t selector, uint32_t variant) {
     const auto& vk = device.vk();
     VkShaderModuleCreateInfo module_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     module_info.codeSize = bytes;
@@ -35,10 +36,11 @@ VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, cons
     VkShaderModule module = VK_NULL_HANDLE;
     vk_check(vk.vkCreateShaderModule(device.handle(), &module_info, nullptr, &module), "vkCreateShaderModule");
 
-    const uint32_t values[6] = {workgroup_size, capacity, static_cast<uint32_t>(inputs),
-                                static_cast<uint32_t>(chain_ops), static_cast<uint32_t>(chain_ops >> 32), selector};
-    const VkSpecializationMapEntry entries[6] = {{0, 0, 4}, {1, 4, 4}, {2, 8, 4}, {3, 12, 4}, {4, 16, 4}, {5, 20, 4}};
-    VkSpecializationInfo spec{6, entries, sizeof(values), values};
+    const uint32_t values[7] = {workgroup_size,  capacity, static_cast<uint32_t>(inputs), static_cast<uint32_t>(chain_ops),
+                                static_cast<uint32_t>(chain_ops >> 32), selector, variant};
+    const VkSpecializationMapEntry entries[7] = {{0, 0, 4},  {1, 4, 4},  {2, 8, 4}, {3, 12, 4},
+                                                 {4, 16, 4}, {5, 20, 4}, {6, 24, 4}};
+    VkSpecializationInfo spec{7, entries, sizeof(values), values};
     VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
     info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
@@ -136,17 +138,20 @@ VkPipeline Pipelines::get(Stage stage, InputsMode inputs) {
     return pipelines_[v][static_cast<uint32_t>(stage)];
 }
 
-VkPipeline Pipelines::collect(Stage stage, uint64_t ops, uint32_t selector, InputsMode inputs) {
+VkPipeline Pipelines::collect(Stage stage, uint64_t ops, uint32_t selector, InputsMode inputs, bool small) {
     std::lock_guard<std::mutex> lock(collect_mutex_);
-    const auto key = std::make_tuple(static_cast<uint32_t>(stage), ops, selector, static_cast<uint32_t>(inputs));
+    small = small && stage == Stage::Collect;
+    const auto key = std::make_tuple(static_cast<uint32_t>(stage), ops, selector, static_cast<uint32_t>(inputs), small);
     auto it = collect_.find(key);
     if (it != collect_.end()) return it->second;
     const bool tail = stage == Stage::CollectTail;
     const shaders::Spirv& code = tail ? (uses_subgroups_ ? shaders::collect_tail_subgroup : shaders::collect_tail)
                                       : (uses_subgroups_ ? shaders::collect_subgroup : shaders::collect);
     const auto& lim = device_.limits();
+    // collect.comp's COLLECT_VARIANT: 0 general, 1 plain, 2 small.
+    const uint32_t variant = stage == Stage::CollectPlain ? 1u : small ? 2u : 0u;
     VkPipeline p = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, lim.workgroup_size,
-                                           lim.candidate_capacity, inputs, ops, selector);
+                                           lim.candidate_capacity, inputs, ops, selector, variant);
     collect_.emplace(key, p);
     return p;
 }
@@ -156,17 +161,18 @@ void Pipelines::build(uint32_t v) {
     const shaders::Spirv* portable[] = {&shaders::row_stats, &shaders::mass_histogram, &shaders::gather,
                                         &shaders::finalize, &shaders::probabilities, &shaders::collect,
                                         &shaders::wide_histogram, &shaders::wide_gather, &shaders::history,
-                                        &shaders::raw_stats, &shaders::collect_tail};
+                                        &shaders::raw_stats, &shaders::collect_tail, &shaders::collect};
     const shaders::Spirv* with_subgroups[] = {&shaders::row_stats_subgroup, &shaders::mass_histogram_subgroup,
                                               &shaders::gather_subgroup, &shaders::finalize_subgroup,
                                               &shaders::probabilities_subgroup, &shaders::collect_subgroup,
                                               &shaders::wide_histogram_subgroup, &shaders::wide_gather_subgroup,
                                               &shaders::history_subgroup, &shaders::raw_stats_subgroup,
-                                              &shaders::collect_tail_subgroup};
+                                              &shaders::collect_tail_subgroup, &shaders::collect_subgroup};
     const shaders::Spirv* const* code = uses_subgroups_ ? with_subgroups : portable;
     for (uint32_t i = 0; i < static_cast<uint32_t>(Stage::Count); ++i) {
         // The collect stages exist only specialized for a chain (collect()).
-        if (i == static_cast<uint32_t>(Stage::Collect) || i == static_cast<uint32_t>(Stage::CollectTail)) continue;
+        const Stage stage = static_cast<Stage>(i);
+        if (stage == Stage::Collect || stage == Stage::CollectTail || stage == Stage::CollectPlain) continue;
         pipelines_[v][i] = create_compute_pipeline(device_, layout_, code[i]->words, code[i]->size_bytes,
                                                    lim.workgroup_size, lim.candidate_capacity, static_cast<InputsMode>(v));
     }

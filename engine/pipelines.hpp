@@ -24,6 +24,7 @@ enum class Stage : uint32_t {
     History,
     RawStats,
     CollectTail,
+    CollectPlain,
     Count
 };
 
@@ -73,10 +74,12 @@ public:
     // inputs: the variant that reads the rows' inputs (InputsMode), built on
     // first use (thread-safe: chains of one context share it).
     VkPipeline get(Stage stage, InputsMode inputs);
-    // A collect stage's pipeline (Collect or CollectTail) specialized for one
-    // chain (its ops, as gpu_params.hpp's chain_ops encodes them), built on
-    // first use and shared by the context's chains.
-    VkPipeline collect(Stage stage, uint64_t ops, uint32_t selector, InputsMode inputs);
+    // A collect stage's pipeline (Collect, CollectPlain or CollectTail)
+    // specialized for one chain (its ops, as gpu_params.hpp's chain_ops
+    // encodes them), built on first use and shared by the context's chains.
+    // small: the plan's rows fit the candidate buffer (collect.comp's small
+    // variant).
+    VkPipeline collect(Stage stage, uint64_t ops, uint32_t selector, InputsMode inputs, bool small);
     bool uses_subgroups() const { return uses_subgroups_; }
 
 private:
@@ -87,7 +90,7 @@ private:
     bool uses_subgroups_ = false;
     std::once_flag inputs_variant_[kInputsModes];
     std::mutex collect_mutex_;
-    std::map<std::tuple<uint32_t, uint64_t, uint32_t, uint32_t>, VkPipeline> collect_;
+    std::map<std::tuple<uint32_t, uint64_t, uint32_t, uint32_t, bool>, VkPipeline> collect_;
     void build(uint32_t variant);
     void release();
 };
@@ -108,6 +111,6 @@ VkDescriptorPool create_storage_pool(Device& device, uint32_t max_sets, uint32_t
 // Builds a compute pipeline from embedded SPIR-V with (WG, CAP) specialization.
 VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, const uint32_t* words, size_t bytes,
                                    uint32_t workgroup_size, uint32_t capacity, InputsMode inputs = InputsMode::None,
-                                   uint64_t chain_ops = 0, uint32_t selector = 0);
+                                   uint64_t chain_ops = 0, uint32_t selector = 0, uint32_t variant = 0);
 
 } // namespace sieve

@@ -16,6 +16,17 @@
 #include "bitonic.glsl"
 #include "collect.glsl"
 
+// Which rows this pipeline serves (pipelines.cpp). A CPU device runs every
+// line of a shader in every workgroup under a lane mask, taken or not, so the
+// rows the host can tell apart get a variant with only their own path.
+layout(constant_id = 6) const uint COLLECT_VARIANT = 0u;
+const uint VARIANT_GENERAL = 0u;  // chunks of any row
+// Chunks of plain rows only (no aggregates, need <= PROBE x WG, vec4 map):
+// the host arms it for a row group whose rows all are (gpu_chain.cpp).
+const uint VARIANT_PLAIN = 1u;
+const uint VARIANT_SMALL = 2u;  // whole rows that fit the buffer (FLAG_SMALL)
+const bool PLAIN = COLLECT_VARIANT == VARIANT_PLAIN;
+
 // The logits again, four at a time (rows whose stride is a multiple of 4):
 // one load and one loop iteration per 4 logits in the hot loop.
 layout(std430, set = 0, binding = 0) readonly buffer Logits4 { vec4 logits4[]; };
@@ -303,7 +314,7 @@ void main() {
     bind_row(row);
     uint chunk = gl_WorkGroupID.x;
     uint t = gl_LocalInvocationID.x;
-    bool small = (pc.flags & FLAG_SMALL) != 0u;
+    bool small = COLLECT_VARIANT == VARIANT_SMALL;
     uint need = clamp(param_u(row, P_NEED), 1u, HALF);
     uint row_flags = param_u(row, P_ROW_FLAGS);
     bool want_sigma = (row_flags & ROW_NEED_SIGMA) != 0u;
@@ -335,7 +346,7 @@ void main() {
         // min-p first (ROW_FLOOR): a logit below the running maximum + ln(p) can
         // never survive it, so it is not collected (tail.glsl: op_min_p).
         bool use_floor = (row_flags & ROW_FLOOR) != 0u;
-        bool aggregates = want_sigma || want_mass;
+        bool aggregates = !PLAIN && (want_sigma || want_mass);
         float floor_offset = param_f(row, P_FLOOR);
         if (t == 0u) {
             s_fill = 0u;
@@ -358,9 +369,9 @@ void main() {
         // is not in the buffer yet; a compaction's is, and is never tested again.
         // The vec4 map: plain rows (no bias, bitmask or aggregates) whose
         // stride is a multiple of 4 (chunks start at multiples of 4).
-        bool vmap = !ROW_INPUTS && !aggregates && (pc.stride & 3u) == 0u;
+        bool vmap = !ROW_INPUTS && !aggregates && (PLAIN || (pc.stride & 3u) == 0u);
         bool sorted = false;
-        if (vmap && 2u * PROBE * WG <= CAP && need <= PROBE * WG) {
+        if (vmap && 2u * PROBE * WG <= CAP && (PLAIN || need <= PROBE * WG)) {
             sorted = pick_chunk(row, begin, end, need, bad, first_bad, kmin, kmax);
             if (!sorted) {  // the collecting loop reads the chunk again from tau
                 bad = 0u;
@@ -369,9 +380,9 @@ void main() {
                 if (t == 0u) s_fill = 0u;
                 barrier();
             }
-        } else if (2u * PROBE * WG <= CAP && need <= PROBE * WG)
+        } else if (!PLAIN && 2u * PROBE * WG <= CAP && need <= PROBE * WG)
             probe_threshold(row, begin, min(begin + PROBE_ROUND * WG, end), need);
-        else if (PROBE_DEEP * WG <= CAP && need <= PROBE_DEEP * WG)
+        else if (!PLAIN && PROBE_DEEP * WG <= CAP && need <= PROBE_DEEP * WG)
             deep_probe_threshold(row, begin, end, need);
         uint base = sorted ? end : begin;
         while (base < end) {
@@ -489,7 +500,7 @@ void main() {
         s = RowStats(0u, 0xFFFFFFFFu, kmin, bad, first_bad, 0u, 0u);
         if (!sorted) compact(need);
         s = wg_reduce_row_stats(s);
-        if (want_sigma || want_mass) a = wg_reduce_agg(a);
+        if (aggregates) a = wg_reduce_agg(a);
         kept = s_fill;
     }
     // The list for collect_tail.comp (a small row's is the whole row, sorted)
