@@ -22,13 +22,11 @@ struct Dispatch {
 constexpr uint32_t kKeyLevels = 8;
 constexpr uint32_t kBins = 16;
 // Per row group: words [0, kShaderArgsWords) are armed by the shaders (reset
-// by each recording), the rest by the host before each submission (mirrored
-// in collect.glsl): collect.comp's plain variant, and its general variant,
-// which a plain chunk whose picks missed arms too.
+// by each recording), the rest by the host before each submission.
 constexpr uint32_t kShaderArgsWords = 72;
 constexpr uint32_t kDispatchArgsWords = 80;
-constexpr uint32_t kCollectPlainArgs = 72;
-constexpr uint32_t kCollectGeneralArgs = 76;
+constexpr uint32_t kCollectPlainArgs = 72;  // collect.comp's plain variant
+constexpr uint32_t kCollectGeneralArgs = 76;  // its general variant
 inline uint32_t histogram_args(uint32_t level) { return level * 8; }
 
 enum class RecordingKind : uint32_t { Sample = 0, Distribution = 1 };

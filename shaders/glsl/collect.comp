@@ -321,11 +321,6 @@ void main() {
     bool want_mass = (row_flags & ROW_NEED_MASS) != 0u;
     float agg_t = param_f(row, P_AGG_T);
 
-    // After the plain variant (armed for this group), only its missed chunks.
-    if (COLLECT_VARIANT == VARIANT_GENERAL && dispatch_args[pc.args_base + COLLECT_PLAIN_ARGS] != 0u &&
-        chunk_stats[(row * pc.n_chunks + chunk) * CHUNK_STRIDE + C_KEPT] != CHUNK_REDO)
-        return;
-
     RowStats s = row_stats_empty();
     Agg a = agg_empty();
     uint kept;  // entries of this chunk's list
@@ -378,15 +373,6 @@ void main() {
         bool sorted = false;
         if (vmap && 2u * PROBE * WG <= CAP && (PLAIN || need <= PROBE * WG)) {
             sorted = pick_chunk(row, begin, end, need, bad, first_bad, kmin, kmax);
-            if (PLAIN && !sorted) {
-                // The picks missed: the general variant reads this chunk again
-                // (armed here, after this dispatch). Uniform: sorted is.
-                if (t == 0u) {
-                    chunk_stats[(row * pc.n_chunks + chunk) * CHUNK_STRIDE + C_KEPT] = CHUNK_REDO;
-                    atomicMax(dispatch_args[pc.args_base + COLLECT_GENERAL_ARGS], pc.n_chunks);
-                }
-                return;
-            }
             if (!sorted) {  // the collecting loop reads the chunk again from tau
                 bad = 0u;
                 first_bad = 0xFFFFFFFFu;
@@ -398,8 +384,8 @@ void main() {
             probe_threshold(row, begin, min(begin + PROBE_ROUND * WG, end), need);
         else if (!PLAIN && PROBE_DEEP * WG <= CAP && need <= PROBE_DEEP * WG)
             deep_probe_threshold(row, begin, end, need);
-        uint base = PLAIN || sorted ? end : begin;
-        while (!PLAIN && base < end) {
+        uint base = sorted ? end : begin;
+        while (base < end) {
             uint fill = s_fill;
             barrier();  // every invocation has read it before anyone appends
             if (fill > trigger || (s_has_tau == 0u && fill >= need)) compact(need);
@@ -512,7 +498,7 @@ void main() {
             base = stop;
         }
         s = RowStats(0u, 0xFFFFFFFFu, kmin, bad, first_bad, 0u, 0u);
-        if (!PLAIN && !sorted) compact(need);
+        if (!sorted) compact(need);
         s = wg_reduce_row_stats(s);
         if (aggregates) a = wg_reduce_agg(a);
         kept = s_fill;

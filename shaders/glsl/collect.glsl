@@ -10,14 +10,6 @@ const uint HALF = CAP / 2u;
 const uint MAX_COLLECT_CHUNKS = 8u;
 const uint ROW_WORDS = MAX_COLLECT_CHUNKS * CAP;
 
-// Per row group, the host-armed indirect arguments of collect.comp's plain and
-// general variants (gpu_plan.hpp: kCollectPlainArgs, kCollectGeneralArgs).
-const uint COLLECT_PLAIN_ARGS = 72u;
-const uint COLLECT_GENERAL_ARGS = 76u;
-// C_KEPT of a plain-variant chunk whose picks missed: the general variant
-// reads it again.
-const uint CHUNK_REDO = 0xFFFFFFFFu;
-
 // Chunk c's list: (key, id) pairs in canonical order.
 uint chunk_list_at(uint row, uint c) { return row * ROW_WORDS + c * HALF * 2u; }
 
