@@ -36,7 +36,7 @@ layout(std430, set = 0, binding = 0) readonly buffer Logits4 { vec4 logits4[]; }
 uint next_logit(uint i, bool vmap) { return vmap ? ((i & 3u) != 3u ? i + 1u : i + 4u * WG - 3u) : i + WG; }
 
 
-shared uint s_fill, s_has_tau, s_tau_key, s_tau_id, s_wmax_key, s_incomplete;
+shared uint s_fill, s_has_tau, s_tau_key, s_tau_id, s_wmax_key, s_incomplete, s_count;
 
 // Logits per invocation in a round once a threshold exists.
 const uint LONG_ROUND = 64u;
@@ -160,10 +160,12 @@ void rank_sort(uint n) {
 // shared memory) finds the lowest key edge tau such that at least `need`
 // picks have a key >= tau and at most PICK_LIMIT do (or the exact key of the
 // need-th pick). An invocation whose PROBE-th pick has a key >= tau may have
-// dropped logits >= tau: then the collecting loop reads the chunk again from
-// tau (returns false; a valid threshold, since `need` chunk logits are >=
-// tau). Otherwise every chunk logit >= tau is a pick: those picks, rank
-// sorted, hold the chunk's top `need` (returns true; s_fill = their count).
+// dropped logits >= tau: it reads its own share again and takes every logit
+// >= tau; the others take their picks >= tau. So the chunk's logits >= tau,
+// rank sorted, hold its top `need` (returns true; s_fill = their count).
+// When they pass half the buffer (ties at tau), or tau is still too low
+// after the last level, the collecting loop reads the chunk again from tau
+// (returns false; a valid threshold, since `need` chunk logits are >= tau).
 bool pick_chunk(uint row, uint begin, uint end, uint need, inout uint bad, inout uint first_bad, inout uint kmin,
                 inout uint kmax) {
     uint t = gl_LocalInvocationID.x;
@@ -225,25 +227,56 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, inout uint bad, inout
         barrier();  // the bins are cleared next
     }
     // tau == 0 takes every pick (key 0 never counts: NaN/+Inf, nothing).
+    // An invocation whose 4th pick reaches tau may have dropped logits >= tau:
+    // it reads its own share again (1/WG of the chunk) and takes all of them.
     bool dropped = k3 != 0u && k3 >= tau;
     if (t == 0u) {
         s_incomplete = m > PICK_LIMIT ? 1u : 0u;
         s_fill = 0u;
+        s_count = 0u;
         s_has_tau = tau != 0u ? 1u : 0u;
         s_tau_key = tau;
         s_tau_id = 0xFFFFFFFFu;  // every logit of key tau passes
     }
     barrier();
-    if (dropped) s_incomplete = 1u;
     uint mine = (k0 != 0u && k0 >= tau ? 1u : 0u) + (k1 != 0u && k1 >= tau ? 1u : 0u) +
                 (k2 != 0u && k2 >= tau ? 1u : 0u) + (k3 != 0u && k3 >= tau ? 1u : 0u);
+    if (dropped) {
+        mine = 0u;
+        for (uint q = begin / 4u + t; q < end / 4u; q += WG) {
+            vec4 f4 = logits4[row4 + q];
+            [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+                uint k = sieve_key(f4[c]);
+                bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
+                mine += ok && k >= tau ? 1u : 0u;
+            }
+        }
+    }
+    if (mine > 0u) atomicAdd(s_count, mine);
     barrier();
-    if (s_incomplete != 0u) return false;  // uniform
+    // More than the rank sort's half of the buffer (a big tie group at tau):
+    // the collecting loop reads the chunk again from tau.
+    if (s_incomplete != 0u || s_count > HALF) return false;  // uniform
     uint slot = mine > 0u ? atomicAdd(s_fill, mine) : 0u;
-    if (mine > 0u) { c_key[slot] = k0; c_id[slot] = i0; }
-    if (mine > 1u) { c_key[slot + 1u] = k1; c_id[slot + 1u] = i1; }
-    if (mine > 2u) { c_key[slot + 2u] = k2; c_id[slot + 2u] = i2; }
-    if (mine > 3u) { c_key[slot + 3u] = k3; c_id[slot + 3u] = i3; }
+    if (dropped) {
+        for (uint q = begin / 4u + t; q < end / 4u; q += WG) {
+            vec4 f4 = logits4[row4 + q];
+            [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+                uint k = sieve_key(f4[c]);
+                bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
+                if (ok && k >= tau) {
+                    c_key[slot] = k;
+                    c_id[slot] = 4u * q + c;
+                    ++slot;
+                }
+            }
+        }
+    } else {
+        if (mine > 0u) { c_key[slot] = k0; c_id[slot] = i0; }
+        if (mine > 1u) { c_key[slot + 1u] = k1; c_id[slot + 1u] = i1; }
+        if (mine > 2u) { c_key[slot + 2u] = k2; c_id[slot + 2u] = i2; }
+        if (mine > 3u) { c_key[slot + 3u] = k3; c_id[slot + 3u] = i3; }
+    }
     barrier();
     uint n = s_fill;
     rank_sort(n);
