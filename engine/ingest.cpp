@@ -17,8 +17,18 @@ struct IngestPush {
     uint32_t stride;
 };
 
+// ingest.comp's INGEST_KIND: the dtype's, or f32 four at a time when the
+// rows allow it (every window's first element, the stride and the vocab
+// multiples of 4).
+constexpr uint32_t kKindF32x4 = 3;
+uint32_t ingest_kind(const IngestSource& src) {
+    bool aligned = src.dtype == SIEVE_DTYPE_F32 && src.stride % 4 == 0 && src.vocab % 4 == 0;
+    for (const IngestWindow& w : src.windows) aligned = aligned && w.first % 4 == 0;
+    return aligned ? kKindF32x4 : static_cast<uint32_t>(src.dtype);
+}
+
 // Elements each invocation widens: mirrors PER_INVOCATION in ingest.comp.
-constexpr uint32_t kIngestPerInvocation = 16;
+uint32_t ingest_per_invocation(uint32_t kind) { return kind == kKindF32x4 ? 64 : 16; }
 
 } // namespace
 
@@ -29,8 +39,6 @@ Ingest::Ingest(Device& device, VkBuffer dst, uint32_t max_windows, VkCommandPool
     try {
         set_layout_ = create_storage_set_layout(device, 2);
         layout_ = create_pipeline_layout(device, set_layout_, sizeof(IngestPush));
-        pipeline_ = create_compute_pipeline(device, layout_, shaders::ingest.words, shaders::ingest.size_bytes,
-                                            device.limits().workgroup_size, device.limits().candidate_capacity);
         pool_ = create_storage_pool(device, max_windows, 2 * max_windows);
         const std::vector<VkDescriptorSetLayout> layouts(max_windows, set_layout_);
         sets_.resize(max_windows);
@@ -52,12 +60,14 @@ void Ingest::release() {
     VkDevice dev = device_.handle();
     if (cmd_) vk.vkFreeCommandBuffers(dev, command_pool_, 1, &cmd_);
     if (pool_) vk.vkDestroyDescriptorPool(dev, pool_, nullptr);
-    if (pipeline_) vk.vkDestroyPipeline(dev, pipeline_, nullptr);
+    for (VkPipeline& p : pipelines_) {
+        if (p) vk.vkDestroyPipeline(dev, p, nullptr);
+        p = VK_NULL_HANDLE;
+    }
     if (layout_) vk.vkDestroyPipelineLayout(dev, layout_, nullptr);
     if (set_layout_) vk.vkDestroyDescriptorSetLayout(dev, set_layout_, nullptr);
     cmd_ = VK_NULL_HANDLE;
     pool_ = VK_NULL_HANDLE;
-    pipeline_ = VK_NULL_HANDLE;
     layout_ = VK_NULL_HANDLE;
     set_layout_ = VK_NULL_HANDLE;
 }
@@ -79,6 +89,11 @@ VkCommandBuffer Ingest::prepare(const IngestSource& src, bool* recorded) {
     cmd_ = VK_NULL_HANDLE;
     valid_ = false;
     cmd_ = device_.allocate_command_buffer(command_pool_);
+    VkPipeline& pipeline = pipelines_[ingest_kind(src)];
+    if (!pipeline)  // built on the first source of its kind
+        pipeline = create_compute_pipeline(device_, layout_, shaders::ingest.words, shaders::ingest.size_bytes,
+                                           device_.limits().workgroup_size, device_.limits().candidate_capacity,
+                                           InputsMode::None, 0, 0, ingest_kind(src));
     for (size_t w = 0; w < src.windows.size(); ++w) {
         const IngestWindow& win = src.windows[w];
         const VkDescriptorBufferInfo infos[2] = {{dst_, win.dst_offset, win.dst_range},
@@ -107,8 +122,9 @@ void Ingest::emit(VkCommandBuffer cmd) const {
     barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
     vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
                             &barrier, 0, nullptr, 0, nullptr);
-    vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_);
-    const uint32_t per_group = device_.limits().workgroup_size * kIngestPerInvocation;
+    const uint32_t kind = ingest_kind(current_);
+    vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_[kind]);
+    const uint32_t per_group = device_.limits().workgroup_size * ingest_per_invocation(kind);
     for (size_t w = 0; w < current_.windows.size(); ++w) {
         // Windows write disjoint parts of the logits: no barrier between them.
         const IngestWindow& win = current_.windows[w];

@@ -71,7 +71,7 @@ private:
     VkCommandPool command_pool_;
     VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
     VkPipelineLayout layout_ = VK_NULL_HANDLE;
-    VkPipeline pipeline_ = VK_NULL_HANDLE;
+    VkPipeline pipelines_[4] = {};  // per ingest.comp INGEST_KIND, built on first use
     VkDescriptorPool pool_ = VK_NULL_HANDLE;
     std::vector<VkDescriptorSet> sets_;  // one per window
     VkCommandBuffer cmd_ = VK_NULL_HANDLE;

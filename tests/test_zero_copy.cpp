@@ -24,20 +24,23 @@ TEST(ZeroCopy, EqualsHostInputForEveryDtype) {
     constexpr int32_t kRows = 3;
     for (sieve_dtype dtype : {SIEVE_DTYPE_F32, SIEVE_DTYPE_F16, SIEVE_DTYPE_BF16})
         for (int32_t vocab : {1000, 32000})
-            for (const char* samplers : {"", "top_p;temperature"}) {
-                SCOPED_TRACE(std::string("dtype ") + std::to_string(dtype) + ", vocab " + std::to_string(vocab) +
-                             ", chain '" + samplers + "'");
-                // An offset that is not a multiple of the device's binding
-                // alignment and a stride past the vocab.
-                const VkDeviceSize offset = 3 * (dtype == SIEVE_DTYPE_F32 ? 4 : 2);
-                AppLogits a = make_app_logits(app, dtype, Shape::Zipf, kRows, vocab, vocab + 3, offset, 21);
-                sieve::Chain zero(*ctx, chain_desc(samplers, kRows, vocab, 0.8f, 5));
-                sieve::Chain host(*ctx, chain_desc(samplers, kRows, vocab, 0.8f, 5));
-                for (int step = 0; step < 3; ++step) {
-                    app.copy_on_queue(a.staging, a.tensor);  // the app's decode writes the tensor
-                    expect_same(sample_vulkan(zero, a.desc), host.sample(a.host));
+            for (const char* samplers : {"", "top_p;temperature"})
+                for (bool packed : {false, true}) {
+                    SCOPED_TRACE(std::string("dtype ") + std::to_string(dtype) + ", vocab " + std::to_string(vocab) +
+                                 ", chain '" + samplers + "', packed " + std::to_string(packed));
+                    // Unpacked: an offset that is not a multiple of the device's
+                    // binding alignment and a stride past the vocab. Packed rows
+                    // from offset 0 (f32: the ingest pass's four-at-a-time kind).
+                    const VkDeviceSize offset = packed ? 0 : 3 * (dtype == SIEVE_DTYPE_F32 ? 4 : 2);
+                    const int32_t stride = packed ? vocab : vocab + 3;
+                    AppLogits a = make_app_logits(app, dtype, Shape::Zipf, kRows, vocab, stride, offset, 21);
+                    sieve::Chain zero(*ctx, chain_desc(samplers, kRows, vocab, 0.8f, 5));
+                    sieve::Chain host(*ctx, chain_desc(samplers, kRows, vocab, 0.8f, 5));
+                    for (int step = 0; step < 3; ++step) {
+                        app.copy_on_queue(a.staging, a.tensor);  // the app's decode writes the tensor
+                        expect_same(sample_vulkan(zero, a.desc), host.sample(a.host));
+                    }
                 }
-            }
 }
 
 // Rows whose survivors pass the candidate buffer go to the CPU twin, which
