@@ -595,7 +595,7 @@ void GpuChain::emit(VkCommandBuffer cmd, const Recording& rec) {
         VkPipeline pipeline = collect_stage ? pipelines_.collect(d.stage, chain_ops(config_.samplers),
                                                                  chain_selector(config_.samplers), rec.inputs,
                                                                  rec.plan.small)
-                                  : pipelines_.get(d.stage, rec.inputs);
+                                  : pipelines_.get(d.stage, rec.inputs, rec.vocab % 4 == 0);
         vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
         vk.vkCmdPushConstants(cmd, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), &pc);
         if (d.indirect == kDirect)

@@ -133,7 +133,21 @@ Pipelines::Pipelines(Device& device) : device_(device) {
     }
 }
 
-VkPipeline Pipelines::get(Stage stage, InputsMode inputs) {
+VkPipeline Pipelines::get(Stage stage, InputsMode inputs, bool rows_x4) {
+    const bool wide = stage == Stage::WideHistogram || stage == Stage::WideGather;
+    if (wide && rows_x4 && inputs == InputsMode::None) {
+        std::lock_guard<std::mutex> lock(wide_x4_mutex_);
+        VkPipeline& p = wide_x4_[stage == Stage::WideGather ? 1 : 0];
+        if (!p) {
+            const shaders::Spirv& code =
+                stage == Stage::WideGather ? (uses_subgroups_ ? shaders::wide_gather_subgroup : shaders::wide_gather)
+                                           : (uses_subgroups_ ? shaders::wide_histogram_subgroup : shaders::wide_histogram);
+            const auto& lim = device_.limits();
+            p = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, lim.workgroup_size,
+                                        lim.candidate_capacity, InputsMode::None, 0, 0, 1);
+        }
+        return p;
+    }
     const uint32_t v = static_cast<uint32_t>(inputs);
     if (v != 0) std::call_once(inputs_variant_[v], [this, v] { build(v); });
     return pipelines_[v][static_cast<uint32_t>(stage)];
@@ -195,6 +209,10 @@ void Pipelines::release() {
             if (p) vk.vkDestroyPipeline(device_.handle(), p, nullptr);
             p = VK_NULL_HANDLE;
         }
+    for (VkPipeline& p : wide_x4_) {
+        if (p) vk.vkDestroyPipeline(device_.handle(), p, nullptr);
+        p = VK_NULL_HANDLE;
+    }
     for (auto& [key, p] : collect_) vk.vkDestroyPipeline(device_.handle(), p, nullptr);
     collect_.clear();
     if (layout_) vk.vkDestroyPipelineLayout(device_.handle(), layout_, nullptr);

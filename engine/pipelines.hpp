@@ -73,7 +73,10 @@ public:
     VkPipelineLayout layout() const { return layout_; }
     // inputs: the variant that reads the rows' inputs (InputsMode), built on
     // first use (thread-safe: chains of one context share it).
-    VkPipeline get(Stage stage, InputsMode inputs);
+    // rows_x4: the call's rows are whole vec4s (its vocab a multiple of 4);
+    // the wide passes then take a variant with only the vec4 map (built on
+    // first use) when the call has no bias or bitmask.
+    VkPipeline get(Stage stage, InputsMode inputs, bool rows_x4 = false);
     // A collect stage's pipeline (Collect, CollectPlain or CollectTail)
     // specialized for one chain (its ops, as gpu_params.hpp's chain_ops
     // encodes them), built on first use and shared by the context's chains.
@@ -87,6 +90,8 @@ private:
     VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
     VkPipelineLayout layout_ = VK_NULL_HANDLE;
     VkPipeline pipelines_[kInputsModes][static_cast<uint32_t>(Stage::Count)] = {};
+    VkPipeline wide_x4_[2] = {};  // WideHistogram, WideGather with WIDE_ROWS_X4
+    std::mutex wide_x4_mutex_;
     bool uses_subgroups_ = false;
     std::once_flag inputs_variant_[kInputsModes];
     std::mutex collect_mutex_;

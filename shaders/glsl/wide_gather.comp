@@ -14,6 +14,10 @@
 
 // The logits four at a time (wide_histogram.comp says why).
 layout(std430, set = 0, binding = 0) readonly buffer Logits4 { vec4 logits4[]; };
+// Rows of whole vec4s without bias or bitmask (pipelines.cpp builds this
+// variant for them): the vec4 map only. A CPU device runs both maps' loads
+// under a lane mask when the choice is left to run time.
+layout(constant_id = 6) const uint WIDE_ROWS_X4 = 0u;
 
 // The row's constants, read once per workgroup.
 uint g_kn, g_idn, g_n_cut, g_n_draw;
@@ -380,7 +384,7 @@ void main() {
     // every logit).
     uint begin = chunk * pc.chunk_size;
     uint end = min(begin + pc.chunk_size, pc.vocab);
-    bool vmap = !ROW_INPUTS && (pc.stride & 3u) == 0u;
+    bool vmap = WIDE_ROWS_X4 != 0u || (!ROW_INPUTS && (pc.stride & 3u) == 0u);
     uint n = vmap ? (end - begin + 3u) / 4u : end - begin;
     uint takes = 0u;
     for (uint j = t; j < n; j += WG) {

@@ -19,6 +19,10 @@
 // is a multiple of 4 (chunks start at multiples of 4) take one load per 4
 // logits (a CPU device gathers scalar loads lane by lane).
 layout(std430, set = 0, binding = 0) readonly buffer Logits4 { vec4 logits4[]; };
+// Rows of whole vec4s without bias or bitmask (pipelines.cpp builds this
+// variant for them): the vec4 map only. A CPU device runs both maps' loads
+// under a lane mask when the choice is left to run time.
+layout(constant_id = 6) const uint WIDE_ROWS_X4 = 0u;
 
 shared uint s_a[WG / 2u][BINS];
 shared uint s_b[WG / 2u][BINS];
@@ -181,7 +185,7 @@ void main() {
     float below = 0.0;  // deferred rows: the mass below L, for the total
     uint begin = chunk * pc.chunk_size;
     uint end = min(begin + pc.chunk_size, pc.vocab);
-    bool vmap = !ROW_INPUTS && (pc.stride & 3u) == 0u;
+    bool vmap = WIDE_ROWS_X4 != 0u || (!ROW_INPUTS && (pc.stride & 3u) == 0u);
     uint n = vmap ? (end - begin + 3u) / 4u : end - begin;
     for (uint j = t; j < n; j += WG) {
         vec4 f4 = vmap ? logits4[(row * pc.stride + begin) / 4u + j] : vec4(row_logit(row, begin + j));
