@@ -6,12 +6,20 @@
 namespace sieve {
 
 uint32_t max_chunks_for(const EffectiveLimits&, sieve_device_type type) {
-    // A CPU implementation (lavapipe) runs one workgroup per thread, one
-    // thread per core: more chunks than cores only add per-workgroup work
-    // (on 2 cores, default chain at 262144: 601 us per token with 2 chunks,
-    // 742 with 4). A GPU needs many to fill it at batch 1.
-    if (type == SIEVE_DEVICE_CPU) return std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
-    return 64u;
+    // A CPU implementation (lavapipe) runs a handful of workgroups in parallel:
+    // more chunks only add merge work. A GPU needs many to fill it at batch 1.
+    return type == SIEVE_DEVICE_CPU ? 4u : 64u;
+}
+
+uint32_t collect_chunks_for(const EffectiveLimits& limits, sieve_device_type type) {
+    // Lavapipe runs one workgroup per thread, one thread per core: more
+    // chunks than cores only add per-workgroup work (on 2 cores, default chain
+    // at 262144: 601 us per token with 2 chunks, 742 with 4). Only the collect
+    // pass: the three-pass path keeps 4 (with 2, its tie draw's float target
+    // lands on a neighbouring member in GpuVsTwinTies; docs/architecture.md).
+    const uint32_t most = max_chunks_for(limits, type);
+    if (type != SIEVE_DEVICE_CPU) return most;
+    return std::clamp(std::thread::hardware_concurrency(), 1u, most);
 }
 
 void chunking(uint32_t vocab, const EffectiveLimits& limits, sieve_device_type type, uint32_t* n_chunks,
@@ -40,7 +48,7 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
         } else {
             // At most kMaxCollectChunks chunks, each starting at a multiple of
             // 4 logits (collect.comp reads plain rows four at a time).
-            const uint32_t n = std::min(p.n_chunks, kMaxCollectChunks);
+            const uint32_t n = std::min({p.n_chunks, kMaxCollectChunks, collect_chunks_for(limits, type)});
             p.chunk_size = ((vocab + n - 1) / n + 3) / 4 * 4;
             p.n_chunks = (vocab + p.chunk_size - 1) / p.chunk_size;
         }

@@ -50,6 +50,8 @@ struct Plan {
 // Chunks depend on the vocabulary and the device only, never on the row count,
 // so a row's results are the same whatever the batch.
 uint32_t max_chunks_for(const EffectiveLimits& limits, sieve_device_type type);
+// The collect pass's chunks per row at most (<= max_chunks_for).
+uint32_t collect_chunks_for(const EffectiveLimits& limits, sieve_device_type type);
 void chunking(uint32_t vocab, const EffectiveLimits& limits, sieve_device_type type, uint32_t* n_chunks,
               uint32_t* chunk_size);
 
