@@ -233,6 +233,14 @@ void draw_tie(uint row, uint passes) {
     }
     if (t == 0u) {
         uint step = row_step(row);
+        if (s_found == 0u) {
+            // The float target fell past the group's last member (its mass
+            // sums round by chunk): the CPU twin draws the row, exactly,
+            // rather than a token that is not there.
+            write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, passes);
+            advance_step(row, step);
+            return;
+        }
         float p = w / uintBitsToFloat(row_state[o + R_TOTAL]);
         write_result(row, s_token, p, log(p), STATUS_OK, step, passes);
         advance_step(row, step);
