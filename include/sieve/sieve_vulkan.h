@@ -201,7 +201,8 @@ SIEVE_API sieve_status sieve_chain_wait(sieve_chain* chain, uint64_t timeout_ns,
  * semaphore wait).
  *
  * Parameters and slots: the call writes the rows' parameters to Sieve's mapped
- * parameter block now and the GPU reads them when the app's submission runs;
+ * parameter block now (and the indirect arguments that pick the collect pass's
+ * variant for them) and the GPU reads them when the app's submission runs;
  * as with async, every other call on the chain fails with SIEVE_ERROR_PENDING
  * until sieve_chain_collect, so nothing can change them in between. Until then
  * the chain must not be destroyed and the command buffer must not be submitted
