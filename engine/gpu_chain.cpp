@@ -664,11 +664,9 @@ void GpuChain::write_params(uint32_t rows, bool sample, bool commit) {
 // of a row's parameters re-records nothing. The caller has waited for the
 // previous submission, which read them.
 void GpuChain::arm_collect(const Recording& rec) {
-    const auto has = [&](Stage st) {
-        return std::any_of(rec.plan.dispatches.begin(), rec.plan.dispatches.end(),
-                           [st](const Dispatch& d) { return d.stage == st; });
-    };
-    if (!has(Stage::CollectPlain)) return;
+    if (std::none_of(rec.plan.dispatches.begin(), rec.plan.dispatches.end(),
+                     [](const Dispatch& d) { return d.stage == Stage::CollectPlain; }))
+        return;
     auto* args = static_cast<uint32_t*>(dispatch_args_.mapped);
     const auto* params = static_cast<const uint32_t*>(params_.mapped);
     for (const RowGroup& g : rec.groups) {

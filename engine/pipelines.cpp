@@ -5,6 +5,7 @@
 #include <sieve_shaders.hpp>
 
 #include <algorithm>
+#include <iterator>
 #include <vector>
 
 namespace sieve {
@@ -139,9 +140,7 @@ VkPipeline Pipelines::get(Stage stage, InputsMode inputs, bool rows_x4) {
         std::lock_guard<std::mutex> lock(wide_x4_mutex_);
         VkPipeline& p = wide_x4_[stage == Stage::WideGather ? 1 : 0];
         if (!p) {
-            const shaders::Spirv& code =
-                stage == Stage::WideGather ? (uses_subgroups_ ? shaders::wide_gather_subgroup : shaders::wide_gather)
-                                           : (uses_subgroups_ ? shaders::wide_histogram_subgroup : shaders::wide_histogram);
+            const shaders::Spirv& code = spirv(stage);
             const auto& lim = device_.limits();
             p = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, lim.workgroup_size,
                                         lim.candidate_capacity, InputsMode::None, 0, 0, 1);
@@ -160,8 +159,7 @@ VkPipeline Pipelines::collect(Stage stage, uint64_t ops, uint32_t selector, Inpu
     auto it = collect_.find(key);
     if (it != collect_.end()) return it->second;
     const bool tail = stage == Stage::CollectTail;
-    const shaders::Spirv& code = tail ? (uses_subgroups_ ? shaders::collect_tail_subgroup : shaders::collect_tail)
-                                      : (uses_subgroups_ ? shaders::collect_subgroup : shaders::collect);
+    const shaders::Spirv& code = spirv(stage);
     const auto& lim = device_.limits();
     // collect.comp's COLLECT_VARIANT: 0 general, 1 plain, 2 small.
     const uint32_t variant = stage == Stage::CollectPlain ? 1u : small ? 2u : 0u;
@@ -178,25 +176,31 @@ VkPipeline Pipelines::collect(Stage stage, uint64_t ops, uint32_t selector, Inpu
     return p;
 }
 
+const shaders::Spirv& Pipelines::spirv(Stage stage) const {
+    // Indexed by Stage (CollectPlain is collect.comp's plain variant).
+    static const shaders::Spirv* const portable[] = {
+        &shaders::row_stats,   &shaders::mass_histogram, &shaders::gather,      &shaders::finalize,
+        &shaders::probabilities, &shaders::collect,      &shaders::wide_histogram, &shaders::wide_gather,
+        &shaders::history,     &shaders::raw_stats,      &shaders::collect_tail, &shaders::collect};
+    static const shaders::Spirv* const with_subgroups[] = {
+        &shaders::row_stats_subgroup,   &shaders::mass_histogram_subgroup, &shaders::gather_subgroup,
+        &shaders::finalize_subgroup,    &shaders::probabilities_subgroup,  &shaders::collect_subgroup,
+        &shaders::wide_histogram_subgroup, &shaders::wide_gather_subgroup, &shaders::history_subgroup,
+        &shaders::raw_stats_subgroup,   &shaders::collect_tail_subgroup,   &shaders::collect_subgroup};
+    static_assert(std::size(portable) == static_cast<size_t>(Stage::Count), "one shader per stage");
+    static_assert(std::size(with_subgroups) == static_cast<size_t>(Stage::Count), "one shader per stage");
+    return *(uses_subgroups_ ? with_subgroups : portable)[static_cast<uint32_t>(stage)];
+}
+
 void Pipelines::build(uint32_t v) {
     const auto& lim = device_.limits();
-    const shaders::Spirv* portable[] = {&shaders::row_stats, &shaders::mass_histogram, &shaders::gather,
-                                        &shaders::finalize, &shaders::probabilities, &shaders::collect,
-                                        &shaders::wide_histogram, &shaders::wide_gather, &shaders::history,
-                                        &shaders::raw_stats, &shaders::collect_tail, &shaders::collect};
-    const shaders::Spirv* with_subgroups[] = {&shaders::row_stats_subgroup, &shaders::mass_histogram_subgroup,
-                                              &shaders::gather_subgroup, &shaders::finalize_subgroup,
-                                              &shaders::probabilities_subgroup, &shaders::collect_subgroup,
-                                              &shaders::wide_histogram_subgroup, &shaders::wide_gather_subgroup,
-                                              &shaders::history_subgroup, &shaders::raw_stats_subgroup,
-                                              &shaders::collect_tail_subgroup, &shaders::collect_subgroup};
-    const shaders::Spirv* const* code = uses_subgroups_ ? with_subgroups : portable;
     for (uint32_t i = 0; i < static_cast<uint32_t>(Stage::Count); ++i) {
         // The collect stages exist only specialized for a chain (collect()).
         const Stage stage = static_cast<Stage>(i);
         if (stage == Stage::Collect || stage == Stage::CollectTail || stage == Stage::CollectPlain) continue;
-        pipelines_[v][i] = create_compute_pipeline(device_, layout_, code[i]->words, code[i]->size_bytes,
-                                                   lim.workgroup_size, lim.candidate_capacity, static_cast<InputsMode>(v));
+        const shaders::Spirv& code = spirv(stage);
+        pipelines_[v][i] = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, lim.workgroup_size,
+                                                   lim.candidate_capacity, static_cast<InputsMode>(v));
     }
 }
 

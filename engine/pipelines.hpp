@@ -12,6 +12,10 @@
 
 namespace sieve {
 
+namespace shaders {
+struct Spirv;  // sieve_shaders.hpp (generated)
+}
+
 enum class Stage : uint32_t {
     RowStats,
     MassHistogram,
@@ -96,6 +100,8 @@ private:
     std::once_flag inputs_variant_[kInputsModes];
     std::mutex collect_mutex_;
     std::map<std::tuple<uint32_t, uint64_t, uint32_t, uint32_t, bool>, VkPipeline> collect_;
+    // The stage's embedded SPIR-V, the subgroup variant where it is used.
+    const shaders::Spirv& spirv(Stage stage) const;
     void build(uint32_t variant);
     void release();
 };
