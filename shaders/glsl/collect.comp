@@ -36,7 +36,7 @@ layout(std430, set = 0, binding = 0) readonly buffer Logits4 { vec4 logits4[]; }
 uint next_logit(uint i, bool vmap) { return vmap ? ((i & 3u) != 3u ? i + 1u : i + 4u * WG - 3u) : i + WG; }
 
 
-shared uint s_fill, s_has_tau, s_tau_key, s_tau_id, s_wmax_key, s_incomplete, s_count;
+shared uint s_fill, s_has_tau, s_tau_key, s_tau_id, s_wmax_key, s_count;
 
 // Logits per invocation in a round once a threshold exists.
 const uint LONG_ROUND = 64u;
@@ -231,7 +231,6 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, inout uint bad, inout
     // it reads its own share again (1/WG of the chunk) and takes all of them.
     bool dropped = k3 != 0u && k3 >= tau;
     if (t == 0u) {
-        s_incomplete = m > PICK_LIMIT ? 1u : 0u;
         s_fill = 0u;
         s_count = 0u;
         s_has_tau = tau != 0u ? 1u : 0u;
@@ -239,6 +238,9 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, inout uint bad, inout
         s_tau_id = 0xFFFFFFFFu;  // every logit of key tau passes
     }
     barrier();
+    // tau still too low after the last level (m is uniform): the collecting
+    // loop reads the chunk again from tau.
+    if (m > PICK_LIMIT) return false;
     uint mine = (k0 != 0u && k0 >= tau ? 1u : 0u) + (k1 != 0u && k1 >= tau ? 1u : 0u) +
                 (k2 != 0u && k2 >= tau ? 1u : 0u) + (k3 != 0u && k3 >= tau ? 1u : 0u);
     if (dropped) {
@@ -256,7 +258,7 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, inout uint bad, inout
     barrier();
     // More than the rank sort's half of the buffer (a big tie group at tau):
     // the collecting loop reads the chunk again from tau.
-    if (s_incomplete != 0u || s_count > HALF) return false;  // uniform
+    if (s_count > HALF) return false;  // uniform
     uint slot = mine > 0u ? atomicAdd(s_fill, mine) : 0u;
     if (dropped) {
         for (uint q = begin / 4u + t; q < end / 4u; q += WG) {
