@@ -11,21 +11,23 @@ uint32_t max_chunks_for(const EffectiveLimits&, sieve_device_type type) {
     return type == SIEVE_DEVICE_CPU ? 4u : 64u;
 }
 
-uint32_t collect_chunks_for(const EffectiveLimits& limits, sieve_device_type type) {
+uint32_t chunks_for(const EffectiveLimits& limits, sieve_device_type type) {
     // Lavapipe runs one workgroup per thread, one thread per core: more
     // chunks than cores only add per-workgroup work (on 2 cores, default chain
-    // at 262144: 601 us per token with 2 chunks, 742 with 4). Only the collect
-    // pass: the three-pass path keeps 4 (with 2, its tie draw's float target
-    // lands on a neighbouring member in GpuVsTwinTies; docs/architecture.md).
+    // at 262144: 601 us per token with 2 chunks, 742 with 4).
     const uint32_t most = max_chunks_for(limits, type);
     if (type != SIEVE_DEVICE_CPU) return most;
-    return std::clamp(std::thread::hardware_concurrency(), 1u, most);
+    // Read once: glibc answers hardware_concurrency by parsing
+    // /sys/devices/system/cpu/online, about 20 us a call on lavapipe's VM, and
+    // every call plans.
+    static const uint32_t threads = std::max(std::thread::hardware_concurrency(), 1u);
+    return std::min(threads, most);
 }
 
 void chunking(uint32_t vocab, const EffectiveLimits& limits, sieve_device_type type, uint32_t* n_chunks,
               uint32_t* chunk_size) {
     uint32_t min_chunk = limits.workgroup_size * 8u;  // at least 8 logits per invocation
-    uint32_t n = std::clamp((vocab + min_chunk - 1) / min_chunk, 1u, max_chunks_for(limits, type));
+    uint32_t n = std::clamp((vocab + min_chunk - 1) / min_chunk, 1u, chunks_for(limits, type));
     uint32_t size = (vocab + n - 1) / n;
     *chunk_size = size;
     *n_chunks = (vocab + size - 1) / size;
@@ -48,7 +50,7 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
         } else {
             // At most kMaxCollectChunks chunks, each starting at a multiple of
             // 4 logits (collect.comp reads plain rows four at a time).
-            const uint32_t n = std::min({p.n_chunks, kMaxCollectChunks, collect_chunks_for(limits, type)});
+            const uint32_t n = std::min(p.n_chunks, kMaxCollectChunks);
             p.chunk_size = ((vocab + n - 1) / n + 3) / 4 * 4;
             p.n_chunks = (vocab + p.chunk_size - 1) / p.chunk_size;
         }

@@ -47,11 +47,12 @@ struct Plan {
     uint32_t min_dispatches = 1;  // dispatches that launch workgroups in that case
 };
 
-// Chunks depend on the vocabulary and the device only, never on the row count,
-// so a row's results are the same whatever the batch.
+// Chunks depend on the vocabulary and the device only (on a CPU device, its
+// hardware threads), never on the row count, so a row's results are the same
+// whatever the batch. max_chunks_for sizes the buffers; chunks_for is what a
+// row gets (<= max_chunks_for).
 uint32_t max_chunks_for(const EffectiveLimits& limits, sieve_device_type type);
-// The collect pass's chunks per row at most (<= max_chunks_for).
-uint32_t collect_chunks_for(const EffectiveLimits& limits, sieve_device_type type);
+uint32_t chunks_for(const EffectiveLimits& limits, sieve_device_type type);
 void chunking(uint32_t vocab, const EffectiveLimits& limits, sieve_device_type type, uint32_t* n_chunks,
               uint32_t* chunk_size);
 

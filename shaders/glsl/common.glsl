@@ -166,6 +166,10 @@ const uint C_FINITE = 5u;
 const uint C_OVERFLOW = 6u;
 const uint C_KEPT = 7u;        // collect: candidates the chunk kept
 const uint C_AGG = 8u;         // collect: Agg (count, mean, m2, mass max, mass sum) as float bits
+// The tie draw (gather.comp, PHASE_TIE; collect chains never take it): the
+// chunk's exact masses above the tie key and in all (uvec2 each), and its
+// members of the tie group.
+const uint C_TIE = 8u;
 
 // Per-row selection state within one call.
 const uint ROW_STRIDE = 32u;

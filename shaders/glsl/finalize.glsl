@@ -186,33 +186,74 @@ void draw_candidates(uint row, uint n, bool small, uint lo, uint hi, uint passes
 }
 
 // More than CAP members share one key, hence one mass w: the token is the
-// (target / w)-th of them in id order. Its chunk comes from the last level's
-// per-chunk counts, then that chunk is scanned in id order.
+// ((target - above) / w)-th of them in id order, `above` being the mass of
+// every logit with a greater key. The float levels chose the group; the draw
+// inside it is exact. tie_sums (every chunk) adds 40-bit masses (the rule of
+// draw_candidates) in integers, so the member does not depend on the
+// chunking: with a float target, 2 chunks instead of 4 drew a neighbouring
+// member (GpuVsTwinTies).
+shared uint s_tie[5];  // above (lo, hi), total (lo, hi), members
+
+void tie_sums(uint row, uint chunk) {
+    uint t = gl_LocalInvocationID.x;
+    uint o = row * ROW_STRIDE;
+    float scale = row_scale(row);
+    float max_scaled = sieve_key_value(row_state[o + R_MAX_KEY]);
+    uint key = row_state[o + R_KEY_LO];
+    if (t < 5u) s_tie[t] = 0u;
+    barrier();
+    uvec2 above = uvec2(0u), total = uvec2(0u);
+    uint members = 0u;
+    uint end = min((chunk + 1u) * pc.chunk_size, pc.vocab);
+    for (uint i = chunk * pc.chunk_size + t; i < end; i += WG) {
+        uint k = load_key(row, i, scale);
+        uvec2 q = sieve_mass(sieve_key_value(k), max_scaled);  // -inf: 0
+        total = u64_add(total, q);
+        above = u64_add(above, k > key ? q : uvec2(0u));
+        members += k == key ? 1u : 0u;
+    }
+    U64_ATOMIC_ADD(s_tie[0], s_tie[1], above)
+    U64_ATOMIC_ADD(s_tie[2], s_tie[3], total)
+    atomicAdd(s_tie[4], members);
+    barrier();
+    if (t < 5u) chunk_stats[(row * pc.n_chunks + chunk) * CHUNK_STRIDE + C_TIE + t] = s_tie[t];
+}
+
+// The last workgroup, after every chunk's tie_sums: the member's chunk from
+// the chunks' member counts, then that chunk scanned in id order.
 void draw_tie(uint row, uint passes) {
     uint t = gl_LocalInvocationID.x;
     uint o = row * ROW_STRIDE;
     float scale = row_scale(row);
     float max_scaled = sieve_key_value(row_state[o + R_MAX_KEY]);
     uint key = row_state[o + R_KEY_LO];
-    uint bin = row_state[o + R_BIN];
-    float w = exp(sieve_key_value(key) - max_scaled);
-    float target = uintBitsToFloat(row_state[o + R_TARGET]);
-    uint members = row_state[o + R_BUCKET_COUNT];
-    uint j = min(uint(target / w), members - 1u);
+    uvec2 above = uvec2(0u), total = uvec2(0u);
+    for (uint c = 0u; c < pc.n_chunks; ++c) {
+        uint at = (row * pc.n_chunks + c) * CHUNK_STRIDE + C_TIE;
+        above = u64_add(above, uvec2(chunk_stats[at], chunk_stats[at + 1u]));
+        total = u64_add(total, uvec2(chunk_stats[at + 2u], chunk_stats[at + 3u]));
+    }
+    uvec2 w = sieve_mass(sieve_key_value(key), max_scaled);
+    uvec2 target = u64_mul_u32_shr32(total, row_uniform(row));
+    // The exact target may fall just outside the group the float levels chose
+    // (within their rounding of its edge): then nothing is scanned and the CPU
+    // twin draws the row.
+    bool inside = w != uvec2(0u) && !u64_less(target, above);
+    uvec2 jj = inside ? u64_div(u64_sub(target, above), w) : uvec2(0xFFFFFFFFu);
+    uint j = jj.y == 0u ? jj.x : 0xFFFFFFFFu;
     uint chunk = 0u;
     for (; chunk < pc.n_chunks; ++chunk) {
-        uint c = histograms[((row * pc.n_chunks + chunk) * BINS + bin) * HIST_STRIDE + H_COUNT];
+        uint c = chunk_stats[(row * pc.n_chunks + chunk) * CHUNK_STRIDE + C_TIE + 4u];
         if (j < c) break;
         j -= c;
     }
-    chunk = min(chunk, pc.n_chunks - 1u);
     if (t == 0u) {
         s_token = 0xFFFFFFFFu;
         s_found = 0u;
     }
     barrier();
     uint begin = chunk * pc.chunk_size;
-    uint end = min(begin + pc.chunk_size, pc.vocab);
+    uint end = chunk < pc.n_chunks ? min(begin + pc.chunk_size, pc.vocab) : begin;  // past the group: no scan
     for (uint base = begin; base < end; base += WG) {
         uint i = base + t;
         s_flags[t] = (i < end && load_key(row, i, scale) == key) ? 1u : 0u;
@@ -234,14 +275,11 @@ void draw_tie(uint row, uint passes) {
     if (t == 0u) {
         uint step = row_step(row);
         if (s_found == 0u) {
-            // The float target fell past the group's last member (its mass
-            // sums round by chunk): the CPU twin draws the row, exactly,
-            // rather than a token that is not there.
             write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, passes);
             advance_step(row, step);
             return;
         }
-        float p = w / uintBitsToFloat(row_state[o + R_TOTAL]);
+        float p = u64_to_float(w) / u64_to_float(total);
         write_result(row, s_token, p, log(p), STATUS_OK, step, passes);
         advance_step(row, step);
     }

@@ -33,6 +33,8 @@ void main() {
                 candidates[(row * CAP + slot) * 2u + 1u] = i;
             }
         }
+    } else {
+        tie_sums(row, chunk);
     }
     if (!last_to_arrive(row)) return;
 
