@@ -137,9 +137,13 @@ protected:
             // Greedy is one dispatch either way (the small path's finalize, or
             // row_stats whose last workgroup answers the row); a draw over a
             // row larger than the candidate buffer takes several.
+            // A truncating chain is the collect pass and its tail, whatever
+            // the vocabulary.
             const bool greedy = std::string(samplers()) == "greedy";
             const bool small = static_cast<uint32_t>(vocab()) <= rig->candidate_capacity();
-            if (small || greedy) EXPECT_EQ(dispatches, 1u) << "expected a one-dispatch path";
+            const bool collect = std::string(samplers()).find("top_k") != std::string::npos;
+            if (collect) EXPECT_EQ(dispatches, 2u) << "expected the collect pass and its tail";
+            else if (small || greedy) EXPECT_EQ(dispatches, 1u) << "expected a one-dispatch path";
             else EXPECT_GT(dispatches, 1u) << "expected the multi-pass (selection levels) path";
         }
         return rig;
@@ -203,6 +207,22 @@ TEST_P(BadInputLogits, NaNInOneRow) {
     check_batch(got, twin, bad, SIEVE_ERROR_NON_FINITE_LOGIT);
     EXPECT_NE(got.message.find("row 1"), std::string::npos) << got.message;
     EXPECT_NE(got.message.find("logit " + std::to_string(first) + " "), std::string::npos) << got.message;
+    rig->expect_usable(steps_after(bad));
+}
+
+// A NaN with its sign bit set, alone in its row: its key sorts below -inf's,
+// the other end of the range from a positive NaN's.
+TEST_P(BadInputLogits, NegativeNaNAlone) {
+    auto rig = make_rig();
+    auto logits = good_logits();
+    const int32_t bad = 0, index = vocab() / 3;
+    logits[static_cast<size_t>(bad) * vocab() + index] = -kNaN;
+    ASSERT_TRUE(std::signbit(logits[static_cast<size_t>(bad) * vocab() + index]));
+    const Outcome got = sample(rig->chain(), logits, vocab());
+    const Outcome twin = sample(rig->twin(), logits, vocab());
+    check_batch(got, twin, bad, SIEVE_ERROR_NON_FINITE_LOGIT);
+    EXPECT_NE(got.message.find("row 0"), std::string::npos) << got.message;
+    EXPECT_NE(got.message.find("logit " + std::to_string(index) + " "), std::string::npos) << got.message;
     rig->expect_usable(steps_after(bad));
 }
 
@@ -320,7 +340,9 @@ std::string logit_param_name(const testing::TestParamInfo<LogitParam>& info) {
 INSTANTIATE_TEST_SUITE_P(BadInput, BadInputLogits,
                          testing::Combine(testing::Values(Backend::Gpu, Backend::GpuConstrained, Backend::Cpu),
                                           testing::Values(1000, 5000, 151936),
-                                          testing::Values("temperature;dist", "greedy")),
+                                          // The last: the collect pass's own scan (NaN and +Inf
+                                          // found apart from the count in its register path).
+                                          testing::Values("temperature;dist", "greedy", "top_k;top_p;min_p;temperature")),
                          logit_param_name);
 
 // ---------------------------------------------------------------------------

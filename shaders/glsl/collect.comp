@@ -100,6 +100,18 @@ const uint PROBE_AT = CAP - PROBE * WG;
         i0 = b0 ? i : i0;                                        \
     }
 
+// PICK4 over a vec4 of logits at vec4 index Q, with pick_chunk's row
+// statistics (khi, klo, kmin1).
+#define PICK_VEC4(F4, Q)                                         \
+    [[unroll]] for (uint c = 0u; c < 4u; ++c) {                  \
+        uint i = 4u * (Q) + c;                                   \
+        uint k = sieve_key((F4)[c]);                             \
+        khi = max(khi, k);                                       \
+        klo = min(klo, k);                                       \
+        kmin1 = min(kmin1, k - (KEY_NEG_INF + 1u));              \
+        PICK4(k, i)                                              \
+    }
+
 void probe_threshold(uint row, uint begin, uint stop, uint need) {
     uint t = gl_LocalInvocationID.x;
     uint k0 = 0u, k1 = 0u, k2 = 0u, k3 = 0u;  // descending; key 0: below every logit's
@@ -172,22 +184,42 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, inout uint bad, inout
     uint k0 = 0u, k1 = 0u, k2 = 0u, k3 = 0u;  // descending; key 0: below every logit's
     uint i0 = 0u, i1 = 0u, i2 = 0u, i3 = 0u;
     uint kmin1 = 0xFFFFFFFFu;  // min of k - (KEY_NEG_INF + 1): -inf wraps to the top
+    // NaN and +Inf only need finding here, not counting: keys above
+    // KEY_POS_INF - 1 or below KEY_NEG_INF. The loop is the pass's cost on a CPU
+    // device, so it carries two min/max per logit instead of the count, the
+    // first index and a select. (NaN/+Inf keys may become picks: the row
+    // fails on them whatever its candidates are.)
+    uint khi = 0u, klo = 0xFFFFFFFFu;
     uint row4 = row * (pc.stride / 4u);
-    for (uint q = begin / 4u + t; q < end / 4u; q += WG) {
+    uint q_first = begin / 4u + t, q_stop = end / 4u, q_step = WG;  // every WG-th vec4: coalesced on a GPU
+    // Two loads an iteration: lavapipe loads a vector lane by lane, each
+    // lane's load waiting on the previous one's; two independent loads
+    // overlap.
+    uint q = q_first;
+    for (; q + q_step < q_stop; q += 2u * q_step) {
+        vec4 fa = logits4[row4 + q];
+        vec4 fb = logits4[row4 + q + q_step];
+        PICK_VEC4(fa, q)
+        PICK_VEC4(fb, q + q_step)
+    }
+    for (; q < q_stop; q += q_step) {
+        vec4 fa = logits4[row4 + q];
+        PICK_VEC4(fa, q)
+    }
+    kmin = kmin1 < KEY_POS_INF - KEY_NEG_INF - 1u ? kmin1 + KEY_NEG_INF + 1u : 0xFFFFFFFFu;
+    if (CHAIN_HAS_MIN_P) kmax = max(kmax, k0);
+    // This invocation saw NaN or +Inf (rare): its share again, for their count
+    // and the first one's index (a loop, so no other invocation pays for it).
+    bool saw_bad = khi >= KEY_POS_INF || klo < KEY_NEG_INF;
+    for (uint q = q_first; saw_bad && q < q_stop; q += q_step) {
         vec4 f4 = logits4[row4 + q];
         [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-            uint i = 4u * q + c;
             uint k = sieve_key(f4[c]);
             bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
             bad += ok ? 0u : 1u;
-            first_bad = ok ? first_bad : min(first_bad, i);
-            kmin1 = min(kmin1, k - (KEY_NEG_INF + 1u));
-            k = ok ? k : 0u;
-            if (CHAIN_HAS_MIN_P) kmax = max(kmax, k);
-            PICK4(k, i)
+            first_bad = ok ? first_bad : min(first_bad, 4u * q + c);
         }
     }
-    kmin = kmin1 < KEY_POS_INF - KEY_NEG_INF - 1u ? kmin1 + KEY_NEG_INF + 1u : 0xFFFFFFFFu;
 
     // Radix select: bins in c_id[0, 256), the level's prefix in `prefix`.
     uint prefix = 0u, above = 0u, m = 0xFFFFFFFFu, tau = 0u;
@@ -226,7 +258,7 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, inout uint bad, inout
         }
         barrier();  // the bins are cleared next
     }
-    // tau == 0 takes every pick (key 0 never counts: NaN/+Inf, nothing).
+    // tau == 0 takes every pick (key 0: no logit).
     // An invocation whose 4th pick reaches tau may have dropped logits >= tau:
     // it reads its own share again (1/WG of the chunk) and takes all of them.
     bool dropped = k3 != 0u && k3 >= tau;
@@ -245,7 +277,7 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, inout uint bad, inout
                 (k2 != 0u && k2 >= tau ? 1u : 0u) + (k3 != 0u && k3 >= tau ? 1u : 0u);
     if (dropped) {
         mine = 0u;
-        for (uint q = begin / 4u + t; q < end / 4u; q += WG) {
+        for (uint q = q_first; q < q_stop; q += q_step) {
             vec4 f4 = logits4[row4 + q];
             [[unroll]] for (uint c = 0u; c < 4u; ++c) {
                 uint k = sieve_key(f4[c]);
@@ -261,7 +293,7 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, inout uint bad, inout
     if (s_count > HALF) return false;  // uniform
     uint slot = mine > 0u ? atomicAdd(s_fill, mine) : 0u;
     if (dropped) {
-        for (uint q = begin / 4u + t; q < end / 4u; q += WG) {
+        for (uint q = q_first; q < q_stop; q += q_step) {
             vec4 f4 = logits4[row4 + q];
             [[unroll]] for (uint c = 0u; c < 4u; ++c) {
                 uint k = sieve_key(f4[c]);

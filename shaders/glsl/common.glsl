@@ -242,7 +242,9 @@ layout(std430, set = 0, binding = 12) coherent buffer Adjust { uint adjust[]; };
 uint sieve_key(float f) {
     uint b = floatBitsToUint(f);
     if (f == 0.0) b = 0u;
-    return (b & 0x80000000u) != 0u ? ~b : (b | 0x80000000u);
+    // Negative: every bit flipped; else the sign bit set (two operations: the
+    // hot loops compute this for every logit).
+    return b ^ (uint(int(b) >> 31) | 0x80000000u);
 }
 
 float sieve_key_value(uint k) {
