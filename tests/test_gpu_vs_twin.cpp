@@ -163,6 +163,46 @@ TEST(GpuVsTwinTies, HugeTieGroupsPickByLowerId) {
     }
 }
 
+// row_stats reads rows of whole vec4s four logits at a time and a chunk's
+// unaligned ends one by one: at vocab 5004 two chunks split at 2502, inside a
+// vec4. The maximum at each position around the split and the row's ends is
+// found (greedy), and so are the row's minimum (dist's level 0 range) and
+// its finite count (a lone finite logit elsewhere).
+TEST(GpuRowStats, UnalignedChunkEndsAreRead) {
+    auto gpu = sieve_test::gpu_context();
+    const int32_t vocab = 5004;
+    auto greedy = sieve::Chain(gpu, sieve_test::chain_desc("greedy", 1, vocab, 1.0f, 3));
+    auto dist = sieve::Chain(gpu, sieve_test::chain_desc("temperature;dist", 1, vocab, 1.0f, 3));
+    const auto kinds = sieve_test::twin_chain("temperature;dist");
+    ASSERT_FALSE(kinds.empty());
+    const float inf = std::numeric_limits<float>::infinity();
+    uint32_t step = 0;
+    for (int32_t at : {0, 1, 2, 3, 2498, 2499, 2500, 2501, 2502, 2503, 2504, 2505, 5000, 5001, 5002, 5003}) {
+        SCOPED_TRACE("position " + std::to_string(at));
+        std::vector<float> row(static_cast<size_t>(vocab));
+        for (int32_t i = 0; i < vocab; ++i) row[static_cast<size_t>(i)] = -0.001f * static_cast<float>(i % 997);
+        row[static_cast<size_t>(at)] = 4.0f;
+        EXPECT_EQ(greedy.sample(row.data(), 1, vocab)[0].token, at);
+        // Everything masked but `at`: one finite logit, the draw must take it.
+        std::vector<float> lone(static_cast<size_t>(vocab), -inf);
+        lone[static_cast<size_t>(at)] = -3.0f;
+        auto got = dist.sample(lone.data(), 1, vocab);
+        ASSERT_EQ(got[0].status, SIEVE_OK) << sieve_last_error();
+        EXPECT_EQ(got[0].token, at);
+        // The minimum at `at` sets level 0's range: the draw still agrees with the twin.
+        row[static_cast<size_t>(at)] = -30.0f;
+        got = dist.sample(row.data(), 1, vocab);
+        sieve::ref::RowParams params;
+        params.temperature = 1.0f;
+        params.seed = 3;
+        auto want = sieve::ref::sample_row(kinds, row.data(), vocab, params, step + 1);
+        ASSERT_EQ(got[0].status, SIEVE_OK) << sieve_last_error();
+        EXPECT_EQ(got[0].token, want.token);
+        EXPECT_NEAR(got[0].p, want.p, 1e-5f);
+        step += 2;
+    }
+}
+
 // Edge rows: vocab 1, all -inf but one, huge and tiny logits.
 TEST(GpuVsTwinEdges, EdgeRows) {
     auto gpu = sieve_test::gpu_context();

@@ -11,6 +11,11 @@
 #include "arrive.glsl"
 #include "result.glsl"
 
+// The logits again, four at a time (rows whose stride is a multiple of 4).
+layout(std430, set = 0, binding = 0) readonly buffer Logits4 { vec4 logits4[]; };
+
+void add_logit(inout RowStats s, float f, float scale, uint i) { row_stats_add(s, f, scaled_logit(f, scale), i); }
+
 void main() {
     uint row = pc.row_base + gl_WorkGroupID.y;
     bind_row(row);
@@ -21,9 +26,31 @@ void main() {
     float scale = row_scale(row);
 
     RowStats s = row_stats_empty();
-    for (uint i = begin + t; i < end; i += WG) {
-        float f = row_logit(row, i);
-        row_stats_add(s, f, scaled_logit(f, scale), i);
+    if (!ROW_INPUTS && (pc.stride & 3u) == 0u) {
+        // Rows of whole vec4s: the chunk's vec4-aligned middle four logits a
+        // load, two loads an iteration (lavapipe loads a vector lane by lane,
+        // each lane waiting on the previous one; two independent loads
+        // overlap), the unaligned ends one by one. Ids still grow within an
+        // invocation: head, middle, tail.
+        uint a4 = min((begin + 3u) & ~3u, end), e4 = max(end & ~3u, a4);
+        for (uint i = begin + t; i < a4; i += WG) add_logit(s, logits[row * pc.stride + i], scale, i);
+        uint row4 = row * pc.stride / 4u;
+        uint q = a4 / 4u + t;
+        for (; q + WG < e4 / 4u; q += 2u * WG) {
+            vec4 fa = logits4[row4 + q];
+            vec4 fb = logits4[row4 + q + WG];
+            [[unroll]] for (uint c = 0u; c < 4u; ++c) add_logit(s, fa[c], scale, 4u * q + c);
+            [[unroll]] for (uint c = 0u; c < 4u; ++c) add_logit(s, fb[c], scale, 4u * (q + WG) + c);
+        }
+        for (; q < e4 / 4u; q += WG) {
+            vec4 fa = logits4[row4 + q];
+            [[unroll]] for (uint c = 0u; c < 4u; ++c) add_logit(s, fa[c], scale, 4u * q + c);
+        }
+        for (uint i = e4 + t; i < end; i += WG) add_logit(s, logits[row * pc.stride + i], scale, i);
+    } else {
+        for (uint i = begin + t; i < end; i += WG) {
+            add_logit(s, row_logit(row, i), scale, i);
+        }
     }
     s = wg_reduce_row_stats(s);
     if (t == 0u) {
