@@ -115,77 +115,37 @@ void main() {
             red_agg[3][0] = m.mmax;
             red_agg[4][0] = m.msum;
         }
-        // The chunks' lists, as many as fit the buffer at a time, sorted
-        // together; the best `need` stay.
-        n = 0u;
-        uint total = 0u;
-        uint all = 0u;
-        for (uint c = 0u; c < pc.n_chunks; ++c) all += chunk_stats[(row * pc.n_chunks + c) * CHUNK_STRIDE + C_KEPT];
-        if (all <= HALF) {
-            // Every list fits: lists side by side, then one invocation merges
-            // the sorted lists' heads into the row's top `need` (a few
-            // hundred shared reads; a sort would cost a barrier per stage).
+        // The chunks' lists are sorted: one invocation walks their heads (in
+        // the candidates buffer) into the row's top `need`, at most need x
+        // chunks reads. (Sorting them together in one workgroup costs a
+        // barrier per stage: on a CPU device about 2 ms for top-k 1000.)
+        if (t == 0u) {
             for (uint c = 0u; c < pc.n_chunks; ++c) {
-                uint cnt = chunk_stats[(row * pc.n_chunks + c) * CHUNK_STRIDE + C_KEPT];
-                uint list = chunk_list_at(row, c);
-                for (uint i = t; i < cnt; i += WG) {
-                    c_key[total + i] = candidates[list + 2u * i];
-                    c_id[total + i] = candidates[list + 2u * i + 1u];
-                }
-                if (t == 0u) {
-                    s_pos[c] = total;
-                    s_lim[c] = total + cnt;
-                }
-                total += cnt;
+                s_pos[c] = chunk_list_at(row, c);
+                s_lim[c] = s_pos[c] + 2u * chunk_stats[(row * pc.n_chunks + c) * CHUNK_STRIDE + C_KEPT];
             }
-            barrier();
-            if (t == 0u) {
-                uint made = 0u;
-                for (; made < need; ++made) {
-                    uint best = 0xFFFFFFFFu, bk = 0u, bi = 0u;
-                    for (uint c = 0u; c < pc.n_chunks; ++c) {
-                        uint at_c = s_pos[c];
-                        if (at_c >= s_lim[c]) continue;
-                        uint k = c_key[at_c], i = c_id[at_c];
-                        if (best == 0xFFFFFFFFu || canonical_after(bk, bi, k, i)) {
-                            best = c;
-                            bk = k;
-                            bi = i;
-                        }
+            uint made = 0u;
+            for (; made < need; ++made) {
+                uint best = 0xFFFFFFFFu, bk = 0u, bi = 0u;
+                for (uint c = 0u; c < pc.n_chunks; ++c) {
+                    uint at_c = s_pos[c];
+                    if (at_c >= s_lim[c]) continue;
+                    uint k = candidates[at_c], i = candidates[at_c + 1u];
+                    if (best == 0xFFFFFFFFu || canonical_after(bk, bi, k, i)) {
+                        best = c;
+                        bk = k;
+                        bi = i;
                     }
-                    if (best == 0xFFFFFFFFu) break;
-                    c_key[HALF + made] = bk;
-                    c_id[HALF + made] = bi;
-                    ++s_pos[best];
                 }
-                s_fill = made;
+                if (best == 0xFFFFFFFFu) break;
+                c_key[made] = bk;
+                c_id[made] = bi;
+                s_pos[best] += 2u;
             }
-            barrier();
-            n = s_fill;
-            for (uint i = t; i < n; i += WG) {
-                c_key[i] = c_key[HALF + i];
-                c_id[i] = c_id[HALF + i];
-            }
-            barrier();
-        } else {
-            for (uint c = 0u; c < pc.n_chunks; ++c) {
-                uint cnt = chunk_stats[(row * pc.n_chunks + c) * CHUNK_STRIDE + C_KEPT];
-                if (total + cnt > CAP) {
-                    sort_prefix(total);
-                    n = min(total, need);
-                    total = n;
-                }
-                uint list = chunk_list_at(row, c);
-                for (uint i = t; i < cnt; i += WG) {
-                    c_key[total + i] = candidates[list + 2u * i];
-                    c_id[total + i] = candidates[list + 2u * i + 1u];
-                }
-                total += cnt;
-                barrier();
-            }
-            sort_prefix(total);
-            n = min(total, need);
+            s_fill = made;
         }
+        barrier();
+        n = s_fill;
         a = Agg(red_agg[0][0], red_agg[1][0], red_agg[2][0], red_agg[3][0], red_agg[4][0]);
         // The row's maximum is its first candidate (canonical: the first maximal id).
         s.max_key = c_key[0];
