@@ -320,43 +320,95 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, inout uint bad, inout
 }
 
 // A large `need` (top-k in the hundreds to CAP / 2): each invocation keeps its
-// PROBE_DEEP best logits of its whole share of the chunk in registers (an
-// insertion only for a logit above its 16th best: rare once it has seen a
-// few dozen), and the need-th best of all picks is the threshold. On LM-like
-// rows that is close to the chunk's own need-th best, so the collecting loop
-// appends about `need` logits instead of thousands (top-k 1000 at 151936:
-// one compaction instead of dozens). Picks are chunk logits, so the threshold
-// is at most the chunk's need-th best: nothing is lost.
+// PROBE_DEEP best logits of its whole share of the chunk in registers, and the
+// need-th best of all picks is the threshold. On LM-like rows that is close
+// to the chunk's own need-th best, so the collecting loop appends about
+// `need` logits instead of thousands (top-k 1000 at 151936: one compaction
+// instead of dozens). Picks are chunk logits, so the threshold is at most the
+// chunk's need-th best: nothing is lost.
 const uint PROBE_DEEP = 16u;
 
-void deep_probe_threshold(uint row, uint begin, uint stop, uint need) {
+// Inserts (k, i) into the register list pk/pi (descending; ids grow within an
+// invocation, so a later equal key ranks after and is not taken), only for a
+// logit above the 16th best: rare once an invocation has seen a few dozen.
+// (On lavapipe the guard measured cheaper than unconditional selects: collect
+// stage of top-k 1000 at 151936 about 5.1-5.9 ms with it, 6.9-7.7 without.)
+#define DEEP_INSERT(k, i)                                                   \
+    if (k > pk[PROBE_DEEP - 1u]) {                                          \
+        [[unroll]] for (uint j = PROBE_DEEP - 1u; j > 0u; --j) {            \
+            bool here = k > pk[j], up = k > pk[j - 1u];                     \
+            pk[j] = here ? (up ? pk[j - 1u] : k) : pk[j];                   \
+            pi[j] = here ? (up ? pi[j - 1u] : i) : pi[j];                   \
+        }                                                                   \
+        bool top = k > pk[0];                                               \
+        pi[0] = top ? i : pi[0];                                            \
+        pk[0] = top ? k : pk[0];                                            \
+    }
+
+void deep_probe_threshold(uint row, uint begin, uint stop, uint need, bool vmap) {
     uint t = gl_LocalInvocationID.x;
     uint pk[PROBE_DEEP], pi[PROBE_DEEP];  // descending; key 0: below every logit's
     [[unroll]] for (uint j = 0u; j < PROBE_DEEP; ++j) {
         pk[j] = 0u;
         pi[j] = 0u;
     }
-    for (uint i = begin + t; i < stop; i += WG) {
-        uint k = sieve_key(row_logit(row, i));
-        bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
-        k = ok ? k : 0u;
-        if (k > pk[PROBE_DEEP - 1u]) {  // ids grow: a later equal key ranks after
-            [[unroll]] for (uint j = PROBE_DEEP - 1u; j > 0u; --j) {
-                bool here = k > pk[j], up = k > pk[j - 1u];
-                pk[j] = here ? (up ? pk[j - 1u] : k) : pk[j];
-                pi[j] = here ? (up ? pi[j - 1u] : i) : pi[j];
+    if (vmap) {
+        // Four logits a load (the insertion's selects, not the loads, bound
+        // this loop); chunks start at multiples of 4 and such rows end at one.
+        uint row4 = row * (pc.stride / 4u);
+        uint q = begin / 4u + t;
+        for (; q < stop / 4u; q += WG) {
+            vec4 f4 = logits4[row4 + q];
+            [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+                uint k = sieve_key(f4[c]);
+                k = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF ? k : 0u;
+                uint i = 4u * q + c;
+                DEEP_INSERT(k, i)
             }
-            bool top = k > pk[0];
-            pi[0] = top ? i : pi[0];
-            pk[0] = top ? k : pk[0];
+        }
+    } else {
+        for (uint i = begin + t; i < stop; i += WG) {
+            uint k = sieve_key(row_logit(row, i));
+            k = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF ? k : 0u;
+            DEEP_INSERT(k, i)
         }
     }
     atomicMax(s_wmax_key, pk[0]);  // min-p's floor starts from the maximum seen
-    [[unroll]] for (uint j = 0u; j < PROBE_DEEP; ++j) {
-        c_key[PROBE_DEEP * t + j] = pk[j];
-        c_id[PROBE_DEEP * t + j] = pi[j];
+
+    // The need-th largest pick key by radix select (8 bits a level, counts in
+    // c_id[0, 256) by shared atomics, one invocation walks the bins): 4
+    // levels instead of a bitonic sort of all WG x 16 picks (a barrier per
+    // stage and scalar shared accesses per lane on a CPU device). Every
+    // logit of that key passes (tau_id: all ids), so ties at it are kept.
+    uint prefix = 0u, above = 0u;
+    bool enough = true;
+    for (int shift = 24; shift >= 0 && enough; shift -= 8) {  // uniform
+        for (uint b = t; b < 256u; b += WG) c_id[b] = 0u;
+        barrier();
+        uint hi = uint(shift) + 8u;  // bits above this level's digit
+        [[unroll]] for (uint j = 0u; j < PROBE_DEEP; ++j) {
+            if (pk[j] != 0u && (hi == 32u || (pk[j] >> hi) == prefix)) atomicAdd(c_id[(pk[j] >> uint(shift)) & 255u], 1u);
+        }
+        barrier();
+        if (t == 0u) {  // from the top bin down, the bin where the count reaches need
+            uint acc = above, b = 256u;
+            while (b > 0u && acc + c_id[b - 1u] < need) acc += c_id[--b];
+            s_sel_bin = b == 0u ? 0xFFFFFFFFu : b - 1u;
+            s_sel_above = acc;
+        }
+        barrier();
+        uint bin = s_sel_bin;
+        enough = bin != 0xFFFFFFFFu;  // else fewer than `need` picks: no threshold
+        prefix = (prefix << 8u) | (enough ? bin : 0u);
+        above = s_sel_above;
+        barrier();  // the bins are cleared next
     }
-    threshold_from_picks(PROBE_DEEP * WG, need);
+    if (t == 0u && enough && prefix != 0u) {
+        s_has_tau = 1u;
+        s_tau_key = prefix;
+        s_tau_id = 0xFFFFFFFFu;
+    }
+    barrier();
 }
 
 // Keeps the best `need` of the buffer, sorted; the need-th becomes the
@@ -450,7 +502,7 @@ void main() {
         } else if (!PLAIN && 2u * PROBE * WG <= CAP && need <= PROBE * WG)
             probe_threshold(row, begin, min(begin + PROBE_ROUND * WG, end), need);
         else if (!PLAIN && PROBE_DEEP * WG <= CAP && need <= PROBE_DEEP * WG)
-            deep_probe_threshold(row, begin, end, need);
+            deep_probe_threshold(row, begin, end, need, vmap);
         uint base = sorted ? end : begin;
         while (base < end) {
             uint fill = s_fill;
