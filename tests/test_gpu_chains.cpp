@@ -218,10 +218,6 @@ struct Case {
     std::vector<int32_t> vocabs;
     int32_t rows = 1;
     Profile profile = Profile::Full;
-    // The GPU finishes every row when top-k bounds the chain to k <= CAP / 2
-    // candidates: then no row may fall back to the twin, which would hide a
-    // wrong candidate list behind the twin's right answer.
-    bool gpu_only = false;
 };
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
@@ -263,9 +259,12 @@ TEST_P(GpuChainVsTwin, DistributionsAndTokensAgree) {
         }
     }
     expect_rare(tally);
-    // (The constrained profile's 512-entry buffer keeps 256 candidates a
-    // row: top-k 1000 goes to the twin there, by design.)
-    if (c.gpu_only && static_cast<uint32_t>(base.top_k) <= gpu.device_info().candidate_capacity / 2) {
+    // top_k;temperature with k <= CAP / 2: the GPU finishes every row, so no
+    // row may fall back to the twin, which would hide a wrong candidate list
+    // behind the twin's right answer. (The constrained profile's 512-entry
+    // buffer keeps 256 candidates a row: top-k 1000 goes to the twin there,
+    // by design.)
+    if (c.chain == "top_k;temperature" && static_cast<uint32_t>(base.top_k) <= gpu.device_info().candidate_capacity / 2) {
         EXPECT_EQ(fallback_rows, 0u);
     }
     std::printf("%llu rows (distributions and samples) fell back to the CPU twin\n",
@@ -325,7 +324,6 @@ std::vector<Case> chain_cases() {
     // top-k 1000 at an LLM vocabulary: each chunk keeps about 1000 (the
     // tail's merge of long lists).
     out.push_back({"top_k;temperature", "k1000", large});
-    for (Case& c : out) c.gpu_only = c.chain == "top_k;temperature";
     return out;
 }
 

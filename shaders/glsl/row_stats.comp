@@ -33,7 +33,7 @@ void main() {
         // overlap), the unaligned ends one by one. Ids still grow within an
         // invocation: head, middle, tail.
         uint a4 = min((begin + 3u) & ~3u, end), e4 = max(end & ~3u, a4);
-        for (uint i = begin + t; i < a4; i += WG) add_logit(s, logits[row * pc.stride + i], scale, i);
+        for (uint i = begin + t; i < a4; i += WG) add_logit(s, row_logit(row, i), scale, i);
         uint row4 = row * pc.stride / 4u;
         uint q = a4 / 4u + t;
         for (; q + WG < e4 / 4u; q += 2u * WG) {
@@ -46,7 +46,7 @@ void main() {
             vec4 fa = logits4[row4 + q];
             [[unroll]] for (uint c = 0u; c < 4u; ++c) add_logit(s, fa[c], scale, 4u * q + c);
         }
-        for (uint i = e4 + t; i < end; i += WG) add_logit(s, logits[row * pc.stride + i], scale, i);
+        for (uint i = e4 + t; i < end; i += WG) add_logit(s, row_logit(row, i), scale, i);
     } else {
         for (uint i = begin + t; i < end; i += WG) {
             add_logit(s, row_logit(row, i), scale, i);
