@@ -49,13 +49,37 @@ struct RowGroup {
     uint32_t args_base;  // its indirect dispatch arguments, in words
 };
 
+// The app's f32 rows as the passes bind them directly (sieve_sample_vulkan
+// and friends): the buffer from the rows' offset, `stride` elements apart,
+// through `size` (the app's stated buffer size).
+struct DirectKey {
+    VkBuffer buffer = VK_NULL_HANDLE;
+    VkDeviceSize offset = 0, size = 0;
+    uint64_t stride = 0;
+    bool operator==(const DirectKey& o) const {
+        return buffer == o.buffer && offset == o.offset && size == o.size && stride == o.stride;
+    }
+};
+
+// How a zero-copy call's logits reach the passes: bound where the app keeps
+// them (direct), or copied into the chain's logits buffer by the ingest pass
+// (f16/bf16, an offset the device cannot bind, rows the history pass patches).
+struct DeviceInput {
+    bool direct = false;
+    uint32_t stride = 0;                      // direct: the app's row stride, in elements
+    VkCommandBuffer ingest = VK_NULL_HANDLE;  // the ingest pass (not direct)
+    IngestSource source;                      // the app's rows (the ingest pass of rows the twin finishes)
+};
+
 struct Recording {
     VkCommandBuffer cmd = VK_NULL_HANDLE;  // null for a plan emitted into the app's command buffer
     RecordingKind kind = RecordingKind::Sample;
     uint32_t rows = 0, vocab = 0;
     InputsMode inputs = InputsMode::None;
     bool history = false;
-    bool device_input = false;  // the logits come from the ingest pass (no staging copy)
+    bool device_input = false;  // the logits are on the device already (no staging copy)
+    bool direct = false;        // ... and bound where the app keeps them (direct_sets_): no ingest pass
+    uint32_t stride = 0;        // elements from one row of the bound logits to the next
     bool logprobs = false;      // raw_stats.comp runs first
     Plan plan;
     std::vector<RowGroup> groups;  // the plan's dispatches run once per group
@@ -199,6 +223,7 @@ public:
     sieve_status sample_device(const sieve_vulkan_logits& logits, sieve_token* out, std::string* message) override;
     void release_input() override {
         if (ingest_) ingest_->release_source();
+        direct_key_.reset();  // rebound (and re-recorded) on the next use
         if (tokens_) tokens_->release_target();
     }
     void sample_async(const sieve_vulkan_logits& logits, const sieve_vulkan_sync* sync) override;
@@ -223,6 +248,9 @@ private:
     void release();
     // Window w's descriptor set (probabilities: binding 8, or the placeholder).
     VkDescriptorSet allocate_set(uint32_t window, VkBuffer probabilities);
+    // logits: binding 0 when it is not the chain's own logits buffer (the app's rows).
+    void write_set(VkDescriptorSet set, uint32_t window, VkBuffer probabilities,
+                   const VkDescriptorBufferInfo* logits = nullptr);
     uint32_t local_row(uint32_t row) const { return row % windows_.rows; }
     // Where row r of a call starts in a per-row buffer, in elements: windows
     // hold max_elems per row, a call's rows inside a window call_elems (the
@@ -230,12 +258,12 @@ private:
     size_t row_at(uint32_t r, uint64_t max_elems, uint64_t call_elems) const {
         return static_cast<size_t>((r / windows_.rows) * windows_.rows * max_elems + (r % windows_.rows) * call_elems);
     }
-    // device_input: the logits come from the ingest pass (no staging copy).
-    Recording describe(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect, bool device_input,
+    // input: where the logits come from (null: the host, through the upload).
+    Recording describe(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect, const DeviceInput* input,
                        bool timestamps) const;
     // The chain's own command buffer for the shape, recorded on first use.
     const Recording& recording(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect,
-                               bool device_input = false);
+                               const DeviceInput* input = nullptr);
     void emit(VkCommandBuffer cmd, const Recording& rec);
     bool use_collect(uint32_t rows) const;
     sieve_token fallback(uint32_t row, const float* logits, uint32_t vocab, uint32_t step, bool commit,
@@ -254,13 +282,20 @@ private:
     // After a recording ran: the dispatches it launched, its stage times.
     void account(const Recording& rec);
     void submit_and_wait(const Recording& rec, VkCommandBuffer prefix = VK_NULL_HANDLE);
-    // A zero-copy call up to its device work: the rows' checks, the ingest
-    // pass for `in` (returned), the rows' parameters written.
-    VkCommandBuffer prepare_device_input(const sieve_vulkan_logits& in);
+    // A zero-copy call up to its device work: the rows' checks, how its
+    // logits reach the passes (bound directly, or the ingest pass), the rows'
+    // parameters written.
+    DeviceInput prepare_device_input(const sieve_vulkan_logits& in);
     // After its device work: the rows' results, the rows the twin finishes.
-    sieve_status finish_device_input(uint32_t rows, uint32_t vocab, VkCommandBuffer ingest, sieve_token* out,
+    sieve_status finish_device_input(uint32_t rows, uint32_t vocab, const DeviceInput& input, sieve_token* out,
                                      std::string* message);
     IngestSource ingest_source(const sieve_vulkan_logits& in) const;
+    // The app's rows can be bound as they are (f32, aligned windows, no row
+    // patched by the history pass): the passes read them there.
+    bool can_bind_directly(const sieve_vulkan_logits& in) const;
+    // direct_sets_ bound to `key`'s rows; a change drops the recordings that used them.
+    void bind_directly(const DirectKey& key);
+    VkCommandBuffer ingest_command(const IngestSource& src);
     const float* ingested_rows_on_host(VkCommandBuffer ingest);
     void wait_pending();
     sieve_token read_result(uint32_t row, std::string* message, sieve_status* first) const;
@@ -286,6 +321,8 @@ private:
     Buffer placeholder_, probabilities_, dispatch_args_, inputs_, wide_, adjust_;
     VkDescriptorPool pool_ = VK_NULL_HANDLE;
     std::vector<VkDescriptorSet> sets_, distribution_sets_;  // one per row window
+    std::vector<VkDescriptorSet> direct_sets_;  // sets_ with the app's rows at binding 0 (made on first use)
+    std::optional<DirectKey> direct_key_;       // what direct_sets_ bind now
     VkCommandPool command_pool_ = VK_NULL_HANDLE;
     VkFence fence_ = VK_NULL_HANDLE;
     bool pending_ = false;  // a submission whose wait timed out
@@ -301,12 +338,12 @@ private:
     // ingest command buffer stay as it left them.
     struct InFlight {
         bool recorded = false;
-        Recording rec;                             // its plan: the dispatches are counted when it finishes
-        VkCommandBuffer ingest = VK_NULL_HANDLE;   // re-submitted for rows the twin finishes
+        Recording rec;      // its plan: the dispatches are counted when it finishes
+        DeviceInput input;  // its logits (the ingest pass is re-submitted for rows the twin finishes)
     };
     std::optional<InFlight> in_flight_;
     VkCommandBuffer readback_ = VK_NULL_HANDLE;  // logits -> staging (fallback rows of device input)
-    std::map<std::tuple<uint32_t, uint32_t, uint32_t, bool, bool, uint32_t, bool, bool, bool>, Recording>
+    std::map<std::tuple<uint32_t, uint32_t, uint32_t, bool, bool, uint32_t, bool, bool, bool, bool, uint32_t>, Recording>
         recordings_by_shape_;
 };
 
@@ -359,8 +396,9 @@ GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
                                                storage | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                                                true, &allocations_);
 
-        // A sampling set and (on first use) a distribution set per window.
-        pool_ = create_storage_pool(device_, 2 * windows_.count, 2 * kBindingCount * windows_.count);
+        // A sampling set and (on first use) a distribution set and a set
+        // binding the app's rows per window.
+        pool_ = create_storage_pool(device_, 3 * windows_.count, 3 * kBindingCount * windows_.count);
         for (uint32_t w = 0; w < windows_.count; ++w) sets_.push_back(allocate_set(w, placeholder_.buffer));
 
         VkCommandPoolCreateInfo cp{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
@@ -456,6 +494,12 @@ VkDescriptorSet GpuChain::allocate_set(uint32_t window, VkBuffer probabilities) 
     ai.pSetLayouts = &layout;
     VkDescriptorSet set = VK_NULL_HANDLE;
     vk_check(vk.vkAllocateDescriptorSets(device_.handle(), &ai, &set), "vkAllocateDescriptorSets");
+    write_set(set, window, probabilities);
+    return set;
+}
+
+void GpuChain::write_set(VkDescriptorSet set, uint32_t window, VkBuffer probabilities,
+                         const VkDescriptorBufferInfo* logits) {
     const VkBuffer buffers[kBindingCount] = {logits_.buffer,     params_.buffer,     chunk_stats_.buffer,
                                              row_state_.buffer,  slot_state_.buffer, histograms_.buffer,
                                              candidates_.buffer, results_.buffer,    probabilities,
@@ -470,8 +514,8 @@ VkDescriptorSet GpuChain::allocate_set(uint32_t window, VkBuffer probabilities) 
         infos[b] = windowed ? VkDescriptorBufferInfo{buffers[b], first * windows_.row_bytes[b], rows * windows_.row_bytes[b]}
                             : VkDescriptorBufferInfo{buffers[b], 0, VK_WHOLE_SIZE};
     }
+    if (logits) infos[0] = *logits;
     write_storage_set(device_, set, infos, kBindingCount);
-    return set;
 }
 
 bool GpuChain::use_collect(uint32_t rows) const {
@@ -481,9 +525,14 @@ bool GpuChain::use_collect(uint32_t rows) const {
     return false;
 }
 
+// Every row starts at a multiple of 4 logits and holds whole vec4s: the
+// passes' four-at-a-time variants may read them (the app's rows, bound
+// directly, have their own stride).
+static bool rows_of_whole_vec4s(const Recording& rec) { return rec.vocab % 4 == 0 && rec.stride % 4 == 0; }
+
 // The plan of one call's shape (no command buffer yet).
-Recording GpuChain::describe(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect, bool device_input,
-                             bool timestamps) const {
+Recording GpuChain::describe(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect,
+                             const DeviceInput* input, bool timestamps) const {
     bool has_inputs = false, history = false;
     const bool logprobs = logprobs_n_ >= 0 && kind == RecordingKind::Sample;
     for (uint32_t r = 0; r < rows; ++r) {
@@ -499,7 +548,9 @@ Recording GpuChain::describe(RecordingKind kind, uint32_t rows, uint32_t vocab, 
     rec.vocab = vocab;
     rec.inputs = has_inputs ? InputsMode::All : InputsMode::None;
     rec.history = history;
-    rec.device_input = device_input;
+    rec.device_input = input != nullptr;
+    rec.direct = input && input->direct;
+    rec.stride = rec.direct ? input->stride : vocab;
     rec.logprobs = logprobs;
     rec.plan = make_plan(kind, greedy_terminal(), collect, wide_cap_ > 0, history, vocab, limits_, type_, logprobs);
     rec.timestamps = timestamps;
@@ -516,10 +567,11 @@ Recording GpuChain::describe(RecordingKind kind, uint32_t rows, uint32_t vocab, 
 }
 
 const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect,
-                                     bool device_input) {
-    Recording rec = describe(kind, rows, vocab, collect, device_input, profiling_);
+                                     const DeviceInput* input) {
+    Recording rec = describe(kind, rows, vocab, collect, input, profiling_);
     auto key = std::make_tuple(static_cast<uint32_t>(kind), rows, vocab, profiling_, collect,
-                               static_cast<uint32_t>(rec.inputs), rec.history, device_input, rec.logprobs);
+                               static_cast<uint32_t>(rec.inputs), rec.history, rec.device_input, rec.logprobs,
+                               rec.direct, rec.stride);
     auto it = recordings_by_shape_.find(key);
     if (it != recordings_by_shape_.end()) return it->second;
 
@@ -541,6 +593,15 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
 void GpuChain::emit(VkCommandBuffer cmd, const Recording& rec) {
     const auto& vk = device_.vk();
     VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    if (rec.direct) {
+        // The app's writes of its rows (any earlier command on this queue: a
+        // compute or transfer pass, a copy) before the passes read them where
+        // they are: the ingest pass's first barrier, which this call skips.
+        barrier.srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT;
+        barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+        vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
+                                &barrier, 0, nullptr, 0, nullptr);
+    }
     // The previous call's shader writes (slot state, results) before this
     // one's reads and writes, its indirect reads of the dispatch arguments
     // before they are reset, and its transfers (the staging copy's writes, the
@@ -584,10 +645,11 @@ void GpuChain::emit(VkCommandBuffer cmd, const Recording& rec) {
     }
     uint32_t query = 1;
     for (const RowGroup& g : rec.groups) {
-    VkDescriptorSet set = (rec.kind == RecordingKind::Distribution ? distribution_sets_ : sets_)[g.window];
+    VkDescriptorSet set =
+        (rec.direct ? direct_sets_ : rec.kind == RecordingKind::Distribution ? distribution_sets_ : sets_)[g.window];
     vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_.layout(), 0, 1, &set, 0, nullptr);
     for (const Dispatch& d : rec.plan.dispatches) {
-        PushConstants pc{rec.vocab, rec.vocab, rec.plan.chunk_size, rec.plan.n_chunks, d.level, rec.plan.flags,
+        PushConstants pc{rec.vocab, rec.stride, rec.plan.chunk_size, rec.plan.n_chunks, d.level, rec.plan.flags,
                          g.row_base, g.args_base, wide_cap_, history_capacity(), adjust_layout_.hash_bits,
                          adjust_layout_.bitmap_words};
         const bool collect_stage =
@@ -595,7 +657,7 @@ void GpuChain::emit(VkCommandBuffer cmd, const Recording& rec) {
         VkPipeline pipeline = collect_stage ? pipelines_.collect(d.stage, chain_ops(config_.samplers),
                                                                  chain_selector(config_.samplers), rec.inputs,
                                                                  rec.plan.small)
-                                  : pipelines_.get(d.stage, rec.inputs, rec.vocab % 4 == 0);
+                                  : pipelines_.get(d.stage, rec.inputs, rows_of_whole_vec4s(rec));
         vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
         vk.vkCmdPushConstants(cmd, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), &pc);
         if (d.indirect == kDirect)
@@ -670,7 +732,7 @@ void GpuChain::arm_collect(const Recording& rec) {
     auto* args = static_cast<uint32_t*>(dispatch_args_.mapped);
     const auto* params = static_cast<const uint32_t*>(params_.mapped);
     for (const RowGroup& g : rec.groups) {
-        bool plain = rec.inputs == InputsMode::None && rec.vocab % 4 == 0;
+        bool plain = rec.inputs == InputsMode::None && rows_of_whole_vec4s(rec);
         const uint32_t first = g.window * windows_.rows + g.row_base;
         for (uint32_t r = first; plain && r < first + g.rows; ++r)
             plain = row_block_plain(params + static_cast<size_t>(r) * kParamStride, limits_.workgroup_size,
@@ -944,22 +1006,92 @@ const float* GpuChain::ingested_rows_on_host(VkCommandBuffer ingest) {
     return static_cast<const float*>(device_.unified_memory() ? logits_.mapped : staging_.mapped);
 }
 
-VkCommandBuffer GpuChain::prepare_device_input(const sieve_vulkan_logits& in) {
-    wait_pending();
-    check_history_order(static_cast<uint32_t>(in.rows));
-    const IngestSource src = ingest_source(in);
+bool GpuChain::can_bind_directly(const sieve_vulkan_logits& in) const {
+    if (in.dtype != SIEVE_DTYPE_F32) return false;
+    const uint64_t stride = in.row_stride == 0 ? static_cast<uint64_t>(in.vocab) : static_cast<uint64_t>(in.row_stride);
+    // A stride of whole vec4s over rows that are not: the passes' four-at-a-
+    // time loops assume the row ends on a vec4 (the chain's own rows do).
+    if (stride > UINT32_MAX || (stride % 4 == 0 && in.vocab % 4 != 0)) return false;
+    // The history pass writes adjusted logits into the row (ROW_PATCH): never
+    // into the app's buffer.
+    for (int32_t r = 0; r < in.rows; ++r)
+        if (row_adjusts(config_.samplers, rows_[r])) return false;
+    // Each row window is bound from its first row: an offset the device binds.
+    const uint64_t align = std::max<uint64_t>(limits_.min_storage_offset_alignment, 1);
+    const uint64_t rows = static_cast<uint64_t>(in.rows);
+    for (uint64_t first = 0; first < rows; first += windows_.rows) {
+        const uint64_t n = std::min<uint64_t>(windows_.rows, rows - first);
+        if ((in.offset + first * stride * 4) % align != 0) return false;
+        if (((n - 1) * stride + static_cast<uint64_t>(in.vocab)) * 4 > limits_.max_storage_buffer_range) return false;
+    }
+    return true;
+}
+
+void GpuChain::bind_directly(const DirectKey& key) {
+    if (direct_key_ && *direct_key_ == key) return;
+    const auto& vk = device_.vk();
+    // The recordings that bind direct_sets_ would see the new rows through a
+    // rewritten set, which invalidates them: they are dropped (recorded again
+    // on their next use). The previous call has finished (wait_pending).
+    for (auto it = recordings_by_shape_.begin(); it != recordings_by_shape_.end();) {
+        if (it->second.direct) {
+            vk.vkFreeCommandBuffers(device_.handle(), command_pool_, 1, &it->second.cmd);
+            it = recordings_by_shape_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    const auto& layout = pipelines_.set_layout();
+    for (uint32_t w = 0; w < windows_.count; ++w) {
+        if (direct_sets_.size() <= w) {
+            VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+            ai.descriptorPool = pool_;
+            ai.descriptorSetCount = 1;
+            ai.pSetLayouts = &layout;
+            VkDescriptorSet set = VK_NULL_HANDLE;
+            vk_check(vk.vkAllocateDescriptorSets(device_.handle(), &ai, &set), "vkAllocateDescriptorSets");
+            direct_sets_.push_back(set);
+        }
+        // Window w's rows from its first row through the app's buffer (or as
+        // far as one binding reaches): the rows of any call that fits.
+        const VkDeviceSize offset = key.offset + static_cast<VkDeviceSize>(w) * windows_.rows * key.stride * 4;
+        // (A window past the app's buffer, which no call of this key reaches,
+        // keeps the chain's own logits.)
+        const VkDescriptorBufferInfo logits{
+            key.buffer, offset, std::min<VkDeviceSize>(key.size - std::min(offset, key.size), limits_.max_storage_buffer_range) / 4 * 4};
+        write_set(direct_sets_[w], w, placeholder_.buffer, logits.range > 0 ? &logits : nullptr);
+    }
+    direct_key_ = key;
+}
+
+VkCommandBuffer GpuChain::ingest_command(const IngestSource& src) {
     if (!ingest_)
         ingest_ = std::make_unique<Ingest>(device_, logits_.buffer, windows_.count, command_pool_);
     bool recorded = false;
     VkCommandBuffer ingest = ingest_->prepare(src, &recorded);
     if (recorded) ++recordings_;
-    write_params(static_cast<uint32_t>(in.rows), true, true);
     return ingest;
 }
 
-sieve_status GpuChain::finish_device_input(uint32_t r, uint32_t v, VkCommandBuffer ingest, sieve_token* out,
+DeviceInput GpuChain::prepare_device_input(const sieve_vulkan_logits& in) {
+    wait_pending();
+    check_history_order(static_cast<uint32_t>(in.rows));
+    DeviceInput input;
+    input.source = ingest_source(in);
+    input.direct = can_bind_directly(in);
+    if (input.direct) {
+        input.stride = input.source.stride;
+        bind_directly({in.buffer, in.offset, in.size, input.source.stride});
+    } else {
+        input.ingest = ingest_command(input.source);
+    }
+    write_params(static_cast<uint32_t>(in.rows), true, true);
+    return input;
+}
+
+sieve_status GpuChain::finish_device_input(uint32_t r, uint32_t v, const DeviceInput& input, sieve_token* out,
                                            std::string* message) {
-    dispatches_ += (r + windows_.rows - 1) / windows_.rows;  // the ingest pass, one dispatch per window
+    if (!input.direct) dispatches_ += (r + windows_.rows - 1) / windows_.rows;  // the ingest pass, one dispatch per window
     sieve_status first = SIEVE_OK;
     begin_logprobs(static_cast<int32_t>(r));
     const float* host_rows = nullptr;
@@ -967,7 +1099,13 @@ sieve_status GpuChain::finish_device_input(uint32_t r, uint32_t v, VkCommandBuff
         const auto* res = static_cast<const uint32_t*>(results_.mapped) + i * kResultStride;
         sieve_token t;
         if (res[3] == kStatusFallback) {
-            if (!host_rows) host_rows = ingested_rows_on_host(ingest);
+            // The twin reads the rows from the host: the ingest pass brings
+            // them into the chain's buffer (for rows bound directly too).
+            if (!host_rows) {
+                VkCommandBuffer ingest = input.direct ? ingest_command(input.source) : input.ingest;
+                if (input.direct) dispatches_ += (r + windows_.rows - 1) / windows_.rows;
+                host_rows = ingested_rows_on_host(ingest);
+            }
             const float* row = host_rows + row_at(i, static_cast<uint64_t>(config_.max_vocab), v);
             t = fallback(i, row, v, res[5], true, message, &first);
             take_logprobs(i, t, row, v);
@@ -975,7 +1113,7 @@ sieve_status GpuChain::finish_device_input(uint32_t r, uint32_t v, VkCommandBuff
             t = read_result(i, message, &first);
             take_logprobs(i, t, nullptr, v);
         }
-        t.row_passes += 1;  // the ingest pass reads the app's row
+        if (!input.direct) t.row_passes += 1;  // the ingest pass reads the app's row
         row_passes_ += t.row_passes;
         out[i] = t;
     }
@@ -983,12 +1121,12 @@ sieve_status GpuChain::finish_device_input(uint32_t r, uint32_t v, VkCommandBuff
 }
 
 sieve_status GpuChain::sample_device(const sieve_vulkan_logits& in, sieve_token* out, std::string* message) {
-    VkCommandBuffer ingest = prepare_device_input(in);
+    const DeviceInput input = prepare_device_input(in);
     const uint32_t r = static_cast<uint32_t>(in.rows), v = static_cast<uint32_t>(in.vocab);
-    const Recording& rec = recording(RecordingKind::Sample, r, v, use_collect(r), true);
+    const Recording& rec = recording(RecordingKind::Sample, r, v, use_collect(r), &input);
     arm_collect(rec);
-    submit_and_wait(rec, ingest);
-    return finish_device_input(r, v, ingest, out, message);
+    submit_and_wait(rec, input.ingest);
+    return finish_device_input(r, v, input, out, message);
 }
 
 void GpuChain::sample_async(const sieve_vulkan_logits& in, const sieve_vulkan_sync* sync) {
@@ -996,9 +1134,9 @@ void GpuChain::sample_async(const sieve_vulkan_logits& in, const sieve_vulkan_sy
         fail(SIEVE_ERROR_DEVICE_LIMIT, "timeline semaphores are not usable on this context: the app enables "
                                        "timelineSemaphore on its device and states SIEVE_FEATURE_TIMELINE_SEMAPHORE in "
                                        "sieve_vulkan_device.enabled_features (else use binary semaphores, timeline = 0)");
-    VkCommandBuffer ingest = prepare_device_input(in);
+    DeviceInput input = prepare_device_input(in);
     const uint32_t r = static_cast<uint32_t>(in.rows), v = static_cast<uint32_t>(in.vocab);
-    const Recording& rec = recording(RecordingKind::Sample, r, v, use_collect(r), true);
+    const Recording& rec = recording(RecordingKind::Sample, r, v, use_collect(r), &input);
     arm_collect(rec);
     VkCommandBuffer tokens = VK_NULL_HANDLE;
     if (sync && sync->token_buffer) {
@@ -1007,8 +1145,8 @@ void GpuChain::sample_async(const sieve_vulkan_logits& in, const sieve_vulkan_sy
         tokens = tokens_->prepare({sync->token_buffer, sync->token_offset, r}, &recorded);
         if (recorded) ++recordings_;
     }
-    submit(rec, ingest, tokens, sync);
-    in_flight_ = InFlight{false, rec, ingest};
+    submit(rec, input.ingest, tokens, sync);
+    in_flight_ = InFlight{false, rec, std::move(input)};
 }
 
 sieve_status GpuChain::wait(uint64_t timeout_ns, sieve_token* out, std::string* message) {
@@ -1025,22 +1163,22 @@ sieve_status GpuChain::wait(uint64_t timeout_ns, sieve_token* out, std::string* 
     InFlight call = std::move(*in_flight_);
     in_flight_.reset();
     account(call.rec);
-    return finish_device_input(call.rec.rows, call.rec.vocab, call.ingest, out, message);
+    return finish_device_input(call.rec.rows, call.rec.vocab, call.input, out, message);
 }
 
 void GpuChain::record(VkCommandBuffer cmd, const sieve_vulkan_logits& in, const sieve_vulkan_sync* sync) {
-    VkCommandBuffer ingest = prepare_device_input(in);
+    DeviceInput input = prepare_device_input(in);
     const uint32_t r = static_cast<uint32_t>(in.rows), v = static_cast<uint32_t>(in.vocab);
     // The same commands as the chain's own recording, minus the timestamps
     // (the query pool is the chain's, read only after its own fences).
-    Recording rec = describe(RecordingKind::Sample, r, v, use_collect(r), true, false);
+    Recording rec = describe(RecordingKind::Sample, r, v, use_collect(r), &input, false);
     arm_collect(rec);
-    ingest_->emit(cmd);
+    if (!input.direct) ingest_->emit(cmd);
     emit(cmd, rec);
     if (sync && sync->token_buffer)
         emit_token_copy(device_, cmd, results_.buffer, kResultStride * 4, {sync->token_buffer, sync->token_offset, r});
     ++recordings_;
-    in_flight_ = InFlight{true, std::move(rec), ingest};
+    in_flight_ = InFlight{true, std::move(rec), std::move(input)};
 }
 
 sieve_status GpuChain::collect(sieve_token* out, std::string* message) {
@@ -1051,7 +1189,7 @@ sieve_status GpuChain::collect(sieve_token* out, std::string* message) {
     InFlight call = std::move(*in_flight_);
     in_flight_.reset();
     account(call.rec);
-    return finish_device_input(call.rec.rows, call.rec.vocab, call.ingest, out, message);
+    return finish_device_input(call.rec.rows, call.rec.vocab, call.input, out, message);
 }
 
 // The GPU stopped where the row's survivors reach past its candidate buffer

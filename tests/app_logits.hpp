@@ -46,7 +46,11 @@ inline AppLogits make_app_logits(AppDevice& app, sieve_dtype dtype, Shape shape,
         }
     a.staging = app.make_buffer(size, VK_BUFFER_USAGE_TRANSFER_SRC_BIT, true);
     std::memcpy(a.staging.mapped, a.bytes.data(), size);
-    a.tensor = app.make_buffer(size, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT, false);
+    // (A transfer source too: tests read it back to see Sieve never wrote it.)
+    a.tensor = app.make_buffer(size,
+                               VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
+                                   VK_BUFFER_USAGE_TRANSFER_SRC_BIT,
+                               false);
     sieve_vulkan_logits_init(&a.desc, a.tensor.buffer, size, dtype, rows, vocab);
     a.desc.offset = offset;
     a.desc.row_stride = stride;

@@ -43,6 +43,112 @@ TEST(ZeroCopy, EqualsHostInputForEveryDtype) {
                 }
 }
 
+// The device's minStorageBufferOffsetAlignment, as the app sees it.
+VkDeviceSize offset_alignment(AppDevice& app) {
+    VkPhysicalDeviceProperties props{};
+    vkGetPhysicalDeviceProperties(app.physical, &props);
+    return props.limits.minStorageBufferOffsetAlignment;
+}
+
+// The app's tensor as it is now (after the queue's work so far).
+std::vector<unsigned char> read_back(AppDevice& app, const AppDevice::AppBuffer& tensor) {
+    AppDevice::AppBuffer host = app.make_buffer(tensor.size, VK_BUFFER_USAGE_TRANSFER_DST_BIT, true);
+    VkCommandBuffer cmd = app.begin_command_buffer();
+    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    barrier.srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
+    app.vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier,
+                                0, nullptr, 0, nullptr);
+    VkBufferCopy region{0, 0, tensor.size};
+    app.vk.vkCmdCopyBuffer(cmd, tensor.buffer, host.buffer, 1, &region);
+    barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    app.vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0,
+                                nullptr, 0, nullptr);
+    app.vk.vkEndCommandBuffer(cmd);
+    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &cmd;
+    EXPECT_EQ(app.vk.vkQueueSubmit(app.queue, 1, &si, VK_NULL_HANDLE), VK_SUCCESS);
+    EXPECT_EQ(app.vk.vkQueueWaitIdle(app.queue), VK_SUCCESS);
+    const auto* bytes = static_cast<const unsigned char*>(host.mapped);
+    return std::vector<unsigned char>(bytes, bytes + tensor.size);
+}
+
+// f32 rows at an offset the device binds are read where they are: one full-
+// row pass per row (the plan's), no ingest pass; every other input takes the
+// ingest pass (two). Either way the tokens equal the host path's, whatever
+// the stride (scalar reads, or four at a time when stride and vocab are
+// multiples of 4), and the bytes between and after the rows (NaN) are never
+// read.
+TEST(ZeroCopy, BindsF32RowsWhereTheyAre) {
+    AppDevice app;
+    auto ctx = app_context(app);
+    const VkDeviceSize align = offset_alignment(app);
+    constexpr int32_t kRows = 3;
+    struct Input {
+        sieve_dtype dtype;
+        int32_t vocab;
+        int64_t stride;
+        VkDeviceSize offset;
+        bool direct;
+    };
+    const Input inputs[] = {
+        {SIEVE_DTYPE_F32, 32000, 32000, 0, true},
+        {SIEVE_DTYPE_F32, 32000, 32004, 4 * align, true},  // vec4 rows a stride apart
+        {SIEVE_DTYPE_F32, 32000, 32003, align, true},      // scalar reads
+        {SIEVE_DTYPE_F32, 5001, 5001, 0, true},            // rows that end inside a vec4
+        {SIEVE_DTYPE_F32, 5001, 5004, 0, false},           // a vec4 stride over rows that do not: ingest
+        {SIEVE_DTYPE_F32, 32000, 32000, align + 4, align <= 4},  // an offset the device may not bind
+        {SIEVE_DTYPE_F16, 32000, 32000, 0, false},
+    };
+    for (const Input& in : inputs)
+        for (const char* samplers : {"", "top_p;temperature", "greedy"}) {
+            SCOPED_TRACE(std::string("dtype ") + std::to_string(in.dtype) + ", vocab " + std::to_string(in.vocab) +
+                         ", stride " + std::to_string(in.stride) + ", offset " + std::to_string(in.offset) +
+                         ", chain '" + samplers + "'");
+            AppLogits a = make_app_logits(app, in.dtype, Shape::Zipf, kRows, in.vocab, in.stride, in.offset, 31);
+            sieve::Chain zero(*ctx, chain_desc(samplers, kRows, in.vocab, 0.8f, 5));
+            sieve::Chain host(*ctx, chain_desc(samplers, kRows, in.vocab, 0.8f, 5));
+            for (int step = 0; step < 2; ++step) {
+                app.copy_on_queue(a.staging, a.tensor);
+                const uint64_t zero_before = zero.counters().row_passes, host_before = host.counters().row_passes;
+                expect_same(sample_vulkan(zero, a.desc), host.sample(a.host));
+                EXPECT_EQ(zero.counters().cpu_fallback_rows, 0u);
+                // The host path's passes, plus the ingest pass's read of each row.
+                EXPECT_EQ(zero.counters().row_passes - zero_before,
+                          host.counters().row_passes - host_before + (in.direct ? 0u : kRows));
+            }
+        }
+}
+
+// A row the history pass patches (penalties acting) is never patched in the
+// app's buffer: such calls take the ingest pass, and the app's bytes stay as
+// the app wrote them.
+TEST(ZeroCopy, NeverWritesTheAppsBuffer) {
+    AppDevice app;
+    auto ctx = app_context(app);
+    constexpr int32_t kRows = 2, kVocab = 32000;
+    AppLogits a = make_app_logits(app, SIEVE_DTYPE_F32, Shape::Zipf, kRows, kVocab, kVocab, 0, 17);
+    const char* samplers = "penalties;top_k;temperature";
+    sieve::Chain zero(*ctx, chain_desc(samplers, kRows, kVocab, 0.8f, 5));
+    sieve::Chain host(*ctx, chain_desc(samplers, kRows, kVocab, 0.8f, 5));
+    for (sieve::Chain* c : {&zero, &host}) {
+        c->set(SIEVE_PARAM_REPEAT_PENALTY, 1.5);
+        c->set(SIEVE_PARAM_REPEAT_LAST_N, 64);
+        c->set(SIEVE_PARAM_TOP_K, 40);
+    }
+    app.copy_on_queue(a.staging, a.tensor);
+    for (int step = 0; step < 4; ++step) {  // the history pass patches the rows once tokens were drawn
+        SCOPED_TRACE("step " + std::to_string(step));
+        const uint64_t zero_before = zero.counters().row_passes, host_before = host.counters().row_passes;
+        expect_same(sample_vulkan(zero, a.desc), host.sample(a.host));
+        EXPECT_EQ(zero.counters().row_passes - zero_before, host.counters().row_passes - host_before + kRows)
+            << "penalties acting: the ingest pass reads the rows";
+    }
+    EXPECT_EQ(read_back(app, a.tensor), a.bytes);
+}
+
 // Rows whose survivors pass the candidate buffer go to the CPU twin, which
 // needs them on the host: the same tokens as from host memory, counted.
 // A capacity of two row windows (vocab 262144: 64 rows per 128 MiB binding
@@ -63,11 +169,15 @@ TEST(ZeroCopy, AcrossRowWindows) {
     expect_same(sample_vulkan(zero, a.desc), host.sample(a.host));
 }
 
+// f16 through the ingest pass; f32 bound where it is, whose rows the ingest
+// pass brings to the host only when the twin needs them.
 TEST(ZeroCopy, RowsTheTwinFinishes) {
     AppDevice app;
     auto ctx = app_context(app);
     constexpr int32_t kRows = 2, kVocab = 32000;
-    AppLogits a = make_app_logits(app, SIEVE_DTYPE_F16, Shape::Gaussian, kRows, kVocab, kVocab, 0, 8);
+    for (sieve_dtype dtype : {SIEVE_DTYPE_F16, SIEVE_DTYPE_F32}) {
+    SCOPED_TRACE("dtype " + std::to_string(dtype));
+    AppLogits a = make_app_logits(app, dtype, Shape::Gaussian, kRows, kVocab, kVocab, 0, 8);
     sieve::Chain zero(*ctx, chain_desc("min_p;temperature", kRows, kVocab, 0.8f, 3));
     sieve::Chain host(*ctx, chain_desc("min_p;temperature", kRows, kVocab, 0.8f, 3));
     zero.set(SIEVE_PARAM_MIN_P, 0.001);
@@ -78,6 +188,7 @@ TEST(ZeroCopy, RowsTheTwinFinishes) {
     }
     EXPECT_GT(zero.counters().cpu_fallback_rows, 0u) << "the case no longer reaches the CPU twin";
     EXPECT_EQ(zero.counters().cpu_fallback_rows, host.counters().cpu_fallback_rows);
+    }
 }
 
 // The ingest pass is recorded once per buffer and shape: resampling the same

@@ -49,10 +49,18 @@ SIEVE_API sieve_status sieve_context_create_vulkan(const sieve_vulkan_device* de
  * another queue that has completed (a fence the app waited for). The call returns
  * after the tokens are written; Sieve only reads the buffer.
  *
- * Cost: one device pass widens the rows into Sieve's own f32 buffer (the later
- * passes may rewrite that copy: penalties and DRY patch it in place), recorded in
- * a command buffer of its own that is re-recorded only when the buffer, offset,
- * dtype or shape changes.
+ * Cost: f32 rows are read where they are, with no copy, when the device can
+ * bind them: `offset` (and the start of every row window, see
+ * maxStorageBufferRange) a multiple of minStorageBufferOffsetAlignment, a
+ * row_stride that is a multiple of 4 only when the vocab is too, and no row
+ * whose penalties or DRY act (those patch the logits in place, which Sieve
+ * never does in the app's buffer). The chain's recordings then name the app's
+ * buffer: they are re-recorded when the buffer, offset, stride or size changes.
+ * Every other input (f16, bf16, other offsets, acting penalties) takes one more
+ * device pass that widens the rows into Sieve's own f32 buffer, recorded in a
+ * command buffer of its own that is re-recorded only when the buffer, offset,
+ * dtype or shape changes. Rows the CPU twin finishes are brought to the host by
+ * that pass too.
  *
  * Lifetime: Sieve keeps a descriptor of the last buffer it sampled from. Call
  * sieve_chain_release_input before destroying that buffer if the chain may be
@@ -168,10 +176,10 @@ SIEVE_API sieve_status sieve_sample_vulkan_async(sieve_chain* chain, const sieve
 SIEVE_API sieve_status sieve_chain_wait(sieve_chain* chain, uint64_t timeout_ns, sieve_token* out);
 
 /* ---- record-into ---------------------------------------------------------------
- * sieve_chain_record records the call's device work (the ingest pass, the
- * chain's plan and, with sync->token_buffer, the token copy) into a command
- * buffer the app is recording, instead of submitting it; the app submits it
- * with its own work, waits for that submission (fence or semaphore), then calls
+ * sieve_chain_record records the call's device work (the ingest pass when the
+ * rows need one, the chain's plan and, with sync->token_buffer, the token copy)
+ * into a command buffer the app is recording, instead of submitting it; the app
+ * submits it with its own work, waits for that submission (fence or semaphore), then calls
  * sieve_chain_collect for the tokens. No host round trip between the app's
  * decode and the sampling: both run in one submission.
  *
