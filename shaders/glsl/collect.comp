@@ -15,6 +15,7 @@
 #include "agg.glsl"
 #include "bitonic.glsl"
 #include "collect.glsl"
+#include "stretch.glsl"
 
 // Which rows this pipeline serves (pipelines.cpp). A CPU device runs every
 // line of a shader in every workgroup under a lane mask, taken or not, so the
@@ -191,18 +192,20 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, inout uint bad, inout
     // fails on them whatever its candidates are.)
     uint khi = 0u, klo = 0xFFFFFFFFu;
     uint row4 = row * (pc.stride / 4u);
-    uint q_first = begin / 4u + t, q_stop = end / 4u;  // every WG-th vec4: coalesced on a GPU
+    uint q_first, q_stop;  // contiguous stretches (stretch.glsl)
+    stretch_share(begin / 4u, end / 4u, q_first, q_stop);
+    const uint q_step = RUN_LANES;
     // Two loads an iteration: lavapipe loads a vector lane by lane, each
     // lane's load waiting on the previous one's; two independent loads
     // overlap.
     uint q = q_first;
-    for (; q + WG < q_stop; q += 2u * WG) {
+    for (; q + q_step < q_stop; q += 2u * q_step) {
         vec4 fa = logits4[row4 + q];
-        vec4 fb = logits4[row4 + q + WG];
+        vec4 fb = logits4[row4 + q + q_step];
         PICK_VEC4(fa, q)
-        PICK_VEC4(fb, q + WG)
+        PICK_VEC4(fb, q + q_step)
     }
-    for (; q < q_stop; q += WG) {
+    for (; q < q_stop; q += q_step) {
         vec4 fa = logits4[row4 + q];
         PICK_VEC4(fa, q)
     }
@@ -211,7 +214,7 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, inout uint bad, inout
     // This invocation saw NaN or +Inf (rare): its share again, for their count
     // and the first one's index (a loop, so no other invocation pays for it).
     bool saw_bad = khi >= KEY_POS_INF || klo < KEY_NEG_INF;
-    for (uint q = q_first; saw_bad && q < q_stop; q += WG) {
+    for (uint q = q_first; saw_bad && q < q_stop; q += q_step) {
         vec4 f4 = logits4[row4 + q];
         [[unroll]] for (uint c = 0u; c < 4u; ++c) {
             uint k = sieve_key(f4[c]);
@@ -277,7 +280,7 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, inout uint bad, inout
                 (k2 != 0u && k2 >= tau ? 1u : 0u) + (k3 != 0u && k3 >= tau ? 1u : 0u);
     if (dropped) {
         mine = 0u;
-        for (uint q = q_first; q < q_stop; q += WG) {
+        for (uint q = q_first; q < q_stop; q += q_step) {
             vec4 f4 = logits4[row4 + q];
             [[unroll]] for (uint c = 0u; c < 4u; ++c) {
                 uint k = sieve_key(f4[c]);
@@ -293,7 +296,7 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, inout uint bad, inout
     if (s_count > HALF) return false;  // uniform
     uint slot = mine > 0u ? atomicAdd(s_fill, mine) : 0u;
     if (dropped) {
-        for (uint q = q_first; q < q_stop; q += WG) {
+        for (uint q = q_first; q < q_stop; q += q_step) {
             vec4 f4 = logits4[row4 + q];
             [[unroll]] for (uint c = 0u; c < 4u; ++c) {
                 uint k = sieve_key(f4[c]);

@@ -10,6 +10,7 @@
 #include "row.glsl"
 #include "arrive.glsl"
 #include "result.glsl"
+#include "stretch.glsl"
 
 // The logits again, four at a time (rows whose stride is a multiple of 4).
 layout(std430, set = 0, binding = 0) readonly buffer Logits4 { vec4 logits4[]; };
@@ -35,14 +36,15 @@ void main() {
         uint a4 = min((begin + 3u) & ~3u, end), e4 = max(end & ~3u, a4);
         for (uint i = begin + t; i < a4; i += WG) add_logit(s, row_logit(row, i), scale, i);
         uint row4 = row * pc.stride / 4u;
-        uint q = a4 / 4u + t;
-        for (; q + WG < e4 / 4u; q += 2u * WG) {
+        uint q, q_stop;  // contiguous stretches (stretch.glsl)
+        stretch_share(a4 / 4u, e4 / 4u, q, q_stop);
+        for (; q + RUN_LANES < q_stop; q += 2u * RUN_LANES) {
             vec4 fa = logits4[row4 + q];
-            vec4 fb = logits4[row4 + q + WG];
+            vec4 fb = logits4[row4 + q + RUN_LANES];
             [[unroll]] for (uint c = 0u; c < 4u; ++c) add_logit(s, fa[c], scale, 4u * q + c);
-            [[unroll]] for (uint c = 0u; c < 4u; ++c) add_logit(s, fb[c], scale, 4u * (q + WG) + c);
+            [[unroll]] for (uint c = 0u; c < 4u; ++c) add_logit(s, fb[c], scale, 4u * (q + RUN_LANES) + c);
         }
-        for (; q < e4 / 4u; q += WG) {
+        for (; q < q_stop; q += RUN_LANES) {
             vec4 fa = logits4[row4 + q];
             [[unroll]] for (uint c = 0u; c < 4u; ++c) add_logit(s, fa[c], scale, 4u * q + c);
         }

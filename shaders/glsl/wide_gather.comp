@@ -11,6 +11,7 @@
 #include "bitonic.glsl"
 #include "u64.glsl"
 #include "wide.glsl"
+#include "stretch.glsl"
 
 // The logits four at a time (wide_histogram.comp says why).
 layout(std430, set = 0, binding = 0) readonly buffer Logits4 { vec4 logits4[]; };
@@ -387,7 +388,9 @@ void main() {
     bool vmap = WIDE_ROWS_X4 != 0u || (!ROW_INPUTS && (pc.stride & 3u) == 0u);
     uint n = vmap ? (end - begin + 3u) / 4u : end - begin;
     uint takes = 0u;
-    for (uint j = t; j < n; j += WG) {
+    uint j_first, j_stop;  // contiguous stretches (stretch.glsl)
+    stretch_share(0u, n, j_first, j_stop);
+    for (uint j = j_first; j < j_stop; j += RUN_LANES) {
         vec4 f4 = vmap ? logits4[(row * pc.stride + begin) / 4u + j] : vec4(row_logit(row, begin + j));
         [[unroll]] for (uint c = 0u; c < 4u; ++c) {
             uint i = vmap ? begin + 4u * j + c : begin + j;
@@ -396,7 +399,7 @@ void main() {
         }
     }
     uint slot = takes > 0u ? atomicAdd(row_state[o + R_WIDE_COUNT], takes) : 0u;
-    for (uint j = t; takes > 0u && j < n; j += WG) {
+    for (uint j = j_first; takes > 0u && j < j_stop; j += RUN_LANES) {
         vec4 f4 = vmap ? logits4[(row * pc.stride + begin) / 4u + j] : vec4(row_logit(row, begin + j));
         [[unroll]] for (uint c = 0u; c < 4u; ++c) {
             uint i = vmap ? begin + 4u * j + c : begin + j;

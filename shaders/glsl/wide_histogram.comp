@@ -14,6 +14,7 @@
 #include "u64.glsl"
 #include "ksum.glsl"
 #include "wide.glsl"
+#include "stretch.glsl"
 
 // The logits again, four at a time: rows without bias or bitmask whose stride
 // is a multiple of 4 (chunks start at multiples of 4) take one load per 4
@@ -187,7 +188,9 @@ void main() {
     uint end = min(begin + pc.chunk_size, pc.vocab);
     bool vmap = WIDE_ROWS_X4 != 0u || (!ROW_INPUTS && (pc.stride & 3u) == 0u);
     uint n = vmap ? (end - begin + 3u) / 4u : end - begin;
-    for (uint j = t; j < n; j += WG) {
+    uint j_first, j_stop;  // contiguous stretches (stretch.glsl)
+    stretch_share(0u, n, j_first, j_stop);
+    for (uint j = j_first; j < j_stop; j += RUN_LANES) {
         vec4 f4 = vmap ? logits4[(row * pc.stride + begin) / 4u + j] : vec4(row_logit(row, begin + j));
         [[unroll]] for (uint c = 0u; c < 4u; ++c) {
             uint i = vmap ? begin + 4u * j + c : begin + j;
