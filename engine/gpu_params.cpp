@@ -232,10 +232,12 @@ bool row_has_inputs(const ref::RowParams& row) { return !row.logit_bias.empty() 
 
 bool row_block_plain(const uint32_t* block, uint32_t workgroup_size, uint32_t capacity) {
     // collect.comp: aggregates = want_sigma || want_mass; pick_chunk needs
-    // need <= PROBE * WG and 2 * PROBE * WG <= CAP (PROBE = 4).
+    // need <= PROBE * WG (PROBE = 4), or min-p's floor (ROW_FLOOR: it keeps
+    // what is at or above the floor, whatever the need), and
+    // 2 * PROBE * WG <= CAP.
     const uint32_t need = std::clamp(block[P_NEED], 1u, capacity / 2);
-    return (block[P_ROW_FLAGS] & (ROW_NEED_SIGMA | ROW_NEED_MASS)) == 0 && need <= 4 * workgroup_size &&
-           8 * workgroup_size <= capacity;
+    return (block[P_ROW_FLAGS] & (ROW_NEED_SIGMA | ROW_NEED_MASS)) == 0 &&
+           (need <= 4 * workgroup_size || (block[P_ROW_FLAGS] & ROW_FLOOR) != 0) && 8 * workgroup_size <= capacity;
 }
 
 void write_row_params(uint32_t* p, const std::vector<SamplerKind>& samplers, const ref::RowParams& row, float scale,

@@ -371,6 +371,9 @@ std::vector<float> collect_path_row(int kind, int32_t vocab, uint32_t seed) {
         for (auto& x : row) x -= 30.0f;
         for (int32_t i = 0; i < 60; ++i) row[static_cast<size_t>(vocab - 1 - static_cast<int32_t>(rng() % 1000))] = 5.0f + normal(rng);
         break;
+    case 5:  // the best 48 at consecutive ids: more than 4 in one invocation's share
+        for (int32_t i = 0; i < 48; ++i) row[static_cast<size_t>(vocab / 3 + i)] = 10.0f + 0.01f * static_cast<float>(i);
+        break;
     default:  // mostly -inf, the finite ones spread thinly
         for (auto& x : row) x = (rng() % 500 == 0) ? normal(rng) : -kInf;
         break;
@@ -382,11 +385,14 @@ TEST(GpuChainCollectPaths, EveryWayAChunkKeepsItsBestEqualsTheTwin) {
     Tally tally;
     for (Profile profile : {Profile::Full, Profile::Constrained, Profile::Wide}) {
         auto gpu = sieve_test::gpu_context(profile);
-        for (const char* chain_text : {kDefaultOrder, "top_k;temperature"}) {
+        // min_p;temperature: the register picks over min-p's floor (collect.comp:
+        // pick_chunk), the invocations that dropped some re-reading their share
+        // (kinds 3 and 5), past PICK_LIMIT the collecting loop (kinds 1, 2, 4).
+        for (const char* chain_text : {kDefaultOrder, "top_k;temperature", "min_p;temperature"}) {
             const auto kinds = sieve_test::twin_chain(chain_text);
             ASSERT_FALSE(kinds.empty());
             for (int32_t vocab : {32000, 151936}) {
-                for (int kind = 0; kind < 5; ++kind) {
+                for (int kind = 0; kind < 6; ++kind) {
                     SCOPED_TRACE(std::string(chain_text) + " vocab " + std::to_string(vocab) + " row kind " +
                                  std::to_string(kind) + " profile " + std::to_string(static_cast<int>(profile)));
                     const uint32_t salt = static_cast<uint32_t>(vocab) + 31u * static_cast<uint32_t>(kind);
@@ -396,7 +402,11 @@ TEST(GpuChainCollectPaths, EveryWayAChunkKeepsItsBestEqualsTheTwin) {
                     sieve::Chain chain(gpu, sieve_test::chain_desc(chain_text, 1, vocab, base.temperature, 1));
                     set_row(chain, 0, params[0]);
                     run_and_compare(chain, kinds, logits, 1, vocab, params, 2, &tally);
-                    EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u);
+                    // min-p keeps hundreds to thousands of kinds 1, 2 and 4
+                    // (their rows go to the twin, as before register picks).
+                    const bool min_p_overflows = std::string(chain_text) == "min_p;temperature" &&
+                                                 (kind == 1 || kind == 2 || kind == 4);
+                    if (!min_p_overflows) EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u);
                 }
             }
         }

@@ -179,8 +179,8 @@ void rank_sort(uint n) {
 // When they pass half the buffer (ties at tau), or tau is still too low
 // after the last level, the collecting loop reads the chunk again from tau
 // (returns false; a valid threshold, since `need` chunk logits are >= tau).
-bool pick_chunk(uint row, uint begin, uint end, uint need, inout uint bad, inout uint first_bad, inout uint kmin,
-                inout uint kmax) {
+bool pick_chunk(uint row, uint begin, uint end, uint need, bool use_floor, float floor_offset, inout uint bad,
+                inout uint first_bad, inout uint kmin, inout uint kmax) {
     uint t = gl_LocalInvocationID.x;
     uint k0 = 0u, k1 = 0u, k2 = 0u, k3 = 0u;  // descending; key 0: below every logit's
     uint i0 = 0u, i1 = 0u, i2 = 0u, i3 = 0u;
@@ -211,6 +211,9 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, inout uint bad, inout
     }
     kmin = kmin1 < KEY_POS_INF - KEY_NEG_INF - 1u ? kmin1 + KEY_NEG_INF + 1u : 0xFFFFFFFFu;
     if (CHAIN_HAS_MIN_P) kmax = max(kmax, k0);
+    // min-p's floor from the chunk's maximum (read after the select's first
+    // barrier): at or below the row's, so nothing min-p keeps is below it.
+    if (CHAIN_HAS_MIN_P && use_floor) atomicMax(s_wmax_key, kmax);
     // This invocation saw NaN or +Inf (rare): its share again, for their count
     // and the first one's index (a loop, so no other invocation pays for it).
     bool saw_bad = khi >= KEY_POS_INF || klo < KEY_NEG_INF;
@@ -261,7 +264,17 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, inout uint bad, inout
         }
         barrier();  // the bins are cleared next
     }
-    // tau == 0 takes every pick (key 0: no logit).
+    // tau == 0 takes every pick (key 0: no logit). A min-p row (ROW_FLOOR)
+    // whose `need` is more than the picks (the survivors are bounded by the
+    // floor, not by a count) or whose need-th pick lies below the floor takes
+    // the chunk's logits at or above the floor instead: a superset of what
+    // min-p keeps, usually a few dozen, so the picks hold them all.
+    bool floored = false;
+    if (CHAIN_HAS_MIN_P && use_floor) {
+        uint kf = floor_key(true, floor_offset);
+        floored = kf > tau;
+        tau = max(tau, kf);
+    }
     // An invocation whose 4th pick reaches tau may have dropped logits >= tau:
     // it reads its own share again (1/WG of the chunk) and takes all of them.
     bool dropped = k3 != 0u && k3 >= tau;
@@ -274,8 +287,8 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, inout uint bad, inout
     }
     barrier();
     // tau still too low after the last level (m is uniform): the collecting
-    // loop reads the chunk again from tau.
-    if (m > PICK_LIMIT) return false;
+    // loop reads the chunk again from tau. (A floor's count is checked below.)
+    if (m > PICK_LIMIT && !floored) return false;
     uint mine = (k0 != 0u && k0 >= tau ? 1u : 0u) + (k1 != 0u && k1 >= tau ? 1u : 0u) +
                 (k2 != 0u && k2 >= tau ? 1u : 0u) + (k3 != 0u && k3 >= tau ? 1u : 0u);
     if (dropped) {
@@ -291,9 +304,10 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, inout uint bad, inout
     }
     if (mine > 0u) atomicAdd(s_count, mine);
     barrier();
-    // More than the rank sort's half of the buffer (a big tie group at tau):
-    // the collecting loop reads the chunk again from tau.
-    if (s_count > HALF) return false;  // uniform
+    // More than the rank sort's half of the buffer (a big tie group at tau),
+    // or more than PICK_LIMIT over a floor (a flat row): the collecting loop
+    // reads the chunk again from tau.
+    if (s_count > (floored ? PICK_LIMIT : HALF)) return false;  // uniform
     uint slot = mine > 0u ? atomicAdd(s_fill, mine) : 0u;
     if (dropped) {
         for (uint q = q_first; q < q_stop; q += q_step) {
@@ -494,7 +508,7 @@ void main() {
         bool vmap = !ROW_INPUTS && !aggregates && (PLAIN || (pc.stride & 3u) == 0u);
         bool sorted = false;
         if (vmap && 2u * PROBE * WG <= CAP && (PLAIN || need <= PROBE * WG)) {
-            sorted = pick_chunk(row, begin, end, need, bad, first_bad, kmin, kmax);
+            sorted = pick_chunk(row, begin, end, need, use_floor, floor_offset, bad, first_bad, kmin, kmax);
             if (!sorted) {  // the collecting loop reads the chunk again from tau
                 bad = 0u;
                 first_bad = 0xFFFFFFFFu;
