@@ -248,6 +248,7 @@ private:
     void release();
     // Window w's descriptor set (probabilities: binding 8, or the placeholder).
     VkDescriptorSet allocate_set(uint32_t window, VkBuffer probabilities);
+    void create_texel_views();
     // logits: binding 0 when it is not the chain's own logits buffer (the app's rows).
     void write_set(VkDescriptorSet set, uint32_t window, VkBuffer probabilities,
                    const VkDescriptorBufferInfo* logits = nullptr);
@@ -322,6 +323,12 @@ private:
     VkDescriptorPool pool_ = VK_NULL_HANDLE;
     std::vector<VkDescriptorSet> sets_, distribution_sets_;  // one per row window
     std::vector<VkDescriptorSet> direct_sets_;  // sets_ with the app's rows at binding 0 (made on first use)
+    // The plain collect variant reads the chain's own logits through texel
+    // views (one per window, binding kTexelBinding) on a CPU device; every
+    // other set binds the placeholder's view there.
+    bool texel_ = false;
+    std::vector<VkBufferView> logits_views_;
+    VkBufferView placeholder_view_ = VK_NULL_HANDLE;
     std::optional<DirectKey> direct_key_;       // what direct_sets_ bind now
     VkCommandPool command_pool_ = VK_NULL_HANDLE;
     VkFence fence_ = VK_NULL_HANDLE;
@@ -362,7 +369,9 @@ GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
     windows_ = row_windows(config, limits_, max_chunks_, wide_cap_, adjust);
     try {
         const bool uma = device_.unified_memory();
-        logits_ = device_.create_buffer(rows * vocab * 4, storage | VK_BUFFER_USAGE_TRANSFER_DST_BIT, uma, &allocations_);
+        const VkBufferUsageFlags texel_usage = VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT;
+        logits_ = device_.create_buffer(rows * vocab * 4, storage | texel_usage | VK_BUFFER_USAGE_TRANSFER_DST_BIT, uma,
+                                        &allocations_);
         if (!uma) staging_ = device_.create_buffer(rows * vocab * 4, VK_BUFFER_USAGE_TRANSFER_SRC_BIT, true, &allocations_);
         params_ = device_.create_buffer(rows * kParamStride * 4, storage, true, &allocations_);
         chunk_stats_ = device_.create_buffer(rows * max_chunks_ * kChunkStride * 4, storage, false, &allocations_);
@@ -382,7 +391,8 @@ GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
         // A transfer source too: the async token copy reads the ids from it.
         results_ = device_.create_buffer(rows * kResultStride * 4, storage | VK_BUFFER_USAGE_TRANSFER_SRC_BIT, true,
                                          &allocations_);
-        placeholder_ = device_.create_buffer(16, storage, false, &allocations_);
+        placeholder_ = device_.create_buffer(16, storage | texel_usage, false, &allocations_);
+        create_texel_views();
         if (chain_has_history(config))
             adjust_ = device_.create_buffer(rows * adjust_layout_.row_words * 4, storage | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                                             false, &allocations_);
@@ -398,7 +408,7 @@ GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
 
         // A sampling set and (on first use) a distribution set and a set
         // binding the app's rows per window.
-        pool_ = create_storage_pool(device_, 3 * windows_.count, 3 * kBindingCount * windows_.count);
+        pool_ = create_storage_pool(device_, 3 * windows_.count, 3 * kBindingCount * windows_.count, 3 * windows_.count);
         for (uint32_t w = 0; w < windows_.count; ++w) sets_.push_back(allocate_set(w, placeholder_.buffer));
 
         VkCommandPoolCreateInfo cp{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
@@ -452,6 +462,10 @@ void GpuChain::release() {
     recordings_by_shape_.clear();
     if (pool_) vk.vkDestroyDescriptorPool(dev, pool_, nullptr);
     pool_ = VK_NULL_HANDLE;
+    for (VkBufferView v : logits_views_) vk.vkDestroyBufferView(dev, v, nullptr);
+    logits_views_.clear();
+    if (placeholder_view_) vk.vkDestroyBufferView(dev, placeholder_view_, nullptr);
+    placeholder_view_ = VK_NULL_HANDLE;
     for (Buffer* b : {&logits_, &staging_, &params_, &chunk_stats_, &row_state_, &slot_state_, &histograms_,
                       &candidates_, &results_, &placeholder_, &probabilities_, &dispatch_args_, &inputs_, &wide_,
                       &adjust_})
@@ -516,6 +530,46 @@ void GpuChain::write_set(VkDescriptorSet set, uint32_t window, VkBuffer probabil
     }
     if (logits) infos[0] = *logits;
     write_storage_set(device_, set, infos, kBindingCount);
+    write_texel_binding(device_, set, texel_ && !logits ? logits_views_[window] : placeholder_view_);
+}
+
+// Lavapipe (Mesa 22.3) loads an SSBO element whose address differs between
+// lanes one lane at a time (a branch on the lane's mask, a bounds check and a
+// scalar load each: gallivm's emit_load_mem); a texel fetch goes through its
+// sampler's gathers. A bare vec4 pass over a row of 151936, submit included,
+// took 138 us median that way and 102 us through a texel buffer. So on a CPU
+// device the passes that stream the chain's own rows read them through texel
+// views (logits4.glsl); a GPU keeps the storage path, which it loads as fast.
+// Each window's logits need a view (its offset a multiple of
+// minTexelBufferOffsetAlignment, at most maxTexelBufferElements vec4s), else
+// the storage path stays.
+void GpuChain::create_texel_views() {
+    const auto& vk = device_.vk();
+    auto make_view = [&](VkBuffer buffer, VkDeviceSize offset, VkDeviceSize range) {
+        VkBufferViewCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
+        info.buffer = buffer;
+        info.format = VK_FORMAT_R32G32B32A32_SFLOAT;
+        info.offset = offset;
+        info.range = range;
+        VkBufferView view = VK_NULL_HANDLE;
+        vk_check(vk.vkCreateBufferView(device_.handle(), &info, nullptr, &view), "vkCreateBufferView");
+        return view;
+    };
+    placeholder_view_ = make_view(placeholder_.buffer, 0, 16);
+    const uint64_t max_rows = static_cast<uint64_t>(config_.max_rows);
+    bool texel = type_ == SIEVE_DEVICE_CPU;
+    for (uint32_t w = 0; texel && w < windows_.count; ++w) {
+        const uint64_t first = static_cast<uint64_t>(w) * windows_.rows;
+        const uint64_t bytes = std::min<uint64_t>(windows_.rows, max_rows - first) * windows_.row_bytes[0] / 16 * 16;
+        texel = (first * windows_.row_bytes[0]) % std::max<uint64_t>(limits_.min_texel_offset_alignment, 1) == 0 &&
+                bytes >= 16 && bytes / 16 <= limits_.max_texel_buffer_elements;
+    }
+    for (uint32_t w = 0; texel && w < windows_.count; ++w) {
+        const uint64_t first = static_cast<uint64_t>(w) * windows_.rows;
+        const uint64_t bytes = std::min<uint64_t>(windows_.rows, max_rows - first) * windows_.row_bytes[0] / 16 * 16;
+        logits_views_.push_back(make_view(logits_.buffer, first * windows_.row_bytes[0], bytes));
+    }
+    texel_ = texel;
 }
 
 bool GpuChain::use_collect(uint32_t rows) const {
@@ -654,10 +708,11 @@ void GpuChain::emit(VkCommandBuffer cmd, const Recording& rec) {
                          adjust_layout_.bitmap_words};
         const bool collect_stage =
             d.stage == Stage::Collect || d.stage == Stage::CollectPlain || d.stage == Stage::CollectTail;
+        const bool texel = texel_ && !rec.direct;  // the chain's own logits (create_texel_views)
         VkPipeline pipeline = collect_stage ? pipelines_.collect(d.stage, chain_ops(config_.samplers),
                                                                  chain_selector(config_.samplers), rec.inputs,
-                                                                 rec.plan.small)
-                                  : pipelines_.get(d.stage, rec.inputs, rows_of_whole_vec4s(rec));
+                                                                 rec.plan.small, texel)
+                                            : pipelines_.get(d.stage, rec.inputs, rows_of_whole_vec4s(rec), texel);
         vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
         vk.vkCmdPushConstants(cmd, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), &pc);
         if (d.indirect == kDirect)

@@ -30,7 +30,7 @@ const char* stage_name(Stage stage) {
 
 VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, const uint32_t* words, size_t bytes,
                                    uint32_t workgroup_size, uint32_t capacity, InputsMode inputs, uint64_t chain_ops,
-                                   uint32_t selector, uint32_t variant) {
+                                   uint32_t selector, uint32_t variant, uint32_t texel_read) {
     const auto& vk = device.vk();
     VkShaderModuleCreateInfo module_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     module_info.codeSize = bytes;
@@ -38,11 +38,11 @@ VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, cons
     VkShaderModule module = VK_NULL_HANDLE;
     vk_check(vk.vkCreateShaderModule(device.handle(), &module_info, nullptr, &module), "vkCreateShaderModule");
 
-    const uint32_t values[7] = {workgroup_size,  capacity, static_cast<uint32_t>(inputs), static_cast<uint32_t>(chain_ops),
-                                static_cast<uint32_t>(chain_ops >> 32), selector, variant};
-    const VkSpecializationMapEntry entries[7] = {{0, 0, 4},  {1, 4, 4},  {2, 8, 4}, {3, 12, 4},
-                                                 {4, 16, 4}, {5, 20, 4}, {6, 24, 4}};
-    VkSpecializationInfo spec{7, entries, sizeof(values), values};
+    const uint32_t values[8] = {workgroup_size, capacity, static_cast<uint32_t>(inputs), static_cast<uint32_t>(chain_ops),
+                                static_cast<uint32_t>(chain_ops >> 32), selector, variant, texel_read};
+    const VkSpecializationMapEntry entries[8] = {{0, 0, 4},  {1, 4, 4},  {2, 8, 4},  {3, 12, 4},
+                                                 {4, 16, 4}, {5, 20, 4}, {6, 24, 4}, {7, 28, 4}};
+    VkSpecializationInfo spec{8, entries, sizeof(values), values};
     VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
     info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
@@ -75,6 +75,35 @@ VkDescriptorSetLayout create_storage_set_layout(Device& device, uint32_t count) 
     return layout;
 }
 
+VkDescriptorSetLayout create_chain_set_layout(Device& device) {
+    std::vector<VkDescriptorSetLayoutBinding> bindings(kBindingCount + 1);
+    for (uint32_t i = 0; i <= kBindingCount; ++i) {
+        bindings[i] = VkDescriptorSetLayoutBinding{};
+        bindings[i].binding = i;
+        bindings[i].descriptorType =
+            i == kTexelBinding ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        bindings[i].descriptorCount = 1;
+        bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+    }
+    VkDescriptorSetLayoutCreateInfo info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+    info.bindingCount = static_cast<uint32_t>(bindings.size());
+    info.pBindings = bindings.data();
+    VkDescriptorSetLayout layout = VK_NULL_HANDLE;
+    vk_check(device.vk().vkCreateDescriptorSetLayout(device.handle(), &info, nullptr, &layout),
+             "vkCreateDescriptorSetLayout");
+    return layout;
+}
+
+void write_texel_binding(Device& device, VkDescriptorSet set, VkBufferView view) {
+    VkWriteDescriptorSet write{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    write.dstSet = set;
+    write.dstBinding = kTexelBinding;
+    write.descriptorCount = 1;
+    write.descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+    write.pTexelBufferView = &view;
+    device.vk().vkUpdateDescriptorSets(device.handle(), 1, &write, 0, nullptr);
+}
+
 VkPipelineLayout create_pipeline_layout(Device& device, VkDescriptorSetLayout set_layout, uint32_t push_bytes) {
     VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes};
     VkPipelineLayoutCreateInfo info{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
@@ -87,12 +116,14 @@ VkPipelineLayout create_pipeline_layout(Device& device, VkDescriptorSetLayout se
     return layout;
 }
 
-VkDescriptorPool create_storage_pool(Device& device, uint32_t max_sets, uint32_t descriptors) {
-    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptors};
+VkDescriptorPool create_storage_pool(Device& device, uint32_t max_sets, uint32_t descriptors,
+                                     uint32_t texel_descriptors) {
+    const VkDescriptorPoolSize sizes[2] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptors},
+                                           {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, texel_descriptors}};
     VkDescriptorPoolCreateInfo info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
     info.maxSets = max_sets;
-    info.poolSizeCount = 1;
-    info.pPoolSizes = &size;
+    info.poolSizeCount = texel_descriptors ? 2 : 1;
+    info.pPoolSizes = sizes;
     VkDescriptorPool pool = VK_NULL_HANDLE;
     vk_check(device.vk().vkCreateDescriptorPool(device.handle(), &info, nullptr, &pool), "vkCreateDescriptorPool");
     return pool;
@@ -118,7 +149,7 @@ void write_storage_set(Device& device, VkDescriptorSet set, const VkDescriptorBu
 }
 
 Pipelines::Pipelines(Device& device) : device_(device) {
-    set_layout_ = create_storage_set_layout(device, kBindingCount);
+    set_layout_ = create_chain_set_layout(device);
     layout_ = create_pipeline_layout(device, set_layout_, sizeof(PushConstants));
 
     // The subgroup-arithmetic variant where the device has it (and the profile
@@ -134,16 +165,18 @@ Pipelines::Pipelines(Device& device) : device_(device) {
     }
 }
 
-VkPipeline Pipelines::get(Stage stage, InputsMode inputs, bool rows_x4) {
+VkPipeline Pipelines::get(Stage stage, InputsMode inputs, bool rows_x4, bool texel) {
     const bool wide = stage == Stage::WideHistogram || stage == Stage::WideGather;
-    if (wide && rows_x4 && inputs == InputsMode::None) {
-        std::lock_guard<std::mutex> lock(wide_x4_mutex_);
-        VkPipeline& p = wide_x4_[stage == Stage::WideGather ? 1 : 0];
+    texel = texel && (wide || stage == Stage::RowStats);
+    if ((wide || texel) && rows_x4 && inputs == InputsMode::None) {
+        std::lock_guard<std::mutex> lock(x4_mutex_);
+        VkPipeline& p = x4_[stage == Stage::WideHistogram ? 0 : stage == Stage::WideGather ? 1 : 2][texel ? 1 : 0];
         if (!p) {
             const shaders::Spirv& code = spirv(stage);
             const auto& lim = device_.limits();
             p = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, lim.workgroup_size,
-                                        lim.candidate_capacity, InputsMode::None, 0, 0, 1);
+                                        lim.candidate_capacity, InputsMode::None, 0, 0, wide ? 1u : 0u,
+                                        texel ? 1u : 0u);
         }
         return p;
     }
@@ -152,10 +185,13 @@ VkPipeline Pipelines::get(Stage stage, InputsMode inputs, bool rows_x4) {
     return pipelines_[v][static_cast<uint32_t>(stage)];
 }
 
-VkPipeline Pipelines::collect(Stage stage, uint64_t ops, uint32_t selector, InputsMode inputs, bool small) {
+VkPipeline Pipelines::collect(Stage stage, uint64_t ops, uint32_t selector, InputsMode inputs, bool small,
+                              bool texel) {
     std::lock_guard<std::mutex> lock(collect_mutex_);
     small = small && stage == Stage::Collect;
-    const auto key = std::make_tuple(static_cast<uint32_t>(stage), ops, selector, static_cast<uint32_t>(inputs), small);
+    texel = texel && stage == Stage::CollectPlain;
+    const auto key =
+        std::make_tuple(static_cast<uint32_t>(stage), ops, selector, static_cast<uint32_t>(inputs), small, texel);
     auto it = collect_.find(key);
     if (it != collect_.end()) return it->second;
     const bool tail = stage == Stage::CollectTail;
@@ -171,7 +207,7 @@ VkPipeline Pipelines::collect(Stage stage, uint64_t ops, uint32_t selector, Inpu
     const bool cpu = device_.info().type == SIEVE_DEVICE_CPU;
     const uint32_t wg = tail && cpu ? std::min<uint32_t>(lim.workgroup_size, 16u) : lim.workgroup_size;
     VkPipeline p = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, wg,
-                                           lim.candidate_capacity, inputs, ops, selector, variant);
+                                           lim.candidate_capacity, inputs, ops, selector, variant, texel ? 1u : 0u);
     collect_.emplace(key, p);
     return p;
 }
@@ -213,10 +249,11 @@ void Pipelines::release() {
             if (p) vk.vkDestroyPipeline(device_.handle(), p, nullptr);
             p = VK_NULL_HANDLE;
         }
-    for (VkPipeline& p : wide_x4_) {
-        if (p) vk.vkDestroyPipeline(device_.handle(), p, nullptr);
-        p = VK_NULL_HANDLE;
-    }
+    for (auto& pair : x4_)
+        for (VkPipeline& p : pair) {
+            if (p) vk.vkDestroyPipeline(device_.handle(), p, nullptr);
+            p = VK_NULL_HANDLE;
+        }
     for (auto& [key, p] : collect_) vk.vkDestroyPipeline(device_.handle(), p, nullptr);
     collect_.clear();
     if (layout_) vk.vkDestroyPipelineLayout(device_.handle(), layout_, nullptr);

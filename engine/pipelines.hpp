@@ -53,7 +53,10 @@ struct PushConstants {
 constexpr uint32_t kFlagGreedy = 1u;  // FLAG_GREEDY
 constexpr uint32_t kFlagSmall = 2u;   // FLAG_SMALL
 constexpr uint32_t kFlagDistribution = 4u;  // FLAG_DISTRIBUTION
-constexpr uint32_t kBindingCount = 13;  // bindings 0..12 of common.glsl
+constexpr uint32_t kBindingCount = 13;  // bindings 0..12 of common.glsl (storage buffers)
+// Binding 13: the logits again, as a uniform texel buffer of vec4s (collect.comp's
+// TEXEL_READ; gpu_chain.cpp says when).
+constexpr uint32_t kTexelBinding = kBindingCount;
 
 // What the shaders read besides the logits (common.glsl's INPUTS_MODE): calls
 // where no row has a bias or bitmask compile none of it, since on a CPU device
@@ -80,13 +83,17 @@ public:
     // rows_x4: the call's rows are whole vec4s (its vocab a multiple of 4);
     // the wide passes then take a variant with only the vec4 map (built on
     // first use) when the call has no bias or bitmask.
-    VkPipeline get(Stage stage, InputsMode inputs, bool rows_x4 = false);
+    // texel: the chain's own logits, which such rows read through the texel
+    // binding (logits4.glsl's TEXEL_READ; the wide passes and row_stats).
+    VkPipeline get(Stage stage, InputsMode inputs, bool rows_x4 = false, bool texel = false);
     // A collect stage's pipeline (Collect, CollectPlain or CollectTail)
     // specialized for one chain (its ops, as gpu_params.hpp's chain_ops
     // encodes them), built on first use and shared by the context's chains.
     // small: the plan's rows fit the candidate buffer (collect.comp's small
-    // variant).
-    VkPipeline collect(Stage stage, uint64_t ops, uint32_t selector, InputsMode inputs, bool small);
+    // variant); texel: the plain variant reads the row through the texel
+    // binding (collect.comp's TEXEL_READ).
+    VkPipeline collect(Stage stage, uint64_t ops, uint32_t selector, InputsMode inputs, bool small,
+                       bool texel = false);
     bool uses_subgroups() const { return uses_subgroups_; }
 
 private:
@@ -94,12 +101,15 @@ private:
     VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
     VkPipelineLayout layout_ = VK_NULL_HANDLE;
     VkPipeline pipelines_[kInputsModes][static_cast<uint32_t>(Stage::Count)] = {};
-    VkPipeline wide_x4_[2] = {};  // WideHistogram, WideGather with WIDE_ROWS_X4
-    std::mutex wide_x4_mutex_;
+    // Rows of whole vec4s without bias or bitmask: WideHistogram, WideGather
+    // with WIDE_ROWS_X4, and RowStats; each through the storage buffer or
+    // (index 1) the texel binding (TEXEL_READ).
+    VkPipeline x4_[3][2] = {};
+    std::mutex x4_mutex_;
     bool uses_subgroups_ = false;
     std::once_flag inputs_variant_[kInputsModes];
     std::mutex collect_mutex_;
-    std::map<std::tuple<uint32_t, uint64_t, uint32_t, uint32_t, bool>, VkPipeline> collect_;
+    std::map<std::tuple<uint32_t, uint64_t, uint32_t, uint32_t, bool, bool>, VkPipeline> collect_;
     // The stage's embedded SPIR-V, the subgroup variant where it is used.
     const shaders::Spirv& spirv(Stage stage) const;
     void build(uint32_t variant);
@@ -117,11 +127,18 @@ void write_storage_set(Device& device, VkDescriptorSet set, const VkDescriptorBu
 // push_bytes (none when 0); a pool of storage-buffer descriptors for max_sets
 // sets of `descriptors` in all.
 VkPipelineLayout create_pipeline_layout(Device& device, VkDescriptorSetLayout set_layout, uint32_t push_bytes);
-VkDescriptorPool create_storage_pool(Device& device, uint32_t max_sets, uint32_t descriptors);
+// texel_descriptors: uniform texel buffers besides.
+VkDescriptorPool create_storage_pool(Device& device, uint32_t max_sets, uint32_t descriptors,
+                                     uint32_t texel_descriptors = 0);
+// The chain's set layout: kBindingCount storage buffers, then the texel binding.
+VkDescriptorSetLayout create_chain_set_layout(Device& device);
+// Points binding kTexelBinding of `set` at `view`.
+void write_texel_binding(Device& device, VkDescriptorSet set, VkBufferView view);
 
 // Builds a compute pipeline from embedded SPIR-V with (WG, CAP) specialization.
 VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, const uint32_t* words, size_t bytes,
                                    uint32_t workgroup_size, uint32_t capacity, InputsMode inputs = InputsMode::None,
-                                   uint64_t chain_ops = 0, uint32_t selector = 0, uint32_t variant = 0);
+                                   uint64_t chain_ops = 0, uint32_t selector = 0, uint32_t variant = 0,
+                                   uint32_t texel_read = 0);
 
 } // namespace sieve

@@ -89,6 +89,8 @@ void Device::init(const sieve_context_options& given, uint32_t enabled_features)
     info_.candidate_capacity = limits_.candidate_capacity;
     limits_.max_storage_buffer_range = props.limits.maxStorageBufferRange;
     limits_.min_storage_offset_alignment = props.limits.minStorageBufferOffsetAlignment;
+    limits_.max_texel_buffer_elements = props.limits.maxTexelBufferElements;
+    limits_.min_texel_offset_alignment = props.limits.minTexelBufferOffsetAlignment;
     VkPhysicalDeviceMaintenance3Properties maintenance3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
     VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     props2.pNext = &maintenance3;

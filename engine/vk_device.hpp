@@ -23,6 +23,8 @@ struct EffectiveLimits {
     uint32_t features = 0;            // sieve_feature_bits usable
     uint64_t max_storage_buffer_range = 0;
     uint64_t min_storage_offset_alignment = 1;  // minStorageBufferOffsetAlignment
+    uint64_t max_texel_buffer_elements = 0;     // maxTexelBufferElements
+    uint64_t min_texel_offset_alignment = 1;    // minTexelBufferOffsetAlignment
     uint64_t max_allocation_size = UINT64_MAX;  // maxMemoryAllocationSize (Vulkan 1.1)
     uint32_t max_workgroup_count_y = 0;
     bool timestamps = false;

@@ -28,9 +28,10 @@ const uint VARIANT_PLAIN = 1u;
 const uint VARIANT_SMALL = 2u;  // whole rows that fit the buffer (FLAG_SMALL)
 const bool PLAIN = COLLECT_VARIANT == VARIANT_PLAIN;
 
-// The logits again, four at a time (rows whose stride is a multiple of 4):
-// one load and one loop iteration per 4 logits in the hot loop.
-layout(std430, set = 0, binding = 0) readonly buffer Logits4 { vec4 logits4[]; };
+// The logits again, four at a time (logits4.glsl): one load and one loop
+// iteration per 4 logits in the hot loop (the plain variant's register read
+// through the texel binding on a CPU device).
+#include "logits4.glsl"
 
 // The logits an invocation owns in a round, in the order it reads them: every
 // WG-th (scalar map) or every WG-th group of 4 (vec4 map).
@@ -200,13 +201,13 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, bool use_floor, float
     // overlap.
     uint q = q_first;
     for (; q + q_step < q_stop; q += 2u * q_step) {
-        vec4 fa = logits4[row4 + q];
-        vec4 fb = logits4[row4 + q + q_step];
+        vec4 fa = row_vec4(row4 + q);
+        vec4 fb = row_vec4(row4 + q + q_step);
         PICK_VEC4(fa, q)
         PICK_VEC4(fb, q + q_step)
     }
     for (; q < q_stop; q += q_step) {
-        vec4 fa = logits4[row4 + q];
+        vec4 fa = row_vec4(row4 + q);
         PICK_VEC4(fa, q)
     }
     kmin = kmin1 < KEY_POS_INF - KEY_NEG_INF - 1u ? kmin1 + KEY_NEG_INF + 1u : 0xFFFFFFFFu;
@@ -218,7 +219,7 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, bool use_floor, float
     // and the first one's index (a loop, so no other invocation pays for it).
     bool saw_bad = khi >= KEY_POS_INF || klo < KEY_NEG_INF;
     for (uint q = q_first; saw_bad && q < q_stop; q += q_step) {
-        vec4 f4 = logits4[row4 + q];
+        vec4 f4 = row_vec4(row4 + q);
         [[unroll]] for (uint c = 0u; c < 4u; ++c) {
             uint k = sieve_key(f4[c]);
             bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
@@ -294,7 +295,7 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, bool use_floor, float
     if (dropped) {
         mine = 0u;
         for (uint q = q_first; q < q_stop; q += q_step) {
-            vec4 f4 = logits4[row4 + q];
+            vec4 f4 = row_vec4(row4 + q);
             [[unroll]] for (uint c = 0u; c < 4u; ++c) {
                 uint k = sieve_key(f4[c]);
                 bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
@@ -311,7 +312,7 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, bool use_floor, float
     uint slot = mine > 0u ? atomicAdd(s_fill, mine) : 0u;
     if (dropped) {
         for (uint q = q_first; q < q_stop; q += q_step) {
-            vec4 f4 = logits4[row4 + q];
+            vec4 f4 = row_vec4(row4 + q);
             [[unroll]] for (uint c = 0u; c < 4u; ++c) {
                 uint k = sieve_key(f4[c]);
                 bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;

@@ -13,7 +13,7 @@
 #include "stretch.glsl"
 
 // The logits again, four at a time (rows whose stride is a multiple of 4).
-layout(std430, set = 0, binding = 0) readonly buffer Logits4 { vec4 logits4[]; };
+#include "logits4.glsl"
 
 void add_logit(inout RowStats s, float f, float scale, uint i) { row_stats_add(s, f, scaled_logit(f, scale), i); }
 
@@ -39,13 +39,13 @@ void main() {
         uint q, q_stop;  // contiguous stretches (stretch.glsl)
         stretch_share(a4 / 4u, e4 / 4u, q, q_stop);
         for (; q + RUN_LANES < q_stop; q += 2u * RUN_LANES) {
-            vec4 fa = logits4[row4 + q];
-            vec4 fb = logits4[row4 + q + RUN_LANES];
+            vec4 fa = row_vec4(row4 + q);
+            vec4 fb = row_vec4(row4 + q + RUN_LANES);
             [[unroll]] for (uint c = 0u; c < 4u; ++c) add_logit(s, fa[c], scale, 4u * q + c);
             [[unroll]] for (uint c = 0u; c < 4u; ++c) add_logit(s, fb[c], scale, 4u * (q + RUN_LANES) + c);
         }
         for (; q < q_stop; q += RUN_LANES) {
-            vec4 fa = logits4[row4 + q];
+            vec4 fa = row_vec4(row4 + q);
             [[unroll]] for (uint c = 0u; c < 4u; ++c) add_logit(s, fa[c], scale, 4u * q + c);
         }
         for (uint i = e4 + t; i < end; i += WG) add_logit(s, row_logit(row, i), scale, i);

@@ -14,7 +14,7 @@
 #include "stretch.glsl"
 
 // The logits four at a time (wide_histogram.comp says why).
-layout(std430, set = 0, binding = 0) readonly buffer Logits4 { vec4 logits4[]; };
+#include "logits4.glsl"
 // Rows of whole vec4s without bias or bitmask (pipelines.cpp builds this
 // variant for them): the vec4 map only. A CPU device runs both maps' loads
 // under a lane mask when the choice is left to run time.
@@ -391,7 +391,7 @@ void main() {
     uint j_first, j_stop;  // contiguous stretches (stretch.glsl)
     stretch_share(0u, n, j_first, j_stop);
     for (uint j = j_first; j < j_stop; j += RUN_LANES) {
-        vec4 f4 = vmap ? logits4[(row * pc.stride + begin) / 4u + j] : vec4(row_logit(row, begin + j));
+        vec4 f4 = vmap ? row_vec4((row * pc.stride + begin) / 4u + j) : vec4(row_logit(row, begin + j));
         [[unroll]] for (uint c = 0u; c < 4u; ++c) {
             uint i = vmap ? begin + 4u * j + c : begin + j;
             uint k;
@@ -400,7 +400,7 @@ void main() {
     }
     uint slot = takes > 0u ? atomicAdd(row_state[o + R_WIDE_COUNT], takes) : 0u;
     for (uint j = j_first; takes > 0u && j < j_stop; j += RUN_LANES) {
-        vec4 f4 = vmap ? logits4[(row * pc.stride + begin) / 4u + j] : vec4(row_logit(row, begin + j));
+        vec4 f4 = vmap ? row_vec4((row * pc.stride + begin) / 4u + j) : vec4(row_logit(row, begin + j));
         [[unroll]] for (uint c = 0u; c < 4u; ++c) {
             uint i = vmap ? begin + 4u * j + c : begin + j;
             uint k;

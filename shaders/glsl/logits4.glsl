@@ -1,0 +1,17 @@
+// The logits four at a time, for the passes that stream rows of whole vec4s
+// (rows whose stride is a multiple of 4, chunks starting at multiples of 4):
+// through the storage buffer at binding 0, or, on a CPU device, through the
+// uniform texel buffer of vec4s at binding 13 (TEXEL_READ, set by the host
+// for the chain's own logits only; gpu_chain.cpp: create_texel_views says
+// why). Where TEXEL_READ is 0 the binding holds a placeholder.
+#ifndef SIEVE_LOGITS4_GLSL
+#define SIEVE_LOGITS4_GLSL
+
+layout(std430, set = 0, binding = 0) readonly buffer Logits4 { vec4 logits4[]; };
+layout(constant_id = 7) const uint TEXEL_READ = 0u;
+layout(set = 0, binding = 13) uniform samplerBuffer logits_texels;
+
+// vec4 q of the bound logits (q = element index / 4).
+vec4 row_vec4(uint q) { return TEXEL_READ != 0u ? texelFetch(logits_texels, int(q)) : logits4[q]; }
+
+#endif
