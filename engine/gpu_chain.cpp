@@ -248,6 +248,7 @@ private:
     void release();
     // Window w's descriptor set (probabilities: binding 8, or the placeholder).
     VkDescriptorSet allocate_set(uint32_t window, VkBuffer probabilities);
+    VkDescriptorSet new_set();  // allocated from pool_, unwritten
     void create_texel_views();
     // logits: binding 0 when it is not the chain's own logits buffer (the app's rows).
     void write_set(VkDescriptorSet set, uint32_t window, VkBuffer probabilities,
@@ -323,9 +324,10 @@ private:
     VkDescriptorPool pool_ = VK_NULL_HANDLE;
     std::vector<VkDescriptorSet> sets_, distribution_sets_;  // one per row window
     std::vector<VkDescriptorSet> direct_sets_;  // sets_ with the app's rows at binding 0 (made on first use)
-    // The plain collect variant reads the chain's own logits through texel
-    // views (one per window, binding kTexelBinding) on a CPU device; every
-    // other set binds the placeholder's view there.
+    // On a CPU device the passes that stream rows of whole vec4s read the
+    // chain's own logits through texel views (one per window, binding
+    // kTexelBinding; create_texel_views); every other set binds the
+    // placeholder's view there.
     bool texel_ = false;
     std::vector<VkBufferView> logits_views_;
     VkBufferView placeholder_view_ = VK_NULL_HANDLE;
@@ -350,7 +352,8 @@ private:
     };
     std::optional<InFlight> in_flight_;
     VkCommandBuffer readback_ = VK_NULL_HANDLE;  // logits -> staging (fallback rows of device input)
-    std::map<std::tuple<uint32_t, uint32_t, uint32_t, bool, bool, uint32_t, bool, bool, bool, bool, uint32_t>, Recording>
+    std::map<std::tuple<uint32_t, uint32_t, uint32_t, bool, bool, uint32_t, bool, bool, bool, bool, uint32_t>,
+             Recording>
         recordings_by_shape_;
 };
 
@@ -408,7 +411,8 @@ GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
 
         // A sampling set and (on first use) a distribution set and a set
         // binding the app's rows per window.
-        pool_ = create_storage_pool(device_, 3 * windows_.count, 3 * kBindingCount * windows_.count, 3 * windows_.count);
+        pool_ = create_storage_pool(device_, 3 * windows_.count, 3 * kBindingCount * windows_.count,
+                                    3 * windows_.count);
         for (uint32_t w = 0; w < windows_.count; ++w) sets_.push_back(allocate_set(w, placeholder_.buffer));
 
         VkCommandPoolCreateInfo cp{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
@@ -499,15 +503,19 @@ void check_capacity(const ChainConfig& config, const EffectiveLimits& limits, ui
         fail(SIEVE_ERROR_DEVICE_LIMIT, "max_rows exceeds this device's maxComputeWorkGroupCount[1]");
 }
 
-VkDescriptorSet GpuChain::allocate_set(uint32_t window, VkBuffer probabilities) {
-    const auto& vk = device_.vk();
+VkDescriptorSet GpuChain::new_set() {
     VkDescriptorSetLayout layout = pipelines_.set_layout();
     VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
     ai.descriptorPool = pool_;
     ai.descriptorSetCount = 1;
     ai.pSetLayouts = &layout;
     VkDescriptorSet set = VK_NULL_HANDLE;
-    vk_check(vk.vkAllocateDescriptorSets(device_.handle(), &ai, &set), "vkAllocateDescriptorSets");
+    vk_check(device_.vk().vkAllocateDescriptorSets(device_.handle(), &ai, &set), "vkAllocateDescriptorSets");
+    return set;
+}
+
+VkDescriptorSet GpuChain::allocate_set(uint32_t window, VkBuffer probabilities) {
+    VkDescriptorSet set = new_set();
     write_set(set, window, probabilities);
     return set;
 }
@@ -1096,24 +1104,16 @@ void GpuChain::bind_directly(const DirectKey& key) {
             ++it;
         }
     }
-    const auto& layout = pipelines_.set_layout();
     for (uint32_t w = 0; w < windows_.count; ++w) {
-        if (direct_sets_.size() <= w) {
-            VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-            ai.descriptorPool = pool_;
-            ai.descriptorSetCount = 1;
-            ai.pSetLayouts = &layout;
-            VkDescriptorSet set = VK_NULL_HANDLE;
-            vk_check(vk.vkAllocateDescriptorSets(device_.handle(), &ai, &set), "vkAllocateDescriptorSets");
-            direct_sets_.push_back(set);
-        }
+        if (direct_sets_.size() <= w) direct_sets_.push_back(new_set());
         // Window w's rows from its first row through the app's buffer (or as
         // far as one binding reaches): the rows of any call that fits.
         const VkDeviceSize offset = key.offset + static_cast<VkDeviceSize>(w) * windows_.rows * key.stride * 4;
         // (A window past the app's buffer, which no call of this key reaches,
         // keeps the chain's own logits.)
+        const VkDeviceSize reach = key.size - std::min(offset, key.size);
         const VkDescriptorBufferInfo logits{
-            key.buffer, offset, std::min<VkDeviceSize>(key.size - std::min(offset, key.size), limits_.max_storage_buffer_range) / 4 * 4};
+            key.buffer, offset, std::min<VkDeviceSize>(reach, limits_.max_storage_buffer_range) / 4 * 4};
         write_set(direct_sets_[w], w, placeholder_.buffer, logits.range > 0 ? &logits : nullptr);
     }
     direct_key_ = key;
@@ -1146,7 +1146,8 @@ DeviceInput GpuChain::prepare_device_input(const sieve_vulkan_logits& in) {
 
 sieve_status GpuChain::finish_device_input(uint32_t r, uint32_t v, const DeviceInput& input, sieve_token* out,
                                            std::string* message) {
-    if (!input.direct) dispatches_ += (r + windows_.rows - 1) / windows_.rows;  // the ingest pass, one dispatch per window
+    const uint32_t ingest_dispatches = (r + windows_.rows - 1) / windows_.rows;  // the ingest pass: one per window
+    if (!input.direct) dispatches_ += ingest_dispatches;
     sieve_status first = SIEVE_OK;
     begin_logprobs(static_cast<int32_t>(r));
     const float* host_rows = nullptr;
@@ -1158,7 +1159,7 @@ sieve_status GpuChain::finish_device_input(uint32_t r, uint32_t v, const DeviceI
             // them into the chain's buffer (for rows bound directly too).
             if (!host_rows) {
                 VkCommandBuffer ingest = input.direct ? ingest_command(input.source) : input.ingest;
-                if (input.direct) dispatches_ += (r + windows_.rows - 1) / windows_.rows;
+                if (input.direct) dispatches_ += ingest_dispatches;
                 host_rows = ingested_rows_on_host(ingest);
             }
             const float* row = host_rows + row_at(i, static_cast<uint64_t>(config_.max_vocab), v);
