@@ -618,7 +618,7 @@ Recording GpuChain::describe(RecordingKind kind, uint32_t rows, uint32_t vocab, 
     rec.timestamps = timestamps;
     if (rec.plan.dispatches.size() > kMaxPlanDispatches) fail(SIEVE_ERROR_INTERNAL, "plan longer than the timestamp pool");
     // Row groups never straddle a window.
-    const uint32_t per_group = rows_per_group(rows, vocab, type_);
+    const uint32_t per_group = rows_per_group(rows, vocab, type_, rec.plan.min_row_passes);
     for (uint32_t first = 0; first < rows; first += windows_.rows) {
         const uint32_t in_window = std::min(windows_.rows, rows - first);
         for (uint32_t base = 0; base < in_window; base += per_group)
@@ -1383,7 +1383,8 @@ void GpuChain::plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, u
     for (int32_t r = 0; r < rows; ++r) history = history || row_adjusts(config_.samplers, rows_[static_cast<size_t>(r)]);
     Plan p = make_plan(RecordingKind::Sample, greedy_terminal(), use_collect(static_cast<uint32_t>(rows)), wide_cap_ > 0,
                        history, static_cast<uint32_t>(vocab), limits_, type_, logprobs_n_ >= 0);
-    const uint32_t per_group = rows_per_group(static_cast<uint32_t>(rows), static_cast<uint32_t>(vocab), type_);
+    const uint32_t per_group =
+        rows_per_group(static_cast<uint32_t>(rows), static_cast<uint32_t>(vocab), type_, p.min_row_passes);
     uint32_t groups = 0;
     for (uint32_t first = 0; first < static_cast<uint32_t>(rows); first += windows_.rows)
         groups += (std::min(windows_.rows, static_cast<uint32_t>(rows) - first) + per_group - 1) / per_group;

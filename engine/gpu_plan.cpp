@@ -108,8 +108,10 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
 
 } // namespace
 
-uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type) {
-    if (type != SIEVE_DEVICE_CPU) return rows;
+uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type, uint32_t row_passes) {
+    // (One read per row: 64 rows of 151936 from a device buffer took 140-152 us
+    // per row in one group against 177-246 in groups of 3, sieve_batch_bench.)
+    if (type != SIEVE_DEVICE_CPU || row_passes <= 1) return rows;
     const uint64_t cached_bytes = 2u << 20;  // measured on lavapipe: 2 rows of 151936 run as fast as 1
     const uint64_t fit = cached_bytes / (static_cast<uint64_t>(vocab) * sizeof(float));
     return static_cast<uint32_t>(std::clamp<uint64_t>(fit, 1, rows));

@@ -57,10 +57,13 @@ void chunking(uint32_t vocab, const EffectiveLimits& limits, sieve_device_type t
               uint32_t* chunk_size);
 
 // On a CPU device one pass over many rows evicts them from the cache before the
-// next pass comes back to them, so rows go in groups whose logits stay cached:
-// every pass of a group, then the next group. A GPU takes all rows at once.
+// next pass comes back to them, so a plan that reads each row more than once
+// (row_passes, the plan's minimum) runs rows in groups whose logits stay
+// cached: every pass of a group, then the next group. A plan that reads each
+// row once (the collect pass, greedy) takes all rows at once, as a GPU
+// always does: fewer dispatches, each a handoff to the device's threads.
 // Results do not depend on it: a row's work is the same in any group.
-uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type);
+uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type, uint32_t row_passes);
 
 // collect: the chain has truncating samplers (or a dynamic temperature): one
 // collect dispatch whose last workgroup runs the chain on the row's top

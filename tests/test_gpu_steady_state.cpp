@@ -74,9 +74,11 @@ TEST(GpuSteadyState, OneRecordingPerShape) {
     EXPECT_EQ(chain.counters().recordings, 3u);
 }
 
-// On a CPU device rows run in groups whose logits stay in the cache (all passes
-// of a group, then the next): more dispatches per call, the same results (the
-// determinism tests compare batches of 256 with single rows).
+// On a CPU device a plan that reads each row more than once runs rows in groups
+// whose logits stay in the cache (all passes of a group, then the next): more
+// dispatches per call, the same results (the determinism tests compare batches
+// of 256 with single rows). A plan that reads each row once (the collect pass)
+// takes all rows in one grid, as a GPU does.
 TEST(GpuSteadyState, RowGroupsOnCpuDevices) {
     auto gpu = sieve_test::gpu_context();
     sieve::Chain chain(gpu, sieve_test::chain_desc("temperature;dist", 64, 151936, 0.8f, 1));
@@ -88,6 +90,11 @@ TEST(GpuSteadyState, RowGroupsOnCpuDevices) {
         EXPECT_EQ(many.first, one.first) << "a GPU takes all rows in one grid";
     }
     EXPECT_EQ(many.second, one.second) << "row passes are per row";
+    sieve::Chain once(gpu, sieve_test::chain_desc("", 64, 151936, 0.8f, 1));  // llama.cpp's default chain
+    auto one_row = once.plan_figures(1, 151936);
+    auto rows = once.plan_figures(64, 151936);
+    EXPECT_EQ(one_row.second, 1u) << "the default chain reads each row once";
+    EXPECT_EQ(rows.first, one_row.first) << "a plan reading each row once takes all rows in one grid";
 }
 
 } // namespace
