@@ -66,9 +66,8 @@ struct DirectKey {
 // (f16/bf16, an offset the device cannot bind, rows the history pass patches).
 struct DeviceInput {
     bool direct = false;
-    uint32_t stride = 0;                      // direct: the app's row stride, in elements
     VkCommandBuffer ingest = VK_NULL_HANDLE;  // the ingest pass (not direct)
-    IngestSource source;                      // the app's rows (the ingest pass of rows the twin finishes)
+    IngestSource source;                      // the app's rows (its stride: a direct binding's)
 };
 
 struct Recording {
@@ -292,9 +291,10 @@ private:
     sieve_status finish_device_input(uint32_t rows, uint32_t vocab, const DeviceInput& input, sieve_token* out,
                                      std::string* message);
     IngestSource ingest_source(const sieve_vulkan_logits& in) const;
-    // The app's rows can be bound as they are (f32, aligned windows, no row
-    // patched by the history pass): the passes read them there.
-    bool can_bind_directly(const sieve_vulkan_logits& in) const;
+    // The app's rows (src: as ingest_source splits them) can be bound as they
+    // are (f32, aligned windows, no row patched by the history pass): the
+    // passes read them there.
+    bool can_bind_directly(const IngestSource& src, int32_t rows) const;
     // direct_sets_ bound to `key`'s rows; a change drops the recordings that used them.
     void bind_directly(const DirectKey& key);
     VkCommandBuffer ingest_command(const IngestSource& src);
@@ -564,19 +564,20 @@ void GpuChain::create_texel_views() {
         return view;
     };
     placeholder_view_ = make_view(placeholder_.buffer, 0, 16);
+    // Window w's logits: from its first row, whole vec4s.
+    std::vector<std::pair<uint64_t, uint64_t>> windows;  // (offset, bytes)
     const uint64_t max_rows = static_cast<uint64_t>(config_.max_rows);
+    for (uint32_t w = 0; w < windows_.count; ++w) {
+        const uint64_t first = static_cast<uint64_t>(w) * windows_.rows;
+        windows.emplace_back(first * windows_.row_bytes[0],
+                             std::min<uint64_t>(windows_.rows, max_rows - first) * windows_.row_bytes[0] / 16 * 16);
+    }
+    const uint64_t align = std::max<uint64_t>(limits_.min_texel_offset_alignment, 1);
     bool texel = type_ == SIEVE_DEVICE_CPU;
-    for (uint32_t w = 0; texel && w < windows_.count; ++w) {
-        const uint64_t first = static_cast<uint64_t>(w) * windows_.rows;
-        const uint64_t bytes = std::min<uint64_t>(windows_.rows, max_rows - first) * windows_.row_bytes[0] / 16 * 16;
-        texel = (first * windows_.row_bytes[0]) % std::max<uint64_t>(limits_.min_texel_offset_alignment, 1) == 0 &&
-                bytes >= 16 && bytes / 16 <= limits_.max_texel_buffer_elements;
-    }
-    for (uint32_t w = 0; texel && w < windows_.count; ++w) {
-        const uint64_t first = static_cast<uint64_t>(w) * windows_.rows;
-        const uint64_t bytes = std::min<uint64_t>(windows_.rows, max_rows - first) * windows_.row_bytes[0] / 16 * 16;
-        logits_views_.push_back(make_view(logits_.buffer, first * windows_.row_bytes[0], bytes));
-    }
+    for (const auto& [offset, bytes] : windows)
+        texel = texel && offset % align == 0 && bytes >= 16 && bytes / 16 <= limits_.max_texel_buffer_elements;
+    for (const auto& [offset, bytes] : windows)
+        if (texel) logits_views_.push_back(make_view(logits_.buffer, offset, bytes));
     texel_ = texel;
 }
 
@@ -612,7 +613,7 @@ Recording GpuChain::describe(RecordingKind kind, uint32_t rows, uint32_t vocab, 
     rec.history = history;
     rec.device_input = input != nullptr;
     rec.direct = input && input->direct;
-    rec.stride = rec.direct ? input->stride : vocab;
+    rec.stride = rec.direct ? input->source.stride : vocab;
     rec.logprobs = logprobs;
     rec.plan = make_plan(kind, greedy_terminal(), collect, wide_cap_ > 0, history, vocab, limits_, type_, logprobs);
     rec.timestamps = timestamps;
@@ -1069,24 +1070,20 @@ const float* GpuChain::ingested_rows_on_host(VkCommandBuffer ingest) {
     return static_cast<const float*>(device_.unified_memory() ? logits_.mapped : staging_.mapped);
 }
 
-bool GpuChain::can_bind_directly(const sieve_vulkan_logits& in) const {
-    if (in.dtype != SIEVE_DTYPE_F32) return false;
-    const uint64_t stride = in.row_stride == 0 ? static_cast<uint64_t>(in.vocab) : static_cast<uint64_t>(in.row_stride);
+bool GpuChain::can_bind_directly(const IngestSource& src, int32_t rows) const {
+    if (src.dtype != SIEVE_DTYPE_F32) return false;
     // A stride of whole vec4s over rows that are not: the passes' four-at-a-
     // time loops assume the row ends on a vec4 (the chain's own rows do).
-    if (stride > UINT32_MAX || (stride % 4 == 0 && in.vocab % 4 != 0)) return false;
+    if (src.stride % 4 == 0 && src.vocab % 4 != 0) return false;
     // The history pass writes adjusted logits into the row (ROW_PATCH): never
     // into the app's buffer.
-    for (int32_t r = 0; r < in.rows; ++r)
+    for (int32_t r = 0; r < rows; ++r)
         if (row_adjusts(config_.samplers, rows_[r])) return false;
-    // Each row window is bound from its first row: an offset the device binds.
-    const uint64_t align = std::max<uint64_t>(limits_.min_storage_offset_alignment, 1);
-    const uint64_t rows = static_cast<uint64_t>(in.rows);
-    for (uint64_t first = 0; first < rows; first += windows_.rows) {
-        const uint64_t n = std::min<uint64_t>(windows_.rows, rows - first);
-        if ((in.offset + first * stride * 4) % align != 0) return false;
-        if (((n - 1) * stride + static_cast<uint64_t>(in.vocab)) * 4 > limits_.max_storage_buffer_range) return false;
-    }
+    // Each row window is bound from its first row: an offset the device binds
+    // (ingest_source aligned each window's binding down to it, and refused
+    // spans past maxStorageBufferRange).
+    for (const IngestWindow& w : src.windows)
+        if (w.first != 0) return false;
     return true;
 }
 
@@ -1133,9 +1130,8 @@ DeviceInput GpuChain::prepare_device_input(const sieve_vulkan_logits& in) {
     check_history_order(static_cast<uint32_t>(in.rows));
     DeviceInput input;
     input.source = ingest_source(in);
-    input.direct = can_bind_directly(in);
+    input.direct = can_bind_directly(input.source, in.rows);
     if (input.direct) {
-        input.stride = input.source.stride;
         bind_directly({in.buffer, in.offset, in.size, input.source.stride});
     } else {
         input.ingest = ingest_command(input.source);
