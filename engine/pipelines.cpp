@@ -57,31 +57,13 @@ VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, cons
     return pipeline;
 }
 
-VkDescriptorSetLayout create_storage_set_layout(Device& device, uint32_t count) {
-    std::vector<VkDescriptorSetLayoutBinding> bindings(count);
-    for (uint32_t i = 0; i < count; ++i) {
-        bindings[i] = VkDescriptorSetLayoutBinding{};
-        bindings[i].binding = i;
-        bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-        bindings[i].descriptorCount = 1;
-        bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
-    }
-    VkDescriptorSetLayoutCreateInfo info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-    info.bindingCount = count;
-    info.pBindings = bindings.data();
-    VkDescriptorSetLayout layout = VK_NULL_HANDLE;
-    vk_check(device.vk().vkCreateDescriptorSetLayout(device.handle(), &info, nullptr, &layout),
-             "vkCreateDescriptorSetLayout");
-    return layout;
-}
-
-VkDescriptorSetLayout create_chain_set_layout(Device& device) {
-    std::vector<VkDescriptorSetLayoutBinding> bindings(kBindingCount + 1);
-    for (uint32_t i = 0; i <= kBindingCount; ++i) {
+VkDescriptorSetLayout create_storage_set_layout(Device& device, uint32_t count, bool texel_binding) {
+    std::vector<VkDescriptorSetLayoutBinding> bindings(count + (texel_binding ? 1 : 0));
+    for (uint32_t i = 0; i < bindings.size(); ++i) {
         bindings[i] = VkDescriptorSetLayoutBinding{};
         bindings[i].binding = i;
         bindings[i].descriptorType =
-            i == kTexelBinding ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+            i < count ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
         bindings[i].descriptorCount = 1;
         bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
     }
@@ -149,7 +131,7 @@ void write_storage_set(Device& device, VkDescriptorSet set, const VkDescriptorBu
 }
 
 Pipelines::Pipelines(Device& device) : device_(device) {
-    set_layout_ = create_chain_set_layout(device);
+    set_layout_ = create_storage_set_layout(device, kBindingCount, true);  // + kTexelBinding
     layout_ = create_pipeline_layout(device, set_layout_, sizeof(PushConstants));
 
     // The subgroup-arithmetic variant where the device has it (and the profile

@@ -118,7 +118,8 @@ private:
 
 // A descriptor-set layout of `count` storage buffers at bindings 0..count-1,
 // for compute; and a set's bindings 0..count-1 pointed at `buffers` (whole).
-VkDescriptorSetLayout create_storage_set_layout(Device& device, uint32_t count);
+// texel_binding: one uniform texel buffer after them, at binding `count`.
+VkDescriptorSetLayout create_storage_set_layout(Device& device, uint32_t count, bool texel_binding = false);
 void write_storage_set(Device& device, VkDescriptorSet set, const VkBuffer* buffers, uint32_t count);
 // The same with a range of each buffer (infos[i] for binding i).
 void write_storage_set(Device& device, VkDescriptorSet set, const VkDescriptorBufferInfo* infos, uint32_t count);
@@ -130,8 +131,6 @@ VkPipelineLayout create_pipeline_layout(Device& device, VkDescriptorSetLayout se
 // texel_descriptors: uniform texel buffers besides.
 VkDescriptorPool create_storage_pool(Device& device, uint32_t max_sets, uint32_t descriptors,
                                      uint32_t texel_descriptors = 0);
-// The chain's set layout: kBindingCount storage buffers, then the texel binding.
-VkDescriptorSetLayout create_chain_set_layout(Device& device);
 // Points binding kTexelBinding of `set` at `view`.
 void write_texel_binding(Device& device, VkDescriptorSet set, VkBufferView view);
 
