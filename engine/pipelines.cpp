@@ -38,11 +38,12 @@ VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, cons
     VkShaderModule module = VK_NULL_HANDLE;
     vk_check(vk.vkCreateShaderModule(device.handle(), &module_info, nullptr, &module), "vkCreateShaderModule");
 
-    const uint32_t values[8] = {workgroup_size, capacity, static_cast<uint32_t>(inputs), static_cast<uint32_t>(chain_ops),
-                                static_cast<uint32_t>(chain_ops >> 32), selector, variant, texel_read};
-    const VkSpecializationMapEntry entries[8] = {{0, 0, 4},  {1, 4, 4},  {2, 8, 4},  {3, 12, 4},
-                                                 {4, 16, 4}, {5, 20, 4}, {6, 24, 4}, {7, 28, 4}};
-    VkSpecializationInfo spec{8, entries, sizeof(values), values};
+    const uint32_t indexed_bins = device.info().type == SIEVE_DEVICE_CPU ? 1u : 0u;  // common.glsl: INDEXED_BINS
+    const uint32_t values[9] = {workgroup_size, capacity, static_cast<uint32_t>(inputs), static_cast<uint32_t>(chain_ops),
+                                static_cast<uint32_t>(chain_ops >> 32), selector, variant, texel_read, indexed_bins};
+    const VkSpecializationMapEntry entries[9] = {{0, 0, 4},  {1, 4, 4},   {2, 8, 4},  {3, 12, 4}, {4, 16, 4},
+                                                 {5, 20, 4}, {6, 24, 4}, {7, 28, 4}, {8, 32, 4}};
+    VkSpecializationInfo spec{9, entries, sizeof(values), values};
     VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
     info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;

@@ -53,6 +53,11 @@ void main() {
             if (isinf(x)) continue;  // -inf: masked, no mass (a row with +inf failed)
             uint bin = level0_bin(x, max_scaled, inv_width);
             float w = exp(x - max_scaled);
+            if (INDEXED_BINS != 0u) {  // common.glsl; the same sums as the selects
+                mass[bin] += w;
+                count[bin] += 1u;
+                continue;
+            }
             [[unroll]] for (uint b = 0u; b < BINS; ++b) {
                 mass[b] += bin == b ? w : 0.0;
                 count[b] += bin == b ? 1u : 0u;
@@ -65,6 +70,13 @@ void main() {
             if (isinf(x) || k < lo || k > hi) continue;
             uint bin = key_bin(k, hi, step);
             float w = exp(x - max_scaled);
+            if (INDEXED_BINS != 0u) {  // common.glsl; the same sums as the selects
+                mass[bin] += w;
+                count[bin] += 1u;
+                kmin[bin] = min(kmin[bin], k);
+                kmax[bin] = max(kmax[bin], k);
+                continue;
+            }
             [[unroll]] for (uint b = 0u; b < BINS; ++b) {
                 bool here = bin == b;
                 mass[b] += here ? w : 0.0;

@@ -202,13 +202,22 @@ void main() {
             float wc = exp(v - mcx);
             below += (live && deferred && v < lowest) ? wc : 0.0;
             live = live && v >= lowest;
-            uint bin = live ? wide_bin(v, vn, inv_width) : BINS;
             float wd = live ? exp(wide_divide(v, temperature, n_draw) - mdx) : 0.0;
-            [[unroll]] for (uint b = 0u; b < BINS; ++b) {
-                bool here = bin == b;
-                mc[b] += here ? wc : 0.0;
-                md[b] += here ? wd : 0.0;
-                cnt[b] += here ? 1u : 0u;
+            if (INDEXED_BINS != 0u) {
+                // Adding 0 to a bin leaves it as it was (masses are >= 0): the
+                // same sums as the selects below, bit for bit.
+                uint bin = wide_bin(v, vn, inv_width);
+                mc[bin] += live ? wc : 0.0;
+                md[bin] += wd;
+                cnt[bin] += live ? 1u : 0u;
+            } else {
+                uint bin = live ? wide_bin(v, vn, inv_width) : BINS;
+                [[unroll]] for (uint b = 0u; b < BINS; ++b) {
+                    bool here = bin == b;
+                    mc[b] += here ? wc : 0.0;
+                    md[b] += here ? wd : 0.0;
+                    cnt[b] += here ? 1u : 0u;
+                }
             }
         }
     }
