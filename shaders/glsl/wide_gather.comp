@@ -19,6 +19,9 @@
 // variant for them): the vec4 map only. A CPU device runs both maps' loads
 // under a lane mask when the choice is left to run time.
 layout(constant_id = 6) const uint WIDE_ROWS_X4 = 0u;
+// Entries an invocation holds before writing them (main): CPU devices only,
+// where a local array indexed per lane is cheap (common.glsl: INDEXED_BINS).
+const uint LOCAL_TAKES = INDEXED_BINS != 0u ? 64u : 0u;
 
 // The row's constants, read once per workgroup.
 uint g_kn, g_idn, g_n_cut, g_n_draw;
@@ -382,12 +385,18 @@ void main() {
 
     // Count, one atomic for the invocation's slots, then write: no atomic per
     // logit (a CPU device runs a rare branch's atomic under a lane mask for
-    // every logit).
+    // every logit). On a CPU device the first LOCAL_TAKES entries an
+    // invocation takes wait in a local array, so that the common case reads
+    // the chunk once: each logit is written there by index whatever it is
+    // (slot `takes`, kept only when taken; slot LOCAL_TAKES is scratch), which
+    // costs less there than reading the chunk again. Entries past them are
+    // found by a second read, as on a GPU (LOCAL_TAKES = 0).
     uint begin = chunk * pc.chunk_size;
     uint end = min(begin + pc.chunk_size, pc.vocab);
     bool vmap = WIDE_ROWS_X4 != 0u || (!ROW_INPUTS && (pc.stride & 3u) == 0u);
     uint n = vmap ? (end - begin + 3u) / 4u : end - begin;
     uint takes = 0u;
+    uint local_key[LOCAL_TAKES + 1u], local_id[LOCAL_TAKES + 1u];
     uint j_first, j_stop;  // contiguous stretches (stretch.glsl)
     stretch_share(0u, n, j_first, j_stop);
     for (uint j = j_first; j < j_stop; j += RUN_LANES) {
@@ -395,22 +404,42 @@ void main() {
         [[unroll]] for (uint c = 0u; c < 4u; ++c) {
             uint i = vmap ? begin + 4u * j + c : begin + j;
             uint k;
-            takes += ((vmap || c == 0u) && i < end && taken(f4[c], i, mask, k)) ? 1u : 0u;
+            bool take = (vmap || c == 0u) && i < end && taken(f4[c], i, mask, k);
+            if (LOCAL_TAKES > 0u) {
+                uint at = min(takes, LOCAL_TAKES);
+                local_key[at] = k;
+                local_id[at] = i;
+            }
+            takes += take ? 1u : 0u;
         }
     }
     uint slot = takes > 0u ? atomicAdd(row_state[o + R_WIDE_COUNT], takes) : 0u;
+    uint held = min(takes, LOCAL_TAKES);
+    for (uint e = 0u; e < held; ++e) {
+        if (slot + e < pc.wide_cap) {
+            wide[list + 2u * (slot + e)] = local_key[e];
+            wide[list + 2u * (slot + e) + 1u] = local_id[e];
+        }
+    }
+    slot += held;
+    takes -= held;
+    uint skip = held;  // taken entries already written
     for (uint j = j_first; takes > 0u && j < j_stop; j += RUN_LANES) {
         vec4 f4 = vmap ? row_vec4((row * pc.stride + begin) / 4u + j) : vec4(row_logit(row, begin + j));
         [[unroll]] for (uint c = 0u; c < 4u; ++c) {
             uint i = vmap ? begin + 4u * j + c : begin + j;
             uint k;
             if ((vmap || c == 0u) && i < end && taken(f4[c], i, mask, k)) {
-                if (slot < pc.wide_cap) {
-                    wide[list + 2u * slot] = k;
-                    wide[list + 2u * slot + 1u] = i;
+                if (skip > 0u) {
+                    --skip;
+                } else {
+                    if (slot < pc.wide_cap) {
+                        wide[list + 2u * slot] = k;
+                        wide[list + 2u * slot + 1u] = i;
+                    }
+                    ++slot;
+                    --takes;
                 }
-                ++slot;
-                --takes;
             }
         }
     }
