@@ -149,7 +149,7 @@ RowWindows row_windows(const ChainConfig& config, const EffectiveLimits& limits,
                    static_cast<uint64_t>(max_chunks) * kChunkStride * 4,
                    kRowStride * 4ull,
                    0,
-                   static_cast<uint64_t>(max_chunks) * kBins * kHistStride * 4,
+                   static_cast<uint64_t>(max_chunks) * kWideMaxBins * kHistStride * 4,
                    collect_row_words(limits.candidate_capacity) * 4,
                    kResultStride * 4ull,
                    (2 * vocab + 2) * 4,
@@ -387,7 +387,9 @@ GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
             static_cast<uint64_t>(config.max_slots) * slot_words(static_cast<uint32_t>(config.history_capacity)) * 4;
         slot_state_ = device_.create_buffer(slot_bytes, storage, true, &allocations_);
         std::memset(slot_state_.mapped, 0, slot_bytes);
-        histograms_ = device_.create_buffer(rows * max_chunks_ * kBins * kHistStride * 4, storage, false, &allocations_);
+        // kWideMaxBins >= kBins: the wide pass's bins (wide.glsl) or the levels'.
+        histograms_ =
+            device_.create_buffer(rows * max_chunks_ * kWideMaxBins * kHistStride * 4, storage, false, &allocations_);
         candidates_ = device_.create_buffer(rows * collect_row_words(limits_.candidate_capacity) * 4, storage, false,
                                             &allocations_);
         inputs_ = device_.create_buffer(rows * input_words_ * 4, storage, true, &allocations_);

@@ -28,6 +28,12 @@ const char* stage_name(Stage stage) {
     }
 }
 
+uint32_t wide_bins(const EffectiveLimits& limits) {
+    // wide_histogram's bins in shared memory: WG x 64 words, and 1 KB for the rest.
+    const bool fits = static_cast<uint64_t>(limits.workgroup_size) * 256 + 1024 <= limits.shared_memory;
+    return limits.cpu_paths && fits ? kWideMaxBins : 16u;
+}
+
 VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, const uint32_t* words, size_t bytes,
                                    uint32_t workgroup_size, uint32_t capacity, InputsMode inputs, uint64_t chain_ops,
                                    uint32_t selector, uint32_t variant, uint32_t texel_read) {
@@ -38,12 +44,13 @@ VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, cons
     VkShaderModule module = VK_NULL_HANDLE;
     vk_check(vk.vkCreateShaderModule(device.handle(), &module_info, nullptr, &module), "vkCreateShaderModule");
 
-    const uint32_t indexed_bins = device.info().type == SIEVE_DEVICE_CPU ? 1u : 0u;  // common.glsl: INDEXED_BINS
-    const uint32_t values[9] = {workgroup_size, capacity, static_cast<uint32_t>(inputs), static_cast<uint32_t>(chain_ops),
-                                static_cast<uint32_t>(chain_ops >> 32), selector, variant, texel_read, indexed_bins};
-    const VkSpecializationMapEntry entries[9] = {{0, 0, 4},  {1, 4, 4},   {2, 8, 4},  {3, 12, 4}, {4, 16, 4},
-                                                 {5, 20, 4}, {6, 24, 4}, {7, 28, 4}, {8, 32, 4}};
-    VkSpecializationInfo spec{9, entries, sizeof(values), values};
+    const uint32_t indexed_bins = device.limits().cpu_paths ? 1u : 0u;  // common.glsl: INDEXED_BINS
+    const uint32_t values[10] = {workgroup_size, capacity, static_cast<uint32_t>(inputs), static_cast<uint32_t>(chain_ops),
+                                 static_cast<uint32_t>(chain_ops >> 32), selector, variant, texel_read, indexed_bins,
+                                 wide_bins(device.limits())};
+    const VkSpecializationMapEntry entries[10] = {{0, 0, 4},   {1, 4, 4},   {2, 8, 4},  {3, 12, 4}, {4, 16, 4},
+                                                  {5, 20, 4}, {6, 24, 4}, {7, 28, 4}, {8, 32, 4}, {9, 36, 4}};
+    VkSpecializationInfo spec{10, entries, sizeof(values), values};
     VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
     info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;

@@ -134,6 +134,12 @@ VkDescriptorPool create_storage_pool(Device& device, uint32_t max_sets, uint32_t
 // Points binding kTexelBinding of `set` at `view`.
 void write_texel_binding(Device& device, VkDescriptorSet set, VkBufferView view);
 
+// wide.glsl's value bins (spec constant 9, WIDE_BINS): 64 with the CPU paths
+// (EffectiveLimits::cpu_paths) when the workgroup's bins fit the shared
+// memory (WG x 256 bytes), else 16. Buffers are sized for kWideMaxBins.
+constexpr uint32_t kWideMaxBins = 64;
+uint32_t wide_bins(const EffectiveLimits& limits);
+
 // Builds a compute pipeline from embedded SPIR-V with (WG, CAP) specialization.
 VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, const uint32_t* words, size_t bytes,
                                    uint32_t workgroup_size, uint32_t capacity, InputsMode inputs = InputsMode::None,

@@ -84,6 +84,7 @@ void Device::init(const sieve_context_options& given, uint32_t enabled_features)
     const uint32_t fixed = 18 * limits_.workgroup_size + 6400;
     limits_.candidate_capacity = std::clamp(floor_pow2((shared - fixed) / 8), 64u, 4096u);
     limits_.features = enabled_features & ~options.disable_features;
+    limits_.cpu_paths = info_.type == SIEVE_DEVICE_CPU && !options.max_workgroup_size && !options.max_shared_memory;
     info_.features = limits_.features;  // a context reports what it may use
     info_.workgroup_size = limits_.workgroup_size;
     info_.candidate_capacity = limits_.candidate_capacity;

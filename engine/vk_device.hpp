@@ -21,6 +21,11 @@ struct EffectiveLimits {
     uint32_t shared_memory = 0;       // bytes a pipeline may use
     uint32_t candidate_capacity = 0;  // CAP: power of two, CAP * 8 bytes of shared memory
     uint32_t features = 0;            // sieve_feature_bits usable
+    // The shader paths written for a CPU device (common.glsl: INDEXED_BINS,
+    // wide.glsl: WIDE_BINS): a CPU device's own, unless the context asks for
+    // a workgroup size or shared memory budget (the constrained profile
+    // emulates a GPU, so the suite runs the GPU paths there too).
+    bool cpu_paths = false;
     uint64_t max_storage_buffer_range = 0;
     uint64_t min_storage_offset_alignment = 1;  // minStorageBufferOffsetAlignment
     uint64_t max_texel_buffer_elements = 0;     // maxTexelBufferElements

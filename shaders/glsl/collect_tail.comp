@@ -72,7 +72,7 @@ void hand_to_wide(uint row, uint n) {
     row_state[o + R_WIDE_MC] = floatBitsToUint(s_wide_mc);
     row_state[o + R_WIDE_MD] = floatBitsToUint(v0);
     row_state[o + R_WIDE_L] = floatBitsToUint(lowest);
-    row_state[o + R_WIDE_INVW] = floatBitsToUint(vn > lowest ? float(BINS) / (vn - lowest) : 0.0);
+    row_state[o + R_WIDE_INVW] = floatBitsToUint(vn > lowest ? float(WIDE_BINS) / (vn - lowest) : 0.0);
     row_state[o + R_WIDE_NT] = s_wide_divisions | (s_divisions << 16u);  // (WIDE_DEFERRED in s_wide_divisions)
     row_state[o + R_WIDE_RC] = floatBitsToUint(s_wide_rc);
     row_state[o + R_WIDE_BD] = floatBitsToUint(u64_to_float(bd) * 9.094947017729282e-13);  // / 2^40

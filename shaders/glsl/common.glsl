@@ -32,12 +32,13 @@ layout(constant_id = 4) const uint CHAIN_OPS_HI = 0u;
 // The chain's final sampler when it learns (SELECT_*, selectors.glsl): a
 // constant, so that chains ending in dist compile none of it.
 layout(constant_id = 5) const uint CHAIN_SELECTOR = 0u;
-// 1 on a CPU device (lavapipe): a pass that adds each logit into one of a few
-// per-invocation bins indexes the bin array (gallivm keeps it in memory, a
-// load and a store per lane) instead of a select and an add per bin and
-// value, which cost more with 16 bins and three sums (wide_histogram: about
-// a quarter of its time). A GPU keeps the selects: an indexed array there
-// would leave the registers.
+// 1 on a CPU device (EffectiveLimits::cpu_paths): a pass that adds each
+// logit into one of a few per-invocation bins indexes the bin array instead
+// of a select and an add per bin and sum. On lavapipe a select and an add cost
+// the same as any other work per logit, so 16 bins and three sums were about
+// a third of wide_histogram's time, while an indexed add does not grow with
+// the bins. A GPU keeps the selects: an indexed array there would leave the
+// registers.
 layout(constant_id = 8) const uint INDEXED_BINS = 0u;
 #define CHAIN_OP(o) ((((o) < 8u ? CHAIN_OPS_LO : CHAIN_OPS_HI) >> (4u * ((o) % 8u))) & 15u)
 // Whether the chain holds min-p (OP_MIN_P = 4 in some nibble): only then does

@@ -6,7 +6,7 @@
 // over the row finish the cut and the draw on the GPU, launched indirectly
 // (zero workgroups when no row of the call needs them):
 //
-//   wide_histogram  16 value bins of the entries after the buffer, in
+//   wide_histogram  16 or 64 value bins of the entries after the buffer, in
 //                   [L, v_n]: count, mass at the cut's temperatures (mc) and
 //                   at the draw's (md). Its last workgroup finds the bin where
 //                   the cumulative mass reaches p (b*) and the bins the draw
@@ -46,7 +46,8 @@ const uint R_WIDE_RC = 24u;      // float: the mass the cut still needs past the
 const uint R_WIDE_BD = 25u;      // float: the buffer's mass at the draw (reference MD)
 const uint R_WIDE_N = 26u;       // entries in the buffer
 const uint R_WIDE_BSTAR = 27u;   // the bin holding the cut
-const uint R_WIDE_MASK = 28u;    // bins gathered (b* and the bins the draw can land in)
+const uint R_WIDE_MASK = 28u;    // bins gathered (b* and the bins the draw can land in): bins 0-31
+const uint R_WIDE_MASK_HI = 15u; //   and bins 32-63
 const uint R_WIDE_COUNT = 29u;   // list entries appended
 const uint R_WIDE_BEFORE = 30u;  // float: mass (MC) of the bins before b*
 const uint R_WIDE_KEEP = 31u;    // min_keep
@@ -65,14 +66,26 @@ const uint WIDE_GATHER_ARGS = 4u;
 // past it) and, when the cut falls in the buffer, draws there.
 const uint WIDE_DEFERRED = 0x80000000u;
 
-// A row's block in `wide`: the 16 merged bins' masses at the draw, the buffer's
+// The value bins over [L, v_n]: 64 where a CPU device adds into them by index
+// (common.glsl: INDEXED_BINS) and their tree fits the shared memory, so that
+// b* and the draw's bins hold a quarter of the members to gather and select
+// (top-p 0.9 over Zipf logits at 151936: b* about 1600 instead of 6600);
+// 16 elsewhere (registers and selects). The host chooses (pipelines.cpp).
+layout(constant_id = 9) const uint WIDE_BINS = 16u;
+const uint WIDE_MAX_BINS = 64u;  // gpu_plan.hpp: kWideMaxBins
+
+// A row's block in `wide`: the merged bins' masses at the draw (WIDE_MAX_BINS words), the buffer's
 // entries (key at the draw, id), the buffer's keys at the cut (deferred rows),
 // then the list (key at the cut, id).
-const uint WIDE_HEADER = BINS;
+const uint WIDE_HEADER = WIDE_MAX_BINS;
 uint wide_base(uint row) { return row * (WIDE_HEADER + 2u * CAP + 2u * pc.wide_cap); }
 uint wide_buffer_at(uint row) { return wide_base(row) + WIDE_HEADER; }
 uint wide_cut_keys_at(uint row) { return wide_base(row) + WIDE_HEADER + CAP; }
 uint wide_list_at(uint row) { return wide_base(row) + WIDE_HEADER + 2u * CAP; }
+
+// The list's entries as pairs (the list starts at an even word): one load or
+// store per entry, which a CPU device runs lane by lane, instead of two.
+layout(std430, set = 0, binding = 11) coherent buffer WidePairs { uvec2 wide_pairs[]; };
 
 // n divisions by t, one at a time (op_divide's and the twin's rounding).
 float wide_divide(float x, float t, uint n) {
@@ -92,6 +105,10 @@ void wide_fallback(uint row, uint passes) {
 bool wide_after(uint ka, uint ia, uint kb, uint ib) { return ka < kb || (ka == kb && ia > ib); }
 
 // The bin of a value v at the cut's temperatures in [L, v_n] (bin 0 nearest v_n).
-uint wide_bin(float v, float vn, float inv_width) { return uint(clamp((vn - v) * inv_width, 0.0, float(BINS - 1u))); }
+uint wide_bin(float v, float vn, float inv_width) { return uint(clamp((vn - v) * inv_width, 0.0, float(WIDE_BINS - 1u))); }
+
+// Whether bin b is in a mask of gathered bins (R_WIDE_MASK, R_WIDE_MASK_HI).
+bool wide_in_mask(uvec2 mask, uint b) { return ((b < 32u ? mask.x >> b : mask.y >> (b - 32u)) & 1u) != 0u; }
+uvec2 wide_bit(uint b) { return b < 32u ? uvec2(1u << b, 0u) : uvec2(0u, 1u << (b - 32u)); }
 
 #endif

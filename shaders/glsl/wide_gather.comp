@@ -45,13 +45,13 @@ void load_row(uint row) {
 // ---- the gather ---------------------------------------------------------------
 
 // Logit i (value x) belongs to a gathered bin: its key at the cut's temperatures.
-bool taken(float x, uint i, uint mask, out uint key) {
+bool taken(float x, uint i, uvec2 mask, out uint key) {
     key = 0u;
     if (isinf(x)) return false;
     float v = wide_divide(x, g_temperature, g_n_cut);
     key = sieve_key(v);
     if (v < g_lowest || !wide_after(key, i, g_kn, g_idn)) return false;
-    return ((mask >> wide_bin(v, g_vn, g_inv_width)) & 1u) != 0u;
+    return wide_in_mask(mask, wide_bin(v, g_vn, g_inv_width));
 }
 
 // ---- selection inside the list ----------------------------------------------------
@@ -87,8 +87,9 @@ uint g_tie_key = 0u;
 // draw's temperatures.
 bool member_of(uint list, uint j, uint bin, bool draw, bool use_cut, uint cut_k, uint cut_id, bool want_mass,
                out uint key, out uint id, out uvec2 q) {
-    uint kc = wide[list + 2u * j];
-    id = wide[list + 2u * j + 1u];
+    uvec2 entry = wide_pairs[list / 2u + j];
+    uint kc = entry.x;
+    id = entry.y;
     float v = sieve_key_value(kc);
     key = kc;
     q = uvec2(0u);
@@ -288,7 +289,7 @@ void resolve(uint row) {
     uint list = wide_list_at(row);
     uint m = min(row_state[o + R_WIDE_COUNT], pc.wide_cap);
     uint bstar = row_state[o + R_WIDE_BSTAR];
-    uint mask = row_state[o + R_WIDE_MASK];
+    uvec2 mask = uvec2(row_state[o + R_WIDE_MASK], row_state[o + R_WIDE_MASK_HI]);
     float rc = uintBitsToFloat(row_state[o + R_WIDE_RC]);
     float before = uintBitsToFloat(row_state[o + R_WIDE_BEFORE]);
 
@@ -354,7 +355,7 @@ void resolve(uint row) {
     barrier();
     if (w_in_buffer == 0u) {  // uniform
         uint bin = w_bin;
-        if (((mask >> bin) & 1u) == 0u) {  // rounding beyond what the histogram foresaw
+        if (!wide_in_mask(mask, bin)) {  // rounding beyond what the histogram foresaw
             if (t == 0u) wide_fallback(row, 3u);
             return;
         }
@@ -380,7 +381,7 @@ void main() {
     load_row(row);
     uint chunk = gl_WorkGroupID.x;
     uint t = gl_LocalInvocationID.x;
-    uint mask = row_state[o + R_WIDE_MASK];
+    uvec2 mask = uvec2(row_state[o + R_WIDE_MASK], row_state[o + R_WIDE_MASK_HI]);
     uint list = wide_list_at(row);
 
     // Count, one atomic for the invocation's slots, then write: no atomic per
@@ -417,8 +418,7 @@ void main() {
     uint held = min(takes, LOCAL_TAKES);
     for (uint e = 0u; e < held; ++e) {
         if (slot + e < pc.wide_cap) {
-            wide[list + 2u * (slot + e)] = local_key[e];
-            wide[list + 2u * (slot + e) + 1u] = local_id[e];
+            wide_pairs[list / 2u + slot + e] = uvec2(local_key[e], local_id[e]);
         }
     }
     slot += held;
@@ -434,8 +434,7 @@ void main() {
                     --skip;
                 } else {
                     if (slot < pc.wide_cap) {
-                        wide[list + 2u * slot] = k;
-                        wide[list + 2u * slot + 1u] = i;
+                        wide_pairs[list / 2u + slot] = uvec2(k, i);
                     }
                     ++slot;
                     --takes;

@@ -25,8 +25,25 @@
 // under a lane mask when the choice is left to run time.
 layout(constant_id = 6) const uint WIDE_ROWS_X4 = 0u;
 
-shared uint s_a[WG / 2u][BINS];
-shared uint s_b[WG / 2u][BINS];
+// The workgroup's bins: a tree's two halves (s_a, s_b), or every invocation's
+// bins (columns).
+shared uint s_ab[WG][WIDE_BINS];
+
+uint to_word(float x) { return floatBitsToUint(x); }
+uint to_word(uint x) { return x; }
+
+// Word `word` of every bin of the chunk: invocation b adds column b in order.
+#define COLUMN_SUM(WORD_OF_B, TYPE, FROM_WORD, word)                                  \
+    {                                                                                 \
+        [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) s_ab[t][b] = WORD_OF_B;      \
+        barrier();                                                                    \
+        for (uint b = t; b < WIDE_BINS; b += WG) {                                    \
+            TYPE sum = TYPE(0);                                                       \
+            for (uint u = 0u; u < WG; ++u) sum += FROM_WORD(s_ab[u][b]);              \
+            histograms[h + HIST_STRIDE * b + (word)] = to_word(sum);                  \
+        }                                                                             \
+        barrier();                                                                    \
+    }
 
 // A deferred row (ROW_DEFER_TOP_P): the total is the buffer's mass, the bins'
 // and the mass below L (fixed order, compensated). top-p's target p * total
@@ -35,11 +52,11 @@ shared uint s_b[WG / 2u][BINS];
 // survivors are a prefix of the buffer and the draw happens here, by exact
 // masses as in collect.comp. Else R_WIDE_RC becomes what the bins must
 // still cover and the row goes on as any other.
-bool cut_in_buffer(uint row, float mc[BINS], float below) {
+bool cut_in_buffer(uint row, float mc[WIDE_BINS], float below) {
     uint o = row * ROW_STRIDE;
     float bc = uintBitsToFloat(row_state[o + R_WIDE_RC]);
     vec2 total = vec2(bc, 0.0);
-    for (uint b = 0u; b < BINS; ++b) ksum_add(total, mc[b]);
+    for (uint b = 0u; b < WIDE_BINS; ++b) ksum_add(total, mc[b]);
     ksum_add(total, below);
     float target = param_f(row, P_TOP_P) * (total.x - total.y);
     float mcx = uintBitsToFloat(row_state[o + R_WIDE_MC]);
@@ -86,17 +103,17 @@ bool cut_in_buffer(uint row, float mc[BINS], float below) {
 // Invocation 0: the cut's bin, the draw's possible bins, the gather's arming.
 void decide(uint row) {
     uint o = row * ROW_STRIDE;
-    float mc[BINS], md[BINS];
-    uint cnt[BINS];
-    for (uint b = 0u; b < BINS; ++b) {
+    float mc[WIDE_BINS], md[WIDE_BINS];
+    uint cnt[WIDE_BINS];
+    for (uint b = 0u; b < WIDE_BINS; ++b) {
         mc[b] = 0.0;
         md[b] = 0.0;
         cnt[b] = 0u;
     }
     float below = 0.0;
     for (uint c = 0u; c < pc.n_chunks; ++c) {
-        uint h = (row * pc.n_chunks + c) * BINS * HIST_STRIDE;
-        for (uint b = 0u; b < BINS; ++b) {
+        uint h = (row * pc.n_chunks + c) * WIDE_BINS * HIST_STRIDE;
+        for (uint b = 0u; b < WIDE_BINS; ++b) {
             mc[b] += uintBitsToFloat(histograms[h + HIST_STRIDE * b + 0u]);
             cnt[b] += histograms[h + HIST_STRIDE * b + 1u];
             md[b] += uintBitsToFloat(histograms[h + HIST_STRIDE * b + 2u]);
@@ -105,16 +122,16 @@ void decide(uint row) {
     }
     if ((row_state[o + R_WIDE_NT] & WIDE_DEFERRED) != 0u && cut_in_buffer(row, mc, below)) return;
     uint head = wide_base(row);  // the draw's masses per bin, for wide_gather
-    for (uint b = 0u; b < BINS; ++b) {
+    for (uint b = 0u; b < WIDE_BINS; ++b) {
         wide[head + b] = floatBitsToUint(md[b]);
     }
     // top-p: the first entry whose cumulative mass reaches the target; the
     // bins before b* are kept whole.
     float rc = uintBitsToFloat(row_state[o + R_WIDE_RC]);
     float before = 0.0;
-    uint bstar = BINS;
+    uint bstar = WIDE_BINS;
     uint kept = row_state[o + R_WIDE_N];
-    for (uint b = 0u; b < BINS; ++b) {
+    for (uint b = 0u; b < WIDE_BINS; ++b) {
         if (cnt[b] > 0u && before + mc[b] >= rc) {
             bstar = b;
             break;
@@ -124,7 +141,7 @@ void decide(uint row) {
     }
     // llama.cpp keeps at least min_keep: past b*'s start the GPU would need
     // ranks, not masses (rare: the buffer holds CAP / 2 entries).
-    if (bstar == BINS || row_state[o + R_WIDE_KEEP] > kept + 1u) {
+    if (bstar == WIDE_BINS || row_state[o + R_WIDE_KEEP] > kept + 1u) {
         wide_fallback(row, 2u);
         return;
     }
@@ -136,11 +153,12 @@ void decide(uint row) {
     for (uint b = 0u; b < bstar; ++b) a += md[b];
     float u = float(row_uniform(row)) * 2.3283064365386963e-10;
     float lo = u * a * (1.0 - 1e-5), hi = u * (a + md[bstar]) * (1.0 + 1e-5);
-    uint mask = 1u << bstar, gathered = cnt[bstar];
+    uvec2 mask = wide_bit(bstar);
+    uint gathered = cnt[bstar];
     float cum = bd;
     for (uint b = 0u; b < bstar; ++b) {
         if (cum + md[b] >= lo && cum <= hi) {
-            mask |= 1u << b;
+            mask |= wide_bit(b);
             gathered += cnt[b];
         }
         cum += md[b];
@@ -150,7 +168,8 @@ void decide(uint row) {
         return;
     }
     row_state[o + R_WIDE_BSTAR] = bstar;
-    row_state[o + R_WIDE_MASK] = mask;
+    row_state[o + R_WIDE_MASK] = mask.x;
+    row_state[o + R_WIDE_MASK_HI] = mask.y;
     row_state[o + R_WIDE_BEFORE] = floatBitsToUint(before);
     row_state[o + R_WIDE_COUNT] = 0u;
     row_state[o + R_WIDE_PHASE] = WIDE_GATHER;
@@ -176,9 +195,9 @@ void main() {
     bool deferred = (nt & WIDE_DEFERRED) != 0u;
     float temperature = param_f(row, P_TEMPERATURE);
 
-    float mc[BINS], md[BINS];
-    uint cnt[BINS];
-    [[unroll]] for (uint b = 0u; b < BINS; ++b) {
+    float mc[WIDE_BINS], md[WIDE_BINS];
+    uint cnt[WIDE_BINS];
+    [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) {
         mc[b] = 0.0;
         md[b] = 0.0;
         cnt[b] = 0u;
@@ -211,8 +230,8 @@ void main() {
                 md[bin] += wd;
                 cnt[bin] += live ? 1u : 0u;
             } else {
-                uint bin = live ? wide_bin(v, vn, inv_width) : BINS;
-                [[unroll]] for (uint b = 0u; b < BINS; ++b) {
+                uint bin = live ? wide_bin(v, vn, inv_width) : WIDE_BINS;
+                [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) {
                     bool here = bin == b;
                     mc[b] += here ? wc : 0.0;
                     md[b] += here ? wd : 0.0;
@@ -222,43 +241,60 @@ void main() {
         }
     }
 
-    // Fixed trees through the same shared arrays: (mc, count), then md.
-    for (uint half_size = WG / 2u; half_size > 0u; half_size >>= 1u) {
-        if (t >= half_size && t < 2u * half_size) {
-            [[unroll]] for (uint b = 0u; b < BINS; ++b) {
-                s_a[t - half_size][b] = floatBitsToUint(mc[b]);
-                s_b[t - half_size][b] = cnt[b];
+    uint h = (row * pc.n_chunks + chunk) * WIDE_BINS * HIST_STRIDE;
+    if (INDEXED_BINS != 0u) {
+        // Columns: every invocation's bins into shared memory, then invocation
+        // b adds bin b's column in invocation order (the same sums on every
+        // run). On a CPU device every shared access is a scalar access per
+        // lane; a tree's levels make about six times as many with 64 bins.
+        COLUMN_SUM(floatBitsToUint(mc[b]), float, uintBitsToFloat, 0u);
+        COLUMN_SUM(cnt[b], uint, uint, 1u);
+        COLUMN_SUM(floatBitsToUint(md[b]), float, uintBitsToFloat, 2u);
+        s_ab[t][0] = floatBitsToUint(below);
+        barrier();
+        if (t == 0u) {
+            float sum = 0.0;
+            for (uint u = 0u; u < WG; ++u) sum += uintBitsToFloat(s_ab[u][0]);
+            histograms[h + 3u] = floatBitsToUint(sum);
+        }
+    } else {
+        // Fixed trees through the same shared arrays: (mc, count), then md.
+        for (uint half_size = WG / 2u; half_size > 0u; half_size >>= 1u) {
+            if (t >= half_size && t < 2u * half_size) {
+                [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) {
+                    s_ab[t - half_size][b] = floatBitsToUint(mc[b]);
+                    s_ab[WG / 2u + t - half_size][b] = cnt[b];
+                }
             }
-        }
-        barrier();
-        if (t < half_size) {
-            [[unroll]] for (uint b = 0u; b < BINS; ++b) {
-                mc[b] += uintBitsToFloat(s_a[t][b]);
-                cnt[b] += s_b[t][b];
+            barrier();
+            if (t < half_size) {
+                [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) {
+                    mc[b] += uintBitsToFloat(s_ab[t][b]);
+                    cnt[b] += s_ab[WG / 2u + t][b];
+                }
             }
+            barrier();
         }
-        barrier();
-    }
-    for (uint half_size = WG / 2u; half_size > 0u; half_size >>= 1u) {
-        if (t >= half_size && t < 2u * half_size) {
-            [[unroll]] for (uint b = 0u; b < BINS; ++b) s_a[t - half_size][b] = floatBitsToUint(md[b]);
-            s_b[t - half_size][0] = floatBitsToUint(below);
+        for (uint half_size = WG / 2u; half_size > 0u; half_size >>= 1u) {
+            if (t >= half_size && t < 2u * half_size) {
+                [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) s_ab[t - half_size][b] = floatBitsToUint(md[b]);
+                s_ab[WG / 2u + t - half_size][0] = floatBitsToUint(below);
+            }
+            barrier();
+            if (t < half_size) {
+                [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) md[b] += uintBitsToFloat(s_ab[t][b]);
+                below += uintBitsToFloat(s_ab[WG / 2u + t][0]);
+            }
+            barrier();
         }
-        barrier();
-        if (t < half_size) {
-            [[unroll]] for (uint b = 0u; b < BINS; ++b) md[b] += uintBitsToFloat(s_a[t][b]);
-            below += uintBitsToFloat(s_b[t][0]);
+        if (t == 0u) {
+            [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) {
+                histograms[h + HIST_STRIDE * b + 0u] = floatBitsToUint(mc[b]);
+                histograms[h + HIST_STRIDE * b + 1u] = cnt[b];
+                histograms[h + HIST_STRIDE * b + 2u] = floatBitsToUint(md[b]);
+            }
+            histograms[h + 3u] = floatBitsToUint(below);
         }
-        barrier();
-    }
-    if (t == 0u) {
-        uint h = (row * pc.n_chunks + chunk) * BINS * HIST_STRIDE;
-        [[unroll]] for (uint b = 0u; b < BINS; ++b) {
-            histograms[h + HIST_STRIDE * b + 0u] = floatBitsToUint(mc[b]);
-            histograms[h + HIST_STRIDE * b + 1u] = cnt[b];
-            histograms[h + HIST_STRIDE * b + 2u] = floatBitsToUint(md[b]);
-        }
-        histograms[h + 3u] = floatBitsToUint(below);
     }
     if (!last_to_arrive(row)) return;
     if (t == 0u) decide(row);
