@@ -366,6 +366,13 @@ float row_logit(uint row, uint i) {
     return f;
 }
 
+// Logits i..i+3 of a row read one at a time, those at or past `end` repeating
+// the last one before it (a caller masks them).
+vec4 row_quad(uint row, uint i, uint end) {
+    return vec4(row_logit(row, i), row_logit(row, min(i + 1u, end - 1u)), row_logit(row, min(i + 2u, end - 1u)),
+                row_logit(row, min(i + 3u, end - 1u)));
+}
+
 uint load_key(uint row, uint i, float scale) { return sieve_key(scaled_logit(row_logit(row, i), scale)); }
 
 #endif

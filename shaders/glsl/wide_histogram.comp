@@ -206,16 +206,18 @@ void main() {
     uint begin = chunk * pc.chunk_size;
     uint end = min(begin + pc.chunk_size, pc.vocab);
     bool vmap = WIDE_ROWS_X4 != 0u || (!ROW_INPUTS && (pc.stride & 3u) == 0u);
-    uint n = vmap ? (end - begin + 3u) / 4u : end - begin;
+    // Quads either way: a row read element by element adds in the same order
+    // as one read four at a time, so their sums (and draws) are the same.
+    uint n = (end - begin + 3u) / 4u;
     uint j_first, j_stop;  // contiguous stretches (stretch.glsl)
     stretch_share(0u, n, j_first, j_stop);
     for (uint j = j_first; j < j_stop; j += RUN_LANES) {
-        vec4 f4 = vmap ? row_vec4((row * pc.stride + begin) / 4u + j) : vec4(row_logit(row, begin + j));
+        vec4 f4 = vmap ? row_vec4((row * pc.stride + begin) / 4u + j) : row_quad(row, begin + 4u * j, end);
         [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-            uint i = vmap ? begin + 4u * j + c : begin + j;
+            uint i = begin + 4u * j + c;
             float x = f4[c];
             // masked (the row has no NaN/+inf: it would have failed)
-            bool live = (vmap || c == 0u) && i < end && !isinf(x);
+            bool live = i < end && !isinf(x);
             float v = wide_divide(x, temperature, n_cut);
             live = live && wide_after(sieve_key(v), i, kn, idn);
             float wc = exp(v - mcx);
