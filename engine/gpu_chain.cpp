@@ -575,7 +575,7 @@ void GpuChain::create_texel_views() {
                              std::min<uint64_t>(windows_.rows, max_rows - first) * windows_.row_bytes[0] / 16 * 16);
     }
     const uint64_t align = std::max<uint64_t>(limits_.min_texel_offset_alignment, 1);
-    bool texel = type_ == SIEVE_DEVICE_CPU;
+    bool texel = limits_.cpu_paths;  // a CPU device, unless the context asks for GPU-sized limits
     for (const auto& [offset, bytes] : windows)
         texel = texel && offset % align == 0 && bytes >= 16 && bytes / 16 <= limits_.max_texel_buffer_elements;
     for (const auto& [offset, bytes] : windows)

@@ -395,20 +395,19 @@ void main() {
     uint begin = chunk * pc.chunk_size;
     uint end = min(begin + pc.chunk_size, pc.vocab);
     bool vmap = WIDE_ROWS_X4 != 0u || (!ROW_INPUTS && (pc.stride & 3u) == 0u);
-    uint n = vmap ? (end - begin + 3u) / 4u : end - begin;
+    uint n = (end - begin + 3u) / 4u;  // quads either way (row_quad)
     uint takes = 0u;
-    uint local_key[LOCAL_TAKES + 1u], local_id[LOCAL_TAKES + 1u];
+    uint local_id[LOCAL_TAKES + 1u];  // the key is computed again when written: one store per logit
     uint j_first, j_stop;  // contiguous stretches (stretch.glsl)
     stretch_share(0u, n, j_first, j_stop);
     for (uint j = j_first; j < j_stop; j += RUN_LANES) {
-        vec4 f4 = vmap ? row_vec4((row * pc.stride + begin) / 4u + j) : vec4(row_logit(row, begin + j));
+        vec4 f4 = vmap ? row_vec4((row * pc.stride + begin) / 4u + j) : row_quad(row, begin + 4u * j, end);
         [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-            uint i = vmap ? begin + 4u * j + c : begin + j;
+            uint i = begin + 4u * j + c;
             uint k;
-            bool take = (vmap || c == 0u) && i < end && taken(f4[c], i, mask, k);
+            bool take = i < end && taken(f4[c], i, mask, k);
             if (LOCAL_TAKES > 0u) {
                 uint at = min(takes, LOCAL_TAKES);
-                local_key[at] = k;
                 local_id[at] = i;
             }
             takes += take ? 1u : 0u;
@@ -418,18 +417,19 @@ void main() {
     uint held = min(takes, LOCAL_TAKES);
     for (uint e = 0u; e < held; ++e) {
         if (slot + e < pc.wide_cap) {
-            wide_pairs[list / 2u + slot + e] = uvec2(local_key[e], local_id[e]);
+            uint id = local_id[e];
+            wide_pairs[list / 2u + slot + e] = uvec2(sieve_key(wide_divide(row_logit(row, id), g_temperature, g_n_cut)), id);
         }
     }
     slot += held;
     takes -= held;
     uint skip = held;  // taken entries already written
     for (uint j = j_first; takes > 0u && j < j_stop; j += RUN_LANES) {
-        vec4 f4 = vmap ? row_vec4((row * pc.stride + begin) / 4u + j) : vec4(row_logit(row, begin + j));
+        vec4 f4 = vmap ? row_vec4((row * pc.stride + begin) / 4u + j) : row_quad(row, begin + 4u * j, end);
         [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-            uint i = vmap ? begin + 4u * j + c : begin + j;
+            uint i = begin + 4u * j + c;
             uint k;
-            if ((vmap || c == 0u) && i < end && taken(f4[c], i, mask, k)) {
+            if (i < end && taken(f4[c], i, mask, k)) {
                 if (skip > 0u) {
                     --skip;
                 } else {
