@@ -406,7 +406,9 @@ TEST(GpuChainCollectPaths, EveryWayAChunkKeepsItsBestEqualsTheTwin) {
                     // (their rows go to the twin, as before register picks).
                     const bool min_p_overflows = std::string(chain_text) == "min_p;temperature" &&
                                                  (kind == 1 || kind == 2 || kind == 4);
-                    if (!min_p_overflows) EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u);
+                    if (!min_p_overflows) {
+                        EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u);
+                    }
                 }
             }
         }
@@ -481,6 +483,8 @@ TEST(GpuChainWideTopP, TokensEqualTheTwinWithoutFallback) {
         {"top_p;temperature", Shape::Zipf, 262144, 0.95f, 0, 3},
         {"temperature;top_p", Shape::Zipf, 151936, 0.9f, 0, 3},
         {"top_p;temperature;temperature", Shape::Zipf, 32000, 0.8f, 0, 3},
+        // the most temperature divisions the wide passes apply (wide.glsl: WIDE_MAX_DIVISIONS)
+        {"top_p;temperature;temperature;temperature;temperature", Shape::Zipf, 32000, 0.9f, 0, 3},
         {"top_p;temperature", Shape::Zipf, 32000, 0.9f, 200, 3},
         {"top_p;temperature", Shape::Ties, 32000, 0.5f, 0, 3},
         {"top_p;temperature", Shape::Gaussian, 32000, 0.6f, 0, 3},
@@ -548,6 +552,32 @@ TEST(GpuChainWideTopP, TwoCutsPastTheBufferFallBack) {
     base.min_p = 1e-6f;
     const auto params = row_params(base, rows, 3);
     sieve::Chain chain(gpu, sieve_test::chain_desc("top_p;min_p;temperature", rows, vocab, base.temperature, 1));
+    set_row(chain, 0, params[0]);
+    Row twin{kinds, logits.data(), vocab, params[0]};
+    Tally tally;
+    for (uint32_t step = 0; step < 3; ++step) {
+        std::vector<sieve_token> out(1);
+        ASSERT_EQ(sieve_sample(chain.get(), logits.data(), rows, vocab, out.data()), SIEVE_OK) << sieve_last_error();
+        compare_token(out[0], twin, step, &tally);
+    }
+    expect_rare(tally);
+    EXPECT_EQ(chain.counters().cpu_fallback_rows, 3u);
+}
+
+// One temperature sampler more than the wide passes apply (WIDE_MAX_DIVISIONS
+// = 4, unrolled there): the row goes to the CPU twin, counted, with its result.
+TEST(GpuChainWideTopP, FiveTemperaturesFallBack) {
+    auto gpu = sieve_test::gpu_context();
+    const int32_t vocab = 32000, rows = 1;
+    const char* samplers = "temperature;top_p;temperature;temperature;temperature;temperature";
+    const auto kinds = sieve_test::twin_chain(samplers);
+    ASSERT_FALSE(kinds.empty());
+    const auto logits = sieve_test::make_rows(Shape::Zipf, rows, vocab, 78);
+    RowParams base = active();
+    base.top_p = 0.9f;
+    base.temperature = 0.9f;
+    const auto params = row_params(base, rows, 4);
+    sieve::Chain chain(gpu, sieve_test::chain_desc(samplers, rows, vocab, base.temperature, 1));
     set_row(chain, 0, params[0]);
     Row twin{kinds, logits.data(), vocab, params[0]};
     Tally tally;

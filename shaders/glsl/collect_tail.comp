@@ -190,7 +190,8 @@ void main() {
     // thousands of survivors, stays with the CPU twin.)
     bool wide_row = s_rest_kind == REST_CUT && s_wide != 0u && tail_live() && !greedy && pc.wide_cap > 0u &&
                     (pc.flags & FLAG_DISTRIBUTION) == 0u &&  // uniform: shared, after run_chain's barrier
-                    (CHAIN_SELECTOR == SELECT_DIST || CHAIN_SELECTOR == SELECT_ADAPTIVE);  // mirostat's draw learns
+                    (CHAIN_SELECTOR == SELECT_DIST || CHAIN_SELECTOR == SELECT_ADAPTIVE) &&  // mirostat's draw learns
+                    s_divisions <= WIDE_MAX_DIVISIONS;
     if (wide_row) {
         hand_to_wide(row, n);
         return;

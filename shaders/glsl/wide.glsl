@@ -87,9 +87,17 @@ uint wide_list_at(uint row) { return wide_base(row) + WIDE_HEADER + 2u * CAP; }
 // store per entry, which a CPU device runs lane by lane, instead of two.
 layout(std430, set = 0, binding = 11) coherent buffer WidePairs { uvec2 wide_pairs[]; };
 
-// n divisions by t, one at a time (op_divide's and the twin's rounding).
+// n divisions by t, one at a time (op_divide's and the twin's rounding), for
+// n up to WIDE_MAX_DIVISIONS (the collect tail hands a row with more
+// temperature samplers to the CPU twin). Selects, not a loop: a CPU device
+// pays for a loop's machinery per logit even when it runs no trip (a loop
+// here was about a third of wide_histogram's time on lavapipe).
+const uint WIDE_MAX_DIVISIONS = 4u;
 float wide_divide(float x, float t, uint n) {
-    for (uint j = 0u; j < n; ++j) x = x / t;
+    x = n > 0u ? x / t : x;
+    x = n > 1u ? x / t : x;
+    x = n > 2u ? x / t : x;
+    x = n > 3u ? x / t : x;
     return x;
 }
 
