@@ -540,18 +540,16 @@ TEST(GpuChainWideTopP, TokensEqualTheTwinWithoutFallback) {
     }
 }
 
-// A top-p cut past the buffer that the wide passes do not finish (a second
-// cut past the buffer: min-p with a floor far below) still equals the twin, by
-// the CPU fallback, counted.
-TEST(GpuChainWideTopP, TwoCutsPastTheBufferFallBack) {
+// One row of Zipf logits (vocab 32000) sampled 3 times through `samplers`:
+// every token equals the twin's, and every one went to the CPU twin (counted).
+void expect_twin_fallbacks(const char* samplers, const RowParams& base, uint32_t logits_seed, uint32_t params_seed) {
     auto gpu = sieve_test::gpu_context();
     const int32_t vocab = 32000, rows = 1;
-    const auto kinds = sieve_test::twin_chain("top_p;min_p;temperature");
-    const auto logits = sieve_test::make_rows(Shape::Zipf, rows, vocab, 77);
-    RowParams base = active();
-    base.min_p = 1e-6f;
-    const auto params = row_params(base, rows, 3);
-    sieve::Chain chain(gpu, sieve_test::chain_desc("top_p;min_p;temperature", rows, vocab, base.temperature, 1));
+    const auto kinds = sieve_test::twin_chain(samplers);
+    ASSERT_FALSE(kinds.empty());
+    const auto logits = sieve_test::make_rows(Shape::Zipf, rows, vocab, logits_seed);
+    const auto params = row_params(base, rows, params_seed);
+    sieve::Chain chain(gpu, sieve_test::chain_desc(samplers, rows, vocab, base.temperature, 1));
     set_row(chain, 0, params[0]);
     Row twin{kinds, logits.data(), vocab, params[0]};
     Tally tally;
@@ -564,30 +562,22 @@ TEST(GpuChainWideTopP, TwoCutsPastTheBufferFallBack) {
     EXPECT_EQ(chain.counters().cpu_fallback_rows, 3u);
 }
 
+// A top-p cut past the buffer that the wide passes do not finish (a second
+// cut past the buffer: min-p with a floor far below) still equals the twin, by
+// the CPU fallback, counted.
+TEST(GpuChainWideTopP, TwoCutsPastTheBufferFallBack) {
+    RowParams base = active();
+    base.min_p = 1e-6f;
+    expect_twin_fallbacks("top_p;min_p;temperature", base, 77, 3);
+}
+
 // One temperature sampler more than the wide passes apply (WIDE_MAX_DIVISIONS
 // = 4, unrolled there): the row goes to the CPU twin, counted, with its result.
 TEST(GpuChainWideTopP, FiveTemperaturesFallBack) {
-    auto gpu = sieve_test::gpu_context();
-    const int32_t vocab = 32000, rows = 1;
-    const char* samplers = "temperature;top_p;temperature;temperature;temperature;temperature";
-    const auto kinds = sieve_test::twin_chain(samplers);
-    ASSERT_FALSE(kinds.empty());
-    const auto logits = sieve_test::make_rows(Shape::Zipf, rows, vocab, 78);
     RowParams base = active();
     base.top_p = 0.9f;
     base.temperature = 0.9f;
-    const auto params = row_params(base, rows, 4);
-    sieve::Chain chain(gpu, sieve_test::chain_desc(samplers, rows, vocab, base.temperature, 1));
-    set_row(chain, 0, params[0]);
-    Row twin{kinds, logits.data(), vocab, params[0]};
-    Tally tally;
-    for (uint32_t step = 0; step < 3; ++step) {
-        std::vector<sieve_token> out(1);
-        ASSERT_EQ(sieve_sample(chain.get(), logits.data(), rows, vocab, out.data()), SIEVE_OK) << sieve_last_error();
-        compare_token(out[0], twin, step, &tally);
-    }
-    expect_rare(tally);
-    EXPECT_EQ(chain.counters().cpu_fallback_rows, 3u);
+    expect_twin_fallbacks("temperature;top_p;temperature;temperature;temperature;temperature", base, 78, 4);
 }
 
 // ---- 3. logit bias and token bitmask on the GPU ----------------------------------
