@@ -67,12 +67,13 @@ const uint WIDE_GATHER_ARGS = 4u;
 const uint WIDE_DEFERRED = 0x80000000u;
 
 // The value bins over [L, v_n]: 64 where a CPU device adds into them by index
-// (common.glsl: INDEXED_BINS) and their tree fits the shared memory, so that
+// (common.glsl: INDEXED_BINS) and every invocation's bins fit the shared
+// memory (wide_histogram adds them by columns), so that
 // b* and the draw's bins hold a quarter of the members to gather and select
 // (top-p 0.9 over Zipf logits at 151936: b* about 1600 instead of 6600);
 // 16 elsewhere (registers and selects). The host chooses (pipelines.cpp).
 layout(constant_id = 9) const uint WIDE_BINS = 16u;
-const uint WIDE_MAX_BINS = 64u;  // gpu_plan.hpp: kWideMaxBins
+const uint WIDE_MAX_BINS = 64u;  // pipelines.hpp: kWideMaxBins
 
 // A row's block in `wide`: the merged bins' masses at the draw (WIDE_MAX_BINS words), the buffer's
 // entries (key at the draw, id), the buffer's keys at the cut (deferred rows),

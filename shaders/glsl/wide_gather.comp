@@ -386,18 +386,18 @@ void main() {
 
     // Count, one atomic for the invocation's slots, then write: no atomic per
     // logit (a CPU device runs a rare branch's atomic under a lane mask for
-    // every logit). On a CPU device the first LOCAL_TAKES entries an
-    // invocation takes wait in a local array, so that the common case reads
-    // the chunk once: each logit is written there by index whatever it is
-    // (slot `takes`, kept only when taken; slot LOCAL_TAKES is scratch), which
-    // costs less there than reading the chunk again. Entries past them are
-    // found by a second read, as on a GPU (LOCAL_TAKES = 0).
+    // every logit). On a CPU device the ids of the first LOCAL_TAKES entries
+    // an invocation takes wait in a local array, so that the common case reads
+    // the chunk once: each logit's id is written there by index whatever it
+    // is (slot `takes`, kept only when taken; slot LOCAL_TAKES is scratch),
+    // which costs less there than reading the chunk again. Entries past them
+    // are found by a second read, as on a GPU (LOCAL_TAKES = 0).
     uint begin = chunk * pc.chunk_size;
     uint end = min(begin + pc.chunk_size, pc.vocab);
     bool vmap = WIDE_ROWS_X4 != 0u || (!ROW_INPUTS && (pc.stride & 3u) == 0u);
     uint n = (end - begin + 3u) / 4u;  // quads either way (row_quad)
     uint takes = 0u;
-    uint local_id[LOCAL_TAKES + 1u];  // the key is computed again when written: one store per logit
+    uint local_id[LOCAL_TAKES + 1u];  // ids only, the key computed again when written: one store per logit
     uint j_first, j_stop;  // contiguous stretches (stretch.glsl)
     stretch_share(0u, n, j_first, j_stop);
     for (uint j = j_first; j < j_stop; j += RUN_LANES) {
@@ -418,7 +418,8 @@ void main() {
     for (uint e = 0u; e < held; ++e) {
         if (slot + e < pc.wide_cap) {
             uint id = local_id[e];
-            wide_pairs[list / 2u + slot + e] = uvec2(sieve_key(wide_divide(row_logit(row, id), g_temperature, g_n_cut)), id);
+            uint key = sieve_key(wide_divide(row_logit(row, id), g_temperature, g_n_cut));  // as taken() had it
+            wide_pairs[list / 2u + slot + e] = uvec2(key, id);
         }
     }
     slot += held;

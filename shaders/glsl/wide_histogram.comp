@@ -25,8 +25,8 @@
 // under a lane mask when the choice is left to run time.
 layout(constant_id = 6) const uint WIDE_ROWS_X4 = 0u;
 
-// The workgroup's bins: a tree's two halves (s_a, s_b), or every invocation's
-// bins (columns).
+// The workgroup's bins: a tree's two halves (rows below WG / 2 and from it),
+// or every invocation's bins (columns: row t is invocation t's).
 shared uint s_ab[WG][WIDE_BINS];
 
 uint to_word(float x) { return floatBitsToUint(x); }
