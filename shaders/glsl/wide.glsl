@@ -70,8 +70,9 @@ const uint WIDE_DEFERRED = 0x80000000u;
 // (common.glsl: INDEXED_BINS) and every invocation's bins fit the shared
 // memory (wide_histogram adds them by columns), so that
 // b* and the draw's bins hold a quarter of the members to gather and select
-// (top-p 0.9 over Zipf logits at 151936: b* about 1600 instead of 6600);
-// 16 elsewhere (registers and selects). The host chooses (pipelines.cpp).
+// (top-p 0.9 over the bench's Zipf rows at 151936, modelled on the host: b*
+// about 1800 members instead of 6600); 16 elsewhere (registers and selects).
+// The host chooses (pipelines.cpp).
 layout(constant_id = 9) const uint WIDE_BINS = 16u;
 const uint WIDE_MAX_BINS = 64u;  // pipelines.hpp: kWideMaxBins
 
