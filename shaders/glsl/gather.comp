@@ -8,6 +8,13 @@
 #include "arrive.glsl"
 #include "finalize.glsl"
 
+// Members an invocation holds before writing them (main): CPU devices only,
+// where a local array indexed per lane is cheap (common.glsl: INDEXED_BINS).
+// A bin of hundreds of members gives most invocations a few; 8 measured as
+// fast as 32, and rows with more take the second read, which the suite then
+// runs.
+const uint LOCAL_TAKES = INDEXED_BINS != 0u ? 8u : 0u;
+
 void main() {
     uint row = pc.row_base + gl_WorkGroupID.y;
     bind_row(row);
@@ -23,14 +30,56 @@ void main() {
         float scale = row_scale(row);
         uint begin = chunk * pc.chunk_size;
         uint end = min(begin + pc.chunk_size, pc.vocab);
-        for (uint i = begin + t; i < end; i += WG) {
-            float x = scaled_logit(row_logit(row, i), scale);
-            uint k = sieve_key(x);
-            if (isinf(x) || k < lo || k > hi) continue;
-            uint slot = atomicAdd(row_state[o + R_CAND_COUNT], 1u);
-            if (slot < CAP) {
-                candidates[(row * CAP + slot) * 2u + 0u] = k;
-                candidates[(row * CAP + slot) * 2u + 1u] = i;
+        if (INDEXED_BINS == 0u) {  // a GPU: an atomic per member
+            for (uint i = begin + t; i < end; i += WG) {
+                float x = scaled_logit(row_logit(row, i), scale);
+                uint k = sieve_key(x);
+                if (isinf(x) || k < lo || k > hi) continue;
+                uint slot = atomicAdd(row_state[o + R_CAND_COUNT], 1u);
+                if (slot < CAP) {
+                    candidates[(row * CAP + slot) * 2u + 0u] = k;
+                    candidates[(row * CAP + slot) * 2u + 1u] = i;
+                }
+            }
+        } else {
+            // A CPU device runs the atomic under a lane mask for every logit,
+            // a loop over the lanes each time. Instead each invocation writes
+            // every logit's id into its local array by index (slot `takes`,
+            // kept only when taken), counts, and reserves its slots with one
+            // atomic; members past the array come from a second read.
+            uint takes = 0u;
+            uint local_id[LOCAL_TAKES + 1u];
+            for (uint i = begin + t; i < end; i += WG) {
+                float x = scaled_logit(row_logit(row, i), scale);
+                uint k = sieve_key(x);
+                local_id[min(takes, LOCAL_TAKES)] = i;
+                takes += (isinf(x) || k < lo || k > hi) ? 0u : 1u;
+            }
+            uint slot = takes > 0u ? atomicAdd(row_state[o + R_CAND_COUNT], takes) : 0u;
+            uint held = min(takes, LOCAL_TAKES);
+            for (uint e = 0u; e < held; ++e, ++slot) {
+                uint i = local_id[e];
+                if (slot < CAP) {
+                    candidates[(row * CAP + slot) * 2u + 0u] = sieve_key(scaled_logit(row_logit(row, i), scale));
+                    candidates[(row * CAP + slot) * 2u + 1u] = i;
+                }
+            }
+            uint skip = held;
+            takes -= held;
+            for (uint i = begin + t; takes > 0u && i < end; i += WG) {
+                float x = scaled_logit(row_logit(row, i), scale);
+                uint k = sieve_key(x);
+                if (isinf(x) || k < lo || k > hi) continue;
+                if (skip > 0u) {
+                    --skip;
+                    continue;
+                }
+                if (slot < CAP) {
+                    candidates[(row * CAP + slot) * 2u + 0u] = k;
+                    candidates[(row * CAP + slot) * 2u + 1u] = i;
+                }
+                ++slot;
+                --takes;
             }
         }
     } else {

@@ -14,6 +14,7 @@
 #include "row.glsl"
 #include "arrive.glsl"
 #include "scan.glsl"
+#include "stretch.glsl"
 
 // Tree reduction of the per-invocation bins: each step, the upper half hands
 // its bins to the lower half (shared memory: WG * 64 bytes).
@@ -47,17 +48,28 @@ void main() {
     }
     uint begin = chunk * pc.chunk_size;
     uint end = min(begin + pc.chunk_size, pc.vocab);
-    if (value_level) {
+    if (value_level && INDEXED_BINS != 0u) {
+        // A CPU device pays for each loop trip: four logits per trip, each
+        // invocation's quads a contiguous stretch (stretch.glsl), added into
+        // the bins by index (common.glsl).
+        uint j_first, j_stop;
+        stretch_share(0u, (end - begin + 3u) / 4u, j_first, j_stop);
+        for (uint j = j_first; j < j_stop; j += RUN_LANES) {
+            vec4 f4 = row_quad(row, begin + 4u * j, end);
+            [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+                float x = scaled_logit(f4[c], scale);
+                bool live = begin + 4u * j + c < end && !isinf(x);  // -inf: no mass (a row with +inf failed)
+                uint bin = live ? level0_bin(x, max_scaled, inv_width) : 0u;
+                mass[bin] += live ? exp(x - max_scaled) : 0.0;
+                count[bin] += live ? 1u : 0u;
+            }
+        }
+    } else if (value_level) {
         for (uint i = begin + t; i < end; i += WG) {
             float x = scaled_logit(row_logit(row, i), scale);
             if (isinf(x)) continue;  // -inf: masked, no mass (a row with +inf failed)
             uint bin = level0_bin(x, max_scaled, inv_width);
             float w = exp(x - max_scaled);
-            if (INDEXED_BINS != 0u) {  // common.glsl; the same sums as the selects
-                mass[bin] += w;
-                count[bin] += 1u;
-                continue;
-            }
             [[unroll]] for (uint b = 0u; b < BINS; ++b) {
                 mass[b] += bin == b ? w : 0.0;
                 count[b] += bin == b ? 1u : 0u;
