@@ -88,6 +88,16 @@ struct Recording {
 // The longest plan (raw stats, history, stats, 9 levels, gather) once per row in the worst case.
 constexpr uint32_t kMaxPlanDispatches = 13;
 
+bool has_top_p(const ChainConfig& config) {
+    return std::find(config.samplers.begin(), config.samplers.end(), ref::SamplerKind::TopP) != config.samplers.end();
+}
+
+// Bins per chunk in a row's histograms: the levels' 16, or wide_histogram's
+// (wide_bins: 64 on CPU devices) when the chain holds top-p.
+uint32_t histogram_bins(const ChainConfig& config, const EffectiveLimits& limits) {
+    return has_top_p(config) ? std::max(kBins, wide_bins(limits)) : kBins;
+}
+
 // List entries per row for a top-p cut past the candidate buffer (wide.glsl):
 // half the vocabulary (as many bytes as the logits; LM-like rows at top-p 0.95
 // gather about an eighth, rows of a few tied values up to a half), at most
@@ -95,8 +105,7 @@ constexpr uint32_t kMaxPlanDispatches = 13;
 // Rows whose cut needs more fall back to the CPU twin (counted); 0 without
 // top-p.
 uint32_t wide_list_capacity(const ChainConfig& config, const EffectiveLimits& limits, uint32_t window_rows) {
-    if (std::find(config.samplers.begin(), config.samplers.end(), ref::SamplerKind::TopP) == config.samplers.end())
-        return 0;
+    if (!has_top_p(config)) return 0;
     const uint64_t per_row = limits.max_storage_buffer_range / 4 / static_cast<uint64_t>(window_rows);
     const uint64_t fixed = wide_row_words(limits.candidate_capacity, 0);
     if (per_row <= fixed) return 0;
@@ -149,7 +158,7 @@ RowWindows row_windows(const ChainConfig& config, const EffectiveLimits& limits,
                    static_cast<uint64_t>(max_chunks) * kChunkStride * 4,
                    kRowStride * 4ull,
                    0,
-                   static_cast<uint64_t>(max_chunks) * kWideMaxBins * kHistStride * 4,
+                   static_cast<uint64_t>(max_chunks) * histogram_bins(config, limits) * kHistStride * 4,
                    collect_row_words(limits.candidate_capacity) * 4,
                    kResultStride * 4ull,
                    (2 * vocab + 2) * 4,
@@ -387,9 +396,8 @@ GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
             static_cast<uint64_t>(config.max_slots) * slot_words(static_cast<uint32_t>(config.history_capacity)) * 4;
         slot_state_ = device_.create_buffer(slot_bytes, storage, true, &allocations_);
         std::memset(slot_state_.mapped, 0, slot_bytes);
-        // kWideMaxBins >= kBins: the wide pass's bins (wide.glsl) or the levels'.
-        histograms_ =
-            device_.create_buffer(rows * max_chunks_ * kWideMaxBins * kHistStride * 4, storage, false, &allocations_);
+        histograms_ = device_.create_buffer(rows * max_chunks_ * histogram_bins(config, limits_) * kHistStride * 4,
+                                            storage, false, &allocations_);
         candidates_ = device_.create_buffer(rows * collect_row_words(limits_.candidate_capacity) * 4, storage, false,
                                             &allocations_);
         inputs_ = device_.create_buffer(rows * input_words_ * 4, storage, true, &allocations_);
