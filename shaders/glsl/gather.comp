@@ -15,6 +15,21 @@
 // runs.
 const uint LOCAL_TAKES = INDEXED_BINS != 0u ? 8u : 0u;
 
+// Logit i of the row is in the chosen bin (finite, key in [lo, hi]); its key.
+bool bin_member(uint row, uint i, float scale, uint lo, uint hi, out uint key) {
+    float x = scaled_logit(row_logit(row, i), scale);
+    key = sieve_key(x);
+    return !isinf(x) && key >= lo && key <= hi;
+}
+
+// Candidate `slot` of the row, when the buffer has it.
+void put_candidate(uint row, uint slot, uint key, uint i) {
+    if (slot < CAP) {
+        candidates[(row * CAP + slot) * 2u + 0u] = key;
+        candidates[(row * CAP + slot) * 2u + 1u] = i;
+    }
+}
+
 void main() {
     uint row = pc.row_base + gl_WorkGroupID.y;
     bind_row(row);
@@ -32,14 +47,9 @@ void main() {
         uint end = min(begin + pc.chunk_size, pc.vocab);
         if (INDEXED_BINS == 0u) {  // a GPU: an atomic per member
             for (uint i = begin + t; i < end; i += WG) {
-                float x = scaled_logit(row_logit(row, i), scale);
-                uint k = sieve_key(x);
-                if (isinf(x) || k < lo || k > hi) continue;
-                uint slot = atomicAdd(row_state[o + R_CAND_COUNT], 1u);
-                if (slot < CAP) {
-                    candidates[(row * CAP + slot) * 2u + 0u] = k;
-                    candidates[(row * CAP + slot) * 2u + 1u] = i;
-                }
+                uint k;
+                if (bin_member(row, i, scale, lo, hi, k))
+                    put_candidate(row, atomicAdd(row_state[o + R_CAND_COUNT], 1u), k, i);
             }
         } else {
             // A CPU device runs the atomic under a lane mask for every logit,
@@ -50,34 +60,27 @@ void main() {
             uint takes = 0u;
             uint local_id[LOCAL_TAKES + 1u];
             for (uint i = begin + t; i < end; i += WG) {
-                float x = scaled_logit(row_logit(row, i), scale);
-                uint k = sieve_key(x);
+                uint k;
                 local_id[min(takes, LOCAL_TAKES)] = i;
-                takes += (isinf(x) || k < lo || k > hi) ? 0u : 1u;
+                takes += bin_member(row, i, scale, lo, hi, k) ? 1u : 0u;
             }
             uint slot = takes > 0u ? atomicAdd(row_state[o + R_CAND_COUNT], takes) : 0u;
             uint held = min(takes, LOCAL_TAKES);
             for (uint e = 0u; e < held; ++e, ++slot) {
-                uint i = local_id[e];
-                if (slot < CAP) {
-                    candidates[(row * CAP + slot) * 2u + 0u] = sieve_key(scaled_logit(row_logit(row, i), scale));
-                    candidates[(row * CAP + slot) * 2u + 1u] = i;
-                }
+                uint i = local_id[e], k;
+                bin_member(row, i, scale, lo, hi, k);  // its key again
+                put_candidate(row, slot, k, i);
             }
             uint skip = held;
             takes -= held;
             for (uint i = begin + t; takes > 0u && i < end; i += WG) {
-                float x = scaled_logit(row_logit(row, i), scale);
-                uint k = sieve_key(x);
-                if (isinf(x) || k < lo || k > hi) continue;
+                uint k;
+                if (!bin_member(row, i, scale, lo, hi, k)) continue;
                 if (skip > 0u) {
                     --skip;
                     continue;
                 }
-                if (slot < CAP) {
-                    candidates[(row * CAP + slot) * 2u + 0u] = k;
-                    candidates[(row * CAP + slot) * 2u + 1u] = i;
-                }
+                put_candidate(row, slot, k, i);
                 ++slot;
                 --takes;
             }
