@@ -92,6 +92,19 @@ bool has_top_p(const ChainConfig& config) {
     return std::find(config.samplers.begin(), config.samplers.end(), ref::SamplerKind::TopP) != config.samplers.end();
 }
 
+// The wide passes' WIDE_DIVISIONS for the chain (pipelines.hpp). A temperature
+// sampler divides a row's values at most once (op_divide; greedy masking and
+// a dynamic temperature, whose rows never take the wide passes, divide no
+// more), so the chain's counts bound every row's.
+uint32_t wide_divisions(const ChainConfig& config) {
+    uint32_t all = 0, cut = 0;
+    for (ref::SamplerKind k : config.samplers) {
+        if (k == ref::SamplerKind::Temperature) ++all;
+        if (k == ref::SamplerKind::TopP) cut = all;
+    }
+    return std::min(cut, kWideMaxDivisions) | (std::min(all, kWideMaxDivisions) << 8);
+}
+
 // Bins per chunk in a row's histograms: the levels' 16, or wide_histogram's
 // (wide_bins: 64 on CPU devices) when the chain holds top-p.
 uint32_t histogram_bins(const ChainConfig& config, const EffectiveLimits& limits) {
@@ -731,7 +744,8 @@ void GpuChain::emit(VkCommandBuffer cmd, const Recording& rec) {
         VkPipeline pipeline = collect_stage ? pipelines_.collect(d.stage, chain_ops(config_.samplers),
                                                                  chain_selector(config_.samplers), rec.inputs,
                                                                  rec.plan.small, texel)
-                                            : pipelines_.get(d.stage, rec.inputs, rows_of_whole_vec4s(rec), texel);
+                                            : pipelines_.get(d.stage, rec.inputs, rows_of_whole_vec4s(rec), texel,
+                                                             wide_divisions(config_));
         vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
         vk.vkCmdPushConstants(cmd, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), &pc);
         if (d.indirect == kDirect)

@@ -36,7 +36,7 @@ uint32_t wide_bins(const EffectiveLimits& limits) {
 
 VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, const uint32_t* words, size_t bytes,
                                    uint32_t workgroup_size, uint32_t capacity, InputsMode inputs, uint64_t chain_ops,
-                                   uint32_t selector, uint32_t variant, uint32_t texel_read) {
+                                   uint32_t selector, uint32_t variant, uint32_t texel_read, uint32_t wide_divisions) {
     const auto& vk = device.vk();
     VkShaderModuleCreateInfo module_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     module_info.codeSize = bytes;
@@ -45,12 +45,12 @@ VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, cons
     vk_check(vk.vkCreateShaderModule(device.handle(), &module_info, nullptr, &module), "vkCreateShaderModule");
 
     const uint32_t indexed_bins = device.limits().cpu_paths ? 1u : 0u;  // common.glsl: INDEXED_BINS
-    const uint32_t values[10] = {workgroup_size, capacity, static_cast<uint32_t>(inputs), static_cast<uint32_t>(chain_ops),
+    const uint32_t values[11] = {workgroup_size, capacity, static_cast<uint32_t>(inputs), static_cast<uint32_t>(chain_ops),
                                  static_cast<uint32_t>(chain_ops >> 32), selector, variant, texel_read, indexed_bins,
-                                 wide_bins(device.limits())};
-    const VkSpecializationMapEntry entries[10] = {{0, 0, 4},   {1, 4, 4},   {2, 8, 4},  {3, 12, 4}, {4, 16, 4},
-                                                  {5, 20, 4}, {6, 24, 4}, {7, 28, 4}, {8, 32, 4}, {9, 36, 4}};
-    VkSpecializationInfo spec{10, entries, sizeof(values), values};
+                                 wide_bins(device.limits()), wide_divisions};
+    const VkSpecializationMapEntry entries[11] = {{0, 0, 4},   {1, 4, 4},   {2, 8, 4},  {3, 12, 4}, {4, 16, 4}, {5, 20, 4},
+                                                  {6, 24, 4}, {7, 28, 4}, {8, 32, 4}, {9, 36, 4}, {10, 40, 4}};
+    VkSpecializationInfo spec{11, entries, sizeof(values), values};
     VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
     info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
@@ -155,18 +155,33 @@ Pipelines::Pipelines(Device& device) : device_(device) {
     }
 }
 
-VkPipeline Pipelines::get(Stage stage, InputsMode inputs, bool rows_x4, bool texel) {
+VkPipeline Pipelines::get(Stage stage, InputsMode inputs, bool rows_x4, bool texel, uint32_t wide_divisions) {
     const bool wide = stage == Stage::WideHistogram || stage == Stage::WideGather;
     texel = texel && (wide || stage == Stage::RowStats);
-    if ((wide || texel) && rows_x4 && inputs == InputsMode::None) {
-        std::lock_guard<std::mutex> lock(x4_mutex_);
-        VkPipeline& p = x4_[stage == Stage::WideHistogram ? 0 : stage == Stage::WideGather ? 1 : 2][texel ? 1 : 0];
+    const bool x4 = rows_x4 && inputs == InputsMode::None;
+    const auto& lim = device_.limits();
+    if (wide) {
+        // Built per chain shape on first use (WIDE_ROWS_X4 only without bias or
+        // bitmask: the vec4 map reads the row as it is).
+        std::lock_guard<std::mutex> lock(variants_mutex_);
+        const auto key = std::make_tuple(static_cast<uint32_t>(stage), static_cast<uint32_t>(inputs), x4,
+                                         texel && x4, wide_divisions);
+        VkPipeline& p = wide_[key];
         if (!p) {
             const shaders::Spirv& code = spirv(stage);
-            const auto& lim = device_.limits();
             p = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, lim.workgroup_size,
-                                        lim.candidate_capacity, InputsMode::None, 0, 0, wide ? 1u : 0u,
-                                        texel ? 1u : 0u);
+                                        lim.candidate_capacity, inputs, 0, 0, x4 ? 1u : 0u, texel && x4 ? 1u : 0u,
+                                        wide_divisions);
+        }
+        return p;
+    }
+    if (texel && x4) {
+        std::lock_guard<std::mutex> lock(variants_mutex_);
+        VkPipeline& p = row_stats_texel_;
+        if (!p) {
+            const shaders::Spirv& code = spirv(stage);
+            p = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, lim.workgroup_size,
+                                        lim.candidate_capacity, InputsMode::None, 0, 0, 0u, 1u);
         }
         return p;
     }
@@ -224,6 +239,8 @@ void Pipelines::build(uint32_t v) {
         // The collect stages exist only specialized for a chain (collect()).
         const Stage stage = static_cast<Stage>(i);
         if (stage == Stage::Collect || stage == Stage::CollectTail || stage == Stage::CollectPlain) continue;
+        // The wide passes exist only specialized for a chain's divisions (get()).
+        if (stage == Stage::WideHistogram || stage == Stage::WideGather) continue;
         const shaders::Spirv& code = spirv(stage);
         pipelines_[v][i] = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, lim.workgroup_size,
                                                    lim.candidate_capacity, static_cast<InputsMode>(v));
@@ -239,11 +256,11 @@ void Pipelines::release() {
             if (p) vk.vkDestroyPipeline(device_.handle(), p, nullptr);
             p = VK_NULL_HANDLE;
         }
-    for (auto& pair : x4_)
-        for (VkPipeline& p : pair) {
-            if (p) vk.vkDestroyPipeline(device_.handle(), p, nullptr);
-            p = VK_NULL_HANDLE;
-        }
+    if (row_stats_texel_) vk.vkDestroyPipeline(device_.handle(), row_stats_texel_, nullptr);
+    row_stats_texel_ = VK_NULL_HANDLE;
+    for (auto& [key, p] : wide_)
+        if (p) vk.vkDestroyPipeline(device_.handle(), p, nullptr);
+    wide_.clear();
     for (auto& [key, p] : collect_) vk.vkDestroyPipeline(device_.handle(), p, nullptr);
     collect_.clear();
     if (layout_) vk.vkDestroyPipelineLayout(device_.handle(), layout_, nullptr);

@@ -58,6 +58,13 @@ constexpr uint32_t kBindingCount = 13;  // bindings 0..12 of common.glsl (storag
 // TEXEL_READ; gpu_chain.cpp says when).
 constexpr uint32_t kTexelBinding = kBindingCount;
 
+// wide.glsl's WIDE_DIVISIONS (spec constant 10): the most temperature
+// divisions a chain's rows take before the top-p cut | in all << 8, each at
+// most kWideMaxDivisions (gpu_chain.cpp: wide_divisions); the wide passes
+// compute no division beyond them. kWideAnyDivisions covers every chain.
+constexpr uint32_t kWideMaxDivisions = 4;  // wide.glsl: WIDE_MAX_DIVISIONS
+constexpr uint32_t kWideAnyDivisions = kWideMaxDivisions | (kWideMaxDivisions << 8);
+
 // What the shaders read besides the logits (common.glsl's INPUTS_MODE): calls
 // where no row has a bias or bitmask compile none of it, since on a CPU device
 // its lookups, inlined wherever a logit is read, slow the whole pass even for
@@ -85,7 +92,10 @@ public:
     // first use) when the call has no bias or bitmask.
     // texel: the chain's own logits, which such rows read through the texel
     // binding (logits4.glsl's TEXEL_READ; the wide passes and row_stats).
-    VkPipeline get(Stage stage, InputsMode inputs, bool rows_x4 = false, bool texel = false);
+    // wide_divisions: the wide passes' WIDE_DIVISIONS (they are built per
+    // value on first use).
+    VkPipeline get(Stage stage, InputsMode inputs, bool rows_x4 = false, bool texel = false,
+                   uint32_t wide_divisions = kWideAnyDivisions);
     // A collect stage's pipeline (Collect, CollectPlain or CollectTail)
     // specialized for one chain (its ops, as gpu_params.hpp's chain_ops
     // encodes them), built on first use and shared by the context's chains.
@@ -101,11 +111,12 @@ private:
     VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
     VkPipelineLayout layout_ = VK_NULL_HANDLE;
     VkPipeline pipelines_[kInputsModes][static_cast<uint32_t>(Stage::Count)] = {};
-    // Rows of whole vec4s without bias or bitmask: WideHistogram, WideGather
-    // with WIDE_ROWS_X4, and RowStats; each through the storage buffer or
-    // (index 1) the texel binding (TEXEL_READ).
-    VkPipeline x4_[3][2] = {};
-    std::mutex x4_mutex_;
+    // RowStats for rows of whole vec4s without bias or bitmask read through
+    // the texel binding (TEXEL_READ).
+    VkPipeline row_stats_texel_ = VK_NULL_HANDLE;
+    // The wide passes by (stage, inputs, WIDE_ROWS_X4, TEXEL_READ, WIDE_DIVISIONS).
+    std::map<std::tuple<uint32_t, uint32_t, bool, bool, uint32_t>, VkPipeline> wide_;
+    std::mutex variants_mutex_;  // row_stats_texel_, wide_
     bool uses_subgroups_ = false;
     std::once_flag inputs_variant_[kInputsModes];
     std::mutex collect_mutex_;
@@ -141,10 +152,11 @@ void write_texel_binding(Device& device, VkDescriptorSet set, VkBufferView view)
 constexpr uint32_t kWideMaxBins = 64;
 uint32_t wide_bins(const EffectiveLimits& limits);
 
+
 // Builds a compute pipeline from embedded SPIR-V with (WG, CAP) specialization.
 VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, const uint32_t* words, size_t bytes,
                                    uint32_t workgroup_size, uint32_t capacity, InputsMode inputs = InputsMode::None,
                                    uint64_t chain_ops = 0, uint32_t selector = 0, uint32_t variant = 0,
-                                   uint32_t texel_read = 0);
+                                   uint32_t texel_read = 0, uint32_t wide_divisions = kWideAnyDivisions);
 
 } // namespace sieve

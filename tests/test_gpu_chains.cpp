@@ -483,6 +483,8 @@ TEST(GpuChainWideTopP, TokensEqualTheTwinWithoutFallback) {
         {"top_p;temperature", Shape::Zipf, 262144, 0.95f, 0, 3},
         {"temperature;top_p", Shape::Zipf, 151936, 0.9f, 0, 3},
         {"top_p;temperature;temperature", Shape::Zipf, 32000, 0.8f, 0, 3},
+        // divisions before the cut and after it (wide.glsl: WIDE_DIVISIONS 1 | 3 << 8)
+        {"temperature;top_p;temperature;temperature", Shape::Zipf, 151936, 0.9f, 0, 3},
         // the most temperature divisions the wide passes apply (wide.glsl: WIDE_MAX_DIVISIONS)
         {"top_p;temperature;temperature;temperature;temperature", Shape::Zipf, 32000, 0.9f, 0, 3},
         {"top_p;temperature", Shape::Zipf, 32000, 0.9f, 200, 3},

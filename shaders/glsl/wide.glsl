@@ -89,18 +89,57 @@ uint wide_list_at(uint row) { return wide_base(row) + WIDE_HEADER + 2u * CAP; }
 // store per entry, which a CPU device runs lane by lane, instead of two.
 layout(std430, set = 0, binding = 11) coherent buffer WidePairs { uvec2 wide_pairs[]; };
 
-// n divisions by t, one at a time (op_divide's and the twin's rounding), for
-// n up to WIDE_MAX_DIVISIONS (the collect tail hands a row with more
-// temperature samplers to the CPU twin). Selects, not a loop: a CPU device
-// pays for a loop's machinery per logit even when it runs no trip (a loop
-// here was about a third of wide_histogram's time on lavapipe).
+// The most temperature divisions a row's values take before the cut and in
+// all (spec constant 10: the chain's temperature samplers before its last
+// top-p | all of them << 8, each at most WIDE_MAX_DIVISIONS; the host sets it
+// per chain, gpu_params.cpp: wide_divisions). A division no row of the chain
+// can take is not computed: a CPU device pays for every select's both sides
+// per logit (top_p;temperature: one division a logit instead of eight).
 const uint WIDE_MAX_DIVISIONS = 4u;
-float wide_divide(float x, float t, uint n) {
-    x = n > 0u ? x / t : x;
-    x = n > 1u ? x / t : x;
-    x = n > 2u ? x / t : x;
-    x = n > 3u ? x / t : x;
+layout(constant_id = 10) const uint WIDE_DIVISIONS = WIDE_MAX_DIVISIONS | (WIDE_MAX_DIVISIONS << 8u);
+const uint WIDE_CUT_DIVISIONS = WIDE_DIVISIONS & 0xFFu;
+const uint WIDE_ALL_DIVISIONS = WIDE_DIVISIONS >> 8u;
+
+// n divisions by t, one at a time (op_divide's and the twin's rounding), for
+// n up to `most` (a specialization constant; the collect tail hands a row with
+// more than WIDE_MAX_DIVISIONS temperature samplers to the CPU twin). Selects,
+// not a loop: a CPU device pays for a loop's machinery per logit even when it
+// runs no trip (a loop here was about a third of wide_histogram's time on
+// lavapipe).
+float wide_divide(float x, float t, uint n, uint most) {
+    x = most > 0u && n > 0u ? x / t : x;
+    x = most > 1u && n > 1u ? x / t : x;
+    x = most > 2u && n > 2u ? x / t : x;
+    x = most > 3u && n > 3u ? x / t : x;
     return x;
+}
+
+// A value at the cut's temperatures (n_cut divisions) and at the draw's
+// (n_all, the same divisions and the rest): one chain of divisions for both.
+void wide_values(float x, float t, uint n_cut, uint n_all, out float v, out float vd) {
+    v = x;
+    vd = x;
+    float y = x;
+    if (WIDE_ALL_DIVISIONS > 0u) {
+        y = y / t;
+        v = WIDE_CUT_DIVISIONS > 0u && n_cut > 0u ? y : v;
+        vd = n_all > 0u ? y : vd;
+    }
+    if (WIDE_ALL_DIVISIONS > 1u) {
+        y = y / t;
+        v = WIDE_CUT_DIVISIONS > 1u && n_cut > 1u ? y : v;
+        vd = n_all > 1u ? y : vd;
+    }
+    if (WIDE_ALL_DIVISIONS > 2u) {
+        y = y / t;
+        v = WIDE_CUT_DIVISIONS > 2u && n_cut > 2u ? y : v;
+        vd = n_all > 2u ? y : vd;
+    }
+    if (WIDE_ALL_DIVISIONS > 3u) {
+        y = y / t;
+        v = WIDE_CUT_DIVISIONS > 3u && n_cut > 3u ? y : v;
+        vd = n_all > 3u ? y : vd;
+    }
 }
 
 // The row goes to the CPU twin at this step (counted by the host); passes:

@@ -48,7 +48,7 @@ void load_row(uint row) {
 bool taken(float x, uint i, uvec2 mask, out uint key) {
     key = 0u;
     if (isinf(x)) return false;
-    float v = wide_divide(x, g_temperature, g_n_cut);
+    float v = wide_divide(x, g_temperature, g_n_cut, WIDE_CUT_DIVISIONS);
     key = sieve_key(v);
     if (v < g_lowest || !wide_after(key, i, g_kn, g_idn)) return false;
     return wide_in_mask(mask, wide_bin(v, g_vn, g_inv_width));
@@ -95,7 +95,7 @@ bool member_of(uint list, uint j, uint bin, bool draw, bool use_cut, uint cut_k,
     q = uvec2(0u);
     if (wide_bin(v, g_vn, g_inv_width) != bin || (use_cut && wide_after(kc, id, cut_k, cut_id))) return false;
     if (draw) {
-        float vd = wide_divide(v, g_temperature, g_n_draw);
+        float vd = wide_divide(v, g_temperature, g_n_draw, WIDE_ALL_DIVISIONS);
         key = sieve_key(vd);
         if (want_mass) q = sieve_mass(vd, g_md);
     } else if (want_mass) {
@@ -418,7 +418,7 @@ void main() {
     for (uint e = 0u; e < held; ++e) {
         if (slot + e < pc.wide_cap) {
             uint id = local_id[e];
-            uint key = sieve_key(wide_divide(row_logit(row, id), g_temperature, g_n_cut));  // as taken() had it
+            uint key = sieve_key(wide_divide(row_logit(row, id), g_temperature, g_n_cut, WIDE_CUT_DIVISIONS));  // as taken() had it
             wide_pairs[list / 2u + slot + e] = uvec2(key, id);
         }
     }

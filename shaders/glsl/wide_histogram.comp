@@ -191,7 +191,7 @@ void main() {
     float lowest = uintBitsToFloat(row_state[o + R_WIDE_L]);
     float inv_width = uintBitsToFloat(row_state[o + R_WIDE_INVW]);
     uint nt = row_state[o + R_WIDE_NT];
-    uint n_cut = nt & 0xFFFFu, n_draw = ((nt >> 16u) & 0x7FFFu) - n_cut;
+    uint n_cut = nt & 0xFFFFu, n_all = (nt >> 16u) & 0x7FFFu;
     bool deferred = (nt & WIDE_DEFERRED) != 0u;
     float temperature = param_f(row, P_TEMPERATURE);
 
@@ -218,12 +218,13 @@ void main() {
             float x = f4[c];
             // masked (the row has no NaN/+inf: it would have failed)
             bool live = i < end && !isinf(x);
-            float v = wide_divide(x, temperature, n_cut);
+            float v, vd;
+            wide_values(x, temperature, n_cut, n_all, v, vd);
             live = live && wide_after(sieve_key(v), i, kn, idn);
             float wc = exp(v - mcx);
             below += (live && deferred && v < lowest) ? wc : 0.0;
             live = live && v >= lowest;
-            float wd = live ? exp(wide_divide(v, temperature, n_draw) - mdx) : 0.0;
+            float wd = live ? exp(vd - mdx) : 0.0;
             if (INDEXED_BINS != 0u) {
                 // Adding 0 to a bin leaves it as it was (masses are >= 0): the
                 // same sums as the selects below, bit for bit.
