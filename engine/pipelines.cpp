@@ -206,11 +206,12 @@ VkPipeline Pipelines::collect(Stage stage, uint64_t ops, uint32_t selector, Inpu
     const uint32_t variant = stage == Stage::CollectPlain ? 1u : small ? 2u : 0u;
     // The tail runs one workgroup per row, over a few dozen candidates and
     // mostly in one invocation; a CPU device runs each line of it once per
-    // SIMD batch of the workgroup, so there it gets 16 invocations (measured
-    // on lavapipe, default chain at 151936: 541 -> 431 us per token against
-    // 64). A GPU keeps the full workgroup.
+    // SIMD batch of the workgroup, so there it gets 8 invocations, one batch
+    // of lavapipe's (measured on lavapipe, default chain at 151936: 541 -> 431
+    // us per token with 16 against 64; 355 -> 348 with 8 against 16, min_p
+    // 326 -> 317). A GPU keeps the full workgroup.
     const bool cpu = device_.info().type == SIEVE_DEVICE_CPU;
-    const uint32_t wg = tail && cpu ? std::min<uint32_t>(lim.workgroup_size, 16u) : lim.workgroup_size;
+    const uint32_t wg = tail && cpu ? std::min<uint32_t>(lim.workgroup_size, 8u) : lim.workgroup_size;
     VkPipeline p = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, wg,
                                            lim.candidate_capacity, inputs, ops, selector, variant, texel ? 1u : 0u);
     collect_.emplace(key, p);

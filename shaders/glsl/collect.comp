@@ -103,12 +103,11 @@ const uint PROBE_AT = CAP - PROBE * WG;
     }
 
 // PICK4 over a vec4 of logits at vec4 index Q, with pick_chunk's row
-// statistics (khi, klo, kmin1).
+// statistics (klo, kmin1; the largest key is k0).
 #define PICK_VEC4(F4, Q)                                         \
     [[unroll]] for (uint c = 0u; c < 4u; ++c) {                  \
         uint i = 4u * (Q) + c;                                   \
         uint k = sieve_key((F4)[c]);                             \
-        khi = max(khi, k);                                       \
         klo = min(klo, k);                                       \
         kmin1 = min(kmin1, k - (KEY_NEG_INF + 1u));              \
         PICK4(k, i)                                              \
@@ -189,9 +188,10 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, bool use_floor, float
     // NaN and +Inf only need finding here, not counting: keys above
     // KEY_POS_INF - 1 or below KEY_NEG_INF. The loop is the pass's cost on a CPU
     // device, so it carries two min/max per logit instead of the count, the
-    // first index and a select. (NaN/+Inf keys may become picks: the row
-    // fails on them whatever its candidates are.)
-    uint khi = 0u, klo = 0xFFFFFFFFu;
+    // first index and a select; the largest key is the first pick, k0.
+    // (NaN/+Inf keys may become picks: the row fails on them whatever its
+    // candidates are.)
+    uint klo = 0xFFFFFFFFu;
     uint row4 = row * (pc.stride / 4u);
     uint q_first, q_stop;  // contiguous stretches (stretch.glsl)
     stretch_share(begin / 4u, end / 4u, q_first, q_stop);
@@ -217,7 +217,7 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, bool use_floor, float
     if (CHAIN_HAS_MIN_P && use_floor) atomicMax(s_wmax_key, kmax);
     // This invocation saw NaN or +Inf (rare): its share again, for their count
     // and the first one's index (a loop, so no other invocation pays for it).
-    bool saw_bad = khi >= KEY_POS_INF || klo < KEY_NEG_INF;
+    bool saw_bad = k0 >= KEY_POS_INF || klo < KEY_NEG_INF;
     for (uint q = q_first; saw_bad && q < q_stop; q += q_step) {
         vec4 f4 = row_vec4(row4 + q);
         [[unroll]] for (uint c = 0u; c < 4u; ++c) {
