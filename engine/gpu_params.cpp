@@ -118,6 +118,10 @@ Needs analyse(const std::vector<SamplerKind>& samplers, const ref::RowParams& ro
             if (!xtc_before) n.need = std::min<uint32_t>(static_cast<uint32_t>(row.top_k), half);
             return n;
         case SamplerKind::TopP:
+            // A cut past the buffer keeps at least min_keep entries: the
+            // wide passes need them in the buffer (wide_histogram counts no
+            // members of its bins), up to half the buffer.
+            n.need = std::min(std::max(n.need, row.min_keep > 0 ? static_cast<uint32_t>(row.min_keep) : 0u), half);
             if (defer_top_p && !cut_before && !mass && !(n.flags & ROW_NEED_SIGMA) && top_p_only_cut(samplers, i, row)) {
                 n.flags |= ROW_DEFER_TOP_P;
                 return n;

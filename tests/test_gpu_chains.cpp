@@ -542,14 +542,14 @@ TEST(GpuChainWideTopP, TokensEqualTheTwinWithoutFallback) {
     }
 }
 
-// One row of Zipf logits (vocab 32000) sampled 3 times through `samplers`:
-// every token equals the twin's, and every one went to the CPU twin (counted).
-void expect_twin_fallbacks(const char* samplers, const RowParams& base, uint32_t logits_seed, uint32_t params_seed) {
+// One row of `logits` sampled 3 times through `samplers`: every token equals
+// the twin's, and every one went to the CPU twin (counted).
+void expect_twin_fallbacks_on(const char* samplers, const std::vector<float>& logits, const RowParams& base,
+                              uint32_t params_seed) {
     auto gpu = sieve_test::gpu_context();
-    const int32_t vocab = 32000, rows = 1;
+    const int32_t vocab = static_cast<int32_t>(logits.size()), rows = 1;
     const auto kinds = sieve_test::twin_chain(samplers);
     ASSERT_FALSE(kinds.empty());
-    const auto logits = sieve_test::make_rows(Shape::Zipf, rows, vocab, logits_seed);
     const auto params = row_params(base, rows, params_seed);
     sieve::Chain chain(gpu, sieve_test::chain_desc(samplers, rows, vocab, base.temperature, 1));
     set_row(chain, 0, params[0]);
@@ -562,6 +562,11 @@ void expect_twin_fallbacks(const char* samplers, const RowParams& base, uint32_t
     }
     expect_rare(tally);
     EXPECT_EQ(chain.counters().cpu_fallback_rows, 3u);
+}
+
+// The same over one row of Zipf logits (vocab 32000).
+void expect_twin_fallbacks(const char* samplers, const RowParams& base, uint32_t logits_seed, uint32_t params_seed) {
+    expect_twin_fallbacks_on(samplers, sieve_test::make_rows(Shape::Zipf, 1, 32000, logits_seed), base, params_seed);
 }
 
 // A top-p cut past the buffer that the wide passes do not finish (a second
@@ -580,6 +585,28 @@ TEST(GpuChainWideTopP, FiveTemperaturesFallBack) {
     base.top_p = 0.9f;
     base.temperature = 0.9f;
     expect_twin_fallbacks("temperature;top_p;temperature;temperature;temperature;temperature", base, 78, 4);
+}
+
+// b* holds more members than the list (half the vocabulary): a tie group of
+// 31900 logits under 100 larger ones, top-p 0.9 cutting inside it. The gather
+// finds the overflow (wide_histogram counts no members) and the row goes to
+// the CPU twin, counted, with its result.
+TEST(GpuChainWideTopP, ListOverflowFallsBack) {
+    std::vector<float> logits(32000, 0.0f);
+    for (size_t i = 0; i < 100; ++i) logits[i * 311] = 5.0f - 0.01f * static_cast<float>(i);
+    RowParams base = active();
+    base.top_p = 0.9f;
+    expect_twin_fallbacks_on("top_p;temperature", logits, base, 5);
+}
+
+// min_keep past half the candidate buffer (the collect pass keeps min_keep
+// entries for a top-p cut, up to CAP / 2): the wide passes cannot tell ranks
+// past the buffer, so the row goes to the CPU twin, counted.
+TEST(GpuChainWideTopP, MinKeepPastHalfTheBufferFallsBack) {
+    RowParams base = active();
+    base.top_p = 0.9f;
+    base.min_keep = static_cast<int32_t>(sieve_test::gpu_context().device_info().candidate_capacity);
+    expect_twin_fallbacks("top_p;temperature", base, 79, 6);
 }
 
 // ---- 3. logit bias and token bitmask on the GPU ----------------------------------

@@ -287,7 +287,13 @@ void resolve(uint row) {
     uint o = row * ROW_STRIDE;
     uint step = row_step(row);
     uint list = wide_list_at(row);
-    uint m = min(row_state[o + R_WIDE_COUNT], pc.wide_cap);
+    // The gathered bins held more members than the list: the CPU twin
+    // (wide_histogram does not count them; uniform: written before arriving).
+    if (row_state[o + R_WIDE_COUNT] > pc.wide_cap) {
+        if (t == 0u) wide_fallback(row, 3u);
+        return;
+    }
+    uint m = row_state[o + R_WIDE_COUNT];
     uint bstar = row_state[o + R_WIDE_BSTAR];
     uvec2 mask = uvec2(row_state[o + R_WIDE_MASK], row_state[o + R_WIDE_MASK_HI]);
     float rc = uintBitsToFloat(row_state[o + R_WIDE_RC]);

@@ -2,7 +2,11 @@
 #extension GL_GOOGLE_include_directive : require
 // A top-p cut past the candidate buffer, pass 2 of 3 (wide.glsl): 16 value bins
 // of the row's entries after the buffer and at or above L, per chunk, with
-// their count and their mass at the cut's and at the draw's temperatures.
+// their mass at the cut's and at the draw's temperatures. (No counts: a bin
+// holds a member exactly when its mass is positive, every member's mass
+// being at least exp(L - M) > 0; the list's overflow is found by the gather,
+// and min_keep is covered by the buffer, gpu_params.cpp. On a CPU device each
+// per-bin sum is a scatter of a lane at a time: a count was a sixth of the pass.)
 // Every invocation keeps its bins in registers (selects, no atomics) and the
 // workgroup adds them in a fixed tree, the last workgroup adds the chunks in
 // chunk order: the same sums on every run. That workgroup then finds the bin
@@ -104,18 +108,15 @@ bool cut_in_buffer(uint row, float mc[WIDE_BINS], float below) {
 void decide(uint row) {
     uint o = row * ROW_STRIDE;
     float mc[WIDE_BINS], md[WIDE_BINS];
-    uint cnt[WIDE_BINS];
     for (uint b = 0u; b < WIDE_BINS; ++b) {
         mc[b] = 0.0;
         md[b] = 0.0;
-        cnt[b] = 0u;
     }
     float below = 0.0;
     for (uint c = 0u; c < pc.n_chunks; ++c) {
         uint h = (row * pc.n_chunks + c) * WIDE_BINS * HIST_STRIDE;
         for (uint b = 0u; b < WIDE_BINS; ++b) {
             mc[b] += uintBitsToFloat(histograms[h + HIST_STRIDE * b + 0u]);
-            cnt[b] += histograms[h + HIST_STRIDE * b + 1u];
             md[b] += uintBitsToFloat(histograms[h + HIST_STRIDE * b + 2u]);
         }
         below += uintBitsToFloat(histograms[h + 3u]);
@@ -130,42 +131,36 @@ void decide(uint row) {
     float rc = uintBitsToFloat(row_state[o + R_WIDE_RC]);
     float before = 0.0;
     uint bstar = WIDE_BINS;
-    uint kept = row_state[o + R_WIDE_N];
+    uint kept = row_state[o + R_WIDE_N];  // at least: the buffer, one per bin before b* and one of b*
     for (uint b = 0u; b < WIDE_BINS; ++b) {
-        if (cnt[b] > 0u && before + mc[b] >= rc) {
+        if (mc[b] > 0.0 && before + mc[b] >= rc) {
             bstar = b;
             break;
         }
         before += mc[b];
-        kept += cnt[b];
+        kept += mc[b] > 0.0 ? 1u : 0u;
     }
     // llama.cpp keeps at least min_keep: past b*'s start the GPU would need
-    // ranks, not masses (rare: the buffer holds CAP / 2 entries).
+    // ranks, not masses (the collect pass keeps min_keep entries in the
+    // buffer, up to CAP / 2, so only a min_keep past that gets here).
     if (bstar == WIDE_BINS || row_state[o + R_WIDE_KEEP] > kept + 1u) {
         wide_fallback(row, 2u);
         return;
     }
     // Whatever the cut inside b*, the draw's total lies in [a, a + md[b*]];
     // the bins whose part of the CDF meets [u a, u (a + md[b*])] (with a
-    // margin for rounding) are gathered with b*.
+    // margin for rounding) are gathered with b*. (More members than the list
+    // holds: the gather's resolve hands the row to the CPU twin.)
     float bd = uintBitsToFloat(row_state[o + R_WIDE_BD]);
     float a = bd;
     for (uint b = 0u; b < bstar; ++b) a += md[b];
     float u = float(row_uniform(row)) * 2.3283064365386963e-10;
     float lo = u * a * (1.0 - 1e-5), hi = u * (a + md[bstar]) * (1.0 + 1e-5);
     uvec2 mask = wide_bit(bstar);
-    uint gathered = cnt[bstar];
     float cum = bd;
     for (uint b = 0u; b < bstar; ++b) {
-        if (cum + md[b] >= lo && cum <= hi) {
-            mask |= wide_bit(b);
-            gathered += cnt[b];
-        }
+        if (cum + md[b] >= lo && cum <= hi) mask |= wide_bit(b);
         cum += md[b];
-    }
-    if (gathered > pc.wide_cap) {
-        wide_fallback(row, 2u);
-        return;
     }
     row_state[o + R_WIDE_BSTAR] = bstar;
     row_state[o + R_WIDE_MASK] = mask.x;
@@ -196,11 +191,9 @@ void main() {
     float temperature = param_f(row, P_TEMPERATURE);
 
     float mc[WIDE_BINS], md[WIDE_BINS];
-    uint cnt[WIDE_BINS];
     [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) {
         mc[b] = 0.0;
         md[b] = 0.0;
-        cnt[b] = 0u;
     }
     float below = 0.0;  // deferred rows: the mass below L, for the total
     uint begin = chunk * pc.chunk_size;
@@ -231,14 +224,12 @@ void main() {
                 uint bin = wide_bin(v, vn, inv_width);
                 mc[bin] += live ? wc : 0.0;
                 md[bin] += wd;
-                cnt[bin] += live ? 1u : 0u;
             } else {
                 uint bin = live ? wide_bin(v, vn, inv_width) : WIDE_BINS;
                 [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) {
                     bool here = bin == b;
                     mc[b] += here ? wc : 0.0;
                     md[b] += here ? wd : 0.0;
-                    cnt[b] += here ? 1u : 0u;
                 }
             }
         }
@@ -251,7 +242,6 @@ void main() {
         // run). On a CPU device every shared access is a scalar access per
         // lane; a tree's levels make about six times as many with 64 bins.
         COLUMN_SUM(floatBitsToUint(mc[b]), float, uintBitsToFloat, 0u);
-        COLUMN_SUM(cnt[b], uint, uint, 1u);
         COLUMN_SUM(floatBitsToUint(md[b]), float, uintBitsToFloat, 2u);
         s_ab[t][0] = floatBitsToUint(below);
         barrier();
@@ -261,39 +251,32 @@ void main() {
             histograms[h + 3u] = floatBitsToUint(sum);
         }
     } else {
-        // Fixed trees through the same shared arrays: (mc, count), then md.
+        // Fixed trees through the same shared arrays: (mc, md), then the mass below L.
         for (uint half_size = WG / 2u; half_size > 0u; half_size >>= 1u) {
             if (t >= half_size && t < 2u * half_size) {
                 [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) {
                     s_ab[t - half_size][b] = floatBitsToUint(mc[b]);
-                    s_ab[WG / 2u + t - half_size][b] = cnt[b];
+                    s_ab[WG / 2u + t - half_size][b] = floatBitsToUint(md[b]);
                 }
             }
             barrier();
             if (t < half_size) {
                 [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) {
                     mc[b] += uintBitsToFloat(s_ab[t][b]);
-                    cnt[b] += s_ab[WG / 2u + t][b];
+                    md[b] += uintBitsToFloat(s_ab[WG / 2u + t][b]);
                 }
             }
             barrier();
         }
         for (uint half_size = WG / 2u; half_size > 0u; half_size >>= 1u) {
-            if (t >= half_size && t < 2u * half_size) {
-                [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) s_ab[t - half_size][b] = floatBitsToUint(md[b]);
-                s_ab[WG / 2u + t - half_size][0] = floatBitsToUint(below);
-            }
+            if (t >= half_size && t < 2u * half_size) s_ab[t - half_size][0] = floatBitsToUint(below);
             barrier();
-            if (t < half_size) {
-                [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) md[b] += uintBitsToFloat(s_ab[t][b]);
-                below += uintBitsToFloat(s_ab[WG / 2u + t][0]);
-            }
+            if (t < half_size) below += uintBitsToFloat(s_ab[t][0]);
             barrier();
         }
         if (t == 0u) {
             [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) {
                 histograms[h + HIST_STRIDE * b + 0u] = floatBitsToUint(mc[b]);
-                histograms[h + HIST_STRIDE * b + 1u] = cnt[b];
                 histograms[h + HIST_STRIDE * b + 2u] = floatBitsToUint(md[b]);
             }
             histograms[h + 3u] = floatBitsToUint(below);
