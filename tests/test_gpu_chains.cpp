@@ -543,9 +543,9 @@ TEST(GpuChainWideTopP, TokensEqualTheTwinWithoutFallback) {
 }
 
 // One row of `logits` sampled 3 times through `samplers`: every token equals
-// the twin's, and every one went to the CPU twin (counted).
+// the twin's, and every one went to the CPU twin (counted), or none did.
 void expect_twin_fallbacks_on(const char* samplers, const std::vector<float>& logits, const RowParams& base,
-                              uint32_t params_seed) {
+                              uint32_t params_seed, bool fall_back = true) {
     auto gpu = sieve_test::gpu_context();
     const int32_t vocab = static_cast<int32_t>(logits.size()), rows = 1;
     const auto kinds = sieve_test::twin_chain(samplers);
@@ -561,7 +561,10 @@ void expect_twin_fallbacks_on(const char* samplers, const std::vector<float>& lo
         compare_token(out[0], twin, step, &tally);
     }
     expect_rare(tally);
-    EXPECT_EQ(chain.counters().cpu_fallback_rows, 3u);
+    EXPECT_EQ(chain.counters().cpu_fallback_rows, fall_back ? 3u : 0u);
+    if (!fall_back) {
+        EXPECT_EQ(chain.counters().row_passes, 9u) << "three tokens by the wide passes";
+    }
 }
 
 // The same over one row of Zipf logits (vocab 32000).
@@ -597,6 +600,18 @@ TEST(GpuChainWideTopP, ListOverflowFallsBack) {
     RowParams base = active();
     base.top_p = 0.9f;
     expect_twin_fallbacks_on("top_p;temperature", logits, base, 5);
+}
+
+// The cut in the first bin after the buffer (b* = 0, no bin before it for
+// the draw): 64 logits at 10 fill the buffer, 1000 tied at 9.99 hold the cut
+// (top-p 0.5), the rest at 0. Tokens and probabilities equal the twin's,
+// every one by the wide passes.
+TEST(GpuChainWideTopP, CutInTheFirstBin) {
+    std::vector<float> logits(32000, 0.0f);
+    for (size_t i = 0; i < 1064; ++i) logits[i * 29] = i < 64 ? 10.0f : 9.99f;
+    RowParams base = active();
+    base.top_p = 0.5f;
+    expect_twin_fallbacks_on("top_p;temperature", logits, base, 7, false);
 }
 
 // min_keep past half the candidate buffer (the collect pass keeps min_keep

@@ -24,13 +24,17 @@ double chi_square_critical_0001(int k) {
 
 // Many rows with the same logits and different seeds give many independent
 // draws per submission; tokens below `min_expected` expected counts are pooled.
+// `samplers` with the given top-p (others at their defaults).
 void check_goodness_of_fit(const std::vector<float>& row, float temperature, int32_t rows, int32_t rounds,
-                           Profile profile) {
+                           Profile profile, const char* samplers = "temperature;dist", float top_p = 1.0f) {
     const int32_t vocab = static_cast<int32_t>(row.size());
     auto gpu = sieve_test::gpu_context(profile);
-    auto desc = sieve_test::chain_desc("temperature;dist", rows, vocab, temperature, 0);
+    auto desc = sieve_test::chain_desc(samplers, rows, vocab, temperature, 0);
     sieve::Chain chain(gpu, desc);
-    for (int32_t r = 0; r < rows; ++r) chain.set(SIEVE_PARAM_SEED, 1000003.0 * r + 17, r);
+    for (int32_t r = 0; r < rows; ++r) {
+        chain.set(SIEVE_PARAM_SEED, 1000003.0 * r + 17, r);
+        chain.set(SIEVE_PARAM_TOP_P, top_p, r);
+    }
     std::vector<float> logits;
     for (int32_t r = 0; r < rows; ++r) logits.insert(logits.end(), row.begin(), row.end());
 
@@ -42,12 +46,18 @@ void check_goodness_of_fit(const std::vector<float>& row, float temperature, int
     }
     const double n = static_cast<double>(tokens.size());
     ASSERT_GE(n, 100000.0);
+    if (top_p < 1.0f) {  // every draw by the wide passes: three row passes, no row to the twin
+        const sieve_counters c = chain.counters();
+        EXPECT_EQ(c.cpu_fallback_rows, 0u);
+        EXPECT_EQ(c.row_passes, 3u * static_cast<uint64_t>(n));
+    }
 
-    const auto kinds = sieve_test::twin_chain("temperature;dist");
+    const auto kinds = sieve_test::twin_chain(samplers);
     ASSERT_FALSE(kinds.empty());
     std::string message;
     sieve::ref::RowParams params;
     params.temperature = temperature;
+    params.top_p = top_p;
     std::vector<sieve::ref::Weighted> dist;
     ASSERT_EQ(sieve::ref::row_distribution(kinds, row.data(), vocab, params, &dist, &message), SIEVE_OK);
 
@@ -93,6 +103,15 @@ TEST(GpuStatistics, ChiSquareConstrainedProfile) {
     // Under the constrained profile the candidate buffer holds 1024: 3000
     // tokens take the selection-level path there.
     check_goodness_of_fit(sieve_test::make_row(Shape::Gaussian, 3000, 5), 1.0f, 128, 800, Profile::Constrained);
+}
+
+TEST(GpuStatistics, ChiSquareTopPCutPastTheBuffer) {
+    // top-p 0.9 over LM-like logits keeps several hundred of 2200 tokens, past
+    // the candidate buffer: the wide passes cut and draw (wide.glsl). At
+    // temperature 1.5 after the cut most draws land past the buffer, in the
+    // bins the histogram bounded. 256 rows x 400 rounds = 102400 draws.
+    check_goodness_of_fit(sieve_test::make_row(Shape::Zipf, 2200, 6), 1.5f, 256, 400, Profile::Full,
+                          "top_p;temperature", 0.9f);
 }
 
 // Same seed -> same tokens across runs (fresh chains) and across batch sizes:

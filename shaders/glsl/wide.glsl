@@ -114,34 +114,6 @@ float wide_divide(float x, float t, uint n, uint most) {
     return x;
 }
 
-// A value at the cut's temperatures (n_cut divisions) and at the draw's
-// (n_all, the same divisions and the rest): one chain of divisions for both.
-void wide_values(float x, float t, uint n_cut, uint n_all, out float v, out float vd) {
-    v = x;
-    vd = x;
-    float y = x;
-    if (WIDE_ALL_DIVISIONS > 0u) {
-        y = y / t;
-        v = WIDE_CUT_DIVISIONS > 0u && n_cut > 0u ? y : v;
-        vd = n_all > 0u ? y : vd;
-    }
-    if (WIDE_ALL_DIVISIONS > 1u) {
-        y = y / t;
-        v = WIDE_CUT_DIVISIONS > 1u && n_cut > 1u ? y : v;
-        vd = n_all > 1u ? y : vd;
-    }
-    if (WIDE_ALL_DIVISIONS > 2u) {
-        y = y / t;
-        v = WIDE_CUT_DIVISIONS > 2u && n_cut > 2u ? y : v;
-        vd = n_all > 2u ? y : vd;
-    }
-    if (WIDE_ALL_DIVISIONS > 3u) {
-        y = y / t;
-        v = WIDE_CUT_DIVISIONS > 3u && n_cut > 3u ? y : v;
-        vd = n_all > 3u ? y : vd;
-    }
-}
-
 // The row goes to the CPU twin at this step (counted by the host); passes:
 // the row passes it took.
 void wide_fallback(uint row, uint passes) {

@@ -23,8 +23,9 @@ layout(constant_id = 6) const uint WIDE_ROWS_X4 = 0u;
 // where a local array indexed per lane is cheap (common.glsl: INDEXED_BINS).
 const uint LOCAL_TAKES = INDEXED_BINS != 0u ? 64u : 0u;
 
-// The row's constants, read once per workgroup.
-uint g_kn, g_idn, g_n_cut, g_n_draw;
+// The row's constants, read once per workgroup. The gathered bins: b* and
+// the run [g_clo, g_cend) before it that the draw can land in (empty: both b*).
+uint g_kn, g_idn, g_n_cut, g_n_draw, g_bstar, g_clo, g_cend;
 float g_vn, g_mc, g_md, g_lowest, g_inv_width, g_temperature;
 
 void load_row(uint row) {
@@ -40,6 +41,10 @@ void load_row(uint row) {
     g_n_cut = nt & 0xFFFFu;
     g_n_draw = ((nt >> 16u) & 0x7FFFu) - g_n_cut;
     g_temperature = param_f(row, P_TEMPERATURE);
+    g_bstar = row_state[o + R_WIDE_BSTAR];
+    uvec2 run = uvec2(row_state[o + R_WIDE_MASK], row_state[o + R_WIDE_MASK_HI]) & ~wide_bit(g_bstar);
+    g_clo = run.x != 0u ? uint(findLSB(run.x)) : run.y != 0u ? 32u + uint(findLSB(run.y)) : g_bstar;
+    g_cend = run.y != 0u ? 33u + uint(findMSB(run.y)) : run.x != 0u ? 1u + uint(findMSB(run.x)) : g_bstar;
 }
 
 // ---- the gather ---------------------------------------------------------------
@@ -54,6 +59,21 @@ bool taken(float x, uint i, uvec2 mask, out uint key) {
     return wide_in_mask(mask, wide_bin(v, g_vn, g_inv_width));
 }
 
+// The first read's view of logit i (value x): whether it is taken (as
+// taken() says) and, when it lies in a bin before b* that is not gathered,
+// its mass at the draw's temperatures in `outside` (before the run, after
+// it): the resolve needs those bins' draw masses only summed (wide_histogram
+// only bounded them). One evaluation of the value and the bin for both.
+// (inside: i is in the chunk; selects rather than a branch around the call.)
+bool take_and_sum(float x, uint i, bool inside, uvec2 mask, inout vec2 outside) {
+    float v = wide_divide(x, g_temperature, g_n_cut, WIDE_CUT_DIVISIONS);
+    uint bin = wide_bin(v, g_vn, g_inv_width);
+    bool live = inside && !isinf(x) && v >= g_lowest && wide_after(sieve_key(v), i, g_kn, g_idn);
+    float wd = exp(wide_divide(v, g_temperature, g_n_draw, WIDE_ALL_DIVISIONS) - g_md);
+    outside += vec2(live && bin < g_clo ? wd : 0.0, live && bin >= g_cend && bin < g_bstar ? wd : 0.0);
+    return live && wide_in_mask(mask, bin);
+}
+
 // ---- selection inside the list ----------------------------------------------------
 
 // Exact-mass selection levels over the list, by one workgroup: the members'
@@ -66,6 +86,7 @@ shared uint w_cnt[SEL_BINS], w_lo[SEL_BINS], w_hi[SEL_BINS];
 shared uint w_klo, w_khi, w_state, w_clamp, w_fill, w_token, w_key, w_bin, w_in_buffer;
 shared uvec2 w_target, w_q;
 shared float w_total, w_rem;
+shared vec2 s_outside[WG];
 
 // Levels go on until a range holds at most this many members: another level
 // (one read of the list) costs less on a CPU device than sorting a few
@@ -295,7 +316,6 @@ void resolve(uint row) {
     }
     uint m = row_state[o + R_WIDE_COUNT];
     uint bstar = row_state[o + R_WIDE_BSTAR];
-    uvec2 mask = uvec2(row_state[o + R_WIDE_MASK], row_state[o + R_WIDE_MASK_HI]);
     float rc = uintBitsToFloat(row_state[o + R_WIDE_RC]);
     float before = uintBitsToFloat(row_state[o + R_WIDE_BEFORE]);
 
@@ -309,28 +329,42 @@ void resolve(uint row) {
     }
     uint cut_k = w_key, cut_id = w_token;
 
-    // 2. b*'s kept part at the draw's temperatures, summed exactly.
-    if (t == 0u) {
-        w_lo[0] = 0u;
-        w_hi[0] = 0u;
+    // 2. The draw's masses, summed exactly, of the gathered run's bins and of
+    //    b*'s kept part (slot b of w_lo/w_hi): each invocation adds its
+    //    members by bin, then one 64-bit atomic per bin.
+    for (uint b = t; b < WIDE_BINS; b += WG) {
+        w_lo[b] = 0u;
+        w_hi[b] = 0u;
     }
     barrier();
-    uvec2 part = uvec2(0u);
+    uvec2 part[WIDE_BINS];
+    for (uint b = 0u; b < WIDE_BINS; ++b) part[b] = uvec2(0u);
     for (uint j = t; j < m; j += WG) {
-        uint k, id;
-        uvec2 q;
-        if (member(list, j, bstar, true, true, cut_k, cut_id, k, id, q)) part = u64_add(part, q);
+        uvec2 entry = wide_pairs[list / 2u + j];
+        float v = sieve_key_value(entry.x);
+        uint b = wide_bin(v, g_vn, g_inv_width);
+        bool kept = (b >= g_clo && b < g_cend) || (b == bstar && !wide_after(entry.x, entry.y, cut_k, cut_id));
+        if (kept) part[b] = u64_add(part[b], sieve_mass(wide_divide(v, g_temperature, g_n_draw, WIDE_ALL_DIVISIONS), g_md));
     }
-    U64_ATOMIC_ADD(w_lo[0], w_hi[0], part);
+    for (uint b = g_clo; b <= bstar; ++b) {
+        if ((b < g_cend || b == bstar) && part[b] != uvec2(0u)) U64_ATOMIC_ADD(w_lo[b], w_hi[b], part[b]);
+    }
     barrier();
 
-    // 3. The draw over the survivors: the buffer, the bins before b*, b*'s
-    //    kept part, in canonical order.
+    // 3. The draw over the survivors in canonical order: the buffer, the bins
+    //    before the run (summed by the chunks), the run's bins, the bins
+    //    between it and b* (summed), b*'s kept part. A target in a summed
+    //    stretch means the histogram's bounds failed: the CPU twin.
     if (t == 0u) {
-        uint head = wide_base(row);
-        float total = uintBitsToFloat(row_state[o + R_WIDE_BD]);
-        for (uint b = 0u; b < bstar; ++b) total += uintBitsToFloat(wide[head + b]);
-        total += u64_to_float(uvec2(w_lo[0], w_hi[0])) * 9.094947017729282e-13;  // / 2^40
+        vec2 outside = vec2(0.0);
+        for (uint c = 0u; c < pc.n_chunks; ++c) {
+            uint h = (row * pc.n_chunks + c) * WIDE_BINS * HIST_STRIDE;
+            outside += vec2(uintBitsToFloat(histograms[h + 1u]), uintBitsToFloat(histograms[h + HIST_STRIDE + 1u]));
+        }
+        float total = uintBitsToFloat(row_state[o + R_WIDE_BD]) + outside.x;
+        for (uint b = g_clo; b < g_cend; ++b) total += u64_to_float(uvec2(w_lo[b], w_hi[b])) * 9.094947017729282e-13;  // / 2^40
+        total += outside.y;
+        total += u64_to_float(uvec2(w_lo[bstar], w_hi[bstar])) * 9.094947017729282e-13;
         w_total = total;
         float u = float(row_uniform(row)) * 2.3283064365386963e-10;
         uvec2 tg = fixed40(u * total);
@@ -349,11 +383,19 @@ void resolve(uint row) {
             }
         }
         float rem = u64_to_float(tg) * 9.094947017729282e-13;
-        uint bin = bstar;
-        for (uint b = 0u; b < bstar && bin == bstar; ++b) {
-            float md = uintBitsToFloat(wide[head + b]);
-            if (rem < md) bin = b;
-            else rem -= md;
+        uint bin = WIDE_BINS;  // WIDE_BINS: in a summed stretch
+        if (rem >= outside.x) {
+            rem -= outside.x;
+            bin = bstar;
+            for (uint b = g_clo; b < g_cend && bin == bstar; ++b) {
+                float md = u64_to_float(uvec2(w_lo[b], w_hi[b])) * 9.094947017729282e-13;
+                if (rem < md) bin = b;
+                else rem -= md;
+            }
+            if (bin == bstar) {
+                if (rem < outside.y) bin = WIDE_BINS;
+                else rem -= outside.y;
+            }
         }
         w_bin = bin;
         w_rem = max(rem, 0.0);
@@ -361,7 +403,7 @@ void resolve(uint row) {
     barrier();
     if (w_in_buffer == 0u) {  // uniform
         uint bin = w_bin;
-        if (!wide_in_mask(mask, bin)) {  // rounding beyond what the histogram foresaw
+        if (bin == WIDE_BINS) {  // beyond what the histogram's bounds foresaw
             if (t == 0u) wide_fallback(row, 3u);
             return;
         }
@@ -403,6 +445,7 @@ void main() {
     bool vmap = WIDE_ROWS_X4 != 0u || (!ROW_INPUTS && (pc.stride & 3u) == 0u);
     uint n = (end - begin + 3u) / 4u;  // quads either way (row_quad)
     uint takes = 0u;
+    vec2 outside = vec2(0.0);  // draw masses of the bins before b* not gathered (draw_outside)
     uint local_id[LOCAL_TAKES + 1u];  // ids only, the key computed again when written: one store per logit
     uint j_first, j_stop;  // contiguous stretches (stretch.glsl)
     stretch_share(0u, n, j_first, j_stop);
@@ -410,8 +453,7 @@ void main() {
         vec4 f4 = vmap ? row_vec4((row * pc.stride + begin) / 4u + j) : row_quad(row, begin + 4u * j, end);
         [[unroll]] for (uint c = 0u; c < 4u; ++c) {
             uint i = begin + 4u * j + c;
-            uint k;
-            bool take = i < end && taken(f4[c], i, mask, k);
+            bool take = take_and_sum(f4[c], i, i < end, mask, outside);
             if (LOCAL_TAKES > 0u) {
                 uint at = min(takes, LOCAL_TAKES);
                 local_id[at] = i;
@@ -448,6 +490,17 @@ void main() {
                 }
             }
         }
+    }
+    // The chunk's sums, in invocation order (the same on every run), into
+    // the histogram words wide_histogram leaves free (bins 0 and 1, word 1).
+    s_outside[t] = outside;
+    barrier();
+    if (t == 0u) {
+        vec2 sum = vec2(0.0);
+        for (uint u = 0u; u < WG; ++u) sum += s_outside[u];
+        uint h = (row * pc.n_chunks + chunk) * WIDE_BINS * HIST_STRIDE;
+        histograms[h + 1u] = floatBitsToUint(sum.x);
+        histograms[h + HIST_STRIDE + 1u] = floatBitsToUint(sum.y);
     }
     if (!last_to_arrive(row)) return;
     resolve(row);

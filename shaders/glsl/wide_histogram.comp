@@ -1,12 +1,14 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// A top-p cut past the candidate buffer, pass 2 of 3 (wide.glsl): 16 value bins
-// of the row's entries after the buffer and at or above L, per chunk, with
-// their mass at the cut's and at the draw's temperatures. (No counts: a bin
-// holds a member exactly when its mass is positive, every member's mass
-// being at least exp(L - M) > 0; the list's overflow is found by the gather,
-// and min_keep is covered by the buffer, gpu_params.cpp. On a CPU device each
-// per-bin sum is a scatter of a lane at a time: a count was a sixth of the pass.)
+// A top-p cut past the candidate buffer, pass 2 of 3 (wide.glsl): 16 or 64
+// value bins of the row's entries after the buffer and at or above L, per
+// chunk, with their mass at the cut's temperatures. No counts (a bin holds a
+// member exactly when its mass is positive, every member's mass being at
+// least exp(L - M) > 0; the list's overflow is found by the gather, and
+// min_keep is covered by the buffer, gpu_params.cpp) and no masses at the
+// draw's temperatures (bounded from the cut's, below; wide_gather sums them):
+// on a CPU device each per-bin sum is a scatter of a lane at a time, about
+// half of the pass.
 // Every invocation keeps its bins in registers (selects, no atomics) and the
 // workgroup adds them in a fixed tree, the last workgroup adds the chunks in
 // chunk order: the same sums on every run. That workgroup then finds the bin
@@ -104,28 +106,36 @@ bool cut_in_buffer(uint row, float mc[WIDE_BINS], float below) {
     return true;
 }
 
+// Bounds on bin b's mass at the draw's temperatures from its mass at the
+// cut's, mc: each member's draw mass over its cut mass is
+// exp((vd - v) - (mdx - mcx)), vd being v divided n_draw more times, so
+// vd - v = v (t^-n_draw - 1) is monotone in v and its extremes over the bin's
+// values are at the bin's ends (widened for the bin test's and the
+// divisions' rounding; the bounds then for exp's and the sums').
+vec2 draw_mass_bounds(uint b, float mc, float vn, float width, float lowest, float t, uint n_draw, float ref) {
+    float vhi = vn - float(b) * width;
+    float vlo = b + 1u == WIDE_BINS ? lowest : max(lowest, vn - float(b + 1u) * width);
+    float pad = 1e-3 * width + 1e-6 * (abs(vlo) + abs(vhi));
+    vlo -= pad;
+    vhi += pad;
+    float glo = wide_divide(vlo, t, n_draw, WIDE_ALL_DIVISIONS) - vlo;
+    float ghi = wide_divide(vhi, t, n_draw, WIDE_ALL_DIVISIONS) - vhi;
+    float e = 1e-6 * (abs(vlo) + abs(vhi)) * float(n_draw + 1u) + 1e-6;
+    return vec2(mc * exp(min(glo, ghi) - e - ref) * (1.0 - 1e-4), mc * exp(max(glo, ghi) + e - ref) * (1.0 + 1e-4));
+}
+
 // Invocation 0: the cut's bin, the draw's possible bins, the gather's arming.
 void decide(uint row) {
     uint o = row * ROW_STRIDE;
-    float mc[WIDE_BINS], md[WIDE_BINS];
-    for (uint b = 0u; b < WIDE_BINS; ++b) {
-        mc[b] = 0.0;
-        md[b] = 0.0;
-    }
+    float mc[WIDE_BINS];
+    for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] = 0.0;
     float below = 0.0;
     for (uint c = 0u; c < pc.n_chunks; ++c) {
         uint h = (row * pc.n_chunks + c) * WIDE_BINS * HIST_STRIDE;
-        for (uint b = 0u; b < WIDE_BINS; ++b) {
-            mc[b] += uintBitsToFloat(histograms[h + HIST_STRIDE * b + 0u]);
-            md[b] += uintBitsToFloat(histograms[h + HIST_STRIDE * b + 2u]);
-        }
+        for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] += uintBitsToFloat(histograms[h + HIST_STRIDE * b + 0u]);
         below += uintBitsToFloat(histograms[h + 3u]);
     }
     if ((row_state[o + R_WIDE_NT] & WIDE_DEFERRED) != 0u && cut_in_buffer(row, mc, below)) return;
-    uint head = wide_base(row);  // the draw's masses per bin, for wide_gather
-    for (uint b = 0u; b < WIDE_BINS; ++b) {
-        wide[head + b] = floatBitsToUint(md[b]);
-    }
     // top-p: the first entry whose cumulative mass reaches the target; the
     // bins before b* are kept whole.
     float rc = uintBitsToFloat(row_state[o + R_WIDE_RC]);
@@ -147,20 +157,32 @@ void decide(uint row) {
         wide_fallback(row, 2u);
         return;
     }
-    // Whatever the cut inside b*, the draw's total lies in [a, a + md[b*]];
-    // the bins whose part of the CDF meets [u a, u (a + md[b*])] (with a
-    // margin for rounding) are gathered with b*. (More members than the list
-    // holds: the gather's resolve hands the row to the CPU twin.)
+    // The draw's masses per bin lie within bounds (draw_mass_bounds); so does
+    // its total, whatever the cut inside b*: [a_lo, a_hi + bound of b*]. The
+    // bins whose part of the CDF can meet u times the total (a contiguous
+    // run: both ends of a bin's part only grow with b) are gathered with b*;
+    // wide_gather sums the draw's masses of the bins before and after them.
+    // (More members than the list holds: its resolve hands the row to the
+    // CPU twin.)
+    uint nt = row_state[o + R_WIDE_NT];
+    uint n_draw = ((nt >> 16u) & 0x7FFFu) - (nt & 0xFFFFu);
+    float vn = sieve_key_value(row_state[o + R_WIDE_KN]);
+    float width = 1.0 / uintBitsToFloat(row_state[o + R_WIDE_INVW]);
+    float lowest = uintBitsToFloat(row_state[o + R_WIDE_L]);
+    float temperature = param_f(row, P_TEMPERATURE);
+    float ref = uintBitsToFloat(row_state[o + R_WIDE_MD]) - uintBitsToFloat(row_state[o + R_WIDE_MC]);
     float bd = uintBitsToFloat(row_state[o + R_WIDE_BD]);
-    float a = bd;
-    for (uint b = 0u; b < bstar; ++b) a += md[b];
+    vec2 a = vec2(bd);
+    for (uint b = 0u; b < bstar; ++b) a += draw_mass_bounds(b, mc[b], vn, width, lowest, temperature, n_draw, ref);
     float u = float(row_uniform(row)) * 2.3283064365386963e-10;
-    float lo = u * a * (1.0 - 1e-5), hi = u * (a + md[bstar]) * (1.0 + 1e-5);
+    vec2 star = draw_mass_bounds(bstar, mc[bstar], vn, width, lowest, temperature, n_draw, ref);
+    float lo = u * a.x * (1.0 - 1e-5), hi = u * (a.y + star.y) * (1.0 + 1e-5);
     uvec2 mask = wide_bit(bstar);
-    float cum = bd;
+    vec2 cum = vec2(bd);
     for (uint b = 0u; b < bstar; ++b) {
-        if (cum + md[b] >= lo && cum <= hi) mask |= wide_bit(b);
-        cum += md[b];
+        vec2 md = draw_mass_bounds(b, mc[b], vn, width, lowest, temperature, n_draw, ref);
+        if (cum.y + md.y >= lo && cum.x <= hi) mask |= wide_bit(b);
+        cum += md;
     }
     row_state[o + R_WIDE_BSTAR] = bstar;
     row_state[o + R_WIDE_MASK] = mask.x;
@@ -182,19 +204,15 @@ void main() {
     uint kn = row_state[o + R_WIDE_KN], idn = row_state[o + R_WIDE_IDN];
     float vn = sieve_key_value(kn);
     float mcx = uintBitsToFloat(row_state[o + R_WIDE_MC]);
-    float mdx = uintBitsToFloat(row_state[o + R_WIDE_MD]);
     float lowest = uintBitsToFloat(row_state[o + R_WIDE_L]);
     float inv_width = uintBitsToFloat(row_state[o + R_WIDE_INVW]);
     uint nt = row_state[o + R_WIDE_NT];
-    uint n_cut = nt & 0xFFFFu, n_all = (nt >> 16u) & 0x7FFFu;
+    uint n_cut = nt & 0xFFFFu;
     bool deferred = (nt & WIDE_DEFERRED) != 0u;
     float temperature = param_f(row, P_TEMPERATURE);
 
-    float mc[WIDE_BINS], md[WIDE_BINS];
-    [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) {
-        mc[b] = 0.0;
-        md[b] = 0.0;
-    }
+    float mc[WIDE_BINS];
+    [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] = 0.0;
     float below = 0.0;  // deferred rows: the mass below L, for the total
     uint begin = chunk * pc.chunk_size;
     uint end = min(begin + pc.chunk_size, pc.vocab);
@@ -211,26 +229,18 @@ void main() {
             float x = f4[c];
             // masked (the row has no NaN/+inf: it would have failed)
             bool live = i < end && !isinf(x);
-            float v, vd;
-            wide_values(x, temperature, n_cut, n_all, v, vd);
+            float v = wide_divide(x, temperature, n_cut, WIDE_CUT_DIVISIONS);
             live = live && wide_after(sieve_key(v), i, kn, idn);
             float wc = exp(v - mcx);
             below += (live && deferred && v < lowest) ? wc : 0.0;
             live = live && v >= lowest;
-            float wd = live ? exp(vd - mdx) : 0.0;
             if (INDEXED_BINS != 0u) {
                 // Adding 0 to a bin leaves it as it was (masses are >= 0): the
                 // same sums as the selects below, bit for bit.
-                uint bin = wide_bin(v, vn, inv_width);
-                mc[bin] += live ? wc : 0.0;
-                md[bin] += wd;
+                mc[wide_bin(v, vn, inv_width)] += live ? wc : 0.0;
             } else {
                 uint bin = live ? wide_bin(v, vn, inv_width) : WIDE_BINS;
-                [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) {
-                    bool here = bin == b;
-                    mc[b] += here ? wc : 0.0;
-                    md[b] += here ? wd : 0.0;
-                }
+                [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] += bin == b ? wc : 0.0;
             }
         }
     }
@@ -242,7 +252,6 @@ void main() {
         // run). On a CPU device every shared access is a scalar access per
         // lane; a tree's levels make about six times as many with 64 bins.
         COLUMN_SUM(floatBitsToUint(mc[b]), float, uintBitsToFloat, 0u);
-        COLUMN_SUM(floatBitsToUint(md[b]), float, uintBitsToFloat, 2u);
         s_ab[t][0] = floatBitsToUint(below);
         barrier();
         if (t == 0u) {
@@ -251,33 +260,22 @@ void main() {
             histograms[h + 3u] = floatBitsToUint(sum);
         }
     } else {
-        // Fixed trees through the same shared arrays: (mc, md), then the mass below L.
+        // A fixed tree through the same shared array: mc, and the mass below L.
         for (uint half_size = WG / 2u; half_size > 0u; half_size >>= 1u) {
             if (t >= half_size && t < 2u * half_size) {
-                [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) {
-                    s_ab[t - half_size][b] = floatBitsToUint(mc[b]);
-                    s_ab[WG / 2u + t - half_size][b] = floatBitsToUint(md[b]);
-                }
+                [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) s_ab[t - half_size][b] = floatBitsToUint(mc[b]);
+                s_ab[WG / 2u + t - half_size][0] = floatBitsToUint(below);
             }
             barrier();
             if (t < half_size) {
-                [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) {
-                    mc[b] += uintBitsToFloat(s_ab[t][b]);
-                    md[b] += uintBitsToFloat(s_ab[WG / 2u + t][b]);
-                }
+                [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] += uintBitsToFloat(s_ab[t][b]);
+                below += uintBitsToFloat(s_ab[WG / 2u + t][0]);
             }
-            barrier();
-        }
-        for (uint half_size = WG / 2u; half_size > 0u; half_size >>= 1u) {
-            if (t >= half_size && t < 2u * half_size) s_ab[t - half_size][0] = floatBitsToUint(below);
-            barrier();
-            if (t < half_size) below += uintBitsToFloat(s_ab[t][0]);
             barrier();
         }
         if (t == 0u) {
             [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) {
                 histograms[h + HIST_STRIDE * b + 0u] = floatBitsToUint(mc[b]);
-                histograms[h + HIST_STRIDE * b + 2u] = floatBitsToUint(md[b]);
             }
             histograms[h + 3u] = floatBitsToUint(below);
         }
