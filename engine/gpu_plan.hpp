@@ -83,6 +83,6 @@ Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, b
 constexpr uint32_t kWideHistogramArgs = 0;
 constexpr uint32_t kWideGatherArgs = 4;
 constexpr uint32_t kMaxWideList = 65536;
-inline uint64_t wide_row_words(uint32_t capacity, uint32_t list) { return kWideMaxBins + 2ull * capacity + 2ull * list; }
+inline uint64_t wide_row_words(uint32_t capacity, uint32_t list) { return 2ull * capacity + 2ull * list; }
 
 } // namespace sieve

@@ -147,8 +147,8 @@ void write_texel_binding(Device& device, VkDescriptorSet set, VkBufferView view)
 
 // wide.glsl's value bins (spec constant 9, WIDE_BINS): 64 with the CPU paths
 // (EffectiveLimits::cpu_paths) when the workgroup's bins fit the shared
-// memory (WG x 256 bytes), else 16. The wide header is sized for kWideMaxBins,
-// a top-p chain's histograms for wide_bins (gpu_chain.cpp: histogram_bins).
+// memory (WG x 256 bytes), else 16. A top-p chain's histograms are sized for
+// wide_bins (gpu_chain.cpp: histogram_bins).
 constexpr uint32_t kWideMaxBins = 64;
 uint32_t wide_bins(const EffectiveLimits& limits);
 

@@ -7,11 +7,13 @@
 // (zero workgroups when no row of the call needs them):
 //
 //   wide_histogram  16 or 64 value bins of the entries after the buffer, in
-//                   [L, v_n]: count, mass at the cut's temperatures (mc) and
-//                   at the draw's (md). Its last workgroup finds the bin where
-//                   the cumulative mass reaches p (b*) and the bins the draw
-//                   can land in, whatever the exact cut inside b*.
-//   wide_gather     those bins' members into the row's list; its last
+//                   [L, v_n]: their mass at the cut's temperatures. Its last
+//                   workgroup finds the bin where the cumulative mass reaches
+//                   p (b*) and, from bounds on the bins' masses at the draw's
+//                   temperatures, the run of bins the draw can land in,
+//                   whatever the exact cut inside b*.
+//   wide_gather     those bins' members into the row's list, and the draw's
+//                   masses of the other bins before b*, summed; its last
 //                   workgroup finds the exact cut inside b* and draws.
 //
 // L is a value below which the cut cannot fall: the entries below it, at most
@@ -24,8 +26,8 @@
 // the row's temperature once per temperature sampler, in order, as op_divide
 // and the twin do. Sums inside the list are 40-bit fixed point (exact, so the
 // order the list was filled in does not matter); the bins' sums are float in
-// a fixed order. A row the GPU cannot finish this way (a bin too large for the
-// list, min_keep past the start of the bins) goes
+// a fixed order. A row the GPU cannot finish this way (bins too large for the
+// list, min_keep past the start of the bins, a draw outside the bounds) goes
 // to the CPU twin as before (STATUS_FALLBACK), counted.
 #ifndef SIEVE_WIDE_GLSL
 #define SIEVE_WIDE_GLSL
@@ -74,16 +76,14 @@ const uint WIDE_DEFERRED = 0x80000000u;
 // about 1800 members instead of 6600); 16 elsewhere (registers and selects).
 // The host chooses (pipelines.cpp).
 layout(constant_id = 9) const uint WIDE_BINS = 16u;
-const uint WIDE_MAX_BINS = 64u;  // pipelines.hpp: kWideMaxBins
 
-// A row's block in `wide`: the merged bins' masses at the draw (WIDE_MAX_BINS words), the buffer's
+// A row's block in `wide` (gpu_plan.hpp: wide_row_words): the buffer's
 // entries (key at the draw, id), the buffer's keys at the cut (deferred rows),
 // then the list (key at the cut, id).
-const uint WIDE_HEADER = WIDE_MAX_BINS;
-uint wide_base(uint row) { return row * (WIDE_HEADER + 2u * CAP + 2u * pc.wide_cap); }
-uint wide_buffer_at(uint row) { return wide_base(row) + WIDE_HEADER; }
-uint wide_cut_keys_at(uint row) { return wide_base(row) + WIDE_HEADER + CAP; }
-uint wide_list_at(uint row) { return wide_base(row) + WIDE_HEADER + 2u * CAP; }
+uint wide_base(uint row) { return row * (2u * CAP + 2u * pc.wide_cap); }
+uint wide_buffer_at(uint row) { return wide_base(row); }
+uint wide_cut_keys_at(uint row) { return wide_base(row) + CAP; }
+uint wide_list_at(uint row) { return wide_base(row) + 2u * CAP; }
 
 // The list's entries as pairs (the list starts at an even word): one load or
 // store per entry, which a CPU device runs lane by lane, instead of two.
