@@ -92,7 +92,7 @@ layout(std430, set = 0, binding = 11) coherent buffer WidePairs { uvec2 wide_pai
 // The most temperature divisions a row's values take before the cut and in
 // all (spec constant 10: the chain's temperature samplers before its last
 // top-p | all of them << 8, each at most WIDE_MAX_DIVISIONS; the host sets it
-// per chain, gpu_params.cpp: wide_divisions). A division no row of the chain
+// per chain, gpu_chain.cpp: wide_divisions). A division no row of the chain
 // can take is not computed: a CPU device pays for every select's both sides
 // per logit (top_p;temperature: one division a logit instead of eight).
 const uint WIDE_MAX_DIVISIONS = 4u;
