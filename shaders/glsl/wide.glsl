@@ -85,6 +85,12 @@ uint wide_buffer_at(uint row) { return wide_base(row); }
 uint wide_cut_keys_at(uint row) { return wide_base(row) + CAP; }
 uint wide_list_at(uint row) { return wide_base(row) + 2u * CAP; }
 
+// A chunk's bins in `histograms` (HIST_STRIDE words a bin): wide_histogram's
+// mass at the cut in word 0 of each bin and the mass below L in word 3 of
+// bin 0; wide_gather's sums of the draw's masses outside its run in word 1
+// of bins 0 and 1 (wide_gather.comp).
+uint wide_hist_at(uint row, uint chunk) { return (row * pc.n_chunks + chunk) * WIDE_BINS * HIST_STRIDE; }
+
 // The list's entries as pairs (the list starts at an even word): one load or
 // store per entry, which a CPU device runs lane by lane, instead of two.
 layout(std430, set = 0, binding = 11) coherent buffer WidePairs { uvec2 wide_pairs[]; };

@@ -49,14 +49,21 @@ void load_row(uint row) {
 
 // ---- the gather ---------------------------------------------------------------
 
+// Logit i (value x) at the cut's temperatures: its value v and bin, and
+// whether it is a member of some bin (finite, at or above L, after the buffer).
+bool wide_member(float x, uint i, out float v, out uint bin) {
+    v = wide_divide(x, g_temperature, g_n_cut, WIDE_CUT_DIVISIONS);
+    bin = wide_bin(v, g_vn, g_inv_width);
+    return !isinf(x) && v >= g_lowest && wide_after(sieve_key(v), i, g_kn, g_idn);
+}
+
 // Logit i (value x) belongs to a gathered bin: its key at the cut's temperatures.
 bool taken(float x, uint i, uvec2 mask, out uint key) {
-    key = 0u;
-    if (isinf(x)) return false;
-    float v = wide_divide(x, g_temperature, g_n_cut, WIDE_CUT_DIVISIONS);
+    float v;
+    uint bin;
+    bool live = wide_member(x, i, v, bin);
     key = sieve_key(v);
-    if (v < g_lowest || !wide_after(key, i, g_kn, g_idn)) return false;
-    return wide_in_mask(mask, wide_bin(v, g_vn, g_inv_width));
+    return live && wide_in_mask(mask, bin);
 }
 
 // The first read's view of logit i (value x): whether it is taken (as
@@ -66,9 +73,9 @@ bool taken(float x, uint i, uvec2 mask, out uint key) {
 // only bounded them). One evaluation of the value and the bin for both.
 // (inside: i is in the chunk; selects rather than a branch around the call.)
 bool take_and_sum(float x, uint i, bool inside, uvec2 mask, inout vec2 outside) {
-    float v = wide_divide(x, g_temperature, g_n_cut, WIDE_CUT_DIVISIONS);
-    uint bin = wide_bin(v, g_vn, g_inv_width);
-    bool live = inside && !isinf(x) && v >= g_lowest && wide_after(sieve_key(v), i, g_kn, g_idn);
+    float v;
+    uint bin;
+    bool live = wide_member(x, i, v, bin) && inside;
     float wd = exp(wide_divide(v, g_temperature, g_n_draw, WIDE_ALL_DIVISIONS) - g_md);
     outside += vec2(live && bin < g_clo ? wd : 0.0, live && bin >= g_cend && bin < g_bstar ? wd : 0.0);
     return live && wide_in_mask(mask, bin);
@@ -358,7 +365,7 @@ void resolve(uint row) {
     if (t == 0u) {
         vec2 outside = vec2(0.0);
         for (uint c = 0u; c < pc.n_chunks; ++c) {
-            uint h = (row * pc.n_chunks + c) * WIDE_BINS * HIST_STRIDE;
+            uint h = wide_hist_at(row, c);
             outside += vec2(uintBitsToFloat(histograms[h + 1u]), uintBitsToFloat(histograms[h + HIST_STRIDE + 1u]));
         }
         float total = uintBitsToFloat(row_state[o + R_WIDE_BD]) + outside.x;
@@ -466,7 +473,8 @@ void main() {
     for (uint e = 0u; e < held; ++e) {
         if (slot + e < pc.wide_cap) {
             uint id = local_id[e];
-            uint key = sieve_key(wide_divide(row_logit(row, id), g_temperature, g_n_cut, WIDE_CUT_DIVISIONS));  // as taken() had it
+            uint key;
+            taken(row_logit(row, id), id, mask, key);  // its key again (it was taken)
             wide_pairs[list / 2u + slot + e] = uvec2(key, id);
         }
     }
@@ -498,7 +506,7 @@ void main() {
     if (t == 0u) {
         vec2 sum = vec2(0.0);
         for (uint u = 0u; u < WG; ++u) sum += s_outside[u];
-        uint h = (row * pc.n_chunks + chunk) * WIDE_BINS * HIST_STRIDE;
+        uint h = wide_hist_at(row, chunk);
         histograms[h + 1u] = floatBitsToUint(sum.x);
         histograms[h + HIST_STRIDE + 1u] = floatBitsToUint(sum.y);
     }

@@ -35,22 +35,6 @@ layout(constant_id = 6) const uint WIDE_ROWS_X4 = 0u;
 // or every invocation's bins (columns: row t is invocation t's).
 shared uint s_ab[WG][WIDE_BINS];
 
-uint to_word(float x) { return floatBitsToUint(x); }
-uint to_word(uint x) { return x; }
-
-// Word `word` of every bin of the chunk: invocation b adds column b in order.
-#define COLUMN_SUM(WORD_OF_B, TYPE, FROM_WORD, word)                                  \
-    {                                                                                 \
-        [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) s_ab[t][b] = WORD_OF_B;      \
-        barrier();                                                                    \
-        for (uint b = t; b < WIDE_BINS; b += WG) {                                    \
-            TYPE sum = TYPE(0);                                                       \
-            for (uint u = 0u; u < WG; ++u) sum += FROM_WORD(s_ab[u][b]);              \
-            histograms[h + HIST_STRIDE * b + (word)] = to_word(sum);                  \
-        }                                                                             \
-        barrier();                                                                    \
-    }
-
 // A deferred row (ROW_DEFER_TOP_P): the total is the buffer's mass, the bins'
 // and the mass below L (fixed order, compensated). top-p's target p * total
 // is first looked for in the buffer (llama.cpp: the first entry whose
@@ -131,7 +115,7 @@ void decide(uint row) {
     for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] = 0.0;
     float below = 0.0;
     for (uint c = 0u; c < pc.n_chunks; ++c) {
-        uint h = (row * pc.n_chunks + c) * WIDE_BINS * HIST_STRIDE;
+        uint h = wide_hist_at(row, c);
         for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] += uintBitsToFloat(histograms[h + HIST_STRIDE * b + 0u]);
         below += uintBitsToFloat(histograms[h + 3u]);
     }
@@ -172,17 +156,19 @@ void decide(uint row) {
     float temperature = param_f(row, P_TEMPERATURE);
     float ref = uintBitsToFloat(row_state[o + R_WIDE_MD]) - uintBitsToFloat(row_state[o + R_WIDE_MC]);
     float bd = uintBitsToFloat(row_state[o + R_WIDE_BD]);
+    vec2 md[WIDE_BINS];
     vec2 a = vec2(bd);
-    for (uint b = 0u; b < bstar; ++b) a += draw_mass_bounds(b, mc[b], vn, width, lowest, temperature, n_draw, ref);
+    for (uint b = 0u; b <= bstar; ++b) {
+        md[b] = draw_mass_bounds(b, mc[b], vn, width, lowest, temperature, n_draw, ref);
+        if (b < bstar) a += md[b];
+    }
     float u = float(row_uniform(row)) * 2.3283064365386963e-10;
-    vec2 star = draw_mass_bounds(bstar, mc[bstar], vn, width, lowest, temperature, n_draw, ref);
-    float lo = u * a.x * (1.0 - 1e-5), hi = u * (a.y + star.y) * (1.0 + 1e-5);
+    float lo = u * a.x * (1.0 - 1e-5), hi = u * (a.y + md[bstar].y) * (1.0 + 1e-5);
     uvec2 mask = wide_bit(bstar);
     vec2 cum = vec2(bd);
     for (uint b = 0u; b < bstar; ++b) {
-        vec2 md = draw_mass_bounds(b, mc[b], vn, width, lowest, temperature, n_draw, ref);
-        if (cum.y + md.y >= lo && cum.x <= hi) mask |= wide_bit(b);
-        cum += md;
+        if (cum.y + md[b].y >= lo && cum.x <= hi) mask |= wide_bit(b);
+        cum += md[b];
     }
     row_state[o + R_WIDE_BSTAR] = bstar;
     row_state[o + R_WIDE_MASK] = mask.x;
@@ -245,13 +231,20 @@ void main() {
         }
     }
 
-    uint h = (row * pc.n_chunks + chunk) * WIDE_BINS * HIST_STRIDE;
+    uint h = wide_hist_at(row, chunk);
     if (INDEXED_BINS != 0u) {
         // Columns: every invocation's bins into shared memory, then invocation
         // b adds bin b's column in invocation order (the same sums on every
         // run). On a CPU device every shared access is a scalar access per
         // lane; a tree's levels make about six times as many with 64 bins.
-        COLUMN_SUM(floatBitsToUint(mc[b]), float, uintBitsToFloat, 0u);
+        [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) s_ab[t][b] = floatBitsToUint(mc[b]);
+        barrier();
+        for (uint b = t; b < WIDE_BINS; b += WG) {
+            float sum = 0.0;
+            for (uint u = 0u; u < WG; ++u) sum += uintBitsToFloat(s_ab[u][b]);
+            histograms[h + HIST_STRIDE * b + 0u] = floatBitsToUint(sum);
+        }
+        barrier();
         s_ab[t][0] = floatBitsToUint(below);
         barrier();
         if (t == 0u) {
