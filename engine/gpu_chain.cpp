@@ -106,7 +106,7 @@ uint32_t wide_divisions(const ChainConfig& config) {
 }
 
 // Bins per chunk in a row's histograms: the levels' 16, or wide_histogram's
-// (wide_bins: 64 on CPU devices) when the chain holds top-p.
+// (wide_bins: 256 on CPU devices) when the chain holds top-p.
 uint32_t histogram_bins(const ChainConfig& config, const EffectiveLimits& limits) {
     return has_top_p(config) ? std::max(kBins, wide_bins(limits)) : kBins;
 }

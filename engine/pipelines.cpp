@@ -29,7 +29,7 @@ const char* stage_name(Stage stage) {
 }
 
 uint32_t wide_bins(const EffectiveLimits& limits) {
-    // wide_histogram's bins in shared memory: WG x 64 words, and 1 KB for the rest.
+    // wide_histogram's columns in shared memory: at most WG x 64 words, and 1 KB for the rest.
     const bool fits = static_cast<uint64_t>(limits.workgroup_size) * 256 + 1024 <= limits.shared_memory;
     return limits.cpu_paths && fits ? kWideMaxBins : 16u;
 }
@@ -169,7 +169,14 @@ VkPipeline Pipelines::get(Stage stage, InputsMode inputs, bool rows_x4, bool tex
         VkPipeline& p = wide_[key];
         if (!p) {
             const shaders::Spirv& code = spirv(stage);
-            p = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, lim.workgroup_size,
+            // A CPU device runs them with 8 invocations, one SIMD batch of
+            // lavapipe's: its workgroup is a thread that runs each batch in
+            // turn up to every barrier, so the columns of 256 bins and the
+            // resolve's levels cost an eighth of a 64-wide group's switches
+            // and shared accesses (top_p at 151936, 7 alternating runs: 1261
+            // -> 1087 us median with 128 bins). A GPU keeps the full width.
+            const uint32_t wg = lim.cpu_paths ? std::min<uint32_t>(lim.workgroup_size, 8u) : lim.workgroup_size;
+            p = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, wg,
                                         lim.candidate_capacity, inputs, 0, 0, x4 ? 1u : 0u, texel && x4 ? 1u : 0u,
                                         wide_divisions);
         }

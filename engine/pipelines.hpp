@@ -145,11 +145,12 @@ VkDescriptorPool create_storage_pool(Device& device, uint32_t max_sets, uint32_t
 // Points binding kTexelBinding of `set` at `view`.
 void write_texel_binding(Device& device, VkDescriptorSet set, VkBufferView view);
 
-// wide.glsl's value bins (spec constant 9, WIDE_BINS): 64 with the CPU paths
-// (EffectiveLimits::cpu_paths) when the workgroup's bins fit the shared
-// memory (WG x 256 bytes), else 16. A top-p chain's histograms are sized for
-// wide_bins (gpu_chain.cpp: histogram_bins).
-constexpr uint32_t kWideMaxBins = 64;
+// wide.glsl's value bins (spec constant 9, WIDE_BINS): 256 with the CPU paths
+// (EffectiveLimits::cpu_paths) when the workgroup's columns fit the shared
+// memory (WG x 256 bytes), else 16; at most 256 (wide_gather's resolve). A
+// top-p chain's histograms are sized for wide_bins (gpu_chain.cpp:
+// histogram_bins).
+constexpr uint32_t kWideMaxBins = 256;
 uint32_t wide_bins(const EffectiveLimits& limits);
 
 

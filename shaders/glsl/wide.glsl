@@ -6,7 +6,7 @@
 // over the row finish the cut and the draw on the GPU, launched indirectly
 // (zero workgroups when no row of the call needs them):
 //
-//   wide_histogram  16 or 64 value bins of the entries after the buffer, in
+//   wide_histogram  16 or 256 value bins of the entries after the buffer, in
 //                   [L, v_n]: their mass at the cut's temperatures. Its last
 //                   workgroup finds the bin where the cumulative mass reaches
 //                   p (b*) and, from bounds on the bins' masses at the draw's
@@ -48,8 +48,8 @@ const uint R_WIDE_RC = 24u;      // float: the mass the cut still needs past the
 const uint R_WIDE_BD = 25u;      // float: the buffer's mass at the draw (reference MD)
 const uint R_WIDE_N = 26u;       // entries in the buffer
 const uint R_WIDE_BSTAR = 27u;   // the bin holding the cut
-const uint R_WIDE_MASK = 28u;    // bins gathered (b* and the bins the draw can land in): bins 0-31
-const uint R_WIDE_MASK_HI = 15u; //   and bins 32-63
+const uint R_WIDE_CLO = 28u;     // bins gathered: b* and the run [CLO, CEND) before it that the
+const uint R_WIDE_CEND = 15u;    //   draw can land in (empty: both b*)
 const uint R_WIDE_COUNT = 29u;   // list entries appended
 const uint R_WIDE_BEFORE = 30u;  // float: mass (MC) of the bins before b*
 const uint R_WIDE_KEEP = 31u;    // min_keep
@@ -68,13 +68,14 @@ const uint WIDE_GATHER_ARGS = 4u;
 // past it) and, when the cut falls in the buffer, draws there.
 const uint WIDE_DEFERRED = 0x80000000u;
 
-// The value bins over [L, v_n]: 64 where a CPU device adds into them by index
-// (common.glsl: INDEXED_BINS) and every invocation's bins fit the shared
-// memory (wide_histogram adds them by columns), so that
-// b* and the draw's bins hold a quarter of the members to gather and select
-// (top-p 0.9 over the bench's Zipf rows at 151936, modelled on the host: b*
-// about 1800 members instead of 6600); 16 elsewhere (registers and selects).
-// The host chooses (pipelines.cpp).
+// The value bins over [L, v_n]: 256 where a CPU device adds into them by
+// index (common.glsl: INDEXED_BINS; the cost per logit does not grow with the
+// bins) and the wide passes run 8 invocations a workgroup, so that b* and the
+// draw's bins hold few members to gather and select (top-p 0.95 over the
+// bench's Zipf rows at 151936: b* 1426 members, 5388 with 64 bins); 16
+// elsewhere (registers and selects). At most 256: the resolve sums the
+// gathered bins in its 256 selection slots (wide_gather.comp). The host
+// chooses (pipelines.cpp).
 layout(constant_id = 9) const uint WIDE_BINS = 16u;
 
 // A row's block in `wide` (gpu_plan.hpp: wide_row_words): the buffer's
@@ -134,8 +135,7 @@ bool wide_after(uint ka, uint ia, uint kb, uint ib) { return ka < kb || (ka == k
 // The bin of a value v at the cut's temperatures in [L, v_n] (bin 0 nearest v_n).
 uint wide_bin(float v, float vn, float inv_width) { return uint(clamp((vn - v) * inv_width, 0.0, float(WIDE_BINS - 1u))); }
 
-// Whether bin b is in a mask of gathered bins (R_WIDE_MASK, R_WIDE_MASK_HI).
-bool wide_in_mask(uvec2 mask, uint b) { return ((b < 32u ? mask.x >> b : mask.y >> (b - 32u)) & 1u) != 0u; }
-uvec2 wide_bit(uint b) { return b < 32u ? uvec2(1u << b, 0u) : uvec2(0u, 1u << (b - 32u)); }
+// Whether bin b is gathered: b* or in the run [clo, cend) before it.
+bool wide_gathered(uint b, uint bstar, uint clo, uint cend) { return b == bstar || (b >= clo && b < cend); }
 
 #endif

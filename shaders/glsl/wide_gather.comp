@@ -20,8 +20,9 @@
 // under a lane mask when the choice is left to run time.
 layout(constant_id = 6) const uint WIDE_ROWS_X4 = 0u;
 // Entries an invocation holds before writing them (main): CPU devices only,
-// where a local array indexed per lane is cheap (common.glsl: INDEXED_BINS).
-const uint LOCAL_TAKES = INDEXED_BINS != 0u ? 64u : 0u;
+// where a local array indexed per lane is cheap (common.glsl: INDEXED_BINS);
+// 512 at the 8 invocations a CPU device runs this pass with (pipelines.cpp).
+const uint LOCAL_TAKES = INDEXED_BINS != 0u ? 4096u / WG : 0u;
 
 // The row's constants, read once per workgroup. The gathered bins: b* and
 // the run [g_clo, g_cend) before it that the draw can land in (empty: both b*).
@@ -42,9 +43,8 @@ void load_row(uint row) {
     g_n_draw = ((nt >> 16u) & 0x7FFFu) - g_n_cut;
     g_temperature = param_f(row, P_TEMPERATURE);
     g_bstar = row_state[o + R_WIDE_BSTAR];
-    uvec2 run = uvec2(row_state[o + R_WIDE_MASK], row_state[o + R_WIDE_MASK_HI]) & ~wide_bit(g_bstar);
-    g_clo = run.x != 0u ? uint(findLSB(run.x)) : run.y != 0u ? 32u + uint(findLSB(run.y)) : g_bstar;
-    g_cend = run.y != 0u ? 33u + uint(findMSB(run.y)) : run.x != 0u ? 1u + uint(findMSB(run.x)) : g_bstar;
+    g_clo = row_state[o + R_WIDE_CLO];
+    g_cend = row_state[o + R_WIDE_CEND];
 }
 
 // ---- the gather ---------------------------------------------------------------
@@ -58,12 +58,12 @@ bool wide_member(float x, uint i, out float v, out uint bin) {
 }
 
 // Logit i (value x) belongs to a gathered bin: its key at the cut's temperatures.
-bool taken(float x, uint i, uvec2 mask, out uint key) {
+bool taken(float x, uint i, out uint key) {
     float v;
     uint bin;
     bool live = wide_member(x, i, v, bin);
     key = sieve_key(v);
-    return live && wide_in_mask(mask, bin);
+    return live && wide_gathered(bin, g_bstar, g_clo, g_cend);
 }
 
 // The first read's view of logit i (value x): whether it is taken (as
@@ -72,13 +72,13 @@ bool taken(float x, uint i, uvec2 mask, out uint key) {
 // it): the resolve needs those bins' draw masses only summed (wide_histogram
 // only bounded them). One evaluation of the value and the bin for both.
 // (inside: i is in the chunk; selects rather than a branch around the call.)
-bool take_and_sum(float x, uint i, bool inside, uvec2 mask, inout vec2 outside) {
+bool take_and_sum(float x, uint i, bool inside, inout vec2 outside) {
     float v;
     uint bin;
     bool live = wide_member(x, i, v, bin) && inside;
     float wd = exp(wide_divide(v, g_temperature, g_n_draw, WIDE_ALL_DIVISIONS) - g_md);
     outside += vec2(live && bin < g_clo ? wd : 0.0, live && bin >= g_cend && bin < g_bstar ? wd : 0.0);
-    return live && wide_in_mask(mask, bin);
+    return live && wide_gathered(bin, g_bstar, g_clo, g_cend);
 }
 
 // ---- selection inside the list ----------------------------------------------------
@@ -436,7 +436,6 @@ void main() {
     load_row(row);
     uint chunk = gl_WorkGroupID.x;
     uint t = gl_LocalInvocationID.x;
-    uvec2 mask = uvec2(row_state[o + R_WIDE_MASK], row_state[o + R_WIDE_MASK_HI]);
     uint list = wide_list_at(row);
 
     // Count, one atomic for the invocation's slots, then write: no atomic per
@@ -460,7 +459,7 @@ void main() {
         vec4 f4 = vmap ? row_vec4((row * pc.stride + begin) / 4u + j) : row_quad(row, begin + 4u * j, end);
         [[unroll]] for (uint c = 0u; c < 4u; ++c) {
             uint i = begin + 4u * j + c;
-            bool take = take_and_sum(f4[c], i, i < end, mask, outside);
+            bool take = take_and_sum(f4[c], i, i < end, outside);
             if (LOCAL_TAKES > 0u) {
                 uint at = min(takes, LOCAL_TAKES);
                 local_id[at] = i;
@@ -474,7 +473,7 @@ void main() {
         if (slot + e < pc.wide_cap) {
             uint id = local_id[e];
             uint key;
-            taken(row_logit(row, id), id, mask, key);  // its key again (it was taken)
+            taken(row_logit(row, id), id, key);  // its key again (it was taken)
             wide_pairs[list / 2u + slot + e] = uvec2(key, id);
         }
     }
@@ -486,7 +485,7 @@ void main() {
         [[unroll]] for (uint c = 0u; c < 4u; ++c) {
             uint i = begin + 4u * j + c;
             uint k;
-            if (i < end && taken(f4[c], i, mask, k)) {
+            if (i < end && taken(f4[c], i, k)) {
                 if (skip > 0u) {
                     --skip;
                 } else {

@@ -1,6 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// A top-p cut past the candidate buffer, pass 2 of 3 (wide.glsl): 16 or 64
+// A top-p cut past the candidate buffer, pass 2 of 3 (wide.glsl): 16 or 256
 // value bins of the row's entries after the buffer and at or above L, per
 // chunk, with their mass at the cut's temperatures. No counts (a bin holds a
 // member exactly when its mass is positive, every member's mass being at
@@ -32,8 +32,10 @@
 layout(constant_id = 6) const uint WIDE_ROWS_X4 = 0u;
 
 // The workgroup's bins: a tree's two halves (rows below WG / 2 and from it),
-// or every invocation's bins (columns: row t is invocation t's).
-shared uint s_ab[WG][WIDE_BINS];
+// or WIDE_COLS bins of every invocation at a time (columns: row t is
+// invocation t's).
+const uint WIDE_COLS = WIDE_BINS < 64u ? WIDE_BINS : 64u;
+shared uint s_ab[WG][WIDE_COLS];
 
 // A deferred row (ROW_DEFER_TOP_P): the total is the buffer's mass, the bins'
 // and the mass below L (fixed order, compensated). top-p's target p * total
@@ -164,15 +166,18 @@ void decide(uint row) {
     }
     float u = float(row_uniform(row)) * 2.3283064365386963e-10;
     float lo = u * a.x * (1.0 - 1e-5), hi = u * (a.y + md[bstar].y) * (1.0 + 1e-5);
-    uvec2 mask = wide_bit(bstar);
+    uint clo = bstar, cend = bstar;
     vec2 cum = vec2(bd);
     for (uint b = 0u; b < bstar; ++b) {
-        if (cum.y + md[b].y >= lo && cum.x <= hi) mask |= wide_bit(b);
+        if (cum.y + md[b].y >= lo && cum.x <= hi) {
+            clo = min(clo, b);
+            cend = b + 1u;
+        }
         cum += md[b];
     }
     row_state[o + R_WIDE_BSTAR] = bstar;
-    row_state[o + R_WIDE_MASK] = mask.x;
-    row_state[o + R_WIDE_MASK_HI] = mask.y;
+    row_state[o + R_WIDE_CLO] = clo;
+    row_state[o + R_WIDE_CEND] = cend;
     row_state[o + R_WIDE_BEFORE] = floatBitsToUint(before);
     row_state[o + R_WIDE_COUNT] = 0u;
     row_state[o + R_WIDE_PHASE] = WIDE_GATHER;
@@ -233,18 +238,21 @@ void main() {
 
     uint h = wide_hist_at(row, chunk);
     if (INDEXED_BINS != 0u) {
-        // Columns: every invocation's bins into shared memory, then invocation
-        // b adds bin b's column in invocation order (the same sums on every
-        // run). On a CPU device every shared access is a scalar access per
-        // lane; a tree's levels make about six times as many with 64 bins.
-        [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) s_ab[t][b] = floatBitsToUint(mc[b]);
-        barrier();
-        for (uint b = t; b < WIDE_BINS; b += WG) {
-            float sum = 0.0;
-            for (uint u = 0u; u < WG; ++u) sum += uintBitsToFloat(s_ab[u][b]);
-            histograms[h + HIST_STRIDE * b + 0u] = floatBitsToUint(sum);
+        // Columns: every invocation's bins into shared memory, WIDE_COLS at a
+        // time, then invocation b adds bin b's column in invocation order
+        // (the same sums on every run). On a CPU device every shared access
+        // is a scalar access per lane; a tree's levels make several times as
+        // many.
+        for (uint base = 0u; base < WIDE_BINS; base += WIDE_COLS) {
+            [[unroll]] for (uint b = 0u; b < WIDE_COLS; ++b) s_ab[t][b] = floatBitsToUint(mc[base + b]);
+            barrier();
+            for (uint b = t; b < WIDE_COLS; b += WG) {
+                float sum = 0.0;
+                for (uint u = 0u; u < WG; ++u) sum += uintBitsToFloat(s_ab[u][b]);
+                histograms[h + HIST_STRIDE * (base + b) + 0u] = floatBitsToUint(sum);
+            }
+            barrier();
         }
-        barrier();
         s_ab[t][0] = floatBitsToUint(below);
         barrier();
         if (t == 0u) {
