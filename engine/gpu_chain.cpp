@@ -30,7 +30,7 @@ namespace {
 
 // Buffer strides, mirroring common.glsl.
 constexpr uint32_t kChunkStride = 16;
-constexpr uint32_t kRowStride = 32;
+constexpr uint32_t kRowStride = 40;
 constexpr uint32_t kResultStride = 64;  // RESULT_STRIDE
 // result.glsl's raw log-probability words (raw_stats.comp).
 constexpr uint32_t kResRawToken = 8, kResRawMax = 9, kResRawSum = 10, kResRawCount = 11, kResRawIds = 12,
@@ -289,6 +289,7 @@ private:
                                const DeviceInput* input = nullptr);
     void emit(VkCommandBuffer cmd, const Recording& rec);
     bool use_collect(uint32_t rows) const;
+    bool wide_direct(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect, bool history, bool logprobs) const;
     sieve_token fallback(uint32_t row, const float* logits, uint32_t vocab, uint32_t step, bool commit,
                          std::string* message, sieve_status* first);
     void upload(const LogitsView& logits);
@@ -374,7 +375,7 @@ private:
     };
     std::optional<InFlight> in_flight_;
     VkCommandBuffer readback_ = VK_NULL_HANDLE;  // logits -> staging (fallback rows of device input)
-    std::map<std::tuple<uint32_t, uint32_t, uint32_t, bool, bool, uint32_t, bool, bool, bool, bool, uint32_t>,
+    std::map<std::tuple<uint32_t, uint32_t, uint32_t, bool, bool, uint32_t, bool, bool, bool, bool, uint32_t, bool>,
              Recording>
         recordings_by_shape_;
 };
@@ -611,6 +612,19 @@ bool GpuChain::use_collect(uint32_t rows) const {
     return false;
 }
 
+// The wide passes take the call's rows alone (gpu_plan.hpp: make_plan's
+// wide_direct): a CPU device (the grid's bins are added by index), a row
+// bigger than the buffer, every row eligible (row_wide_direct).
+bool GpuChain::wide_direct(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect, bool history,
+                           bool logprobs) const {
+    if (!limits_.cpu_paths || kind != RecordingKind::Sample || !collect || wide_cap_ == 0 || history || logprobs ||
+        greedy_terminal() || vocab <= limits_.candidate_capacity)
+        return false;
+    for (uint32_t r = 0; r < rows; ++r)
+        if (!row_wide_direct(config_.samplers, rows_[r], limits_.candidate_capacity)) return false;
+    return true;
+}
+
 // Every row starts at a multiple of 4 logits and holds whole vec4s: the
 // passes' four-at-a-time variants may read them (the app's rows, bound
 // directly, have their own stride).
@@ -638,7 +652,8 @@ Recording GpuChain::describe(RecordingKind kind, uint32_t rows, uint32_t vocab, 
     rec.direct = input && input->direct;
     rec.stride = rec.direct ? input->source.stride : vocab;
     rec.logprobs = logprobs;
-    rec.plan = make_plan(kind, greedy_terminal(), collect, wide_cap_ > 0, history, vocab, limits_, type_, logprobs);
+    rec.plan = make_plan(kind, greedy_terminal(), collect, wide_cap_ > 0, history, vocab, limits_, type_, logprobs,
+                         wide_direct(kind, rows, vocab, collect, history, logprobs));
     rec.timestamps = timestamps;
     if (rec.plan.dispatches.size() > kMaxPlanDispatches) fail(SIEVE_ERROR_INTERNAL, "plan longer than the timestamp pool");
     // Row groups never straddle a window.
@@ -657,7 +672,7 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
     Recording rec = describe(kind, rows, vocab, collect, input, profiling_);
     auto key = std::make_tuple(static_cast<uint32_t>(kind), rows, vocab, profiling_, collect,
                                static_cast<uint32_t>(rec.inputs), rec.history, rec.device_input, rec.logprobs,
-                               rec.direct, rec.stride);
+                               rec.direct, rec.stride, rec.plan.wide_direct);
     auto it = recordings_by_shape_.find(key);
     if (it != recordings_by_shape_.end()) return it->second;
 
@@ -745,7 +760,7 @@ void GpuChain::emit(VkCommandBuffer cmd, const Recording& rec) {
                                                                  chain_selector(config_.samplers), rec.inputs,
                                                                  rec.plan.small, texel)
                                             : pipelines_.get(d.stage, rec.inputs, rows_of_whole_vec4s(rec), texel,
-                                                             wide_divisions(config_));
+                                                             wide_divisions(config_), rec.plan.wide_direct);
         vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
         vk.vkCmdPushConstants(cmd, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), &pc);
         if (d.indirect == kDirect)
@@ -1401,8 +1416,11 @@ sieve_counters GpuChain::counters() const {
 void GpuChain::plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, uint32_t* row_passes) const {
     bool history = false;
     for (int32_t r = 0; r < rows; ++r) history = history || row_adjusts(config_.samplers, rows_[static_cast<size_t>(r)]);
-    Plan p = make_plan(RecordingKind::Sample, greedy_terminal(), use_collect(static_cast<uint32_t>(rows)), wide_cap_ > 0,
-                       history, static_cast<uint32_t>(vocab), limits_, type_, logprobs_n_ >= 0);
+    const bool collect = use_collect(static_cast<uint32_t>(rows)), logprobs = logprobs_n_ >= 0;
+    Plan p = make_plan(RecordingKind::Sample, greedy_terminal(), collect, wide_cap_ > 0, history,
+                       static_cast<uint32_t>(vocab), limits_, type_, logprobs,
+                       wide_direct(RecordingKind::Sample, static_cast<uint32_t>(rows), static_cast<uint32_t>(vocab),
+                                   collect, history, logprobs));
     const uint32_t per_group =
         rows_per_group(static_cast<uint32_t>(rows), static_cast<uint32_t>(vocab), type_, p.min_row_passes);
     uint32_t groups = 0;

@@ -234,6 +234,15 @@ bool row_adjusts(const std::vector<SamplerKind>& samplers, const ref::RowParams&
 
 bool row_has_inputs(const ref::RowParams& row) { return !row.logit_bias.empty() || !row.token_bitmask.empty(); }
 
+bool row_wide_direct(const std::vector<SamplerKind>& samplers, const ref::RowParams& row, uint32_t capacity) {
+    // No buffer keeps min_keep entries (llama.cpp keeps at least one anyway),
+    // penalties and DRY run in a pass of their own, and the wide passes divide
+    // at most kWideMaxDivisions times (wide.glsl: WIDE_MAX_DIVISIONS).
+    if (row.min_keep > 1 || row_adjusts(samplers, row)) return false;
+    if (std::count(samplers.begin(), samplers.end(), SamplerKind::Temperature) > kWideMaxDivisions) return false;
+    return (analyse(samplers, row, capacity / 2, true).flags & ROW_DEFER_TOP_P) != 0;
+}
+
 bool row_block_plain(const uint32_t* block, uint32_t workgroup_size, uint32_t capacity) {
     // collect.comp: aggregates = want_sigma || want_mass; pick_chunk needs
     // need <= PROBE * WG (PROBE = 4), or min-p's floor (ROW_FLOOR: it keeps

@@ -64,6 +64,13 @@ struct RowPlacement {
 // capacity). The bias/bitmask and the vec4 map are the recording's business.
 bool row_block_plain(const uint32_t* block, uint32_t workgroup_size, uint32_t capacity);
 
+// Whether the wide passes can take the row alone, from the row itself
+// (wide.glsl: WIDE_DIRECT): top-p is its only cut (ROW_DEFER_TOP_P), with
+// min_keep <= 1, no penalties or DRY acting, at most kWideMaxDivisions
+// temperature samplers. capacity: the device's candidate capacity.
+bool row_wide_direct(const std::vector<ref::SamplerKind>& samplers, const ref::RowParams& row, uint32_t capacity);
+constexpr uint32_t kWideMaxDivisions = 4;  // wide.glsl: WIDE_MAX_DIVISIONS
+
 void write_row_params(uint32_t* block, const std::vector<ref::SamplerKind>& samplers, const ref::RowParams& row,
                       float scale, const RowPlacement& at);
 

@@ -35,7 +35,7 @@ void chunking(uint32_t vocab, const EffectiveLimits& limits, sieve_device_type t
 
 namespace {
 
-Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, uint32_t vocab,
+Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, bool direct, uint32_t vocab,
                    const EffectiveLimits& limits, sieve_device_type type) {
     Plan p;
     chunking(vocab, limits, type, &p.n_chunks, &p.chunk_size);
@@ -59,6 +59,15 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
         // variants of collect.comp, which the host arms per row group each
         // call (gpu_chain.cpp: arm_collect): the plain one when every row of
         // the group can take it, else the general one.
+        // Direct rows (wide.glsl: WIDE_DIRECT): the wide passes alone, the
+        // histogram armed by the host, its last workgroup arming the gather.
+        if (direct && wide && !p.small && !greedy_chain && kind == RecordingKind::Sample) {
+            p.wide_direct = true;
+            p.dispatches = {{Stage::WideHistogram, 0, true}, {Stage::WideGather, 0, true, kWideGatherArgs}};
+            p.min_row_passes = 2;
+            p.min_dispatches = 2;
+            return p;
+        }
         if (p.small)
             p.dispatches = {{Stage::Collect, 0, false}};
         else
@@ -118,8 +127,8 @@ uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type, u
 }
 
 Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, bool history, uint32_t vocab,
-               const EffectiveLimits& limits, sieve_device_type type, bool logprobs) {
-    Plan p = make_row_plan(kind, greedy_chain, collect, wide, vocab, limits, type);
+               const EffectiveLimits& limits, sieve_device_type type, bool logprobs, bool wide_direct) {
+    Plan p = make_row_plan(kind, greedy_chain, collect, wide, wide_direct && !history && !logprobs, vocab, limits, type);
     if (history) {
         p.dispatches.insert(p.dispatches.begin(), Dispatch{Stage::History, 0, false});
         p.min_dispatches += 1;

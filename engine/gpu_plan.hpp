@@ -45,6 +45,7 @@ struct Plan {
     std::vector<Dispatch> dispatches;
     uint32_t min_row_passes = 1;  // full-row reads when the first level resolves the draw
     uint32_t min_dispatches = 1;  // dispatches that launch workgroups in that case
+    bool wide_direct = false;     // the wide passes alone (wide.glsl: WIDE_DIRECT)
 };
 
 // Chunks depend on the vocabulary and the device only (on a CPU device, its
@@ -75,8 +76,12 @@ uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type, u
 // one workgroup per row, reading the slot's history, not the row) runs first.
 // logprobs: the chain asks for raw log-probabilities: raw_stats.comp (one
 // more pass over the row, per chunk) runs before everything.
+// wide_direct: every row's only cut is a top-p the wide passes finish from
+// the row itself (gpu_params.hpp: row_wide_direct; a CPU device): they run
+// alone, two passes instead of the collect pass, its tail and two more
+// (not with history or logprobs).
 Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, bool history, uint32_t vocab,
-               const EffectiveLimits& limits, sieve_device_type type, bool logprobs = false);
+               const EffectiveLimits& limits, sieve_device_type type, bool logprobs = false, bool wide_direct = false);
 
 // Mirrors wide.glsl: the indirect arguments of the two wide passes, and a row's
 // words in the wide buffer for a list of `list` entries.

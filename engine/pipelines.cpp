@@ -36,7 +36,8 @@ uint32_t wide_bins(const EffectiveLimits& limits) {
 
 VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, const uint32_t* words, size_t bytes,
                                    uint32_t workgroup_size, uint32_t capacity, InputsMode inputs, uint64_t chain_ops,
-                                   uint32_t selector, uint32_t variant, uint32_t texel_read, uint32_t wide_divisions) {
+                                   uint32_t selector, uint32_t variant, uint32_t texel_read, uint32_t wide_divisions,
+                                   uint32_t wide_direct) {
     const auto& vk = device.vk();
     VkShaderModuleCreateInfo module_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     module_info.codeSize = bytes;
@@ -45,12 +46,13 @@ VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, cons
     vk_check(vk.vkCreateShaderModule(device.handle(), &module_info, nullptr, &module), "vkCreateShaderModule");
 
     const uint32_t indexed_bins = device.limits().cpu_paths ? 1u : 0u;  // common.glsl: INDEXED_BINS
-    const uint32_t values[11] = {workgroup_size, capacity, static_cast<uint32_t>(inputs), static_cast<uint32_t>(chain_ops),
+    const uint32_t values[12] = {workgroup_size, capacity, static_cast<uint32_t>(inputs), static_cast<uint32_t>(chain_ops),
                                  static_cast<uint32_t>(chain_ops >> 32), selector, variant, texel_read, indexed_bins,
-                                 wide_bins(device.limits()), wide_divisions};
-    const VkSpecializationMapEntry entries[11] = {{0, 0, 4},   {1, 4, 4},   {2, 8, 4},  {3, 12, 4}, {4, 16, 4}, {5, 20, 4},
-                                                  {6, 24, 4}, {7, 28, 4}, {8, 32, 4}, {9, 36, 4}, {10, 40, 4}};
-    VkSpecializationInfo spec{11, entries, sizeof(values), values};
+                                 wide_bins(device.limits()), wide_divisions, wide_direct};
+    const VkSpecializationMapEntry entries[12] = {{0, 0, 4},   {1, 4, 4},   {2, 8, 4},   {3, 12, 4},
+                                                  {4, 16, 4},  {5, 20, 4},  {6, 24, 4},  {7, 28, 4},
+                                                  {8, 32, 4},  {9, 36, 4},  {10, 40, 4}, {11, 44, 4}};
+    VkSpecializationInfo spec{12, entries, sizeof(values), values};
     VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
     info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
@@ -155,7 +157,8 @@ Pipelines::Pipelines(Device& device) : device_(device) {
     }
 }
 
-VkPipeline Pipelines::get(Stage stage, InputsMode inputs, bool rows_x4, bool texel, uint32_t wide_divisions) {
+VkPipeline Pipelines::get(Stage stage, InputsMode inputs, bool rows_x4, bool texel, uint32_t wide_divisions,
+                          bool wide_direct) {
     const bool wide = stage == Stage::WideHistogram || stage == Stage::WideGather;
     texel = texel && (wide || stage == Stage::RowStats);
     const bool x4 = rows_x4 && inputs == InputsMode::None;
@@ -165,7 +168,7 @@ VkPipeline Pipelines::get(Stage stage, InputsMode inputs, bool rows_x4, bool tex
         // bitmask: the vec4 map reads the row as it is).
         std::lock_guard<std::mutex> lock(variants_mutex_);
         const auto key = std::make_tuple(static_cast<uint32_t>(stage), static_cast<uint32_t>(inputs), x4,
-                                         texel && x4, wide_divisions);
+                                         texel && x4, wide_divisions, wide_direct);
         VkPipeline& p = wide_[key];
         if (!p) {
             const shaders::Spirv& code = spirv(stage);
@@ -178,7 +181,7 @@ VkPipeline Pipelines::get(Stage stage, InputsMode inputs, bool rows_x4, bool tex
             const uint32_t wg = lim.cpu_paths ? std::min<uint32_t>(lim.workgroup_size, 8u) : lim.workgroup_size;
             p = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, wg,
                                         lim.candidate_capacity, inputs, 0, 0, x4 ? 1u : 0u, texel && x4 ? 1u : 0u,
-                                        wide_divisions);
+                                        wide_divisions, wide_direct ? 1u : 0u);
         }
         return p;
     }

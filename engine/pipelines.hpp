@@ -3,6 +3,7 @@
 // push-constant block, specialized for the device's effective limits.
 #pragma once
 
+#include "gpu_params.hpp"
 #include "vk_device.hpp"
 
 #include <cstdint>
@@ -60,9 +61,9 @@ constexpr uint32_t kTexelBinding = kBindingCount;
 
 // wide.glsl's WIDE_DIVISIONS (spec constant 10): the most temperature
 // divisions a chain's rows take before the top-p cut | in all << 8, each at
-// most kWideMaxDivisions (gpu_chain.cpp: wide_divisions); the wide passes
-// compute no division beyond them. kWideAnyDivisions covers every chain.
-constexpr uint32_t kWideMaxDivisions = 4;  // wide.glsl: WIDE_MAX_DIVISIONS
+// most kWideMaxDivisions (gpu_params.hpp; gpu_chain.cpp: wide_divisions); the
+// wide passes compute no division beyond them. kWideAnyDivisions covers every
+// chain.
 constexpr uint32_t kWideAnyDivisions = kWideMaxDivisions | (kWideMaxDivisions << 8);
 
 // What the shaders read besides the logits (common.glsl's INPUTS_MODE): calls
@@ -94,8 +95,9 @@ public:
     // binding (logits4.glsl's TEXEL_READ; the wide passes and row_stats).
     // wide_divisions: the wide passes' WIDE_DIVISIONS (they are built per
     // value on first use).
+    // wide_direct: the wide passes for a call of direct rows (wide.glsl: WIDE_DIRECT).
     VkPipeline get(Stage stage, InputsMode inputs, bool rows_x4 = false, bool texel = false,
-                   uint32_t wide_divisions = kWideAnyDivisions);
+                   uint32_t wide_divisions = kWideAnyDivisions, bool wide_direct = false);
     // A collect stage's pipeline (Collect, CollectPlain or CollectTail)
     // specialized for one chain (its ops, as gpu_params.hpp's chain_ops
     // encodes them), built on first use and shared by the context's chains.
@@ -115,7 +117,7 @@ private:
     // the texel binding (TEXEL_READ).
     VkPipeline row_stats_texel_ = VK_NULL_HANDLE;
     // The wide passes by (stage, inputs, WIDE_ROWS_X4, TEXEL_READ, WIDE_DIVISIONS).
-    std::map<std::tuple<uint32_t, uint32_t, bool, bool, uint32_t>, VkPipeline> wide_;
+    std::map<std::tuple<uint32_t, uint32_t, bool, bool, uint32_t, bool>, VkPipeline> wide_;
     std::mutex variants_mutex_;  // row_stats_texel_, wide_
     bool uses_subgroups_ = false;
     std::once_flag inputs_variant_[kInputsModes];
@@ -158,6 +160,7 @@ uint32_t wide_bins(const EffectiveLimits& limits);
 VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, const uint32_t* words, size_t bytes,
                                    uint32_t workgroup_size, uint32_t capacity, InputsMode inputs = InputsMode::None,
                                    uint64_t chain_ops = 0, uint32_t selector = 0, uint32_t variant = 0,
-                                   uint32_t texel_read = 0, uint32_t wide_divisions = kWideAnyDivisions);
+                                   uint32_t texel_read = 0, uint32_t wide_divisions = kWideAnyDivisions,
+                                   uint32_t wide_direct = 0);
 
 } // namespace sieve

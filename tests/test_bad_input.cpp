@@ -141,7 +141,8 @@ protected:
             // the vocabulary.
             const bool greedy = std::string(samplers()) == "greedy";
             const bool small = static_cast<uint32_t>(vocab()) <= rig->candidate_capacity();
-            const bool collect = std::string(samplers()).find("top_k") != std::string::npos;
+            // (top-p alone on a CPU device: the wide passes alone, also two.)
+            const bool collect = std::string(samplers()).find("top_") != std::string::npos;
             if (collect) EXPECT_EQ(dispatches, 2u) << "expected the collect pass and its tail";
             else if (small || greedy) EXPECT_EQ(dispatches, 1u) << "expected a one-dispatch path";
             else EXPECT_GT(dispatches, 1u) << "expected the multi-pass (selection levels) path";
@@ -340,9 +341,12 @@ std::string logit_param_name(const testing::TestParamInfo<LogitParam>& info) {
 INSTANTIATE_TEST_SUITE_P(BadInput, BadInputLogits,
                          testing::Combine(testing::Values(Backend::Gpu, Backend::GpuConstrained, Backend::Cpu),
                                           testing::Values(1000, 5000, 151936),
-                                          // The last: the collect pass's own scan (NaN and +Inf
-                                          // found apart from the count in its register path).
-                                          testing::Values("temperature;dist", "greedy", "top_k;top_p;min_p;temperature")),
+                                          // top_k;top_p;min_p: the collect pass's own scan (NaN and
+                                          // +Inf found apart from the count in its register path);
+                                          // top_p alone: on a CPU device, the wide passes' own
+                                          // (wide.glsl: WIDE_DIRECT).
+                                          testing::Values("temperature;dist", "greedy", "top_k;top_p;min_p;temperature",
+                                                          "top_p;temperature")),
                          logit_param_name);
 
 // ---------------------------------------------------------------------------
@@ -383,6 +387,30 @@ protected:
 TEST_P(BadInputTemperatureOverflow, PositiveLogitToPlusInf) { run("temperature;dist", 3.0e38f, vocab() / 3); }
 
 TEST_P(BadInputTemperatureOverflow, NegativeLogitToMinusInf) { run("temperature;dist", -3.0e38f, vocab() / 3); }
+
+// top-p the only cut: on a CPU device the wide passes alone find the row's
+// maximum (wide.glsl: WIDE_DIRECT), which always survives the cut.
+TEST_P(BadInputTemperatureOverflow, PositiveLogitToPlusInfAfterTopP) { run("top_p;temperature", 3.0e38f, vocab() / 3); }
+
+// A logit the temperature would overflow, cut by top-p before the division:
+// llama.cpp's array no longer holds it, so the row is sampled (the twin's
+// rule); every row's token equals the twin's.
+TEST_P(BadInputTemperatureOverflow, NegativeLogitCutBeforeTheDivision) {
+    const int32_t rows = 3, bad = 1;
+    Rig rig(backend(), "top_p;temperature", rows, vocab(), 1.0f);
+    ASSERT_EQ(sieve_chain_set_param(rig.chain(), bad, SIEVE_PARAM_TEMPERATURE, 0.5), SIEVE_OK);
+    ASSERT_EQ(sieve_chain_set_param(rig.twin(), bad, SIEVE_PARAM_TEMPERATURE, 0.5), SIEVE_OK);
+    auto logits = make_rows(Shape::Gaussian, rows, vocab(), 3);
+    logits[static_cast<size_t>(bad) * vocab() + vocab() / 3] = -3.0e38f;
+    std::vector<sieve_token> a(rows), b(rows);
+    ASSERT_EQ(sieve_sample(rig.chain(), logits.data(), rows, vocab(), a.data()), SIEVE_OK) << sieve_last_error();
+    ASSERT_EQ(sieve_sample(rig.twin(), logits.data(), rows, vocab(), b.data()), SIEVE_OK) << sieve_last_error();
+    for (int32_t r = 0; r < rows; ++r) {
+        EXPECT_EQ(a[r].status, SIEVE_OK) << "row " << r;
+        EXPECT_EQ(a[r].token, b[r].token) << "row " << r;
+    }
+    rig.expect_usable({1u, 1u, 1u});
+}
 
 TEST_P(BadInputTemperatureOverflow, PositiveLogitToPlusInfBeforeGreedy) {
     run("temperature;greedy", 3.0e38f, vocab() / 3);

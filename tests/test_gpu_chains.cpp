@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -516,6 +517,11 @@ TEST(GpuChainWideTopP, TokensEqualTheTwinWithoutFallback) {
                     bias_for(logits.data() + static_cast<size_t>(r) * wc.vocab, wc.vocab, 40u + static_cast<uint32_t>(r));
         sieve::Chain chain(gpu, sieve_test::chain_desc(wc.chain, rows, wc.vocab, base.temperature, 1));
         for (int32_t r = 0; r < rows; ++r) set_row(chain, r, params[static_cast<size_t>(r)]);
+        // Rows the wide passes take alone (wide.glsl: WIDE_DIRECT, a CPU
+        // device; GpuChainWidePlan says when) take two passes each.
+        uint32_t plan_dispatches = 0, plan_passes = 0;
+        ASSERT_EQ(sieve_chain_plan_figures(chain.get(), rows, wc.vocab, &plan_dispatches, &plan_passes), SIEVE_OK);
+        const uint32_t want_passes = plan_passes == 2 ? 2u : wc.passes;
         std::vector<Row> twin;
         for (int32_t r = 0; r < rows; ++r)
             twin.push_back({kinds, logits.data() + static_cast<size_t>(r) * wc.vocab, wc.vocab, params[static_cast<size_t>(r)]});
@@ -529,16 +535,16 @@ TEST(GpuChainWideTopP, TokensEqualTheTwinWithoutFallback) {
                 SCOPED_TRACE("step " + std::to_string(step) + " row " + std::to_string(r));
                 const sieve_token& got = out[static_cast<size_t>(r)];
                 compare_token(got, twin[static_cast<size_t>(r)], static_cast<uint32_t>(step), &tally);
-                wide_tokens += got.row_passes == wc.passes ? 1 : 0;
+                wide_tokens += got.row_passes == want_passes ? 1 : 0;
             }
         }
         expect_rare(tally);
         const sieve_counters c = chain.counters();
         std::printf("%s over %s, vocab %d: %d of %d tokens in %u row passes, %llu CPU fallback rows\n", wc.chain,
-                    sieve_test::shape_name(wc.shape), wc.vocab, wide_tokens, rows * tokens, wc.passes,
+                    sieve_test::shape_name(wc.shape), wc.vocab, wide_tokens, rows * tokens, want_passes,
                     static_cast<unsigned long long>(c.cpu_fallback_rows));
         EXPECT_EQ(c.cpu_fallback_rows, 0u) << "a top-p cut went to the CPU twin";
-        EXPECT_EQ(wide_tokens, rows * tokens) << "every token should take " << wc.passes << " row passes";
+        EXPECT_EQ(wide_tokens, rows * tokens) << "every token should take " << want_passes << " row passes";
     }
 }
 
@@ -563,7 +569,10 @@ void expect_twin_fallbacks_on(const char* samplers, const std::vector<float>& lo
     expect_rare(tally);
     EXPECT_EQ(chain.counters().cpu_fallback_rows, fall_back ? 3u : 0u);
     if (!fall_back) {
-        EXPECT_EQ(chain.counters().row_passes, 9u) << "three tokens by the wide passes";
+        // Three tokens by the wide passes: after the collect pass, or alone (WIDE_DIRECT).
+        uint32_t dispatches = 0, passes = 0;
+        ASSERT_EQ(sieve_chain_plan_figures(chain.get(), rows, vocab, &dispatches, &passes), SIEVE_OK);
+        EXPECT_EQ(chain.counters().row_passes, passes == 2 ? 6u : 9u) << "three tokens by the wide passes";
     }
 }
 
@@ -605,13 +614,111 @@ TEST(GpuChainWideTopP, ListOverflowFallsBack) {
 // The cut in the first bin after the buffer (b* = 0, no bin before it for
 // the draw): 64 logits at 10 fill the buffer, 1000 tied at 9.99 hold the cut
 // (top-p 0.5), the rest at 0. Tokens and probabilities equal the twin's,
-// every one by the wide passes.
+// every one by the wide passes. min_keep 2 keeps the row on the collect pass
+// (the buffer); 0 lets a CPU device's wide passes take it alone, the cut in
+// the top bin with the maximum.
 TEST(GpuChainWideTopP, CutInTheFirstBin) {
     std::vector<float> logits(32000, 0.0f);
     for (size_t i = 0; i < 1064; ++i) logits[i * 29] = i < 64 ? 10.0f : 9.99f;
     RowParams base = active();
     base.top_p = 0.5f;
-    expect_twin_fallbacks_on("top_p;temperature", logits, base, 7, false);
+    for (int32_t min_keep : {2, 0}) {
+        SCOPED_TRACE("min_keep " + std::to_string(min_keep));
+        base.min_keep = min_keep;
+        expect_twin_fallbacks_on("top_p;temperature", logits, base, 7, false);
+    }
+}
+
+// Logits of a million (float steps of 1/16 there: large tie groups): the
+// bins' grid holds every value exactly only at a coarser scale (wide.glsl:
+// wide_scale). After the collect pass the bins take it (bins of a unit or
+// more; a list overflow would go to the twin); the wide passes alone fix their
+// scale before they see the row, so such a row goes to the CPU twin there
+// (wide_grid_fits), counted. Tokens equal the twin's either way.
+TEST(GpuChainWideTopP, HugeLogits) {
+    auto logits = sieve_test::make_rows(Shape::Zipf, 1, 32000, 80);
+    for (float& x : logits) x += 1.0e6f;
+    auto gpu = sieve_test::gpu_context();
+    const int32_t vocab = 32000;
+    const auto kinds = sieve_test::twin_chain("top_p;temperature");
+    for (int32_t min_keep : {2, 0}) {
+        SCOPED_TRACE("min_keep " + std::to_string(min_keep));
+        RowParams base = active();
+        base.top_p = 0.9f;
+        base.min_keep = min_keep;
+        const auto params = row_params(base, 1, 8);
+        sieve::Chain chain(gpu, sieve_test::chain_desc("top_p;temperature", 1, vocab, base.temperature, 1));
+        set_row(chain, 0, params[0]);
+        Row twin{kinds, logits.data(), vocab, params[0]};
+        Tally tally;
+        for (uint32_t step = 0; step < 3; ++step) {
+            std::vector<sieve_token> out(1);
+            ASSERT_EQ(sieve_sample(chain.get(), logits.data(), 1, vocab, out.data()), SIEVE_OK) << sieve_last_error();
+            compare_token(out[0], twin, step, &tally);
+        }
+        expect_rare(tally);
+        uint32_t dispatches = 0, passes = 0;
+        ASSERT_EQ(sieve_chain_plan_figures(chain.get(), 1, vocab, &dispatches, &passes), SIEVE_OK);
+        if (passes == 2) {
+            EXPECT_EQ(chain.counters().cpu_fallback_rows, 3u) << "the wide passes alone cannot bin these values";
+        }
+    }
+}
+
+// Which calls the wide passes take alone (wide.glsl: WIDE_DIRECT): on a CPU
+// device (its own paths: not under the constrained profile), rows whose only
+// cut is top-p with min_keep <= 1 and no penalties, past the buffer; the plan
+// then holds two dispatches and two row passes. Elsewhere the collect pass
+// comes first (one row pass at least).
+TEST(GpuChainWidePlan, DirectOnlyWhereTheWidePassesFinishAlone) {
+    auto gpu = sieve_test::gpu_context();
+    const sieve_device_info info = gpu.device_info();
+    const char* profile = std::getenv("SIEVE_PROFILE");
+    const bool cpu_paths = info.type == SIEVE_DEVICE_CPU && !(profile && std::string(profile) == "constrained");
+    struct Case {
+        const char* chain;
+        int32_t vocab;
+        int32_t min_keep;
+        float top_p;
+        bool direct;
+    };
+    const int32_t big = static_cast<int32_t>(info.candidate_capacity) * 2;
+    const Case cases[] = {
+        {"top_p;temperature", 151936, 0, 0.95f, true},
+        {"top_p;temperature", big, 1, 0.9f, true},
+        {"temperature;top_p;temperature", big, 0, 0.9f, true},
+        {"top_p;temperature", big, 2, 0.9f, false},                       // min_keep: the buffer keeps it
+        {"top_p;temperature", big, 0, 1.0f, false},                       // top-p off: no cut
+        {"top_p;temperature", static_cast<int32_t>(info.candidate_capacity), 0, 0.9f, false},  // fits the buffer
+        {"top_k;top_p;min_p;temperature", 151936, 0, 0.95f, false},       // llama.cpp's default order
+        {"top_p;min_p;temperature", big, 0, 0.9f, false},                 // a second cut
+        {"top_p;greedy", big, 0, 0.9f, false},
+    };
+    for (const Case& c : cases) {
+        SCOPED_TRACE(std::string(c.chain) + ", vocab " + std::to_string(c.vocab) + ", min_keep " +
+                     std::to_string(c.min_keep) + ", top-p " + std::to_string(c.top_p));
+        sieve::Chain chain(gpu, sieve_test::chain_desc(c.chain, 2, c.vocab, 0.8f, 1));
+        for (int32_t r = 0; r < 2; ++r) {
+            chain.set(SIEVE_PARAM_MIN_KEEP, c.min_keep, r);
+            chain.set(SIEVE_PARAM_TOP_P, c.top_p, r);
+        }
+        uint32_t dispatches = 0, passes = 0;
+        ASSERT_EQ(sieve_chain_plan_figures(chain.get(), 2, c.vocab, &dispatches, &passes), SIEVE_OK);
+        const bool direct = c.direct && cpu_paths;
+        EXPECT_EQ(passes, direct ? 2u : 1u);
+        if (direct) {
+            EXPECT_EQ(dispatches, 2u);
+        }
+    }
+    // One row of the call not eligible: the whole call takes the collect pass.
+    sieve::Chain mixed(gpu, sieve_test::chain_desc("top_p;temperature", 2, big, 0.8f, 1));
+    mixed.set(SIEVE_PARAM_MIN_KEEP, 5, 1);
+    uint32_t dispatches = 0, passes = 0;
+    ASSERT_EQ(sieve_chain_plan_figures(mixed.get(), 2, big, &dispatches, &passes), SIEVE_OK);
+    EXPECT_EQ(passes, 1u);
+    mixed.set(SIEVE_PARAM_MIN_KEEP, 0, 1);
+    ASSERT_EQ(sieve_chain_plan_figures(mixed.get(), 2, big, &dispatches, &passes), SIEVE_OK);
+    EXPECT_EQ(passes, cpu_paths ? 2u : 1u);
 }
 
 // min_keep past half the candidate buffer (the collect pass keeps min_keep

@@ -24,9 +24,10 @@ double chi_square_critical_0001(int k) {
 
 // Many rows with the same logits and different seeds give many independent
 // draws per submission; tokens below `min_expected` expected counts are pooled.
-// `samplers` with the given top-p (others at their defaults).
+// `samplers` with the given top-p and min_keep (others at their defaults).
 void check_goodness_of_fit(const std::vector<float>& row, float temperature, int32_t rows, int32_t rounds,
-                           Profile profile, const char* samplers = "temperature;dist", float top_p = 1.0f) {
+                           Profile profile, const char* samplers = "temperature;dist", float top_p = 1.0f,
+                           int32_t min_keep = 0) {
     const int32_t vocab = static_cast<int32_t>(row.size());
     auto gpu = sieve_test::gpu_context(profile);
     auto desc = sieve_test::chain_desc(samplers, rows, vocab, temperature, 0);
@@ -34,6 +35,7 @@ void check_goodness_of_fit(const std::vector<float>& row, float temperature, int
     for (int32_t r = 0; r < rows; ++r) {
         chain.set(SIEVE_PARAM_SEED, 1000003.0 * r + 17, r);
         chain.set(SIEVE_PARAM_TOP_P, top_p, r);
+        chain.set(SIEVE_PARAM_MIN_KEEP, min_keep, r);
     }
     std::vector<float> logits;
     for (int32_t r = 0; r < rows; ++r) logits.insert(logits.end(), row.begin(), row.end());
@@ -46,10 +48,16 @@ void check_goodness_of_fit(const std::vector<float>& row, float temperature, int
     }
     const double n = static_cast<double>(tokens.size());
     ASSERT_GE(n, 100000.0);
-    if (top_p < 1.0f) {  // every draw by the wide passes: three row passes, no row to the twin
+    if (top_p < 1.0f) {
+        // Every draw by the wide passes, no row to the twin: after the collect
+        // pass (three row passes), or alone (two: wide.glsl, WIDE_DIRECT,
+        // the plan's figures).
+        uint32_t dispatches = 0, plan_passes = 0;
+        ASSERT_EQ(sieve_chain_plan_figures(chain.get(), rows, vocab, &dispatches, &plan_passes), SIEVE_OK);
+        const uint64_t passes = plan_passes == 2 ? 2 : 3;
         const sieve_counters c = chain.counters();
         EXPECT_EQ(c.cpu_fallback_rows, 0u);
-        EXPECT_EQ(c.row_passes, 3u * static_cast<uint64_t>(n));
+        EXPECT_EQ(c.row_passes, passes * static_cast<uint64_t>(n));
     }
 
     const auto kinds = sieve_test::twin_chain(samplers);
@@ -58,6 +66,7 @@ void check_goodness_of_fit(const std::vector<float>& row, float temperature, int
     sieve::ref::RowParams params;
     params.temperature = temperature;
     params.top_p = top_p;
+    params.min_keep = min_keep;
     std::vector<sieve::ref::Weighted> dist;
     ASSERT_EQ(sieve::ref::row_distribution(kinds, row.data(), vocab, params, &dist, &message), SIEVE_OK);
 
@@ -110,9 +119,20 @@ TEST(GpuStatistics, ChiSquareTopPCutPastTheBuffer) {
     // the candidate buffer: the wide passes cut and draw (wide.glsl). At
     // temperature 1.5 after the cut about half the draws land past the
     // buffer (its 64 entries hold about 11.4 of 21.5 in r^-0.73), in the bins
-    // the histogram bounded. 256 rows x 400 rounds = 102400 draws.
+    // the histogram bounded. 256 rows x 400 rounds = 102400 draws. min_keep 2
+    // (below the survivors' count, so the same distribution) keeps the rows on
+    // the collect pass, whose buffer keeps min_keep entries; ChiSquareTopPDirect
+    // takes the same rows through the wide passes alone.
     check_goodness_of_fit(sieve_test::make_row(Shape::Zipf, 2200, 6), 1.5f, 256, 400, Profile::Full,
-                          "top_p;temperature", 0.9f);
+                          "top_p;temperature", 0.9f, 2);
+}
+
+TEST(GpuStatistics, ChiSquareTopPDirect) {
+    // The same cut and draw with min_keep 0: on a CPU device the wide passes
+    // take the rows alone (wide.glsl: WIDE_DIRECT), no buffer, bins below the
+    // row's maximum.
+    check_goodness_of_fit(sieve_test::make_row(Shape::Zipf, 2200, 6), 1.5f, 256, 400, Profile::Full,
+                          "top_p;temperature", 0.9f, 0);
 }
 
 // Same seed -> same tokens across runs (fresh chains) and across batch sizes:

@@ -67,12 +67,14 @@ void hand_to_wide(uint row, uint n) {
     for (uint i = 0u; i < n; ++i) bd = u64_add(bd, sieve_mass(cand_value(i), v0));
     float vn = sieve_key_value(s_wide_kn);
     float lowest = min(s_wide_lowest, vn);
+    float scale = wide_scale(vn - lowest, max(abs(vn), abs(lowest)));  // the bins' grid (wide.glsl: wide_bin)
     row_state[o + R_WIDE_KN] = s_wide_kn;
     row_state[o + R_WIDE_IDN] = s_wide_idn;
     row_state[o + R_WIDE_MC] = floatBitsToUint(s_wide_mc);
     row_state[o + R_WIDE_MD] = floatBitsToUint(v0);
     row_state[o + R_WIDE_L] = floatBitsToUint(lowest);
-    row_state[o + R_WIDE_INVW] = floatBitsToUint(vn > lowest ? float(WIDE_BINS) / (vn - lowest) : 0.0);
+    row_state[o + R_WIDE_INVW] = floatBitsToUint(scale);
+    row_state[o + R_WIDE_TOP] = floatBitsToUint(wide_grid(vn, scale));
     row_state[o + R_WIDE_NT] = s_wide_divisions | (s_divisions << 16u);  // (WIDE_DEFERRED in s_wide_divisions)
     row_state[o + R_WIDE_RC] = floatBitsToUint(s_wide_rc);
     row_state[o + R_WIDE_BD] = floatBitsToUint(u64_to_float(bd) * 9.094947017729282e-13);  // / 2^40

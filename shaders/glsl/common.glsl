@@ -180,7 +180,7 @@ const uint C_AGG = 8u;         // collect: Agg (count, mean, m2, mass max, mass 
 const uint C_TIE = 8u;
 
 // Per-row selection state within one call.
-const uint ROW_STRIDE = 32u;
+const uint ROW_STRIDE = 40u;
 const uint R_STATUS = 0u;
 const uint R_PHASE = 1u;
 const uint R_MAX_KEY = 2u;

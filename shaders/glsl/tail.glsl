@@ -115,8 +115,14 @@ void op_divide(uint row, float temperature) {
     barrier();
     if (t == 0u && s_rest_kind != REST_NONE && s_rest_kind != REST_MASKED) {
         // The rest's values are divided too: its extreme must not overflow.
+        // Past a top-p cut (REST_CUT) the extreme is a bound, L, below the
+        // survivors: only the CPU twin can tell whether one overflows (the
+        // twin divides survivors only, as llama.cpp's array holds them).
         float x = s_rest_min / temperature;
-        if (isinf(x) && !isinf(s_rest_min)) s_status = STATUS_NON_FINITE;
+        if (isinf(x) && !isinf(s_rest_min)) {
+            if (s_rest_kind == REST_CUT) s_fallback = 1u;
+            else s_status = STATUS_NON_FINITE;
+        }
         s_rest_min = x;
         s_tprod *= temperature;
     }
@@ -179,6 +185,7 @@ void op_top_p(uint row, float p, uint min_keep, float agg_mass) {
         s_wide_rc = acc.x - acc.y;
         float lowest = v0 + log((1.0 - p) * s_wide_rc / float(pc.vocab));
         s_wide_lowest = lowest - 1e-4 * (abs(lowest) + 1.0);
+        s_rest_min = max(s_rest_min, s_wide_lowest);  // the survivors' lowest value (op_divide)
     } else if (gl_LocalInvocationID.x == 0u && p < 1.0) {
         uint n = s_n;
         float total = array_total(row, n, agg_mass);
@@ -216,6 +223,7 @@ void op_top_p(uint row, float p, uint min_keep, float agg_mass) {
                 s_wide_rc = target - (acc.x - acc.y);
                 float lowest = v0 + log((1.0 - p) * total / float(pc.vocab));
                 s_wide_lowest = lowest - 1e-4 * (abs(lowest) + 1.0);
+                s_rest_min = max(s_rest_min, s_wide_lowest);  // the survivors' lowest value (op_divide)
             }
         }
     }

@@ -41,8 +41,9 @@ const uint R_WIDE_IDN = 18u;     //   "after the buffer" = canonically after it
 const uint R_WIDE_MC = 19u;      // float: the row's maximum at the cut's temperatures (mass reference)
 const uint R_WIDE_MD = 20u;      // float: the row's maximum at the draw's temperatures
 const uint R_WIDE_L = 21u;       // float: the lowest value the cut can reach (above)
-const uint R_WIDE_INVW = 22u;    // float: bins per unit of value over [L, v_n]
-const uint R_WIDE_NT = 23u;      // temperature divisions before the cut | all of them << 16 | WIDE_DEFERRED
+const uint R_WIDE_INVW = 22u;    // float: the bins' scale s, a power of two (wide_bin)
+const uint R_WIDE_NT = 23u;      // temperature divisions before the cut | WIDE_NT_DIRECT | all of them << 16
+                                 //   | WIDE_DEFERRED
 const uint R_WIDE_RC = 24u;      // float: the mass the cut still needs past the buffer (reference MC);
                                  //   WIDE_DEFERRED: the buffer's mass at the cut (reference MC)
 const uint R_WIDE_BD = 25u;      // float: the buffer's mass at the draw (reference MD)
@@ -53,6 +54,7 @@ const uint R_WIDE_CEND = 15u;    //   draw can land in (empty: both b*)
 const uint R_WIDE_COUNT = 29u;   // list entries appended
 const uint R_WIDE_BEFORE = 30u;  // float: mass (MC) of the bins before b*
 const uint R_WIDE_KEEP = 31u;    // min_keep
+const uint R_WIDE_TOP = 32u;     // float: bin 0's grid index, floor(v_n s) (direct rows: floor(M s))
 
 const uint WIDE_NONE = 0u;
 const uint WIDE_HIST = 1u;
@@ -67,6 +69,26 @@ const uint WIDE_GATHER_ARGS = 4u;
 // row's only cut): wide_histogram sums it, finds the cut (in the buffer or
 // past it) and, when the cut falls in the buffer, draws there.
 const uint WIDE_DEFERRED = 0x80000000u;
+
+// Direct rows (R_WIDE_NT): no collect pass and no buffer; wide_histogram
+// (WIDE_DIRECT) read the row first (below).
+const uint WIDE_NT_DIRECT = 0x8000u;
+
+// Rows where top-p is the only cut, on a CPU device, with min_keep <= 1, skip
+// the collect pass and its tail (the host arms this per call when every row
+// is such a row: gpu_chain.cpp, wide_direct): wide_histogram, built with
+// WIDE_DIRECT = 1, reads each chunk twice in one dispatch (its statistics and
+// maximum, then the bins; the second read finds the chunk in the cache) and
+// bins the whole row by value below the row's maximum M, over a window of
+// ln(V / (1 - p)) + 1, below which the mass cannot reach 1 - p of the total
+// (the at most V entries under it each hold less than (1 - p) / V of the
+// maximum's mass). Each chunk's bins are anchored at its own maximum on the
+// same grid (wide_bin: exact, so the last workgroup shifts them by whole bins
+// and the gather bins every value as the histogram did). Two dispatches, two
+// reads of the row, instead of four and three (top_p at 151936 on lavapipe:
+// see docs/architecture.md). Both passes are built for it (the gather then
+// has no buffer to test against).
+layout(constant_id = 11) const uint WIDE_DIRECT = 0u;
 
 // The value bins over [L, v_n]: 256 where a CPU device adds into them by
 // index (common.glsl: INDEXED_BINS; the cost per logit does not grow with the
@@ -132,8 +154,31 @@ void wide_fallback(uint row, uint passes) {
 
 bool wide_after(uint ka, uint ia, uint kb, uint ib) { return ka < kb || (ka == kb && ia > ib); }
 
-// The bin of a value v at the cut's temperatures in [L, v_n] (bin 0 nearest v_n).
-uint wide_bin(float v, float vn, float inv_width) { return uint(clamp((vn - v) * inv_width, 0.0, float(WIDE_BINS - 1u))); }
+// The bins are a grid of value: bin b holds the values v at the cut's
+// temperatures with floor(v s) = top - b, s a power of two (so v s is exact),
+// clamped to the bins; bin 0 is the top. floor(v s) is clamped to +-2^22, where
+// float still holds every integer and their differences exactly; the scale
+// keeps the values well inside (wide_scale), else the row goes to the CPU
+// twin (wide_grid_fits).
+const float WIDE_GRID_LIMIT = 4194304.0;
+float wide_grid(float v, float s) { return floor(clamp(v * s, -WIDE_GRID_LIMIT, WIDE_GRID_LIMIT)); }
+uint wide_bin(float v, float top, float s) { return uint(clamp(top - wide_grid(v, s), 0.0, float(WIDE_BINS - 1u))); }
+
+// The largest power of two s that fits a range of values into the bins,
+// (WIDE_BINS - 1) / s >= range, and keeps values of the given magnitude
+// inside the grid's exact range, |v| s <= 2^20 (huge logits: coarser bins).
+float wide_scale(float range, float magnitude) {
+    float s = range > 0.0 ? float(WIDE_BINS - 1u) / range : 1048576.0;
+    s = min(s, 1048576.0 / max(magnitude, 1.0));
+    return exp2(max(floor(log2(s)), -126.0));
+}
+
+// Whether the values [lo, hi] stay inside the grid's exact range at scale s
+// (wide_scale's bound).
+bool wide_grid_fits(float lo, float hi, float s) { return max(abs(lo), abs(hi)) * s <= 1048576.0; }
+
+// Row passes the gather's answer took: direct rows skipped the collect pass.
+uint wide_gather_passes(uint row) { return (row_state[row * ROW_STRIDE + R_WIDE_NT] & WIDE_NT_DIRECT) != 0u ? 2u : 3u; }
 
 // Whether bin b is gathered: b* or in the run [clo, cend) before it.
 bool wide_gathered(uint b, uint bstar, uint clo, uint cend) { return b == bstar || (b >= clo && b < cend); }

@@ -27,19 +27,19 @@ const uint LOCAL_TAKES = INDEXED_BINS != 0u ? 4096u / WG : 0u;
 // The row's constants, read once per workgroup. The gathered bins: b* and
 // the run [g_clo, g_cend) before it that the draw can land in (empty: both b*).
 uint g_kn, g_idn, g_n_cut, g_n_draw, g_bstar, g_clo, g_cend;
-float g_vn, g_mc, g_md, g_lowest, g_inv_width, g_temperature;
+float g_top, g_mc, g_md, g_lowest, g_scale, g_temperature;
 
 void load_row(uint row) {
     uint o = row * ROW_STRIDE;
     g_kn = row_state[o + R_WIDE_KN];
     g_idn = row_state[o + R_WIDE_IDN];
-    g_vn = sieve_key_value(g_kn);
     g_mc = uintBitsToFloat(row_state[o + R_WIDE_MC]);
     g_md = uintBitsToFloat(row_state[o + R_WIDE_MD]);
     g_lowest = uintBitsToFloat(row_state[o + R_WIDE_L]);
-    g_inv_width = uintBitsToFloat(row_state[o + R_WIDE_INVW]);
+    g_scale = uintBitsToFloat(row_state[o + R_WIDE_INVW]);
+    g_top = uintBitsToFloat(row_state[o + R_WIDE_TOP]);
     uint nt = row_state[o + R_WIDE_NT];
-    g_n_cut = nt & 0xFFFFu;
+    g_n_cut = nt & 0x7FFFu;
     g_n_draw = ((nt >> 16u) & 0x7FFFu) - g_n_cut;
     g_temperature = param_f(row, P_TEMPERATURE);
     g_bstar = row_state[o + R_WIDE_BSTAR];
@@ -53,8 +53,8 @@ void load_row(uint row) {
 // whether it is a member of some bin (finite, at or above L, after the buffer).
 bool wide_member(float x, uint i, out float v, out uint bin) {
     v = wide_divide(x, g_temperature, g_n_cut, WIDE_CUT_DIVISIONS);
-    bin = wide_bin(v, g_vn, g_inv_width);
-    return !isinf(x) && v >= g_lowest && wide_after(sieve_key(v), i, g_kn, g_idn);
+    bin = wide_bin(v, g_top, g_scale);
+    return !isinf(x) && v >= g_lowest && (WIDE_DIRECT != 0u || wide_after(sieve_key(v), i, g_kn, g_idn));
 }
 
 // Logit i (value x) belongs to a gathered bin: its key at the cut's temperatures.
@@ -89,7 +89,9 @@ bool take_and_sum(float x, uint i, bool inside, inout vec2 outside) {
 // matter), the range holding the target kept; 4 levels reach one key. The last
 // range (at most SEL_FINAL_MAX members) is sorted canonically and walked.
 const uint SEL_BINS = 256u;
-shared uint w_cnt[SEL_BINS], w_lo[SEL_BINS], w_hi[SEL_BINS];
+// (w_lo, w_hi: also the resolve's sums of the gathered bins, by bin.)
+const uint W_SLOTS = SEL_BINS > WIDE_BINS ? SEL_BINS : WIDE_BINS;
+shared uint w_cnt[SEL_BINS], w_lo[W_SLOTS], w_hi[W_SLOTS];
 shared uint w_klo, w_khi, w_state, w_clamp, w_fill, w_token, w_key, w_bin, w_in_buffer;
 shared uvec2 w_target, w_q;
 shared float w_total, w_rem;
@@ -121,7 +123,7 @@ bool member_of(uint list, uint j, uint bin, bool draw, bool use_cut, uint cut_k,
     float v = sieve_key_value(kc);
     key = kc;
     q = uvec2(0u);
-    if (wide_bin(v, g_vn, g_inv_width) != bin || (use_cut && wide_after(kc, id, cut_k, cut_id))) return false;
+    if (wide_bin(v, g_top, g_scale) != bin || (use_cut && wide_after(kc, id, cut_k, cut_id))) return false;
     if (draw) {
         float vd = wide_divide(v, g_temperature, g_n_draw, WIDE_ALL_DIVISIONS);
         key = sieve_key(vd);
@@ -318,7 +320,7 @@ void resolve(uint row) {
     // The gathered bins held more members than the list: the CPU twin
     // (wide_histogram does not count them; uniform: written before arriving).
     if (row_state[o + R_WIDE_COUNT] > pc.wide_cap) {
-        if (t == 0u) wide_fallback(row, 3u);
+        if (t == 0u) wide_fallback(row, wide_gather_passes(row));
         return;
     }
     uint m = row_state[o + R_WIDE_COUNT];
@@ -331,7 +333,7 @@ void resolve(uint row) {
     //    by wide_histogram).
     select_resolving_ties(list, m, bstar, false, false, 0u, 0u, fixed40(max(rc - before, 0.0)), false);
     if (w_state != SEL_FOUND) {
-        if (t == 0u) wide_fallback(row, 3u);
+        if (t == 0u) wide_fallback(row, wide_gather_passes(row));
         return;
     }
     uint cut_k = w_key, cut_id = w_token;
@@ -349,7 +351,7 @@ void resolve(uint row) {
     for (uint j = t; j < m; j += WG) {
         uvec2 entry = wide_pairs[list / 2u + j];
         float v = sieve_key_value(entry.x);
-        uint b = wide_bin(v, g_vn, g_inv_width);
+        uint b = wide_bin(v, g_top, g_scale);
         bool kept = (b >= g_clo && b < g_cend) || (b == bstar && !wide_after(entry.x, entry.y, cut_k, cut_id));
         if (kept) part[b] = u64_add(part[b], sieve_mass(wide_divide(v, g_temperature, g_n_draw, WIDE_ALL_DIVISIONS), g_md));
     }
@@ -411,18 +413,18 @@ void resolve(uint row) {
     if (w_in_buffer == 0u) {  // uniform
         uint bin = w_bin;
         if (bin == WIDE_BINS) {  // beyond what the histogram's bounds foresaw
-            if (t == 0u) wide_fallback(row, 3u);
+            if (t == 0u) wide_fallback(row, wide_gather_passes(row));
             return;
         }
         select_resolving_ties(list, m, bin, true, bin == bstar, cut_k, cut_id, fixed40(w_rem), true);
         if (w_state != SEL_FOUND) {
-            if (t == 0u) wide_fallback(row, 3u);
+            if (t == 0u) wide_fallback(row, wide_gather_passes(row));
             return;
         }
     }
     if (t == 0u) {
         float p = u64_to_float(w_q) * 9.094947017729282e-13 / w_total;
-        write_result(row, w_token, p, log(p), STATUS_OK, step, 3u);
+        write_result(row, w_token, p, log(p), STATUS_OK, step, wide_gather_passes(row));
         advance_step(row, step);
         row_state[o + R_WIDE_PHASE] = WIDE_NONE;
     }

@@ -98,9 +98,10 @@ bool cut_in_buffer(uint row, float mc[WIDE_BINS], float below) {
 // vd - v = v (t^-n_draw - 1) is monotone in v and its extremes over the bin's
 // values are at the bin's ends (widened for the bin test's and the
 // divisions' rounding; the bounds then for exp's and the sums').
-vec2 draw_mass_bounds(uint b, float mc, float vn, float width, float lowest, float t, uint n_draw, float ref) {
-    float vhi = vn - float(b) * width;
-    float vlo = b + 1u == WIDE_BINS ? lowest : max(lowest, vn - float(b + 1u) * width);
+vec2 draw_mass_bounds(uint b, float mc, float top, float scale, float lowest, float t, uint n_draw, float ref) {
+    float width = 1.0 / scale;
+    float vhi = (top - float(b) + 1.0) * width;
+    float vlo = b + 1u == WIDE_BINS ? lowest : max(lowest, (top - float(b)) * width);
     float pad = 1e-3 * width + 1e-6 * (abs(vlo) + abs(vhi));
     vlo -= pad;
     vhi += pad;
@@ -110,18 +111,11 @@ vec2 draw_mass_bounds(uint b, float mc, float vn, float width, float lowest, flo
     return vec2(mc * exp(min(glo, ghi) - e - ref) * (1.0 - 1e-4), mc * exp(max(glo, ghi) + e - ref) * (1.0 + 1e-4));
 }
 
-// Invocation 0: the cut's bin, the draw's possible bins, the gather's arming.
-void decide(uint row) {
+// Invocation 0, from the bins' masses at the cut (mc): the cut's bin, the
+// draw's possible bins, the gather's arming.
+void choose(uint row, float mc[WIDE_BINS]) {
     uint o = row * ROW_STRIDE;
-    float mc[WIDE_BINS];
-    for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] = 0.0;
-    float below = 0.0;
-    for (uint c = 0u; c < pc.n_chunks; ++c) {
-        uint h = wide_hist_at(row, c);
-        for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] += uintBitsToFloat(histograms[h + HIST_STRIDE * b + 0u]);
-        below += uintBitsToFloat(histograms[h + 3u]);
-    }
-    if ((row_state[o + R_WIDE_NT] & WIDE_DEFERRED) != 0u && cut_in_buffer(row, mc, below)) return;
+    uint passes = WIDE_DIRECT != 0u ? 1u : 2u;
     // top-p: the first entry whose cumulative mass reaches the target; the
     // bins before b* are kept whole.
     float rc = uintBitsToFloat(row_state[o + R_WIDE_RC]);
@@ -140,7 +134,7 @@ void decide(uint row) {
     // ranks, not masses (the collect pass keeps min_keep entries in the
     // buffer, up to CAP / 2, so only a min_keep past that gets here).
     if (bstar == WIDE_BINS || row_state[o + R_WIDE_KEEP] > kept + 1u) {
-        wide_fallback(row, 2u);
+        wide_fallback(row, passes);
         return;
     }
     // The draw's masses per bin lie within bounds (draw_mass_bounds); so does
@@ -151,9 +145,9 @@ void decide(uint row) {
     // (More members than the list holds: its resolve hands the row to the
     // CPU twin.)
     uint nt = row_state[o + R_WIDE_NT];
-    uint n_draw = ((nt >> 16u) & 0x7FFFu) - (nt & 0xFFFFu);
-    float vn = sieve_key_value(row_state[o + R_WIDE_KN]);
-    float width = 1.0 / uintBitsToFloat(row_state[o + R_WIDE_INVW]);
+    uint n_draw = ((nt >> 16u) & 0x7FFFu) - (nt & 0x7FFFu);
+    float top = uintBitsToFloat(row_state[o + R_WIDE_TOP]);
+    float scale = uintBitsToFloat(row_state[o + R_WIDE_INVW]);
     float lowest = uintBitsToFloat(row_state[o + R_WIDE_L]);
     float temperature = param_f(row, P_TEMPERATURE);
     float ref = uintBitsToFloat(row_state[o + R_WIDE_MD]) - uintBitsToFloat(row_state[o + R_WIDE_MC]);
@@ -161,7 +155,7 @@ void decide(uint row) {
     vec2 md[WIDE_BINS];
     vec2 a = vec2(bd);
     for (uint b = 0u; b <= bstar; ++b) {
-        md[b] = draw_mass_bounds(b, mc[b], vn, width, lowest, temperature, n_draw, ref);
+        md[b] = draw_mass_bounds(b, mc[b], top, scale, lowest, temperature, n_draw, ref);
         if (b < bstar) a += md[b];
     }
     float u = float(row_uniform(row)) * 2.3283064365386963e-10;
@@ -184,27 +178,153 @@ void decide(uint row) {
     atomicMax(dispatch_args[pc.args_base + WIDE_GATHER_ARGS], pc.n_chunks);
 }
 
+// Invocation 0, a row after the buffer (the collect tail armed it): the
+// chunks' bins added in chunk order.
+void decide(uint row) {
+    uint o = row * ROW_STRIDE;
+    float mc[WIDE_BINS];
+    for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] = 0.0;
+    float below = 0.0;
+    for (uint c = 0u; c < pc.n_chunks; ++c) {
+        uint h = wide_hist_at(row, c);
+        for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] += uintBitsToFloat(histograms[h + HIST_STRIDE * b + 0u]);
+        below += uintBitsToFloat(histograms[h + 3u]);
+    }
+    if ((row_state[o + R_WIDE_NT] & WIDE_DEFERRED) != 0u && cut_in_buffer(row, mc, below)) return;
+    choose(row, mc);
+}
+
+// A direct row's grid (wide.glsl: WIDE_DIRECT): the window ln(V / (1 - p)) + 1
+// below the maximum in WIDE_BINS - 1 bins, from the row's parameters only, so
+// its scale is the same in every workgroup of the row (values of more than
+// 2^20 / s, about 65536 at top-p 0.95 and V 151936, send the row to the CPU
+// twin: decide_direct).
+float direct_scale(uint row) {
+    float p = param_f(row, P_TOP_P);
+    return wide_scale(log(float(pc.vocab) / (1.0 - p)) + 1.0, 1.0);
+}
+
+// A chunk's maximum at the cut's temperatures (-inf: no finite logit), from its
+// largest raw key; the row's from the row's (divisions are monotone).
+float direct_max(uint max_key, uint row, uint n_cut) {
+    bool finite = max_key > KEY_NEG_INF && max_key < KEY_POS_INF;
+    return finite ? wide_divide(sieve_key_value(max_key), param_f(row, P_TEMPERATURE), n_cut, WIDE_CUT_DIVISIONS)
+                  : NEG_INF;
+}
+
+// Invocation 0, a direct row (s: the chunks' statistics merged): the row's
+// status as the collect tail finds it (NaN or +inf, every logit masked, a
+// finite logit the temperatures make infinite), then its chunks' bins
+// shifted onto the row's grid (whole bins: the grid is exact) and scaled to
+// the row's maximum, in chunk order, the total, and what the gather needs.
+void decide_direct(uint row, RowStats s) {
+    uint o = row * ROW_STRIDE;
+    uint step = row_step(row);
+    float temperature = param_f(row, P_TEMPERATURE);
+    uint n_all = WIDE_ALL_DIVISIONS, n_cut = WIDE_CUT_DIVISIONS;  // the chain's (gpu_chain.cpp: wide_divisions)
+    uint status = row_status(s);
+    // The temperatures divide the survivors only (llama.cpp's array holds
+    // them; the twin's rule): the maximum always survives, and divisions only
+    // grow the magnitudes or only shrink them, so the last one tells.
+    if (status == STATUS_OK && isinf(wide_divide(sieve_key_value(s.max_key), temperature, n_all, n_all)))
+        status = STATUS_NON_FINITE;
+    row_state[o + R_STATUS] = status;
+    row_state[o + R_FIRST_BAD] = s.first_bad;
+    if (status != STATUS_OK) {
+        write_result(row, 0xFFFFFFFFu, 0.0, 0.0, status, step, 1u);
+        row_state[o + R_WIDE_PHASE] = WIDE_NONE;
+        return;
+    }
+    float scale = direct_scale(row);
+    float m = direct_max(s.max_key, row, n_cut);
+    float top = wide_grid(m, scale);
+    float lowest = (top - float(WIDE_BINS - 1u)) / scale;
+    // Values the grid cannot hold exactly; or the window's bottom, below every
+    // survivor, overflowing at the draw's temperatures: whether a survivor
+    // does, only the CPU twin can tell.
+    if (!wide_grid_fits(lowest, m, scale) || isinf(wide_divide(lowest, temperature, n_all - n_cut, n_all))) {
+        wide_fallback(row, 1u);
+        return;
+    }
+    float mc[WIDE_BINS];
+    for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] = 0.0;
+    vec2 below = vec2(0.0);  // compensated: the total's smallest part
+    for (uint c = 0u; c < pc.n_chunks; ++c) {
+        float mcc = direct_max(chunk_stats[(row * pc.n_chunks + c) * CHUNK_STRIDE + C_MAX_KEY], row, n_cut);
+        if (isinf(mcc)) continue;  // no finite logit in the chunk
+        float f = exp(mcc - m);
+        uint shift = uint(top - wide_grid(mcc, scale));
+        uint h = wide_hist_at(row, c);
+        for (uint b = 0u; b < WIDE_BINS; ++b) {
+            float x = uintBitsToFloat(histograms[h + HIST_STRIDE * b + 0u]) * f;
+            if (b + shift < WIDE_BINS) mc[b + shift] += x;
+            else ksum_add(below, x);
+        }
+        ksum_add(below, uintBitsToFloat(histograms[h + 3u]) * f);
+    }
+    vec2 total = below;
+    for (uint b = 0u; b < WIDE_BINS; ++b) ksum_add(total, mc[b]);
+    float p = param_f(row, P_TOP_P);
+    row_state[o + R_WIDE_KN] = 0xFFFFFFFFu;  // no buffer: every entry is after it
+    row_state[o + R_WIDE_IDN] = 0u;
+    row_state[o + R_WIDE_MC] = floatBitsToUint(m);
+    row_state[o + R_WIDE_MD] = floatBitsToUint(wide_divide(sieve_key_value(s.max_key), temperature, n_all, n_all));
+    row_state[o + R_WIDE_L] = floatBitsToUint(lowest);
+    row_state[o + R_WIDE_INVW] = floatBitsToUint(scale);
+    row_state[o + R_WIDE_TOP] = floatBitsToUint(top);
+    row_state[o + R_WIDE_NT] = n_cut | WIDE_NT_DIRECT | (n_all << 16u);
+    row_state[o + R_WIDE_RC] = floatBitsToUint(p * (total.x - total.y));
+    row_state[o + R_WIDE_BD] = floatBitsToUint(0.0);
+    row_state[o + R_WIDE_N] = 0u;
+    row_state[o + R_WIDE_KEEP] = param_u(row, P_MIN_KEEP);
+    choose(row, mc);
+}
+
+// A direct row's chunk statistics (the collect pass's, row_stats.comp's
+// rules): its largest raw key (after bias and bitmask) and NaN/+inf, a max and
+// a min per logit (the count and the first index read the share again, only in
+// an invocation that saw one). No argmax (no direct row is greedy) and no
+// smallest finite key (only the maximum's overflow decides: decide_direct).
+RowStats direct_stats(uint row, uint begin, uint end, bool vmap, uint j_first, uint j_stop) {
+    uint kmax = 0u, klo = 0xFFFFFFFFu;
+    for (uint j = j_first; j < j_stop; j += RUN_LANES) {
+        vec4 f4 = vmap ? row_vec4((row * pc.stride + begin) / 4u + j) : row_quad(row, begin + 4u * j, end);
+        [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+            uint k = sieve_key(f4[c]);
+            // (Rows of whole vec4s end with a quad; row_quad repeats the
+            // chunk's last logit past its end.)
+            bool in_chunk = WIDE_ROWS_X4 != 0u || !vmap || begin + 4u * j + c < end;
+            kmax = in_chunk ? max(kmax, k) : kmax;
+            klo = in_chunk ? min(klo, k) : klo;
+        }
+    }
+    RowStats s = row_stats_empty();
+    s.max_key = kmax;
+    s.argmax = 0u;
+    s.finite = kmax > KEY_NEG_INF && kmax < KEY_POS_INF ? 1u : 0u;
+    if (kmax >= KEY_POS_INF || klo < KEY_NEG_INF) {
+        for (uint j = j_first; j < j_stop; j += RUN_LANES) {
+            vec4 f4 = vmap ? row_vec4((row * pc.stride + begin) / 4u + j) : row_quad(row, begin + 4u * j, end);
+            [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+                uint i = begin + 4u * j + c;
+                uint k = sieve_key(f4[c]);
+                bool bad = i < end && !(k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF);
+                s.bad += bad ? 1u : 0u;
+                s.first_bad = bad ? min(s.first_bad, i) : s.first_bad;
+            }
+        }
+    }
+    return s;
+}
+
 void main() {
     uint row = pc.row_base + gl_WorkGroupID.y;
     uint o = row * ROW_STRIDE;
-    if (row_state[o + R_WIDE_PHASE] != WIDE_HIST) return;  // uniform in the workgroup
+    // Uniform in the workgroup. Direct rows: every row of the call (the host's choice).
+    if (WIDE_DIRECT == 0u && row_state[o + R_WIDE_PHASE] != WIDE_HIST) return;
     bind_row(row);
     uint chunk = gl_WorkGroupID.x;
     uint t = gl_LocalInvocationID.x;
-
-    uint kn = row_state[o + R_WIDE_KN], idn = row_state[o + R_WIDE_IDN];
-    float vn = sieve_key_value(kn);
-    float mcx = uintBitsToFloat(row_state[o + R_WIDE_MC]);
-    float lowest = uintBitsToFloat(row_state[o + R_WIDE_L]);
-    float inv_width = uintBitsToFloat(row_state[o + R_WIDE_INVW]);
-    uint nt = row_state[o + R_WIDE_NT];
-    uint n_cut = nt & 0xFFFFu;
-    bool deferred = (nt & WIDE_DEFERRED) != 0u;
-    float temperature = param_f(row, P_TEMPERATURE);
-
-    float mc[WIDE_BINS];
-    [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] = 0.0;
-    float below = 0.0;  // deferred rows: the mass below L, for the total
     uint begin = chunk * pc.chunk_size;
     uint end = min(begin + pc.chunk_size, pc.vocab);
     bool vmap = WIDE_ROWS_X4 != 0u || (!ROW_INPUTS && (pc.stride & 3u) == 0u);
@@ -213,24 +333,75 @@ void main() {
     uint n = (end - begin + 3u) / 4u;
     uint j_first, j_stop;  // contiguous stretches (stretch.glsl)
     stretch_share(0u, n, j_first, j_stop);
+    float temperature = param_f(row, P_TEMPERATURE);
+
+    // The bins: bin 0 at grid index `top`, values below `lowest` left out
+    // (deferred rows sum their mass), masses exp(v - mcx); only entries after
+    // the buffer (kn, idn).
+    uint kn, idn, n_cut;
+    float top, scale, mcx, lowest;
+    bool deferred;
+    RowStats stats;
+    if (WIDE_DIRECT != 0u) {
+        // The chunk's statistics and maximum first; its bins are anchored at
+        // its own maximum (decide_direct shifts them onto the row's grid). A
+        // chunk with NaN or +inf (the row fails) or no finite logit sums nothing.
+        stats = wg_reduce_row_stats(direct_stats(row, begin, end, vmap, j_first, j_stop));
+        n_cut = WIDE_CUT_DIVISIONS;
+        kn = 0xFFFFFFFFu;
+        idn = 0u;
+        scale = direct_scale(row);
+        mcx = direct_max(stats.max_key, row, n_cut);
+        top = wide_grid(mcx, scale);
+        lowest = (top - float(WIDE_BINS - 1u)) / scale;
+        deferred = true;
+        if (t == 0u) {
+            uint c = (row * pc.n_chunks + chunk) * CHUNK_STRIDE;
+            chunk_stats[c + C_MAX_KEY] = stats.max_key;
+            chunk_stats[c + C_ARGMAX] = stats.argmax;
+            chunk_stats[c + C_MIN_FINITE_KEY] = stats.min_finite_key;
+            chunk_stats[c + C_BAD] = stats.bad;
+            chunk_stats[c + C_FIRST_BAD] = stats.first_bad;
+            chunk_stats[c + C_FINITE] = stats.finite;
+            chunk_stats[c + C_OVERFLOW] = 0u;
+        }
+        if (stats.bad != 0u || stats.finite == 0u) {
+            j_stop = j_first;  // nothing to bin (uniform)
+            mcx = 0.0;
+        }
+    } else {
+        kn = row_state[o + R_WIDE_KN];
+        idn = row_state[o + R_WIDE_IDN];
+        mcx = uintBitsToFloat(row_state[o + R_WIDE_MC]);
+        lowest = uintBitsToFloat(row_state[o + R_WIDE_L]);
+        scale = uintBitsToFloat(row_state[o + R_WIDE_INVW]);
+        top = uintBitsToFloat(row_state[o + R_WIDE_TOP]);
+        uint nt = row_state[o + R_WIDE_NT];
+        n_cut = nt & 0x7FFFu;
+        deferred = (nt & WIDE_DEFERRED) != 0u;
+    }
+
+    float mc[WIDE_BINS];
+    [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] = 0.0;
+    float below = 0.0;  // deferred rows: the mass below L, for the total
     for (uint j = j_first; j < j_stop; j += RUN_LANES) {
         vec4 f4 = vmap ? row_vec4((row * pc.stride + begin) / 4u + j) : row_quad(row, begin + 4u * j, end);
         [[unroll]] for (uint c = 0u; c < 4u; ++c) {
             uint i = begin + 4u * j + c;
             float x = f4[c];
-            // masked (the row has no NaN/+inf: it would have failed)
+            // masked (the row has no NaN/+inf: it failed, or this chunk sums nothing)
             bool live = i < end && !isinf(x);
             float v = wide_divide(x, temperature, n_cut, WIDE_CUT_DIVISIONS);
-            live = live && wide_after(sieve_key(v), i, kn, idn);
+            live = live && (WIDE_DIRECT != 0u || wide_after(sieve_key(v), i, kn, idn));
             float wc = exp(v - mcx);
             below += (live && deferred && v < lowest) ? wc : 0.0;
             live = live && v >= lowest;
             if (INDEXED_BINS != 0u) {
                 // Adding 0 to a bin leaves it as it was (masses are >= 0): the
                 // same sums as the selects below, bit for bit.
-                mc[wide_bin(v, vn, inv_width)] += live ? wc : 0.0;
+                mc[wide_bin(v, top, scale)] += live ? wc : 0.0;
             } else {
-                uint bin = live ? wide_bin(v, vn, inv_width) : WIDE_BINS;
+                uint bin = live ? wide_bin(v, top, scale) : WIDE_BINS;
                 [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] += bin == b ? wc : 0.0;
             }
         }
@@ -282,5 +453,10 @@ void main() {
         }
     }
     if (!last_to_arrive(row)) return;
-    if (t == 0u) decide(row);
+    if (WIDE_DIRECT != 0u) {
+        RowStats s = merge_chunk_stats(row);
+        if (t == 0u) decide_direct(row, s);
+    } else if (t == 0u) {
+        decide(row);
+    }
 }
