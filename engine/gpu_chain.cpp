@@ -80,6 +80,7 @@ struct Recording {
     bool direct = false;        // ... and bound where the app keeps them (direct_sets_): no ingest pass
     uint32_t stride = 0;        // elements from one row of the bound logits to the next
     bool logprobs = false;      // raw_stats.comp runs first
+    bool wide = false;          // the wide passes are recorded (some row may take them)
     Plan plan;
     std::vector<RowGroup> groups;  // the plan's dispatches run once per group
     bool timestamps = false;       // one timestamp before the first and after every dispatch
@@ -290,6 +291,7 @@ private:
     void emit(VkCommandBuffer cmd, const Recording& rec);
     bool use_collect(uint32_t rows) const;
     bool wide_direct(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect, bool history, bool logprobs) const;
+    bool may_go_wide(uint32_t rows) const;
     sieve_token fallback(uint32_t row, const float* logits, uint32_t vocab, uint32_t step, bool commit,
                          std::string* message, sieve_status* first);
     void upload(const LogitsView& logits);
@@ -375,7 +377,7 @@ private:
     };
     std::optional<InFlight> in_flight_;
     VkCommandBuffer readback_ = VK_NULL_HANDLE;  // logits -> staging (fallback rows of device input)
-    std::map<std::tuple<uint32_t, uint32_t, uint32_t, bool, bool, uint32_t, bool, bool, bool, bool, uint32_t, bool>,
+    std::map<std::tuple<uint32_t, uint32_t, uint32_t, bool, bool, uint32_t, bool, bool, bool, bool, uint32_t, bool, bool>,
              Recording>
         recordings_by_shape_;
 };
@@ -612,12 +614,24 @@ bool GpuChain::use_collect(uint32_t rows) const {
     return false;
 }
 
+// Whether the call's recording holds the wide passes: the chain has top-p and
+// some row may take them (row_may_go_wide). Without them the pass constants
+// say wide_cap 0, so no row is handed to them (llama.cpp's default chain,
+// whose top-k bounds the array first: two empty indirect dispatches and their
+// barriers less).
+bool GpuChain::may_go_wide(uint32_t rows) const {
+    if (wide_cap_ == 0) return false;
+    for (uint32_t r = 0; r < rows; ++r)
+        if (row_may_go_wide(config_.samplers, rows_[r], limits_.candidate_capacity)) return true;
+    return false;
+}
+
 // The wide passes take the call's rows alone (gpu_plan.hpp: make_plan's
 // wide_direct): a CPU device (the grid's bins are added by index), a row
 // bigger than the buffer, every row eligible (row_wide_direct).
 bool GpuChain::wide_direct(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect, bool history,
                            bool logprobs) const {
-    if (!limits_.cpu_paths || kind != RecordingKind::Sample || !collect || wide_cap_ == 0 || history || logprobs ||
+    if (!limits_.cpu_paths || kind != RecordingKind::Sample || !collect || !may_go_wide(rows) || history || logprobs ||
         greedy_terminal() || vocab <= limits_.candidate_capacity)
         return false;
     for (uint32_t r = 0; r < rows; ++r)
@@ -652,7 +666,8 @@ Recording GpuChain::describe(RecordingKind kind, uint32_t rows, uint32_t vocab, 
     rec.direct = input && input->direct;
     rec.stride = rec.direct ? input->source.stride : vocab;
     rec.logprobs = logprobs;
-    rec.plan = make_plan(kind, greedy_terminal(), collect, wide_cap_ > 0, history, vocab, limits_, type_, logprobs,
+    rec.wide = may_go_wide(rows);
+    rec.plan = make_plan(kind, greedy_terminal(), collect, rec.wide, history, vocab, limits_, type_, logprobs,
                          wide_direct(kind, rows, vocab, collect, history, logprobs));
     rec.timestamps = timestamps;
     if (rec.plan.dispatches.size() > kMaxPlanDispatches) fail(SIEVE_ERROR_INTERNAL, "plan longer than the timestamp pool");
@@ -672,7 +687,7 @@ const Recording& GpuChain::recording(RecordingKind kind, uint32_t rows, uint32_t
     Recording rec = describe(kind, rows, vocab, collect, input, profiling_);
     auto key = std::make_tuple(static_cast<uint32_t>(kind), rows, vocab, profiling_, collect,
                                static_cast<uint32_t>(rec.inputs), rec.history, rec.device_input, rec.logprobs,
-                               rec.direct, rec.stride, rec.plan.wide_direct);
+                               rec.direct, rec.stride, rec.plan.wide_direct, rec.wide);
     auto it = recordings_by_shape_.find(key);
     if (it != recordings_by_shape_.end()) return it->second;
 
@@ -751,7 +766,7 @@ void GpuChain::emit(VkCommandBuffer cmd, const Recording& rec) {
     vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_.layout(), 0, 1, &set, 0, nullptr);
     for (const Dispatch& d : rec.plan.dispatches) {
         PushConstants pc{rec.vocab, rec.stride, rec.plan.chunk_size, rec.plan.n_chunks, d.level, rec.plan.flags,
-                         g.row_base, g.args_base, wide_cap_, history_capacity(), adjust_layout_.hash_bits,
+                         g.row_base, g.args_base, rec.wide ? wide_cap_ : 0u, history_capacity(), adjust_layout_.hash_bits,
                          adjust_layout_.bitmap_words};
         const bool collect_stage =
             d.stage == Stage::Collect || d.stage == Stage::CollectPlain || d.stage == Stage::CollectTail;
@@ -812,7 +827,8 @@ void GpuChain::write_params(uint32_t rows, bool sample, bool commit) {
         at.capacity = limits_.candidate_capacity;
         at.inputs_offset = local_row(r) * input_words_;  // within the row's window
         at.max_vocab = max_vocab;
-        at.defer_top_p = sample && wide_cap_ > 0;
+        // (A row that may defer its top-p may go wide: the call records the wide passes, may_go_wide.)
+        at.defer_top_p = sample && wide_cap_ > 0 && row_may_go_wide(config_.samplers, rows_[r], at.capacity);
         at.commit = commit;
         at.logprobs = logprobs_n_;
         write_row_params(p + r * kParamStride, config_.samplers, rows_[r], row_scale(static_cast<int32_t>(r)), at);
@@ -1417,7 +1433,7 @@ void GpuChain::plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, u
     bool history = false;
     for (int32_t r = 0; r < rows; ++r) history = history || row_adjusts(config_.samplers, rows_[static_cast<size_t>(r)]);
     const bool collect = use_collect(static_cast<uint32_t>(rows)), logprobs = logprobs_n_ >= 0;
-    Plan p = make_plan(RecordingKind::Sample, greedy_terminal(), collect, wide_cap_ > 0, history,
+    Plan p = make_plan(RecordingKind::Sample, greedy_terminal(), collect, may_go_wide(static_cast<uint32_t>(rows)), history,
                        static_cast<uint32_t>(vocab), limits_, type_, logprobs,
                        wide_direct(RecordingKind::Sample, static_cast<uint32_t>(rows), static_cast<uint32_t>(vocab),
                                    collect, history, logprobs));

@@ -234,6 +234,20 @@ bool row_adjusts(const std::vector<SamplerKind>& samplers, const ref::RowParams&
 
 bool row_has_inputs(const ref::RowParams& row) { return !row.logit_bias.empty() || !row.token_bitmask.empty(); }
 
+bool row_may_go_wide(const std::vector<SamplerKind>& samplers, const ref::RowParams& row, uint32_t capacity) {
+    const uint32_t bound = std::min(kUnboundedNeed, capacity / 2);
+    for (size_t i = 0; i + 1 < samplers.size(); ++i) {
+        const SamplerKind k = samplers[i];
+        if (k == SamplerKind::Temperature && !(row.dynatemp_range > 0.0f) && row.temperature > 0.0f) continue;
+        if (k != SamplerKind::Temperature && !acts(k, row)) continue;
+        // A top-k first, within the candidates the collect pass keeps for it:
+        // the tail knows the whole array after it (op_top_k). Anything else:
+        // maybe.
+        return !(k == SamplerKind::TopK && static_cast<uint32_t>(row.top_k) <= bound);
+    }
+    return false;
+}
+
 bool row_wide_direct(const std::vector<SamplerKind>& samplers, const ref::RowParams& row, uint32_t capacity) {
     // No buffer keeps min_keep entries (llama.cpp keeps at least one anyway),
     // penalties and DRY run in a pass of their own, and the wide passes divide

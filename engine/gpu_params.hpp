@@ -64,6 +64,12 @@ struct RowPlacement {
 // capacity). The bias/bitmask and the vec4 map are the recording's business.
 bool row_block_plain(const uint32_t* block, uint32_t workgroup_size, uint32_t capacity);
 
+// Whether the collect tail may hand the row to the wide passes (a top-p cut
+// past the buffer): false when an acting top-k of at most what the buffer
+// keeps comes before every other acting sampler (llama.cpp's default chain).
+// Conservative: true wherever unsure. capacity: the device's candidate capacity.
+bool row_may_go_wide(const std::vector<ref::SamplerKind>& samplers, const ref::RowParams& row, uint32_t capacity);
+
 // Whether the wide passes can take the row alone, from the row itself
 // (wide.glsl: WIDE_DIRECT): top-p is its only cut (ROW_DEFER_TOP_P), with
 // min_keep <= 1, no penalties or DRY acting, at most kWideMaxDivisions

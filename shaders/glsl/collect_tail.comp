@@ -67,7 +67,7 @@ void hand_to_wide(uint row, uint n) {
     for (uint i = 0u; i < n; ++i) bd = u64_add(bd, sieve_mass(cand_value(i), v0));
     float vn = sieve_key_value(s_wide_kn);
     float lowest = min(s_wide_lowest, vn);
-    float scale = wide_scale(vn - lowest, max(abs(vn), abs(lowest)));  // the bins' grid (wide.glsl: wide_bin)
+    float scale = wide_scale(vn - lowest, max(abs(vn), abs(lowest)), false);  // the bins' grid (wide.glsl: wide_bin)
     row_state[o + R_WIDE_KN] = s_wide_kn;
     row_state[o + R_WIDE_IDN] = s_wide_idn;
     row_state[o + R_WIDE_MC] = floatBitsToUint(s_wide_mc);
@@ -209,13 +209,15 @@ void main() {
         return;
     }
     if (t != 0u) return;
+    // A failed row fails whatever else is unsure (its step stays; a row
+    // handed to the twin advances it, the twin drawing its token).
+    if (s_status != STATUS_OK) {
+        write_result(row, 0xFFFFFFFFu, 0.0, 0.0, s_status, step, 1u);
+        return;
+    }
     if (s_fallback != 0u) {
         write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, 1u);
         advance_step(row, step);
-        return;
-    }
-    if (s_status != STATUS_OK) {
-        write_result(row, 0xFFFFFFFFu, 0.0, 0.0, s_status, step, 1u);
         return;
     }
     if (greedy) {

@@ -41,7 +41,7 @@ const uint R_WIDE_IDN = 18u;     //   "after the buffer" = canonically after it
 const uint R_WIDE_MC = 19u;      // float: the row's maximum at the cut's temperatures (mass reference)
 const uint R_WIDE_MD = 20u;      // float: the row's maximum at the draw's temperatures
 const uint R_WIDE_L = 21u;       // float: the lowest value the cut can reach (above)
-const uint R_WIDE_INVW = 22u;    // float: the bins' scale s, a power of two (wide_bin)
+const uint R_WIDE_INVW = 22u;    // float: the bins' scale s (wide_bin)
 const uint R_WIDE_NT = 23u;      // temperature divisions before the cut | WIDE_NT_DIRECT | all of them << 16
                                  //   | WIDE_DEFERRED
 const uint R_WIDE_RC = 24u;      // float: the mass the cut still needs past the buffer (reference MC);
@@ -155,22 +155,26 @@ void wide_fallback(uint row, uint passes) {
 bool wide_after(uint ka, uint ia, uint kb, uint ib) { return ka < kb || (ka == kb && ia > ib); }
 
 // The bins are a grid of value: bin b holds the values v at the cut's
-// temperatures with floor(v s) = top - b, s a power of two (so v s is exact),
-// clamped to the bins; bin 0 is the top. floor(v s) is clamped to +-2^22, where
-// float still holds every integer and their differences exactly; the scale
-// keeps the values well inside (wide_scale), else the row goes to the CPU
-// twin (wide_grid_fits).
+// temperatures with floor(v s) = top - b, clamped to the bins; bin 0 is the
+// top. Every pass computes floor(v s) the same way, so it bins every value
+// the same way; floor(v s) is clamped to +-2^22, where float still holds
+// every integer and their differences exactly, and the scale keeps the values
+// well inside (wide_scale), else the row goes to the CPU twin
+// (wide_grid_fits). Direct rows take a power of two for s: v s is exact, so
+// "v >= (top_c - WIDE_BINS + 1) / s" is "in a bin" on every chunk's anchor.
 const float WIDE_GRID_LIMIT = 4194304.0;
 float wide_grid(float v, float s) { return floor(clamp(v * s, -WIDE_GRID_LIMIT, WIDE_GRID_LIMIT)); }
 uint wide_bin(float v, float top, float s) { return uint(clamp(top - wide_grid(v, s), 0.0, float(WIDE_BINS - 1u))); }
 
-// The largest power of two s that fits a range of values into the bins,
-// (WIDE_BINS - 1) / s >= range, and keeps values of the given magnitude
-// inside the grid's exact range, |v| s <= 2^20 (huge logits: coarser bins).
-float wide_scale(float range, float magnitude) {
-    float s = range > 0.0 ? float(WIDE_BINS - 1u) / range : 1048576.0;
+// The scale s that fits a range of values into the bins, WIDE_BINS / s >=
+// range (the lowest bin takes what the grid's offset leaves below), and keeps
+// values of the given magnitude inside the grid's exact range, |v| s <= 2^20
+// (huge logits: coarser bins); pow2: the largest power of two with
+// (WIDE_BINS - 1) / s >= range (a window of whole bins).
+float wide_scale(float range, float magnitude, bool pow2) {
+    float s = range > 0.0 ? float(pow2 ? WIDE_BINS - 1u : WIDE_BINS) / range : 1048576.0;
     s = min(s, 1048576.0 / max(magnitude, 1.0));
-    return exp2(max(floor(log2(s)), -126.0));
+    return pow2 ? exp2(max(floor(log2(s)), -126.0)) : s;
 }
 
 // Whether the values [lo, hi] stay inside the grid's exact range at scale s

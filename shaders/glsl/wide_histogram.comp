@@ -201,7 +201,7 @@ void decide(uint row) {
 // twin: decide_direct).
 float direct_scale(uint row) {
     float p = param_f(row, P_TOP_P);
-    return wide_scale(log(float(pc.vocab) / (1.0 - p)) + 1.0, 1.0);
+    return wide_scale(log(float(pc.vocab) / (1.0 - p)) + 1.0, 1.0, true);
 }
 
 // A chunk's maximum at the cut's temperatures (-inf: no finite logit), from its
