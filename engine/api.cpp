@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <new>
 
@@ -65,10 +66,13 @@ sieve_context_options options_or_default(const sieve_context_options* options) {
     sieve_context_options o;
     sieve_context_options_init(&o);
     if (options) {
-        if (options->struct_size < sizeof(sieve_context_options))
+        // Fields were added at the end (wait_spin_us): an older caller's
+        // struct ends before them and they keep their defaults.
+        if (options->struct_size < offsetof(sieve_context_options, wait_spin_us))
             fail(SIEVE_ERROR_INVALID_ARGUMENT,
                  "sieve_context_options.struct_size is too small (call sieve_context_options_init)");
-        o = *options;
+        std::memcpy(&o, options, std::min<size_t>(options->struct_size, sizeof(o)));
+        o.struct_size = sizeof(o);
     }
     const int32_t backend = raw_enum(o.backend);
     if (backend != SIEVE_BACKEND_VULKAN && backend != SIEVE_BACKEND_CPU)
@@ -82,6 +86,10 @@ sieve_context_options options_or_default(const sieve_context_options* options) {
     if (o.max_workgroup_size != 0 && o.max_workgroup_size < 32)
         fail(SIEVE_ERROR_INVALID_ARGUMENT, "max_workgroup_size " + std::to_string(o.max_workgroup_size) +
                                                " is below the 32 invocations Sieve's shaders need");
+    if (o.wait_spin_us < -1 || o.wait_spin_us > kMaxWaitSpinUs)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "wait_spin_us " + std::to_string(o.wait_spin_us) +
+                                               " is outside [-1, " + std::to_string(kMaxWaitSpinUs) + "]");
+    if (raw_enum(o.backend) == SIEVE_BACKEND_VULKAN) o.wait_spin_us = resolve_wait_spin(o.wait_spin_us);
     return o;
 }
 
@@ -140,6 +148,7 @@ SIEVE_API void sieve_context_options_init(sieve_context_options* options) {
     options->struct_size = sizeof(*options);
     options->backend = SIEVE_BACKEND_VULKAN;
     options->validation = -1;
+    options->wait_spin_us = -1;
 }
 
 SIEVE_API sieve_status sieve_context_create(const sieve_context_options* options, sieve_context** out) {

@@ -11,6 +11,8 @@
 #include "vk_check.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <array>
 #include <atomic>
 #include <cmath>
@@ -902,6 +904,16 @@ void GpuChain::submit(const Recording& rec, VkCommandBuffer prefix, VkCommandBuf
 
 void GpuChain::await(uint64_t timeout_ns, const char* what) {
     const auto& vk = device_.vk();
+    // Poll, yielding, before sleeping on the fence (wait_spin_us, off by
+    // default): a thread woken by the fence can start tens of microseconds
+    // after the device finished. On a CPU device the polling thread competes
+    // with the device's own threads for the cores (sieve.h has the figures).
+    const uint64_t spin_ns = std::min<uint64_t>(device_.wait_spin_us() * 1000ull, timeout_ns);
+    if (spin_ns > 0) {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(spin_ns);
+        while (vk.vkGetFenceStatus(device_.handle(), fence_) == VK_NOT_READY && std::chrono::steady_clock::now() < until)
+            std::this_thread::yield();
+    }
     VkResult r = vk.vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, timeout_ns);
     if (r == VK_TIMEOUT) fail(SIEVE_ERROR_TIMEOUT, what);
     vk_check(r, "vkWaitForFences");

@@ -24,6 +24,18 @@ void apply_env_profile(sieve_context_options& o) {
 
 } // namespace
 
+int32_t resolve_wait_spin(int32_t option) {
+    if (option >= 0) return option;
+    const char* env = std::getenv("SIEVE_WAIT_SPIN_US");
+    if (!env || !*env) return kDefaultWaitSpinUs;
+    char* end = nullptr;
+    const long v = std::strtol(env, &end, 10);
+    if (*end != '\0' || v < 0 || v > kMaxWaitSpinUs)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, std::string("SIEVE_WAIT_SPIN_US=") + env + " is not a whole number in [0, " +
+                                               std::to_string(kMaxWaitSpinUs) + "]");
+    return static_cast<int32_t>(v);
+}
+
 Device::Device(std::shared_ptr<Instance> instance, const PhysicalDevice& physical, const sieve_context_options& options)
     : instance_(std::move(instance)), physical_(physical.handle), family_(physical.compute_family), owned_(true) {
     info_ = physical.info;
@@ -62,6 +74,8 @@ Device::Device(VkInstance instance, VkPhysicalDevice physical, VkDevice device, 
 void Device::init(const sieve_context_options& given, uint32_t enabled_features) {
     sieve_context_options options = given;
     apply_env_profile(options);
+    // (Resolved before any Vulkan object exists: sieve_context_create checks it first.)
+    wait_spin_us_ = static_cast<uint32_t>(options.wait_spin_us >= 0 ? options.wait_spin_us : kDefaultWaitSpinUs);
     VkPhysicalDeviceProperties props{};
     vkGetPhysicalDeviceProperties(physical_, &props);
     vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);

@@ -14,6 +14,13 @@
 
 namespace sieve {
 
+// sieve_context_options.wait_spin_us: the default (no polling) and the largest accepted.
+constexpr int32_t kDefaultWaitSpinUs = 0;
+constexpr int32_t kMaxWaitSpinUs = 1000000;
+// The option's value: itself when >= 0, else env SIEVE_WAIT_SPIN_US (a
+// malformed value fails: SIEVE_ERROR_INVALID_ARGUMENT), else the default.
+int32_t resolve_wait_spin(int32_t option);
+
 // Limits and features after the constrained profile is applied: what every
 // pipeline and plan is built for.
 struct EffectiveLimits {
@@ -60,6 +67,8 @@ public:
     uint32_t family() const { return family_; }
     const sieve_device_info& info() const { return info_; }
     const EffectiveLimits& limits() const { return limits_; }
+    // How long a blocking wait polls its fence before it sleeps (wait_spin_us, resolved).
+    uint32_t wait_spin_us() const { return wait_spin_us_; }
 
     // Queue submission is serialized: chains on one context may run on several threads.
     VkResult submit(const VkSubmitInfo& submit, VkFence fence);
@@ -89,6 +98,7 @@ private:
     EffectiveLimits limits_{};
     VkPhysicalDeviceMemoryProperties memory_{};
     bool unified_memory_ = false;
+    uint32_t wait_spin_us_ = 0;
     std::mutex queue_mutex_;
 };
 

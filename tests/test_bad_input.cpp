@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstddef>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -2085,10 +2086,47 @@ TEST_F(BadInputContext, UnknownDisableFeatureBits) {
 
 TEST_F(BadInputContext, StructSizeTooSmall) {
     auto o = options();
-    o.struct_size = sizeof(sieve_context_options) - 1;
+    // Shorter than the first version of the struct (it ended before wait_spin_us).
+    o.struct_size = offsetof(sieve_context_options, wait_spin_us) - 1;
     expect_rejected(&o, SIEVE_ERROR_INVALID_ARGUMENT, {"struct_size"});
     o.struct_size = 0;
     expect_rejected(&o, SIEVE_ERROR_INVALID_ARGUMENT, {"struct_size"});
+}
+
+// An older caller's struct, which ends before wait_spin_us: accepted, and the
+// bytes past its end are never read (here an out-of-range value there).
+TEST_F(BadInputContext, OlderStructSizeLeavesNewFieldsAtTheirDefaults) {
+    auto o = options();
+    o.struct_size = offsetof(sieve_context_options, wait_spin_us);
+    o.wait_spin_us = -7;
+    sieve_context* out = nullptr;
+    ASSERT_EQ(sieve_context_create(&o, &out), SIEVE_OK) << sieve_last_error();
+    sieve_context_destroy(out);
+}
+
+TEST_F(BadInputContext, WaitSpinOutOfRange) {
+    auto o = options();
+    o.wait_spin_us = -2;
+    expect_rejected(&o, SIEVE_ERROR_INVALID_ARGUMENT, {"wait_spin_us", "-2"});
+    o.wait_spin_us = 1000001;
+    expect_rejected(&o, SIEVE_ERROR_INVALID_ARGUMENT, {"wait_spin_us", "1000001"});
+}
+
+// The environment's value when the option is -1: a malformed one is refused
+// when the context is created, named in the message.
+TEST_F(BadInputContext, WaitSpinEnvironmentMalformed) {
+    auto o = options();
+    o.wait_spin_us = -1;
+    for (const char* bad : {"abc", "-5", "12us", "2000000"}) {
+        SCOPED_TRACE(bad);
+        ASSERT_EQ(setenv("SIEVE_WAIT_SPIN_US", bad, 1), 0);
+        expect_rejected(&o, SIEVE_ERROR_INVALID_ARGUMENT, {"SIEVE_WAIT_SPIN_US", bad});
+    }
+    ASSERT_EQ(setenv("SIEVE_WAIT_SPIN_US", "0", 1), 0);
+    sieve_context* out = nullptr;
+    ASSERT_EQ(sieve_context_create(&o, &out), SIEVE_OK) << sieve_last_error();
+    sieve_context_destroy(out);
+    unsetenv("SIEVE_WAIT_SPIN_US");
 }
 
 TEST_F(BadInputContext, NullOut) {

@@ -137,6 +137,35 @@ TEST(GpuStatistics, ChiSquareTopPDirect) {
 
 // Same seed -> same tokens across runs (fresh chains) and across batch sizes:
 // row r of a batch of 256 gives, bit for bit, what it gives alone.
+// Polling the fence before sleeping on it (wait_spin_us) changes when the host
+// reads the results, never what it reads: the same tokens and probabilities
+// with no polling and with a long one, on the wide passes and the collect
+// pass.
+TEST(GpuDeterminism, WaitSpinChangesNoToken) {
+    const int32_t rows = 2, vocab = 32000, steps = 4;
+    const auto logits = sieve_test::make_rows(Shape::Zipf, rows, vocab, 12);
+    auto run = [&](int32_t spin, const char* samplers) {
+        sieve::Context ctx(sieve_test::gpu_options().wait_spin(spin));
+        sieve::Chain chain(ctx, sieve_test::chain_desc(samplers, rows, vocab, 0.9f, 42));
+        std::vector<sieve_token> out;
+        for (int s = 0; s < steps; ++s) {
+            auto t = chain.sample(logits.data(), rows, vocab);
+            out.insert(out.end(), t.begin(), t.end());
+        }
+        return out;
+    };
+    for (const char* samplers : {"top_p;temperature", "top_k;top_p;min_p;temperature"}) {
+        SCOPED_TRACE(samplers);
+        const auto a = run(0, samplers), b = run(100000, samplers);
+        ASSERT_EQ(a.size(), b.size());
+        for (size_t i = 0; i < a.size(); ++i) {
+            ASSERT_EQ(a[i].status, SIEVE_OK);
+            EXPECT_EQ(a[i].token, b[i].token) << "token " << i;
+            EXPECT_EQ(std::memcmp(&a[i].p, &b[i].p, sizeof(float)), 0) << "token " << i;
+        }
+    }
+}
+
 TEST(GpuDeterminism, SameSeedSameTokensAcrossRunsAndBatchSizes) {
     auto gpu = sieve_test::gpu_context();
     for (int32_t vocab : {800, 32000}) {

@@ -50,6 +50,8 @@ struct ContextOptions {
         raw.max_workgroup_size = max_wg;
         return *this;
     }
+    // Microseconds a blocking call polls before it sleeps (-1: env or default; 0: none).
+    ContextOptions& wait_spin(int32_t us) { raw.wait_spin_us = us; return *this; }
     ContextOptions& on_message(sieve_message_callback cb, void* user) {
         raw.message_callback = cb;
         raw.message_user_data = user;
