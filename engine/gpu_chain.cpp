@@ -11,10 +11,9 @@
 #include "vk_check.hpp"
 
 #include <algorithm>
-#include <chrono>
-#include <thread>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -22,6 +21,7 @@
 #include <numeric>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <tuple>
 
 #include <sieve/sieve_vulkan.h>

@@ -200,6 +200,16 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, bool use_floor, float
     // lane's load waiting on the previous one's; two independent loads
     // overlap.
     uint q = q_first;
+    for (; q + 3u * q_step < q_stop; q += 4u * q_step) {
+        vec4 fa = row_vec4(row4 + q);
+        vec4 fb = row_vec4(row4 + q + q_step);
+        vec4 fc = row_vec4(row4 + q + 2u * q_step);
+        vec4 fd = row_vec4(row4 + q + 3u * q_step);
+        PICK_VEC4(fa, q)
+        PICK_VEC4(fb, q + q_step)
+        PICK_VEC4(fc, q + 2u * q_step)
+        PICK_VEC4(fd, q + 3u * q_step)
+    }
     for (; q + q_step < q_stop; q += 2u * q_step) {
         vec4 fa = row_vec4(row4 + q);
         vec4 fb = row_vec4(row4 + q + q_step);

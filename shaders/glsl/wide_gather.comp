@@ -457,17 +457,34 @@ void main() {
     uint local_id[LOCAL_TAKES + 1u];  // ids only, the key computed again when written: one store per logit
     uint j_first, j_stop;  // contiguous stretches (stretch.glsl)
     stretch_share(0u, n, j_first, j_stop);
-    for (uint j = j_first; j < j_stop; j += RUN_LANES) {
-        vec4 f4 = vmap ? row_vec4((row * pc.stride + begin) / 4u + j) : row_quad(row, begin + 4u * j, end);
-        [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-            uint i = begin + 4u * j + c;
-            bool take = take_and_sum(f4[c], i, i < end, outside);
-            if (LOCAL_TAKES > 0u) {
-                uint at = min(takes, LOCAL_TAKES);
-                local_id[at] = i;
-            }
-            takes += take ? 1u : 0u;
+// The logits of quad J (F4), in order: taken, summed, their ids held.
+#define TAKE_QUAD(F4, J)                                            \
+    [[unroll]] for (uint c = 0u; c < 4u; ++c) {                     \
+        uint i = begin + 4u * (J) + c;                              \
+        bool take = take_and_sum((F4)[c], i, i < end, outside);     \
+        if (LOCAL_TAKES > 0u) {                                     \
+            uint at = min(takes, LOCAL_TAKES);                      \
+            local_id[at] = i;                                       \
+        }                                                           \
+        takes += take ? 1u : 0u;                                    \
+    }
+    uint j = j_first;
+    if (WIDE_ROWS_X4 != 0u) {
+        // Four loads a trip: a CPU device loads a vector lane by lane, each
+        // waiting on memory; independent loads overlap (collect.comp).
+        uint q0 = (row * pc.stride + begin) / 4u;
+        for (; j + 3u * RUN_LANES < j_stop; j += 4u * RUN_LANES) {
+            vec4 fa = row_vec4(q0 + j), fb = row_vec4(q0 + j + RUN_LANES);
+            vec4 fc = row_vec4(q0 + j + 2u * RUN_LANES), fd = row_vec4(q0 + j + 3u * RUN_LANES);
+            TAKE_QUAD(fa, j)
+            TAKE_QUAD(fb, j + RUN_LANES)
+            TAKE_QUAD(fc, j + 2u * RUN_LANES)
+            TAKE_QUAD(fd, j + 3u * RUN_LANES)
         }
+    }
+    for (; j < j_stop; j += RUN_LANES) {
+        vec4 f4 = vmap ? row_vec4((row * pc.stride + begin) / 4u + j) : row_quad(row, begin + 4u * j, end);
+        TAKE_QUAD(f4, j)
     }
     uint slot = takes > 0u ? atomicAdd(row_state[o + R_WIDE_COUNT], takes) : 0u;
     uint held = min(takes, LOCAL_TAKES);

@@ -287,7 +287,23 @@ void decide_direct(uint row, RowStats s) {
 // smallest finite key (only the maximum's overflow decides: decide_direct).
 RowStats direct_stats(uint row, uint begin, uint end, bool vmap, uint j_first, uint j_stop) {
     uint kmax = 0u, klo = 0xFFFFFFFFu;
-    for (uint j = j_first; j < j_stop; j += RUN_LANES) {
+    uint j = j_first;
+    if (WIDE_ROWS_X4 != 0u) {
+        // Four loads an iteration: a CPU device loads a vector lane by lane,
+        // each waiting on memory; independent loads overlap (the collect
+        // pass's loop, collect.comp).
+        uint q0 = (row * pc.stride + begin) / 4u;
+        for (; j + 3u * RUN_LANES < j_stop; j += 4u * RUN_LANES) {
+            vec4 fa = row_vec4(q0 + j), fb = row_vec4(q0 + j + RUN_LANES);
+            vec4 fc = row_vec4(q0 + j + 2u * RUN_LANES), fd = row_vec4(q0 + j + 3u * RUN_LANES);
+            [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+                uint ka = sieve_key(fa[c]), kb = sieve_key(fb[c]), kc = sieve_key(fc[c]), kd = sieve_key(fd[c]);
+                kmax = max(max(kmax, ka), max(kb, max(kc, kd)));
+                klo = min(min(klo, ka), min(kb, min(kc, kd)));
+            }
+        }
+    }
+    for (; j < j_stop; j += RUN_LANES) {
         vec4 f4 = vmap ? row_vec4((row * pc.stride + begin) / 4u + j) : row_quad(row, begin + 4u * j, end);
         [[unroll]] for (uint c = 0u; c < 4u; ++c) {
             uint k = sieve_key(f4[c]);
@@ -384,27 +400,44 @@ void main() {
     float mc[WIDE_BINS];
     [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] = 0.0;
     float below = 0.0;  // deferred rows: the mass below L, for the total
-    for (uint j = j_first; j < j_stop; j += RUN_LANES) {
-        vec4 f4 = vmap ? row_vec4((row * pc.stride + begin) / 4u + j) : row_quad(row, begin + 4u * j, end);
-        [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-            uint i = begin + 4u * j + c;
-            float x = f4[c];
-            // masked (the row has no NaN/+inf: it failed, or this chunk sums nothing)
-            bool live = i < end && !isinf(x);
-            float v = wide_divide(x, temperature, n_cut, WIDE_CUT_DIVISIONS);
-            live = live && (WIDE_DIRECT != 0u || wide_after(sieve_key(v), i, kn, idn));
-            float wc = exp(v - mcx);
-            below += (live && deferred && v < lowest) ? wc : 0.0;
-            live = live && v >= lowest;
-            if (INDEXED_BINS != 0u) {
-                // Adding 0 to a bin leaves it as it was (masses are >= 0): the
-                // same sums as the selects below, bit for bit.
-                mc[wide_bin(v, top, scale)] += live ? wc : 0.0;
-            } else {
-                uint bin = live ? wide_bin(v, top, scale) : WIDE_BINS;
-                [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] += bin == b ? wc : 0.0;
-            }
+// The logits of quad J (F4) into the bins, in order (the sums, and so the
+// draws, do not depend on how many quads a loop trip loads).
+#define BIN_QUAD(F4, J)                                                                         \
+    [[unroll]] for (uint c = 0u; c < 4u; ++c) {                                                 \
+        uint i = begin + 4u * (J) + c;                                                          \
+        float x = (F4)[c];                                                                      \
+        /* masked (the row has no NaN/+inf: it failed, or this chunk sums nothing) */         \
+        bool live = i < end && !isinf(x);                                                       \
+        float v = wide_divide(x, temperature, n_cut, WIDE_CUT_DIVISIONS);                       \
+        live = live && (WIDE_DIRECT != 0u || wide_after(sieve_key(v), i, kn, idn));             \
+        float wc = exp(v - mcx);                                                                \
+        below += (live && deferred && v < lowest) ? wc : 0.0;                                   \
+        live = live && v >= lowest;                                                             \
+        if (INDEXED_BINS != 0u) {                                                               \
+            /* Adding 0 to a bin leaves it as it was (masses are >= 0): the                    \
+               same sums as the selects below, bit for bit. */                                  \
+            mc[wide_bin(v, top, scale)] += live ? wc : 0.0;                                     \
+        } else {                                                                                \
+            uint bin = live ? wide_bin(v, top, scale) : WIDE_BINS;                              \
+            [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] += bin == b ? wc : 0.0;      \
+        }                                                                                       \
+    }
+    uint j = j_first;
+    if (WIDE_ROWS_X4 != 0u) {
+        // Four loads a trip (direct_stats says why).
+        uint q0 = (row * pc.stride + begin) / 4u;
+        for (; j + 3u * RUN_LANES < j_stop; j += 4u * RUN_LANES) {
+            vec4 fa = row_vec4(q0 + j), fb = row_vec4(q0 + j + RUN_LANES);
+            vec4 fc = row_vec4(q0 + j + 2u * RUN_LANES), fd = row_vec4(q0 + j + 3u * RUN_LANES);
+            BIN_QUAD(fa, j)
+            BIN_QUAD(fb, j + RUN_LANES)
+            BIN_QUAD(fc, j + 2u * RUN_LANES)
+            BIN_QUAD(fd, j + 3u * RUN_LANES)
         }
+    }
+    for (; j < j_stop; j += RUN_LANES) {
+        vec4 f4 = vmap ? row_vec4((row * pc.stride + begin) / 4u + j) : row_quad(row, begin + 4u * j, end);
+        BIN_QUAD(f4, j)
     }
 
     uint h = wide_hist_at(row, chunk);
