@@ -616,7 +616,7 @@ TEST(GpuChainWideTopP, ListOverflowFallsBack) {
 // (top-p 0.5), the rest at 0. Tokens and probabilities equal the twin's,
 // every one by the wide passes. min_keep 2 keeps the row on the collect pass
 // (the buffer); 0 lets a CPU device's wide passes take it alone, the cut in
-// the top bin with the maximum.
+// the bin right below the maximum's (bins of 1/16 there: 10 and 9.99 apart).
 TEST(GpuChainWideTopP, CutInTheFirstBin) {
     std::vector<float> logits(32000, 0.0f);
     for (size_t i = 0; i < 1064; ++i) logits[i * 29] = i < 64 ? 10.0f : 9.99f;
