@@ -292,7 +292,8 @@ private:
                                const DeviceInput* input = nullptr);
     void emit(VkCommandBuffer cmd, const Recording& rec);
     bool use_collect(uint32_t rows) const;
-    bool wide_direct(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect, bool history, bool logprobs) const;
+    bool wide_direct(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect, bool wide, bool history,
+                     bool logprobs) const;
     bool may_go_wide(uint32_t rows) const;
     sieve_token fallback(uint32_t row, const float* logits, uint32_t vocab, uint32_t step, bool commit,
                          std::string* message, sieve_status* first);
@@ -630,10 +631,11 @@ bool GpuChain::may_go_wide(uint32_t rows) const {
 
 // The wide passes take the call's rows alone (gpu_plan.hpp: make_plan's
 // wide_direct): a CPU device (the grid's bins are added by index), a row
-// bigger than the buffer, every row eligible (row_wide_direct).
-bool GpuChain::wide_direct(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect, bool history,
+// bigger than the buffer, every row eligible (row_wide_direct). wide: the
+// call's may_go_wide.
+bool GpuChain::wide_direct(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect, bool wide, bool history,
                            bool logprobs) const {
-    if (!limits_.cpu_paths || kind != RecordingKind::Sample || !collect || !may_go_wide(rows) || history || logprobs ||
+    if (!limits_.cpu_paths || kind != RecordingKind::Sample || !collect || !wide || history || logprobs ||
         greedy_terminal() || vocab <= limits_.candidate_capacity)
         return false;
     for (uint32_t r = 0; r < rows; ++r)
@@ -670,7 +672,7 @@ Recording GpuChain::describe(RecordingKind kind, uint32_t rows, uint32_t vocab, 
     rec.logprobs = logprobs;
     rec.wide = may_go_wide(rows);
     rec.plan = make_plan(kind, greedy_terminal(), collect, rec.wide, history, vocab, limits_, type_, logprobs,
-                         wide_direct(kind, rows, vocab, collect, history, logprobs));
+                         wide_direct(kind, rows, vocab, collect, rec.wide, history, logprobs));
     rec.timestamps = timestamps;
     if (rec.plan.dispatches.size() > kMaxPlanDispatches) fail(SIEVE_ERROR_INTERNAL, "plan longer than the timestamp pool");
     // Row groups never straddle a window.
@@ -829,8 +831,9 @@ void GpuChain::write_params(uint32_t rows, bool sample, bool commit) {
         at.capacity = limits_.candidate_capacity;
         at.inputs_offset = local_row(r) * input_words_;  // within the row's window
         at.max_vocab = max_vocab;
-        // (A row that may defer its top-p may go wide: the call records the wide passes, may_go_wide.)
-        at.defer_top_p = sample && wide_cap_ > 0 && row_may_go_wide(config_.samplers, rows_[r], at.capacity);
+        // (A row that defers its top-p reaches it with no cut before: row_may_go_wide says
+        // so too, so the call's recording holds the wide passes.)
+        at.defer_top_p = sample && wide_cap_ > 0;
         at.commit = commit;
         at.logprobs = logprobs_n_;
         write_row_params(p + r * kParamStride, config_.samplers, rows_[r], row_scale(static_cast<int32_t>(r)), at);
@@ -1445,10 +1448,11 @@ void GpuChain::plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, u
     bool history = false;
     for (int32_t r = 0; r < rows; ++r) history = history || row_adjusts(config_.samplers, rows_[static_cast<size_t>(r)]);
     const bool collect = use_collect(static_cast<uint32_t>(rows)), logprobs = logprobs_n_ >= 0;
-    Plan p = make_plan(RecordingKind::Sample, greedy_terminal(), collect, may_go_wide(static_cast<uint32_t>(rows)), history,
-                       static_cast<uint32_t>(vocab), limits_, type_, logprobs,
+    const bool wide = may_go_wide(static_cast<uint32_t>(rows));
+    Plan p = make_plan(RecordingKind::Sample, greedy_terminal(), collect, wide, history, static_cast<uint32_t>(vocab),
+                       limits_, type_, logprobs,
                        wide_direct(RecordingKind::Sample, static_cast<uint32_t>(rows), static_cast<uint32_t>(vocab),
-                                   collect, history, logprobs));
+                                   collect, wide, history, logprobs));
     const uint32_t per_group =
         rows_per_group(static_cast<uint32_t>(rows), static_cast<uint32_t>(vocab), type_, p.min_row_passes);
     uint32_t groups = 0;

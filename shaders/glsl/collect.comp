@@ -659,13 +659,7 @@ void main() {
     }
     if (t == 0u) {
         uint c = (row * pc.n_chunks + chunk) * CHUNK_STRIDE;
-        chunk_stats[c + C_MAX_KEY] = s.max_key;
-        chunk_stats[c + C_ARGMAX] = s.argmax;
-        chunk_stats[c + C_MIN_FINITE_KEY] = s.min_finite_key;
-        chunk_stats[c + C_BAD] = s.bad;
-        chunk_stats[c + C_FIRST_BAD] = s.first_bad;
-        chunk_stats[c + C_FINITE] = s.finite;
-        chunk_stats[c + C_OVERFLOW] = s.overflow;
+        store_chunk_stats(row, chunk, s);
         chunk_stats[c + C_KEPT] = kept;
         write_agg(c, a);
     }

@@ -6,6 +6,18 @@
 #include "philox.glsl"
 #include "reduce.glsl"
 
+// A chunk's statistics, for merge_chunk_stats.
+void store_chunk_stats(uint row, uint chunk, RowStats s) {
+    uint o = (row * pc.n_chunks + chunk) * CHUNK_STRIDE;
+    chunk_stats[o + C_MAX_KEY] = s.max_key;
+    chunk_stats[o + C_ARGMAX] = s.argmax;
+    chunk_stats[o + C_MIN_FINITE_KEY] = s.min_finite_key;
+    chunk_stats[o + C_BAD] = s.bad;
+    chunk_stats[o + C_FIRST_BAD] = s.first_bad;
+    chunk_stats[o + C_FINITE] = s.finite;
+    chunk_stats[o + C_OVERFLOW] = s.overflow;
+}
+
 // Every workgroup that needs the row's statistics merges the (few) chunk
 // results itself: cheaper than a dispatch of its own.
 RowStats merge_chunk_stats(uint row) {

@@ -55,16 +55,7 @@ void main() {
         }
     }
     s = wg_reduce_row_stats(s);
-    if (t == 0u) {
-        uint o = (row * pc.n_chunks + chunk) * CHUNK_STRIDE;
-        chunk_stats[o + C_MAX_KEY] = s.max_key;
-        chunk_stats[o + C_ARGMAX] = s.argmax;
-        chunk_stats[o + C_MIN_FINITE_KEY] = s.min_finite_key;
-        chunk_stats[o + C_BAD] = s.bad;
-        chunk_stats[o + C_FIRST_BAD] = s.first_bad;
-        chunk_stats[o + C_FINITE] = s.finite;
-        chunk_stats[o + C_OVERFLOW] = s.overflow;
-    }
+    if (t == 0u) store_chunk_stats(row, chunk, s);
     if (!last_to_arrive(row)) return;
 
     RowStats m = merge_chunk_stats(row);

@@ -226,8 +226,8 @@ void decide_direct(uint row, RowStats s) {
     // The temperatures divide the survivors only (llama.cpp's array holds
     // them; the twin's rule): the maximum always survives, and divisions only
     // grow the magnitudes or only shrink them, so the last one tells.
-    if (status == STATUS_OK && isinf(wide_divide(sieve_key_value(s.max_key), temperature, n_all, n_all)))
-        status = STATUS_NON_FINITE;
+    float md = wide_divide(sieve_key_value(s.max_key), temperature, n_all, n_all);
+    if (status == STATUS_OK && isinf(md)) status = STATUS_NON_FINITE;
     row_state[o + R_STATUS] = status;
     row_state[o + R_FIRST_BAD] = s.first_bad;
     if (status != STATUS_OK) {
@@ -268,7 +268,7 @@ void decide_direct(uint row, RowStats s) {
     row_state[o + R_WIDE_KN] = 0xFFFFFFFFu;  // no buffer: every entry is after it
     row_state[o + R_WIDE_IDN] = 0u;
     row_state[o + R_WIDE_MC] = floatBitsToUint(m);
-    row_state[o + R_WIDE_MD] = floatBitsToUint(wide_divide(sieve_key_value(s.max_key), temperature, n_all, n_all));
+    row_state[o + R_WIDE_MD] = floatBitsToUint(md);
     row_state[o + R_WIDE_L] = floatBitsToUint(lowest);
     row_state[o + R_WIDE_INVW] = floatBitsToUint(scale);
     row_state[o + R_WIDE_TOP] = floatBitsToUint(top);
@@ -371,16 +371,7 @@ void main() {
         top = wide_grid(mcx, scale);
         lowest = (top - float(WIDE_BINS - 1u)) / scale;
         deferred = true;
-        if (t == 0u) {
-            uint c = (row * pc.n_chunks + chunk) * CHUNK_STRIDE;
-            chunk_stats[c + C_MAX_KEY] = stats.max_key;
-            chunk_stats[c + C_ARGMAX] = stats.argmax;
-            chunk_stats[c + C_MIN_FINITE_KEY] = stats.min_finite_key;
-            chunk_stats[c + C_BAD] = stats.bad;
-            chunk_stats[c + C_FIRST_BAD] = stats.first_bad;
-            chunk_stats[c + C_FINITE] = stats.finite;
-            chunk_stats[c + C_OVERFLOW] = 0u;
-        }
+        if (t == 0u) store_chunk_stats(row, chunk, stats);  // (no overflow count: row_stats_empty's 0)
         if (stats.bad != 0u || stats.finite == 0u) {
             j_stop = j_first;  // nothing to bin (uniform)
             mcx = 0.0;
