@@ -19,8 +19,54 @@
 // STATUS_FALLBACK, step, count x (id, p bits)] in canonical order.
 layout(std430, set = 0, binding = 8) writeonly buffer DistOut { uint dist_out[]; };
 
-shared uint s_fill;
-shared uint s_pos[MAX_COLLECT_CHUNKS], s_lim[MAX_COLLECT_CHUNKS];  // the merge's lists
+shared uvec2 s_part[WG];  // the draw's block sums
+shared uint s_at[MAX_COLLECT_CHUNKS], s_len[MAX_COLLECT_CHUNKS];  // the merge's lists
+
+// The row's top `need` (canonical order) from the chunks' sorted lists, into
+// c_key/c_id; returns how many. By rank, in every invocation at once: an
+// entry's place is its index in its own list plus, in each other list, the
+// entries before it (a binary search; the order is total, ids being distinct).
+// Only a list's first `need` entries can place. (One invocation walking the
+// lists' heads cost about 30 us per token on lavapipe for 2 x 40 entries: a
+// CPU device runs each shared or buffer access of a lone invocation as a loop
+// over its SIMD lanes. Sorting them together costs a barrier per stage: about
+// 2 ms for top-k 1000.)
+uint merge_chunk_lists(uint row, uint need) {
+    uint t = gl_LocalInvocationID.x;
+    for (uint c = t; c < pc.n_chunks; c += WG) {
+        s_at[c] = chunk_list_at(row, c);
+        s_len[c] = min(chunk_stats[(row * pc.n_chunks + c) * CHUNK_STRIDE + C_KEPT], need);
+    }
+    barrier();
+    uint total = 0u;
+    for (uint c = 0u; c < pc.n_chunks; ++c) total += s_len[c];
+    for (uint j = t; j < total; j += WG) {
+        uint c = 0u, i = j;  // entry i of list c
+        while (i >= s_len[c]) {
+            i -= s_len[c];
+            ++c;
+        }
+        uint k = candidates[s_at[c] + 2u * i], id = candidates[s_at[c] + 2u * i + 1u];
+        uint rank = i;
+        for (uint d = 0u; d < pc.n_chunks && rank < need; ++d) {
+            if (d == c) continue;
+            uint lo = 0u, hi = s_len[d];  // list d's entries before (k, id): [0, lo)
+            while (lo < hi) {
+                uint mid = (lo + hi) >> 1u;
+                uint at = s_at[d] + 2u * mid;
+                if (canonical_after(k, id, candidates[at], candidates[at + 1u])) lo = mid + 1u;
+                else hi = mid;
+            }
+            rank += lo;
+        }
+        if (rank < need) {
+            c_key[rank] = k;
+            c_id[rank] = id;
+        }
+    }
+    barrier();
+    return min(total, need);
+}
 
 void write_distribution(uint row, uint n, float total, uint step) {
     uint base = row * (2u * pc.stride + 2u);
@@ -117,37 +163,7 @@ void main() {
             red_agg[3][0] = m.mmax;
             red_agg[4][0] = m.msum;
         }
-        // The chunks' lists are sorted: one invocation walks their heads (in
-        // the candidates buffer) into the row's top `need`, at most need x
-        // chunks reads. (Sorting them together in one workgroup costs a
-        // barrier per stage: on a CPU device about 2 ms for top-k 1000.)
-        if (t == 0u) {
-            for (uint c = 0u; c < pc.n_chunks; ++c) {
-                s_pos[c] = chunk_list_at(row, c);
-                s_lim[c] = s_pos[c] + 2u * chunk_stats[(row * pc.n_chunks + c) * CHUNK_STRIDE + C_KEPT];
-            }
-            uint made = 0u;
-            for (; made < need; ++made) {
-                uint best = 0xFFFFFFFFu, bk = 0u, bi = 0u;
-                for (uint c = 0u; c < pc.n_chunks; ++c) {
-                    uint at_c = s_pos[c];
-                    if (at_c >= s_lim[c]) continue;
-                    uint k = candidates[at_c], i = candidates[at_c + 1u];
-                    if (best == 0xFFFFFFFFu || canonical_after(bk, bi, k, i)) {
-                        best = c;
-                        bk = k;
-                        bi = i;
-                    }
-                }
-                if (best == 0xFFFFFFFFu) break;
-                c_key[made] = bk;
-                c_id[made] = bi;
-                s_pos[best] += 2u;
-            }
-            s_fill = made;
-        }
-        barrier();
-        n = s_fill;
+        n = merge_chunk_lists(row, need);
         a = Agg(red_agg[0][0], red_agg[1][0], red_agg[2][0], red_agg[3][0], red_agg[4][0]);
         // The row's maximum is its first candidate (canonical: the first maximal id).
         s.max_key = c_key[0];
@@ -198,61 +214,73 @@ void main() {
         hand_to_wide(row, n);
         return;
     }
-    if (t == 0u && tail_live() && !greedy) {
+    bool whole = s_rest_kind == REST_NONE || s_rest_kind == REST_MASKED;  // shared, after run_chain's barrier
+    bool listing = (pc.flags & FLAG_DISTRIBUTION) != 0u;
+    // The float total: the distribution's, or the draw's past the buffer (a
+    // whole array's draw sums exact masses below instead).
+    if (t == 0u && tail_live() && !greedy && (listing || !whole)) {
         float total = array_total(row, n, a.msum);
         if (total < 0.0) s_fallback = 1u;
         s_total = total;
     }
     barrier();
-    if ((pc.flags & FLAG_DISTRIBUTION) != 0u) {
+    if (listing) {
         write_distribution(row, n, s_total, step);
         return;
     }
-    if (t != 0u) return;
-    // A failed row fails whatever else is unsure (its step stays; a row
-    // handed to the twin advances it, the twin drawing its token).
-    if (s_status != STATUS_OK) {
-        write_result(row, 0xFFFFFFFFu, 0.0, 0.0, s_status, step, 1u);
-        return;
-    }
-    if (s_fallback != 0u) {
-        write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, 1u);
+    if (s_status != STATUS_OK || s_fallback != 0u || greedy) {  // uniform: shared, after a barrier
+        if (t != 0u) return;
+        // A failed row fails whatever else is unsure (its step stays; a row
+        // handed to the twin advances it, the twin drawing its token).
+        if (s_status != STATUS_OK) {
+            write_result(row, 0xFFFFFFFFu, 0.0, 0.0, s_status, step, 1u);
+            return;
+        }
+        if (s_fallback != 0u) {
+            write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, 1u);
+        } else {
+            write_result(row, c_id[0], 1.0, 0.0, STATUS_OK, step, 1u);
+        }
         advance_step(row, step);
         return;
     }
-    if (greedy) {
-        write_result(row, c_id[0], 1.0, 0.0, STATUS_OK, step, 1u);
-        advance_step(row, step);
-        return;
-    }
+    // The draw: the array's exact masses in blocks of `per` entries, one block
+    // an invocation; then invocation 0 finds the block and the entry within
+    // it where the target falls: the serial walk's entry, with the sums of
+    // whole blocks taken at once (exact integers: any order gives the same).
     float v0 = cand_value(0u);
+    uint per = (n + WG - 1u) / WG;
+    uint first = min(t * per, n), end = min(first + per, n);
+    uvec2 part = uvec2(0u);
+    for (uint i = first; i < end; ++i) part = u64_add(part, sieve_mass(cand_value(i), v0));
+    s_part[t] = part;
+    barrier();
+    if (t != 0u) return;
     float total = s_total;
-    bool whole = s_rest_kind == REST_NONE || s_rest_kind == REST_MASKED;
     uvec2 exact = uvec2(0u);
     if (whole)
-        for (uint i = 0u; i < n; ++i) exact = u64_add(exact, sieve_mass(cand_value(i), v0));
+        for (uint b = 0u; b < WG; ++b) exact = u64_add(exact, s_part[b]);
     else
         exact = fixed40(total);
     if (whole) total = u64_to_float(exact) * 9.094947017729282e-13;  // / 2^40
     uvec2 target = u64_mul_u32_shr32(exact, row_uniform(row));
-    uint token = 0xFFFFFFFFu;
-    uvec2 q = uvec2(0u);
-    bool found = false;
-    for (uint i = 0u; i < n; ++i) {
-        uvec2 qi = sieve_mass(cand_value(i), v0);
-        if (qi == uvec2(0u)) continue;
-        token = c_id[i];
-        q = qi;
-        if (u64_less(target, qi)) {
-            found = true;
-            break;
-        }
-        target = u64_sub(target, qi);
+    uint block = 0u;
+    for (; block < WG; ++block) {
+        if (u64_less(target, s_part[block])) break;
+        target = u64_sub(target, s_part[block]);
     }
-    if (!found && !whole) {  // the draw falls past the buffer
+    if (block == WG) {  // past every entry: the draw falls past the buffer (never for a whole array)
         write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, 1u);
         advance_step(row, step);
         return;
+    }
+    uint token = 0xFFFFFFFFu;
+    uvec2 q = uvec2(0u);
+    for (uint i = block * per; i < min(block * per + per, n); ++i) {
+        q = sieve_mass(cand_value(i), v0);
+        token = c_id[i];
+        if (u64_less(target, q)) break;  // reached: the block's sum exceeds the target
+        target = u64_sub(target, q);
     }
     float p = u64_to_float(q) * 9.094947017729282e-13 / total;
     selector_learn(row, token, p, region);
