@@ -86,6 +86,9 @@ struct Recording {
     Plan plan;
     std::vector<RowGroup> groups;  // the plan's dispatches run once per group
     bool timestamps = false;       // one timestamp before the first and after every dispatch
+    // How long a blocking wait on this recording usually takes (ns, 0 = not
+    // yet known): where await starts polling (wait_spin_us).
+    mutable double wait_ns = 0.0;
 };
 
 // The longest plan (raw stats, history, stats, 9 levels, gather) once per row in the worst case.
@@ -307,7 +310,7 @@ private:
     // pass); suffix: one after it (the token copy); sync: the app's semaphores.
     void submit(const Recording& rec, VkCommandBuffer prefix, VkCommandBuffer suffix, const sieve_vulkan_sync* sync);
     // Waits for the fence; TIMEOUT (with `what`) leaves the submission pending.
-    void await(uint64_t timeout_ns, const char* what);
+    void await(uint64_t timeout_ns, const char* what, const Recording* timed = nullptr);
     // After a recording ran: the dispatches it launched, its stage times.
     void account(const Recording& rec);
     void submit_and_wait(const Recording& rec, VkCommandBuffer prefix = VK_NULL_HANDLE);
@@ -905,28 +908,57 @@ void GpuChain::submit(const Recording& rec, VkCommandBuffer prefix, VkCommandBuf
     pending_ = true;
 }
 
-void GpuChain::await(uint64_t timeout_ns, const char* what) {
+void GpuChain::await(uint64_t timeout_ns, const char* what, const Recording* timed) {
     const auto& vk = device_.vk();
-    // Poll, yielding, before sleeping on the fence (wait_spin_us, off by
-    // default): a thread woken by the fence can start tens of microseconds
-    // after the device finished. On a CPU device the polling thread competes
-    // with the device's own threads for the cores (sieve.h has the figures).
-    const uint64_t spin_ns = std::min<uint64_t>(device_.wait_spin_us() * 1000ull, timeout_ns);
-    if (spin_ns > 0) {
-        const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(spin_ns);
-        while (vk.vkGetFenceStatus(device_.handle(), fence_) == VK_NOT_READY && std::chrono::steady_clock::now() < until)
-            std::this_thread::yield();
+    using Clock = std::chrono::steady_clock;
+    const auto start = Clock::now();
+    // A thread that sleeps on the fence can wake tens of microseconds after
+    // the device finished. With a window W (wait_spin_us) and a recording
+    // whose waits are known to take about E, the thread sleeps until E - W,
+    // then polls the fence, yielding, until E + W at most, then sleeps again:
+    // at most 2W of polling a call, near its end, when a CPU device's own
+    // threads have mostly finished (the last pass of a call is mostly one
+    // workgroup). On lavapipe, 2 cores, W = 20: llama.cpp's default chain
+    // at vocab 151936 about 320 -> 300 us per token; polling from the start
+    // instead made top_p;temperature bimodal (the poller took a core from the
+    // device's threads). Waits with nothing known sleep at once.
+    const double window = device_.wait_spin_us() * 1000.0;
+    bool done = false;
+    if (timed && timed->wait_ns > 0.0 && window > 0.0) {
+        const double sleep_ns = std::min(timed->wait_ns - window, static_cast<double>(timeout_ns));
+        if (sleep_ns > 0.0)
+            done = vk.vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, static_cast<uint64_t>(sleep_ns)) ==
+                   VK_SUCCESS;
+        const auto until = start + std::chrono::nanoseconds(static_cast<int64_t>(
+                                       std::min(timed->wait_ns + window, static_cast<double>(timeout_ns))));
+        while (!done && Clock::now() < until) {
+            const VkResult status = vk.vkGetFenceStatus(device_.handle(), fence_);
+            if (status != VK_NOT_READY && status != VK_SUCCESS) break;  // the wait below reports it
+            done = status == VK_SUCCESS;
+            if (!done) std::this_thread::yield();
+        }
     }
-    VkResult r = vk.vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, timeout_ns);
-    if (r == VK_TIMEOUT) fail(SIEVE_ERROR_TIMEOUT, what);
-    vk_check(r, "vkWaitForFences");
+    if (!done) {
+        const uint64_t spent = static_cast<uint64_t>(std::chrono::nanoseconds(Clock::now() - start).count());
+        VkResult r = vk.vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, timeout_ns - std::min(spent, timeout_ns));
+        if (r == VK_TIMEOUT) fail(SIEVE_ERROR_TIMEOUT, what);
+        vk_check(r, "vkWaitForFences");
+    }
+    if (timed) {
+        // Follows the shorter waits closely and the longer ones slowly: a
+        // wait that slept to the end measured the wake-up too, and one slow
+        // call should not move the polling away from the usual finish.
+        const double took = static_cast<double>(std::chrono::nanoseconds(Clock::now() - start).count());
+        double& e = timed->wait_ns;
+        e = e <= 0.0 ? took : took < e ? 0.5 * (e + took) : e + (took - e) / 16.0;
+    }
     vk.vkResetFences(device_.handle(), 1, &fence_);
     pending_ = false;
 }
 
 void GpuChain::submit_and_wait(const Recording& rec, VkCommandBuffer prefix) {
     submit(rec, prefix, VK_NULL_HANDLE, nullptr);
-    await(kWaitTimeoutNs, "sampling did not finish within the wait timeout");
+    await(kWaitTimeoutNs, "sampling did not finish within the wait timeout", &rec);
     account(rec);
 }
 

@@ -14,8 +14,8 @@
 
 namespace sieve {
 
-// sieve_context_options.wait_spin_us: the default (no polling) and the largest accepted.
-constexpr int32_t kDefaultWaitSpinUs = 0;
+// sieve_context_options.wait_spin_us: the default polling window and the largest accepted.
+constexpr int32_t kDefaultWaitSpinUs = 20;
 constexpr int32_t kMaxWaitSpinUs = 1000000;
 // The option's value: itself when >= 0, else env SIEVE_WAIT_SPIN_US (a
 // malformed value fails: SIEVE_ERROR_INVALID_ARGUMENT), else the default.
@@ -67,7 +67,7 @@ public:
     uint32_t family() const { return family_; }
     const sieve_device_info& info() const { return info_; }
     const EffectiveLimits& limits() const { return limits_; }
-    // How long a blocking wait polls its fence before it sleeps (wait_spin_us, resolved).
+    // The window a sampling call polls its fence in, around its expected finish (wait_spin_us, resolved).
     uint32_t wait_spin_us() const { return wait_spin_us_; }
 
     // Queue submission is serialized: chains on one context may run on several threads.

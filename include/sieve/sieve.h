@@ -163,16 +163,20 @@ typedef struct sieve_context_options {
     uint32_t max_workgroup_size;   /* 0 or >= 32; also the size used when set (else 256 on GPUs, 64 on CPU devices) */
     sieve_message_callback message_callback; /* NULL = print to stderr */
     void* message_user_data;
-    /* Microseconds a blocking call (sieve_sample, sieve_sample_vulkan,
-     * sieve_chain_wait, ...) polls its submission's fence, yielding the thread
-     * between polls, before it sleeps on it: a sleeping thread can wake tens of
-     * microseconds after the device finished. -1 = env SIEVE_WAIT_SPIN_US,
-     * else 0 (sleep at once); at most 1000000. On a CPU device (lavapipe, 2
-     * cores) the polling thread competes with the device's threads: 2000
-     * took llama.cpp's default chain at vocab 151936 from 345 to 330 us per
-     * token, but top_p;temperature (0.87 ms) ran half its calls near 0.75 ms
-     * and half near 1.13. A caller whose struct_size ends before this field
-     * gets -1. */
+    /* A blocking sampling call (sieve_sample, sieve_sample_vulkan, ...) may
+     * poll its submission's fence near the time it expects the device to
+     * finish instead of sleeping through it: a sleeping thread can wake tens
+     * of microseconds after the device finished. With a window of W
+     * microseconds and calls of the same shape that recently took about E,
+     * the call sleeps until E - W, polls (yielding the thread between polls)
+     * until E + W at most, then sleeps again: at most 2 W of polling a call.
+     * The first call of a shape, and waits that are not a sampling call's
+     * (sieve_chain_wait, ...), sleep at once. 0 = never poll; -1 = env
+     * SIEVE_WAIT_SPIN_US, else 20; at most 1000000. A window longer than the
+     * call polls from the start, which on a CPU device (lavapipe, 2 cores)
+     * competes with the device's own threads: 2000 made top_p;temperature
+     * at vocab 151936 run half its calls near 0.75 ms and half near 1.13. A
+     * caller whose struct_size ends before this field gets -1. */
     int32_t wait_spin_us;
 } sieve_context_options;
 
