@@ -349,7 +349,9 @@ struct OverflowCase {
 // Rows built to take each way a collect chunk forms its top `need`: LM-like
 // rows (registers picks, radix select, rank sort); the best logits at
 // consecutive ids, so a few invocations hold all of them and their lists
-// drop some (the chunk is read again from the threshold); three distinct
+// drop some (the chunk is read again from the threshold), or hold them
+// several to a picked group of 4; one per group of 4 in consecutive groups,
+// so an invocation drops groups (its share is read again); three distinct
 // values, so the threshold's key holds thousands of picks (read again,
 // compactions); the best logits in the last chunk only; and a row whose top
 // holds fewer distinct-key picks than `need` in every chunk but one. Each
@@ -372,8 +374,11 @@ std::vector<float> collect_path_row(int kind, int32_t vocab, uint32_t seed) {
         for (auto& x : row) x -= 30.0f;
         for (int32_t i = 0; i < 60; ++i) row[static_cast<size_t>(vocab - 1 - static_cast<int32_t>(rng() % 1000))] = 5.0f + normal(rng);
         break;
-    case 5:  // the best 48 at consecutive ids: more than 4 in one invocation's share
+    case 5:  // the best 48 at consecutive ids: several in each of an invocation's picked groups
         for (int32_t i = 0; i < 48; ++i) row[static_cast<size_t>(vocab / 3 + i)] = 10.0f + 0.01f * static_cast<float>(i);
+        break;
+    case 6:  // the best 48 one per vec4 in consecutive vec4s: more than 4 groups in one invocation's share
+        for (int32_t i = 0; i < 48; ++i) row[static_cast<size_t>(4 * (vocab / 12) + 4 * i + i % 4)] = 10.0f + 0.01f * static_cast<float>(i);
         break;
     default:  // mostly -inf, the finite ones spread thinly
         for (auto& x : row) x = (rng() % 500 == 0) ? normal(rng) : -kInf;
@@ -388,12 +393,12 @@ TEST(GpuChainCollectPaths, EveryWayAChunkKeepsItsBestEqualsTheTwin) {
         auto gpu = sieve_test::gpu_context(profile);
         // min_p;temperature: the register picks over min-p's floor (collect.comp:
         // pick_chunk), the invocations that dropped some re-reading their share
-        // (kinds 3 and 5), past PICK_LIMIT the collecting loop (kinds 1, 2, 4).
+        // (kinds 3, 5 and 6), past PICK_LIMIT the collecting loop (kinds 1, 2, 4).
         for (const char* chain_text : {kDefaultOrder, "top_k;temperature", "min_p;temperature"}) {
             const auto kinds = sieve_test::twin_chain(chain_text);
             ASSERT_FALSE(kinds.empty());
             for (int32_t vocab : {32000, 151936}) {
-                for (int kind = 0; kind < 6; ++kind) {
+                for (int kind = 0; kind < 7; ++kind) {
                     SCOPED_TRACE(std::string(chain_text) + " vocab " + std::to_string(vocab) + " row kind " +
                                  std::to_string(kind) + " profile " + std::to_string(static_cast<int>(profile)));
                     const uint32_t salt = static_cast<uint32_t>(vocab) + 31u * static_cast<uint32_t>(kind);

@@ -102,15 +102,21 @@ const uint PROBE_AT = CAP - PROBE * WG;
         i0 = b0 ? i : i0;                                        \
     }
 
-// PICK4 over a vec4 of logits at vec4 index Q, with pick_chunk's row
-// statistics (klo, kmin1; the largest key is k0).
-#define PICK_VEC4(F4, Q)                                         \
-    [[unroll]] for (uint c = 0u; c < 4u; ++c) {                  \
-        uint i = 4u * (Q) + c;                                   \
-        uint k = sieve_key((F4)[c]);                             \
-        klo = min(klo, k);                                       \
-        kmin1 = min(kmin1, k - (KEY_NEG_INF + 1u));              \
-        PICK4(k, i)                                              \
+// A vec4 of logits at vec4 index Q as one group: pick_chunk's row statistics
+// (klo, kmin1) over its logits, then PICK4 of its largest key with Q (the
+// largest key of all is k0). One insertion per 4 logits: on lavapipe the
+// insertion's selects, taken per logit, were about 20 us of the default
+// chain at vocab 151936.
+#define PICK_VEC4(F4, Q)                                                      \
+    {                                                                         \
+        uint ka = sieve_key((F4).x), kb = sieve_key((F4).y);                  \
+        uint kc = sieve_key((F4).z), kd = sieve_key((F4).w);                  \
+        klo = min(min(klo, min(ka, kb)), min(kc, kd));                        \
+        kmin1 = min(min(kmin1, min(ka - (KEY_NEG_INF + 1u), kb - (KEY_NEG_INF + 1u))), \
+                    min(kc - (KEY_NEG_INF + 1u), kd - (KEY_NEG_INF + 1u)));   \
+        uint kg = max(max(ka, kb), max(kc, kd));                              \
+        uint qg = (Q);                                                        \
+        PICK4(kg, qg)                                                         \
     }
 
 void probe_threshold(uint row, uint begin, uint stop, uint need) {
@@ -138,6 +144,34 @@ void probe_threshold(uint row, uint begin, uint stop, uint need) {
         c_id[j] = c_id[PROBE_AT + j];
     }
     threshold_from_picks(PROBE * WG, need);
+}
+
+// A picked group (maximum kg, vec4 index q) of pick_chunk: how many of its
+// logits are >= tau, and writing them from `slot` on (returns the next slot).
+// Key 0 is no pick.
+uint group_takes(uint kg, uint q, uint row4, uint tau) {
+    if (kg == 0u || kg < tau) return 0u;
+    vec4 f4 = row_vec4(row4 + q);
+    uint n = 0u;
+    [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+        uint k = sieve_key(f4[c]);
+        n += k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF && k >= tau ? 1u : 0u;
+    }
+    return n;
+}
+
+uint group_write(uint kg, uint q, uint row4, uint tau, uint slot) {
+    if (kg == 0u || kg < tau) return slot;
+    vec4 f4 = row_vec4(row4 + q);
+    [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+        uint k = sieve_key(f4[c]);
+        if (k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF && k >= tau) {
+            c_key[slot] = k;
+            c_id[slot] = 4u * q + c;
+            ++slot;
+        }
+    }
+    return slot;
 }
 
 // Most picks pick_chunk sorts (rank_sort); more go to the collecting loop.
@@ -168,13 +202,17 @@ void rank_sort(uint n) {
 }
 
 // The whole chunk in one read with registers only (plain rows, vec4 map):
-// every invocation keeps its PROBE best logits (its picks) and the row
-// statistics. A radix select over the picks' keys (8 bits a level, counts in
-// shared memory) finds the lowest key edge tau such that at least `need`
-// picks have a key >= tau and at most PICK_LIMIT do (or the exact key of the
-// need-th pick). An invocation whose PROBE-th pick has a key >= tau may have
-// dropped logits >= tau: it reads its own share again and takes every logit
-// >= tau; the others take their picks >= tau. So the chunk's logits >= tau,
+// every invocation keeps the PROBE groups of 4 logits (vec4s) of its share
+// with the largest maxima (its picks: each a group's maximum and vec4 index)
+// and the row statistics. A radix select over the picks' keys (8 bits a
+// level, counts in shared memory) finds the lowest key edge tau such that at
+// least `need` picks have a key >= tau and at most PICK_LIMIT do (or the
+// exact key of the need-th pick). Each pick's key is a distinct logit of the
+// chunk, so the chunk's top `need` are >= tau, and every logit >= tau lies in
+// a group whose maximum is >= tau. An invocation whose PROBE-th pick has a
+// key >= tau may have dropped such groups: it reads its own share again and
+// takes every logit >= tau; the others read their picked groups >= tau again
+// (a vec4 each) and take their logits >= tau. So the chunk's logits >= tau,
 // rank sorted, hold its top `need` (returns true; s_fill = their count).
 // When they pass half the buffer (ties at tau), or tau is still too low
 // after the last level, the collecting loop reads the chunk again from tau
@@ -182,8 +220,8 @@ void rank_sort(uint n) {
 bool pick_chunk(uint row, uint begin, uint end, uint need, bool use_floor, float floor_offset, inout uint bad,
                 inout uint first_bad, inout uint kmin, inout uint kmax) {
     uint t = gl_LocalInvocationID.x;
-    uint k0 = 0u, k1 = 0u, k2 = 0u, k3 = 0u;  // descending; key 0: below every logit's
-    uint i0 = 0u, i1 = 0u, i2 = 0u, i3 = 0u;
+    uint k0 = 0u, k1 = 0u, k2 = 0u, k3 = 0u;  // groups' maxima, descending; key 0: below every logit's
+    uint i0 = 0u, i1 = 0u, i2 = 0u, i3 = 0u;  // their vec4 indices
     uint kmin1 = 0xFFFFFFFFu;  // min of k - (KEY_NEG_INF + 1): -inf wraps to the top
     // NaN and +Inf only need finding here, not counting: keys above
     // KEY_POS_INF - 1 or below KEY_NEG_INF. The loop is the pass's cost on a CPU
@@ -286,8 +324,9 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, bool use_floor, float
         floored = kf > tau;
         tau = max(tau, kf);
     }
-    // An invocation whose 4th pick reaches tau may have dropped logits >= tau:
-    // it reads its own share again (1/WG of the chunk) and takes all of them.
+    // An invocation whose 4th pick reaches tau may have dropped groups with
+    // logits >= tau: it reads its own share again (1/WG of the chunk) and
+    // takes all of them.
     bool dropped = k3 != 0u && k3 >= tau;
     if (t == 0u) {
         s_fill = 0u;
@@ -300,8 +339,8 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, bool use_floor, float
     // tau still too low after the last level (m is uniform): the collecting
     // loop reads the chunk again from tau. (A floor's count is checked below.)
     if (m > PICK_LIMIT && !floored) return false;
-    uint mine = (k0 != 0u && k0 >= tau ? 1u : 0u) + (k1 != 0u && k1 >= tau ? 1u : 0u) +
-                (k2 != 0u && k2 >= tau ? 1u : 0u) + (k3 != 0u && k3 >= tau ? 1u : 0u);
+    uint mine = group_takes(k0, i0, row4, tau) + group_takes(k1, i1, row4, tau) +
+                group_takes(k2, i2, row4, tau) + group_takes(k3, i3, row4, tau);
     if (dropped) {
         mine = 0u;
         for (uint q = q_first; q < q_stop; q += q_step) {
@@ -334,10 +373,10 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, bool use_floor, float
             }
         }
     } else {
-        if (mine > 0u) { c_key[slot] = k0; c_id[slot] = i0; }
-        if (mine > 1u) { c_key[slot + 1u] = k1; c_id[slot + 1u] = i1; }
-        if (mine > 2u) { c_key[slot + 2u] = k2; c_id[slot + 2u] = i2; }
-        if (mine > 3u) { c_key[slot + 3u] = k3; c_id[slot + 3u] = i3; }
+        slot = group_write(k0, i0, row4, tau, slot);
+        slot = group_write(k1, i1, row4, tau, slot);
+        slot = group_write(k2, i2, row4, tau, slot);
+        group_write(k3, i3, row4, tau, slot);
     }
     barrier();
     uint n = s_fill;
