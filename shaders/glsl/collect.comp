@@ -178,27 +178,32 @@ uint group_write(uint kg, uint q, uint row4, uint tau, uint slot) {
 const uint PICK_LIMIT = 2u * WG < CAP / 2u ? 2u * WG : CAP / 2u;
 shared uint s_sel_bin, s_sel_above;
 
-// Rank sort of c[0, n) (n <= CAP / 2, distinct entries) into canonical order:
-// each entry counts the entries before it and moves there through
-// c[CAP / 2, CAP / 2 + n). O(n^2 / WG) shared reads and 2 barriers: for the
-// few dozen entries it sorts, far cheaper than a bitonic sort's stages on a
-// CPU device, where every shared access of every invocation is a scalar load.
-void rank_sort(uint n) {
+// Rank sort of c[0, n) (distinct entries, after a barrier) straight into the
+// chunk's list at `list`: each entry counts the entries before it in
+// canonical order and, when that rank is below `need`, writes itself there.
+// O(n^2 / WG) shared reads and no barrier: for the few dozen entries it
+// sorts, far cheaper than a bitonic sort's stages on a CPU device, where
+// every shared access of every invocation is a scalar load.
+void rank_sort_to_list(uint n, uint need, uint list) {
     uint t = gl_LocalInvocationID.x;
-    barrier();
     for (uint e = t; e < n; e += WG) {
         uint ke = c_key[e], ie = c_id[e];
-        uint r = 0u;
-        for (uint j = 0u; j < n; ++j) r += canonical_after(ke, ie, c_key[j], c_id[j]) ? 1u : 0u;
-        c_key[HALF + r] = ke;
-        c_id[HALF + r] = ie;
+        // Larger keys first, then equal keys by lower id: the ids are read
+        // only by an invocation whose key is tied (rare in f32 rows, common
+        // in f16/bf16 ones), since each shared load is a loop over the SIMD
+        // lanes on a CPU device.
+        uint r = 0u, equal = 0u;  // equal counts the entry itself
+        for (uint j = 0u; j < n; ++j) {
+            uint kj = c_key[j];
+            r += kj > ke ? 1u : 0u;
+            equal += kj == ke ? 1u : 0u;
+        }
+        for (uint j = 0u; equal > 1u && j < n; ++j) r += c_key[j] == ke && c_id[j] < ie ? 1u : 0u;
+        if (r < need) {
+            candidates[list + 2u * r] = ke;
+            candidates[list + 2u * r + 1u] = ie;
+        }
     }
-    barrier();
-    for (uint e = t; e < n; e += WG) {
-        c_key[e] = c_key[HALF + e];
-        c_id[e] = c_id[HALF + e];
-    }
-    barrier();
 }
 
 // The whole chunk in one read with registers only (plain rows, vec4 map):
@@ -213,13 +218,15 @@ void rank_sort(uint n) {
 // key >= tau may have dropped such groups: it reads its own share again and
 // takes every logit >= tau; the others read their picked groups >= tau again
 // (a vec4 each) and take their logits >= tau. So the chunk's logits >= tau,
-// rank sorted, hold its top `need` (returns true; s_fill = their count).
+// rank sorted, hold its top `need`: the first `need` of them are written to
+// the chunk's list at `list` (returns true; `kept` = how many).
 // When they pass half the buffer (ties at tau), or tau is still too low
 // after the last level, the collecting loop reads the chunk again from tau
 // (returns false; a valid threshold, since `need` chunk logits are >= tau).
-bool pick_chunk(uint row, uint begin, uint end, uint need, bool use_floor, float floor_offset, inout uint bad,
-                inout uint first_bad, inout uint kmin, inout uint kmax) {
+bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_floor, float floor_offset,
+                inout uint bad, inout uint first_bad, inout uint kmin, inout uint kmax, out uint kept) {
     uint t = gl_LocalInvocationID.x;
+    kept = 0u;
     uint k0 = 0u, k1 = 0u, k2 = 0u, k3 = 0u;  // groups' maxima, descending; key 0: below every logit's
     uint i0 = 0u, i1 = 0u, i2 = 0u, i3 = 0u;  // their vec4 indices
     uint kmin1 = 0xFFFFFFFFu;  // min of k - (KEY_NEG_INF + 1): -inf wraps to the top
@@ -380,9 +387,8 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, bool use_floor, float
     }
     barrier();
     uint n = s_fill;
-    rank_sort(n);
-    if (t == 0u) s_fill = min(n, need);
-    barrier();
+    rank_sort_to_list(n, need, list);
+    kept = min(n, need);
     return true;
 }
 
@@ -510,6 +516,8 @@ void main() {
     RowStats s = row_stats_empty();
     Agg a = agg_empty();
     uint kept;  // entries of this chunk's list
+    uint list = chunk_list_at(row, chunk);
+    bool listed = false;  // the list is written already (pick_chunk)
     if (small) {
         // The whole row (vocab <= CAP) in the buffer.
         for (uint i = t; i < pc.vocab; i += WG) {
@@ -558,7 +566,10 @@ void main() {
         bool vmap = !ROW_INPUTS && !aggregates && (PLAIN || (pc.stride & 3u) == 0u);
         bool sorted = false;
         if (vmap && 2u * PROBE * WG <= CAP && (PLAIN || need <= PROBE * WG)) {
-            sorted = pick_chunk(row, begin, end, need, use_floor, floor_offset, bad, first_bad, kmin, kmax);
+            uint picked;
+            sorted = pick_chunk(row, begin, end, need, list, use_floor, floor_offset, bad, first_bad, kmin, kmax, picked);
+            listed = sorted;
+            kept = picked;
             if (!sorted) {  // the collecting loop reads the chunk again from tau
                 bad = 0u;
                 first_bad = 0xFFFFFFFFu;
@@ -687,12 +698,11 @@ void main() {
         if (!sorted) compact(need);
         s = wg_reduce_row_stats(s);
         if (aggregates) a = wg_reduce_agg(a);
-        kept = s_fill;
+        if (!listed) kept = s_fill;
     }
     // The list for collect_tail.comp (a small row's is the whole row, sorted)
     // and the chunk's statistics.
-    uint list = chunk_list_at(row, chunk);
-    for (uint i = t; i < kept; i += WG) {
+    for (uint i = t; !listed && i < kept; i += WG) {
         candidates[list + 2u * i] = c_key[i];
         candidates[list + 2u * i + 1u] = c_id[i];
     }
