@@ -565,10 +565,8 @@ void main() {
         bool vmap = !ROW_INPUTS && !aggregates && (PLAIN || (pc.stride & 3u) == 0u);
         bool sorted = false;
         if (vmap && 2u * PROBE * WG <= CAP && (PLAIN || need <= PROBE * WG)) {
-            uint picked;
-            sorted = pick_chunk(row, begin, end, need, list, use_floor, floor_offset, bad, first_bad, kmin, kmax, picked);
+            sorted = pick_chunk(row, begin, end, need, list, use_floor, floor_offset, bad, first_bad, kmin, kmax, kept);
             listed = sorted;
-            kept = picked;
             if (!sorted) {  // the collecting loop reads the chunk again from tau
                 bad = 0u;
                 first_bad = 0xFFFFFFFFu;
