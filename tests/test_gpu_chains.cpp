@@ -356,7 +356,8 @@ struct OverflowCase {
 // compactions); the best logits in the last chunk only; and a row whose top
 // holds fewer distinct-key picks than `need` in every chunk but one. Each
 // against the twin, llama.cpp's default chain and top-k alone, at 32000 and
-// 151936, on the device and under the constrained profile.
+// 151936, on the device and under the constrained profile. (Kind 7, the best
+// 2400 at consecutive ids, is for large top-k: LargeTopKKeepsItsBest.)
 std::vector<float> collect_path_row(int kind, int32_t vocab, uint32_t seed) {
     if (kind == 0) return sieve_test::make_row(Shape::Zipf, vocab, seed);  // LM-like
     std::mt19937 rng(seed);
@@ -379,6 +380,12 @@ std::vector<float> collect_path_row(int kind, int32_t vocab, uint32_t seed) {
         break;
     case 6:  // the best 48 one per vec4 in consecutive vec4s: more than 4 groups in one invocation's share
         for (int32_t i = 0; i < 48; ++i) row[static_cast<size_t>(4 * (vocab / 12) + 4 * i + i % 4)] = 10.0f + 0.01f * static_cast<float>(i);
+        break;
+    case 7:  // the best 2400 at consecutive ids: four to each group of 4, in every chunk's share
+        for (int32_t i = 0; i < 2400; ++i) {
+            const int32_t at = (i % 2 == 0 ? vocab / 4 : 3 * (vocab / 4)) + i / 2;
+            row[static_cast<size_t>(at)] = 10.0f + 0.001f * static_cast<float>(i % 997);
+        }
         break;
     default:  // mostly -inf, the finite ones spread thinly
         for (auto& x : row) x = (rng() % 500 == 0) ? normal(rng) : -kInf;
@@ -413,6 +420,43 @@ TEST(GpuChainCollectPaths, EveryWayAChunkKeepsItsBestEqualsTheTwin) {
                     const bool min_p_overflows = std::string(chain_text) == "min_p;temperature" &&
                                                  (kind == 1 || kind == 2 || kind == 4);
                     if (!min_p_overflows) {
+                        EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u);
+                    }
+                }
+            }
+        }
+    }
+    expect_rare(tally);
+}
+
+// Top-k in the hundreds past the register picks: the deep probe's threshold
+// (collect.comp: deep_probe_threshold), one pick per group of 4 on rows of
+// whole vec4s, so rows whose best logits sit four to a group (kind 7) and
+// one to a group (kind 6) both keep the chunk's best `need`.
+TEST(GpuChainCollectPaths, LargeTopKKeepsItsBestEqualsTheTwin) {
+    Tally tally;
+    for (Profile profile : {Profile::Full, Profile::Wide}) {
+        auto gpu = sieve_test::gpu_context(profile);
+        const char* chain_text = "top_k;temperature";
+        const auto kinds = sieve_test::twin_chain(chain_text);
+        ASSERT_FALSE(kinds.empty());
+        for (int32_t vocab : {32000, 151936}) {
+            for (int kind : {0, 1, 2, 6, 7}) {
+                for (int32_t top_k : {300, 1000}) {
+                    SCOPED_TRACE("vocab " + std::to_string(vocab) + " row kind " + std::to_string(kind) + " top-k " +
+                                 std::to_string(top_k) + " profile " + std::to_string(static_cast<int>(profile)));
+                    const uint32_t salt = static_cast<uint32_t>(vocab) + 31u * static_cast<uint32_t>(kind);
+                    const auto logits = collect_path_row(kind, vocab, salt);
+                    RowParams base = preset("active");
+                    base.top_k = top_k;
+                    const auto params = row_params(base, 1, salt);
+                    sieve::Chain chain(gpu, sieve_test::chain_desc(chain_text, 1, vocab, base.temperature, 1));
+                    set_row(chain, 0, params[0]);
+                    run_and_compare(chain, kinds, logits, 1, vocab, params, 2, &tally);
+                    // (A context whose candidate buffer cannot hold k twice,
+                    // as SIEVE_PROFILE=constrained makes every context, hands
+                    // the row to the twin.)
+                    if (static_cast<uint32_t>(top_k) <= gpu.device_info().candidate_capacity / 2) {
                         EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u);
                     }
                 }

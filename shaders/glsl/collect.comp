@@ -392,19 +392,24 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
 }
 
 // A large `need` (top-k in the hundreds to CAP / 2): each invocation keeps its
-// PROBE_DEEP best logits of its whole share of the chunk in registers, and the
+// PROBE_DEEP best picks of its whole share of the chunk in registers, and the
 // need-th best of all picks is the threshold. On LM-like rows that is close
 // to the chunk's own need-th best, so the collecting loop appends about
 // `need` logits instead of thousands (top-k 1000 at 151936: one compaction
-// instead of dozens). Picks are chunk logits, so the threshold is at most the
-// chunk's need-th best: nothing is lost.
+// instead of dozens). A pick is a logit of the chunk, or with the vec4 map a
+// group of 4's largest one (one pick per group): distinct logits either way,
+// so at least `need` chunk logits are at or above the threshold, which is at
+// most the chunk's need-th best: nothing is lost.
 const uint PROBE_DEEP = 16u;
 
 // Inserts (k, i) into the register list pk/pi (descending; ids grow within an
 // invocation, so a later equal key ranks after and is not taken), only for a
-// logit above the 16th best: rare once an invocation has seen a few dozen.
+// pick above the 16th best: rare once an invocation has seen a few dozen.
 // (On lavapipe the guard measured cheaper than unconditional selects: collect
 // stage of top-k 1000 at 151936 about 5.1-5.9 ms with it, 6.9-7.7 without.)
+// The threshold reads only pk, but pi stays: without it lavapipe's build of
+// the pass ran top-k 1000 at 151936 in 10.6 ms instead of 3.1 (2026-11-25,
+// alternating runs; not traced: the probe itself stayed cheap).
 #define DEEP_INSERT(k, i)                                                   \
     if (k > pk[PROBE_DEEP - 1u]) {                                          \
         [[unroll]] for (uint j = PROBE_DEEP - 1u; j > 0u; --j) {            \
@@ -425,18 +430,21 @@ void deep_probe_threshold(uint row, uint begin, uint stop, uint need, bool vmap)
         pi[j] = 0u;
     }
     if (vmap) {
-        // Four logits a load (the insertion's selects, not the loads, bound
-        // this loop); chunks start at multiples of 4 and such rows end at one.
+        // Four logits a load and one insertion test per group of 4, for its
+        // largest key: the insertions, not the loads, bound this loop (top-k
+        // 1000 at 151936: 4.1 -> 3.1 ms against a test per logit, alternating
+        // runs). Chunks start at multiples of 4 and such rows end at one.
         uint row4 = row * (pc.stride / 4u);
         uint q = begin / 4u + t;
         for (; q < stop / 4u; q += WG) {
             vec4 f4 = logits4[row4 + q];
+            uint kg = 0u;
             [[unroll]] for (uint c = 0u; c < 4u; ++c) {
                 uint k = sieve_key(f4[c]);
-                k = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF ? k : 0u;
-                uint i = 4u * q + c;
-                DEEP_INSERT(k, i)
+                kg = max(kg, k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF ? k : 0u);
             }
+            uint i = 4u * q;
+            DEEP_INSERT(kg, i)
         }
     } else {
         for (uint i = begin + t; i < stop; i += WG) {
