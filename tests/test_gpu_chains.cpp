@@ -381,7 +381,7 @@ std::vector<float> collect_path_row(int kind, int32_t vocab, uint32_t seed) {
     case 6:  // the best 48 one per vec4 in consecutive vec4s: more than 4 groups in one invocation's share
         for (int32_t i = 0; i < 48; ++i) row[static_cast<size_t>(4 * (vocab / 12) + 4 * i + i % 4)] = 10.0f + 0.01f * static_cast<float>(i);
         break;
-    case 7:  // the best 2400 at consecutive ids: four to each group of 4, in every chunk's share
+    case 7:  // the best 2400 at consecutive ids in two places (each chunk's, on a CPU device): four to a group of 4
         for (int32_t i = 0; i < 2400; ++i) {
             const int32_t at = (i % 2 == 0 ? vocab / 4 : 3 * (vocab / 4)) + i / 2;
             row[static_cast<size_t>(at)] = 10.0f + 0.001f * static_cast<float>(i % 997);

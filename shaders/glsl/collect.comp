@@ -432,8 +432,9 @@ void deep_probe_threshold(uint row, uint begin, uint stop, uint need, bool vmap)
     if (vmap) {
         // Four logits a load and one insertion test per group of 4, for its
         // largest key: the insertions, not the loads, bound this loop (top-k
-        // 1000 at 151936: 4.1 -> 3.1 ms against a test per logit, alternating
-        // runs). Chunks start at multiples of 4 and such rows end at one.
+        // 1000 at 151936: 3.9 -> 3.2 ms against a test per logit, five
+        // alternating runs). Chunks start at multiples of 4 and such rows end
+        // at one.
         uint row4 = row * (pc.stride / 4u);
         uint q = begin / 4u + t;
         for (; q < stop / 4u; q += WG) {
