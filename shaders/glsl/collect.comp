@@ -525,7 +525,7 @@ void main() {
     Agg a = agg_empty();
     uint kept;  // entries of this chunk's list
     uint list = chunk_list_at(row, chunk);
-    bool listed = false;  // the list is written already (pick_chunk)
+    bool listed = false;  // pick_chunk sorted the chunk and wrote its list already
     if (small) {
         // The whole row (vocab <= CAP) in the buffer.
         for (uint i = t; i < pc.vocab; i += WG) {
@@ -572,11 +572,9 @@ void main() {
         // The vec4 map: plain rows (no bias, bitmask or aggregates) whose
         // stride is a multiple of 4 (chunks start at multiples of 4).
         bool vmap = !ROW_INPUTS && !aggregates && (PLAIN || (pc.stride & 3u) == 0u);
-        bool sorted = false;
         if (vmap && 2u * PROBE * WG <= CAP && (PLAIN || need <= PROBE * WG)) {
-            sorted = pick_chunk(row, begin, end, need, list, use_floor, floor_offset, bad, first_bad, kmin, kmax, kept);
-            listed = sorted;
-            if (!sorted) {  // the collecting loop reads the chunk again from tau
+            listed = pick_chunk(row, begin, end, need, list, use_floor, floor_offset, bad, first_bad, kmin, kmax, kept);
+            if (!listed) {  // the collecting loop reads the chunk again from tau
                 bad = 0u;
                 first_bad = 0xFFFFFFFFu;
                 kmin = 0xFFFFFFFFu;
@@ -587,7 +585,7 @@ void main() {
             probe_threshold(row, begin, min(begin + PROBE_ROUND * WG, end), need);
         else if (!PLAIN && PROBE_DEEP * WG <= CAP && need <= PROBE_DEEP * WG)
             deep_probe_threshold(row, begin, end, need, vmap);
-        uint base = sorted ? end : begin;
+        uint base = listed ? end : begin;
         while (base < end) {
             uint fill = s_fill;
             barrier();  // every invocation has read it before anyone appends
@@ -701,7 +699,7 @@ void main() {
             base = stop;
         }
         s = RowStats(0u, 0xFFFFFFFFu, kmin, bad, first_bad, 0u, 0u);
-        if (!sorted) compact(need);
+        if (!listed) compact(need);
         s = wg_reduce_row_stats(s);
         if (aggregates) a = wg_reduce_agg(a);
         if (!listed) kept = s_fill;
