@@ -17,6 +17,8 @@ endfunction()
 
 sieve_require_program(SIEVE_GLSLANG glslangValidator glslang-tools)
 sieve_require_program(SIEVE_SPIRV_VAL spirv-val spirv-tools)
+sieve_require_program(SIEVE_SPIRV_AS spirv-as spirv-tools)
+sieve_require_program(SIEVE_SPIRV_DIS spirv-dis spirv-tools)
 sieve_require_header(SIEVE_VULKAN_INCLUDE_DIR vulkan/vulkan_core.h libvulkan-dev)
 sieve_require_header(SIEVE_VOLK_INCLUDE_DIR volk.h libvulkan-volk-dev)
 if(NOT EXISTS "${SIEVE_VOLK_INCLUDE_DIR}/volk.c")

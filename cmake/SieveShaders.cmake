@@ -4,7 +4,10 @@
 # defines sieve::shaders::<stem> (a std::span-like {const uint32_t*, size_t}).
 # Each shader is built twice: <stem> for every device, and <stem>_subgroup with
 # SIEVE_SUBGROUP defined, for devices with subgroup arithmetic (the engine picks
-# one per device; the constrained profile forces the first).
+# one per device; the constrained profile forces the first). A shader with a
+# last-workgroup handoff (it includes arrive.glsl) is also built with
+# SIEVE_MEMORY_MODEL defined, <stem>_vmm and <stem>_subgroup_vmm, for devices
+# with the Vulkan memory model.
 
 function(sieve_add_shaders)
   cmake_parse_arguments(ARG "" "TARGET" "SOURCES;INCLUDES" ${ARGN})
@@ -15,20 +18,33 @@ function(sieve_add_shaders)
   foreach(src ${ARG_SOURCES})
     get_filename_component(base ${src} NAME_WE)
     get_filename_component(abs ${src} ABSOLUTE)
-    foreach(variant "" "_subgroup")
+    file(STRINGS ${abs} handoff REGEX "#include \"arrive.glsl\"")
+    set(variants "" "_subgroup")
+    if(handoff)
+      list(APPEND variants "_vmm" "_subgroup_vmm")
+    endif()
+    foreach(variant IN LISTS variants)
       set(stem ${base}${variant})
       set(defines)
-      if(variant STREQUAL "_subgroup")
-        set(defines -DSIEVE_SUBGROUP=1)
+      if(variant MATCHES "_subgroup")
+        list(APPEND defines -DSIEVE_SUBGROUP=1)
       endif()
       set(spv ${gen_dir}/${stem}.spv)
       set(cpp ${gen_dir}/${stem}_spv.cpp)
+      set(patch)
+      if(variant MATCHES "_vmm")
+        list(APPEND defines -DSIEVE_MEMORY_MODEL=1)
+        set(patch COMMAND ${CMAKE_COMMAND} -DSPV=${spv} -DOUT=${spv} -DDIS=${SIEVE_SPIRV_DIS} -DAS=${SIEVE_SPIRV_AS}
+                  -P ${PROJECT_SOURCE_DIR}/cmake/SpirvDeviceScope.cmake)
+      endif()
       add_custom_command(
         OUTPUT ${spv} ${cpp}
         COMMAND ${SIEVE_GLSLANG} -V --target-env vulkan1.1 ${defines} -I${CMAKE_CURRENT_SOURCE_DIR}/glsl -o ${spv} ${abs}
+        ${patch}
         COMMAND ${SIEVE_SPIRV_VAL} --target-env vulkan1.1 ${spv}
         COMMAND ${CMAKE_COMMAND} -DSPV=${spv} -DOUT=${cpp} -DNAME=${stem} -P ${PROJECT_SOURCE_DIR}/cmake/EmbedSpirv.cmake
         DEPENDS ${abs} ${ARG_INCLUDES} ${PROJECT_SOURCE_DIR}/cmake/EmbedSpirv.cmake
+                ${PROJECT_SOURCE_DIR}/cmake/SpirvDeviceScope.cmake
         COMMENT "SPIR-V ${stem} (glslang, spirv-val, embed)"
         VERBATIM)
       list(APPEND cpp_files ${cpp})

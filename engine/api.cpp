@@ -1,6 +1,7 @@
 // The C API: argument checks, exceptions turned into statuses and the thread's
 // last-error message. Nothing here samples; it forwards to ContextImpl/ChainImpl.
 #include "calibration.hpp"
+#include "device_profile.hpp"
 #include "context.hpp"
 #include "gpu_context.hpp"
 #include "vk_instance.hpp"
@@ -89,7 +90,13 @@ sieve_context_options options_or_default(const sieve_context_options* options) {
     if (o.wait_spin_us < -1 || o.wait_spin_us > kMaxWaitSpinUs)
         fail(SIEVE_ERROR_INVALID_ARGUMENT, "wait_spin_us " + std::to_string(o.wait_spin_us) +
                                                " is outside [-1, " + std::to_string(kMaxWaitSpinUs) + "]");
-    if (raw_enum(o.backend) == SIEVE_BACKEND_VULKAN) o.wait_spin_us = resolve_wait_spin(o.wait_spin_us);
+    if (raw_enum(o.backend) == SIEVE_BACKEND_VULKAN) {
+        o.wait_spin_us = resolve_wait_spin(o.wait_spin_us);
+        resolve_profile(o.profile);  // an unknown name fails here, before any Vulkan object exists
+    } else if (o.profile && parse_profile(o.profile) != SIEVE_PROFILE_DEVICE) {
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, std::string("profile '") + o.profile +
+                                               "' shapes the Vulkan backend's plans; the CPU backend has none");
+    }
     return o;
 }
 
@@ -141,6 +148,16 @@ SIEVE_API sieve_status sieve_enumerate_devices(sieve_device_info* infos, uint32_
         return SIEVE_OK;
     });
 }
+
+SIEVE_API sieve_status sieve_profile_parse(const char* name, uint32_t* profile) {
+    return guarded([&] {
+        if (!profile) fail(SIEVE_ERROR_INVALID_ARGUMENT, "profile is NULL");
+        *profile = resolve_profile(name);
+        return SIEVE_OK;
+    });
+}
+
+SIEVE_API const char* sieve_profile_name(uint32_t profile) { return profile_name(profile); }
 
 SIEVE_API void sieve_context_options_init(sieve_context_options* options) {
     if (!options) return;

@@ -85,7 +85,7 @@ sieve_calibration calibrate(Device& device, uint32_t vocab, uint32_t rows, uint3
     if (rows > lim.max_workgroup_count_y)
         fail(SIEVE_ERROR_DEVICE_LIMIT, "calibration: " + std::to_string(rows) + " rows exceed maxComputeWorkGroupCount[1]");
     uint32_t n_chunks = 1, chunk_size = vocab;
-    chunking(vocab, lim, device.info().type, &n_chunks, &chunk_size);  // the engine's split of a row
+    chunking(vocab, lim, lim.plan_type, &n_chunks, &chunk_size);  // the engine's split of a row
     const uint32_t chunk_vec4 = (chunk_size + 3) / 4;
     n_chunks = (row_vec4 + chunk_vec4 - 1) / chunk_vec4;
 

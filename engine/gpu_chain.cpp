@@ -390,7 +390,7 @@ private:
 
 GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
     : ChainImpl(config), device_(context.device()), pipelines_(context.pipelines()), limits_(device_.limits()),
-      type_(device_.info().type), max_chunks_(max_chunks_for(limits_, type_)),
+      type_(limits_.plan_type), max_chunks_(max_chunks_for(limits_, type_)),
       chain_collect_(chain_needs_collect(config.samplers)),
       input_words_(row_input_words(static_cast<uint32_t>(config.max_vocab))), adjust_layout_(adjust_layout(config)) {
     const auto& vk = device_.vk();
@@ -1498,7 +1498,7 @@ void GpuChain::plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, u
 
 std::unique_ptr<ChainImpl> make_gpu_chain(VulkanContext& context, const ChainConfig& config) {
     const EffectiveLimits& limits = context.device().limits();
-    check_capacity(config, limits, max_chunks_for(limits, context.device().info().type));
+    check_capacity(config, limits, max_chunks_for(limits, limits.plan_type));
     size_t ops = 0;
     for (size_t i = 0; i + 1 < config.samplers.size(); ++i)
         ops += (config.samplers[i] != ref::SamplerKind::Penalties && config.samplers[i] != ref::SamplerKind::Dry) ? 1 : 0;

@@ -149,6 +149,7 @@ Pipelines::Pipelines(Device& device) : device_(device) {
     // its per-subgroup array by that); the portable one everywhere else.
     const auto& lim = device.limits();
     uses_subgroups_ = (lim.features & SIEVE_FEATURE_SUBGROUP_ARITHMETIC) && device.info().subgroup_size >= 4;
+    uses_memory_model_ = (lim.features & SIEVE_FEATURE_VULKAN_MEMORY_MODEL) != 0;
     try {
         build(0);
     } catch (...) {
@@ -220,7 +221,7 @@ VkPipeline Pipelines::collect(Stage stage, uint64_t ops, uint32_t selector, Inpu
     // of lavapipe's (measured on lavapipe, default chain at 151936: 541 -> 431
     // us per token with 16 against 64; 355 -> 348 with 8 against 16, min_p
     // 326 -> 317). A GPU keeps the full workgroup.
-    const bool cpu = device_.info().type == SIEVE_DEVICE_CPU;
+    const bool cpu = lim.plan_type == SIEVE_DEVICE_CPU;
     const uint32_t wg = tail && cpu ? std::min<uint32_t>(lim.workgroup_size, 8u) : lim.workgroup_size;
     VkPipeline p = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, wg,
                                            lim.candidate_capacity, inputs, ops, selector, variant, texel ? 1u : 0u);
@@ -239,9 +240,25 @@ const shaders::Spirv& Pipelines::spirv(Stage stage) const {
         &shaders::finalize_subgroup,    &shaders::probabilities_subgroup,  &shaders::collect_subgroup,
         &shaders::wide_histogram_subgroup, &shaders::wide_gather_subgroup, &shaders::history_subgroup,
         &shaders::raw_stats_subgroup,   &shaders::collect_tail_subgroup,   &shaders::collect_subgroup};
+    // The stages with a last-workgroup handoff (arrive.glsl) also exist for
+    // the Vulkan memory model; the others have none (nullptr).
+    static const shaders::Spirv* const memory_model[] = {
+        &shaders::row_stats_vmm, &shaders::mass_histogram_vmm, &shaders::gather_vmm, nullptr, nullptr, nullptr,
+        &shaders::wide_histogram_vmm, &shaders::wide_gather_vmm, nullptr, &shaders::raw_stats_vmm, nullptr, nullptr};
+    static const shaders::Spirv* const memory_model_subgroups[] = {
+        &shaders::row_stats_subgroup_vmm, &shaders::mass_histogram_subgroup_vmm, &shaders::gather_subgroup_vmm,
+        nullptr, nullptr, nullptr, &shaders::wide_histogram_subgroup_vmm, &shaders::wide_gather_subgroup_vmm,
+        nullptr, &shaders::raw_stats_subgroup_vmm, nullptr, nullptr};
     static_assert(std::size(portable) == static_cast<size_t>(Stage::Count), "one shader per stage");
     static_assert(std::size(with_subgroups) == static_cast<size_t>(Stage::Count), "one shader per stage");
-    return *(uses_subgroups_ ? with_subgroups : portable)[static_cast<uint32_t>(stage)];
+    static_assert(std::size(memory_model) == static_cast<size_t>(Stage::Count), "one entry per stage");
+    static_assert(std::size(memory_model_subgroups) == static_cast<size_t>(Stage::Count), "one entry per stage");
+    const uint32_t i = static_cast<uint32_t>(stage);
+    if (uses_memory_model_) {
+        const shaders::Spirv* vmm = (uses_subgroups_ ? memory_model_subgroups : memory_model)[i];
+        if (vmm) return *vmm;
+    }
+    return *(uses_subgroups_ ? with_subgroups : portable)[i];
 }
 
 void Pipelines::build(uint32_t v) {

@@ -107,6 +107,8 @@ public:
     VkPipeline collect(Stage stage, uint64_t ops, uint32_t selector, InputsMode inputs, bool small,
                        bool texel = false);
     bool uses_subgroups() const { return uses_subgroups_; }
+    // The handoff shaders' Vulkan memory model variants (arrive.glsl).
+    bool uses_memory_model() const { return uses_memory_model_; }
 
 private:
     Device& device_;
@@ -120,6 +122,7 @@ private:
     std::map<std::tuple<uint32_t, uint32_t, bool, bool, uint32_t, bool>, VkPipeline> wide_;
     std::mutex variants_mutex_;  // row_stats_texel_, wide_
     bool uses_subgroups_ = false;
+    bool uses_memory_model_ = false;
     std::once_flag inputs_variant_[kInputsModes];
     std::mutex collect_mutex_;
     std::map<std::tuple<uint32_t, uint64_t, uint32_t, uint32_t, bool, bool>, VkPipeline> collect_;

@@ -1,5 +1,6 @@
 #include "vk_device.hpp"
 
+#include "device_profile.hpp"
 #include "vk_check.hpp"
 
 #include <algorithm>
@@ -7,22 +8,6 @@
 #include <cstring>
 
 namespace sieve {
-
-namespace {
-
-uint32_t floor_pow2(uint32_t v) { return v == 0 ? 0 : 1u << (31 - __builtin_clz(v)); }
-
-// SIEVE_PROFILE=constrained: what a small phone GPU offers.
-void apply_env_profile(sieve_context_options& o) {
-    const char* env = std::getenv("SIEVE_PROFILE");
-    if (env && std::strcmp(env, "constrained") == 0) {
-        o.disable_features |= SIEVE_FEATURE_ALL;
-        o.max_shared_memory = o.max_shared_memory ? std::min(o.max_shared_memory, 16384u) : 16384u;
-        o.max_workgroup_size = o.max_workgroup_size ? std::min(o.max_workgroup_size, 128u) : 128u;
-    }
-}
-
-} // namespace
 
 int32_t resolve_wait_spin(int32_t option) {
     if (option >= 0) return option;
@@ -40,12 +25,23 @@ Device::Device(std::shared_ptr<Instance> instance, const PhysicalDevice& physica
     : instance_(std::move(instance)), physical_(physical.handle), family_(physical.compute_family), owned_(true) {
     info_ = physical.info;
     // Enable the optional features the device has and the profile allows.
-    uint32_t wanted = info_.features & ~options.disable_features;
+    const bool constrained = resolve_profile(options.profile) & SIEVE_PROFILE_CONSTRAINED;
+    const uint32_t wanted = info_.features & ~options.disable_features & (constrained ? 0u : ~0u);
     VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
     storage16.storageBuffer16BitAccess = (wanted & SIEVE_FEATURE_16BIT_STORAGE) ? VK_TRUE : VK_FALSE;
     VkPhysicalDeviceTimelineSemaphoreFeatures timeline{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
     timeline.timelineSemaphore = (wanted & SIEVE_FEATURE_TIMELINE_SEMAPHORE) ? VK_TRUE : VK_FALSE;
     if (wanted & SIEVE_FEATURE_TIMELINE_SEMAPHORE) storage16.pNext = &timeline;
+    // The memory model: core in 1.2 (the feature struct), an extension in 1.1.
+    VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+    std::vector<const char*> extensions;
+    if (wanted & SIEVE_FEATURE_VULKAN_MEMORY_MODEL) {
+        memory_model.vulkanMemoryModel = VK_TRUE;
+        memory_model.vulkanMemoryModelDeviceScope = VK_TRUE;
+        memory_model.pNext = storage16.pNext;
+        storage16.pNext = &memory_model;
+        if (info_.api_version < VK_API_VERSION_1_2) extensions.push_back(VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
+    }
 
     float priority = 1.0f;
     VkDeviceQueueCreateInfo queue{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
@@ -56,6 +52,8 @@ Device::Device(std::shared_ptr<Instance> instance, const PhysicalDevice& physica
     info.pNext = &storage16;
     info.queueCreateInfoCount = 1;
     info.pQueueCreateInfos = &queue;
+    info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+    info.ppEnabledExtensionNames = extensions.data();
     vk_check(vkCreateDevice(physical_, &info, nullptr, &device_), "vkCreateDevice");
     volkLoadDeviceTable(&table_, device_);
     table_.vkGetDeviceQueue(device_, family_, 0, &queue_);
@@ -71,37 +69,18 @@ Device::Device(VkInstance instance, VkPhysicalDevice physical, VkDevice device, 
     init(options, info_.features & enabled_features & ~options.disable_features);
 }
 
-void Device::init(const sieve_context_options& given, uint32_t enabled_features) {
-    sieve_context_options options = given;
-    apply_env_profile(options);
+void Device::init(const sieve_context_options& options, uint32_t enabled_features) {
     // (Resolved before any Vulkan object exists: sieve_context_create checks it first.)
     wait_spin_us_ = static_cast<uint32_t>(options.wait_spin_us >= 0 ? options.wait_spin_us : kDefaultWaitSpinUs);
     VkPhysicalDeviceProperties props{};
     vkGetPhysicalDeviceProperties(physical_, &props);
     vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
 
-    // A CPU implementation runs an invocation group as SIMD lanes and a barrier
-    // as a switch between them: small workgroups cost far less there. An
-    // explicit size (the constrained profile, tests of the GPU sizes) wins.
-    uint32_t wg = options.max_workgroup_size ? options.max_workgroup_size
-                                             : (info_.type == SIEVE_DEVICE_CPU ? 64u : 256u);
-    wg = std::min(wg, info_.max_workgroup_size);
-    uint32_t shared = info_.max_shared_memory;
-    if (options.max_shared_memory) shared = std::min(shared, options.max_shared_memory);
-    limits_.shared_memory = shared;
-    // Shared memory the shaders declare (shaders/glsl): mass_histogram's bin
-    // tree takes 64 bytes per invocation; finalize/gather take 8 bytes per
-    // candidate (CAP), 18 per invocation (row-stats tree, tie flags) and about
-    // 6.3 KB of fixed arrays (the draw's 32 x 16 bins). Both must fit the budget.
-    wg = std::min(wg, (shared - 512) / 64);
-    limits_.workgroup_size = std::max(32u, floor_pow2(wg));
-    const uint32_t fixed = 18 * limits_.workgroup_size + 6400;
-    limits_.candidate_capacity = std::clamp(floor_pow2((shared - fixed) / 8), 64u, 4096u);
-    limits_.features = enabled_features & ~options.disable_features;
-    limits_.cpu_paths = info_.type == SIEVE_DEVICE_CPU && !options.max_workgroup_size && !options.max_shared_memory;
+    shape_limits(info_, enabled_features, options, resolve_profile(options.profile), &limits_);
     info_.features = limits_.features;  // a context reports what it may use
     info_.workgroup_size = limits_.workgroup_size;
     info_.candidate_capacity = limits_.candidate_capacity;
+    info_.profile = limits_.profile;
     limits_.max_storage_buffer_range = props.limits.maxStorageBufferRange;
     limits_.min_storage_offset_alignment = props.limits.minStorageBufferOffsetAlignment;
     limits_.max_texel_buffer_elements = props.limits.maxTexelBufferElements;

@@ -1,5 +1,5 @@
 // A logical device Sieve runs on (its own or the app's), its queue, the
-// effective limits after the constrained profile, buffers and compute pipelines.
+// effective limits after its profile, buffers and compute pipelines.
 #pragma once
 
 #include <volk.h>
@@ -21,8 +21,8 @@ constexpr int32_t kMaxWaitSpinUs = 1000000;
 // malformed value fails: SIEVE_ERROR_INVALID_ARGUMENT), else the default.
 int32_t resolve_wait_spin(int32_t option);
 
-// Limits and features after the constrained profile is applied: what every
-// pipeline and plan is built for.
+// Limits and features after the profile and the context's caps are applied
+// (device_profile.hpp: shape_limits): what every pipeline and plan is built for.
 struct EffectiveLimits {
     uint32_t workgroup_size = 0;      // power of two
     uint32_t shared_memory = 0;       // bytes a pipeline may use
@@ -33,6 +33,11 @@ struct EffectiveLimits {
     // a workgroup size or shared memory budget (the constrained profile
     // emulates a GPU, so the suite runs the GPU paths there too).
     bool cpu_paths = false;
+    // The device kind the plans are shaped for (chunks per row, row groups,
+    // the tail's width): the device's own, a discrete GPU under the gpu
+    // profile (sieve_profile_bits).
+    sieve_device_type plan_type = SIEVE_DEVICE_OTHER;
+    uint32_t profile = 0;  // sieve_profile_bits in force
     uint64_t max_storage_buffer_range = 0;
     uint64_t min_storage_offset_alignment = 1;  // minStorageBufferOffsetAlignment
     uint64_t max_texel_buffer_elements = 0;     // maxTexelBufferElements

@@ -150,6 +150,21 @@ sieve_device_info describe_device(VkPhysicalDevice device, uint32_t index) {
     VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     features2.pNext = &storage16;
     if (props.apiVersion >= VK_API_VERSION_1_2) storage16.pNext = &timeline;
+    // The memory model: core in 1.2, VK_KHR_vulkan_memory_model on 1.1.
+    VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+    bool has_memory_model = props.apiVersion >= VK_API_VERSION_1_2;
+    if (!has_memory_model) {
+        uint32_t n = 0;
+        vkEnumerateDeviceExtensionProperties(device, nullptr, &n, nullptr);
+        std::vector<VkExtensionProperties> extensions(n);
+        vkEnumerateDeviceExtensionProperties(device, nullptr, &n, extensions.data());
+        for (const auto& e : extensions)
+            has_memory_model = has_memory_model || std::strcmp(e.extensionName, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME) == 0;
+    }
+    if (has_memory_model) {
+        memory_model.pNext = storage16.pNext;
+        storage16.pNext = &memory_model;
+    }
     vkGetPhysicalDeviceFeatures2(device, &features2);
 
     sieve_device_info info{};
@@ -179,6 +194,8 @@ sieve_device_info describe_device(VkPhysicalDevice device, uint32_t index) {
     if (storage16.storageBuffer16BitAccess) info.features |= SIEVE_FEATURE_16BIT_STORAGE;
     if (props.apiVersion >= VK_API_VERSION_1_2 && timeline.timelineSemaphore)
         info.features |= SIEVE_FEATURE_TIMELINE_SEMAPHORE;
+    if (has_memory_model && memory_model.vulkanMemoryModel && memory_model.vulkanMemoryModelDeviceScope)
+        info.features |= SIEVE_FEATURE_VULKAN_MEMORY_MODEL;
     return info;
 }
 

@@ -722,8 +722,9 @@ TEST(GpuChainWideTopP, HugeLogits) {
 TEST(GpuChainWidePlan, DirectOnlyWhereTheWidePassesFinishAlone) {
     auto gpu = sieve_test::gpu_context();
     const sieve_device_info info = gpu.device_info();
-    const char* profile = std::getenv("SIEVE_PROFILE");
-    const bool cpu_paths = info.type == SIEVE_DEVICE_CPU && !(profile && std::string(profile) == "constrained");
+    // (Any profile turns a CPU device's own paths off: constrained caps its
+    // limits, gpu records a GPU's plan.)
+    const bool cpu_paths = info.type == SIEVE_DEVICE_CPU && info.profile == SIEVE_PROFILE_DEVICE;
     struct Case {
         const char* chain;
         int32_t vocab;

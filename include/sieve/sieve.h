@@ -105,8 +105,32 @@ typedef enum sieve_feature_bits {
     SIEVE_FEATURE_SUBGROUP_ARITHMETIC = 1u << 0,
     SIEVE_FEATURE_16BIT_STORAGE = 1u << 1,
     SIEVE_FEATURE_TIMELINE_SEMAPHORE = 1u << 2,
-    SIEVE_FEATURE_ALL = 0x7u
+    /* vulkanMemoryModel with vulkanMemoryModelDeviceScope (Vulkan 1.2 core, or
+     * VK_KHR_vulkan_memory_model on 1.1): the last-workgroup handoffs use
+     * release/acquire atomics (shaders/glsl/arrive.glsl) */
+    SIEVE_FEATURE_VULKAN_MEMORY_MODEL = 1u << 3,
+    SIEVE_FEATURE_ALL = 0xFu
 } sieve_feature_bits;
+
+/* Profiles: plans recorded as another kind of device would record them, so a
+ * test device (Mesa's lavapipe, a CPU) runs the plans real GPUs run. They
+ * combine ("gpu,constrained": a small phone GPU). Names for
+ * sieve_context_options.profile and env SIEVE_PROFILE: "device" (none), "gpu",
+ * "constrained", "gpu,constrained". */
+typedef enum sieve_profile_bits {
+    SIEVE_PROFILE_DEVICE = 0,
+    /* the plans a discrete GPU with the same features and limits records: its
+     * chunk count per row (64), 256-invocation workgroups (or the device's
+     * maximum), none of the CPU device's own shader paths or row groups; the
+     * subgroup variants where the device has subgroup arithmetic. On a GPU it
+     * changes nothing. */
+    SIEVE_PROFILE_GPU = 1u << 0,
+    /* the limits and features of a small phone GPU: no optional features,
+     * 16 KiB shared memory, 128-invocation workgroups (the device's chunk
+     * count is kept; any capped limit also turns off a CPU device's own
+     * shader paths, which are tuned for its full limits) */
+    SIEVE_PROFILE_CONSTRAINED = 1u << 1
+} sieve_profile_bits;
 
 typedef struct sieve_device_info {
     char name[256];
@@ -126,7 +150,15 @@ typedef struct sieve_device_info {
     int32_t is_default;         /* 1 for the device an automatic choice picks */
     uint32_t workgroup_size;    /* a context's: the workgroup size its shaders run with */
     uint32_t candidate_capacity;/* a context's: rows up to this vocab are drawn in one dispatch */
+    uint32_t profile;           /* a context's: the sieve_profile_bits in force (0 in enumeration) */
 } sieve_device_info;
+
+/* The profile a name stands for (sieve_profile_bits; NULL = env SIEVE_PROFILE,
+ * unset = "device"): SIEVE_ERROR_INVALID_ARGUMENT for an unknown name, with a
+ * message listing the valid ones. */
+SIEVE_API sieve_status sieve_profile_parse(const char* name, uint32_t* profile);
+/* "device", "gpu", "constrained" or "gpu,constrained". Never NULL. */
+SIEVE_API const char* sieve_profile_name(uint32_t profile);
 
 /* Lists Vulkan devices. Call with infos == NULL to get the count in *count;
  * otherwise *count is the capacity of infos on entry and the number written on
@@ -155,9 +187,9 @@ typedef struct sieve_context_options {
     const char* device;
     /* -1 = env SIEVE_VALIDATION (1 = on), 0 = off, 1 = on. */
     int32_t validation;
-    /* Constrained profile: features to pretend absent (sieve_feature_bits) and
-     * limits to cap (0 = the device's). Env SIEVE_PROFILE=constrained sets all
-     * features off, 16 KiB shared memory and 128-invocation workgroups. */
+    /* Features to pretend absent (sieve_feature_bits) and limits to cap (0 =
+     * the device's); the constrained profile (below) sets all features off,
+     * 16 KiB shared memory and 128-invocation workgroups. */
     uint32_t disable_features;
     uint32_t max_shared_memory;    /* 0 or >= 16384 (Vulkan's guaranteed minimum) */
     uint32_t max_workgroup_size;   /* 0 or >= 32; also the size used when set (else 256 on GPUs, 64 on CPU devices) */
@@ -178,6 +210,13 @@ typedef struct sieve_context_options {
      * at vocab 151936 run half its calls near 0.75 ms and half near 1.13. A
      * caller whose struct_size ends before this field gets -1. */
     int32_t wait_spin_us;
+    /* The profile (sieve_profile_bits, by name): NULL = env SIEVE_PROFILE, else
+     * "device"; "device", "gpu", "constrained" or "gpu,constrained". An unknown
+     * name is SIEVE_ERROR_INVALID_ARGUMENT. Profiles shape the Vulkan backend's
+     * plans: the CPU backend ignores env SIEVE_PROFILE and refuses a profile
+     * named here (SIEVE_ERROR_INVALID_ARGUMENT). A caller whose struct_size
+     * ends before this field gets NULL. */
+    const char* profile;
 } sieve_context_options;
 
 /* Fills defaults: Vulkan backend, automatic device, validation from env. */

@@ -50,6 +50,9 @@ struct ContextOptions {
         raw.max_workgroup_size = max_wg;
         return *this;
     }
+    // "device", "gpu", "constrained" or "gpu,constrained" (sieve.h: sieve_profile_bits);
+    // nullptr = env SIEVE_PROFILE. The string must outlive the context's creation.
+    ContextOptions& profile(const char* name) { raw.profile = name; return *this; }
     // Microseconds a blocking call polls before it sleeps (-1: env or default; 0: none).
     ContextOptions& wait_spin(int32_t us) { raw.wait_spin_us = us; return *this; }
     ContextOptions& on_message(sieve_message_callback cb, void* user) {

@@ -114,6 +114,7 @@ Json run_json(const RunInfo& info, const std::vector<CaseResult>& results) {
     doc["device_type"] = has_info ? Json(device_type_name(d.info.type)) : Json(nullptr);
     doc["cpu_implementation"] = d.cpu_twin || (has_info && d.info.type == SIEVE_DEVICE_CPU);
     doc["driver"] = has_info ? Json(d.info.driver) : Json(nullptr);
+    doc["profile"] = has_info ? Json(sieve_profile_name(d.info.profile)) : Json(nullptr);
     doc["device_info"] = has_info ? device_json(d.info) : Json(nullptr);
     doc["library_version"] = version_string();
     doc["twin"] = info.twin->label;

@@ -83,7 +83,8 @@ void print_header(std::ostream& out, const Device& device, const std::vector<std
     out << "sieve bench: device '" << device.label << "'";
     if (device.has_info && !device.cpu_twin)
         out << " (" << device_type_name(device.info.type) << ", driver " << device.info.driver << ", Vulkan "
-            << vk_version_string(device.info.api_version) << ")";
+            << vk_version_string(device.info.api_version) << ", profile " << sieve_profile_name(device.info.profile)
+            << ")";
     out << " vs the CPU twin, " << n_cases << " case(s)\n";
     for (const std::string& w : warnings) out << "warning: " << w << "\n";
     out << "latency per token in us (one sample call for all rows): " << o.tokens << " tokens after " << o.warmup

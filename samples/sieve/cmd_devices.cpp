@@ -19,6 +19,10 @@ CLI::App* add_devices_command(CLI::App& app, DevicesOptions& o) {
 
 int run_devices(const DevicesOptions& o, std::ostream& out, std::ostream& /*err*/) {
     const std::vector<sieve_device_info> infos = sieve::devices();
+    // The profile every command's context takes (env SIEVE_PROFILE): an unknown
+    // name is refused here as it would be there.
+    uint32_t profile = 0;
+    sieve::check(sieve_profile_parse(nullptr, &profile));
     if (o.json) {
         Json doc;
         Json list = Json::array();
@@ -29,6 +33,7 @@ int run_devices(const DevicesOptions& o, std::ostream& out, std::ostream& /*err*
         }
         doc["devices"] = list;
         doc["default"] = def;
+        doc["profile"] = sieve_profile_name(profile);
         doc["cpu_twin"] = {{"device", "cpu"}, {"description", "the CPU twin (executable specification), --device cpu"}};
         doc["library_version"] = std::to_string(SIEVE_VERSION_GET_MAJOR(sieve_version())) + "." +
                                  std::to_string(SIEVE_VERSION_GET_MINOR(sieve_version())) + "." +
@@ -36,6 +41,8 @@ int run_devices(const DevicesOptions& o, std::ostream& out, std::ostream& /*err*
         print_json(out, doc);
         return 0;
     }
+    out << "profile: " << sieve_profile_name(profile)
+        << (profile ? " (SIEVE_PROFILE: contexts record the plans that profile describes)" : "") << "\n";
     if (infos.empty()) out << "no Vulkan devices found\n";
     for (const sieve_device_info& info : infos) {
         out << "[" << info.index << "] " << info.name << (info.is_default ? "  (default)" : "") << "\n";

@@ -18,6 +18,7 @@ std::vector<std::string> feature_names(uint32_t features) {
     if (features & SIEVE_FEATURE_SUBGROUP_ARITHMETIC) out.push_back("subgroup_arithmetic");
     if (features & SIEVE_FEATURE_16BIT_STORAGE) out.push_back("16bit_storage");
     if (features & SIEVE_FEATURE_TIMELINE_SEMAPHORE) out.push_back("timeline_semaphore");
+    if (features & SIEVE_FEATURE_VULKAN_MEMORY_MODEL) out.push_back("vulkan_memory_model");
     return out;
 }
 

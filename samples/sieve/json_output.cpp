@@ -33,6 +33,8 @@ Json device_json(const sieve_device_info& info) {
     d["max_workgroup_size"] = info.max_workgroup_size;
     d["subgroup_size"] = info.subgroup_size;
     d["features"] = feature_names(info.features);
+    // A context's (enumeration leaves it 0: see the document's own "profile").
+    d["profile"] = sieve_profile_name(info.profile);
     return d;
 }
 

@@ -11,6 +11,22 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
+#ifdef SIEVE_MEMORY_MODEL
+// The variant for devices with the Vulkan memory model (vulkanMemoryModel and
+// vulkanMemoryModelDeviceScope), built for the shaders with a last-workgroup
+// handoff (arrive.glsl), whose release/acquire it states exactly.
+#extension GL_KHR_memory_scope_semantics : require
+// Under the memory model, GLSL's barrier() orders shared memory only (its
+// semantics name WorkgroupMemory), while these shaders also hand buffer
+// values between the invocations of a workgroup across a barrier (what the
+// GLSL450 model's barrier() gave in practice). This barrier orders both.
+// The buffers declared coherent are shared between workgroups: device scope
+// (the memory model's own name; its accesses make themselves available and
+// visible at that scope).
+#define coherent devicecoherent
+#define barrier() controlBarrier(gl_ScopeWorkgroup, gl_ScopeWorkgroup, \
+                                 gl_StorageSemanticsShared | gl_StorageSemanticsBuffer, gl_SemanticsAcquireRelease)
+#endif
 
 
 // Workgroup size and candidate capacity come from the device's limits (and the
