@@ -1,11 +1,52 @@
 #!/usr/bin/env bash
-# Quick start 2: set up, build, and run the whole test suite (validation layers
-# on; any validation message fails its test), then the suite again under the
-# constrained profile (a small phone GPU: no optional features, 16 KiB shared
-# memory, 128-invocation workgroups), whatever the device offers.
+# Quick start 2: set up, build, and run the whole test suite with validation
+# layers on (any validation message fails its test), then the matrix:
+#   the whole suite        the device as it is; SIEVE_PROFILE=constrained
+#   the GPU-facing tests   (ctest label gpu) under SIEVE_PROFILE=gpu, gpu at
+#                          subgroup sizes 4 and 16, and gpu,constrained
+# On lavapipe LP_NATIVE_VECTOR_WIDTH=128/512 presents subgroup size 4/16; the
+# size each run gets is checked, never assumed. Extra arguments go to ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 cd build
-SIEVE_VALIDATION=1 ctest --output-on-failure -j"$(nproc)" "$@"
-SIEVE_VALIDATION=1 SIEVE_PROFILE=constrained ctest --output-on-failure -j"$(nproc)" "$@"
+export SIEVE_VALIDATION=1
+jobs=$(nproc)
+
+# The subgroup size the default device presents under the given environment.
+subgroup_size() {
+  env "$@" ./samples/sieve devices --json | tr -d ' \n' | grep -o '"default":true[^}]*"subgroup_size":[0-9]*' |
+    grep -o '[0-9]*$'
+}
+
+# run NAME [VAR=VALUE...] -- CTEST_ARGS...
+run() {
+  local name=$1 vars=()
+  shift
+  while [[ $1 != -- ]]; do vars+=("$1"); shift; done
+  shift
+  local start=$SECONDS
+  echo "== sieve test matrix: $name (${vars[*]:-device as it is}, subgroup size $(subgroup_size "${vars[@]}"))"
+  env "${vars[@]}" ctest --output-on-failure -j"$jobs" "$@"
+  echo "== $name: $((SECONDS - start)) s"
+}
+
+run "whole suite" -- "$@"
+run "whole suite, constrained" SIEVE_PROFILE=constrained -- "$@"
+run "gpu-facing, gpu" SIEVE_PROFILE=gpu -- -L gpu "$@"
+# The subgroup sizes are lavapipe's to present (LP_NATIVE_VECTOR_WIDTH); each
+# run checks it got the size it asked for (16 needs a CPU with AVX-512).
+if ./samples/sieve devices --json | tr -d ' \n' | grep -q '"default":true,"type":"cpu"'; then
+  for pair in 4:128 16:512; do
+    size=${pair%:*} width=${pair#*:}
+    got=$(subgroup_size LP_NATIVE_VECTOR_WIDTH="$width")
+    if [[ $got != "$size" ]]; then
+      echo "sieve test matrix: LP_NATIVE_VECTOR_WIDTH=$width gives subgroup size ${got:-?}, not $size" >&2
+      exit 1
+    fi
+    run "gpu-facing, gpu, subgroup $size" SIEVE_PROFILE=gpu LP_NATIVE_VECTOR_WIDTH="$width" -- -L gpu "$@"
+  done
+else
+  echo "== the default device is not a CPU implementation: its subgroup size is its own (runs at 4 and 16 are lavapipe's)"
+fi
+run "gpu-facing, gpu,constrained" SIEVE_PROFILE=gpu,constrained -- -L gpu "$@"

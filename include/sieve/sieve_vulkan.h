@@ -30,7 +30,9 @@ typedef struct sieve_vulkan_device {
     uint32_t queue_family_index;
     uint32_t api_version;                   /* the apiVersion the device was created with (>= 1.1) */
     /* Optional features the app enabled on `device` (sieve_feature_bits):
-     * Vulkan cannot be asked which ones were enabled. */
+     * Vulkan cannot be asked which ones were enabled.
+     * SIEVE_FEATURE_VULKAN_MEMORY_MODEL means both vulkanMemoryModel and
+     * vulkanMemoryModelDeviceScope (and, on Vulkan 1.1, the extension). */
     uint32_t enabled_features;
 } sieve_vulkan_device;
 
