@@ -1,30 +1,35 @@
 #!/usr/bin/env bash
 # The GPU check: what a person with a real GPU runs and sends back.
 #
-#   ./scripts/gpu_check.sh [--no-setup] [--out FILE] [--tokens N]
+#   ./scripts/gpu_check.sh [--no-setup] [--build-dir DIR] [--out FILE] [--tokens N] [--filter GTEST_FILTER] [--bench-case TEXT]
 #
 # Sets up and builds as the README's commands do (--no-setup: use the existing
-# ./build as it is, with no package manager and no network), lists the Vulkan
-# devices, runs the GPU-facing tests (ctest label gpu) with validation layers on
-# on the first device that is not a CPU implementation, runs `sieve bench` there,
-# and writes one report, sieve-gpu-check.json by default: the devices (name,
+# build, ./build or --build-dir, as it is, with no package manager and no
+# network), lists the Vulkan devices, runs the GPU-facing tests (ctest label
+# gpu) with validation layers on on the first device that is not a CPU
+# implementation, runs `sieve bench` there, and writes one report, sieve-gpu-check.json by default: the devices (name,
 # type, driver, Vulkan version, subgroup size, features), the device checked,
 # every test with its result, and the bench's JSON. Attach it to an issue.
 #
 # Exit status: 0 every test passed; 1 a test failed (the report says which);
 # 2 usage; 5 no GPU: the only Vulkan devices are CPU implementations
 # (lavapipe), which the ordinary test command already covers.
+# (SIEVE_GPU_CHECK_ALLOW_CPU=1 lets a CPU device stand in: for testing this
+# script itself, tests/test_gpu_check.cpp.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-setup=1 out=$root/sieve-gpu-check.json tokens=200
+setup=1 build=$root/build out=$root/sieve-gpu-check.json tokens=200 filter='*' bench_case=''
 while (($#)); do
   case $1 in
     --no-setup) setup=0 ;;
     --out) out=$(realpath -m "$2"); shift ;;
+    --build-dir) build=$(realpath -m "$2"); shift ;;
     --tokens) tokens=$2; shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --filter) filter=$2; shift ;;
+    --bench-case) bench_case=$2; shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "gpu_check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -33,8 +38,8 @@ done
 if ((setup)); then
   ./scripts/setup.sh
 fi
-sieve=$root/build/samples/sieve
-gpu_tests=$root/build/tests/sieve_gpu_tests
+sieve=$build/samples/sieve
+gpu_tests=$build/tests/sieve_gpu_tests
 for f in "$sieve" "$gpu_tests"; do
   [[ -x $f ]] || { echo "gpu_check: $f is missing: build first (run without --no-setup)" >&2; exit 2; }
 done
@@ -45,8 +50,9 @@ echo "== Vulkan devices"
 
 # The first device whose type is not cpu: `sieve devices` prints "[i] name"
 # then "    type T, ...".
-index=$("$sieve" devices | awk '/^\[[0-9]+\]/ {i = substr($1, 2, length($1) - 2)}
-                                /^    type / && $2 != "cpu," && i != "" {print i; exit}')
+allow_cpu=${SIEVE_GPU_CHECK_ALLOW_CPU:-0}
+index=$("$sieve" devices | awk -v allow_cpu="$allow_cpu" '/^\[[0-9]+\]/ {i = substr($1, 2, length($1) - 2)}
+                                /^    type / && ($2 != "cpu," || allow_cpu == "1") && i != "" {print i; exit}')
 if [[ -z $index ]]; then
   echo "gpu_check: no GPU: every Vulkan device here is a CPU implementation (lavapipe)." >&2
   echo "gpu_check: the test command (scripts/test.sh) already runs the suite on it; nothing to report." >&2
@@ -60,10 +66,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 echo "== GPU-facing tests (validation on)"
 set +e
-"$gpu_tests" --gtest_output=json:"$work/tests.json" 2>&1 | tee "$work/tests.log" | grep -E '^\[ *(OK|FAILED|PASSED|  FAILED) *\]|^\[==========\]'
+"$gpu_tests" --gtest_filter="$filter" --gtest_output=json:"$work/tests.json" 2>&1 | tee "$work/tests.log" | grep -E '^\[ *(OK|FAILED|PASSED|  FAILED) *\]|^\[==========\]'
 tests_status=${PIPESTATUS[0]}
 echo "== sieve bench"
-"$sieve" bench --tokens "$tokens" --json-out "$work/bench.json"
+"$sieve" bench --tokens "$tokens" ${bench_case:+--case "$bench_case"} --json-out "$work/bench.json"
 bench_status=$?
 set -e
 [[ -s $work/tests.json ]] || echo null > "$work/tests.json"

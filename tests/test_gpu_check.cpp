@@ -1,0 +1,85 @@
+// scripts/gpu_check.sh, run as a person with a GPU would (from an existing
+// build, --no-setup): it refuses a machine whose only Vulkan devices are CPU
+// implementations with its own exit status, and, with a CPU device standing
+// in (SIEVE_GPU_CHECK_ALLOW_CPU=1, a few tests and one bench case), writes
+// one report that parses and names the device, every test and the bench.
+#include "cli_process.hpp"
+
+#include <sieve/sieve.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string script() { return std::string(SIEVE_SOURCE_DIR) + "/scripts/gpu_check.sh"; }
+
+bool only_cpu_devices() {
+    for (const sieve_device_info& d : sieve::devices())
+        if (d.type != SIEVE_DEVICE_CPU) return false;
+    return true;
+}
+
+fs::path temp_dir(const char* name) {
+    fs::path dir = fs::temp_directory_path() / (std::string("sieve_gpu_check_") + name);
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    return dir;
+}
+
+TEST(GpuCheck, RefusesAMachineWithoutAGpu) {
+    if (!only_cpu_devices()) GTEST_SKIP() << "this machine has a GPU: the refusal cannot happen here";
+    const fs::path dir = temp_dir("refuse");
+    const auto r = sieve_test::run_program(
+        "/usr/bin/env", "-u SIEVE_GPU_CHECK_ALLOW_CPU bash '" + script() + "' --no-setup --build-dir '" +
+                            std::string(SIEVE_BUILD_DIR) + "' --out '" + (dir / "report.json").string() + "'",
+        dir);
+    EXPECT_EQ(r.code, 5) << r.out << r.err;
+    EXPECT_NE(r.err.find("no GPU"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir / "report.json"));
+}
+
+TEST(GpuCheck, UnknownArgumentIsAUsageError) {
+    const fs::path dir = temp_dir("usage");
+    const auto r = sieve_test::run_program("/usr/bin/env", "bash '" + script() + "' --no-setup --frobnicate", dir);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("--frobnicate"), std::string::npos) << r.err;
+}
+
+TEST(GpuCheck, WritesOneReportWithDeviceTestsAndBench) {
+    const fs::path dir = temp_dir("report");
+    const fs::path report = dir / "report.json";
+    const auto r = sieve_test::run_program(
+        "/usr/bin/env", "SIEVE_GPU_CHECK_ALLOW_CPU=1 bash '" + script() + "' --no-setup --build-dir '" +
+                            std::string(SIEVE_BUILD_DIR) + "' --out '" + report.string() +
+                            "' --filter 'PhiloxGpu.*:GpuSteadyState.NoRecordingNoAllocationPerToken'"
+                            " --bench-case default/zipf/v32000/b1 --tokens 10",
+        dir);
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    const auto doc = nlohmann::json::parse(sieve_test::read_text(report.string()));
+    EXPECT_EQ(doc.at("schema"), "sieve-gpu-check/1");
+    const int index = doc.at("device_index").get<int>();
+    const auto& device = doc.at("devices").at("devices").at(index);
+    for (const char* key : {"name", "type", "driver", "api_version", "subgroup_size", "features"})
+        EXPECT_TRUE(device.contains(key)) << key;
+    EXPECT_EQ(doc.at("tests_exit_status"), 0);
+    const auto& tests = doc.at("tests");
+    EXPECT_GE(tests.at("tests").get<int>(), 3);
+    EXPECT_EQ(tests.at("failures").get<int>(), 0);
+    bool named = false;
+    for (const auto& suite : tests.at("testsuites"))
+        for (const auto& t : suite.at("testsuite"))
+            named = named || t.at("name") == "NoRecordingNoAllocationPerToken";
+    EXPECT_TRUE(named) << "each test is in the report by name";
+    EXPECT_EQ(doc.at("bench_exit_status"), 0);
+    ASSERT_EQ(doc.at("bench").at("cases").size(), 1u);
+    EXPECT_EQ(doc.at("bench").at("cases").at(0).at("name"), "default/zipf/v32000/b1");
+}
+
+} // namespace
