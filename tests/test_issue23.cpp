@@ -1,0 +1,78 @@
+// Regression tests for the fuzzing report of issue 23: each case held the CPU
+// backend (the twin) and the GPU to llama.cpp's rule where they disagreed, and
+// each runs on both backends with the answer written out.
+#include "test_support.hpp"
+
+#include <sieve/sieve.h>
+
+#include <cfloat>
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace sieve_test;
+
+enum class Backend { Gpu, Cpu };
+
+sieve::Context make_context(Backend b) { return b == Backend::Gpu ? gpu_context() : cpu_context(); }
+
+class Issue23 : public testing::TestWithParam<Backend> {
+protected:
+    sieve::Context ctx_ = make_context(GetParam());
+
+    sieve::Chain chain(const std::string& samplers, int32_t vocab, float temperature = 0.8f, int32_t rows = 1) {
+        return sieve::Chain(ctx_, chain_desc(samplers, rows, vocab, temperature, 1234u));
+    }
+};
+
+using Dist = std::vector<sieve::Chain::Entry>;
+
+void expect_dist(const Dist& got, const std::vector<std::pair<int32_t, float>>& want) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+        SCOPED_TRACE("entry " + std::to_string(i));
+        EXPECT_EQ(got[i].id, want[i].first);
+        EXPECT_NEAR(got[i].p, want[i].second, 1e-6);
+    }
+}
+
+// ---- 1. XTC at its threshold ------------------------------------------------
+// llama.cpp compares its float p with the threshold: ten equal logits give
+// p = 0.1f exactly, which is >= 0.1f, so XTC fires and keeps one token (the
+// double 0.1 is below 0.1f: the twin used to keep all ten). The kept one is
+// the last of the tied run in canonical order: the highest id.
+
+TEST_P(Issue23, XtcFiresAtTheThresholdInFloat) {
+    for (const auto& [vocab, threshold] : {std::pair<int32_t, float>{10, 0.1f}, {5, 0.2f}}) {
+        SCOPED_TRACE("vocab " + std::to_string(vocab));
+        sieve::Chain c = chain("xtc", vocab);
+        c.set(SIEVE_PARAM_XTC_PROBABILITY, 1.0);
+        c.set(SIEVE_PARAM_XTC_THRESHOLD, threshold);
+        const std::vector<float> logits(static_cast<size_t>(vocab), 0.0f);
+        expect_dist(c.distribution(logits.data(), 1, vocab, 0), {{vocab - 1, 1.0f}});
+        const auto t = c.sample(logits.data(), 1, vocab);
+        EXPECT_EQ(t[0].status, SIEVE_OK);
+        EXPECT_EQ(t[0].token, vocab - 1);
+    }
+}
+
+// Three tied above the threshold and one below: the first two go; the tied
+// token that stays is the highest id of the three.
+TEST_P(Issue23, XtcTieAboveTheThresholdKeepsTheHighestId) {
+    const std::vector<float> logits = {0.0f, 0.0f, 0.0f, -10.0f};
+    sieve::Chain c = chain("xtc", 4, 1.0f);
+    c.set(SIEVE_PARAM_XTC_PROBABILITY, 1.0);
+    c.set(SIEVE_PARAM_XTC_THRESHOLD, 0.3);
+    const double w = std::exp(-10.0);
+    expect_dist(c.distribution(logits.data(), 1, 4, 0),
+                {{2, static_cast<float>(1.0 / (1.0 + w))}, {3, static_cast<float>(w / (1.0 + w))}});
+}
+
+INSTANTIATE_TEST_SUITE_P(Issue23, Issue23, testing::Values(Backend::Gpu, Backend::Cpu),
+                         [](const testing::TestParamInfo<Backend>& info) {
+                             return info.param == Backend::Gpu ? std::string("Gpu") : std::string("Cpu");
+                         });
+
+} // namespace
