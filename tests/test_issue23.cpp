@@ -70,6 +70,28 @@ TEST_P(Issue23, XtcTieAboveTheThresholdKeepsTheHighestId) {
                 {{2, static_cast<float>(1.0 / (1.0 + w))}, {3, static_cast<float>(w / (1.0 + w))}});
 }
 
+// ---- 3. Mirostat v1 with a huge finite logit --------------------------------
+// llama.cpp: p = {1/3, 1/3, 1/3, 0}, so b_2 = log(p_2 / 0) = inf, s_hat = inf
+// and k = inf^(1/inf) = 1: one token. The GPU's float eps * 2^mu overflowed
+// to inf and kept the whole array.
+
+TEST_P(Issue23, MirostatV1HugeGapKeepsOneToken) {
+    const std::vector<float> logits = {0.0f, 0.0f, 0.0f, -1.7e38f};
+    sieve::Chain c = chain("temperature;mirostat", 4);
+    expect_dist(c.distribution(logits.data(), 1, 4, 0), {{0, 1.0f}});
+    const auto t = c.sample(logits.data(), 1, 4);
+    EXPECT_EQ(t[0].status, SIEVE_OK);
+    EXPECT_EQ(t[0].token, 0);
+    EXPECT_EQ(t[0].p, 1.0f);
+}
+
+// A gap large enough that every p past the first is 0 in float: the same rule.
+TEST_P(Issue23, MirostatV1GapsBeyondFloatOverflow) {
+    const std::vector<float> logits = {3.0e38f, 0.0f, -3.0e38f, -3.0e38f, 1.0f};
+    sieve::Chain c = chain("mirostat", 5);
+    expect_dist(c.distribution(logits.data(), 1, 5, 0), {{0, 1.0f}});
+}
+
 INSTANTIATE_TEST_SUITE_P(Issue23, Issue23, testing::Values(Backend::Gpu, Backend::Cpu),
                          [](const testing::TestParamInfo<Backend>& info) {
                              return info.param == Backend::Gpu ? std::string("Gpu") : std::string("Cpu");
