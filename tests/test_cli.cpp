@@ -553,6 +553,21 @@ TEST_F(Cli, MinusOneWindowsAreRefusedByTheLibrary) {
     EXPECT_NE(bad_penalty.err.find("repeat_penalty"), std::string::npos) << bad_penalty.err;
 }
 
+// Issue 23: values that would make a slot's learnt state infinite are refused
+// by the library, on both devices, as usage errors naming the flag and range.
+TEST_F(Cli, LearntStateFlagsAreBounded) {
+    const std::string f = write_npy("m.npy", 0, 8, kEight);
+    for (const std::string device : {"--device cpu", ""})
+        for (const std::string flags : {"--mirostat 1 --mirostat-ent 2e38", "--mirostat 1 --mirostat-lr 3e38",
+                                        "--mirostat 2 --mirostat-lr -3e38", "--adaptive-target 3e38"}) {
+            Proc r = sieve("sample --logits '" + f + "' " + flags + " " + device);
+            EXPECT_EQ(r.code, 2) << flags << " " << device << ": " << describe(r);
+            EXPECT_NE(r.err.find(flags.substr(flags.rfind("--"), flags.rfind(' ') - flags.rfind("--"))),
+                      std::string::npos) << r.err;
+            EXPECT_NE(r.err.find("[-1e6, 1e6]"), std::string::npos) << r.err;
+        }
+}
+
 TEST_F(Cli, HistoryCapacityIsRaisedToWhatTheFlagsNeed) {
     const std::string f = write_npy("c.npy", 0, 8, kEight);
     const std::string base = "sample --logits '" + f + "' --device cpu --samplers 'penalties;dry;dist' --json ";

@@ -92,6 +92,52 @@ TEST_P(Issue23, MirostatV1GapsBeyondFloatOverflow) {
     expect_dist(c.distribution(logits.data(), 1, 5, 0), {{0, 1.0f}});
 }
 
+// ---- 4. Parameters that would make a slot's learnt state infinite ----------
+// mirostat tau 2e38 (mu = 2 tau = inf), eta 3e38 (the first update overflows)
+// and adaptive-p target 3e38 (its average starts at target / (1 - decay)) are
+// refused at the set call, naming the parameter and the accepted range.
+
+TEST_P(Issue23, LearntStateParametersAreBounded) {
+    sieve::Chain c = chain("temperature;mirostat", 8);
+    const std::pair<sieve_param, const char*> params[] = {
+        {SIEVE_PARAM_MIROSTAT_TAU, "mirostat_tau"},
+        {SIEVE_PARAM_MIROSTAT_ETA, "mirostat_eta"},
+        {SIEVE_PARAM_ADAPTIVE_TARGET, "adaptive_target"},
+    };
+    for (const auto& [param, name] : params) {
+        SCOPED_TRACE(name);
+        const double before = c.get_param(param, 0);
+        for (double v : {2e38, 3e38, -3e38, 1.0000001e6, -1.0000001e6})
+            for (int32_t row : {0, -1})
+                EXPECT_TRUE(Fails(sieve_chain_set_param(c.get(), row, param, v), SIEVE_ERROR_INVALID_PARAMETER,
+                                  {name, "[-1e6, 1e6]"}));
+        EXPECT_EQ(c.get_param(param, 0), before) << "a refused set changed the parameter";
+        for (double v : {1e6, -1e6, 0.5}) EXPECT_EQ(sieve_chain_set_param(c.get(), 0, param, v), SIEVE_OK) << v;
+        c.set(param, before);
+    }
+}
+
+// At the limits the slot stays usable on both backends: every call samples
+// and its saved state restores.
+TEST_P(Issue23, LearntStateStaysFiniteAtTheLimits) {
+    for (const char* samplers : {"temperature;mirostat", "temperature;mirostat_v2", "adaptive_p"}) {
+        SCOPED_TRACE(samplers);
+        sieve::Chain c = chain(samplers, 64);
+        c.set(SIEVE_PARAM_MIROSTAT_TAU, 1e6);
+        c.set(SIEVE_PARAM_MIROSTAT_ETA, 1e6);
+        c.set(SIEVE_PARAM_ADAPTIVE_TARGET, 1e6);
+        const auto logits = make_rows(Shape::Gaussian, 1, 64, 5);
+        for (int i = 0; i < 4; ++i) {
+            sieve_token t{};
+            ASSERT_EQ(sieve_sample(c.get(), logits.data(), 1, 64, &t), SIEVE_OK) << "call " << i << ": "
+                                                                                 << sieve_last_error();
+            EXPECT_EQ(t.status, SIEVE_OK);
+        }
+        const std::vector<uint8_t> blob = c.save_slot(0);
+        EXPECT_EQ(sieve_chain_restore_slot(c.get(), 0, blob.data(), blob.size()), SIEVE_OK) << sieve_last_error();
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Issue23, Issue23, testing::Values(Backend::Gpu, Backend::Cpu),
                          [](const testing::TestParamInfo<Backend>& info) {
                              return info.param == Backend::Gpu ? std::string("Gpu") : std::string("Cpu");

@@ -248,9 +248,9 @@ typedef enum sieve_param {
     SIEVE_PARAM_DRY_BASE = 17,              /* < 1 = off (default 1.75) */
     SIEVE_PARAM_DRY_ALLOWED_LENGTH = 18,    /* integer >= 0 (default 2) */
     SIEVE_PARAM_DRY_PENALTY_LAST_N = 19,    /* DRY's window; 0 = off (default: history_capacity) */
-    SIEVE_PARAM_MIROSTAT_TAU = 20,          /* target surprise (default 5.0); mu starts at 2 tau */
-    SIEVE_PARAM_MIROSTAT_ETA = 21,          /* learning rate (default 0.1) */
-    SIEVE_PARAM_ADAPTIVE_TARGET = 22,       /* adaptive-p's target; < 0 = a plain draw */
+    SIEVE_PARAM_MIROSTAT_TAU = 20,          /* target surprise (default 5.0); mu starts at 2 tau; in [-1e6, 1e6] */
+    SIEVE_PARAM_MIROSTAT_ETA = 21,          /* learning rate (default 0.1); in [-1e6, 1e6] */
+    SIEVE_PARAM_ADAPTIVE_TARGET = 22,       /* adaptive-p's target; < 0 = a plain draw; in [-1e6, 1e6] */
     SIEVE_PARAM_ADAPTIVE_DECAY = 23         /* adaptive-p's decay */
 } sieve_param;
 
