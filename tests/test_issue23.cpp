@@ -138,6 +138,87 @@ TEST_P(Issue23, LearntStateStaysFiniteAtTheLimits) {
     }
 }
 
+// ---- 6. out[] after a call-level failure -------------------------------------
+// Every row the caller passed (up to the chain's max_rows) carries the call's
+// status and token -1, instead of whatever the caller's array held.
+
+std::vector<sieve_token> stale(size_t n) {
+    sieve_token t{};
+    t.token = 12345;
+    t.p = 0.5f;
+    t.status = SIEVE_OK;
+    t.step = 77;
+    return std::vector<sieve_token>(n, t);
+}
+
+void expect_failed_rows(const std::vector<sieve_token>& out, size_t written, sieve_status want) {
+    for (size_t i = 0; i < out.size(); ++i) {
+        SCOPED_TRACE("row " + std::to_string(i));
+        if (i < written) {
+            EXPECT_EQ(out[i].status, want);
+            EXPECT_EQ(out[i].token, -1);
+            EXPECT_EQ(out[i].p, 0.0f);
+            EXPECT_EQ(out[i].step, 0u);
+        } else {
+            EXPECT_EQ(out[i].token, 12345) << "a row past max_rows was written";
+        }
+    }
+}
+
+TEST_P(Issue23, CallLevelFailureWritesEveryRowsStatus) {
+    constexpr int32_t kRows = 3, kVocab = 16;
+    sieve::Chain c = chain("top_k;temperature", kVocab, 0.8f, kRows);
+    const auto logits = make_rows(Shape::Gaussian, kRows + 1, kVocab, 3);
+    {
+        auto out = stale(kRows);
+        const sieve_status s = sieve_sample(c.get(), logits.data(), kRows, 0, out.data());
+        EXPECT_EQ(s, SIEVE_ERROR_CAPACITY);
+        expect_failed_rows(out, kRows, s);
+    }
+    {
+        auto out = stale(kRows);
+        const sieve_status s = sieve_sample(c.get(), nullptr, kRows, kVocab, out.data());
+        EXPECT_EQ(s, SIEVE_ERROR_INVALID_ARGUMENT);
+        expect_failed_rows(out, kRows, s);
+    }
+    {
+        // More rows than the chain holds: the first max_rows are written.
+        auto out = stale(kRows + 1);
+        const sieve_status s = sieve_sample(c.get(), logits.data(), kRows + 1, kVocab, out.data());
+        EXPECT_NE(s, SIEVE_OK);
+        expect_failed_rows(out, kRows, s);
+    }
+    {
+        // A bias naming a token past this call's vocab (call-level).
+        c.set_logit_bias({15}, {1.0f}, 1);
+        auto out = stale(kRows);
+        const sieve_status s = sieve_sample(c.get(), logits.data(), kRows, 8, out.data());
+        EXPECT_EQ(s, SIEVE_ERROR_INVALID_ARGUMENT) << sieve_last_error();
+        expect_failed_rows(out, kRows, s);
+        std::vector<int32_t> tokens(kRows * 2, -7);
+        out = stale(kRows);
+        const sieve_status d = sieve_sample_draws(c.get(), logits.data(), kRows, 8, 2, tokens.data(), out.data());
+        EXPECT_EQ(d, SIEVE_ERROR_INVALID_ARGUMENT);
+        expect_failed_rows(out, kRows, d);
+        sieve_logits l;
+        sieve_logits_init(&l, logits.data(), SIEVE_DTYPE_F32, kRows, 8);
+        out = stale(kRows);
+        const sieve_status g = sieve_sample_logits(c.get(), &l, out.data());
+        EXPECT_EQ(g, SIEVE_ERROR_INVALID_ARGUMENT);
+        expect_failed_rows(out, kRows, g);
+        c.set_logit_bias({}, {}, 1);
+    }
+    // A row-level failure leaves the other rows' results.
+    auto bad = logits;
+    bad[static_cast<size_t>(kVocab) + 2] = NAN;
+    auto out = stale(kRows);
+    EXPECT_EQ(sieve_sample(c.get(), bad.data(), kRows, kVocab, out.data()), SIEVE_ERROR_NON_FINITE_LOGIT);
+    EXPECT_EQ(out[0].status, SIEVE_OK);
+    EXPECT_GE(out[0].token, 0);
+    EXPECT_EQ(out[1].status, SIEVE_ERROR_NON_FINITE_LOGIT);
+    EXPECT_EQ(out[2].status, SIEVE_OK);
+}
+
 INSTANTIATE_TEST_SUITE_P(Issue23, Issue23, testing::Values(Backend::Gpu, Backend::Cpu),
                          [](const testing::TestParamInfo<Backend>& info) {
                              return info.param == Backend::Gpu ? std::string("Gpu") : std::string("Cpu");

@@ -334,7 +334,11 @@ typedef struct sieve_token {
 /* Samples one token per row from row-major f32 logits [rows][vocab]. Returns
  * SIEVE_OK when every row succeeded, otherwise the status of the first failed
  * row (each row's own status is in out[i].status). Each successful row's step
- * advances by one. */
+ * advances by one. A call-level failure (bad sizes or arguments, a busy chain,
+ * a device error: nothing is sampled) writes its status into out[i].status,
+ * with token -1 and every other field 0, for each i < min(rows, max_rows) when
+ * out is not NULL; so do sieve_sample_logits, sieve_sample_draws (when out is
+ * not NULL) and sieve_sample_vulkan. */
 SIEVE_API sieve_status sieve_sample(sieve_chain* chain, const float* logits, int32_t rows, int32_t vocab,
                                     sieve_token* out);
 
