@@ -70,6 +70,66 @@ TEST_P(Issue23, XtcTieAboveTheThresholdKeepsTheHighestId) {
                 {{2, static_cast<float>(1.0 / (1.0 + w))}, {3, static_cast<float>(w / (1.0 + w))}});
 }
 
+// ---- 2. Subnormal logits ------------------------------------------------------
+// A device may flush denormals (Vulkan), so both backends read a subnormal
+// logit as a zero of its sign: 1.5e-43 among zeros is a tie, and greedy
+// masking keeps the lowest id (token 0), with or without far-off logits.
+
+TEST_P(Issue23, SubnormalLogitIsZeroForGreedyMasking) {
+    const std::vector<float> with_far = {0, 0, 0, 0, -1e6f, 1.5e-43f, -1e6f, 0, 0, 0, 0, 0, 0};
+    std::vector<float> without = with_far;
+    without[4] = without[6] = 0.0f;
+    for (const std::vector<float>* logits : {&with_far, static_cast<const std::vector<float>*>(&without)}) {
+        sieve::Chain c = chain("typ_p;temperature", 13, 0.0f);
+        c.set(SIEVE_PARAM_TYPICAL_P, 0.0);
+        const auto t = c.sample(logits->data(), 1, 13);
+        EXPECT_EQ(t[0].status, SIEVE_OK);
+        EXPECT_EQ(t[0].token, 0);
+        sieve::Chain g = chain("greedy", 13);
+        EXPECT_EQ(g.sample(logits->data(), 1, 13)[0].token, 0);
+    }
+}
+
+// top-n-sigma over zeros and one subnormal: sigma is 0, nothing is masked, and
+// XTC (threshold 0.05 over twelve equal p) keeps the highest id.
+TEST_P(Issue23, SubnormalLogitIsZeroForTopNSigmaAndXtc) {
+    std::vector<float> logits(12, 0.0f);
+    logits[3] = 1.0e-40f;
+    logits[7] = -2.0e-39f;
+    sieve::Chain c = chain("top_n_sigma;xtc;dist", 12, 1.0f);
+    c.set(SIEVE_PARAM_TOP_N_SIGMA, 1.0);
+    c.set(SIEVE_PARAM_XTC_PROBABILITY, 1.0);
+    c.set(SIEVE_PARAM_XTC_THRESHOLD, 0.05);
+    expect_dist(c.distribution(logits.data(), 1, 12, 0), {{11, 1.0f}});
+    // Without XTC: all twelve, equal.
+    sieve::Chain d = chain("top_n_sigma;dist", 12, 1.0f);
+    d.set(SIEVE_PARAM_TOP_N_SIGMA, 1.0);
+    const Dist all = d.distribution(logits.data(), 1, 12, 0);
+    ASSERT_EQ(all.size(), 12u);
+    for (size_t i = 0; i < all.size(); ++i) {
+        EXPECT_EQ(all[i].id, static_cast<int32_t>(i));
+        EXPECT_NEAR(all[i].p, 1.0f / 12, 1e-6);
+    }
+}
+
+// The raw log-probabilities see the same zeros: a subnormal ties with 0 and
+// the lower id ranks first.
+TEST_P(Issue23, SubnormalLogitIsZeroForLogprobs) {
+    const std::vector<float> logits = {-1.0f, 0.0f, 1.5e-43f, -2.0f};
+    sieve::Chain c = chain("greedy", 4);
+    ASSERT_EQ(sieve_chain_set_logprobs(c.get(), 3), SIEVE_OK);
+    const auto t = c.sample(logits.data(), 1, 4);
+    ASSERT_EQ(t[0].status, SIEVE_OK);
+    EXPECT_EQ(t[0].token, 1);
+    sieve_logprobs lp{};
+    ASSERT_EQ(sieve_chain_logprobs(c.get(), 0, &lp), SIEVE_OK) << sieve_last_error();
+    ASSERT_EQ(lp.n_top, 3);
+    EXPECT_EQ(lp.top_ids[0], 1);
+    EXPECT_EQ(lp.top_ids[1], 2);
+    EXPECT_EQ(lp.top_ids[2], 0);
+    EXPECT_FLOAT_EQ(lp.top_logprobs[0], lp.top_logprobs[1]);
+}
+
 // ---- 3. Mirostat v1 with a huge finite logit --------------------------------
 // llama.cpp: p = {1/3, 1/3, 1/3, 0}, so b_2 = log(p_2 / 0) = inf, s_hat = inf
 // and k = inf^(1/inf) = 1: one token. The GPU's float eps * 2^mu overflowed
