@@ -100,6 +100,32 @@ sieve_context_options options_or_default(const sieve_context_options* options) {
     return o;
 }
 
+// A sampling call whose failure is call-level (it throws: nothing was
+// sampled) writes that status into the rows of `out` the caller passed, at
+// most the chain's max_rows, so no row reads as a stale result. A call that
+// returns ran: its rows carry their own statuses.
+template <typename F>
+sieve_status guarded_sample(sieve_chain* chain, sieve_token* out, int32_t rows, F&& f) {
+    bool ran = false;
+    const sieve_status s = guarded([&] {
+        const sieve_status r = f();
+        ran = true;
+        return r;
+    });
+    if (s == SIEVE_OK || ran || !out || rows <= 0) return s;
+    sieve_token failed{};
+    failed.token = -1;
+    failed.status = s;
+    const int32_t n = std::min(rows, chain->impl->config().max_rows);
+    for (int32_t i = 0; i < n; ++i) out[i] = failed;
+    return s;
+}
+
+int32_t rows_of(const sieve_logits* l) { return l && l->struct_size >= sizeof(sieve_logits) ? l->rows : 0; }
+int32_t rows_of(const sieve_vulkan_logits* l) {
+    return l && l->struct_size >= sizeof(sieve_vulkan_logits) ? l->rows : 0;
+}
+
 } // namespace
 
 extern "C" {
@@ -419,7 +445,7 @@ sieve_status sample_checked(sieve::ChainImpl& impl, const sieve::LogitsView& log
 SIEVE_API sieve_status sieve_sample(sieve_chain* chain, const float* logits, int32_t rows, int32_t vocab,
                                     sieve_token* out) {
     if (!chain) return null_handle("chain");
-    return guarded([&] {
+    return guarded_sample(chain, out, rows, [&] {
         chain->impl->check_idle();
         if (!out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
         chain->impl->check_call(logits, rows, vocab);
@@ -440,7 +466,7 @@ SIEVE_API void sieve_logits_init(sieve_logits* logits, const void* data, sieve_d
 
 SIEVE_API sieve_status sieve_sample_logits(sieve_chain* chain, const sieve_logits* logits, sieve_token* out) {
     if (!chain) return null_handle("chain");
-    return guarded([&] {
+    return guarded_sample(chain, out, rows_of(logits), [&] {
         chain->impl->check_idle();
         if (!out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
         return sample_checked(*chain->impl, chain->impl->check_call(logits), out);
@@ -450,7 +476,7 @@ SIEVE_API sieve_status sieve_sample_logits(sieve_chain* chain, const sieve_logit
 SIEVE_API sieve_status sieve_sample_draws(sieve_chain* chain, const float* logits, int32_t rows, int32_t vocab,
                                           int32_t draws, int32_t* tokens, sieve_token* out) {
     if (!chain) return null_handle("chain");
-    return guarded([&] {
+    return guarded_sample(chain, out, rows, [&] {
         chain->impl->check_idle();
         if (!tokens) fail(SIEVE_ERROR_INVALID_ARGUMENT, "tokens is NULL");
         if (draws <= 0) fail(SIEVE_ERROR_INVALID_ARGUMENT, "draws must be >= 1");
@@ -541,7 +567,7 @@ void check_sync(const sieve_vulkan_sync* sync, int32_t rows, bool record) {
 
 SIEVE_API sieve_status sieve_sample_vulkan(sieve_chain* chain, const sieve_vulkan_logits* logits, sieve_token* out) {
     if (!chain) return null_handle("chain");
-    return guarded([&] {
+    return guarded_sample(chain, out, rows_of(logits), [&] {
         chain->impl->check_idle();
         if (!out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
         check_vulkan_logits(*chain->impl, logits);

@@ -66,6 +66,22 @@ float as_float(sieve_param param, double value) {
     return static_cast<float>(value);
 }
 
+// A float parameter whose value a slot learns from (mirostat's tau and eta,
+// adaptive-p's target): bounded so that the learnt state stays finite. mu
+// moves by at most |eta| (|tau| + 1075) bits per draw (a drawn p is above
+// 2^-1075) and adaptive-p's average starts at target / (1 - decay) <= 100
+// target, so with |value| <= 1e6 neither can overflow float in 10^26 draws.
+constexpr double kLearntParamLimit = 1e6;
+
+float as_learnt(sieve_param param, double value) {
+    const float f = as_float(param, value);
+    if (std::fabs(value) > kLearntParamLimit)
+        fail(SIEVE_ERROR_INVALID_PARAMETER, std::string(param_name(param)) + " must be in [-1e6, 1e6], got " +
+                                                format_value(value) +
+                                                " (a larger value lets the slot's learnt state overflow float)");
+    return f;
+}
+
 // A window over the slot's history: an integer in [0, capacity]. llama.cpp's
 // -1 means "the context", which Sieve does not have: refused, with the way out.
 int32_t as_last_n(sieve_param param, double value, int32_t capacity) {
@@ -200,9 +216,9 @@ void ChainImpl::set_one(int32_t row, sieve_param param, double value) {
         r.dry_allowed_length = static_cast<int32_t>(value);
         return;
     case SIEVE_PARAM_DRY_PENALTY_LAST_N: r.dry_penalty_last_n = as_last_n(param, value, config_.history_capacity); return;
-    case SIEVE_PARAM_MIROSTAT_TAU: r.mirostat_tau = as_float(param, value); return;
-    case SIEVE_PARAM_MIROSTAT_ETA: r.mirostat_eta = as_float(param, value); return;
-    case SIEVE_PARAM_ADAPTIVE_TARGET: r.adaptive_target = as_float(param, value); return;
+    case SIEVE_PARAM_MIROSTAT_TAU: r.mirostat_tau = as_learnt(param, value); return;
+    case SIEVE_PARAM_MIROSTAT_ETA: r.mirostat_eta = as_learnt(param, value); return;
+    case SIEVE_PARAM_ADAPTIVE_TARGET: r.adaptive_target = as_learnt(param, value); return;
     case SIEVE_PARAM_ADAPTIVE_DECAY: r.adaptive_decay = as_float(param, value); return;
     }
     fail(SIEVE_ERROR_INVALID_PARAMETER, "unknown parameter " + std::to_string(static_cast<int>(param)));

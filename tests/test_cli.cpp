@@ -553,6 +553,96 @@ TEST_F(Cli, MinusOneWindowsAreRefusedByTheLibrary) {
     EXPECT_NE(bad_penalty.err.find("repeat_penalty"), std::string::npos) << bad_penalty.err;
 }
 
+// Issue 23: values that would make a slot's learnt state infinite are refused
+// by the library, on both devices, as usage errors naming the flag and range.
+TEST_F(Cli, LearntStateFlagsAreBounded) {
+    const std::string f = write_npy("m.npy", 0, 8, kEight);
+    for (const std::string device : {"--device cpu", ""})
+        for (const std::string flags : {"--mirostat 1 --mirostat-ent 2e38", "--mirostat 1 --mirostat-lr 3e38",
+                                        "--mirostat 2 --mirostat-lr -3e38", "--adaptive-target 3e38"}) {
+            Proc r = sieve("sample --logits '" + f + "' " + flags + " " + device);
+            EXPECT_EQ(r.code, 2) << flags << " " << device << ": " << describe(r);
+            EXPECT_NE(r.err.find(flags.substr(flags.rfind("--"), flags.rfind(' ') - flags.rfind("--"))),
+                      std::string::npos) << r.err;
+            EXPECT_NE(r.err.find("[-1e6, 1e6]"), std::string::npos) << r.err;
+        }
+}
+
+// Issue 23: work a flag could make unbounded is refused with exit 3, naming
+// the limit (the twin used to run until killed).
+TEST_F(Cli, UnboundedWorkIsRefused) {
+    const std::string f = write_npy("b.npy", 0, 8, kEight);
+    Proc draws = sieve("sample --logits '" + f + "' --device cpu --draws 2147483647");
+    EXPECT_EQ(draws.code, 3) << describe(draws);
+    EXPECT_NE(draws.err.find("1000000"), std::string::npos) << draws.err;
+    Proc rows = sieve("sample --logits '" + f + "' --device cpu --rows 300000000");
+    EXPECT_EQ(rows.code, 3) << describe(rows);
+    EXPECT_NE(rows.err.find("65536"), std::string::npos) << rows.err;
+    Proc both = sieve("sample --logits '" + f + "' --device cpu --rows 4096 --draws 10000");
+    EXPECT_EQ(both.code, 3) << describe(both);
+    EXPECT_NE(both.err.find("16777216"), std::string::npos) << both.err;
+    Proc json_out = sieve("sample --logits '" + f + "' --device cpu --draws 2147483647 --json");
+    EXPECT_EQ(json_out.code, 3) << describe(json_out);
+    EXPECT_EQ(parse(json_out)["exit_code"], 3) << json_out.out;
+    // At the limits the work is done.
+    Proc ok = sieve("sample --logits '" + f + "' --device cpu --rows 16 --draws 1000 --json");
+    EXPECT_EQ(ok.code, 0) << describe(ok);
+}
+
+// Issue 23: malformed bench files, a directory given as logits, a bias past
+// float range and --logprobs with --dump-dist get their own exit status and
+// message.
+TEST_F(Cli, BenchCompareRejectsMalformedCasesAsBadInput) {
+    const std::string good = path("good.json");
+    std::ofstream(good) << R"({"cases":[{"name":"x","median_us":10}]})";
+    for (const std::string bad : {R"({"cases":[{"name":"x","median_us":1e400}]})",
+                                  R"({"cases":[{"name":"x","median_us":10,"status":3}]})",
+                                  R"({"cases":[{"name":"x","median_us":10,"status":null}]})"}) {
+        const std::string b = path("bad.json");
+        std::ofstream(b) << bad;
+        for (const std::string& args : {"'" + good + "' '" + b + "'", "'" + b + "' '" + good + "'"}) {
+            Proc r = sieve("bench --compare " + args);
+            EXPECT_EQ(r.code, 3) << bad << ": " << describe(r);
+            EXPECT_NE(r.err.find("bad.json"), std::string::npos) << r.err;
+        }
+    }
+}
+
+TEST_F(Cli, DirectoryAsLogitsIsBadInput) {
+    for (const std::string device : {"--device cpu", ""}) {
+        Proc r = sieve("sample --logits '" + dir_.string() + "' --vocab 4 " + device);
+        EXPECT_EQ(r.code, 3) << describe(r);
+        EXPECT_NE(r.err.find("is a directory"), std::string::npos) << r.err;
+        EXPECT_EQ(r.err.find("memory"), std::string::npos) << r.err;
+    }
+}
+
+TEST_F(Cli, LogitBiasBeyondFloatRangeIsRefusedEitherSign) {
+    const std::string f = write_npy("lb.npy", 0, 8, kEight);
+    for (const std::string bias : {"1-1e39", "1+1e39", "1-3.5e38"}) {
+        Proc r = sieve("sample --logits '" + f + "' --device cpu --logit-bias " + bias);
+        EXPECT_EQ(r.code, 2) << bias << ": " << describe(r);
+        EXPECT_NE(r.err.find("float range"), std::string::npos) << r.err;
+    }
+    // -inf written out still bans the token; the largest finite bias is taken.
+    Proc ban = sieve("sample --logits '" + f + "' --device cpu --samplers greedy --logit-bias 4-inf --json");
+    ASSERT_EQ(ban.code, 0) << describe(ban);
+    EXPECT_EQ(parse(ban)["rows"][0]["token"], 1);
+    Proc big = sieve("sample --logits '" + f + "' --device cpu --samplers greedy --logit-bias 7+3e38 --json");
+    ASSERT_EQ(big.code, 0) << describe(big);
+    EXPECT_EQ(parse(big)["rows"][0]["token"], 7);
+}
+
+TEST_F(Cli, LogprobsWithDumpDistOrDrawsIsAUsageError) {
+    const std::string f = write_npy("lp.npy", 0, 8, kEight);
+    for (const std::string mode : {"--dump-dist", "--draws 10"}) {
+        Proc r = sieve("sample --logits '" + f + "' --device cpu --logprobs 2 " + mode);
+        EXPECT_EQ(r.code, 2) << mode << ": " << describe(r);
+        EXPECT_NE(r.err.find("--logprobs"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find(mode.substr(0, mode.find(' '))), std::string::npos) << r.err;
+    }
+}
+
 TEST_F(Cli, HistoryCapacityIsRaisedToWhatTheFlagsNeed) {
     const std::string f = write_npy("c.npy", 0, 8, kEight);
     const std::string base = "sample --logits '" + f + "' --device cpu --samplers 'penalties;dry;dist' --json ";

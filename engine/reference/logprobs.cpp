@@ -7,7 +7,10 @@
 
 namespace sieve::ref {
 
-RawLogprobs raw_logprobs(const float* logits, int32_t vocab, int32_t token, int32_t n) {
+RawLogprobs raw_logprobs(const float* raw, int32_t vocab, int32_t token, int32_t n) {
+    // The logits as read on ingest: subnormals are zeros (make_candidates).
+    std::vector<float> logits(raw, raw + vocab);
+    for (float& f : logits) f = flush_subnormal(f);
     RawLogprobs out;
     double m = -INFINITY;
     for (int32_t i = 0; i < vocab; ++i)

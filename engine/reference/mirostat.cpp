@@ -23,6 +23,9 @@
 // - The draw is Sieve's: the canonical distribution (canonical_distribution) and
 //   the inverse CDF with the row's Philox uniform, exactly as dist draws, instead
 //   of llama_sample_dist's std::discrete_distribution on the sampler's mt19937.
+// - v1's k is computed in logs (k = exp(log x / s_hat)), so a huge s_hat or mu
+//   overflows nothing: logits {0, 0, 0, -1.7e38} give s_hat ~ 1e38 and k ~ 1,
+//   llama.cpp's answer (its b_i = log(p / 0) = inf makes k = inf^0 = 1).
 // - v1's estimate is in double, and b_i = logit_i - logit_{i+1}, which is
 //   log(p_i / p_{i+1}) without the softmax's rounding or underflow. The pairs are
 //   those of the unmasked candidates in canonical order (the first min(m, live)).
@@ -75,11 +78,14 @@ size_t mirostat_v1_keep(const CandidateArray& sorted, int32_t n_vocab, float mu)
     }
     const double s_hat = sum_ti_bi / sum_ti_sq; // >= 0: canonical order makes every b_i >= 0
     const double epsilon_hat = s_hat - 1.0;
-    const double two_mu = std::exp2(static_cast<double>(mu));
     const double n = static_cast<double>(n_vocab);
-    const double x = epsilon_hat == 0.0 ? two_mu / std::log(n)
-                                        : (epsilon_hat * two_mu) / (1.0 - std::pow(n, -epsilon_hat));
-    const double k = std::pow(x, 1.0 / s_hat); // s_hat == 0: x^inf, i.e. 0, 1 or inf
+    // k = x^(1/s_hat), x = epsilon_hat 2^mu / (1 - n^-epsilon_hat), in logs: the
+    // product overflows for a huge s_hat (a gap of 1e38 between two logits) or
+    // mu, where k itself is finite (near 1). epsilon_hat >= -1, so the ratio is
+    // positive.
+    const double ratio = epsilon_hat == 0.0 ? 1.0 / std::log(n) : epsilon_hat / (1.0 - std::pow(n, -epsilon_hat));
+    const double log_x = std::log(ratio) + static_cast<double>(mu) * std::log(2.0);
+    const double k = std::exp(log_x / s_hat); // s_hat == 0: x^inf, i.e. 0, 1 (NaN: log_x 0) or inf
     if (std::isnan(k)) return 1;
     if (!(k < static_cast<double>(data.size()))) return data.size();
     return std::max<size_t>(static_cast<size_t>(k), 1);

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -170,6 +171,17 @@ uint32_t xtc_coin_u32(uint32_t seed, uint32_t step, uint32_t draw);
 sieve_status check_logits(const float* logits, int32_t vocab, std::string* message);
 
 // ---- samplers on the candidate array (llama.cpp semantics) -----------------
+// A subnormal input logit reads as zero of its sign (Sieve's rule on ingest:
+// Vulkan lets a device flush denormals, so the GPU flushes them by their bits
+// and the twin does the same). Other values pass unchanged.
+inline float flush_subnormal(float f) {
+    uint32_t u = 0;
+    std::memcpy(&u, &f, sizeof u);
+    if ((u & 0x7F800000u) == 0u) u &= 0x80000000u;
+    std::memcpy(&f, &u, sizeof u);
+    return f;
+}
+// The array of the logits as read on ingest (flush_subnormal).
 CandidateArray make_candidates(const float* logits, int32_t vocab);
 // llama_sampler_temp_impl: t <= 0 keeps the first maximal logit and sets every
 // other logit to -inf (entries stay); otherwise logit /= t.

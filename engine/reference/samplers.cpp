@@ -7,12 +7,14 @@
 namespace sieve::ref {
 
 // llama_sampler_sample builds the array from the logits row: {id, logit, 0} for
-// every token, selected = -1, sorted = false.
+// every token, selected = -1, sorted = false. Subnormal logits become zeros
+// (flush_subnormal): a GPU may flush them, and did (1.5e-43 next to zeros was
+// the maximum for the twin and a tie for the GPU).
 CandidateArray make_candidates(const float* logits, int32_t vocab) {
     CandidateArray cur;
     if (!logits || vocab <= 0) return cur;
     cur.data.resize(static_cast<size_t>(vocab));
-    for (int32_t i = 0; i < vocab; ++i) cur.data[static_cast<size_t>(i)] = TokenData{i, logits[i], 0.0f};
+    for (int32_t i = 0; i < vocab; ++i) cur.data[static_cast<size_t>(i)] = TokenData{i, flush_subnormal(logits[i]), 0.0f};
     return cur;
 }
 

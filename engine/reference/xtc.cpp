@@ -11,7 +11,11 @@
 // The size check counts masked members (they are in the array). The coin: Sieve
 // uses the row's Philox stream instead of a second mt19937,
 // coin = xtc_coin_u32(seed, step, draw) / 2^32 (word 1 of the draw's Philox block;
-// the draw uses word 0). Probabilities are double (llama.cpp: float).
+// the draw uses word 0). Probabilities are double (llama.cpp: float), but the
+// threshold test is llama.cpp's float one: p rounded to float, `p >= threshold`
+// (ten equal logits give p = 0.1 in double, below 0.1f, yet exactly 0.1f in
+// float, so llama.cpp fires there). The kept token of a tied run is the last
+// in canonical order: the highest id among the ties.
 #include "reference/detail.hpp"
 
 namespace sieve::ref {
@@ -21,10 +25,9 @@ void apply_xtc(CandidateArray& cur, float probability, float threshold, size_t m
     if (coin > static_cast<double>(probability)) return;
     if (!cur.sorted) detail::sort_canonical(cur);
     const std::vector<double> prob = detail::softmax_double(cur);
-    const double t = static_cast<double>(threshold);
     size_t pos_last = 0;
     for (size_t i = 0; i < prob.size(); ++i) {
-        if (prob[i] >= t) {
+        if (static_cast<float>(prob[i]) >= threshold) {
             pos_last = i;
         } else {
             break;

@@ -287,9 +287,9 @@ typedef enum sieve_param {
     SIEVE_PARAM_DRY_BASE = 17,              /* < 1 = off (default 1.75) */
     SIEVE_PARAM_DRY_ALLOWED_LENGTH = 18,    /* integer >= 0 (default 2) */
     SIEVE_PARAM_DRY_PENALTY_LAST_N = 19,    /* DRY's window; 0 = off (default: history_capacity) */
-    SIEVE_PARAM_MIROSTAT_TAU = 20,          /* target surprise (default 5.0); mu starts at 2 tau */
-    SIEVE_PARAM_MIROSTAT_ETA = 21,          /* learning rate (default 0.1) */
-    SIEVE_PARAM_ADAPTIVE_TARGET = 22,       /* adaptive-p's target; < 0 = a plain draw */
+    SIEVE_PARAM_MIROSTAT_TAU = 20,          /* target surprise (default 5.0); mu starts at 2 tau; in [-1e6, 1e6] */
+    SIEVE_PARAM_MIROSTAT_ETA = 21,          /* learning rate (default 0.1); in [-1e6, 1e6] */
+    SIEVE_PARAM_ADAPTIVE_TARGET = 22,       /* adaptive-p's target; < 0 = a plain draw; in [-1e6, 1e6] */
     SIEVE_PARAM_ADAPTIVE_DECAY = 23         /* adaptive-p's decay */
 } sieve_param;
 
@@ -373,7 +373,11 @@ typedef struct sieve_token {
 /* Samples one token per row from row-major f32 logits [rows][vocab]. Returns
  * SIEVE_OK when every row succeeded, otherwise the status of the first failed
  * row (each row's own status is in out[i].status). Each successful row's step
- * advances by one. */
+ * advances by one. A call-level failure (bad sizes or arguments, a busy chain,
+ * a device error: nothing is sampled) writes its status into out[i].status,
+ * with token -1 and every other field 0, for each i < min(rows, max_rows) when
+ * out is not NULL; so do sieve_sample_logits, sieve_sample_draws (when out is
+ * not NULL) and sieve_sample_vulkan. */
 SIEVE_API sieve_status sieve_sample(sieve_chain* chain, const float* logits, int32_t rows, int32_t vocab,
                                     sieve_token* out);
 

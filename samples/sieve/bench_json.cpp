@@ -160,7 +160,8 @@ Json read_bench_json(const std::string& path) {
     Json doc;
     try {
         doc = Json::parse(ss.str());
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {
+        // parse_error, and out_of_range for a number past double (1e400).
         throw CliError(kExitBadInput, "'" + path + "' is not valid JSON: " + e.what());
     }
     if (!doc.is_object() || !doc.contains("cases") || !doc["cases"].is_array())
@@ -168,6 +169,9 @@ Json read_bench_json(const std::string& path) {
     for (const Json& c : doc["cases"])
         if (!c.is_object() || !c.contains("name") || !c["name"].is_string())
             throw CliError(kExitBadInput, "'" + path + "': a case without a \"name\" string");
+        else if (c.contains("status") && !c["status"].is_string())
+            throw CliError(kExitBadInput, "'" + path + "': case '" + c["name"].get<std::string>() +
+                                              "' has a \"status\" that is not a string");
     return doc;
 }
 

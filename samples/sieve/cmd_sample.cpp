@@ -19,6 +19,33 @@ namespace {
 
 constexpr size_t kHumanListLimit = 20;  // candidates / counts shown per row without --json
 
+// Work a flag could make unbounded is refused past these (exit 3, DESIGN.md's
+// CLI contract): --draws 2147483647 was an 8 GiB token buffer and hours of work.
+constexpr int64_t kMaxDrawsPerRow = 1000000;
+constexpr int64_t kMaxDrawnTokens = int64_t(1) << 24;  // rows x draws: a 64 MiB token buffer
+
+void check_draws(int32_t draws) {
+    if (draws > kMaxDrawsPerRow)
+        throw CliError(kExitBadInput, "--draws " + std::to_string(draws) + " is beyond the limit of " +
+                                          std::to_string(kMaxDrawsPerRow) + " draws per row");
+}
+
+void check_drawn_tokens(int32_t draws, int32_t rows) {
+    const int64_t tokens = int64_t(draws) * rows;
+    if (tokens > kMaxDrawnTokens)
+        throw CliError(kExitBadInput, "--draws " + std::to_string(draws) + " over " + std::to_string(rows) +
+                                          " rows is " + std::to_string(tokens) + " tokens, beyond the limit of " +
+                                          std::to_string(kMaxDrawnTokens) + " (rows x draws)");
+}
+
+// --logprobs reports the sampled token's; --dump-dist and --draws sample none.
+void check_logprobs_combination(const SampleOptions& o) {
+    if (o.logprobs >= 0 && (o.dump_dist || o.draws > 0))
+        throw CliError(kExitUsage, std::string("--logprobs reports the sampled token's log-probabilities and cannot be "
+                                               "combined with ") + (o.dump_dist ? "--dump-dist" : "--draws") +
+                                       " (which sample no single token)");
+}
+
 std::string row_message(sieve_status status, int32_t row, const std::string& library_message) {
     if (!library_message.empty()) return library_message;
     switch (status) {
@@ -105,7 +132,10 @@ CLI::App* add_sample_command(CLI::App& app, SampleOptions& o) {
 }
 
 int run_sample(const SampleOptions& o, std::ostream& out, std::ostream& /*err*/) {
+    check_logprobs_combination(o);
+    check_draws(o.draws);
     const Logits logits = load_logits(o.logits, o.vocab, o.rows);
+    check_drawn_tokens(o.draws, logits.rows);
     Device device = open_device(o.device);
     ChainSetup setup;
     sieve::Chain chain = make_chain(device, o.sampling, logits.rows, logits.vocab, &setup);

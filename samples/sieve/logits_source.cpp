@@ -16,11 +16,27 @@ bool ends_with(const std::string& s, const std::string& suffix) {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// --rows repeating a one-row file: bounded (exit 3), as the device's
+// capacity would bound it; the twin has none and ran until killed.
+constexpr int64_t kMaxRepeatedRows = 65536;
+constexpr int64_t kMaxRepeatedLogits = int64_t(1) << 28;  // rows x vocab: 1 GiB of float32
+
+void check_repeat(int32_t rows, int32_t vocab) {
+    if (rows > kMaxRepeatedRows)
+        throw CliError(kExitBadInput, "--rows " + std::to_string(rows) + " is beyond the limit of " +
+                                          std::to_string(kMaxRepeatedRows) + " rows");
+    if (int64_t(rows) * vocab > kMaxRepeatedLogits)
+        throw CliError(kExitBadInput, "--rows " + std::to_string(rows) + " x vocab " + std::to_string(vocab) +
+                                          " is beyond the limit of " + std::to_string(kMaxRepeatedLogits) +
+                                          " logits (rows x vocab)");
+}
+
 void apply_rows(Logits& l, int32_t rows) {
     if (rows <= 0 || rows == l.rows) return;
     if (l.rows != 1)
         throw CliError(kExitBadInput, l.source + ": --rows " + std::to_string(rows) + " but the file holds " +
                                           std::to_string(l.rows) + " rows (a one-row file can be repeated)");
+    check_repeat(rows, l.vocab);
     std::vector<float> out(static_cast<size_t>(rows) * static_cast<size_t>(l.vocab));
     for (int32_t r = 0; r < rows; ++r)
         std::memcpy(out.data() + static_cast<size_t>(r) * l.vocab, l.data.data(), sizeof(float) * l.vocab);

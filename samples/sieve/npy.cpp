@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 
@@ -223,6 +224,11 @@ NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& name) {
 }
 
 std::vector<uint8_t> read_file_bytes(const std::string& path) {
+    // A directory opens as a stream on Linux and reports a size of 2^63 - 1.
+    std::error_code ec;
+    const auto status = std::filesystem::status(path, ec);
+    if (!ec && std::filesystem::is_directory(status)) throw std::runtime_error(path + ": is a directory, not a file");
+    if (!ec && !std::filesystem::is_regular_file(status)) throw std::runtime_error(path + ": is not a regular file");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
     in.seekg(0, std::ios::end);

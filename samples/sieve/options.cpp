@@ -154,6 +154,9 @@ LogitBiasEntry parse_logit_bias(const std::string& text) {
     if (value.empty() || end == value.c_str()) throw bad("no bias value");
     while (*end && std::isspace(static_cast<unsigned char>(*end))) ++end;
     if (*end) throw bad("trailing characters after the bias");
+    // strtof turns a value past float's range into inf (ERANGE): refused either
+    // sign, as "+1e39" is; only a written "inf" is infinite.
+    if (errno == ERANGE && std::isinf(magnitude)) throw bad("the bias is beyond float range (|bias| <= 3.4e38; -inf bans)");
     const float bias = sign * magnitude;
     if (std::isnan(bias)) throw bad("the bias is NaN");
     if (bias == INFINITY) throw bad("a +inf bias is refused (finite or -inf only)");

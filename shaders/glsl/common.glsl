@@ -263,9 +263,11 @@ layout(std430, set = 0, binding = 12) coherent buffer Adjust { uint adjust[]; };
 
 // Order-preserving key: uint order == float order; -0 and +0 share a key.
 // NaN never gets here (rows holding one fail in row_stats first).
+// Subnormals share it too, by their bits (a device may flush them in any float
+// op; docs/semantics.md, "Subnormal logits").
 uint sieve_key(float f) {
     uint b = floatBitsToUint(f);
-    if (f == 0.0) b = 0u;
+    if ((b & 0x7F800000u) == 0u) b = 0u;
     // Negative: every bit flipped; else the sign bit set (two operations: the
     // hot loops compute this for every logit).
     return b ^ (uint(int(b) >> 31) | 0x80000000u);
@@ -301,6 +303,13 @@ uvec2 fixed40(float w) {
 uvec2 sieve_mass(float scaled, float max_scaled) { return fixed40(clamp(exp(scaled - max_scaled), 0.0, 1.0)); }
 
 #define NEG_INF uintBitsToFloat(0xFF800000u)
+
+// A logit as read on ingest: a subnormal is the zero of its sign, by its bits
+// (exact on every device; the twin's flush_subnormal).
+float flush_subnormal(float f) {
+    uint b = floatBitsToUint(f);
+    return (b & 0x7F800000u) == 0u ? uintBitsToFloat(b & 0x80000000u) : f;
+}
 #define QNAN uintBitsToFloat(0x7FC00000u)
 
 uint param_u(uint row, uint p) { return params[row * PARAM_STRIDE + p]; }
@@ -368,7 +377,7 @@ void bind_row(uint row) {
 // table. NaN and +Inf stay as they are: the row fails on them whatever the
 // mask says (the twin checks the raw logits first).
 float row_logit(uint row, uint i) {
-    float f = logits[row * pc.stride + i];
+    float f = flush_subnormal(logits[row * pc.stride + i]);
     if (!ROW_INPUTS || (g_inputs == NO_INPUTS && g_adjust == NO_INPUTS)) return f;
     if (isnan(f) || (isinf(f) && f > 0.0)) return f;
     uint bit = 1u << (i & 31u);

@@ -250,7 +250,7 @@ void write_table(uint row, uint base, uint hash_base, uint entries) {
         uint token = key - 1u;
         uint bit = 1u << (token & 31u);
         uint rank = adjust[prefix + (token >> 5u)] + bitCount(adjust[base + (token >> 5u)] & (bit - 1u));
-        float f = logits[row * pc.stride + token];
+        float f = flush_subnormal(logits[row * pc.stride + token]);
         // The row fails on NaN and +Inf (the passes read them raw); the bias
         // first (the twin's order), then the history samplers.
         if (!isnan(f) && !(isinf(f) && f > 0.0)) {

@@ -11,7 +11,12 @@ layout(std430, set = 0, binding = 0) readonly buffer Logits4 { vec4 logits4[]; }
 layout(constant_id = 7) const uint TEXEL_READ = 0u;
 layout(set = 0, binding = 13) uniform samplerBuffer logits_texels;
 
-// vec4 q of the bound logits (q = element index / 4).
-vec4 row_vec4(uint q) { return TEXEL_READ != 0u ? texelFetch(logits_texels, int(q)) : logits4[q]; }
+// vec4 q of the bound logits (q = element index / 4), subnormals read as zeros
+// of their sign by their bits (common.glsl's flush_subnormal).
+vec4 row_vec4(uint q) {
+    vec4 v = TEXEL_READ != 0u ? texelFetch(logits_texels, int(q)) : logits4[q];
+    uvec4 b = floatBitsToUint(v);
+    return uintBitsToFloat(mix(b, b & 0x80000000u, equal(b & 0x7F800000u, uvec4(0u))));
+}
 
 #endif

@@ -83,7 +83,7 @@ void main() {
     uint top_key[TOPN], top_id[TOPN];
     uint count = 0u, worst = 0u, worst_key = 0u, worst_id = NONE_ID;
     for (uint i = begin + t; i < end; i += WG) {
-        float f = logits[row * pc.stride + i];
+        float f = flush_subnormal(logits[row * pc.stride + i]);
         if (isnan(f) || isinf(f)) continue;
         m = max(m, f);
         if (n == 0u) continue;
@@ -106,7 +106,7 @@ void main() {
         }
     }
     for (uint i = begin + t; i < end; i += WG) {
-        float f = logits[row * pc.stride + i];
+        float f = flush_subnormal(logits[row * pc.stride + i]);
         if (!isnan(f) && !isinf(f)) sum += exp(f - m);
     }
     wg_max_sum(m, sum);

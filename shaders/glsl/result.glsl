@@ -26,7 +26,7 @@ void write_result(uint row, uint token, float p, float logprob, uint status, uin
     results[o + 7u] = row_state[row * ROW_STRIDE + R_FIRST_BAD];
     // The token's logit as the model gave it (the rows of a chain that asks
     // for logprobs are never patched in place: history.comp's ROW_PATCH).
-    results[o + RES_RAW_TOKEN] = status == STATUS_OK ? floatBitsToUint(logits[row * pc.stride + token]) : 0u;
+    results[o + RES_RAW_TOKEN] = status == STATUS_OK ? floatBitsToUint(flush_subnormal(logits[row * pc.stride + token])) : 0u;
 }
 
 // A sampled token advances the step of the row's slot (slot state lives across calls).

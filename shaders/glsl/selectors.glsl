@@ -79,11 +79,14 @@ void mirostat_v1_cut(uint row) {
         }
         float s_hat = sum_tb / sum_tt;
         float eps = s_hat - 1.0;
-        float two_mu = exp2(mu);
         float nv = float(pc.vocab);
-        float x = eps == 0.0 ? two_mu / log(nv) : (eps * two_mu) / (1.0 - pow(nv, -eps));
-        float k = pow(x, 1.0 / s_hat);
-        if (isnan(k)) keep = 1u;
+        // In logs, as the twin: eps * 2^mu overflows float for a huge s_hat
+        // (a logit gap of 1e38) where k is about 1.
+        float ratio = eps == 0.0 ? 1.0 / log(nv) : eps / (1.0 - pow(nv, -eps));
+        float log_x = log(ratio) + mu * 0.6931471805599453;
+        float k = s_hat == 0.0 ? (log_x > 0.0 ? float(size) : 1.0) : exp(log_x / s_hat);
+        if (isinf(s_hat)) keep = 1u;  // the limit of x^(1/s_hat) = (s_hat 2^mu)^(1/s_hat)
+        else if (isnan(k)) keep = 1u;
         else if (!(k < float(size))) keep = size;
         else keep = max(uint(k), 1u);
     }
