@@ -34,14 +34,14 @@ for h in "${harnesses[@]}"; do
   status=0
   ASAN_OPTIONS=detect_leaks=$leaks:abort_on_error=1:symbolize=1 \
     "$build/fuzz/$h" -max_total_time="$seconds" -print_final_stats=1 -max_len=4096 -timeout=60 \
-    -rss_limit_mb=4096 -detect_leaks=$leaks -artifact_prefix="$findings/$h/" "$work/$h" >"$work/$h.log" 2>&1 ||
+    -rss_limit_mb=4096 -print_funcs=0 -detect_leaks=$leaks -artifact_prefix="$findings/$h/" "$work/$h" >"$work/$h.log" 2>&1 ||
     status=$?
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/$h.log" | grep -o '[0-9]*$' || echo 0)
   rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$work/$h.log" | grep -o '[0-9]*$' || echo 0)
   cov=$(grep -o 'cov: [0-9]*' "$work/$h.log" | tail -n 1 || true)
   if ((status != 0)); then
     echo "== $h: FAILED (exit $status) after ${execs:-?} executions; input kept in $findings/$h/"
-    grep -v '^#[0-9]' "$work/$h.log" | tail -n 60
+    grep -v -E '^(#[0-9]|INFO:|\s+NEW_FUNC)' "$work/$h.log" | tail -n 40
     failed+=("$h")
   else
     echo "== $h: ${execs} executions in ${seconds} s (${rate}/s), ${cov:-cov: ?}, no findings"
