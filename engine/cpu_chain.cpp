@@ -2,6 +2,7 @@
 // and what `sieve bench` compares the GPU against. Its slots are the same word
 // records as the GPU's (slot_layout.hpp), in host memory.
 #include "context.hpp"
+#include "error.hpp"
 #include "slot_layout.hpp"
 
 #include <cstring>
@@ -131,6 +132,20 @@ public:
         return info;
     }
     std::unique_ptr<ChainImpl> create_chain(const ChainConfig& config) override {
+        // Host memory is this backend's device memory: like a GPU chain beyond
+        // its device's limits, a chain whose rows' parameters and slot records
+        // need more than 1 GiB is refused before anything is allocated (a huge
+        // max_slots would otherwise zero-fill gigabytes or die in the allocator).
+        constexpr uint64_t kMaxChainBytes = 1ull << 30;
+        const uint64_t bytes =
+            static_cast<uint64_t>(config.max_rows) * sizeof(ref::RowParams) +
+            static_cast<uint64_t>(config.max_slots) * slot_words(static_cast<uint32_t>(config.history_capacity)) * 4;
+        if (bytes > kMaxChainBytes)
+            fail(SIEVE_ERROR_DEVICE_LIMIT, "capacity of " + std::to_string(config.max_rows) + " rows and " +
+                                               std::to_string(config.max_slots) + " slots with a history of " +
+                                               std::to_string(config.history_capacity) + " tokens needs " +
+                                               std::to_string(bytes) + " bytes of host memory; the CPU backend " +
+                                               "serves at most " + std::to_string(kMaxChainBytes));
         return std::make_unique<CpuChain>(config);
     }
 };

@@ -10,6 +10,7 @@ packages=(
   libvulkan-dev libvulkan-volk-dev glslang-tools spirv-tools
   mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
+  clang libclang-rt-14-dev llvm   # scripts/fuzz.sh (libFuzzer), scripts/sanitize.sh, llvm-symbolizer
 )
 missing=()
 for p in "${packages[@]}"; do

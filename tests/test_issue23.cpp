@@ -7,6 +7,8 @@
 
 #include <cfloat>
 #include <cmath>
+#include <limits>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -285,3 +287,36 @@ INSTANTIATE_TEST_SUITE_P(Issue23, Issue23, testing::Values(Backend::Gpu, Backend
                          });
 
 } // namespace
+
+// Found by fuzz/fuzz_chain: the CPU backend allocated max_slots slot records
+// (and max_rows rows' parameters) with no bound, so max_slots 2^31 - 1 asked the
+// allocator for about 9 TB (out of memory at best; a moderately huge value
+// zero-filled gigabytes). It refuses such a chain like a GPU beyond its limits.
+TEST(Issue23, CpuBackendRefusesHugeCapacities) {
+    sieve::Context ctx = sieve_test::cpu_context();
+    const std::pair<int32_t, int32_t> cases[] = {{1, std::numeric_limits<int32_t>::max()},
+                                                 {std::numeric_limits<int32_t>::max(), 1}};
+    for (const auto& [rows, slots] : cases) {
+        sieve_chain_desc d;
+        sieve_chain_desc_init(&d);
+        d.samplers = "penalties;dist";
+        d.max_rows = rows;
+        d.max_vocab = 100;
+        d.max_slots = slots;
+        d.history_capacity = 1024;
+        sieve_chain* out = reinterpret_cast<sieve_chain*>(static_cast<uintptr_t>(0x10));
+        EXPECT_EQ(sieve_chain_create(ctx.get(), &d, &out), SIEVE_ERROR_DEVICE_LIMIT) << rows << " rows, " << slots << " slots";
+        EXPECT_NE(std::string(sieve_last_error()).find("CPU backend"), std::string::npos) << sieve_last_error();
+        EXPECT_EQ(out, nullptr);
+    }
+    // A large but servable chain is still made.
+    sieve_chain_desc d;
+    sieve_chain_desc_init(&d);
+    d.max_rows = 64;
+    d.max_vocab = 1000;
+    d.max_slots = 4096;
+    d.history_capacity = 4096;
+    sieve_chain* chain = nullptr;
+    ASSERT_EQ(sieve_chain_create(ctx.get(), &d, &chain), SIEVE_OK) << sieve_last_error();
+    sieve_chain_destroy(chain);
+}

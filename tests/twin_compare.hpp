@@ -165,7 +165,10 @@ inline std::map<int32_t, double> twin_distribution(const Row& row, uint32_t step
 template <class A, class B>
 bool same_ids(const std::map<int32_t, A>& a, const std::map<int32_t, B>& b) {
     if (a.size() != b.size()) return false;
-    for (auto i = a.begin(), j = b.begin(); i != a.end(); ++i, ++j)
+    // Two declarations: one `auto` may not deduce two types (clang refuses it).
+    auto i = a.begin();
+    auto j = b.begin();
+    for (; i != a.end(); ++i, ++j)
         if (i->first != j->first) return false;
     return true;
 }

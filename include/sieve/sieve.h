@@ -251,6 +251,9 @@ typedef struct sieve_chain_desc {
     /* Tokens of history each slot keeps: the largest repeat_last_n /
      * dry_penalty_last_n any row may use (default 1024, at most 65536). */
     int32_t history_capacity;
+    /* A capacity the backend cannot serve is SIEVE_ERROR_DEVICE_LIMIT: on the
+     * CPU backend, rows' parameters and slot records beyond 1 GiB of host
+     * memory (e.g. max_slots 2^31 - 1). */
 } sieve_chain_desc;
 
 #define SIEVE_SEED_RANDOM 0xFFFFFFFFu   /* llama.cpp's LLAMA_DEFAULT_SEED */

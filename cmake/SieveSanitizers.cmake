@@ -1,0 +1,23 @@
+# Instrumentation applied to every target of a build:
+#   SIEVE_SANITIZE="address,undefined"  sanitizers only (scripts/sanitize.sh, build-asan);
+#   SIEVE_BUILD_FUZZERS=ON              libFuzzer coverage plus ASan and UBSan (build-fuzz,
+#                                       clang only); the harnesses add -fsanitize=fuzzer
+#                                       at their own link.
+# Any error a sanitizer finds aborts (-fno-sanitize-recover=all), so a test or a
+# fuzz run fails on it instead of printing and going on.
+set(SIEVE_SANITIZER_FLAGS "")
+if(SIEVE_BUILD_FUZZERS)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "SIEVE_BUILD_FUZZERS needs clang (libFuzzer): configure with "
+                        "-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ (Debian: clang, libclang-rt-14-dev)")
+  endif()
+  set(SIEVE_SANITIZER_FLAGS -fsanitize=fuzzer-no-link,address,undefined)
+elseif(SIEVE_SANITIZE)
+  set(SIEVE_SANITIZER_FLAGS -fsanitize=${SIEVE_SANITIZE})
+endif()
+if(SIEVE_SANITIZER_FLAGS)
+  list(APPEND SIEVE_SANITIZER_FLAGS -fno-sanitize-recover=all -fno-omit-frame-pointer -g)
+  add_compile_options(${SIEVE_SANITIZER_FLAGS})
+  # fuzzer-no-link at link time pulls in nothing; the sanitizer runtimes come from it.
+  add_link_options(${SIEVE_SANITIZER_FLAGS})
+endif()

@@ -1,0 +1,191 @@
+// The differential harness: the same call on the CPU backend and the Vulkan
+// backend (one context per process, validation off), the same seed and
+// parameters. Both are held to the twin with the rules the GPU tests use
+// (tests/twin_compare.hpp): statuses equal; survivor sets equal, or different
+// only at a top-p/min-p/typical/XTC threshold within 1e-6; probabilities
+// within 1e-4 relative; the same token unless the uniform lies within 1e-6 of
+// a CDF boundary. Any broken rule aborts with gtest's message.
+#include "fuzz_support.hpp"
+#include "twin_compare.hpp"
+
+#include <gtest/gtest-spi.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+using namespace sieve_fuzz;
+using namespace sieve_test::twin;
+
+namespace {
+
+constexpr int32_t kMaxVocab = 2048, kHistory = 64;
+
+
+struct Pair {
+    sieve_chain* cpu = nullptr;
+    sieve_chain* gpu = nullptr;
+    std::vector<SamplerKind> kinds;
+};
+
+sieve_chain* create(sieve_context* context, const std::string& samplers) {
+    sieve_chain_desc desc;
+    sieve_chain_desc_init(&desc);
+    desc.samplers = samplers.c_str();
+    desc.max_rows = 1;
+    desc.max_vocab = kMaxVocab;
+    desc.seed = 1;
+    desc.history_capacity = kHistory;
+    sieve_chain* c = nullptr;
+    if (sieve_chain_create(context, &desc, &c) != SIEVE_OK) fail("chain creation");
+    return c;
+}
+
+// Chains by sampler string, both backends; a bounded cache (creating a Vulkan
+// chain records and allocates, too slow for every input).
+Pair& pair_for(const std::string& samplers) {
+    static sieve_context* gpu_context = make_context(SIEVE_BACKEND_VULKAN);
+    static std::map<std::string, Pair> cache;
+    auto it = cache.find(samplers);
+    if (it != cache.end()) return it->second;
+    if (cache.size() >= 32) {
+        for (auto& [name, p] : cache) sieve_chain_destroy(p.cpu), sieve_chain_destroy(p.gpu);
+        cache.clear();
+    }
+    Pair p;
+    std::string message;
+    if (sieve::ref::parse_chain(samplers.c_str(), &p.kinds, &message) != SIEVE_OK) fail("a fuzzed chain does not parse");
+    p.cpu = create(cpu_context(), samplers);
+    p.gpu = create(gpu_context, samplers);
+    return cache[samplers] = p;
+}
+
+// A fixed set of chains: creating a Vulkan chain compiles its pipelines
+// (seconds on lavapipe under ASan), so inputs pick among these, which cover
+// every sampler; penalties and DRY lead (the GPU backend runs them only as the
+// chain's first samplers, SIEVE_ERROR_UNSUPPORTED_SAMPLER otherwise).
+const char* const kChains[] = {
+    "",  // llama.cpp's default
+    "penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature;dist",
+    "top_k;top_p;min_p;temperature;dist", "temperature;top_n_sigma;greedy", "penalties;temperature;mirostat",
+    "dry;top_k;temperature;mirostat_v2", "min_p;xtc;temperature;adaptive_p", "typ_p;temperature;top_p;dist"};
+
+std::string samplers(FuzzedDataProvider& in) {
+    return kChains[in.ConsumeIntegralInRange<size_t>(0, sizeof kChains / sizeof *kChains - 1)];
+}
+
+// Row parameters over the ranges the API accepts, with llama.cpp's "off"
+// values reachable.
+RowParams params(FuzzedDataProvider& in) {
+    RowParams p;
+    const auto f = [&](float lo, float hi) { return in.ConsumeFloatingPointInRange<float>(lo, hi); };
+    p.temperature = in.ConsumeBool() ? f(-0.5f, 2.5f) : 0.8f;
+    p.seed = in.ConsumeIntegral<uint32_t>();
+    p.min_keep = in.ConsumeIntegralInRange<int32_t>(0, 4);
+    p.top_k = in.ConsumeIntegralInRange<int32_t>(-1, 300);
+    p.top_p = f(0.0f, 1.05f);
+    p.min_p = f(-0.1f, 1.1f);
+    p.typical_p = f(0.0f, 1.05f);
+    p.top_n_sigma = f(-1.0f, 4.0f);
+    p.xtc_probability = f(-0.1f, 1.0f);
+    p.xtc_threshold = f(0.0f, 0.6f);
+    p.dynatemp_range = in.ConsumeBool() ? f(0.0f, 2.0f) : 0.0f;
+    p.dynatemp_exponent = f(0.1f, 3.0f);
+    p.penalty_last_n = in.ConsumeIntegralInRange<int32_t>(0, kHistory);
+    p.penalty_repeat = f(0.5f, 2.0f);
+    p.penalty_freq = f(-1.0f, 1.0f);
+    p.penalty_present = f(-1.0f, 1.0f);
+    p.dry_multiplier = f(0.0f, 2.0f);
+    p.dry_base = f(0.9f, 3.0f);
+    p.dry_allowed_length = in.ConsumeIntegralInRange<int32_t>(0, 4);
+    p.dry_penalty_last_n = in.ConsumeIntegralInRange<int32_t>(0, kHistory);
+    p.mirostat_tau = f(0.0f, 10.0f);
+    p.mirostat_eta = f(0.0f, 1.0f);
+    p.adaptive_target = f(-0.5f, 1.0f);
+    p.adaptive_decay = f(0.0f, 0.99f);
+    return p;
+}
+
+// Sets p on the chain's row 0: false (on both backends alike) when refused.
+sieve_status set_row(sieve_chain* c, const RowParams& p) {
+    const std::pair<sieve_param, double> values[] = {
+        {SIEVE_PARAM_TEMPERATURE, p.temperature}, {SIEVE_PARAM_SEED, p.seed},
+        {SIEVE_PARAM_MIN_KEEP, p.min_keep}, {SIEVE_PARAM_TOP_K, p.top_k}, {SIEVE_PARAM_TOP_P, p.top_p},
+        {SIEVE_PARAM_MIN_P, p.min_p}, {SIEVE_PARAM_TYPICAL_P, p.typical_p}, {SIEVE_PARAM_TOP_N_SIGMA, p.top_n_sigma},
+        {SIEVE_PARAM_XTC_PROBABILITY, p.xtc_probability}, {SIEVE_PARAM_XTC_THRESHOLD, p.xtc_threshold},
+        {SIEVE_PARAM_DYNATEMP_RANGE, p.dynatemp_range}, {SIEVE_PARAM_DYNATEMP_EXPONENT, p.dynatemp_exponent},
+        {SIEVE_PARAM_REPEAT_LAST_N, p.penalty_last_n}, {SIEVE_PARAM_REPEAT_PENALTY, p.penalty_repeat},
+        {SIEVE_PARAM_FREQUENCY_PENALTY, p.penalty_freq}, {SIEVE_PARAM_PRESENCE_PENALTY, p.penalty_present},
+        {SIEVE_PARAM_DRY_MULTIPLIER, p.dry_multiplier}, {SIEVE_PARAM_DRY_BASE, p.dry_base},
+        {SIEVE_PARAM_DRY_ALLOWED_LENGTH, p.dry_allowed_length}, {SIEVE_PARAM_DRY_PENALTY_LAST_N, p.dry_penalty_last_n},
+        {SIEVE_PARAM_MIROSTAT_TAU, p.mirostat_tau}, {SIEVE_PARAM_MIROSTAT_ETA, p.mirostat_eta},
+        {SIEVE_PARAM_ADAPTIVE_TARGET, p.adaptive_target}, {SIEVE_PARAM_ADAPTIVE_DECAY, p.adaptive_decay}};
+    for (const auto& [param, value] : values)
+        if (sieve_status s = checked(sieve_chain_set_param(c, 0, param, value)); s != SIEVE_OK) return s;
+    return SIEVE_OK;
+}
+
+GpuDistribution distribution(sieve_chain* c, const std::vector<float>& l, int32_t vocab) {
+    std::vector<int32_t> ids(static_cast<size_t>(vocab));
+    std::vector<float> probs(static_cast<size_t>(vocab));
+    int32_t count = 0;
+    GpuDistribution out;
+    out.status = checked(sieve_chain_distribution(c, l.data(), 1, vocab, 0, ids.data(), probs.data(), vocab, &count));
+    if (out.status != SIEVE_OK) {
+        out.message = sieve_last_error();
+        return out;
+    }
+    require(count >= 1 && count <= vocab, "distribution count outside 1..vocab");
+    for (int32_t i = 0; i < count; ++i) out.p[ids[static_cast<size_t>(i)]] = probs[static_cast<size_t>(i)];
+    require(out.p.size() == static_cast<size_t>(count), "survivor id twice");
+    return out;
+}
+
+// One backend's distribution and token against the twin.
+void compare(sieve_chain* c, Row row, const std::vector<float>& l, sieve_token* token, Tally* tally) {
+    const GpuDistribution got = distribution(c, l, row.vocab);
+    bool at_threshold = false;
+    compare_distribution(got, &row, 0, &at_threshold);
+    if (at_threshold) ++tally->cut_near_threshold;
+    checked(sieve_sample(c, l.data(), 1, row.vocab, token));
+    compare_token(*token, row, 0, tally);
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    FuzzedDataProvider in(data, size);
+    Pair& pair = pair_for(samplers(in));
+    const RowParams p = params(in);
+    const int32_t vocab = in.ConsumeIntegralInRange<int32_t>(1, kMaxVocab);
+    sieve::ref::SlotState state;
+    for (int n = in.ConsumeIntegralInRange<int>(0, 40); n > 0; --n)
+        state.history.push_back(in.ConsumeIntegralInRange<int32_t>(0, vocab - 1));
+    const std::vector<float> l = logits(in, static_cast<size_t>(vocab));
+
+    sieve_status set[2];
+    sieve_chain* chains[2] = {pair.cpu, pair.gpu};
+    for (int b = 0; b < 2; ++b) {
+        checked(sieve_chain_reset(chains[b], -1));
+        set[b] = set_row(chains[b], p);
+        if (set[b] == SIEVE_OK)
+            set[b] = checked(sieve_accept(chains[b], 0, state.history.data(), static_cast<int32_t>(state.history.size())));
+    }
+    require(set[0] == set[1], "the backends took different parameters");
+    if (set[0] != SIEVE_OK) return 0;
+
+    ::testing::TestPartResultArray failures;
+    sieve_token tokens[2] = {};
+    Tally tally;
+    {
+        ::testing::ScopedFakeTestPartResultReporter reporter(
+            ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ALL_THREADS, &failures);
+        for (int b = 0; b < 2; ++b) compare(chains[b], Row{pair.kinds, l.data(), vocab, p, &state}, l, &tokens[b], &tally);
+    }
+    for (int i = 0; i < failures.size(); ++i)
+        std::fprintf(stderr, "%s:%d: %s\n", failures.GetTestPartResult(i).file_name(),
+                     failures.GetTestPartResult(i).line_number(), failures.GetTestPartResult(i).message());
+    require(failures.size() == 0, "the backends disagree beyond the documented tolerance (above)");
+    require(tokens[0].status == tokens[1].status, "statuses differ between the backends");
+    return 0;
+}
