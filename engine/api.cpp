@@ -42,16 +42,6 @@ sieve_status guarded(F&& f) {
     }
 }
 
-// A C caller may pass any int where the header says an enum; in C++ reading an
-// enum object outside its enumerators' range is undefined, so look at its bytes.
-template <typename Enum>
-int32_t raw_enum(const Enum& e) {
-    static_assert(sizeof(Enum) == sizeof(int32_t), "C enums are int-sized here");
-    int32_t raw = 0;
-    std::memcpy(&raw, &e, sizeof raw);
-    return raw;
-}
-
 void check_param(const sieve_param& param) {
     const int32_t raw = raw_enum(param);
     if (raw < SIEVE_PARAM_TEMPERATURE || raw > SIEVE_PARAM_ADAPTIVE_DECAY)
@@ -508,7 +498,7 @@ void check_vulkan_logits(ChainImpl& impl, const sieve_vulkan_logits* logits) {
         fail(SIEVE_ERROR_INVALID_ARGUMENT, "sieve_vulkan_logits.struct_size is " + std::to_string(logits->struct_size) +
                                                "; set it to sizeof(sieve_vulkan_logits) (sieve_vulkan_logits_init does)");
     if (logits->buffer == VK_NULL_HANDLE) fail(SIEVE_ERROR_INVALID_ARGUMENT, "buffer is VK_NULL_HANDLE");
-    const int64_t stride = impl.check_layout(logits, logits->dtype, logits->rows, logits->vocab, logits->row_stride);
+    const int64_t stride = impl.check_layout(logits, raw_enum(logits->dtype), logits->rows, logits->vocab, logits->row_stride);
     const uint64_t elem = dtype_bytes(logits->dtype);
     if (logits->offset % elem != 0)
         fail(SIEVE_ERROR_INVALID_ARGUMENT, "offset " + std::to_string(logits->offset) + " is not a multiple of the " +

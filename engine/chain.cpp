@@ -526,10 +526,10 @@ void ChainImpl::check_idle() const {
                                       " finishes it before the chain takes another call");
 }
 
-int64_t ChainImpl::check_layout(const void* data, sieve_dtype dtype, int32_t rows, int32_t vocab,
+int64_t ChainImpl::check_layout(const void* data, int32_t dtype, int32_t rows, int32_t vocab,
                                 int64_t row_stride) const {
     if (dtype != SIEVE_DTYPE_F32 && dtype != SIEVE_DTYPE_F16 && dtype != SIEVE_DTYPE_BF16)
-        fail(SIEVE_ERROR_INVALID_ARGUMENT, "unknown dtype " + std::to_string(static_cast<int>(dtype)));
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "unknown dtype " + std::to_string(dtype));
     check_call(static_cast<const float*>(data), rows, vocab);
     const int64_t stride = row_stride == 0 ? vocab : row_stride;
     if (stride < vocab)
@@ -545,7 +545,8 @@ LogitsView ChainImpl::check_call(const sieve_logits* logits) const {
     if (logits->struct_size < sizeof(sieve_logits))
         fail(SIEVE_ERROR_INVALID_ARGUMENT, "sieve_logits.struct_size is " + std::to_string(logits->struct_size) +
                                                "; set it to sizeof(sieve_logits) (sieve_logits_init does)");
-    const int64_t stride = check_layout(logits->data, logits->dtype, logits->rows, logits->vocab, logits->row_stride);
+    const int64_t stride =
+        check_layout(logits->data, raw_enum(logits->dtype), logits->rows, logits->vocab, logits->row_stride);
     return {logits->data, logits->dtype, logits->rows, logits->vocab, stride};
 }
 

@@ -116,7 +116,8 @@ public:
     LogitsView check_call(const sieve_logits* logits) const;
     // The dtype, sizes and row stride of any input; returns the stride in
     // elements (0 resolved to vocab).
-    int64_t check_layout(const void* data, sieve_dtype dtype, int32_t rows, int32_t vocab, int64_t row_stride) const;
+    // dtype: the caller's value as stored (raw_enum), checked before it is read as a sieve_dtype.
+    int64_t check_layout(const void* data, int32_t dtype, int32_t rows, int32_t vocab, int64_t row_stride) const;
     // Throws INVALID_ARGUMENT when a row's bitmask is shorter than `vocab` needs,
     // its logit bias or its slot's history names a token >= vocab, and
     // INVALID_PARAMETER when its DRY breakers do (call-level: nothing is

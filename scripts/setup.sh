@@ -10,8 +10,13 @@ packages=(
   libvulkan-dev libvulkan-volk-dev glslang-tools spirv-tools
   mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
-  clang libclang-rt-14-dev llvm   # scripts/fuzz.sh (libFuzzer), scripts/sanitize.sh, llvm-symbolizer
 )
+# `setup.sh test` (scripts/test.sh) also installs what only the tests need:
+# clang and its runtimes for scripts/fuzz.sh (libFuzzer), llvm-symbolizer for
+# the sanitizers' reports.
+if [[ ${1:-} == test ]]; then
+  packages+=(clang libclang-rt-14-dev llvm)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -4,11 +4,13 @@
 #   the whole suite        the device as it is; SIEVE_PROFILE=constrained
 #   the GPU-facing tests   (ctest label gpu) under SIEVE_PROFILE=gpu, gpu at
 #                          subgroup sizes 4 and 16, and gpu,constrained
+#   sanitizers, fuzzing    scripts/sanitize.sh, scripts/fuzz.sh (25 s a harness)
 # On lavapipe LP_NATIVE_VECTOR_WIDTH=128/512 presents subgroup size 4/16; the
-# size each run gets is checked, never assumed. Extra arguments go to ctest.
+# size each run gets is checked, never assumed. Extra arguments go to ctest
+# (the ctest runs only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/setup.sh
+./scripts/setup.sh test
 cd build
 export SIEVE_VALIDATION=1
 jobs=$(nproc)
@@ -58,3 +60,16 @@ else
   echo "== the default device is not a CPU implementation: its subgroup size is its own (runs at 4 and 16 are lavapipe's)"
 fi
 run "gpu-facing, gpu,constrained" SIEVE_PROFILE=gpu,constrained -- -L gpu -E 'GpuStatistics\.ChiSquare' "$@"
+
+# Sanitizers and fuzzing (issue 23): an ASan+UBSan build's core tests that need
+# no Vulkan driver, then each libFuzzer harness for 25 s (scripts/fuzz.sh 600
+# runs them longer).
+cd ..
+step_start=$SECONDS
+echo "== sanitizers (ASan + UBSan, build-asan)"
+./scripts/sanitize.sh
+echo "== sanitizers: $((SECONDS - step_start)) s"
+step_start=$SECONDS
+echo "== fuzzing (libFuzzer, build-fuzz)"
+./scripts/fuzz.sh
+echo "== fuzzing: $((SECONDS - step_start)) s"

@@ -1217,10 +1217,13 @@ TEST_P(BadInputHistory, RowsShareASlot) {
     const int32_t slots[] = {2, 0, 2};
     for (sieve_chain* c : {chain(), twin()}) ASSERT_EQ(sieve_chain_set_slots(c, slots, 3), SIEVE_OK) << sieve_last_error();
     std::vector<sieve_token> out(kRows);
-    for (auto& t : out) t.token = 12345;
+    for (auto& t : out) t.token = 12345, t.status = SIEVE_OK;
     EXPECT_TRUE(Fails(sieve_sample(chain(), logits_.data(), kRows, kVocab, out.data()), SIEVE_ERROR_INVALID_ARGUMENT,
                       {"rows 0 and 2", "slot 2"}));
-    for (const auto& t : out) EXPECT_EQ(t.token, 12345) << "a token was written";
+    for (const auto& t : out) {  // the call's status in every row (sieve.h), no token
+        EXPECT_EQ(t.token, -1) << "a token was written";
+        EXPECT_EQ(t.status, SIEVE_ERROR_INVALID_ARGUMENT);
+    }
     std::vector<int32_t> tokens(kRows * 2, 777);
     EXPECT_TRUE(Fails(sieve_sample_draws(chain(), logits_.data(), kRows, kVocab, 2, tokens.data(), nullptr),
                       SIEVE_ERROR_INVALID_ARGUMENT, {"rows 0 and 2", "slot 2"}));
@@ -1753,10 +1756,12 @@ void BadInputChainCreate::expect_history_order(const LateHistoryCase& c, bool gp
     if (gpu_refuses) {
         const std::initializer_list<std::string> parts = {"row 0", "'" + std::string(c.misplaced) + "'",
                                                           "after another sampler", "CPU backend"};
-        for (auto& t : out) t.token = 12345;
+        for (auto& t : out) t.token = 12345, t.status = SIEVE_OK;
         EXPECT_TRUE(Fails(sieve_sample(raw, logits.data(), 2, 64, out.data()), SIEVE_ERROR_UNSUPPORTED_SAMPLER, parts));
-        EXPECT_EQ(out[0].token, 12345);
-        EXPECT_EQ(out[1].token, 12345) << "the call is refused, not only its row 0";
+        for (const auto& t : out) {  // the call is refused, not only its row 0: its status in every row
+            EXPECT_EQ(t.token, -1);
+            EXPECT_EQ(t.status, SIEVE_ERROR_UNSUPPORTED_SAMPLER);
+        }
         int32_t tokens[4] = {777, 777, 777, 777};
         EXPECT_TRUE(Fails(sieve_sample_draws(raw, logits.data(), 2, 64, 2, tokens, nullptr),
                           SIEVE_ERROR_UNSUPPORTED_SAMPLER, parts));

@@ -274,18 +274,24 @@ TEST_F(BiasBitmaskBadInput, BiasCountsPointersAndRows) {
 
 TEST_F(BiasBitmaskBadInput, BiasTokenBeyondTheCallsVocab) {
     // Token 80 is inside the chain's vocab (100) but not a 50-token call's: the
-    // call is refused, nothing sampled.
+    // call is refused, nothing sampled: every row of out[] holds the call's
+    // status and no token (sieve.h), never stale results.
     chain_->set_logit_bias({80}, {1.0f}, 1);
     std::vector<sieve_token> out(kRows);
-    out[0].step = 1234;
+    for (auto& t : out) t.token = 7, t.status = SIEVE_OK, t.step = 1234;
     EXPECT_TRUE(Fails(sieve_sample(chain_->get(), logits_.data(), kRows, 50, out.data()), SIEVE_ERROR_INVALID_ARGUMENT,
                       {"row 1", "token 80", "vocab"}));
-    EXPECT_EQ(out[0].step, 1234u) << "a call-level failure wrote results";
+    for (const auto& t : out) {
+        EXPECT_EQ(t.status, SIEVE_ERROR_INVALID_ARGUMENT) << "a call-level failure left a row's stale result";
+        EXPECT_EQ(t.token, -1);
+        EXPECT_EQ(t.step, 0u);
+    }
     int32_t count = 0;
     EXPECT_TRUE(Fails(sieve_chain_distribution(chain_->get(), logits_.data(), kRows, 50, 0, nullptr, nullptr, 0, &count),
                       SIEVE_ERROR_INVALID_ARGUMENT, {"token 80"}));
     EXPECT_EQ(sieve_sample(chain_->get(), logits_.data(), kRows, kVocab, out.data()), SIEVE_OK) << sieve_last_error();
-    EXPECT_EQ(out[0].step, 0u);
+    EXPECT_EQ(out[0].status, SIEVE_OK);
+    EXPECT_GE(out[0].token, 0);
 }
 
 TEST_F(BiasBitmaskBadInput, BitmaskSizes) {
