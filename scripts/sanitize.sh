@@ -24,7 +24,7 @@ filter=$(tr -d ' \n' <<'EOF_FILTER'
 Reference*:TwinTruncation.*:PhiloxReference.*:Npy.*:NpyFiles.*:ZipfLogits.*:
 BadInput.*:BadInputChainCreate.*:BadInputNullHandle.*:*/BadInputCall.*/Cpu*:*/BadInputParam.*/Cpu*:
 */BadInputHistory.*/Cpu*:*/BadInputRestore.*/Cpu*:*/BadInputLogits.*/Cpu*:*/BadInputTemperatureOverflow.*/Cpu*:
-BiasBitmaskCpu.*:BiasBitmaskBadInput.*:BiasBitmaskCli.*:Issue23.*:Cli.*
+BiasBitmaskCpu.*:BiasBitmaskBadInput.*:BiasBitmaskCli.*:EdgeCases.*:*/EdgeCases.*/Cpu:Cli.*
 -:*Gpu*:*Vulkan*:BadInputNullHandle.DestroyNullIsANoOp:BiasBitmaskCli.LlamaCppFlagsOnTheCpu:
 Cli.DevicesJsonParses:Cli.CpuTwinAndDefaultDeviceAgreeOnGreedy:Cli.DumpDistIsNormalizedInCanonicalOrder:
 Cli.DrawCountsSumToNAndFollowTheDistribution:Cli.LogprobsByHand:Cli.NonFiniteAndMaskedRowsFailAlone:

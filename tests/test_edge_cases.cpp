@@ -20,7 +20,7 @@ enum class Backend { Gpu, Cpu };
 
 sieve::Context make_context(Backend b) { return b == Backend::Gpu ? gpu_context() : cpu_context(); }
 
-class Issue23 : public testing::TestWithParam<Backend> {
+class EdgeCases : public testing::TestWithParam<Backend> {
 protected:
     sieve::Context ctx_ = make_context(GetParam());
 
@@ -46,7 +46,7 @@ void expect_dist(const Dist& got, const std::vector<std::pair<int32_t, float>>& 
 // double 0.1 is below 0.1f: the twin used to keep all ten). The kept one is
 // the last of the tied run in canonical order: the highest id.
 
-TEST_P(Issue23, XtcFiresAtTheThresholdInFloat) {
+TEST_P(EdgeCases, XtcFiresAtTheThresholdInFloat) {
     for (const auto& [vocab, threshold] : {std::pair<int32_t, float>{10, 0.1f}, {5, 0.2f}}) {
         SCOPED_TRACE("vocab " + std::to_string(vocab));
         sieve::Chain c = chain("xtc", vocab);
@@ -62,7 +62,7 @@ TEST_P(Issue23, XtcFiresAtTheThresholdInFloat) {
 
 // Three tied above the threshold and one below: the first two go; the tied
 // token that stays is the highest id of the three.
-TEST_P(Issue23, XtcTieAboveTheThresholdKeepsTheHighestId) {
+TEST_P(EdgeCases, XtcTieAboveTheThresholdKeepsTheHighestId) {
     const std::vector<float> logits = {0.0f, 0.0f, 0.0f, -10.0f};
     sieve::Chain c = chain("xtc", 4, 1.0f);
     c.set(SIEVE_PARAM_XTC_PROBABILITY, 1.0);
@@ -77,7 +77,7 @@ TEST_P(Issue23, XtcTieAboveTheThresholdKeepsTheHighestId) {
 // logit as a zero of its sign: 1.5e-43 among zeros is a tie, and greedy
 // masking keeps the lowest id (token 0), with or without far-off logits.
 
-TEST_P(Issue23, SubnormalLogitIsZeroForGreedyMasking) {
+TEST_P(EdgeCases, SubnormalLogitIsZeroForGreedyMasking) {
     const std::vector<float> with_far = {0, 0, 0, 0, -1e6f, 1.5e-43f, -1e6f, 0, 0, 0, 0, 0, 0};
     std::vector<float> without = with_far;
     without[4] = without[6] = 0.0f;
@@ -94,7 +94,7 @@ TEST_P(Issue23, SubnormalLogitIsZeroForGreedyMasking) {
 
 // top-n-sigma over zeros and one subnormal: sigma is 0, nothing is masked, and
 // XTC (threshold 0.05 over twelve equal p) keeps the highest id.
-TEST_P(Issue23, SubnormalLogitIsZeroForTopNSigmaAndXtc) {
+TEST_P(EdgeCases, SubnormalLogitIsZeroForTopNSigmaAndXtc) {
     std::vector<float> logits(12, 0.0f);
     logits[3] = 1.0e-40f;
     logits[7] = -2.0e-39f;
@@ -116,7 +116,7 @@ TEST_P(Issue23, SubnormalLogitIsZeroForTopNSigmaAndXtc) {
 
 // The raw log-probabilities see the same zeros: a subnormal ties with 0 and
 // the lower id ranks first.
-TEST_P(Issue23, SubnormalLogitIsZeroForLogprobs) {
+TEST_P(EdgeCases, SubnormalLogitIsZeroForLogprobs) {
     const std::vector<float> logits = {-1.0f, 0.0f, 1.5e-43f, -2.0f};
     sieve::Chain c = chain("greedy", 4);
     ASSERT_EQ(sieve_chain_set_logprobs(c.get(), 3), SIEVE_OK);
@@ -137,7 +137,7 @@ TEST_P(Issue23, SubnormalLogitIsZeroForLogprobs) {
 // and k = inf^(1/inf) = 1: one token. The GPU's float eps * 2^mu overflowed
 // to inf and kept the whole array.
 
-TEST_P(Issue23, MirostatV1HugeGapKeepsOneToken) {
+TEST_P(EdgeCases, MirostatV1HugeGapKeepsOneToken) {
     const std::vector<float> logits = {0.0f, 0.0f, 0.0f, -1.7e38f};
     sieve::Chain c = chain("temperature;mirostat", 4);
     expect_dist(c.distribution(logits.data(), 1, 4, 0), {{0, 1.0f}});
@@ -148,7 +148,7 @@ TEST_P(Issue23, MirostatV1HugeGapKeepsOneToken) {
 }
 
 // A gap large enough that every p past the first is 0 in float: the same rule.
-TEST_P(Issue23, MirostatV1GapsBeyondFloatOverflow) {
+TEST_P(EdgeCases, MirostatV1GapsBeyondFloatOverflow) {
     const std::vector<float> logits = {3.0e38f, 0.0f, -3.0e38f, -3.0e38f, 1.0f};
     sieve::Chain c = chain("mirostat", 5);
     expect_dist(c.distribution(logits.data(), 1, 5, 0), {{0, 1.0f}});
@@ -159,7 +159,7 @@ TEST_P(Issue23, MirostatV1GapsBeyondFloatOverflow) {
 // and adaptive-p target 3e38 (its average starts at target / (1 - decay)) are
 // refused at the set call, naming the parameter and the accepted range.
 
-TEST_P(Issue23, LearntStateParametersAreBounded) {
+TEST_P(EdgeCases, LearntStateParametersAreBounded) {
     sieve::Chain c = chain("temperature;mirostat", 8);
     const std::pair<sieve_param, const char*> params[] = {
         {SIEVE_PARAM_MIROSTAT_TAU, "mirostat_tau"},
@@ -181,7 +181,7 @@ TEST_P(Issue23, LearntStateParametersAreBounded) {
 
 // At the limits the slot stays usable on both backends: every call samples
 // and its saved state restores.
-TEST_P(Issue23, LearntStateStaysFiniteAtTheLimits) {
+TEST_P(EdgeCases, LearntStateStaysFiniteAtTheLimits) {
     for (const char* samplers : {"temperature;mirostat", "temperature;mirostat_v2", "adaptive_p"}) {
         SCOPED_TRACE(samplers);
         sieve::Chain c = chain(samplers, 64);
@@ -227,7 +227,7 @@ void expect_failed_rows(const std::vector<sieve_token>& out, size_t written, sie
     }
 }
 
-TEST_P(Issue23, CallLevelFailureWritesEveryRowsStatus) {
+TEST_P(EdgeCases, CallLevelFailureWritesEveryRowsStatus) {
     constexpr int32_t kRows = 3, kVocab = 16;
     sieve::Chain c = chain("top_k;temperature", kVocab, 0.8f, kRows);
     const auto logits = make_rows(Shape::Gaussian, kRows + 1, kVocab, 3);
@@ -281,7 +281,7 @@ TEST_P(Issue23, CallLevelFailureWritesEveryRowsStatus) {
     EXPECT_EQ(out[2].status, SIEVE_OK);
 }
 
-INSTANTIATE_TEST_SUITE_P(Issue23, Issue23, testing::Values(Backend::Gpu, Backend::Cpu),
+INSTANTIATE_TEST_SUITE_P(EdgeCases, EdgeCases, testing::Values(Backend::Gpu, Backend::Cpu),
                          [](const testing::TestParamInfo<Backend>& info) {
                              return info.param == Backend::Gpu ? std::string("Gpu") : std::string("Cpu");
                          });
@@ -292,7 +292,7 @@ INSTANTIATE_TEST_SUITE_P(Issue23, Issue23, testing::Values(Backend::Gpu, Backend
 // (and max_rows rows' parameters) with no bound, so max_slots 2^31 - 1 asked the
 // allocator for about 9 TB (out of memory at best; a moderately huge value
 // zero-filled gigabytes). It refuses such a chain like a GPU beyond its limits.
-TEST(Issue23, CpuBackendRefusesHugeCapacities) {
+TEST(EdgeCases, CpuBackendRefusesHugeCapacities) {
     sieve::Context ctx = sieve_test::cpu_context();
     const std::pair<int32_t, int32_t> cases[] = {{1, std::numeric_limits<int32_t>::max()},
                                                  {std::numeric_limits<int32_t>::max(), 1}};
