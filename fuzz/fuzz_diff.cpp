@@ -80,7 +80,9 @@ RowParams params(FuzzedDataProvider& in) {
     RowParams p;
     const auto f = [&](float lo, float hi) { return in.ConsumeFloatingPointInRange<float>(lo, hi); };
     p.temperature = in.ConsumeBool() ? f(-0.5f, 2.5f) : 0.8f;
-    p.seed = in.ConsumeIntegral<uint32_t>();
+    // SIEVE_SEED_RANDOM asks each backend to pick its own seed: the two would
+    // differ by design (the harness's first finding), so it is never fuzzed.
+    p.seed = in.ConsumeIntegralInRange<uint32_t>(0, SIEVE_SEED_RANDOM - 1);
     p.min_keep = in.ConsumeIntegralInRange<int32_t>(0, 4);
     p.top_k = in.ConsumeIntegralInRange<int32_t>(-1, 300);
     p.top_p = f(0.0f, 1.05f);
