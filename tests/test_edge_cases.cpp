@@ -40,6 +40,21 @@ void expect_dist(const Dist& got, const std::vector<std::pair<int32_t, float>>& 
     }
 }
 
+// ---- top-n-sigma past float's range -------------------------------------------
+// llama.cpp sums the squared deviations in float: with a logit of -6.5e27 the
+// sum is infinite, so sigma is and nothing is masked; the huge logit stays, at
+// probability 0 (fuzz_diff's finding: the twin, in double, masked it).
+
+TEST_P(EdgeCases, TopNSigmaOverflowMasksNothing) {
+    sieve::Chain c = chain("top_n_sigma;temperature", 3);
+    c.set(SIEVE_PARAM_TOP_N_SIGMA, 1.25);
+    const std::vector<float> logits = {1.86e-30f, -6.51e27f, 5.22e-14f};
+    expect_dist(c.distribution(logits.data(), 1, 3, 0), {{2, 0.5f}, {0, 0.5f}, {1, 0.0f}});
+    // Within float's range the same shape masks the outlier.
+    const std::vector<float> small = {0.0f, -1.0e6f, 0.0f};
+    expect_dist(c.distribution(small.data(), 1, 3, 0), {{0, 0.5f}, {2, 0.5f}});
+}
+
 // ---- 1. XTC at its threshold ------------------------------------------------
 // llama.cpp compares its float p with the threshold: ten equal logits give
 // p = 0.1f exactly, which is >= 0.1f, so XTC fires and keeps one token (the

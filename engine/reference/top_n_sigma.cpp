@@ -5,9 +5,13 @@
 //     llama_sampler_softmax_impl(cur_p, true);                        // sorts
 // A masking sampler: the array does not shrink, later samplers count the masked
 // members. n = 0 is a no-op (llama.cpp PR #13345). The twin computes mean, sigma
-// and the threshold in double (llama.cpp: float).
+// and the threshold in double (llama.cpp: float), but keeps llama.cpp's float
+// overflow: when the sum or the sum of squares passes float's range, llama.cpp's
+// sigma is infinite, its threshold -inf, and nothing is masked (logits
+// 0, -6.5e27, 0: a square of 4e55; the GPU's float sums agree).
 #include "reference/detail.hpp"
 
+#include <cfloat>
 #include <cmath>
 
 namespace sieve::ref {
@@ -30,6 +34,10 @@ void apply_top_n_sigma(CandidateArray& cur, float n) {
         if (td.logit == -INFINITY) continue;
         const double d = static_cast<double>(td.logit) - mean;
         acc += d * d;
+    }
+    if (std::fabs(sum) > FLT_MAX || acc > FLT_MAX) {  // llama.cpp's float sums overflow: nothing masked
+        detail::sort_canonical(cur);
+        return;
     }
     const double sigma = std::sqrt(acc / static_cast<double>(count));
     const double threshold = max - static_cast<double>(n) * sigma;
