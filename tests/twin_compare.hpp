@@ -12,6 +12,7 @@
 #pragma once
 
 #include "reference/reference.hpp"
+#include "twin_boundary.hpp"
 
 #include <sieve/sieve.hpp>
 
@@ -87,24 +88,7 @@ inline std::vector<RowParams> nudged_params(const std::vector<SamplerKind>& kind
     return params;
 }
 
-// Distance of the draw's uniform from the nearest CDF boundary of the twin's
-// distribution at `step` (as in test_gpu_vs_twin.cpp).
-inline double boundary_distance(const std::vector<SamplerKind>& kinds, const float* logits, int32_t vocab,
-                         const RowParams& params, uint32_t step, const sieve::ref::SlotState* state = nullptr) {
-    std::vector<Weighted> dist;
-    std::string message;
-    if (sieve::ref::row_distribution(kinds, logits, vocab, params, &dist, &message, step, 0, state) != SIEVE_OK)
-        return 1.0;
-    double total = 0;
-    for (const auto& w : dist) total += w.p;
-    const double u = sieve::ref::uniform_u32(params.seed, step, 0) / 4294967296.0;
-    double cum = 0, best = 1.0;
-    for (const auto& w : dist) {
-        cum += w.p / total;
-        best = std::min(best, std::fabs(cum - u));
-    }
-    return best;
-}
+// boundary_distance: twin_boundary.hpp.
 
 // ---- comparing one row ---------------------------------------------------------
 

@@ -11,6 +11,7 @@
 //
 // usage: sieve_soak [TOKENS [LOCKSTEP [INTERVAL]]]   (1000000 2000 100000)
 #include "reference/reference.hpp"
+#include "twin_boundary.hpp"
 
 #include <sieve/sieve.h>
 
@@ -86,20 +87,6 @@ void set_params(sieve_chain* chain, const sieve::ref::RowParams& p) {
     for (const auto& [param, value] : values) check(sieve_chain_set_param(chain, 0, param, value), "set_param");
 }
 
-// Distance of the draw's uniform from the nearest CDF boundary of the twin's
-// distribution (tests/twin_compare.hpp's boundary_distance).
-double boundary_distance(const std::vector<sieve::ref::SamplerKind>& kinds, const float* logits,
-                         const sieve::ref::RowParams& p, uint32_t step, const sieve::ref::SlotState& state) {
-    std::vector<sieve::ref::Weighted> dist;
-    std::string message;
-    if (sieve::ref::row_distribution(kinds, logits, kVocab, p, &dist, &message, step, 0, &state) != SIEVE_OK) return 1.0;
-    double total = 0, cum = 0, best = 1.0;
-    for (const auto& w : dist) total += w.p;
-    const double u = sieve::ref::uniform_u32(p.seed, step, 0) / 4294967296.0;
-    for (const auto& w : dist) best = std::min(best, std::fabs((cum += w.p / total) - u));
-    return best;
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -144,7 +131,7 @@ int main(int argc, char** argv) {
         if (t <= lockstep) {
             const auto want = sieve::ref::sample_row(kinds, row, kVocab, params, got.step, 0, &twin);
             if (want.status != SIEVE_OK || got.token != want.token) {
-                if (boundary_distance(kinds, row, params, got.step, twin) < 1e-6) {
+                if (sieve_test::twin::boundary_distance(kinds, row, kVocab, params, got.step, &twin) < 1e-6) {
                     ++near_boundary;
                 } else {
                     ++mismatches;
