@@ -13,9 +13,10 @@ packages=(
 )
 # `setup.sh test` (scripts/test.sh) also installs what only the tests need:
 # clang and its runtimes for scripts/fuzz.sh (libFuzzer), llvm-symbolizer for
-# the sanitizers' reports.
+# the sanitizers' reports, npm and git for scripts/fetch_llama.sh (the real
+# llama.cpp the parity tests and the bench's peer run against).
 if [[ ${1:-} == test ]]; then
-  packages+=(clang libclang-rt-14-dev llvm)
+  packages+=(clang libclang-rt-14-dev llvm npm git)
 fi
 missing=()
 for p in "${packages[@]}"; do
