@@ -7,6 +7,7 @@
 // a CDF boundary. Any broken rule aborts with gtest's message.
 #include "fuzz_support.hpp"
 #include "twin_compare.hpp"
+#include "twin_params.hpp"
 
 #include <gtest/gtest-spi.h>
 
@@ -108,25 +109,6 @@ RowParams params(FuzzedDataProvider& in) {
     return p;
 }
 
-// Sets p on the chain's row 0: false (on both backends alike) when refused.
-sieve_status set_row(sieve_chain* c, const RowParams& p) {
-    const std::pair<sieve_param, double> values[] = {
-        {SIEVE_PARAM_TEMPERATURE, p.temperature}, {SIEVE_PARAM_SEED, p.seed},
-        {SIEVE_PARAM_MIN_KEEP, p.min_keep}, {SIEVE_PARAM_TOP_K, p.top_k}, {SIEVE_PARAM_TOP_P, p.top_p},
-        {SIEVE_PARAM_MIN_P, p.min_p}, {SIEVE_PARAM_TYPICAL_P, p.typical_p}, {SIEVE_PARAM_TOP_N_SIGMA, p.top_n_sigma},
-        {SIEVE_PARAM_XTC_PROBABILITY, p.xtc_probability}, {SIEVE_PARAM_XTC_THRESHOLD, p.xtc_threshold},
-        {SIEVE_PARAM_DYNATEMP_RANGE, p.dynatemp_range}, {SIEVE_PARAM_DYNATEMP_EXPONENT, p.dynatemp_exponent},
-        {SIEVE_PARAM_REPEAT_LAST_N, p.penalty_last_n}, {SIEVE_PARAM_REPEAT_PENALTY, p.penalty_repeat},
-        {SIEVE_PARAM_FREQUENCY_PENALTY, p.penalty_freq}, {SIEVE_PARAM_PRESENCE_PENALTY, p.penalty_present},
-        {SIEVE_PARAM_DRY_MULTIPLIER, p.dry_multiplier}, {SIEVE_PARAM_DRY_BASE, p.dry_base},
-        {SIEVE_PARAM_DRY_ALLOWED_LENGTH, p.dry_allowed_length}, {SIEVE_PARAM_DRY_PENALTY_LAST_N, p.dry_penalty_last_n},
-        {SIEVE_PARAM_MIROSTAT_TAU, p.mirostat_tau}, {SIEVE_PARAM_MIROSTAT_ETA, p.mirostat_eta},
-        {SIEVE_PARAM_ADAPTIVE_TARGET, p.adaptive_target}, {SIEVE_PARAM_ADAPTIVE_DECAY, p.adaptive_decay}};
-    for (const auto& [param, value] : values)
-        if (sieve_status s = checked(sieve_chain_set_param(c, 0, param, value)); s != SIEVE_OK) return s;
-    return SIEVE_OK;
-}
-
 GpuDistribution distribution(sieve_chain* c, const std::vector<float>& l, int32_t vocab) {
     std::vector<int32_t> ids(static_cast<size_t>(vocab));
     std::vector<float> probs(static_cast<size_t>(vocab));
@@ -169,7 +151,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     sieve_chain* chains[2] = {pair.cpu, pair.gpu};
     for (int b = 0; b < 2; ++b) {
         checked(sieve_chain_reset(chains[b], -1));
-        set[b] = set_row(chains[b], p);
+        set[b] = checked(set_row_params(chains[b], 0, p));
         if (set[b] == SIEVE_OK)
             set[b] = checked(sieve_accept(chains[b], 0, state.history.data(), static_cast<int32_t>(state.history.size())));
     }

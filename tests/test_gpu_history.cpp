@@ -10,6 +10,7 @@
 #include "slot_layout.hpp"
 #include "test_support.hpp"
 #include "twin_compare.hpp"
+#include "twin_params.hpp"
 
 #include <gtest/gtest.h>
 
@@ -89,27 +90,6 @@ RowParams history_params(const std::string& name, int32_t vocab) {
     return p;
 }
 
-void set_history_row(sieve::Chain& chain, int32_t row, const RowParams& p) {
-    chain.set(SIEVE_PARAM_TEMPERATURE, p.temperature, row);
-    chain.set(SIEVE_PARAM_SEED, p.seed, row);
-    chain.set(SIEVE_PARAM_TOP_K, p.top_k, row);
-    chain.set(SIEVE_PARAM_TOP_P, p.top_p, row);
-    chain.set(SIEVE_PARAM_MIN_P, p.min_p, row);
-    chain.set(SIEVE_PARAM_REPEAT_LAST_N, p.penalty_last_n, row);
-    chain.set(SIEVE_PARAM_REPEAT_PENALTY, p.penalty_repeat, row);
-    chain.set(SIEVE_PARAM_FREQUENCY_PENALTY, p.penalty_freq, row);
-    chain.set(SIEVE_PARAM_PRESENCE_PENALTY, p.penalty_present, row);
-    chain.set(SIEVE_PARAM_DRY_MULTIPLIER, p.dry_multiplier, row);
-    chain.set(SIEVE_PARAM_DRY_BASE, p.dry_base, row);
-    chain.set(SIEVE_PARAM_DRY_ALLOWED_LENGTH, p.dry_allowed_length, row);
-    chain.set(SIEVE_PARAM_DRY_PENALTY_LAST_N, p.dry_penalty_last_n, row);
-    chain.set_dry_breakers(p.dry_sequence_breakers, row);
-    chain.set(SIEVE_PARAM_MIROSTAT_TAU, p.mirostat_tau, row);
-    chain.set(SIEVE_PARAM_MIROSTAT_ETA, p.mirostat_eta, row);
-    chain.set(SIEVE_PARAM_ADAPTIVE_TARGET, p.adaptive_target, row);
-    chain.set(SIEVE_PARAM_ADAPTIVE_DECAY, p.adaptive_decay, row);
-}
-
 // The whole state of a slot as the GPU left it (history, mu, adaptive-p's
 // average), through the public snapshot: the blob is the slot's record
 // (engine/slot_layout.hpp) after a tag and the capacity.
@@ -187,7 +167,7 @@ void run_history_case(const HistoryCase& c, Profile profile, int steps) {
         RowParams p = history_params(c.preset, c.vocab);
         p.seed = 500u + 31u * static_cast<uint32_t>(r);
         p.temperature *= r == 0 ? 1.0f : 1.3f;
-        set_history_row(chain, r, p);
+        set_row_params(chain, r, p);
         params.push_back(p);
         expected[static_cast<size_t>(r)] = prompt(c.vocab, r, 40 + 25 * static_cast<size_t>(r));
         chain.accept(r, expected[static_cast<size_t>(r)]);
@@ -284,7 +264,7 @@ TEST(GpuHistoryPlan, OneDispatchNoRowPass) {
     const char* chain_text = "penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature";
     sieve::Chain chain(ctx, sieve_test::chain_desc(chain_text, 1, 151936, 0.8f, 3));
     const auto off = chain.plan_figures(1, 151936);
-    set_history_row(chain, 0, history_params("both", 151936));
+    set_row_params(chain, 0, history_params("both", 151936));
     const auto on = chain.plan_figures(1, 151936);
     EXPECT_EQ(on.first, off.first + 1);
     EXPECT_EQ(on.second, off.second);
@@ -343,7 +323,7 @@ TEST(GpuHistoryDraws, EveryDrawSeesTheSameAdjustedRow) {
         p.penalty_present = 0.0f;
         p.dry_multiplier = 0.3f;
         if (bias) p.logit_bias = {{alphabet(kV)[1], 0.75f}, {alphabet(kV)[2], -0.5f}};
-        set_history_row(chain, 0, p);
+        set_row_params(chain, 0, p);
         std::vector<int32_t> biased_tokens;
         std::vector<float> biases;
         for (const auto& b : p.logit_bias) {
@@ -394,7 +374,7 @@ sieve::Chain history_chain(sieve::Context& ctx, int32_t rows, int32_t slots, int
     RowParams p = history_params("both", kVocab);
     p.penalty_last_n = std::min(p.penalty_last_n, capacity);
     p.dry_penalty_last_n = std::min(p.dry_penalty_last_n, capacity);
-    for (int32_t r = 0; r < rows; ++r) set_history_row(chain, r, p);
+    for (int32_t r = 0; r < rows; ++r) set_row_params(chain, r, p);
     return chain;
 }
 
@@ -526,7 +506,7 @@ TEST(SlotOpsBackends, GpuAndCpuGenerateTheSameTokens) {
     auto plain_ctx = sieve_test::cpu_context();
     sieve::Chain plain(plain_ctx, sieve_test::chain_desc("penalties;dry;top_k;temperature", 2, kVocab, 0.9f, 42));
     for (int32_t r = 0; r < 2; ++r) {
-        set_history_row(plain, r, history_params("neutral", kVocab));
+        set_row_params(plain, r, history_params("neutral", kVocab));
         gpu.accept(r, prompt(kVocab, r, 48));
         cpu.accept(r, prompt(kVocab, r, 48));
         plain.accept(r, prompt(kVocab, r, 48));
@@ -576,7 +556,7 @@ TEST(GpuHistoryLockstep, TenThousandTokens) {
     p.top_k = 64;
     p.temperature = 1.0f;
     p.seed = 11;
-    set_history_row(chain, 0, p);
+    set_row_params(chain, 0, p);
     chain.accept(0, prompt(kV, 0, 100));
     std::vector<int32_t> history = chain.slot_history(0);
     // A fixed pool of rows, cycled (the history, not the logits, drives the samplers).

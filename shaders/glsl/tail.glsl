@@ -377,14 +377,18 @@ void op_xtc(uint row, float probability, float threshold, uint min_keep, uint co
 }
 
 // Probability and entropy over the whole array (invocation 0): every member
-// known (REST_NONE or REST_MASKED, whose members have p = 0).
+// known (REST_NONE or REST_MASKED, whose members have p = 0). The sum is
+// compensated: tie groups add the same term hundreds of times, whose rounding
+// errors in a plain float sum do not cancel (2048 tied logits once moved the
+// entropy, and dynamic temperature with it, by 3e-5 relative).
 float array_entropy(uint n, float total) {
-    float v0 = cand_value(0u), h = 0.0;
+    float v0 = cand_value(0u);
+    vec2 h = vec2(0.0);
     for (uint i = 0u; i < n; ++i) {
         float q = cand_mass(i, v0) / total;
-        if (q > 0.0) h -= q * log(q);
+        if (q > 0.0) ksum_add(h, -q * log(q));
     }
-    return h;
+    return h.x;
 }
 
 // llama_sampler_typical_apply (with the twin's 0 * log 0 = 0): rank by

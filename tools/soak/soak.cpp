@@ -12,6 +12,7 @@
 // usage: sieve_soak [TOKENS [LOCKSTEP [INTERVAL]]]   (1000000 2000 100000)
 #include "reference/reference.hpp"
 #include "twin_boundary.hpp"
+#include "twin_params.hpp"
 
 #include <sieve/sieve.h>
 
@@ -77,16 +78,6 @@ sieve::ref::RowParams soak_params() {
     return p;
 }
 
-void set_params(sieve_chain* chain, const sieve::ref::RowParams& p) {
-    const std::pair<sieve_param, double> values[] = {
-        {SIEVE_PARAM_SEED, p.seed}, {SIEVE_PARAM_TEMPERATURE, p.temperature},
-        {SIEVE_PARAM_REPEAT_LAST_N, p.penalty_last_n}, {SIEVE_PARAM_REPEAT_PENALTY, p.penalty_repeat},
-        {SIEVE_PARAM_FREQUENCY_PENALTY, p.penalty_freq}, {SIEVE_PARAM_PRESENCE_PENALTY, p.penalty_present},
-        {SIEVE_PARAM_DRY_MULTIPLIER, p.dry_multiplier}, {SIEVE_PARAM_DRY_BASE, p.dry_base},
-        {SIEVE_PARAM_DRY_ALLOWED_LENGTH, p.dry_allowed_length}, {SIEVE_PARAM_DRY_PENALTY_LAST_N, p.dry_penalty_last_n}};
-    for (const auto& [param, value] : values) check(sieve_chain_set_param(chain, 0, param, value), "set_param");
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -111,7 +102,7 @@ int main(int argc, char** argv) {
     sieve_chain* chain = nullptr;
     check(sieve_chain_create(context, &desc, &chain), "chain");
     const sieve::ref::RowParams params = soak_params();
-    set_params(chain, params);
+    check(sieve_test::twin::set_row_params(chain, 0, params), "set_param");
     std::vector<sieve::ref::SamplerKind> kinds;
     std::string message;
     if (sieve::ref::parse_chain(nullptr, &kinds, &message) != SIEVE_OK) return 4;
