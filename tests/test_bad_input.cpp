@@ -1,4 +1,4 @@
-// Bad input (DESIGN.md "Errors", issue 2): every rejected input gets its own
+// Bad input (docs/contracts.md, "Errors"; issue 2): every rejected input gets its own
 // specific status and a last-error message that says what was wrong, never a
 // crash or an invented token, and a chain that was given the bad input still
 // samples exactly like the CPU twin afterwards (same seed, same step).

@@ -2,7 +2,7 @@
 // several rows per call and several tokens per row (the GPU advances each row's
 // step itself), on the full device and under the constrained profile.
 //
-// Agreement rules (DESIGN.md, determinism contract): the status always agrees;
+// Agreement rules (docs/contracts.md, "Determinism"): the status always agrees;
 // the probability of the drawn token agrees within float tolerance; the token
 // agrees except where the uniform falls within 1e-6 of a CDF boundary of the
 // twin's double-precision distribution (counted, and required to be rare).

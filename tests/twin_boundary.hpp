@@ -1,6 +1,6 @@
 // Distance of a draw's uniform from the nearest CDF boundary of the twin's
 // distribution at `step`: where it is within rounding, the GPU and the twin
-// may draw different tokens (DESIGN.md, "Determinism"). Without gtest, so the
+// may draw different tokens (docs/contracts.md, "Determinism"). Without gtest, so the
 // soak (tools/soak) shares it with the tests (twin_compare.hpp).
 #pragma once
 

@@ -13,7 +13,7 @@ namespace sieve::ref::detail {
 
 // Order-preserving 32-bit key of a float: a < b (as floats) <=> key(a) < key(b)
 // for non-NaN values; -0 and +0 share the key of +0 (they compare equal as
-// floats). The same mapping the GPU's radix selection uses (DESIGN.md).
+// floats). The same mapping the GPU's radix selection uses (docs/contracts.md, "Determinism").
 inline uint32_t float_key(float f) {
     if (f == 0.0f) f = 0.0f; // -0 -> +0
     uint32_t u;

@@ -141,7 +141,7 @@ Json run_json(const RunInfo& info, const std::vector<CaseResult>& results) {
     settings["temperature"] = json_float(info.sampling.temp);
     settings["seed"] = info.sampling.seed;
     doc["settings"] = std::move(settings);
-    doc["tokens"] = s.tokens;  // DESIGN.md's original top-level fields stay
+    doc["tokens"] = s.tokens;  // the original top-level fields stay (docs/contracts.md, "The CLI")
     doc["warmup"] = s.warmup;
     doc["unit"] = "us per token (one sample call for all rows)";
     doc["warnings"] = info.warnings;

@@ -19,8 +19,8 @@ namespace {
 
 constexpr size_t kHumanListLimit = 20;  // candidates / counts shown per row without --json
 
-// Work a flag could make unbounded is refused past these (exit 3, DESIGN.md's
-// CLI contract): --draws 2147483647 was an 8 GiB token buffer and hours of work.
+// Work a flag could make unbounded is refused past these (exit 3, docs/contracts.md,
+// "The CLI"): --draws 2147483647 was an 8 GiB token buffer and hours of work.
 constexpr int64_t kMaxDrawsPerRow = 1000000;
 constexpr int64_t kMaxDrawnTokens = int64_t(1) << 24;  // rows x draws: a 64 MiB token buffer
 

@@ -1,4 +1,4 @@
-// Exit statuses of the `sieve` CLI (DESIGN.md, "CLI contract") and the one place
+// Exit statuses of the `sieve` CLI (docs/contracts.md, "The CLI") and the one place
 // that maps every sieve_status onto them.
 #pragma once
 

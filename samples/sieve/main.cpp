@@ -1,4 +1,4 @@
-// `sieve`: devices, sample, bench. See DESIGN.md, "CLI contract".
+// `sieve`: devices, sample, bench. See docs/contracts.md, "The CLI".
 #include "cli.hpp"
 
 #include <iostream>

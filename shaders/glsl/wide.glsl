@@ -86,7 +86,7 @@ const uint WIDE_NT_DIRECT = 0x8000u;
 // same grid (wide_bin: exact, so the last workgroup shifts them by whole bins
 // and the gather bins every value as the histogram did). Two dispatches, two
 // reads of the row, instead of four and three (top_p at 151936 on lavapipe:
-// see docs/architecture.md). Both passes are built for it (the gather then
+// see docs/perf-log.md). Both passes are built for it (the gather then
 // has no buffer to test against).
 layout(constant_id = 11) const uint WIDE_DIRECT = 0u;
 
