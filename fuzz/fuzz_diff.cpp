@@ -27,6 +27,7 @@ struct Pair {
     sieve_chain* cpu = nullptr;
     sieve_chain* gpu = nullptr;
     std::vector<SamplerKind> kinds;
+    std::string samplers;
 };
 
 sieve_chain* create(sieve_context* context, const std::string& samplers) {
@@ -56,6 +57,7 @@ Pair& pair_for(const std::string& samplers) {
     Pair p;
     std::string message;
     if (sieve::ref::parse_chain(samplers.c_str(), &p.kinds, &message) != SIEVE_OK) fail("a fuzzed chain does not parse");
+    p.samplers = samplers;
     p.cpu = create(cpu_context(), samplers);
     p.gpu = create(gpu_context, samplers);
     return cache[samplers] = p;
@@ -125,12 +127,46 @@ GpuDistribution distribution(sieve_chain* c, const std::vector<float>& l, int32_
     return out;
 }
 
+// Triage: with SIEVE_FUZZ_DUMP=PATH, running one input writes the case as the
+// harness decoded it to PATH (chain, parameters, history, logits) and each
+// backend's distribution to PATH.cpu and PATH.gpu ("id p" lines).
+const char* dump_path() { return std::getenv("SIEVE_FUZZ_DUMP"); }
+
+void dump_case(const Pair& pair, const RowParams& p, const sieve::ref::SlotState& state, const std::vector<float>& l) {
+    FILE* f = std::fopen(dump_path(), "w");
+    if (!f) fail("SIEVE_FUZZ_DUMP: cannot write the file");
+    std::fprintf(f, "chain %s\n", pair.samplers.empty() ? "(default)" : pair.samplers.c_str());
+    std::fprintf(f, "temperature %.9g seed %u min_keep %d top_k %d top_p %.9g min_p %.9g typical_p %.9g\n", p.temperature,
+                 p.seed, p.min_keep, p.top_k, p.top_p, p.min_p, p.typical_p);
+    std::fprintf(f, "top_n_sigma %.9g xtc_probability %.9g xtc_threshold %.9g dynatemp_range %.9g dynatemp_exponent %.9g\n",
+                 p.top_n_sigma, p.xtc_probability, p.xtc_threshold, p.dynatemp_range, p.dynatemp_exponent);
+    std::fprintf(f, "penalty_last_n %d repeat %.9g freq %.9g present %.9g\n", p.penalty_last_n, p.penalty_repeat,
+                 p.penalty_freq, p.penalty_present);
+    std::fprintf(f, "dry multiplier %.9g base %.9g allowed_length %d last_n %d\n", p.dry_multiplier, p.dry_base,
+                 p.dry_allowed_length, p.dry_penalty_last_n);
+    std::fprintf(f, "mirostat tau %.9g eta %.9g adaptive target %.9g decay %.9g\n", p.mirostat_tau, p.mirostat_eta,
+                 p.adaptive_target, p.adaptive_decay);
+    std::fprintf(f, "history");
+    for (int32_t t : state.history) std::fprintf(f, " %d", t);
+    std::fprintf(f, "\nlogits %zu", l.size());
+    for (float x : l) std::fprintf(f, " %.9g", x);
+    std::fprintf(f, "\n");
+    std::fclose(f);
+}
+
+void dump_distribution(const GpuDistribution& d, const char* backend) {
+    FILE* f = std::fopen((std::string(dump_path()) + "." + backend).c_str(), "w");
+    if (!f) fail("SIEVE_FUZZ_DUMP: cannot write the file");
+    for (const auto& [id, p] : d.p) std::fprintf(f, "%d %.9g\n", id, p);
+    std::fclose(f);
+}
+
 // One backend's distribution and token against the twin.
-void compare(sieve_chain* c, Row row, const std::vector<float>& l, sieve_token* token, Tally* tally) {
+void compare(sieve_chain* c, const char* backend, Row row, const std::vector<float>& l, sieve_token* token,
+             Tally* tally) {
     const GpuDistribution got = distribution(c, l, row.vocab);
-    bool at_threshold = false;
-    compare_distribution(got, &row, 0, &at_threshold);
-    if (at_threshold) ++tally->cut_near_threshold;
+    if (dump_path()) dump_distribution(got, backend);
+    compare_distribution(got, &row, 0, tally);
     checked(sieve_sample(c, l.data(), 1, row.vocab, token));
     compare_token(*token, row, 0, tally);
 }
@@ -146,6 +182,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (int n = in.ConsumeIntegralInRange<int>(0, 40); n > 0; --n)
         state.history.push_back(in.ConsumeIntegralInRange<int32_t>(0, vocab - 1));
     const std::vector<float> l = logits(in, static_cast<size_t>(vocab));
+    if (dump_path()) dump_case(pair, p, state, l);
 
     sieve_status set[2];
     sieve_chain* chains[2] = {pair.cpu, pair.gpu};
@@ -164,7 +201,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     {
         ::testing::ScopedFakeTestPartResultReporter reporter(
             ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ALL_THREADS, &failures);
-        for (int b = 0; b < 2; ++b) compare(chains[b], Row{pair.kinds, l.data(), vocab, p, &state}, l, &tokens[b], &tally);
+        for (int b = 0; b < 2; ++b)
+            compare(chains[b], b ? "gpu" : "cpu", Row{pair.kinds, l.data(), vocab, p, &state}, l, &tokens[b], &tally);
     }
     for (int i = 0; i < failures.size(); ++i)
         std::fprintf(stderr, "%s:%d: %s\n", failures.GetTestPartResult(i).file_name(),

@@ -35,11 +35,13 @@ double dynamic_temperature(const CandidateArray& cur, float temperature, float r
 }
 
 sieve_status apply_temperature_ext(CandidateArray& cur, float temperature, float range, float exponent,
-                                   std::string* message) {
+                                   std::string* message, int32_t ulps) {
     if (!(range > 0.0f)) return detail::apply_temperature_checked(cur, temperature, message);
     if (cur.data.size() <= 1) return SIEVE_OK;
     detail::sort_canonical(cur);
-    const float dyn = static_cast<float>(dynamic_temperature(cur, temperature, range, exponent));
+    float dyn = static_cast<float>(dynamic_temperature(cur, temperature, range, exponent));
+    for (int32_t i = 0; i < ulps && std::isfinite(dyn); ++i) dyn = std::nextafter(dyn, INFINITY);
+    for (int32_t i = 0; i > ulps && std::isfinite(dyn); --i) dyn = std::nextafter(dyn, -INFINITY);
     if (std::isinf(dyn)) {
         for (TokenData& td : cur.data)
             if (td.logit != -INFINITY) td.logit = td.logit / dyn;

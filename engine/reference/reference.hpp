@@ -90,6 +90,13 @@ struct RowParams {
     float xtc_threshold = 0.1f;
     float dynatemp_range = 0.0f;
     float dynatemp_exponent = 1.0f;
+    // Not a sampler parameter: the agreement rules between the GPU and the
+    // twin (tests/twin_compare.hpp) move the twin's dynamic temperature, once
+    // rounded to float, by this many float steps. The GPU computes the entropy
+    // and the power in float, landing a few steps from the twin's double; where
+    // logits / temperature are large, the float division (llama.cpp's) turns
+    // one step into a visible change of the distribution. 0 everywhere else.
+    int32_t dynatemp_ulps = 0;
     // Applied before the chain: the bias as llama.cpp's common chain does (its
     // first sampler), the bitmask (bit id%32 of word id/32 set = allowed) as
     // structured-output engines produce it. Empty = none.
@@ -211,9 +218,11 @@ void apply_top_n_sigma(CandidateArray& cur, float n);
 // llama_sample_xtc_apply with the coin given (u in [0, 1)).
 void apply_xtc(CandidateArray& cur, float probability, float threshold, size_t min_keep, double coin);
 // llama_sampler_temp_ext_apply: range > 0 = dynamic temperature, else plain
-// temperature. Returns what apply_temperature_checked returns.
+// temperature. Returns what apply_temperature_checked returns. `ulps` moves
+// the dynamic temperature, once rounded to float, by that many float steps
+// (RowParams::dynatemp_ulps: for the agreement tests only).
 sieve_status apply_temperature_ext(CandidateArray& cur, float temperature, float range, float exponent,
-                                   std::string* message);
+                                   std::string* message, int32_t ulps = 0);
 // The temperature the dynamic sampler would use on `cur` (range > 0, size > 1).
 double dynamic_temperature(const CandidateArray& cur, float temperature, float range, float exponent);
 

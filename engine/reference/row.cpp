@@ -187,7 +187,7 @@ sieve_status run_chain(const std::vector<SamplerKind>& chain, const float* logit
         switch (chain[i]) {
         case SamplerKind::Temperature:
             s = apply_temperature_ext(*cur, params.temperature, params.dynatemp_range, params.dynatemp_exponent,
-                                      message);
+                                      message, params.dynatemp_ulps);
             if (s != SIEVE_OK) return s;
             break;
         case SamplerKind::TopK: apply_top_k(*cur, params.top_k); break;
