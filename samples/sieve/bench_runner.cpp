@@ -43,23 +43,47 @@ void check_tokens(const std::vector<sieve_token>& tokens, const BenchCase& c) {
                            tokens[r].status);
 }
 
+// llama.cpp's tokens, timed between the device's (--peer).
+struct PeerTiming {
+    PeerChains* chains = nullptr;
+    std::vector<double> us;
+    std::string failure;  // set when a token failed: the peer stops there
+    void token(const float* data, bool timed) {
+        if (!chains || !failure.empty()) return;
+        try {
+            const Clock::time_point t0 = Clock::now();
+            chains->token(data);
+            if (timed) us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+        } catch (const std::exception& e) {
+            failure = e.what();
+        }
+    }
+};
+
 // Times each sample call (one token for every row) after `warmup` untimed ones;
-// stops early, after at least kMinTokens, once `budget_s` seconds are spent.
+// stops early, after at least kMinTokens, once `budget_s` seconds of sampling
+// are spent. With a peer, each of the device's tokens is followed by one of the
+// peer's, so both see the same load on the host.
 Measurement measure(sieve::Chain& chain, const BenchCase& c, const float* data, int32_t warmup, int32_t tokens,
-                    double budget_s) {
-    for (int32_t i = 0; i < warmup; ++i) check_tokens(chain.sample(data, c.rows, c.vocab), c);
+                    double budget_s, PeerTiming* peer = nullptr) {
+    for (int32_t i = 0; i < warmup; ++i) {
+        check_tokens(chain.sample(data, c.rows, c.vocab), c);
+        if (peer) peer->token(data, false);
+    }
     Measurement m;
     std::vector<double> us;
     us.reserve(static_cast<size_t>(tokens));
     const sieve_counters before = read_counters(chain);
-    const Clock::time_point start = Clock::now();
+    double spent_s = 0;
     for (int32_t i = 0; i < tokens; ++i) {
         const Clock::time_point t0 = Clock::now();
         std::vector<sieve_token> out = chain.sample(data, c.rows, c.vocab);
         const Clock::time_point t1 = Clock::now();
         check_tokens(out, c);
         us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-        if (i + 1 >= kMinTokens && i + 1 < tokens && std::chrono::duration<double>(t1 - start).count() > budget_s) {
+        spent_s += std::chrono::duration<double>(Clock::now() - t0).count();
+        if (peer) peer->token(data, true);
+        if (i + 1 >= kMinTokens && i + 1 < tokens && spent_s > budget_s) {
             m.cut = true;
             break;
         }
@@ -132,6 +156,11 @@ std::optional<double> CaseResult::ratio() const {
     return twin.median / device.median;
 }
 
+std::optional<double> CaseResult::peer_ratio() const {
+    if (peer_status != "ok" || peer.count == 0 || device.count == 0 || device.median <= 0) return std::nullopt;
+    return peer.median / device.median;
+}
+
 std::optional<double> CaseResult::bytes_read() const {
     const auto passes = row_passes();
     if (!passes) return std::nullopt;
@@ -178,8 +207,13 @@ CaseResult BenchRunner::run(const BenchCase& c) {
     CaseHistory history;  // a history case's accepted prefix, the same for the device and the twin
 
     // The device. Building the chain is where a device refuses a case.
+    if (peer_) {
+        r.peer_status = "n/a";
+        r.peer_message = "the device did not run this case";
+    }
     try {
-        sieve::Chain chain = make_chain(device_, c.sampling, c.rows, c.vocab);
+        ChainSetup setup;
+        sieve::Chain chain = make_chain(device_, c.sampling, c.rows, c.vocab, &setup);
         logits = logits_for(c);  // after the chain: a refused case generates nothing
         data = logits->data.data();
         if (c.history_last_n > 0) history = case_history(*logits, c.history_last_n);
@@ -188,12 +222,31 @@ CaseResult BenchRunner::run(const BenchCase& c) {
         } catch (const sieve::Error&) {
             r.plan.reset();  // the CPU twin backend has no plan
         }
+        // llama.cpp's chains start from the state Sieve's does: --history, then the case's prefix.
+        std::unique_ptr<PeerChains> peer_chains;
+        if (peer_) {
+            const auto& breakers = history.breakers.empty() ? setup.breakers : history.breakers;
+            peer_chains = PeerChains::build(*peer_, chain, c.sampling, c.rows, c.vocab, breakers, &r.peer_message);
+            if (peer_chains) {
+                for (int32_t row = 0; row < c.rows; ++row) {
+                    peer_chains->accept(row, setup.history);
+                    if (static_cast<size_t>(row) < history.rows.size()) peer_chains->accept(row, history.rows[static_cast<size_t>(row)]);
+                }
+            }
+        }
         try {
             prime(chain, history);
-            const Measurement m = measure(chain, c, data, s_.warmup, s_.tokens, s_.device_budget_s);
+            PeerTiming peer{peer_chains.get(), {}, {}};
+            const Measurement m = measure(chain, c, data, s_.warmup, s_.tokens, s_.device_budget_s,
+                                          peer_chains ? &peer : nullptr);
             r.device = m.stats;
             r.device_cut = m.cut;
             r.delta = m.delta;
+            if (peer_chains) {
+                r.peer_status = peer.failure.empty() ? "ok" : "failed";
+                r.peer_message = peer.failure;
+                r.peer = latency_stats(std::move(peer.us));
+            }
             if (!device_.cpu_twin && s_.profile_tokens > 0)
                 r.stages = profile_stages(chain, c, data, s_.profile_tokens, &r.profiled_tokens);
         } catch (const CliError& e) {
