@@ -80,6 +80,28 @@ TEST(BenchPeerNames, ChainsGetLlamaCppsNamesAndFinalSampler) {
     EXPECT_EQ(sieve_cli::peer_sampler_names(o), (std::vector<std::string>{"temperature", "mirostat_v2"}));
 }
 
+// A chain llama.cpp cannot run without a model is n/a with the reason, not an
+// error: the peer's chains are built from a Sieve chain's parameters and the
+// run's sampler list.
+TEST(BenchPeerChains, InfillIsNotApplicableAndPlainChainsBuild) {
+    ASSERT_TRUE(fetched()) << kMissing;
+    const auto lib = sieve_cli::LlamaLibrary::open(sieve_cli::default_llama_library());
+    EXPECT_TRUE(lib->has_dry_breakers) << "the fetched libllama lacks llama_sampler_init_dry_testing";
+    const sieve_cli::Device twin = sieve_cli::open_cpu_twin();
+    sieve_cli::SamplingOptions o;
+    o.samplers = "top_k;temperature";
+    const sieve::Chain chain = sieve_cli::make_chain(twin, o, 2, 64);
+    std::string why;
+    auto chains = sieve_cli::PeerChains::build(*lib, chain, o, 2, 64, {}, &why);
+    ASSERT_NE(chains, nullptr) << why;
+    std::vector<float> logits(128);
+    for (size_t i = 0; i < logits.size(); ++i) logits[i] = static_cast<float>(i % 64) * 0.1f;
+    EXPECT_NO_THROW(chains->token(logits.data()));
+    o.samplers = "top_k;infill";
+    EXPECT_EQ(sieve_cli::PeerChains::build(*lib, chain, o, 2, 64, {}, &why), nullptr);
+    EXPECT_NE(why.find("infill"), std::string::npos) << why;
+}
+
 TEST_F(BenchPeer, RunsTheFetchedLlamaCppOnEveryCase) {
     ASSERT_TRUE(fetched()) << kMissing;
     const Proc r = sieve(kTiny + " --peer llama --json");
