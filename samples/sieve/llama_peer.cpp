@@ -139,8 +139,8 @@ std::unique_ptr<LlamaLibrary> LlamaLibrary::open(const std::string& path) {
 }
 
 LlamaLibrary::~LlamaLibrary() {
-    // Not unloaded: libggml keeps process-wide state (its log callback, thread
-    // pools) that must outlive any static destructor still to run.
+    // Not unloaded (dlclose): a C++ library's static objects and exit handlers
+    // may still refer to its code; one library per run lives until the exit.
 }
 
 std::vector<std::string> peer_sampler_names(const SamplingOptions& o) {
