@@ -132,7 +132,8 @@ Json run_json(const RunInfo& info, const std::vector<CaseResult>& results) {
     doc["peer"] = info.peer ? Json{{"name", "llama.cpp"},
                                    {"version", info.peer->version},
                                    {"library", info.peer->path},
-                                   {"system_info", info.peer->system_info}}
+                                   {"system_info", info.peer->system_info},
+                                   {"block_tokens", kPeerBlock}}
                             : Json(nullptr);
     doc["date"] = info.date_utc;
     doc["command"] = info.command_line;

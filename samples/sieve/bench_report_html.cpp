@@ -216,7 +216,7 @@ std::string report_html(const Json& run) {
     const bool peer = run.contains("peer") && run["peer"].is_object();
     if (peer)
         o << "<p>Peer: llama.cpp " << esc(str(run["peer"], "version")) << " (" << esc(str(run["peer"], "library"))
-          << "), on the CPU, its tokens alternating with the device's (fill the candidates, llama_sampler_apply, "
+          << "), on the CPU, in blocks of " << num(dbl(run["peer"], "block_tokens"), 0) << " tokens alternating with the device's (fill the candidates, llama_sampler_apply, "
              "llama_sampler_accept). llama/dev = its median / the device's (&gt; 1: Sieve is faster).</p>\n";
     if (!str(run, "command").empty()) o << "<p>Command: <code>" << esc(str(run, "command")) << "</code></p>\n";
     if (run.contains("warnings"))

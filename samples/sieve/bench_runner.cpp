@@ -43,38 +43,37 @@ void check_tokens(const std::vector<sieve_token>& tokens, const BenchCase& c) {
                            tokens[r].status);
 }
 
-// llama.cpp's tokens, timed between the device's (--peer).
+// llama.cpp's tokens, timed in blocks between the device's (--peer).
 struct PeerTiming {
     PeerChains* chains = nullptr;
     std::vector<double> us;
     std::string failure;  // set when a token failed: the peer stops there
-    void token(const float* data, bool timed) {
-        if (!chains || !failure.empty()) return;
-        try {
-            const Clock::time_point t0 = Clock::now();
-            chains->token(data);
-            if (timed) us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-        } catch (const std::exception& e) {
-            failure = e.what();
+    void tokens(const float* data, int32_t n, bool timed) {
+        for (int32_t i = 0; i < n && chains && failure.empty(); ++i) {
+            try {
+                const Clock::time_point t0 = Clock::now();
+                chains->token(data);
+                if (timed) us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+            } catch (const std::exception& e) {
+                failure = e.what();
+            }
         }
     }
 };
 
 // Times each sample call (one token for every row) after `warmup` untimed ones;
 // stops early, after at least kMinTokens, once `budget_s` seconds of sampling
-// are spent. With a peer, each of the device's tokens is followed by one of the
-// peer's, so both see the same load on the host.
+// are spent. With a peer, it runs as many tokens as the device, in blocks.
 Measurement measure(sieve::Chain& chain, const BenchCase& c, const float* data, int32_t warmup, int32_t tokens,
                     double budget_s, PeerTiming* peer = nullptr) {
-    for (int32_t i = 0; i < warmup; ++i) {
-        check_tokens(chain.sample(data, c.rows, c.vocab), c);
-        if (peer) peer->token(data, false);
-    }
+    for (int32_t i = 0; i < warmup; ++i) check_tokens(chain.sample(data, c.rows, c.vocab), c);
+    if (peer) peer->tokens(data, warmup, false);
     Measurement m;
     std::vector<double> us;
     us.reserve(static_cast<size_t>(tokens));
     const sieve_counters before = read_counters(chain);
     double spent_s = 0;
+    int32_t pending = 0;  // device tokens the peer has yet to match
     for (int32_t i = 0; i < tokens; ++i) {
         const Clock::time_point t0 = Clock::now();
         std::vector<sieve_token> out = chain.sample(data, c.rows, c.vocab);
@@ -82,8 +81,12 @@ Measurement measure(sieve::Chain& chain, const BenchCase& c, const float* data, 
         check_tokens(out, c);
         us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
         spent_s += std::chrono::duration<double>(Clock::now() - t0).count();
-        if (peer) peer->token(data, true);
-        if (i + 1 >= kMinTokens && i + 1 < tokens && spent_s > budget_s) {
+        const bool cut = i + 1 >= kMinTokens && i + 1 < tokens && spent_s > budget_s;
+        if (peer && (++pending == kPeerBlock || cut || i + 1 == tokens)) {
+            peer->tokens(data, pending, true);
+            pending = 0;
+        }
+        if (cut) {
             m.cut = true;
             break;
         }

@@ -27,6 +27,12 @@ struct RunSettings {
     double twin_budget_s = 1.5;         // per case, for the CPU twin
 };
 constexpr int kMinTokens = 10;          // a budget never cuts a measurement below this (nor below --tokens)
+// With --peer, the device's tokens and llama.cpp's alternate in blocks of this
+// many: both see the same load on the host, and neither runs right after the
+// other on every token (token by token, llama.cpp's 20 ms full sorts of top-p
+// left lavapipe's threads asleep and its caches cold before each of Sieve's
+// tokens: its `top_p` measured 3 ms instead of 0.9).
+constexpr int kPeerBlock = 10;
 
 struct StageTime {
     std::string stage;
@@ -60,7 +66,7 @@ struct CaseResult {
     bool twin_cut = false;
 
     // --peer llama: llama.cpp on the same chain and logits, its tokens
-    // alternating with the device's. "" without --peer; "ok"; "n/a" (llama.cpp
+    // alternating with the device's in blocks of kPeerBlock. "" without --peer; "ok"; "n/a" (llama.cpp
     // cannot run this chain, or the device did not run the case); "failed".
     std::string peer_status;
     std::string peer_message;

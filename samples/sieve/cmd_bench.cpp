@@ -88,7 +88,7 @@ void print_header(std::ostream& out, const Device& device, const std::vector<std
             << ")";
     out << " vs the CPU twin" << (peer ? " and llama.cpp" : "") << ", " << n_cases << " case(s)\n";
     if (peer)
-        out << "peer: llama.cpp " << peer->version << " (" << peer->path << "), on the CPU, its tokens alternating with "
+        out << "peer: llama.cpp " << peer->version << " (" << peer->path << "), on the CPU, in blocks of " << kPeerBlock << " tokens alternating with "
             << "the device's: fill the candidates from the row, llama_sampler_apply (the chain with its dist), "
             << "llama_sampler_accept; one chain per row\n";
     for (const std::string& w : warnings) out << "warning: " << w << "\n";
