@@ -229,12 +229,16 @@ CaseResult BenchRunner::run(const BenchCase& c) {
         std::unique_ptr<PeerChains> peer_chains;
         if (peer_) {
             const auto& breakers = history.breakers.empty() ? setup.breakers : history.breakers;
-            peer_chains = PeerChains::build(*peer_, chain, c.sampling, c.rows, c.vocab, breakers, &r.peer_message);
-            if (peer_chains) {
-                for (int32_t row = 0; row < c.rows; ++row) {
+            try {
+                peer_chains = PeerChains::build(*peer_, chain, c.sampling, c.rows, c.vocab, breakers, &r.peer_message);
+                for (int32_t row = 0; peer_chains && row < c.rows; ++row) {
                     peer_chains->accept(row, setup.history);
                     if (static_cast<size_t>(row) < history.rows.size()) peer_chains->accept(row, history.rows[static_cast<size_t>(row)]);
                 }
+            } catch (const std::exception& e) {  // the chain's parameters could not be read: the peer only fails
+                peer_chains.reset();
+                r.peer_status = "failed";
+                r.peer_message = e.what();
             }
         }
         try {
