@@ -11,6 +11,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh test
+# The real llama.cpp the peer tests run against (BenchPeer.*, LlamaAbi.*): a
+# failed fetch fails the run here, naming what is missing.
+./scripts/fetch_llama.sh
 cd build
 export SIEVE_VALIDATION=1
 jobs=$(nproc)

@@ -21,6 +21,17 @@ std::optional<double> median_of(const Json& c) {
     return v;
 }
 
+// --peer's figures of a case: llama.cpp's median and its ratio to the device's.
+std::optional<double> number_of(const Json& c, const char* key) {
+    if (c.value("status", std::string("ok")) != "ok" || c.value("peer_status", std::string()) != "ok") return std::nullopt;
+    if (!c.contains(key) || !c[key].is_number()) return std::nullopt;
+    const double v = c[key].get<double>();
+    if (!(v > 0) || !std::isfinite(v)) return std::nullopt;
+    return v;
+}
+
+bool has_peer(const Json& doc) { return doc.contains("peer") && doc["peer"].is_object(); }
+
 std::string label(const Json& doc) {
     std::string d = doc.contains("device") && doc["device"].is_string() ? doc["device"].get<std::string>() : "?";
     if (doc.contains("date") && doc["date"].is_string()) d += ", " + doc["date"].get<std::string>();
@@ -41,6 +52,7 @@ int run_compare(const std::string& a_path, const std::string& b_path, const std:
     struct Row {
         std::string name;
         std::optional<double> a, b, ratio;
+        std::optional<double> a_peer, b_peer, a_peer_ratio, b_peer_ratio;  // --peer runs
         std::string note;
     };
     std::vector<Row> rows;
@@ -62,6 +74,10 @@ int run_compare(const std::string& a_path, const std::string& b_path, const std:
         r.name = name;
         r.a = median_of(ca);
         r.b = median_of(*it->second);
+        r.a_peer = number_of(ca, "peer_median_us");
+        r.b_peer = number_of(*it->second, "peer_median_us");
+        r.a_peer_ratio = number_of(ca, "peer_ratio");
+        r.b_peer_ratio = number_of(*it->second, "peer_ratio");
         if (r.a && r.b) {
             r.ratio = *r.b / *r.a;
             log_sum += std::log(*r.ratio);
@@ -82,6 +98,8 @@ int run_compare(const std::string& a_path, const std::string& b_path, const std:
     std::optional<double> geomean;
     if (matched > 0) geomean = std::exp(log_sum / matched);
 
+    // Either run with --peer: llama.cpp's median and llama/dev beside each side.
+    const bool peers = has_peer(a) || has_peer(b);
     if (json) {
         Json doc;
         doc["a"] = Json{{"file", a_path}, {"device", a.value("device", Json(nullptr))}, {"date", a.value("date", Json(nullptr))}};
@@ -93,6 +111,12 @@ int run_compare(const std::string& a_path, const std::string& b_path, const std:
             c["a_median_us"] = r.a ? Json(*r.a) : Json(nullptr);
             c["b_median_us"] = r.b ? Json(*r.b) : Json(nullptr);
             c["ratio"] = r.ratio ? Json(std::round(*r.ratio * 10000.0) / 10000.0) : Json(nullptr);
+            if (peers) {
+                c["a_peer_median_us"] = r.a_peer ? Json(*r.a_peer) : Json(nullptr);
+                c["b_peer_median_us"] = r.b_peer ? Json(*r.b_peer) : Json(nullptr);
+                c["a_peer_ratio"] = r.a_peer_ratio ? Json(*r.a_peer_ratio) : Json(nullptr);
+                c["b_peer_ratio"] = r.b_peer_ratio ? Json(*r.b_peer_ratio) : Json(nullptr);
+            }
             if (!r.note.empty()) c["note"] = r.note;
             cases.push_back(c);
         }
@@ -107,10 +131,21 @@ int run_compare(const std::string& a_path, const std::string& b_path, const std:
     out << "A: " << a_path << " (" << label(a) << ")\n";
     out << "B: " << b_path << " (" << label(b) << ")\n";
     out << "B/A = B's median / A's median per token (< 1: B is faster)\n";
-    out << pad("case", 34, false) << pad("A median", 12, true) << pad("B median", 12, true) << pad("B/A", 9, true) << "\n";
+    if (peers) out << "A llama, B llama = llama.cpp's median in each run (--peer); llama/dev = it / Sieve's median (> 1: Sieve is faster)\n";
+    out << pad("case", 34, false) << pad("A median", 12, true) << pad("B median", 12, true) << pad("B/A", 9, true);
+    if (peers)
+        out << pad("A llama", 10, true) << pad("A llama/dev", 12, true) << pad("B llama", 10, true) << pad("B llama/dev", 12, true);
+    out << "\n";
     for (const Row& r : rows) {
         out << pad(r.name, 34, false) << pad(r.a ? fixed(*r.a, 1) : "-", 12, true) << pad(r.b ? fixed(*r.b, 1) : "-", 12, true)
             << pad(r.ratio ? fixed(*r.ratio, 3) : "-", 9, true);
+        if (peers) {
+            auto cell = [&](const std::optional<double>& v, int d, int w) { out << pad(v ? fixed(*v, d) : "-", w, true); };
+            cell(r.a_peer, 1, 10);
+            cell(r.a_peer_ratio, 2, 12);
+            cell(r.b_peer, 1, 10);
+            cell(r.b_peer_ratio, 2, 12);
+        }
         if (!r.note.empty()) out << "  (" << r.note << ")";
         out << "\n";
     }

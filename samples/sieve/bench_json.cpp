@@ -74,6 +74,17 @@ Json case_json(const CaseResult& r) {
     j["twin_p90_us"] = r.twin.count ? Json(round_us(r.twin.p90)) : Json(nullptr);
     const auto ratio = r.ratio();
     j["ratio"] = ratio ? Json(std::round(*ratio * 10000.0) / 10000.0) : Json(nullptr);
+    if (!r.peer_status.empty()) {
+        j["peer_status"] = r.peer_status;
+        if (r.peer_status != "ok") j["peer_message"] = r.peer_message;
+        const bool has = r.peer_status == "ok" && r.peer.count > 0;
+        j["peer_tokens"] = r.peer.count;
+        j["peer_median_us"] = has ? Json(round_us(r.peer.median)) : Json(nullptr);
+        j["peer_p10_us"] = has ? Json(round_us(r.peer.p10)) : Json(nullptr);
+        j["peer_p90_us"] = has ? Json(round_us(r.peer.p90)) : Json(nullptr);
+        const auto pr = r.peer_ratio();
+        j["peer_ratio"] = pr ? Json(std::round(*pr * 10000.0) / 10000.0) : Json(nullptr);
+    }
     j["dispatches"] = r.plan ? Json(r.plan->first) : Json(nullptr);
     j["row_passes"] = r.plan ? Json(r.plan->second) : Json(nullptr);
     j["measured_dispatches"] = per_token(r.delta.dispatches, n);
@@ -118,6 +129,12 @@ Json run_json(const RunInfo& info, const std::vector<CaseResult>& results) {
     doc["device_info"] = has_info ? device_json(d.info) : Json(nullptr);
     doc["library_version"] = version_string();
     doc["twin"] = info.twin->label;
+    doc["peer"] = info.peer ? Json{{"name", "llama.cpp"},
+                                   {"version", info.peer->version},
+                                   {"library", info.peer->path},
+                                   {"system_info", info.peer->system_info},
+                                   {"block_tokens", kPeerBlock}}
+                            : Json(nullptr);
     doc["date"] = info.date_utc;
     doc["command"] = info.command_line;
     doc["host_threads"] = std::thread::hardware_concurrency();

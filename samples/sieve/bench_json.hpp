@@ -15,6 +15,7 @@ namespace sieve_cli {
 struct RunInfo {
     const Device* device = nullptr;
     const Device* twin = nullptr;
+    const LlamaLibrary* peer = nullptr;  // --peer llama, else null
     RunSettings settings;
     std::string suite;        // "default", "full", "tiny", or "file"
     std::string case_filter;

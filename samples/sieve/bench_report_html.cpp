@@ -213,6 +213,11 @@ std::string report_html(const Json& run) {
     if (!str(run, "driver").empty()) o << " (driver " << esc(str(run, "driver")) << ")";
     o << ", sieve " << esc(str(run, "library_version")) << ", " << esc(str(run, "date")) << ", CPU twin: " << esc(str(run, "twin"))
       << ".</p>\n";
+    const bool peer = run.contains("peer") && run["peer"].is_object();
+    if (peer)
+        o << "<p>Peer: llama.cpp " << esc(str(run["peer"], "version")) << " (" << esc(str(run["peer"], "library"))
+          << "), on the CPU, in blocks of " << num(dbl(run["peer"], "block_tokens"), 0) << " tokens alternating with the device's (fill the candidates, llama_sampler_apply, "
+             "llama_sampler_accept). llama/dev = its median / the device's (&gt; 1: Sieve is faster).</p>\n";
     if (!str(run, "command").empty()) o << "<p>Command: <code>" << esc(str(run, "command")) << "</code></p>\n";
     if (run.contains("warnings"))
         for (const Json& w : run["warnings"])
@@ -222,7 +227,7 @@ std::string report_html(const Json& run) {
          "efficiency = floor / median. See docs/bench.md.</p>\n";
 
     // Latency vs vocab: one series per chain/shape/rows that has several vocabularies.
-    std::map<std::string, Series> by_vocab, twin_by_vocab, floor_by_vocab;
+    std::map<std::string, Series> by_vocab, twin_by_vocab, floor_by_vocab, peer_by_vocab;
     std::map<std::string, Series> by_rows, floor_by_rows;
     std::map<std::string, std::set<double>> vocabs_of, rows_of;
     for (const Json& c : cases) {
@@ -245,6 +250,11 @@ std::string report_html(const Json& run) {
                 twin_by_vocab[kv].dashed = true;
                 twin_by_vocab[kv].points.push_back({v, dbl(c, "twin_median_us")});
             }
+            if (std::isfinite(dbl(c, "peer_median_us"))) {
+                peer_by_vocab[kv].label = kv + " llama.cpp";
+                peer_by_vocab[kv].dashed = true;
+                peer_by_vocab[kv].points.push_back({v, dbl(c, "peer_median_us")});
+            }
             if (std::isfinite(dbl(c, "floor_us"))) {
                 floor_by_vocab[kv].label = kv + " floor";
                 floor_by_vocab[kv].dashed = true;
@@ -265,15 +275,15 @@ std::string report_html(const Json& run) {
     // Device lines first; the twin's and the floors only while the plot stays readable.
     std::vector<Series> vocab_series;
     for (auto& [k, s] : by_vocab) vocab_series.push_back(s);
-    if (by_vocab.size() * 3 <= kMaxSeries)
-        for (auto* m : {&twin_by_vocab, &floor_by_vocab})
+    if (by_vocab.size() * 4 <= kMaxSeries)
+        for (auto* m : {&twin_by_vocab, &floor_by_vocab, &peer_by_vocab})
             for (auto& [k, s] : *m) vocab_series.push_back(s);
     std::vector<Series> rows_series;
     for (auto& [k, s] : by_rows) rows_series.push_back(s);
     if (by_rows.size() * 2 <= kMaxSeries)
         for (auto& [k, s] : floor_by_rows) rows_series.push_back(s);
     o << "<h2>Latency vs vocabulary</h2>\n"
-      << line_plot("median latency per token vs vocabulary (solid: device; dashed: CPU twin and floor)", "vocabulary (log scale)",
+      << line_plot("median latency per token vs vocabulary (solid: device; dashed: CPU twin, floor, llama.cpp)", "vocabulary (log scale)",
                    "us per token", vocab_series);
     o << "<h2>Per-row cost vs batch</h2>\n"
       << line_plot("median latency per token / rows vs rows per call (dashed: floor / rows)", "rows per call (log scale)",
@@ -281,11 +291,12 @@ std::string report_html(const Json& run) {
     o << "<h2>Stage breakdown</h2>\n" << stage_plot(cases);
 
     o << "<h2>Cases</h2>\n<table><tr><th>case</th><th>status</th><th>median us</th><th>p10</th><th>p90</th><th>twin us</th>"
-         "<th>twin/dev</th><th>dispatches</th><th>row passes</th><th>MB read</th><th>floor us</th><th>efficiency</th></tr>\n";
+         "<th>twin/dev</th><th>dispatches</th><th>row passes</th><th>MB read</th><th>floor us</th><th>efficiency</th>"
+      << (peer ? "<th>llama us</th><th>llama/dev</th>" : "") << "</tr>\n";
     for (const Json& c : cases) {
         o << "<tr><td>" << esc(str(c, "name")) << "</td><td>" << esc(str(c, "status")) << "</td>";
         if (!ok(c)) {
-            o << "<td colspan='10' style='text-align:left'>" << esc(str(c, "message")) << "</td></tr>\n";
+            o << "<td colspan='" << (peer ? 12 : 10) << "' style='text-align:left'>" << esc(str(c, "message")) << "</td></tr>\n";
             continue;
         }
         auto cell = [&](const char* key, int d, double scale = 1) {
@@ -302,6 +313,15 @@ std::string report_html(const Json& run) {
         cell("bytes_read", 2, 1e-6);
         cell("floor_us", 1);
         cell("efficiency", 2);
+        if (peer) {
+            if (str(c, "peer_status") == "ok") {
+                cell("peer_median_us", 1);
+                cell("peer_ratio", 2);
+            } else {
+                o << "<td colspan='2' style='text-align:left'>" << esc(str(c, "peer_status")) << ": "
+                  << esc(str(c, "peer_message")) << "</td>";
+            }
+        }
         o << "</tr>\n";
     }
     o << "</table>\n</body></html>\n";

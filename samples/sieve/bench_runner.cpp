@@ -43,23 +43,50 @@ void check_tokens(const std::vector<sieve_token>& tokens, const BenchCase& c) {
                            tokens[r].status);
 }
 
+// llama.cpp's tokens, timed in blocks between the device's (--peer).
+struct PeerTiming {
+    PeerChains* chains = nullptr;
+    std::vector<double> us;
+    std::string failure;  // set when a token failed: the peer stops there
+    void tokens(const float* data, int32_t n, bool timed) {
+        for (int32_t i = 0; i < n && chains && failure.empty(); ++i) {
+            try {
+                const Clock::time_point t0 = Clock::now();
+                chains->token(data);
+                if (timed) us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+            } catch (const std::exception& e) {
+                failure = e.what();
+            }
+        }
+    }
+};
+
 // Times each sample call (one token for every row) after `warmup` untimed ones;
-// stops early, after at least kMinTokens, once `budget_s` seconds are spent.
+// stops early, after at least kMinTokens, once `budget_s` seconds of sampling
+// are spent. With a peer, it runs as many tokens as the device, in blocks.
 Measurement measure(sieve::Chain& chain, const BenchCase& c, const float* data, int32_t warmup, int32_t tokens,
-                    double budget_s) {
+                    double budget_s, PeerTiming* peer = nullptr) {
     for (int32_t i = 0; i < warmup; ++i) check_tokens(chain.sample(data, c.rows, c.vocab), c);
+    if (peer) peer->tokens(data, warmup, false);
     Measurement m;
     std::vector<double> us;
     us.reserve(static_cast<size_t>(tokens));
     const sieve_counters before = read_counters(chain);
-    const Clock::time_point start = Clock::now();
+    double spent_s = 0;
+    int32_t pending = 0;  // device tokens the peer has yet to match
     for (int32_t i = 0; i < tokens; ++i) {
         const Clock::time_point t0 = Clock::now();
         std::vector<sieve_token> out = chain.sample(data, c.rows, c.vocab);
         const Clock::time_point t1 = Clock::now();
         check_tokens(out, c);
         us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-        if (i + 1 >= kMinTokens && i + 1 < tokens && std::chrono::duration<double>(t1 - start).count() > budget_s) {
+        spent_s += std::chrono::duration<double>(Clock::now() - t0).count();
+        const bool cut = i + 1 >= kMinTokens && i + 1 < tokens && spent_s > budget_s;
+        if (peer && (++pending == kPeerBlock || cut || i + 1 == tokens)) {
+            peer->tokens(data, pending, true);
+            pending = 0;
+        }
+        if (cut) {
             m.cut = true;
             break;
         }
@@ -132,6 +159,11 @@ std::optional<double> CaseResult::ratio() const {
     return twin.median / device.median;
 }
 
+std::optional<double> CaseResult::peer_ratio() const {
+    if (peer_status != "ok" || peer.count == 0 || device.count == 0 || device.median <= 0) return std::nullopt;
+    return peer.median / device.median;
+}
+
 std::optional<double> CaseResult::bytes_read() const {
     const auto passes = row_passes();
     if (!passes) return std::nullopt;
@@ -178,8 +210,13 @@ CaseResult BenchRunner::run(const BenchCase& c) {
     CaseHistory history;  // a history case's accepted prefix, the same for the device and the twin
 
     // The device. Building the chain is where a device refuses a case.
+    if (peer_) {
+        r.peer_status = "n/a";
+        r.peer_message = "the device did not run this case";
+    }
     try {
-        sieve::Chain chain = make_chain(device_, c.sampling, c.rows, c.vocab);
+        ChainSetup setup;
+        sieve::Chain chain = make_chain(device_, c.sampling, c.rows, c.vocab, &setup);
         logits = logits_for(c);  // after the chain: a refused case generates nothing
         data = logits->data.data();
         if (c.history_last_n > 0) history = case_history(*logits, c.history_last_n);
@@ -188,12 +225,35 @@ CaseResult BenchRunner::run(const BenchCase& c) {
         } catch (const sieve::Error&) {
             r.plan.reset();  // the CPU twin backend has no plan
         }
+        // llama.cpp's chains start from the state Sieve's does: --history, then the case's prefix.
+        std::unique_ptr<PeerChains> peer_chains;
+        if (peer_) {
+            const auto& breakers = history.breakers.empty() ? setup.breakers : history.breakers;
+            try {
+                peer_chains = PeerChains::build(*peer_, chain, c.sampling, c.rows, c.vocab, breakers, &r.peer_message);
+                for (int32_t row = 0; peer_chains && row < c.rows; ++row) {
+                    peer_chains->accept(row, setup.history);
+                    if (static_cast<size_t>(row) < history.rows.size()) peer_chains->accept(row, history.rows[static_cast<size_t>(row)]);
+                }
+            } catch (const std::exception& e) {  // the chain's parameters could not be read: the peer only fails
+                peer_chains.reset();
+                r.peer_status = "failed";
+                r.peer_message = e.what();
+            }
+        }
         try {
             prime(chain, history);
-            const Measurement m = measure(chain, c, data, s_.warmup, s_.tokens, s_.device_budget_s);
+            PeerTiming peer{peer_chains.get(), {}, {}};
+            const Measurement m = measure(chain, c, data, s_.warmup, s_.tokens, s_.device_budget_s,
+                                          peer_chains ? &peer : nullptr);
             r.device = m.stats;
             r.device_cut = m.cut;
             r.delta = m.delta;
+            if (peer_chains) {
+                r.peer_status = peer.failure.empty() ? "ok" : "failed";
+                r.peer_message = peer.failure;
+                r.peer = latency_stats(std::move(peer.us));
+            }
             if (!device_.cpu_twin && s_.profile_tokens > 0)
                 r.stages = profile_stages(chain, c, data, s_.profile_tokens, &r.profiled_tokens);
         } catch (const CliError& e) {

@@ -5,6 +5,7 @@
 
 #include "bench_stats.hpp"
 #include "bench_suite.hpp"
+#include "llama_peer.hpp"
 #include "options.hpp"
 
 #include <sieve/sieve.h>
@@ -26,6 +27,12 @@ struct RunSettings {
     double twin_budget_s = 1.5;         // per case, for the CPU twin
 };
 constexpr int kMinTokens = 10;          // a budget never cuts a measurement below this (nor below --tokens)
+// With --peer, the device's tokens and llama.cpp's alternate in blocks of this
+// many: both see the same load on the host, and neither runs right after the
+// other on every token (token by token, llama.cpp's 20 ms full sorts of top-p
+// left lavapipe's threads asleep and its caches cold before each of Sieve's
+// tokens: its `top_p` measured 3 ms instead of 0.9).
+constexpr int kPeerBlock = 10;
 
 struct StageTime {
     std::string stage;
@@ -58,6 +65,13 @@ struct CaseResult {
     LatencyStats twin;
     bool twin_cut = false;
 
+    // --peer llama: llama.cpp on the same chain and logits, its tokens
+    // alternating with the device's in blocks of kPeerBlock. "" without --peer; "ok"; "n/a" (llama.cpp
+    // cannot run this chain, or the device did not run the case); "failed".
+    std::string peer_status;
+    std::string peer_message;
+    LatencyStats peer;
+
     // Derived (null when an input is missing).
     // Full-row passes per token and row: the plan's, or more when the rows
     // measured took more (top-p's cut past the candidate buffer: 3).
@@ -65,6 +79,7 @@ struct CaseResult {
     std::optional<double> floor_us() const;
     std::optional<double> efficiency() const;  // floor / median
     std::optional<double> ratio() const;       // twin median / device median
+    std::optional<double> peer_ratio() const;  // peer median / device median (> 1: Sieve is faster)
     std::optional<double> bytes_read() const;  // per token: row_passes() x rows x vocab x 4
     double bytes_written() const;              // per token: rows x 32 (one result record per row)
 };
@@ -74,14 +89,17 @@ struct CaseResult {
 // result says it. The device's calibrations are cached per (rows, vocab).
 class BenchRunner {
 public:
-    BenchRunner(const Device& device, const Device& twin, const RunSettings& settings)
-        : device_(device), twin_(twin), s_(settings) {}
+    // `peer`: llama.cpp, timed with the device (null: no peer).
+    BenchRunner(const Device& device, const Device& twin, const RunSettings& settings,
+                const LlamaLibrary* peer = nullptr)
+        : device_(device), twin_(twin), s_(settings), peer_(peer) {}
     CaseResult run(const BenchCase& c);
 
 private:
     const Device& device_;
     const Device& twin_;
     RunSettings s_;
+    const LlamaLibrary* peer_;
     std::shared_ptr<const Logits> logits_;  // the last built-in logits generated...
     std::string logits_key_;                // ...and their shape/vocab/rows
     std::map<std::pair<int32_t, int32_t>, std::pair<std::optional<Calibration>, std::string>> calibrations_;

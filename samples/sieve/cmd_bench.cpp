@@ -14,6 +14,7 @@
 #include "device_text.hpp"
 #include "exit_codes.hpp"
 #include "json_output.hpp"
+#include "llama_peer.hpp"
 #include "logits_source.hpp"
 #include "text_format.hpp"
 
@@ -79,13 +80,17 @@ std::vector<BenchCase> build_cases(const BenchOptions& o) {
 }
 
 void print_header(std::ostream& out, const Device& device, const std::vector<std::string>& warnings, const BenchOptions& o,
-                  size_t n_cases) {
+                  size_t n_cases, const LlamaLibrary* peer) {
     out << "sieve bench: device '" << device.label << "'";
     if (device.has_info && !device.cpu_twin)
         out << " (" << device_type_name(device.info.type) << ", driver " << device.info.driver << ", Vulkan "
             << vk_version_string(device.info.api_version) << ", profile " << sieve_profile_name(device.info.profile)
             << ")";
-    out << " vs the CPU twin, " << n_cases << " case(s)\n";
+    out << " vs the CPU twin" << (peer ? " and llama.cpp" : "") << ", " << n_cases << " case(s)\n";
+    if (peer)
+        out << "peer: llama.cpp " << peer->version << " (" << peer->path << "), on the CPU, in blocks of " << kPeerBlock << " tokens alternating with "
+            << "the device's: fill the candidates from the row, llama_sampler_apply (the chain with its dist), "
+            << "llama_sampler_accept; one chain per row\n";
     for (const std::string& w : warnings) out << "warning: " << w << "\n";
     out << "latency per token in us (one sample call for all rows): " << o.tokens << " tokens after " << o.warmup
         << " warm-up (a case stops early after 8 s on the device, " << fixed(o.twin_budget_s, 1)
@@ -94,7 +99,9 @@ void print_header(std::ostream& out, const Device& device, const std::vector<std
         << " profiled tokens (timestamps add their own cost)\n";
     out << pad("case", 34, false) << pad("median", 10, true) << pad("p10", 10, true) << pad("p90", 10, true)
         << pad("twin", 10, true) << pad("twin/dev", 9, true) << pad("disp", 5, true) << pad("passes", 7, true)
-        << pad("MB/tok", 8, true) << pad("floor", 9, true) << pad("eff", 6, true) << "\n";
+        << pad("MB/tok", 8, true) << pad("floor", 9, true) << pad("eff", 6, true);
+    if (peer) out << pad("llama", 10, true) << pad("llama/dev", 10, true);
+    out << "\n";
     out.flush();
 }
 
@@ -114,7 +121,11 @@ void print_row(std::ostream& out, const CaseResult& r) {
         << pad(r.device.count ? figure(static_cast<double>(r.delta.dispatches) / r.device.count) : "-", 5, true)
         << pad(r.row_passes() ? figure(*r.row_passes()) : "-", 7, true)
         << pad(mb ? fixed((*mb + r.bytes_written()) / 1e6, 2) : "-", 8, true) << pad(opt_fixed(r.floor_us(), 1), 9, true)
-        << pad(opt_fixed(r.efficiency(), 2), 6, true) << "\n";
+        << pad(opt_fixed(r.efficiency(), 2), 6, true);
+    if (!r.peer_status.empty())
+        out << pad(r.peer_status == "ok" ? fixed(r.peer.median, 1) : r.peer_status, 10, true)
+            << pad(opt_fixed(r.peer_ratio(), 2), 10, true);
+    out << "\n";
     if (!r.stages.empty()) {
         out << "    gpu stages:";
         for (const StageTime& s : r.stages)
@@ -122,6 +133,8 @@ void print_row(std::ostream& out, const CaseResult& r) {
         out << " us\n";
     }
     if (r.twin_status != "ok") out << "    twin " << r.twin_status << ": " << r.twin_message << "\n";
+    if (!r.peer_status.empty() && r.peer_status != "ok")
+        out << "    llama.cpp " << r.peer_status << ": " << r.peer_message << "\n";
     if (r.delta.recordings || r.delta.allocations)
         out << "    note: " << r.delta.recordings << " recordings and " << r.delta.allocations
             << " allocations during the measured tokens\n";
@@ -175,6 +188,10 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& o) {
     cmd->add_option("--compare", o.compare, "compare two `sieve bench --json` files: per-case ratio B/A of the median")
         ->expected(2)
         ->type_name("A.json B.json");
+    cmd->add_option("--peer", o.peer,
+                    "also time llama.cpp on each case (its libllama loaded at run time): llama = the one "
+                    "scripts/fetch_llama.sh fetched into the build, llama=PATH = that libllama")
+        ->type_name("llama[=PATH]");
     cmd->add_option("--suite", o.suite, std::string("built-in suite: ") + suite_names_help())->capture_default_str();
     cmd->add_option("--tokens", o.tokens, "measured tokens per case, after warm-up")
         ->check(CLI::PositiveNumber)->capture_default_str();
@@ -225,6 +242,11 @@ int run_bench(const BenchOptions& o, std::ostream& out, std::ostream& err) {
     if (!o.report.empty()) report_file = open_output(o.report, "--report");
     if (!o.json_out.empty()) json_file = open_output(o.json_out, "--json-out");
 
+    // The peer is loaded before anything is measured: a bad --peer fails in a
+    // second, and a run without --peer never touches llama.cpp.
+    std::unique_ptr<LlamaLibrary> peer;
+    if (!o.peer.empty()) peer = LlamaLibrary::open(parse_peer(o.peer).path);
+
     Device twin = open_cpu_twin();
     // The user's own chain and flags (--samplers, --logit-bias, --history...)
     // are checked once on the twin: a typo is a usage error, not a suite of
@@ -250,13 +272,14 @@ int run_bench(const BenchOptions& o, std::ostream& out, std::ostream& err) {
     info.date_utc = utc_now_iso();
     info.command_line = o.command_line;
     info.load_start = host_load_average();
+    info.peer = peer.get();
     if (device.has_info && !device.cpu_twin && device.info.type == SIEVE_DEVICE_CPU)
         info.warnings.push_back(cpu_device_warning(device.info));
     if (device.cpu_twin) info.warnings.push_back("--device cpu: the device measured is the CPU twin itself (no calibration, no stages)");
-    if (!o.json) print_header(out, device, info.warnings, o, cases.size());
+    if (!o.json) print_header(out, device, info.warnings, o, cases.size(), peer.get());
     const size_t n_header_warnings = info.warnings.size();
 
-    BenchRunner runner(device, twin, info.settings);
+    BenchRunner runner(device, twin, info.settings, peer.get());
     Progress progress(err);
     std::vector<CaseResult> results;
     for (size_t i = 0; i < cases.size(); ++i) {
@@ -287,6 +310,7 @@ int run_bench(const BenchOptions& o, std::ostream& out, std::ostream& err) {
                "full-row passes per token (measured; the plan's minimum is in the JSON); MB/tok = bytes the device reads and writes per token (estimate); "
                "floor = passes x bare pass + empty submit (calibrated in this run); eff = floor / median "
                "(docs/bench.md)\n";
+        if (peer) out << "llama = llama.cpp's median; llama/dev = llama.cpp's median / the device's (> 1: Sieve is faster)\n";
         out << "wall time " << fixed(info.wall_time_s, 1) << " s\n";
     }
     if (json_file.is_open()) write_output(json_file, o.json_out, "--json-out", doc.dump(2) + "\n");

@@ -54,6 +54,7 @@ struct BenchOptions {
     std::string report;             // --report FILE.html
     std::string json_out;           // --json-out FILE: the JSON document written to a file
     std::vector<std::string> compare;  // --compare A.json B.json
+    std::string peer;                  // --peer llama[=PATH]: llama.cpp timed beside Sieve ("" = none)
     int32_t profile_tokens = 5;     // profiled tokens per case (GPU time per stage)
     int32_t calibration_iterations = 20;
     std::string command_line;       // the command as typed, for the record (set by run_cli)
