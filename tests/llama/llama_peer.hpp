@@ -37,9 +37,19 @@ public:
             if (name == "penalties")
                 add(llama_sampler_init_penalties(c.vocab, p.penalty_last_n, p.penalty_repeat, p.penalty_freq,
                                                  p.penalty_present));
-            else if (name == "dry")
-                add(llama_sampler_init_dry_testing(p.dry_multiplier, p.dry_base, p.dry_allowed_length,
-                                                   p.dry_penalty_last_n, p.dry_breakers));
+            else if (name == "dry") {
+                // llama_sampler_init_dry_testing treats the no-op sampler that a
+                // disabled DRY gets as a DRY sampler (it clears its breakers:
+                // heap corruption), so only an enabled DRY with breakers goes
+                // through it; the rest through the public constructor.
+                const bool enabled = p.dry_multiplier != 0.0f && p.dry_base >= 1.0f && p.dry_penalty_last_n != 0;
+                if (enabled && !p.dry_breakers.empty())
+                    add(llama_sampler_init_dry_testing(p.dry_multiplier, p.dry_base, p.dry_allowed_length,
+                                                       p.dry_penalty_last_n, p.dry_breakers));
+                else
+                    add(llama_sampler_init_dry(nullptr, p.dry_multiplier, p.dry_base, p.dry_allowed_length,
+                                               p.dry_penalty_last_n, nullptr, 0));
+            }
             else if (name == "top_n_sigma") add(llama_sampler_init_top_n_sigma(p.top_n_sigma));
             else if (name == "top_k") add(llama_sampler_init_top_k(p.top_k));
             else if (name == "typ_p") add(llama_sampler_init_typical(p.typ_p, min_keep));
