@@ -375,10 +375,24 @@ static inline void sieve_llama_free_(struct llama_sampler* smpl) {
     }
 }
 
-static struct llama_sampler_i sieve_llama_iface_ = {
-    sieve_llama_name_, sieve_llama_accept_, sieve_llama_apply_, sieve_llama_reset_, sieve_llama_clone_,
-    sieve_llama_free_,
+/* The interface: the callbacks above, the rest (backend sampling) NULL. */
+#ifdef __cplusplus
+static inline struct llama_sampler_i* sieve_llama_iface_(void) {
+    static struct llama_sampler_i iface = [] {
+        struct llama_sampler_i i = {};
+        i.name = sieve_llama_name_, i.accept = sieve_llama_accept_, i.apply = sieve_llama_apply_;
+        i.reset = sieve_llama_reset_, i.clone = sieve_llama_clone_, i.free = sieve_llama_free_;
+        return i;
+    }();
+    return &iface;
+}
+#else
+static struct llama_sampler_i sieve_llama_iface_storage_ = {
+    .name = sieve_llama_name_, .accept = sieve_llama_accept_, .apply = sieve_llama_apply_,
+    .reset = sieve_llama_reset_, .clone = sieve_llama_clone_, .free = sieve_llama_free_,
 };
+static inline struct llama_sampler_i* sieve_llama_iface_(void) { return &sieve_llama_iface_storage_; }
+#endif
 
 static inline struct llama_sampler* sieve_llama_wrap_(sieve_llama_shared_* sh, int32_t slot) {
     sieve_llama_ctx_* c = (sieve_llama_ctx_*)calloc(1, sizeof *c);
@@ -392,7 +406,7 @@ static inline struct llama_sampler* sieve_llama_wrap_(sieve_llama_shared_* sh, i
     c->pending = -1;
     sh->used[slot] = 1;
     ++sh->refs;
-    return llama_sampler_init(&sieve_llama_iface_, c);
+    return llama_sampler_init(sieve_llama_iface_(), c);
 }
 
 /* A sampler on `slot` of an app's chain (one row; max_vocab n_vocab, max_slots
@@ -448,7 +462,7 @@ static inline struct llama_sampler* sieve_llama_sampler_init(sieve_context* cont
 
 /* Whether `smpl` is one of this header's samplers (in this translation unit). */
 static inline int sieve_llama_is_sieve(const struct llama_sampler* smpl) {
-    return smpl != NULL && smpl->iface == &sieve_llama_iface_;
+    return smpl != NULL && smpl->iface == sieve_llama_iface_();
 }
 
 /* The next apply samples this logits row (n_vocab floats, the app's, read
