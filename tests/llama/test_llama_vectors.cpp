@@ -111,3 +111,55 @@ TEST(LlamaVectors, TestSamplingVectorsThroughSieveAndLibllama) {
 }
 
 } // namespace
+
+namespace {
+
+// test_sampler_queue's cases (the "queue" list and its rules): after each
+// sampler of the queue, Sieve's survivors on a chain of the samplers so far
+// have the size and end ids the source asserts (masked token 0 left out).
+// Every step on the twin; on the GPU the last step of the three-sampler
+// queues (each new chain compiles its pipelines: seconds on lavapipe).
+TEST(LlamaVectors, TestSamplerQueueThroughSieve) {
+    const json doc = load_vectors();
+    ASSERT_EQ(doc.at("queue").size(), 24u);
+    sieve::Context gpu = sieve_test::gpu_context();
+    sieve::Context cpu = sieve_test::cpu_context();
+    SieveSide sides[] = {SieveSide(gpu), SieveSide(cpu)};
+    const char* names[] = {"gpu", "twin"};
+    int passed = 0, checked = 0;
+    for (const json& q : doc["queue"]) {
+        const std::string letters = q.at("samplers").get<std::string>();
+        const int32_t n_vocab = q.at("n_vocab").get<int32_t>();
+        std::vector<float> row(static_cast<size_t>(n_vocab));
+        for (int32_t i = 0; i < n_vocab; ++i) row[static_cast<size_t>(i)] = std::log(static_cast<float>(i));
+        Case c;
+        c.vocab = n_vocab;
+        c.params.top_k = q.at("top_k").get<int32_t>();
+        c.params.top_p = q.at("top_p").get<float>();
+        c.params.min_p = q.at("min_p").get<float>();
+        c.params.min_keep = 1;
+        for (size_t j = 0; j < letters.size(); ++j) {
+            c.samplers += std::string(j ? ";" : "") +
+                          (letters[j] == 'k' ? "top_k" : letters[j] == 'p' ? "top_p" : "min_p");
+            const int32_t size = q["expected_size"][j].get<int32_t>();
+            const int32_t first = q["first_id"][j].get<int32_t>(), last = q["last_id"][j].get<int32_t>();
+            for (int b = 0; b < 2; ++b) {
+                if (b == 0 && !(letters.size() == 3 && j == 2)) continue;
+                const auto got = sieve_distribution(sides[b].prepare(c), row);
+                ASSERT_EQ(got.status, SIEVE_OK) << got.message;
+                const std::string what = std::string(names[b]) + " '" + c.samplers + "' of " + q.dump();
+                const bool ok = static_cast<int32_t>(got.ids.size()) == size - (last == 0 ? 1 : 0) &&
+                                got.ids.front() == first && got.ids.back() == (last == 0 ? 1 : last);
+                EXPECT_TRUE(ok) << what << ": " << got.ids.size() << " survivors, " << got.ids.front() << " .. "
+                                << got.ids.back();
+                passed += ok ? 1 : 0;
+                ++checked;
+            }
+        }
+    }
+    std::printf("\nllama.cpp's test_sampler_queue cases: %d of %d checks agree (every step on the twin, the "
+                "three-sampler queues' last step on the GPU)\n",
+                passed, checked);
+}
+
+} // namespace
