@@ -20,7 +20,8 @@
  *   apply   the candidates' logits (or, after sieve_llama_sampler_set_logits,
  *           the whole logits row straight from the app, skipping the array)
  *           are sampled by sieve_sample on the sampler's slot; `selected` is
- *           set to the drawn token's index in the array. The draw commits
+ *           set to the drawn token's index in the array (-1, with the reason
+ *           logged, when Sieve refuses the row). The draw commits
  *           the token to the slot (history, mirostat's mu, adaptive-p's
  *           average), as llama.cpp's apply + accept of the drawn token do.
  *   accept  the drawn token: nothing more (already committed). Any other

@@ -178,4 +178,19 @@ TEST(LlamaDropin, InsideALlamaChainGreedyAgrees) {
     llama_sampler_free(chain);
 }
 
+// A row Sieve refuses (every logit masked): nothing selected, the reason logged.
+TEST(LlamaDropin, ARowSieveRefusesSelectsNothing) {
+    sieve::Context cpu = sieve_test::cpu_context();
+    sieve_llama_settings s;
+    sieve_llama_settings_init(&s, 10);
+    struct llama_sampler* smpl = sieve_llama_sampler_init(cpu.get(), &s);
+    ASSERT_NE(smpl, nullptr);
+    EXPECT_EQ(apply_row(smpl, std::vector<float>(10, -INFINITY)), -1);
+    EXPECT_NE(std::string(sieve_llama_last_error()).find("all_masked"), std::string::npos) << sieve_llama_last_error();
+    std::vector<float> row(10, -INFINITY);
+    row[3] = 1.0f;
+    EXPECT_EQ(apply_row(smpl, row), 3);  // the sampler stays usable
+    llama_sampler_free(smpl);
+}
+
 } // namespace
