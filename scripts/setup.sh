@@ -31,5 +31,10 @@ if ((${#missing[@]})); then
 fi
 
 build_type=${SIEVE_BUILD_TYPE:-Release}
-cmake -S . -B build -DCMAKE_BUILD_TYPE="$build_type" >/dev/null
+# The parity tests against the real llama.cpp (tests/llama) fetch it at
+# configure time (scripts/fetch_llama.sh, npm): only `setup.sh test` builds
+# them, so a plain set-up touches no network; a failed fetch stops it.
+llama_tests=OFF
+[[ ${1:-} == test ]] && llama_tests=ON
+cmake -S . -B build -DCMAKE_BUILD_TYPE="$build_type" -DSIEVE_LLAMA_TESTS=$llama_tests >/dev/null
 cmake --build build -j"$(nproc)"

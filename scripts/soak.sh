@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tokens=${1:-1000000}
-[[ -f build/CMakeCache.txt ]] || cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+[[ -f build/CMakeCache.txt ]] || cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSIEVE_LLAMA_TESTS=OFF >/dev/null
 cmake --build build -j"$(nproc)" --target sieve_soak
 interval=$(( tokens >= 1000000 ? 100000 : (tokens >= 100000 ? tokens / 10 : 10000) ))
 time ./build/tools/soak/sieve_soak "$tokens" 2000 "$interval"

@@ -273,4 +273,34 @@ TEST(GpuVsTwinDistribution, FinalDistributionAgrees) {
     }
 }
 
+// A row whose survivors reach past the candidate buffer with no cut bounding
+// them (top-k off, XTC that does not fire) is listed whole: the GPU hands it
+// to the twin, as its draw does (it listed only the buffer's 64 before: found
+// by the llama.cpp parity tests, tests/llama).
+TEST(GpuVsTwinDistribution, SurvivorsPastTheBufferAreAllListed) {
+    auto gpu = sieve_test::gpu_context();
+    const int32_t v = 32000;
+    for (const char* samplers : {"top_k;dist", "xtc;dist", "top_k;temperature;dist"}) {
+        auto logits = sieve_test::make_rows(Shape::Gaussian, 1, v, 5);
+        sieve::Chain chain(gpu, sieve_test::chain_desc(samplers, 1, v, 0.8f, 1));
+        chain.set(SIEVE_PARAM_TOP_K, 0);
+        chain.set(SIEVE_PARAM_XTC_PROBABILITY, 1.0);
+        chain.set(SIEVE_PARAM_XTC_THRESHOLD, 0.3);  // no token reaches p 0.3: XTC does not fire
+        auto got = chain.distribution(logits.data(), 1, v, 0);
+        sieve::ref::RowParams params;
+        params.temperature = 0.8f;
+        params.top_k = 0;
+        params.xtc_probability = 1.0f;
+        params.xtc_threshold = 0.3f;
+        std::vector<sieve::ref::Weighted> want;
+        std::string message;
+        ASSERT_EQ(sieve::ref::row_distribution(sieve_test::twin_chain(samplers), logits.data(), v, params, &want, &message),
+                  SIEVE_OK);
+        SCOPED_TRACE(samplers);
+        ASSERT_EQ(want.size(), static_cast<size_t>(v));
+        ASSERT_EQ(got.size(), want.size());
+        for (size_t i = 0; i < got.size(); i += 997) EXPECT_EQ(got[i].id, want[i].id) << "position " << i;
+    }
+}
+
 } // namespace

@@ -221,6 +221,9 @@ void main() {
     if (t == 0u && tail_live() && !greedy && (listing || !whole)) {
         float total = array_total(row, n, a.msum);
         if (total < 0.0) s_fallback = 1u;
+        // A listing names every survivor: with survivors past the buffer
+        // (no cut bounds the array) the twin lists them.
+        if (listing && !whole) s_fallback = 1u;
         s_total = total;
     }
     barrier();
