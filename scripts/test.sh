@@ -11,10 +11,10 @@
 # (the ctest runs only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The set-up's configure fetches the real llama.cpp (scripts/fetch_llama.sh)
+# that the parity tests, the drop-in and the bench's peer run against; a failed
+# fetch fails it, naming what is missing.
 ./scripts/setup.sh test
-# The real llama.cpp the peer tests run against (BenchPeer.*, LlamaAbi.*): a
-# failed fetch fails the run here, naming what is missing.
-./scripts/fetch_llama.sh
 cd build
 export SIEVE_VALIDATION=1
 jobs=$(nproc)
