@@ -55,6 +55,20 @@ TEST_P(EdgeCases, TopNSigmaOverflowMasksNothing) {
     expect_dist(c.distribution(small.data(), 1, 3, 0), {{0, 0.5f}, {2, 0.5f}});
 }
 
+// ---- typical over probabilities equal in float -----------------------------------
+// Logits 1.86e-30 and 5.2e-14 are equal to float's softmax (p 0.5 each; the
+// third is -6.5e27, p 0): llama.cpp's scores tie, and canonical order (higher
+// logit first) keeps token 2. The twin ranked by the double difference of
+// 5e-14 and kept token 0 (fuzz_diff's finding).
+
+TEST_P(EdgeCases, TypicalRanksProbabilitiesEqualInFloatAsTies) {
+    sieve::Chain c = chain("typ_p", 3, 1.0f);
+    c.set(SIEVE_PARAM_TYPICAL_P, 0.48);
+    c.set(SIEVE_PARAM_MIN_KEEP, 1);
+    const std::vector<float> logits = {1.86e-30f, -6.51e27f, 5.22e-14f};
+    expect_dist(c.distribution(logits.data(), 1, 3, 0), {{2, 1.0f}});
+}
+
 // ---- 1. XTC at its threshold ------------------------------------------------
 // llama.cpp compares its float p with the threshold: ten equal logits give
 // p = 0.1f exactly, which is >= 0.1f, so XTC fires and keeps one token (the

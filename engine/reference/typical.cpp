@@ -12,7 +12,11 @@
 // so its entropy and every score are NaN and the result is arbitrary. The twin
 // takes 0 * log 0 = 0 (the limit): the entropy is that of the unmasked members,
 // and a p = 0 member's score is +inf (ranked last). Probabilities, entropy and
-// scores are in double (llama.cpp: float); equal scores keep canonical order.
+// scores are in double (llama.cpp: float), except that a score is taken of the
+// probability rounded to float: members whose probabilities are equal in float
+// (logits closer than float resolves, 1e-30 and 5e-14 say) score the same, as
+// in llama.cpp and on the GPU, where double would rank them by a difference
+// float never sees. Equal scores keep canonical order.
 #include "reference/detail.hpp"
 
 #include <algorithm>
@@ -31,7 +35,8 @@ void apply_typical(CandidateArray& cur, float p, size_t min_keep) {
         if (q > 0.0) entropy -= q * std::log(q);
     std::vector<double> score(prob.size());
     for (size_t i = 0; i < prob.size(); ++i)
-        score[i] = prob[i] > 0.0 ? std::fabs(-std::log(prob[i]) - entropy) : INFINITY;
+        score[i] = prob[i] > 0.0 ? std::fabs(-std::log(static_cast<double>(static_cast<float>(prob[i]))) - entropy)
+                                 : INFINITY;
     std::vector<size_t> order(prob.size());
     std::iota(order.begin(), order.end(), size_t{0});
     // Stable: equal scores keep the canonical order the array is in.
