@@ -30,15 +30,9 @@ namespace sieve {
 
 namespace {
 
-// Buffer strides, mirroring common.glsl.
-constexpr uint32_t kChunkStride = 16;
-constexpr uint32_t kRowStride = 40;
-constexpr uint32_t kResultStride = 64;  // RESULT_STRIDE
-// result.glsl's raw log-probability words (raw_stats.comp).
-constexpr uint32_t kResRawToken = 8, kResRawMax = 9, kResRawSum = 10, kResRawCount = 11, kResRawIds = 12,
-                   kResRawLogits = 32;
-constexpr uint32_t kHistStride = 4;  // HIST_STRIDE
-constexpr uint32_t kStatusFallback = 0x46414C4Cu;  // STATUS_FALLBACK
+// The buffers' word layouts (gpu_layout.h).
+using namespace glsl;
+
 // A submission's host wait. Generous: lavapipe compiles a pipeline's shader
 // at its first dispatch, inside the submission (tens of seconds for the
 // collect pass on a loaded 2-core machine).
@@ -108,13 +102,13 @@ uint32_t wide_divisions(const ChainConfig& config) {
         if (k == ref::SamplerKind::Temperature) ++all;
         if (k == ref::SamplerKind::TopP) cut = all;
     }
-    return std::min(cut, kWideMaxDivisions) | (std::min(all, kWideMaxDivisions) << 8);
+    return std::min(cut, WIDE_MAX_DIVISIONS) | (std::min(all, WIDE_MAX_DIVISIONS) << 8);
 }
 
 // Bins per chunk in a row's histograms: the levels' 16, or wide_histogram's
 // (wide_bins: 256 on CPU devices) when the chain holds top-p.
 uint32_t histogram_bins(const ChainConfig& config, const EffectiveLimits& limits) {
-    return has_top_p(config) ? std::max(kBins, wide_bins(limits)) : kBins;
+    return has_top_p(config) ? std::max(BINS, wide_bins(limits)) : BINS;
 }
 
 // List entries per row for a top-p cut past the candidate buffer (wide.glsl):
@@ -159,10 +153,8 @@ AdjustLayout adjust_layout(const ChainConfig& config) {
 // at an offset; the shaders index rows from the window's first (the push
 // constants' row_base is window-relative). Buffers a row does not index (the
 // slots, the dispatch arguments) are bound whole.
-constexpr uint32_t kBindingSlots = 4, kBindingArgs = 9;
-
 struct RowWindows {
-    std::array<uint64_t, kBindingCount> row_bytes{};  // per binding; 0 = bound whole
+    std::array<uint64_t, BINDING_STORAGE_COUNT> row_bytes{};  // per binding; 0 = bound whole
     uint32_t rows = 0;                                // rows per window
     uint32_t count = 0;                               // windows for max_rows
 };
@@ -173,13 +165,13 @@ RowWindows row_windows(const ChainConfig& config, const EffectiveLimits& limits,
     RowWindows w;
     const uint64_t vocab = static_cast<uint64_t>(config.max_vocab);
     w.row_bytes = {vocab * 4,
-                   kParamStride * 4ull,
-                   static_cast<uint64_t>(max_chunks) * kChunkStride * 4,
-                   kRowStride * 4ull,
+                   PARAM_STRIDE * 4ull,
+                   static_cast<uint64_t>(max_chunks) * CHUNK_STRIDE * 4,
+                   ROW_STRIDE * 4ull,
                    0,
-                   static_cast<uint64_t>(max_chunks) * histogram_bins(config, limits) * kHistStride * 4,
+                   static_cast<uint64_t>(max_chunks) * histogram_bins(config, limits) * HIST_STRIDE * 4,
                    collect_row_words(limits.candidate_capacity) * 4,
-                   kResultStride * 4ull,
+                   RESULT_STRIDE * 4ull,
                    (2 * vocab + 2) * 4,
                    0,
                    row_input_words(static_cast<uint32_t>(vocab)) * 4ull,
@@ -187,7 +179,7 @@ RowWindows row_windows(const ChainConfig& config, const EffectiveLimits& limits,
                    adjust ? adjust->row_words * 4 : 0};
     uint64_t fit = UINT64_MAX;
     int widest = 0;
-    for (uint32_t b = 0; b < kBindingCount; ++b)
+    for (uint32_t b = 0; b < BINDING_STORAGE_COUNT; ++b)
         if (w.row_bytes[b] && limits.max_storage_buffer_range / w.row_bytes[b] < fit) {
             fit = limits.max_storage_buffer_range / w.row_bytes[b];
             widest = static_cast<int>(b);
@@ -407,9 +399,9 @@ GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
         logits_ = device_.create_buffer(rows * vocab * 4, storage | texel_usage | VK_BUFFER_USAGE_TRANSFER_DST_BIT, uma,
                                         &allocations_);
         if (!uma) staging_ = device_.create_buffer(rows * vocab * 4, VK_BUFFER_USAGE_TRANSFER_SRC_BIT, true, &allocations_);
-        params_ = device_.create_buffer(rows * kParamStride * 4, storage, true, &allocations_);
-        chunk_stats_ = device_.create_buffer(rows * max_chunks_ * kChunkStride * 4, storage, false, &allocations_);
-        row_state_ = device_.create_buffer(rows * kRowStride * 4, storage | VK_BUFFER_USAGE_TRANSFER_DST_BIT, false,
+        params_ = device_.create_buffer(rows * PARAM_STRIDE * 4, storage, true, &allocations_);
+        chunk_stats_ = device_.create_buffer(rows * max_chunks_ * CHUNK_STRIDE * 4, storage, false, &allocations_);
+        row_state_ = device_.create_buffer(rows * ROW_STRIDE * 4, storage | VK_BUFFER_USAGE_TRANSFER_DST_BIT, false,
                                            &allocations_);
         // Slots are host-visible: the host's slot operations (accept, reset,
         // copy, save/restore) work on them between calls without a submission;
@@ -418,13 +410,13 @@ GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
             static_cast<uint64_t>(config.max_slots) * slot_words(static_cast<uint32_t>(config.history_capacity)) * 4;
         slot_state_ = device_.create_buffer(slot_bytes, storage, true, &allocations_);
         std::memset(slot_state_.mapped, 0, slot_bytes);
-        histograms_ = device_.create_buffer(rows * max_chunks_ * histogram_bins(config, limits_) * kHistStride * 4,
+        histograms_ = device_.create_buffer(rows * max_chunks_ * histogram_bins(config, limits_) * HIST_STRIDE * 4,
                                             storage, false, &allocations_);
         candidates_ = device_.create_buffer(rows * collect_row_words(limits_.candidate_capacity) * 4, storage, false,
                                             &allocations_);
         inputs_ = device_.create_buffer(rows * input_words_ * 4, storage, true, &allocations_);
         // A transfer source too: the async token copy reads the ids from it.
-        results_ = device_.create_buffer(rows * kResultStride * 4, storage | VK_BUFFER_USAGE_TRANSFER_SRC_BIT, true,
+        results_ = device_.create_buffer(rows * RESULT_STRIDE * 4, storage | VK_BUFFER_USAGE_TRANSFER_SRC_BIT, true,
                                          &allocations_);
         placeholder_ = device_.create_buffer(16, storage | texel_usage, false, &allocations_);
         create_texel_views();
@@ -437,13 +429,13 @@ GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
         // Written by each level's decision (scan.glsl), read by
         // vkCmdDispatchIndirect and, after the fence, by the host to count the
         // dispatches that ran.
-        dispatch_args_ = device_.create_buffer(rows * kDispatchArgsWords * 4,
+        dispatch_args_ = device_.create_buffer(rows * GROUP_ARGS_WORDS * 4,
                                                storage | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                                                true, &allocations_);
 
         // A sampling set and (on first use) a distribution set and a set
         // binding the app's rows per window.
-        pool_ = create_storage_pool(device_, 3 * windows_.count, 3 * kBindingCount * windows_.count,
+        pool_ = create_storage_pool(device_, 3 * windows_.count, 3 * BINDING_STORAGE_COUNT * windows_.count,
                                     3 * windows_.count);
         for (uint32_t w = 0; w < windows_.count; ++w) sets_.push_back(allocate_set(w, placeholder_.buffer));
 
@@ -522,7 +514,7 @@ void check_capacity(const ChainConfig& config, const EffectiveLimits& limits, ui
                                            std::to_string(config.history_capacity) +
                                            " tokens needs more slot space than maxStorageBufferRange");
     // Each buffer is one allocation, whatever its windows.
-    for (uint32_t b = 0; b < kBindingCount; ++b) {
+    for (uint32_t b = 0; b < BINDING_STORAGE_COUNT; ++b) {
         const uint64_t bytes = windows.row_bytes[b] * static_cast<uint64_t>(config.max_rows);
         if (bytes > limits.max_allocation_size)
             fail(SIEVE_ERROR_DEVICE_LIMIT, "capacity " + std::to_string(config.max_rows) + " rows x " +
@@ -554,7 +546,7 @@ VkDescriptorSet GpuChain::allocate_set(uint32_t window, VkBuffer probabilities) 
 
 void GpuChain::write_set(VkDescriptorSet set, uint32_t window, VkBuffer probabilities,
                          const VkDescriptorBufferInfo* logits) {
-    const VkBuffer buffers[kBindingCount] = {logits_.buffer,     params_.buffer,     chunk_stats_.buffer,
+    const VkBuffer buffers[BINDING_STORAGE_COUNT] = {logits_.buffer,     params_.buffer,     chunk_stats_.buffer,
                                              row_state_.buffer,  slot_state_.buffer, histograms_.buffer,
                                              candidates_.buffer, results_.buffer,    probabilities,
                                              dispatch_args_.buffer, inputs_.buffer,
@@ -562,14 +554,14 @@ void GpuChain::write_set(VkDescriptorSet set, uint32_t window, VkBuffer probabil
                                              adjust_.buffer ? adjust_.buffer : placeholder_.buffer};
     const uint64_t first = static_cast<uint64_t>(window) * windows_.rows;
     const uint64_t rows = std::min<uint64_t>(windows_.rows, static_cast<uint64_t>(config_.max_rows) - first);
-    VkDescriptorBufferInfo infos[kBindingCount];
-    for (uint32_t b = 0; b < kBindingCount; ++b) {
+    VkDescriptorBufferInfo infos[BINDING_STORAGE_COUNT];
+    for (uint32_t b = 0; b < BINDING_STORAGE_COUNT; ++b) {
         const bool windowed = windows_.row_bytes[b] != 0 && buffers[b] != placeholder_.buffer;
         infos[b] = windowed ? VkDescriptorBufferInfo{buffers[b], first * windows_.row_bytes[b], rows * windows_.row_bytes[b]}
                             : VkDescriptorBufferInfo{buffers[b], 0, VK_WHOLE_SIZE};
     }
     if (logits) infos[0] = *logits;
-    write_storage_set(device_, set, infos, kBindingCount);
+    write_storage_set(device_, set, infos, BINDING_STORAGE_COUNT);
     write_texel_binding(device_, set, texel_ && !logits ? logits_views_[window] : placeholder_view_);
 }
 
@@ -684,7 +676,7 @@ Recording GpuChain::describe(RecordingKind kind, uint32_t rows, uint32_t vocab, 
         const uint32_t in_window = std::min(windows_.rows, rows - first);
         for (uint32_t base = 0; base < in_window; base += per_group)
             rec.groups.push_back({first / windows_.rows, base, std::min(per_group, in_window - base),
-                                  static_cast<uint32_t>(rec.groups.size()) * kDispatchArgsWords});
+                                  static_cast<uint32_t>(rec.groups.size()) * GROUP_ARGS_WORDS});
     }
     return rec;
 }
@@ -749,8 +741,8 @@ void GpuChain::emit(VkCommandBuffer cmd, const Recording& rec) {
     // Every indirect pass starts disarmed: x = 0 workgroups, y = its group's
     // rows, z = 1.
     for (const RowGroup& g : rec.groups) {
-        uint32_t args[kShaderArgsWords] = {};
-        for (uint32_t i = 0; i + 3 < kShaderArgsWords; i += 4) {
+        uint32_t args[SHADER_ARGS_WORDS] = {};
+        for (uint32_t i = 0; i + 3 < SHADER_ARGS_WORDS; i += 4) {
             args[i + 1] = g.rows;
             args[i + 2] = 1;
         }
@@ -772,7 +764,7 @@ void GpuChain::emit(VkCommandBuffer cmd, const Recording& rec) {
         (rec.direct ? direct_sets_ : rec.kind == RecordingKind::Distribution ? distribution_sets_ : sets_)[g.window];
     vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_.layout(), 0, 1, &set, 0, nullptr);
     for (const Dispatch& d : rec.plan.dispatches) {
-        PushConstants pc{rec.vocab, rec.stride, rec.plan.chunk_size, rec.plan.n_chunks, d.level, rec.plan.flags,
+        Push pc{rec.vocab, rec.stride, rec.plan.chunk_size, rec.plan.n_chunks, d.level, rec.plan.flags,
                          g.row_base, g.args_base, rec.wide ? wide_cap_ : 0u, history_capacity(), adjust_layout_.hash_bits,
                          adjust_layout_.bitmap_words};
         const bool collect_stage =
@@ -785,7 +777,7 @@ void GpuChain::emit(VkCommandBuffer cmd, const Recording& rec) {
                                                              wide_divisions(config_), rec.plan.wide_direct);
         vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
         vk.vkCmdPushConstants(cmd, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), &pc);
-        if (d.indirect == kDirect)
+        if (d.indirect == kNotIndirect)
             vk.vkCmdDispatch(cmd, d.per_chunk ? rec.plan.n_chunks : 1u, g.rows, 1);
         else
             vk.vkCmdDispatchIndirect(cmd, dispatch_args_.buffer,
@@ -839,7 +831,7 @@ void GpuChain::write_params(uint32_t rows, bool sample, bool commit) {
         at.defer_top_p = sample && wide_cap_ > 0;
         at.commit = commit;
         at.logprobs = logprobs_n_;
-        write_row_params(p + r * kParamStride, config_.samplers, rows_[r], row_scale(static_cast<int32_t>(r)), at);
+        write_row_params(p + r * PARAM_STRIDE, config_.samplers, rows_[r], row_scale(static_cast<int32_t>(r)), at);
         uint32_t* block = inputs + static_cast<size_t>(r) * input_words_;
         if (row_has_inputs(rows_[r])) write_row_inputs(block, rows_[r], max_vocab);
         if (dry_acts(rows_[r]) && !rows_[r].dry_sequence_breakers.empty()) write_row_breakers(block, rows_[r], max_vocab);
@@ -862,11 +854,11 @@ void GpuChain::arm_collect(const Recording& rec) {
         bool plain = rec.inputs == InputsMode::None && rows_of_whole_vec4s(rec);
         const uint32_t first = g.window * windows_.rows + g.row_base;
         for (uint32_t r = first; plain && r < first + g.rows; ++r)
-            plain = row_block_plain(params + static_cast<size_t>(r) * kParamStride, limits_.workgroup_size,
+            plain = row_block_plain(params + static_cast<size_t>(r) * PARAM_STRIDE, limits_.workgroup_size,
                                     limits_.candidate_capacity);
         const uint32_t on[3] = {rec.plan.n_chunks, g.rows, 1}, off[3] = {0, g.rows, 1};
-        std::memcpy(args + g.args_base + kCollectPlainArgs, plain ? on : off, sizeof(on));
-        std::memcpy(args + g.args_base + kCollectGeneralArgs, plain ? off : on, sizeof(on));
+        std::memcpy(args + g.args_base + COLLECT_PLAIN_ARGS, plain ? on : off, sizeof(on));
+        std::memcpy(args + g.args_base + COLLECT_GENERAL_ARGS, plain ? off : on, sizeof(on));
     }
 }
 
@@ -969,7 +961,7 @@ void GpuChain::account(const Recording& rec) {
     const auto* args = static_cast<const uint32_t*>(dispatch_args_.mapped);
     for (const RowGroup& g : rec.groups)
         for (const Dispatch& d : rec.plan.dispatches)
-            dispatches_ += (d.indirect == kDirect || args[g.args_base + d.indirect] != 0) ? 1 : 0;
+            dispatches_ += (d.indirect == kNotIndirect || args[g.args_base + d.indirect] != 0) ? 1 : 0;
     if (rec.timestamps) {
         // One figure per stage of the plan, summed over the row groups.
         const size_t per_group = rec.plan.dispatches.size();
@@ -1004,7 +996,7 @@ void GpuChain::set_profiling(bool enabled) {
 }
 
 sieve_token GpuChain::read_result(uint32_t row, std::string* message, sieve_status* first) const {
-    const auto* res = static_cast<const uint32_t*>(results_.mapped) + row * kResultStride;
+    const auto* res = static_cast<const uint32_t*>(results_.mapped) + row * RESULT_STRIDE;
     sieve_token t{};
     t.status = static_cast<sieve_status>(res[3]);
     t.token = t.status == SIEVE_OK ? static_cast<int32_t>(res[0]) : -1;
@@ -1038,18 +1030,18 @@ void GpuChain::take_logprobs(uint32_t i, const sieve_token& t, const float* host
     if (logprobs_n_ < 0 || t.status != SIEVE_OK) return;
     if (host_row) return store_logprobs(static_cast<int32_t>(i), ref::raw_logprobs(host_row, static_cast<int32_t>(vocab),
                                                                                    t.token, logprobs_n_));
-    const auto* res = static_cast<const uint32_t*>(results_.mapped) + static_cast<size_t>(i) * kResultStride;
+    const auto* res = static_cast<const uint32_t*>(results_.mapped) + static_cast<size_t>(i) * RESULT_STRIDE;
     const auto as_float = [](uint32_t w) {
         float f;
         std::memcpy(&f, &w, 4);
         return static_cast<double>(f);
     };
     ref::RawLogprobs raw;
-    raw.log_z = as_float(res[kResRawMax]) + std::log(as_float(res[kResRawSum]));
-    raw.token_logprob = as_float(res[kResRawToken]) - raw.log_z;
-    const uint32_t n = std::min<uint32_t>(res[kResRawCount], static_cast<uint32_t>(logprobs_n_));
+    raw.log_z = as_float(res[RES_RAW_MAX]) + std::log(as_float(res[RES_RAW_SUM]));
+    raw.token_logprob = as_float(res[RES_RAW_TOKEN]) - raw.log_z;
+    const uint32_t n = std::min<uint32_t>(res[RES_RAW_COUNT], static_cast<uint32_t>(logprobs_n_));
     for (uint32_t j = 0; j < n; ++j)
-        raw.top.push_back({static_cast<int32_t>(res[kResRawIds + j]), as_float(res[kResRawLogits + j]) - raw.log_z});
+        raw.top.push_back({static_cast<int32_t>(res[RES_RAW_IDS + j]), as_float(res[RES_RAW_LOGITS + j]) - raw.log_z});
     store_logprobs(static_cast<int32_t>(i), raw);
 }
 
@@ -1083,8 +1075,8 @@ sieve_status GpuChain::sample(const LogitsView& logits, int32_t draws, int32_t* 
         if (d > 0 && in_place && device_.unified_memory()) upload(logits);
         submit_and_wait(rec);
         for (uint32_t i = 0; i < r; ++i) {
-            const auto* res = static_cast<const uint32_t*>(results_.mapped) + i * kResultStride;
-            const bool twin = res[3] == kStatusFallback;
+            const auto* res = static_cast<const uint32_t*>(results_.mapped) + i * RESULT_STRIDE;
+            const bool twin = res[3] == STATUS_FALLBACK;
             const float* host_row = twin ? logits.row_f32(static_cast<int32_t>(i), &scratch_) : nullptr;
             sieve_token t = twin ? fallback(i, host_row, v, res[5], commit, message, &first)
                                  : read_result(i, message, &first);
@@ -1250,9 +1242,9 @@ sieve_status GpuChain::finish_device_input(uint32_t r, uint32_t v, const DeviceI
     begin_logprobs(static_cast<int32_t>(r));
     const float* host_rows = nullptr;
     for (uint32_t i = 0; i < r; ++i) {
-        const auto* res = static_cast<const uint32_t*>(results_.mapped) + i * kResultStride;
+        const auto* res = static_cast<const uint32_t*>(results_.mapped) + i * RESULT_STRIDE;
         sieve_token t;
-        if (res[3] == kStatusFallback) {
+        if (res[3] == STATUS_FALLBACK) {
             // The twin reads the rows from the host: the ingest pass brings
             // them into the chain's buffer (for rows bound directly too).
             if (!host_rows) {
@@ -1294,7 +1286,7 @@ void GpuChain::sample_async(const sieve_vulkan_logits& in, const sieve_vulkan_sy
     arm_collect(rec);
     VkCommandBuffer tokens = VK_NULL_HANDLE;
     if (sync && sync->token_buffer) {
-        if (!tokens_) tokens_ = std::make_unique<TokenCopy>(device_, results_.buffer, kResultStride * 4, command_pool_);
+        if (!tokens_) tokens_ = std::make_unique<TokenCopy>(device_, results_.buffer, RESULT_STRIDE * 4, command_pool_);
         bool recorded = false;
         tokens = tokens_->prepare({sync->token_buffer, sync->token_offset, r}, &recorded);
         if (recorded) ++recordings_;
@@ -1330,7 +1322,7 @@ void GpuChain::record(VkCommandBuffer cmd, const sieve_vulkan_logits& in, const 
     if (!input.direct) ingest_->emit(cmd);
     emit(cmd, rec);
     if (sync && sync->token_buffer)
-        emit_token_copy(device_, cmd, results_.buffer, kResultStride * 4, {sync->token_buffer, sync->token_offset, r});
+        emit_token_copy(device_, cmd, results_.buffer, RESULT_STRIDE * 4, {sync->token_buffer, sync->token_offset, r});
     ++recordings_;
     in_flight_ = InFlight{true, std::move(rec), std::move(input)};
 }
@@ -1421,7 +1413,7 @@ sieve_status GpuChain::read_distribution(const LogitsView& logits, int32_t row, 
                             row_at(static_cast<uint32_t>(row), 2ull * config_.max_vocab + 2, 2ull * v + 2);
         sieve_status status = SIEVE_OK;
         out->clear();
-        if (words[0] == kStatusFallback) {
+        if (words[0] == STATUS_FALLBACK) {
             ++fallback_rows_;
             const ref::SlotState state = slot_to_state(slot_record(slot_of(row)), history_capacity());
             return ref::row_distribution(config_.samplers, logits.row_f32(row, &scratch_), vocab,
@@ -1503,9 +1495,9 @@ std::unique_ptr<ChainImpl> make_gpu_chain(VulkanContext& context, const ChainCon
     for (size_t i = 0; i + 1 < config.samplers.size(); ++i)
         ops += (config.samplers[i] != ref::SamplerKind::Penalties && config.samplers[i] != ref::SamplerKind::Dry) ? 1 : 0;
 
-    if (ops > kMaxOps)
+    if (ops > glsl::MAX_CHAIN_OPS)
         fail(SIEVE_ERROR_INVALID_CHAIN, "a chain of " + std::to_string(ops) + " samplers before its draw; the GPU runs at most " +
-                                            std::to_string(kMaxOps));
+                                            std::to_string(glsl::MAX_CHAIN_OPS));
     return std::make_unique<GpuChain>(context, config);
 }
 

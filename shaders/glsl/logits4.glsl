@@ -7,9 +7,9 @@
 #ifndef SIEVE_LOGITS4_GLSL
 #define SIEVE_LOGITS4_GLSL
 
-layout(std430, set = 0, binding = 0) readonly buffer Logits4 { vec4 logits4[]; };
-layout(constant_id = 7) const uint TEXEL_READ = 0u;
-layout(set = 0, binding = 13) uniform samplerBuffer logits_texels;
+layout(std430, set = 0, binding = BINDING_LOGITS) readonly buffer Logits4 { vec4 logits4[]; };
+layout(constant_id = SPEC_TEXEL_READ) const uint TEXEL_READ = 0u;
+layout(set = 0, binding = BINDING_LOGITS_TEXELS) uniform samplerBuffer logits_texels;
 
 // vec4 q of the bound logits (q = element index / 4), subnormals read as zeros
 // of their sign by their bits (common.glsl's flush_subnormal).

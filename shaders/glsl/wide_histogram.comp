@@ -29,7 +29,7 @@
 // Rows of whole vec4s without bias or bitmask (pipelines.cpp builds this
 // variant for them): the vec4 map only. A CPU device runs both maps' loads
 // under a lane mask when the choice is left to run time.
-layout(constant_id = 6) const uint WIDE_ROWS_X4 = 0u;
+layout(constant_id = SPEC_WIDE_ROWS_X4) const uint WIDE_ROWS_X4 = 0u;
 
 // The workgroup's bins: a tree's two halves (rows below WG / 2 and from it),
 // or WIDE_COLS bins of every invocation at a time (columns: row t is
