@@ -516,7 +516,7 @@ sieve_status ChainImpl::wait(uint64_t, sieve_token*, std::string*) {
     fail(SIEVE_ERROR_INVALID_ARGUMENT, "nothing to wait for: no sieve_sample_vulkan_async call is in flight");
 }
 
-sieve_status ChainImpl::collect(sieve_token*, std::string*) {
+sieve_status ChainImpl::finish_recorded(sieve_token*, std::string*) {
     fail(SIEVE_ERROR_INVALID_ARGUMENT, "nothing to collect: no sieve_chain_record call is in flight");
 }
 

@@ -20,6 +20,15 @@ struct Dispatch {
     uint32_t indirect = kNotIndirect;  // else: word offset of its VkDispatchIndirectCommand in the group's block
 };
 
+// A plan's dispatches run once per row group: a window's rows, or a part of
+// them (rows_per_group).
+struct RowGroup {
+    uint32_t window;     // the row window whose descriptor set it binds
+    uint32_t row_base;   // its first row, counted from the window's first
+    uint32_t rows;
+    uint32_t args_base;  // its indirect dispatch arguments, in words (GROUP_ARGS_WORDS a group)
+};
+
 // The indirect arguments of a row group (gpu_layout.h: WIDE_*_ARGS,
 // LEVEL_ARGS_STRIDE, SHADER_ARGS_WORDS, COLLECT_*_ARGS, GROUP_ARGS_WORDS):
 // each level's decision arms the next level.

@@ -41,12 +41,12 @@ const char* stage_name(Stage stage);
 
 // The storage buffers of the passes' set (gpu_ids.h: BINDING_*), before the
 // texel binding (BINDING_LOGITS_TEXELS: the logits again as vec4 texels,
-// logits4.glsl's TEXEL_READ; gpu_chain.cpp says when).
+// logits4.glsl's TEXEL_READ; gpu_chain_buffers.cpp: create_texel_views says when).
 static_assert(BINDING_LOGITS_TEXELS == BINDING_STORAGE_COUNT, "the texel binding follows the storage buffers");
 
 // wide.glsl's WIDE_DIVISIONS (SPEC_WIDE_DIVISIONS): the most temperature
 // divisions a chain's rows take before the top-p cut | in all << 8, each at
-// most WIDE_MAX_DIVISIONS (gpu_chain.cpp: wide_divisions); the wide passes
+// most WIDE_MAX_DIVISIONS (gpu_recorder.cpp: wide_divisions); the wide passes
 // compute no division beyond them. kWideAnyDivisions covers every chain.
 constexpr uint32_t kWideAnyDivisions = glsl::WIDE_MAX_DIVISIONS | (glsl::WIDE_MAX_DIVISIONS << 8);
 
@@ -137,7 +137,7 @@ void write_texel_binding(Device& device, VkDescriptorSet set, VkBufferView view)
 // wide.glsl's value bins (SPEC_WIDE_BINS): 256 with the CPU paths
 // (EffectiveLimits::cpu_paths) when the workgroup's columns fit the shared
 // memory (WG x 256 bytes), else 16; at most 256 (wide_gather's resolve). A
-// top-p chain's histograms are sized for wide_bins (gpu_chain.cpp:
+// top-p chain's histograms are sized for wide_bins (gpu_chain_buffers.cpp:
 // histogram_bins).
 constexpr uint32_t kWideMaxBins = 256;
 uint32_t wide_bins(const EffectiveLimits& limits);

@@ -220,7 +220,7 @@ SIEVE_CONST uint H_COUNT = 1u;
 SIEVE_CONST uint H_KEY_MIN = 2u;   // the members' key range
 SIEVE_CONST uint H_KEY_MAX = 3u;
 
-// Per-row result, read by the host (engine/gpu_chain.cpp): the draw's words, then
+// Per-row result, read by the host (engine/gpu_results.cpp): the draw's words, then
 // the raw log-probability words (raw_stats.comp).
 SIEVE_CONST uint RESULT_STRIDE = 64u;
 SIEVE_CONST uint RES_TOKEN = 0u;
@@ -246,7 +246,7 @@ SIEVE_CONST uint MAX_COLLECT_CHUNKS = 8u;
 // all (wide.glsl: WIDE_DIVISIONS).
 SIEVE_CONST uint WIDE_MAX_DIVISIONS = 4u;
 
-// A row's Adjust block (history.comp; engine/gpu_chain.cpp: adjust_layout):
+// A row's Adjust block (history.comp; engine/gpu_chain_buffers.cpp: adjust_layout):
 // the bitmap of adjusted tokens, 2^hash_bits entries of ADJ_ENTRY words,
 // DRY's repeat counts (hist_cap words), the bitmap's prefix counts (one per
 // word) and the adjusted tokens' final logits by rank (hist_cap words): a
@@ -268,7 +268,7 @@ SIEVE_CONST uint NO_INPUTS = 0xFFFFFFFFu;
 // Per row group, GROUP_ARGS_WORDS of indirect dispatch arguments: words
 // [0, SHADER_ARGS_WORDS) are armed by the shaders (the wide passes' and the
 // levels'; reset by each recording), the rest by the host before each
-// submission: which of collect.comp's two variants runs (gpu_chain.cpp).
+// submission: which of collect.comp's two variants runs (gpu_chain.cpp: arm_collect).
 inline constexpr uint COLLECT_PLAIN_ARGS = 72u;
 inline constexpr uint COLLECT_GENERAL_ARGS = 76u;
 inline constexpr uint GROUP_ARGS_WORDS = 80u;

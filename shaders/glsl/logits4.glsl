@@ -2,7 +2,7 @@
 // (rows whose stride is a multiple of 4, chunks starting at multiples of 4):
 // through the storage buffer at binding 0, or, on a CPU device, through the
 // uniform texel buffer of vec4s at binding 13 (TEXEL_READ, set by the host
-// for the chain's own logits only; gpu_chain.cpp: create_texel_views says
+// for the chain's own logits only; gpu_chain_buffers.cpp: create_texel_views says
 // why). Where TEXEL_READ is 0 the binding holds a placeholder.
 #ifndef SIEVE_LOGITS4_GLSL
 #define SIEVE_LOGITS4_GLSL
