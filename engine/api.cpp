@@ -615,7 +615,7 @@ SIEVE_API sieve_status sieve_chain_collect(sieve_chain* chain, sieve_token* out)
     return guarded([&] {
         if (!out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
         std::string message;
-        sieve_status s = chain->impl->collect(out, &message);
+        sieve_status s = chain->impl->finish_recorded(out, &message);
         if (s != SIEVE_OK) set_last_error(message);
         return s;
     });

@@ -173,7 +173,7 @@ void ChainImpl::set_one(int32_t row, sieve_param param, double value) {
             fail(SIEVE_ERROR_INVALID_PARAMETER, "seed must be an integer in [0, 4294967295]");
         r.seed = resolve_seed(static_cast<uint32_t>(value));
         // A new seed restarts the step of the row's slot (a new stream).
-        if (slot_of(row) >= 0) slot_record(slot_of(row))[kSlotStep] = 0;
+        if (slot_of(row) >= 0) slot_record(slot_of(row))[S_STEP] = 0;
         return;
     case SIEVE_PARAM_MIN_KEEP:
         if (value < 0 || value > 2147483647.0 || value != std::floor(value))
@@ -516,7 +516,7 @@ sieve_status ChainImpl::wait(uint64_t, sieve_token*, std::string*) {
     fail(SIEVE_ERROR_INVALID_ARGUMENT, "nothing to wait for: no sieve_sample_vulkan_async call is in flight");
 }
 
-sieve_status ChainImpl::collect(sieve_token*, std::string*) {
+sieve_status ChainImpl::finish_recorded(sieve_token*, std::string*) {
     fail(SIEVE_ERROR_INVALID_ARGUMENT, "nothing to collect: no sieve_chain_record call is in flight");
 }
 

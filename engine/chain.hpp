@@ -99,7 +99,7 @@ public:
     virtual void sample_async(const sieve_vulkan_logits& logits, const sieve_vulkan_sync* sync);
     virtual sieve_status wait(uint64_t timeout_ns, sieve_token* out, std::string* message);
     virtual void record(VkCommandBuffer_T* cmd, const sieve_vulkan_logits& logits, const sieve_vulkan_sync* sync);
-    virtual sieve_status collect(sieve_token* out, std::string* message);
+    virtual sieve_status finish_recorded(sieve_token* out, std::string* message);
     // The call that finishes the one in flight ("sieve_chain_wait" or
     // "sieve_chain_collect"), or null when none is.
     virtual const char* in_flight() const { return nullptr; }

@@ -31,7 +31,7 @@ public:
             ++submits_;
             for (int32_t r = 0; r < rows; ++r) {
                 uint32_t* slot = slot_record(slot_of(r));
-                const uint32_t step = slot[kSlotStep];
+                const uint32_t step = slot[S_STEP];
                 const ref::RowParams& params = params_for(r, d);
                 ref::SlotState learnt = states[static_cast<size_t>(r)];
                 const float* row = logits.row_f32(r, &scratch_);
@@ -47,7 +47,7 @@ public:
                 t.step = step;
                 t.row_passes = 0;
                 if (res.status == SIEVE_OK) {
-                    slot[kSlotStep] = step + 1;
+                    slot[S_STEP] = step + 1;
                     if (commit) {
                         slot_store_learnt(slot, learnt);
                         slot_append(slot, history_capacity(), &res.token, 1);
@@ -78,7 +78,7 @@ public:
             const ref::SlotState state = slot_to_state(slot, history_capacity());
             std::string why;
             const sieve_status s = ref::row_distribution(config_.samplers, logits.row_f32(row, &scratch_), logits.vocab,
-                                                         row_params(row), &(*out)[k], &why, slot[kSlotStep], 0, &state);
+                                                         row_params(row), &(*out)[k], &why, slot[S_STEP], 0, &state);
             (*statuses)[k] = s;
             if (s != SIEVE_OK && first == SIEVE_OK) {
                 first = s;

@@ -11,22 +11,8 @@ namespace sieve {
 namespace {
 
 using ref::SamplerKind;
-
-// common.glsl's P_* and ROW_* and OP_*.
-enum : uint32_t {
-    P_SCALE = 0, P_SEED = 1, P_SLOT = 2, P_DRAW = 3, P_ROW_FLAGS = 4, P_TEMPERATURE = 5, P_TOP_K = 6,
-    P_TOP_P = 7, P_MIN_P = 8, P_TYPICAL = 9, P_N_SIGMA = 10, P_XTC_PROB = 11, P_XTC_THRESHOLD = 12,
-    P_DYN_RANGE = 13, P_DYN_EXPONENT = 14, P_MIN_KEEP = 15, P_AGG_T = 16, P_NEED = 17, P_LOGPROBS = 18, P_INPUTS = 20,
-    P_FLOOR = 21, P_PEN_LAST_N = 19, P_REPEAT = 22, P_FREQ = 23, P_PRESENT = 24, P_DRY_LAST_N = 25,
-    P_DRY_MULT = 26, P_DRY_BASE = 27, P_DRY_ALLOWED = 28, P_DRY_MAX_EXP = 29, P_BREAKERS = 30,
-    P_MIRO_TAU = 31, P_MIRO_ETA = 32, P_ADAPT_TARGET = 33, P_ADAPT_DECAY = 34,
-};
-enum : uint32_t {
-    ROW_HAS_INPUTS = 1, ROW_NEED_SIGMA = 2, ROW_NEED_MASS = 4, ROW_FLOOR = 8, ROW_DEFER_TOP_P = 16, ROW_ADJUST = 32,
-    ROW_DRY_FIRST = 64, ROW_COMMIT = 128, ROW_PATCH = 256,
-};
-constexpr uint32_t kNone = 0xFFFFFFFFu;  // NO_INPUTS
-enum : uint32_t { OP_TEMPERATURE = 1, OP_TOP_K = 2, OP_TOP_P = 3, OP_MIN_P = 4, OP_TYPICAL = 5, OP_TOP_N_SIGMA = 6, OP_XTC = 7 };
+// The parameter block's words (P_*), the row flags (ROW_*), the ops (OP_*).
+using namespace glsl;
 
 uint32_t op_of(SamplerKind kind) {
     switch (kind) {
@@ -37,7 +23,7 @@ uint32_t op_of(SamplerKind kind) {
     case SamplerKind::TypicalP: return OP_TYPICAL;
     case SamplerKind::TopNSigma: return OP_TOP_N_SIGMA;
     case SamplerKind::Xtc: return OP_XTC;
-    default: return 0;  // penalties and DRY: no-ops until they can be set (as in the twin); the draw
+    default: return OP_END;  // penalties and DRY (the history pass applies them first: history.comp); the draw
     }
 }
 
@@ -75,7 +61,7 @@ bool acts(SamplerKind kind, const ref::RowParams& row) {
     case SamplerKind::TypicalP: return row.typical_p < 1.0f;
     case SamplerKind::TopNSigma: return row.top_n_sigma > 0.0f;
     case SamplerKind::Xtc: return row.xtc_probability > 0.0f && row.xtc_threshold <= 0.5f;
-    default: return false;  // penalties and DRY: no-ops on the GPU for now
+    default: return false;  // penalties and DRY: the history pass applies them before the chain (history.comp)
     }
 }
 
@@ -176,15 +162,15 @@ Needs analyse(const std::vector<SamplerKind>& samplers, const ref::RowParams& ro
 bool chain_needs_collect(const std::vector<SamplerKind>& samplers) {
     for (SamplerKind k : samplers)
         if (op_of(k) > OP_TEMPERATURE) return true;
-    return chain_selector(samplers) != 0;
+    return chain_selector(samplers) != SELECT_DIST;
 }
 
 uint32_t chain_selector(const std::vector<SamplerKind>& samplers) {
     switch (samplers.back()) {
-    case SamplerKind::Mirostat: return 1;    // SELECT_MIROSTAT
-    case SamplerKind::MirostatV2: return 2;  // SELECT_MIROSTAT_V2
-    case SamplerKind::AdaptiveP: return 3;   // SELECT_ADAPTIVE
-    default: return 0;                       // SELECT_DIST
+    case SamplerKind::Mirostat: return SELECT_MIROSTAT;
+    case SamplerKind::MirostatV2: return SELECT_MIROSTAT_V2;
+    case SamplerKind::AdaptiveP: return SELECT_ADAPTIVE;
+    default: return SELECT_DIST;
     }
 }
 
@@ -196,9 +182,9 @@ bool row_needs_collect(const std::vector<SamplerKind>& samplers, const ref::RowP
 uint64_t chain_ops(const std::vector<SamplerKind>& samplers) {
     uint64_t ops = 0;
     uint32_t n = 0;
-    for (size_t i = 0; i + 1 < samplers.size() && n < kMaxOps; ++i) {
+    for (size_t i = 0; i + 1 < samplers.size() && n < MAX_CHAIN_OPS; ++i) {
         const uint32_t op = op_of(samplers[i]);
-        if (op == 0) continue;
+        if (op == OP_END) continue;
         ops |= static_cast<uint64_t>(op) << (4 * n++);
     }
     return ops;
@@ -251,9 +237,9 @@ bool row_may_go_wide(const std::vector<SamplerKind>& samplers, const ref::RowPar
 bool row_wide_direct(const std::vector<SamplerKind>& samplers, const ref::RowParams& row, uint32_t capacity) {
     // No buffer keeps min_keep entries (llama.cpp keeps at least one anyway),
     // penalties and DRY run in a pass of their own, and the wide passes divide
-    // at most kWideMaxDivisions times (wide.glsl: WIDE_MAX_DIVISIONS).
+    // at most WIDE_MAX_DIVISIONS times (wide.glsl).
     if (row.min_keep > 1 || row_adjusts(samplers, row)) return false;
-    if (std::count(samplers.begin(), samplers.end(), SamplerKind::Temperature) > kWideMaxDivisions) return false;
+    if (std::count(samplers.begin(), samplers.end(), SamplerKind::Temperature) > WIDE_MAX_DIVISIONS) return false;
     return (analyse(samplers, row, capacity / 2, true).flags & ROW_DEFER_TOP_P) != 0;
 }
 
@@ -269,7 +255,7 @@ bool row_block_plain(const uint32_t* block, uint32_t workgroup_size, uint32_t ca
 
 void write_row_params(uint32_t* p, const std::vector<SamplerKind>& samplers, const ref::RowParams& row, float scale,
                       const RowPlacement& at) {
-    std::memset(p, 0, kParamStride * 4);
+    std::memset(p, 0, PARAM_STRIDE * 4);
     const Needs needs = analyse(samplers, row, at.capacity / 2, at.defer_top_p);
     p[P_SCALE] = bits(scale);
     p[P_SEED] = row.seed;
@@ -300,7 +286,7 @@ void write_row_params(uint32_t* p, const std::vector<SamplerKind>& samplers, con
     p[P_DRY_ALLOWED] = static_cast<uint32_t>(std::max(row.dry_allowed_length, 0));
     p[P_DRY_MAX_EXP] = static_cast<uint32_t>(std::max(ref::dry_max_exponent(row.dry_base), 0));
     p[P_BREAKERS] = dry && !row.dry_sequence_breakers.empty() ? at.inputs_offset + row_breakers_offset(at.max_vocab)
-                                                              : kNone;
+                                                              : NO_INPUTS;
     p[P_ROW_FLAGS] = flags;
     p[P_MIRO_TAU] = bits(row.mirostat_tau);
     p[P_MIRO_ETA] = bits(row.mirostat_eta);

@@ -5,14 +5,13 @@
 
 #include "reference/reference.hpp"
 
+#include <gpu_layout.h>
+
 #include <cstdint>
 #include <vector>
 
 namespace sieve {
 
-// Mirrors common.glsl.
-constexpr uint32_t kParamStride = 48;
-constexpr uint32_t kMaxOps = 16;
 // Logit bias entries a GPU row can hold.
 constexpr int32_t kMaxGpuBiasEntries = 1024;
 
@@ -25,7 +24,8 @@ uint32_t chain_selector(const std::vector<ref::SamplerKind>& samplers);
 bool row_needs_collect(const std::vector<ref::SamplerKind>& samplers, const ref::RowParams& row);
 
 // The chain before its draw as the shaders' CHAIN_OPS (4 bits per sampler,
-// first in the low bits; penalties and DRY, no-ops for now, are left out).
+// first in the low bits, at most MAX_CHAIN_OPS; penalties and DRY, which the
+// history pass applies before the chain, are left out).
 uint64_t chain_ops(const std::vector<ref::SamplerKind>& samplers);
 
 // Words of one row's RowInputs block for a chain of capacity max_vocab: the
@@ -42,7 +42,7 @@ bool row_adjusts(const std::vector<ref::SamplerKind>& samplers, const ref::RowPa
 // (ROW_PATCH: it adjusts and has no bias or bitmask).
 bool row_adjusts_in_place(const std::vector<ref::SamplerKind>& samplers, const ref::RowParams& row);
 
-// Writes the row's parameter block (kParamStride words). scale: the product of
+// Writes the row's parameter block (PARAM_STRIDE words). scale: the product of
 // the chain's temperatures for the selection-level path; slot_offset: the word
 // offset of the row's slot record; capacity: the device's candidate capacity;
 // inputs_offset: the word offset of the row's RowInputs block; defer_top_p:
@@ -72,10 +72,9 @@ bool row_may_go_wide(const std::vector<ref::SamplerKind>& samplers, const ref::R
 
 // Whether the wide passes can take the row alone, from the row itself
 // (wide.glsl: WIDE_DIRECT): top-p is its only cut (ROW_DEFER_TOP_P), with
-// min_keep <= 1, no penalties or DRY acting, at most kWideMaxDivisions
+// min_keep <= 1, no penalties or DRY acting, at most WIDE_MAX_DIVISIONS
 // temperature samplers. capacity: the device's candidate capacity.
 bool row_wide_direct(const std::vector<ref::SamplerKind>& samplers, const ref::RowParams& row, uint32_t capacity);
-constexpr uint32_t kWideMaxDivisions = 4;  // wide.glsl: WIDE_MAX_DIVISIONS
 
 void write_row_params(uint32_t* block, const std::vector<ref::SamplerKind>& samplers, const ref::RowParams& row,
                       float scale, const RowPlacement& at);

@@ -5,6 +5,8 @@
 
 namespace sieve {
 
+using namespace glsl;
+
 uint32_t max_chunks_for(const EffectiveLimits&, sieve_device_type type) {
     // A CPU implementation (lavapipe) runs a handful of workgroups in parallel:
     // more chunks only add merge work. A GPU needs many to fill it at batch 1.
@@ -39,18 +41,18 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
                    const EffectiveLimits& limits, sieve_device_type type) {
     Plan p;
     chunking(vocab, limits, type, &p.n_chunks, &p.chunk_size);
-    if (greedy_chain) p.flags |= kFlagGreedy;
+    if (greedy_chain) p.flags |= FLAG_GREEDY;
     if (collect) {
-        if (kind == RecordingKind::Distribution) p.flags |= kFlagDistribution;
+        if (kind == RecordingKind::Distribution) p.flags |= FLAG_DISTRIBUTION;
         p.small = vocab <= limits.candidate_capacity;
         if (p.small) {
-            p.flags |= kFlagSmall;
+            p.flags |= FLAG_SMALL;
             p.n_chunks = 1;
             p.chunk_size = vocab;
         } else {
-            // At most kMaxCollectChunks chunks, each starting at a multiple of
+            // At most MAX_COLLECT_CHUNKS chunks, each starting at a multiple of
             // 4 logits (collect.comp reads plain rows four at a time).
-            const uint32_t n = std::min(p.n_chunks, kMaxCollectChunks);
+            const uint32_t n = std::min(p.n_chunks, MAX_COLLECT_CHUNKS);
             p.chunk_size = ((vocab + n - 1) / n + 3) / 4 * 4;
             p.n_chunks = (vocab + p.chunk_size - 1) / p.chunk_size;
         }
@@ -63,7 +65,7 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
         // histogram armed by the host, its last workgroup arming the gather.
         if (direct && wide && !p.small && !greedy_chain && kind == RecordingKind::Sample) {
             p.wide_direct = true;
-            p.dispatches = {{Stage::WideHistogram, 0, true}, {Stage::WideGather, 0, true, kWideGatherArgs}};
+            p.dispatches = {{Stage::WideHistogram, 0, true}, {Stage::WideGather, 0, true, WIDE_GATHER_ARGS}};
             p.min_row_passes = 2;
             p.min_dispatches = 2;
             return p;
@@ -71,21 +73,21 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
         if (p.small)
             p.dispatches = {{Stage::Collect, 0, false}};
         else
-            p.dispatches = {{Stage::CollectPlain, 0, true, kCollectPlainArgs},
-                            {Stage::Collect, 0, true, kCollectGeneralArgs}};
+            p.dispatches = {{Stage::CollectPlain, 0, true, COLLECT_PLAIN_ARGS},
+                            {Stage::Collect, 0, true, COLLECT_GENERAL_ARGS}};
         p.dispatches.push_back({Stage::CollectTail, 0, false});
         // A top-p cut past the buffer: wide_histogram and wide_gather, armed
         // by the rows that need them (zero workgroups otherwise).
         if (wide && !p.small && !greedy_chain && kind == RecordingKind::Sample) {
-            p.dispatches.push_back({Stage::WideHistogram, 0, true, kWideHistogramArgs});
-            p.dispatches.push_back({Stage::WideGather, 0, true, kWideGatherArgs});
+            p.dispatches.push_back({Stage::WideHistogram, 0, true, WIDE_HIST_ARGS});
+            p.dispatches.push_back({Stage::WideGather, 0, true, WIDE_GATHER_ARGS});
         }
         p.min_row_passes = 1;
         p.min_dispatches = 2;
         return p;
     }
     if (kind == RecordingKind::Distribution) {
-        p.flags |= kFlagDistribution;
+        p.flags |= FLAG_DISTRIBUTION;
         p.dispatches = {{Stage::RowStats, 0, true}, {Stage::MassHistogram, 0, true}, {Stage::Probabilities, 0, true}};
         p.min_row_passes = 3;
         p.min_dispatches = 3;
@@ -94,7 +96,7 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
     p.small = vocab <= limits.candidate_capacity;
     if (p.small) {
         // One workgroup per row reads the row and draws: one dispatch.
-        p.flags |= kFlagSmall;
+        p.flags |= FLAG_SMALL;
         p.dispatches = {{Stage::Finalize, 0, false}};
         return p;
     }
@@ -106,7 +108,7 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
         // indirectly: a level no row needs gets zero workgroups. Then the
         // gather, whose last workgroup per row draws the token.
         p.dispatches.push_back({Stage::MassHistogram, 0, true});
-        for (uint32_t level = 1; level <= kKeyLevels; ++level)
+        for (uint32_t level = 1; level <= KEY_LEVELS; ++level)
             p.dispatches.push_back({Stage::MassHistogram, level, true, histogram_args(level)});
         p.dispatches.push_back({Stage::Gather, 0, true});
     }

@@ -9,33 +9,39 @@
 
 namespace sieve {
 
-constexpr uint32_t kDirect = UINT32_MAX;
+// A dispatch whose grid the recording states (vkCmdDispatch), not one the
+// shaders or the host arm (vkCmdDispatchIndirect).
+constexpr uint32_t kNotIndirect = UINT32_MAX;
 
 struct Dispatch {
     Stage stage;
     uint32_t level;
-    bool per_chunk;                  // grid x = chunks (else one workgroup per row)
-    uint32_t indirect = kDirect;     // else: uint offset of its VkDispatchIndirectCommand
+    bool per_chunk;                    // grid x = chunks (else one workgroup per row)
+    uint32_t indirect = kNotIndirect;  // else: word offset of its VkDispatchIndirectCommand in the group's block
 };
 
-// Mirrors common.glsl: each level's decision arms the next level.
-constexpr uint32_t kKeyLevels = 8;
-constexpr uint32_t kBins = 16;
-// Per row group: words [0, kShaderArgsWords) are armed by the shaders (reset
-// by each recording), the rest by the host before each submission.
-constexpr uint32_t kShaderArgsWords = 72;
-constexpr uint32_t kDispatchArgsWords = 80;
-constexpr uint32_t kCollectPlainArgs = 72;  // collect.comp's plain variant
-constexpr uint32_t kCollectGeneralArgs = 76;  // its general variant
-inline uint32_t histogram_args(uint32_t level) { return level * 8; }
+// A plan's dispatches run once per row group: a window's rows, or a part of
+// them (rows_per_group).
+struct RowGroup {
+    uint32_t window;     // the row window whose descriptor set it binds
+    uint32_t row_base;   // its first row, counted from the window's first
+    uint32_t rows;
+    uint32_t args_base;  // its indirect dispatch arguments, in words (GROUP_ARGS_WORDS a group)
+};
+
+// The indirect arguments of a row group (gpu_layout.h: WIDE_*_ARGS,
+// LEVEL_ARGS_STRIDE, SHADER_ARGS_WORDS, COLLECT_*_ARGS, GROUP_ARGS_WORDS):
+// each level's decision arms the next level.
+inline uint32_t histogram_args(uint32_t level) { return level * glsl::LEVEL_ARGS_STRIDE; }
 
 enum class RecordingKind : uint32_t { Sample = 0, Distribution = 1 };
 
-// Mirrors collect.comp: a collect pass splits a row into at most this many
+// collect.glsl: a collect pass splits a row into at most MAX_COLLECT_CHUNKS
 // chunks, each keeping up to CAP / 2 candidates in the row's candidate region
-// of kCollectRowWords(CAP) words (also the tail's scratch).
-constexpr uint32_t kMaxCollectChunks = 8;
-inline uint64_t collect_row_words(uint32_t capacity) { return static_cast<uint64_t>(kMaxCollectChunks) * capacity; }
+// of collect_row_words(CAP) words (also the tail's scratch).
+inline uint64_t collect_row_words(uint32_t capacity) {
+    return static_cast<uint64_t>(glsl::MAX_COLLECT_CHUNKS) * capacity;
+}
 
 struct Plan {
     bool small = false;        // vocab <= CAP: finalize reads the row itself
@@ -83,10 +89,7 @@ uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type, u
 Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, bool history, uint32_t vocab,
                const EffectiveLimits& limits, sieve_device_type type, bool logprobs = false, bool wide_direct = false);
 
-// Mirrors wide.glsl: the indirect arguments of the two wide passes, and a row's
-// words in the wide buffer for a list of `list` entries.
-constexpr uint32_t kWideHistogramArgs = 0;
-constexpr uint32_t kWideGatherArgs = 4;
+// wide.glsl: a row's words in the wide buffer for a list of `list` entries.
 constexpr uint32_t kMaxWideList = 65536;
 inline uint64_t wide_row_words(uint32_t capacity, uint32_t list) { return 2ull * capacity + 2ull * list; }
 

@@ -90,10 +90,14 @@ VkCommandBuffer Ingest::prepare(const IngestSource& src, bool* recorded) {
     valid_ = false;
     cmd_ = device_.allocate_command_buffer(command_pool_);
     const uint32_t kind = ingest_kind(src);
-    if (!pipelines_[kind])  // built on the first source of its kind
-        pipelines_[kind] = create_compute_pipeline(device_, layout_, shaders::ingest.words, shaders::ingest.size_bytes,
-                                                   device_.limits().workgroup_size,
-                                                   device_.limits().candidate_capacity, InputsMode::None, 0, 0, kind);
+    if (!pipelines_[kind]) {  // built on the first source of its kind
+        Specialization s;
+        s.workgroup_size = device_.limits().workgroup_size;
+        s.capacity = device_.limits().candidate_capacity;
+        s.ingest_kind = kind;
+        pipelines_[kind] =
+            create_compute_pipeline(device_, layout_, shaders::ingest.words, shaders::ingest.size_bytes, s);
+    }
     for (size_t w = 0; w < src.windows.size(); ++w) {
         const IngestWindow& win = src.windows[w];
         const VkDescriptorBufferInfo infos[2] = {{dst_, win.dst_offset, win.dst_range},

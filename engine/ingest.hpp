@@ -15,7 +15,7 @@
 
 namespace sieve {
 
-// One row window of the chain's logits (gpu_chain.cpp's row windows) and the
+// One row window of the chain's logits (gpu_chain_buffers.hpp: RowWindows) and the
 // app's rows that fill it, resolved against the device's offset alignment.
 struct IngestWindow {
     VkDeviceSize bind_offset = 0;  // of the app's rows, aligned to minStorageBufferOffsetAlignment

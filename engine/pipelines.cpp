@@ -35,9 +35,7 @@ uint32_t wide_bins(const EffectiveLimits& limits) {
 }
 
 VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, const uint32_t* words, size_t bytes,
-                                   uint32_t workgroup_size, uint32_t capacity, InputsMode inputs, uint64_t chain_ops,
-                                   uint32_t selector, uint32_t variant, uint32_t texel_read, uint32_t wide_divisions,
-                                   uint32_t wide_direct) {
+                                   const Specialization& s) {
     const auto& vk = device.vk();
     VkShaderModuleCreateInfo module_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     module_info.codeSize = bytes;
@@ -45,14 +43,25 @@ VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, cons
     VkShaderModule module = VK_NULL_HANDLE;
     vk_check(vk.vkCreateShaderModule(device.handle(), &module_info, nullptr, &module), "vkCreateShaderModule");
 
-    const uint32_t indexed_bins = device.limits().cpu_paths ? 1u : 0u;  // common.glsl: INDEXED_BINS
-    const uint32_t values[12] = {workgroup_size, capacity, static_cast<uint32_t>(inputs), static_cast<uint32_t>(chain_ops),
-                                 static_cast<uint32_t>(chain_ops >> 32), selector, variant, texel_read, indexed_bins,
-                                 wide_bins(device.limits()), wide_divisions, wide_direct};
-    const VkSpecializationMapEntry entries[12] = {{0, 0, 4},   {1, 4, 4},   {2, 8, 4},   {3, 12, 4},
-                                                  {4, 16, 4},  {5, 20, 4},  {6, 24, 4},  {7, 28, 4},
-                                                  {8, 32, 4},  {9, 36, 4},  {10, 40, 4}, {11, 44, 4}};
-    VkSpecializationInfo spec{12, entries, sizeof(values), values};
+    // values[id] is the constant of SPEC_* id `id`.
+    uint32_t values[SPEC_COUNT] = {};
+    values[SPEC_WG] = s.workgroup_size;
+    values[SPEC_CAP] = s.capacity;
+    values[SPEC_INPUTS_MODE] = static_cast<uint32_t>(s.inputs);
+    values[SPEC_CHAIN_OPS_LO] = static_cast<uint32_t>(s.chain_ops);
+    values[SPEC_CHAIN_OPS_HI] = static_cast<uint32_t>(s.chain_ops >> 32);
+    values[SPEC_CHAIN_SELECTOR] = s.selector;
+    values[SPEC_COLLECT_VARIANT] = s.collect_variant;
+    values[SPEC_TEXEL_READ] = s.texel_read;
+    values[SPEC_INDEXED_BINS] = device.limits().cpu_paths ? 1u : 0u;
+    values[SPEC_WIDE_BINS] = wide_bins(device.limits());
+    values[SPEC_WIDE_DIVISIONS] = s.wide_divisions;
+    values[SPEC_WIDE_DIRECT] = s.wide_direct;
+    values[SPEC_WIDE_ROWS_X4] = s.wide_rows_x4;
+    values[SPEC_INGEST_KIND] = s.ingest_kind;
+    VkSpecializationMapEntry entries[SPEC_COUNT];
+    for (uint32_t id = 0; id < SPEC_COUNT; ++id) entries[id] = {id, id * 4, 4};
+    VkSpecializationInfo spec{SPEC_COUNT, entries, sizeof(values), values};
     VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
     info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
@@ -89,7 +98,7 @@ VkDescriptorSetLayout create_storage_set_layout(Device& device, uint32_t count, 
 void write_texel_binding(Device& device, VkDescriptorSet set, VkBufferView view) {
     VkWriteDescriptorSet write{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
     write.dstSet = set;
-    write.dstBinding = kTexelBinding;
+    write.dstBinding = BINDING_LOGITS_TEXELS;
     write.descriptorCount = 1;
     write.descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
     write.pTexelBufferView = &view;
@@ -141,8 +150,8 @@ void write_storage_set(Device& device, VkDescriptorSet set, const VkDescriptorBu
 }
 
 Pipelines::Pipelines(Device& device) : device_(device) {
-    set_layout_ = create_storage_set_layout(device, kBindingCount, true);  // + kTexelBinding
-    layout_ = create_pipeline_layout(device, set_layout_, sizeof(PushConstants));
+    set_layout_ = create_storage_set_layout(device, BINDING_STORAGE_COUNT, true);  // + BINDING_LOGITS_TEXELS
+    layout_ = create_pipeline_layout(device, set_layout_, sizeof(glsl::Push));
 
     // The subgroup-arithmetic variant where the device has it (and the profile
     // allows it), with at least 4 invocations per subgroup (reduce.glsl sizes
@@ -180,9 +189,15 @@ VkPipeline Pipelines::get(Stage stage, InputsMode inputs, bool rows_x4, bool tex
             // and shared accesses (top_p at 151936, 7 alternating runs: 1261
             // -> 1087 us median with 128 bins). A GPU keeps the full width.
             const uint32_t wg = lim.cpu_paths ? std::min<uint32_t>(lim.workgroup_size, 8u) : lim.workgroup_size;
-            p = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, wg,
-                                        lim.candidate_capacity, inputs, 0, 0, x4 ? 1u : 0u, texel && x4 ? 1u : 0u,
-                                        wide_divisions, wide_direct ? 1u : 0u);
+            Specialization s;
+            s.workgroup_size = wg;
+            s.capacity = lim.candidate_capacity;
+            s.inputs = inputs;
+            s.wide_rows_x4 = x4 ? 1u : 0u;
+            s.texel_read = texel && x4 ? 1u : 0u;
+            s.wide_divisions = wide_divisions;
+            s.wide_direct = wide_direct ? 1u : 0u;
+            p = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, s);
         }
         return p;
     }
@@ -191,8 +206,11 @@ VkPipeline Pipelines::get(Stage stage, InputsMode inputs, bool rows_x4, bool tex
         VkPipeline& p = row_stats_texel_;
         if (!p) {
             const shaders::Spirv& code = spirv(stage);
-            p = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, lim.workgroup_size,
-                                        lim.candidate_capacity, InputsMode::None, 0, 0, 0u, 1u);
+            Specialization s;
+            s.workgroup_size = lim.workgroup_size;
+            s.capacity = lim.candidate_capacity;
+            s.texel_read = 1u;
+            p = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, s);
         }
         return p;
     }
@@ -214,7 +232,7 @@ VkPipeline Pipelines::collect(Stage stage, uint64_t ops, uint32_t selector, Inpu
     const shaders::Spirv& code = spirv(stage);
     const auto& lim = device_.limits();
     // collect.comp's COLLECT_VARIANT: 0 general, 1 plain, 2 small.
-    const uint32_t variant = stage == Stage::CollectPlain ? 1u : small ? 2u : 0u;
+    const uint32_t collect_variant = stage == Stage::CollectPlain ? 1u : small ? 2u : 0u;
     // The tail runs one workgroup per row, over a few dozen candidates and
     // mostly in one invocation; a CPU device runs each line of it once per
     // SIMD batch of the workgroup, so there it gets 8 invocations, one batch
@@ -223,8 +241,15 @@ VkPipeline Pipelines::collect(Stage stage, uint64_t ops, uint32_t selector, Inpu
     // 326 -> 317). A GPU keeps the full workgroup.
     const bool cpu = lim.plan_type == SIEVE_DEVICE_CPU;
     const uint32_t wg = tail && cpu ? std::min<uint32_t>(lim.workgroup_size, 8u) : lim.workgroup_size;
-    VkPipeline p = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, wg,
-                                           lim.candidate_capacity, inputs, ops, selector, variant, texel ? 1u : 0u);
+    Specialization s;
+    s.workgroup_size = wg;
+    s.capacity = lim.candidate_capacity;
+    s.inputs = inputs;
+    s.chain_ops = ops;
+    s.selector = selector;
+    s.collect_variant = collect_variant;
+    s.texel_read = texel ? 1u : 0u;
+    VkPipeline p = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, s);
     collect_.emplace(key, p);
     return p;
 }
@@ -270,8 +295,11 @@ void Pipelines::build(uint32_t v) {
         // The wide passes exist only specialized for a chain's divisions (get()).
         if (stage == Stage::WideHistogram || stage == Stage::WideGather) continue;
         const shaders::Spirv& code = spirv(stage);
-        pipelines_[v][i] = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, lim.workgroup_size,
-                                                   lim.candidate_capacity, static_cast<InputsMode>(v));
+        Specialization s;
+        s.workgroup_size = lim.workgroup_size;
+        s.capacity = lim.candidate_capacity;
+        s.inputs = static_cast<InputsMode>(v);
+        pipelines_[v][i] = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, s);
     }
 }
 

@@ -1,10 +1,14 @@
 // The compute pipelines of one device: one shader per stage, all sharing one
-// descriptor-set layout (the buffers of shaders/glsl/common.glsl) and one
-// push-constant block, specialized for the device's effective limits.
+// descriptor-set layout (the buffers of shaders/glsl/common.glsl, gpu_ids.h's
+// bindings) and one push-constant block (gpu_layout.h's Push), specialized for
+// the device's effective limits.
 #pragma once
 
 #include "gpu_params.hpp"
 #include "vk_device.hpp"
+
+#include <gpu_ids.h>
+#include <gpu_layout.h>
 
 #include <cstdint>
 #include <map>
@@ -35,36 +39,16 @@ enum class Stage : uint32_t {
 
 const char* stage_name(Stage stage);
 
-// Mirrors `Push` in common.glsl.
-struct PushConstants {
-    uint32_t vocab;
-    uint32_t stride;
-    uint32_t chunk_size;
-    uint32_t n_chunks;
-    uint32_t level;
-    uint32_t flags;
-    uint32_t row_base;
-    uint32_t args_base;
-    uint32_t wide_cap;
-    uint32_t hist_cap;
-    uint32_t hash_bits;
-    uint32_t bitmap_words;
-};
+// The storage buffers of the passes' set (gpu_ids.h: BINDING_*), before the
+// texel binding (BINDING_LOGITS_TEXELS: the logits again as vec4 texels,
+// logits4.glsl's TEXEL_READ; gpu_chain_buffers.cpp: create_texel_views says when).
+static_assert(BINDING_LOGITS_TEXELS == BINDING_STORAGE_COUNT, "the texel binding follows the storage buffers");
 
-constexpr uint32_t kFlagGreedy = 1u;  // FLAG_GREEDY
-constexpr uint32_t kFlagSmall = 2u;   // FLAG_SMALL
-constexpr uint32_t kFlagDistribution = 4u;  // FLAG_DISTRIBUTION
-constexpr uint32_t kBindingCount = 13;  // bindings 0..12 of common.glsl (storage buffers)
-// Binding 13: the logits again, as a uniform texel buffer of vec4s (collect.comp's
-// TEXEL_READ; gpu_chain.cpp says when).
-constexpr uint32_t kTexelBinding = kBindingCount;
-
-// wide.glsl's WIDE_DIVISIONS (spec constant 10): the most temperature
+// wide.glsl's WIDE_DIVISIONS (SPEC_WIDE_DIVISIONS): the most temperature
 // divisions a chain's rows take before the top-p cut | in all << 8, each at
-// most kWideMaxDivisions (gpu_params.hpp; gpu_chain.cpp: wide_divisions); the
-// wide passes compute no division beyond them. kWideAnyDivisions covers every
-// chain.
-constexpr uint32_t kWideAnyDivisions = kWideMaxDivisions | (kWideMaxDivisions << 8);
+// most WIDE_MAX_DIVISIONS (gpu_recorder.cpp: wide_divisions); the wide passes
+// compute no division beyond them. kWideAnyDivisions covers every chain.
+constexpr uint32_t kWideAnyDivisions = glsl::WIDE_MAX_DIVISIONS | (glsl::WIDE_MAX_DIVISIONS << 8);
 
 // What the shaders read besides the logits (common.glsl's INPUTS_MODE): calls
 // where no row has a bias or bitmask compile none of it, since on a CPU device
@@ -147,23 +131,36 @@ VkPipelineLayout create_pipeline_layout(Device& device, VkDescriptorSetLayout se
 // texel_descriptors: uniform texel buffers besides.
 VkDescriptorPool create_storage_pool(Device& device, uint32_t max_sets, uint32_t descriptors,
                                      uint32_t texel_descriptors = 0);
-// Points binding kTexelBinding of `set` at `view`.
+// Points binding BINDING_LOGITS_TEXELS of `set` at `view`.
 void write_texel_binding(Device& device, VkDescriptorSet set, VkBufferView view);
 
-// wide.glsl's value bins (spec constant 9, WIDE_BINS): 256 with the CPU paths
+// wide.glsl's value bins (SPEC_WIDE_BINS): 256 with the CPU paths
 // (EffectiveLimits::cpu_paths) when the workgroup's columns fit the shared
 // memory (WG x 256 bytes), else 16; at most 256 (wide_gather's resolve). A
-// top-p chain's histograms are sized for wide_bins (gpu_chain.cpp:
+// top-p chain's histograms are sized for wide_bins (gpu_chain_buffers.cpp:
 // histogram_bins).
 constexpr uint32_t kWideMaxBins = 256;
 uint32_t wide_bins(const EffectiveLimits& limits);
 
 
-// Builds a compute pipeline from embedded SPIR-V with (WG, CAP) specialization.
+// The values of gpu_ids.h's specialization constants (SPEC_*); a shader
+// reads those it declares. INDEXED_BINS and WIDE_BINS come from the device.
+struct Specialization {
+    uint32_t workgroup_size = 0;                  // SPEC_WG
+    uint32_t capacity = 0;                        // SPEC_CAP
+    InputsMode inputs = InputsMode::None;         // SPEC_INPUTS_MODE
+    uint64_t chain_ops = 0;                       // SPEC_CHAIN_OPS_LO, SPEC_CHAIN_OPS_HI
+    uint32_t selector = 0;                        // SPEC_CHAIN_SELECTOR
+    uint32_t collect_variant = 0;                 // SPEC_COLLECT_VARIANT (collect.comp)
+    uint32_t texel_read = 0;                      // SPEC_TEXEL_READ
+    uint32_t wide_divisions = kWideAnyDivisions;  // SPEC_WIDE_DIVISIONS
+    uint32_t wide_direct = 0;                     // SPEC_WIDE_DIRECT
+    uint32_t wide_rows_x4 = 0;                    // SPEC_WIDE_ROWS_X4
+    uint32_t ingest_kind = 0;                     // SPEC_INGEST_KIND (ingest.comp)
+};
+
+// Builds a compute pipeline from embedded SPIR-V with these specialization constants.
 VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, const uint32_t* words, size_t bytes,
-                                   uint32_t workgroup_size, uint32_t capacity, InputsMode inputs = InputsMode::None,
-                                   uint64_t chain_ops = 0, uint32_t selector = 0, uint32_t variant = 0,
-                                   uint32_t texel_read = 0, uint32_t wide_divisions = kWideAnyDivisions,
-                                   uint32_t wide_direct = 0);
+                                   const Specialization& spec);
 
 } // namespace sieve

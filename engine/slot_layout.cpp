@@ -29,37 +29,37 @@ uint32_t as_word(float f) {
 ref::SlotState slot_to_state(const uint32_t* slot, uint32_t capacity) {
     ref::SlotState s;
     s.history = slot_history(slot, capacity);
-    s.mu_set = (slot[kSlotFlags] & kSlotMuSet) != 0;
-    s.mu = as_float(slot[kSlotMu]);
-    s.adaptive_set = (slot[kSlotFlags] & kSlotAdaptiveSet) != 0;
-    s.adaptive_weighted_sum = as_float(slot[kSlotAdaptiveSum]);
-    s.adaptive_total_weight = as_float(slot[kSlotAdaptiveWeight]);
+    s.mu_set = (slot[S_FLAGS] & SLOT_MU_SET) != 0;
+    s.mu = as_float(slot[S_MU]);
+    s.adaptive_set = (slot[S_FLAGS] & SLOT_ADAPTIVE_SET) != 0;
+    s.adaptive_weighted_sum = as_float(slot[S_ADAPT_SUM]);
+    s.adaptive_total_weight = as_float(slot[S_ADAPT_WEIGHT]);
     return s;
 }
 
 void slot_store_learnt(uint32_t* slot, const ref::SlotState& state) {
-    slot[kSlotFlags] = (state.mu_set ? kSlotMuSet : 0u) | (state.adaptive_set ? kSlotAdaptiveSet : 0u);
-    slot[kSlotMu] = as_word(state.mu);
-    slot[kSlotAdaptiveSum] = as_word(state.adaptive_weighted_sum);
-    slot[kSlotAdaptiveWeight] = as_word(state.adaptive_total_weight);
+    slot[S_FLAGS] = (state.mu_set ? SLOT_MU_SET : 0u) | (state.adaptive_set ? SLOT_ADAPTIVE_SET : 0u);
+    slot[S_MU] = as_word(state.mu);
+    slot[S_ADAPT_SUM] = as_word(state.adaptive_weighted_sum);
+    slot[S_ADAPT_WEIGHT] = as_word(state.adaptive_total_weight);
 }
 
 void slot_append(uint32_t* slot, uint32_t capacity, const int32_t* tokens, size_t n) {
-    uint32_t* ring = slot + kSlotHeaderWords;
+    uint32_t* ring = slot + SLOT_HEADER;
     for (size_t i = 0; i < n; ++i) {
-        ring[slot[kSlotHead]] = static_cast<uint32_t>(tokens[i]);
-        slot[kSlotHead] = (slot[kSlotHead] + 1) % capacity;
-        if (slot[kSlotCount] < capacity) slot[kSlotCount] += 1;
+        ring[slot[S_HEAD]] = static_cast<uint32_t>(tokens[i]);
+        slot[S_HEAD] = (slot[S_HEAD] + 1) % capacity;
+        if (slot[S_COUNT] < capacity) slot[S_COUNT] += 1;
     }
 }
 
 void slot_reset(uint32_t* slot, uint32_t capacity) { std::memset(slot, 0, slot_words(capacity) * 4); }
 
 std::vector<int32_t> slot_history(const uint32_t* slot, uint32_t capacity) {
-    const uint32_t count = slot[kSlotCount], head = slot[kSlotHead];
+    const uint32_t count = slot[S_COUNT], head = slot[S_HEAD];
     std::vector<int32_t> out(count);
     for (uint32_t i = 0; i < count; ++i)
-        out[i] = static_cast<int32_t>(slot[kSlotHeaderWords + (head + capacity - count + i) % capacity]);
+        out[i] = static_cast<int32_t>(slot[SLOT_HEADER + (head + capacity - count + i) % capacity]);
     return out;
 }
 
@@ -81,14 +81,14 @@ void slot_restore(uint32_t* slot, uint32_t capacity, uint32_t max_vocab, const v
     if (w[0] != kBlobTag || w[1] != capacity)
         fail(SIEVE_ERROR_INVALID_ARGUMENT, "the data is not a slot state saved by a chain of history capacity " +
                                                std::to_string(capacity));
-    if (w[2 + kSlotCount] > capacity || w[2 + kSlotHead] >= capacity)
+    if (w[2 + S_COUNT] > capacity || w[2 + S_HEAD] >= capacity)
         fail(SIEVE_ERROR_INVALID_ARGUMENT, "the slot state is inconsistent (history count or head past the capacity)");
     const uint32_t* rec = w.data() + 2;
-    for (uint32_t word : {kSlotMu, kSlotAdaptiveSum, kSlotAdaptiveWeight}) {
-        const bool set = (rec[kSlotFlags] & (word == kSlotMu ? kSlotMuSet : kSlotAdaptiveSet)) != 0;
+    for (uint32_t word : {S_MU, S_ADAPT_SUM, S_ADAPT_WEIGHT}) {
+        const bool set = (rec[S_FLAGS] & (word == S_MU ? SLOT_MU_SET : SLOT_ADAPTIVE_SET)) != 0;
         if (set && !std::isfinite(as_float(rec[word])))
             fail(SIEVE_ERROR_INVALID_ARGUMENT, std::string("the slot state's ") +
-                                                   (word == kSlotMu ? "mirostat mu" : "adaptive-p average") +
+                                                   (word == S_MU ? "mirostat mu" : "adaptive-p average") +
                                                    " is not finite");
     }
     for (int32_t token : slot_history(rec, capacity))

@@ -1,28 +1,23 @@
 // A sequence slot's state as words, the same for both backends: the GPU's
-// slot buffer holds one such record per slot (shaders/glsl/slot.glsl mirrors
-// it) and the CPU backend keeps the same records in host memory, so the host
-// operations (accept, reset, copy, save/restore, history) exist once.
+// slot buffer holds one such record per slot (its words: gpu_layout.h's S_*,
+// which the shaders read) and the CPU backend keeps the same records in host
+// memory, so the host operations (accept, reset, copy, save/restore, history)
+// exist once.
 #pragma once
 
 #include "reference/reference.hpp"
+
+#include <gpu_layout.h>
 
 #include <cstdint>
 #include <vector>
 
 namespace sieve {
 
-// Header words, then the history ring of `capacity` tokens.
-enum : uint32_t {
-    kSlotStep = 0,         // the RNG step of the slot's next token
-    kSlotCount = 1,        // tokens in the ring (<= capacity)
-    kSlotHead = 2,         // where the next token goes
-    kSlotFlags = 3,        // kSlotMuSet | kSlotAdaptiveSet
-    kSlotMu = 4,           // float: mirostat's mu
-    kSlotAdaptiveSum = 5,  // float: adaptive-p's weighted sum
-    kSlotAdaptiveWeight = 6,  // float: adaptive-p's total weight
-    kSlotHeaderWords = 16,
-};
-enum : uint32_t { kSlotMuSet = 1, kSlotAdaptiveSet = 2 };
+// SLOT_HEADER words (S_STEP, S_COUNT, S_HEAD, S_FLAGS: SLOT_*, S_MU,
+// S_ADAPT_SUM, S_ADAPT_WEIGHT), then the history ring of `capacity` tokens.
+using glsl::S_STEP, glsl::S_COUNT, glsl::S_HEAD, glsl::S_FLAGS, glsl::S_MU, glsl::S_ADAPT_SUM, glsl::S_ADAPT_WEIGHT;
+using glsl::SLOT_HEADER, glsl::SLOT_MU_SET, glsl::SLOT_ADAPTIVE_SET;
 
 constexpr int32_t kDefaultHistoryCapacity = 1024;
 constexpr int32_t kMaxHistoryCapacity = 65536;
@@ -31,7 +26,7 @@ constexpr int32_t kMaxDryBreakers = 64;
 constexpr int32_t kMaxDryBreakerLength = 32;
 constexpr int32_t kMaxDryBreakerTokens = 256;
 
-inline uint32_t slot_words(uint32_t capacity) { return kSlotHeaderWords + capacity; }
+inline uint32_t slot_words(uint32_t capacity) { return SLOT_HEADER + capacity; }
 
 // The slot's history, oldest first, and its sampler state, for the twin.
 ref::SlotState slot_to_state(const uint32_t* slot, uint32_t capacity);

@@ -15,7 +15,10 @@ StandaloneKernel::StandaloneKernel(Device& device, const uint32_t* words, size_t
     try {
         set_layout_ = create_storage_set_layout(device, n);
         layout_ = create_pipeline_layout(device, set_layout_, push_bytes);
-        pipeline_ = create_compute_pipeline(device, layout_, words, bytes, workgroup_size, capacity);
+        Specialization s;
+        s.workgroup_size = workgroup_size;
+        s.capacity = capacity;
+        pipeline_ = create_compute_pipeline(device, layout_, words, bytes, s);
         pool_ = create_storage_pool(device, 1, n);
         VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
         ai.descriptorPool = pool_;

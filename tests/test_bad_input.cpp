@@ -1666,7 +1666,7 @@ void BadInputChainCreate::expect_non_finite_learnt_state_refused() {
     struct Case {
         const char* chain;
         const char* name;
-        uint32_t flag;    // kSlotMuSet / kSlotAdaptiveSet (slot_layout.hpp)
+        uint32_t flag;    // SLOT_MU_SET / SLOT_ADAPTIVE_SET (slot_layout.hpp)
         size_t word;      // the float's word in the blob (2 + its header word)
         const char* says;
     };

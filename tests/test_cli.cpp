@@ -18,6 +18,7 @@
 #include <sstream>
 #include <stdlib.h>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -333,6 +334,36 @@ TEST_F(Cli, UsageErrorsExit2) {
     Proc help = sieve("sample --help");
     EXPECT_EQ(help.code, 0) << describe(help);
     EXPECT_NE(help.out.find("--dump-dist"), std::string::npos);
+}
+
+// An integer flag out of range says what the value may be, not CLI11's range
+// of doubles ("not in range 0.000000 to 179769...").
+TEST_F(Cli, IntegerFlagsSayWhatTheyTake) {
+    const std::string f = write_npy("n.npy", 0, 8, kEight);
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"--vocab -4", "a vocabulary holds at least 1 token"},
+        {"--vocab 0", "a vocabulary holds at least 1 token"},
+        {"--rows 0", "a call samples at least 1 row"},
+        {"--draws -1", "a row is drawn at least once"},
+        {"--min-keep -2", "a sampler keeps 0 or more candidates"},
+        {"--history-capacity -1", "a slot keeps 0 or more tokens of history"},
+        {"--logprobs 21", "the top log-probabilities are 0 to 20 tokens"},
+        {"--mirostat 3", "mirostat is 0 (off), 1 (Mirostat) or 2 (Mirostat 2.0)"},
+        {"--seed 99999999999", "a seed is a 32-bit value"},
+    };
+    for (const auto& [flags, words] : cases) {
+        Proc r = sieve("sample --logits '" + f + "' --device cpu " + flags);
+        EXPECT_EQ(r.code, 2) << flags << ": " << describe(r);
+        EXPECT_NE(r.err.find(flags.substr(0, flags.find(' ')) + ": " + flags.substr(flags.find(' ') + 1) + ": " + words),
+                  std::string::npos)
+            << flags << ": " << r.err;
+        EXPECT_EQ(r.err.find("0.000000"), std::string::npos) << flags << ": " << r.err;
+    }
+    // In range, the same flags run.
+    for (const std::string flags : {"--vocab 8 --rows 1 --draws 2 --min-keep 0 --mirostat 2", "--logprobs 20 --seed 7"}) {
+        Proc ok = sieve("sample --logits '" + f + "' --device cpu " + flags);
+        EXPECT_EQ(ok.code, 0) << flags << ": " << describe(ok);
+    }
 }
 
 // ---- the history flags: penalties, DRY, mirostat, --history ---------------------

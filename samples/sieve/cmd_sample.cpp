@@ -115,18 +115,19 @@ CLI::App* add_sample_command(CLI::App& app, SampleOptions& o) {
     cmd->add_option("--logits", o.logits, ".npy (float32/float16, shape [V] or [B,V]) or raw little-endian float32 file")
         ->required();
     cmd->add_option("--vocab", o.vocab, "vocabulary size (required for raw float32; checked against a .npy)")
-        ->check(CLI::PositiveNumber);
+        ->check(at_least(1, "a vocabulary holds at least 1 token"));
     cmd->add_option("--rows", o.rows, "rows to sample (must match the file, or repeat a one-row file)")
-        ->check(CLI::PositiveNumber);
+        ->check(at_least(1, "a call samples at least 1 row"));
     add_sampling_flags(*cmd, o.sampling);
     add_device_flag(*cmd, o.device);
     cmd->add_flag("--dump-dist", o.dump_dist, "print each row's final distribution (survivors, canonical order)");
     cmd->add_option("--logprobs", o.logprobs,
                     "print each token's raw log-probability (softmax of the logits as given) and the N most "
                     "probable tokens' (0..20)")
-        ->check(CLI::Range(0, SIEVE_MAX_TOP_LOGPROBS));
+        ->check(in_range(0, SIEVE_MAX_TOP_LOGPROBS, "the top log-probabilities are 0 to " +
+                                                        std::to_string(SIEVE_MAX_TOP_LOGPROBS) + " tokens"));
     cmd->add_option("--draws", o.draws, "draw N tokens per row from the same distribution and print the counts")
-        ->check(CLI::PositiveNumber);
+        ->check(at_least(1, "a row is drawn at least once"));
     cmd->add_flag("--json", o.json, "print one JSON document");
     return cmd;
 }

@@ -6,7 +6,9 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <stdexcept>
 
 namespace sieve_cli {
 namespace {
@@ -28,10 +30,10 @@ void add_sampling_flags(CLI::App& cmd, SamplingOptions& o) {
                    "samplers in order, llama.cpp names separated by ';' (default: llama.cpp's default chain)");
     cmd.add_option("--temp", o.temp, "temperature (<= 0: greedy masking)")->capture_default_str();
     cmd.add_option("--seed", o.seed, "RNG seed; 4294967295 or -1 = random (the seed used is reported)")
-        ->check(CLI::Range(int64_t(-1), int64_t(0xFFFFFFFFll)))
+        ->check(in_range(-1, 0xFFFFFFFFll, "a seed is a 32-bit value, 0 to 4294967295 (or -1 = random)"))
         ->capture_default_str();
     cmd.add_option("--min-keep", o.min_keep, "minimum candidates every truncating sampler keeps")
-        ->check(CLI::NonNegativeNumber)
+        ->check(at_least(0, "a sampler keeps 0 or more candidates"))
         ->capture_default_str();
     cmd.add_option("--top-k", o.top_k, "top-k sampling (<= 0 = off)")->capture_default_str();
     cmd.add_option("--top-p", o.top_p, "top-p sampling (>= 1 = off)")->capture_default_str();
@@ -75,7 +77,7 @@ void add_sampling_flags(CLI::App& cmd, SamplingOptions& o) {
     cmd.add_option("--mirostat", o.mirostat,
                    "Mirostat sampling: 0 = off, 1 = Mirostat, 2 = Mirostat 2.0 (the chain becomes temperature;mirostat "
                    "or temperature;mirostat_v2, as llama.cpp's; not with --samplers)")
-        ->check(CLI::Range(0, 2))
+        ->check(in_range(0, 2, "mirostat is 0 (off), 1 (Mirostat) or 2 (Mirostat 2.0)"))
         ->capture_default_str();
     cmd.add_option("--mirostat-lr", o.mirostat_lr, "Mirostat learning rate, parameter eta")->capture_default_str();
     cmd.add_option("--mirostat-ent", o.mirostat_ent, "Mirostat target entropy, parameter tau")->capture_default_str();
@@ -91,7 +93,7 @@ void add_sampling_flags(CLI::App& cmd, SamplingOptions& o) {
         "--history-capacity", [&o](const int32_t& n) { o.history_capacity = n; },
         "tokens of history each row's slot keeps (default: the library's, raised to what --history or a last-n "
         "needs)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(at_least(0, "a slot keeps 0 or more tokens of history"));
 }
 
 std::string effective_samplers(const SamplingOptions& o) {
@@ -161,6 +163,37 @@ LogitBiasEntry parse_logit_bias(const std::string& text) {
     if (std::isnan(bias)) throw bad("the bias is NaN");
     if (bias == INFINITY) throw bad("a +inf bias is refused (finite or -inf only)");
     return LogitBiasEntry{static_cast<int32_t>(id), bias};
+}
+
+namespace {
+
+// An integer flag's value and whether it is in [lo, hi]; a value that is not
+// an integer passes (CLI11's conversion refuses it with its own message).
+std::string check_integer(const std::string& text, int64_t lo, int64_t hi, const std::string& what) {
+    size_t used = 0;
+    long long v = 0;
+    try {
+        v = std::stoll(text, &used);
+    } catch (const std::out_of_range&) {
+        return text + ": " + what;
+    } catch (const std::exception&) {
+        return {};
+    }
+    if (used != text.size()) return {};
+    return v < lo || v > hi ? text + ": " + what : std::string();
+}
+
+} // namespace
+
+CLI::Validator at_least(int64_t min, const std::string& what) {
+    return CLI::Validator(
+        [min, what](std::string& text) { return check_integer(text, min, INT64_MAX, what); },
+        min == 0 ? "NONNEGATIVE" : min == 1 ? "POSITIVE" : "INT >= " + std::to_string(min));
+}
+
+CLI::Validator in_range(int64_t lo, int64_t hi, const std::string& what) {
+    return CLI::Validator([lo, hi, what](std::string& text) { return check_integer(text, lo, hi, what); },
+                          "INT in [" + std::to_string(lo) + " - " + std::to_string(hi) + "]");
 }
 
 void add_device_flag(CLI::App& cmd, std::string& device) {

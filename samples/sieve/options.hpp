@@ -83,6 +83,14 @@ void add_sampling_flags(CLI::App& cmd, SamplingOptions& o);
 // --device N|NAME|cpu
 void add_device_flag(CLI::App& cmd, std::string& device);
 
+// Checks of an integer flag that say what the value may be when it is refused
+// ("--vocab: -4: a vocabulary holds at least 1 token"), where CLI11's own
+// (PositiveNumber, Range) answer with a range of doubles. `what` completes
+// the sentence, e.g. "a vocabulary holds at least 1 token". The help keeps
+// CLI11's words for the type (POSITIVE, NONNEGATIVE, INT in [lo - hi]).
+CLI::Validator at_least(int64_t min, const std::string& what);
+CLI::Validator in_range(int64_t lo, int64_t hi, const std::string& what);
+
 // effective_samplers(), or "llama.cpp default" when that is "".
 std::string samplers_label(const SamplingOptions& o);
 

@@ -20,7 +20,7 @@
 // Which rows this pipeline serves (pipelines.cpp). A CPU device runs every
 // line of a shader in every workgroup under a lane mask, taken or not, so the
 // rows the host can tell apart get a variant with only their own path.
-layout(constant_id = 6) const uint COLLECT_VARIANT = 0u;
+layout(constant_id = SPEC_COLLECT_VARIANT) const uint COLLECT_VARIANT = 0u;
 const uint VARIANT_GENERAL = 0u;  // chunks of any row
 // Chunks of plain rows only (no aggregates, need <= PROBE x WG, vec4 map):
 // the host arms it for a row group whose rows all are (gpu_chain.cpp).

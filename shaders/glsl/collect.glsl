@@ -6,8 +6,8 @@
 const uint HALF = CAP / 2u;
 // Words of the candidates buffer per row: the chunks' lists (up to 8 chunks of
 // CAP / 2 entries; a row that fits the buffer leaves all of it as chunk 0's
-// list), later the tail's scratch (2 x CAP entries).
-const uint MAX_COLLECT_CHUNKS = 8u;
+// list), later the tail's scratch (2 x CAP entries). MAX_COLLECT_CHUNKS:
+// gpu_layout.h.
 const uint ROW_WORDS = MAX_COLLECT_CHUNKS * CAP;
 
 // Chunk c's list: (key, id) pairs in canonical order.

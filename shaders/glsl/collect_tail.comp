@@ -17,7 +17,7 @@
 
 // sieve_chain_distribution: per row, at (2 * stride + 2) words: [count or
 // STATUS_FALLBACK, step, count x (id, p bits)] in canonical order.
-layout(std430, set = 0, binding = 8) writeonly buffer DistOut { uint dist_out[]; };
+layout(std430, set = 0, binding = BINDING_OUTPUT) writeonly buffer DistOut { uint dist_out[]; };
 
 shared uvec2 s_part[WG];  // the draw's block sums
 shared uint s_at[MAX_COLLECT_CHUNKS], s_len[MAX_COLLECT_CHUNKS];  // the merge's lists

@@ -18,7 +18,7 @@
 shared uint s_restart;  // the most recent history position where a breaker ends
 shared uint s_part[WG];  // the prefix counts' per-invocation sums
 // The row itself, written where ROW_PATCH asks for the adjusted logits in place.
-layout(std430, set = 0, binding = 0) buffer LogitsOut { float logits_out[]; };
+layout(std430, set = 0, binding = BINDING_LOGITS) buffer LogitsOut { float logits_out[]; };
 
 // Repeat lengths up to this are compared directly, in parallel (step 2).
 const uint DIRECT_LCP_LIMIT = 512u;

@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require  // gpu_ids.h
 // Zero-copy input (sieve_sample_vulkan): reads f32, f16 or bf16 logits from the
 // application's own buffer (rows `stride` elements apart, from element `first`
 // of the bound range) and writes them as packed f32 [rows][vocab] into the
@@ -13,17 +14,18 @@
 // cost per workgroup (lavapipe: about 0.7 ms for one row of 151936 with 2374
 // workgroups).
 
-layout(constant_id = 0) const uint WG = 64;
+#include "gpu_ids.h"
+layout(constant_id = SPEC_WG) const uint WG = 64;
 // What the pipeline reads (ingest.cpp builds one per kind): a CPU device runs
 // every branch under a lane mask, so the f16 widening would cost f32 rows too.
-layout(constant_id = 6) const uint INGEST_KIND = 0u;
+layout(constant_id = SPEC_INGEST_KIND) const uint INGEST_KIND = 0u;
 const uint KIND_F32 = 0u, KIND_F16 = 1u, KIND_BF16 = 2u;
 // f32 rows whose first element, stride and vocab are multiples of 4: four
 // elements per load and store (a CPU device moves scalar loads lane by lane).
 const uint KIND_F32X4 = 3u;
 // Elements per invocation: mirrors ingest_per_invocation (ingest.cpp).
 const uint PER_INVOCATION = INGEST_KIND == KIND_F32X4 ? 64u : 16u;
-layout(local_size_x_id = 0) in;
+layout(local_size_x_id = SPEC_WG) in;
 layout(push_constant) uniform Push {
     uint vocab;
     uint dtype;   // 0 f32, 1 f16, 2 bf16 (sieve_dtype; INGEST_KIND says the same)

@@ -2,14 +2,14 @@
 // (rows whose stride is a multiple of 4, chunks starting at multiples of 4):
 // through the storage buffer at binding 0, or, on a CPU device, through the
 // uniform texel buffer of vec4s at binding 13 (TEXEL_READ, set by the host
-// for the chain's own logits only; gpu_chain.cpp: create_texel_views says
+// for the chain's own logits only; gpu_chain_buffers.cpp: create_texel_views says
 // why). Where TEXEL_READ is 0 the binding holds a placeholder.
 #ifndef SIEVE_LOGITS4_GLSL
 #define SIEVE_LOGITS4_GLSL
 
-layout(std430, set = 0, binding = 0) readonly buffer Logits4 { vec4 logits4[]; };
-layout(constant_id = 7) const uint TEXEL_READ = 0u;
-layout(set = 0, binding = 13) uniform samplerBuffer logits_texels;
+layout(std430, set = 0, binding = BINDING_LOGITS) readonly buffer Logits4 { vec4 logits4[]; };
+layout(constant_id = SPEC_TEXEL_READ) const uint TEXEL_READ = 0u;
+layout(set = 0, binding = BINDING_LOGITS_TEXELS) uniform samplerBuffer logits_texels;
 
 // vec4 q of the bound logits (q = element index / 4), subnormals read as zeros
 // of their sign by their bits (common.glsl's flush_subnormal).

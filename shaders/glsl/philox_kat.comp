@@ -4,8 +4,9 @@
 // test suite can check the GPU against Random123's known-answer vectors.
 #include "philox.glsl"
 
-layout(constant_id = 0) const uint WG = 64;
-layout(local_size_x_id = 0) in;
+#include "gpu_ids.h"
+layout(constant_id = SPEC_WG) const uint WG = 64;
+layout(local_size_x_id = SPEC_WG) in;
 layout(push_constant) uniform Push { uint count; } pc;
 layout(std430, set = 0, binding = 0) readonly buffer Inputs { uint inputs[]; };   // [ctr0..3, key0..1]
 layout(std430, set = 0, binding = 1) writeonly buffer Outputs { uint outputs[]; }; // [out0..3]

@@ -8,7 +8,7 @@
 #include "u64.glsl"
 #include "row.glsl"
 
-layout(std430, set = 0, binding = 8) writeonly buffer Probabilities { float probabilities[]; };
+layout(std430, set = 0, binding = BINDING_OUTPUT) writeonly buffer Probabilities { float probabilities[]; };
 
 void main() {
     uint row = pc.row_base + gl_WorkGroupID.y;

@@ -14,7 +14,7 @@
 #include "common.glsl"
 #include "arrive.glsl"
 
-const uint TOPN = 20u;                   // SIEVE_MAX_TOP_LOGPROBS
+const uint TOPN = MAX_RAW_LOGPROBS;      // SIEVE_MAX_TOP_LOGPROBS
 const uint CHUNK_WORDS = 2u + 2u * TOPN;  // max, sum, TOPN x (key, id)
 const uint NONE_ID = 0xFFFFFFFFu;
 

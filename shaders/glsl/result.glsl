@@ -16,14 +16,14 @@ void write_result(uint row, uint token, float p, float logprob, uint status, uin
     if ((pc.flags & FLAG_DISTRIBUTION) != 0u) return;
     if (status == STATUS_OK && (param_u(row, P_ROW_FLAGS) & ROW_COMMIT) != 0u) append_history(row, token);
     uint o = row * RESULT_STRIDE;
-    results[o + 0u] = token;
-    results[o + 1u] = floatBitsToUint(p);
-    results[o + 2u] = floatBitsToUint(logprob);
-    results[o + 3u] = status;
-    results[o + 4u] = params[row * PARAM_STRIDE + P_SEED];
-    results[o + 5u] = step;
-    results[o + 6u] = passes;
-    results[o + 7u] = row_state[row * ROW_STRIDE + R_FIRST_BAD];
+    results[o + RES_TOKEN] = token;
+    results[o + RES_P] = floatBitsToUint(p);
+    results[o + RES_LOGPROB] = floatBitsToUint(logprob);
+    results[o + RES_STATUS] = status;
+    results[o + RES_SEED] = params[row * PARAM_STRIDE + P_SEED];
+    results[o + RES_STEP] = step;
+    results[o + RES_PASSES] = passes;
+    results[o + RES_FIRST_BAD] = row_state[row * ROW_STRIDE + R_FIRST_BAD];
     // The token's logit as the model gave it (the rows of a chain that asks
     // for logprobs are never patched in place: history.comp's ROW_PATCH).
     results[o + RES_RAW_TOKEN] = status == STATUS_OK ? floatBitsToUint(flush_subnormal(logits[row * pc.stride + token])) : 0u;

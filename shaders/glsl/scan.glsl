@@ -104,7 +104,7 @@ void scan_level(uint row, uint level) {
         row_state[o + R_PHASE] = PHASE_TIE;  // > CAP members share one exact key
     } else {
         row_state[o + R_PHASE] = PHASE_ACTIVE;
-        arm((level + 1u) * 8u, pc.n_chunks);
+        arm((level + 1u) * LEVEL_ARGS_STRIDE, pc.n_chunks);
     }
 }
 

@@ -35,35 +35,10 @@
 #include "row.glsl"
 #include "result.glsl"
 
-const uint R_WIDE_PHASE = 16u;   // WIDE_*
-const uint R_WIDE_KN = 17u;      // the buffer's last entry at the cut (key at the cut's temperatures, id):
-const uint R_WIDE_IDN = 18u;     //   "after the buffer" = canonically after it
-const uint R_WIDE_MC = 19u;      // float: the row's maximum at the cut's temperatures (mass reference)
-const uint R_WIDE_MD = 20u;      // float: the row's maximum at the draw's temperatures
-const uint R_WIDE_L = 21u;       // float: the lowest value the cut can reach (above)
-const uint R_WIDE_INVW = 22u;    // float: the bins' scale s (wide_bin)
-const uint R_WIDE_NT = 23u;      // temperature divisions before the cut | WIDE_NT_DIRECT | all of them << 16
-                                 //   | WIDE_DEFERRED
-const uint R_WIDE_RC = 24u;      // float: the mass the cut still needs past the buffer (reference MC);
-                                 //   WIDE_DEFERRED: the buffer's mass at the cut (reference MC)
-const uint R_WIDE_BD = 25u;      // float: the buffer's mass at the draw (reference MD)
-const uint R_WIDE_N = 26u;       // entries in the buffer
-const uint R_WIDE_BSTAR = 27u;   // the bin holding the cut
-const uint R_WIDE_CLO = 28u;     // bins gathered: b* and the run [CLO, CEND) before it that the
-const uint R_WIDE_CEND = 15u;    //   draw can land in (empty: both b*)
-const uint R_WIDE_COUNT = 29u;   // list entries appended
-const uint R_WIDE_BEFORE = 30u;  // float: mass (MC) of the bins before b*
-const uint R_WIDE_KEEP = 31u;    // min_keep
-const uint R_WIDE_TOP = 32u;     // float: bin 0's grid index, floor(v_n s) (direct rows: floor(M s))
-
+// The row's words R_WIDE_* and the passes' arguments WIDE_*_ARGS: gpu_layout.h.
 const uint WIDE_NONE = 0u;
 const uint WIDE_HIST = 1u;
 const uint WIDE_GATHER = 2u;
-
-// Indirect dispatch arguments of the two passes (words of the row group's
-// block; scan.glsl's levels use words 8..71).
-const uint WIDE_HIST_ARGS = 0u;
-const uint WIDE_GATHER_ARGS = 4u;
 
 // The collect pass did not sum the row's mass (ROW_DEFER_TOP_P: top-p is the
 // row's only cut): wide_histogram sums it, finds the cut (in the buffer or
@@ -88,7 +63,7 @@ const uint WIDE_NT_DIRECT = 0x8000u;
 // reads of the row, instead of four and three (top_p at 151936 on lavapipe:
 // see docs/perf-log.md). Both passes are built for it (the gather then
 // has no buffer to test against).
-layout(constant_id = 11) const uint WIDE_DIRECT = 0u;
+layout(constant_id = SPEC_WIDE_DIRECT) const uint WIDE_DIRECT = 0u;
 
 // The value bins over [L, v_n]: 256 where a CPU device adds into them by
 // index (common.glsl: INDEXED_BINS; the cost per logit does not grow with the
@@ -98,7 +73,7 @@ layout(constant_id = 11) const uint WIDE_DIRECT = 0u;
 // elsewhere (registers and selects). At most 256: the resolve sums the
 // gathered bins in its 256 selection slots (wide_gather.comp). The host
 // chooses (pipelines.cpp).
-layout(constant_id = 9) const uint WIDE_BINS = 16u;
+layout(constant_id = SPEC_WIDE_BINS) const uint WIDE_BINS = 16u;
 
 // A row's block in `wide` (gpu_plan.hpp: wide_row_words): the buffer's
 // entries (key at the draw, id), the buffer's keys at the cut (deferred rows),
@@ -116,16 +91,15 @@ uint wide_hist_at(uint row, uint chunk) { return (row * pc.n_chunks + chunk) * W
 
 // The list's entries as pairs (the list starts at an even word): one load or
 // store per entry, which a CPU device runs lane by lane, instead of two.
-layout(std430, set = 0, binding = 11) coherent buffer WidePairs { uvec2 wide_pairs[]; };
+layout(std430, set = 0, binding = BINDING_WIDE) coherent buffer WidePairs { uvec2 wide_pairs[]; };
 
 // The most temperature divisions a row's values take before the cut and in
 // all (spec constant 10: the chain's temperature samplers before its last
 // top-p | all of them << 8, each at most WIDE_MAX_DIVISIONS; the host sets it
-// per chain, gpu_chain.cpp: wide_divisions). A division no row of the chain
+// per chain, gpu_recorder.cpp: wide_divisions). A division no row of the chain
 // can take is not computed: a CPU device pays for every select's both sides
 // per logit (top_p;temperature: one division a logit instead of eight).
-const uint WIDE_MAX_DIVISIONS = 4u;
-layout(constant_id = 10) const uint WIDE_DIVISIONS = WIDE_MAX_DIVISIONS | (WIDE_MAX_DIVISIONS << 8u);
+layout(constant_id = SPEC_WIDE_DIVISIONS) const uint WIDE_DIVISIONS = WIDE_MAX_DIVISIONS | (WIDE_MAX_DIVISIONS << 8u);
 const uint WIDE_CUT_DIVISIONS = WIDE_DIVISIONS & 0xFFu;
 const uint WIDE_ALL_DIVISIONS = WIDE_DIVISIONS >> 8u;
 

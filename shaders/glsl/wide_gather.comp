@@ -18,7 +18,7 @@
 // Rows of whole vec4s without bias or bitmask (pipelines.cpp builds this
 // variant for them): the vec4 map only. A CPU device runs both maps' loads
 // under a lane mask when the choice is left to run time.
-layout(constant_id = 6) const uint WIDE_ROWS_X4 = 0u;
+layout(constant_id = SPEC_WIDE_ROWS_X4) const uint WIDE_ROWS_X4 = 0u;
 // Entries an invocation holds before writing them (main): CPU devices only,
 // where a local array indexed per lane is cheap (common.glsl: INDEXED_BINS);
 // 512 at the 8 invocations a CPU device runs this pass with (pipelines.cpp).

@@ -29,7 +29,7 @@
 // Rows of whole vec4s without bias or bitmask (pipelines.cpp builds this
 // variant for them): the vec4 map only. A CPU device runs both maps' loads
 // under a lane mask when the choice is left to run time.
-layout(constant_id = 6) const uint WIDE_ROWS_X4 = 0u;
+layout(constant_id = SPEC_WIDE_ROWS_X4) const uint WIDE_ROWS_X4 = 0u;
 
 // The workgroup's bins: a tree's two halves (rows below WG / 2 and from it),
 // or WIDE_COLS bins of every invocation at a time (columns: row t is
@@ -221,7 +221,7 @@ void decide_direct(uint row, RowStats s) {
     uint o = row * ROW_STRIDE;
     uint step = row_step(row);
     float temperature = param_f(row, P_TEMPERATURE);
-    uint n_all = WIDE_ALL_DIVISIONS, n_cut = WIDE_CUT_DIVISIONS;  // the chain's (gpu_chain.cpp: wide_divisions)
+    uint n_all = WIDE_ALL_DIVISIONS, n_cut = WIDE_CUT_DIVISIONS;  // the chain's (gpu_recorder.cpp: wide_divisions)
     uint status = row_status(s);
     // The temperatures divide the survivors only (llama.cpp's array holds
     // them; the twin's rule): the maximum always survives, and divisions only
