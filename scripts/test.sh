@@ -2,6 +2,7 @@
 # Quick start 2: set up, build, and run the whole test suite with validation
 # layers on (any validation message fails its test), then the matrix:
 #   the whole suite        the device as it is; SIEVE_PROFILE=constrained
+#                          (the second without the packaging tests, label package)
 #   the GPU-facing tests   (ctest label gpu) under SIEVE_PROFILE=gpu, gpu at
 #                          subgroup sizes 4 and 16, and gpu,constrained
 #   sanitizers, fuzzing    scripts/sanitize.sh, scripts/fuzz.sh (25 s a harness)
@@ -34,7 +35,9 @@ run() {
 }
 
 run "whole suite" -- "$@"
-run "whole suite, constrained" SIEVE_PROFILE=constrained -- "$@"
+# The packaging tests (label package: install, CMake package, pkg-config,
+# exports) do not depend on the profile: the first run covers them.
+run "whole suite, constrained" SIEVE_PROFILE=constrained -- -LE package "$@"
 # The chi-square tests draw 100 000 tokens each: a GPU-shaped plan (256-wide
 # workgroups, 64 chunks) runs them 5-15 times slower on lavapipe than its
 # own, and the two top-p ones take 10-20 minutes each there. Their subject,
