@@ -18,6 +18,10 @@ cmake=${CMAKE:-cmake}
 cc=${CC:-cc}
 
 fail() { echo "package test ($mode): $*" >&2; exit 1; }
+# Whether a log says TEXT (CMake wraps its messages: whitespace runs are one space).
+says() { tr -s '[:space:]' ' ' <"$1" | grep -qF -- "$2"; }
+# A log's message from START to the package it names, on one line.
+named() { tr -s '[:space:]' ' ' <"$1" | grep -o "$2.*apt-get install [a-z0-9.-]*" | head -1; }
 
 source=$(cd "$source" && pwd)
 [[ $build == fresh ]] || build=$(cd "$build" && pwd)
@@ -29,6 +33,16 @@ prefix=$work/prefix
 
 if [[ $build == fresh ]]; then
   build=$work/build-static
+  # A private dependency the build cannot find stops the configure step, naming
+  # its Debian package (volk here: a folder without volk.c).
+  mkdir -p "$work/no-volk"
+  if "$cmake" -S "$source" -B "$work/build-no-volk" -DSIEVE_SHARED=OFF -DSIEVE_BUILD_TESTS=OFF \
+     -DSIEVE_BUILD_SAMPLES=OFF -DSIEVE_BUILD_TOOLS=OFF -DSIEVE_VOLK_INCLUDE_DIR="$work/no-volk" >"$work/no-volk.log" 2>&1; then
+    fail "a static build without volk configured"
+  fi
+  says "$work/no-volk.log" 'apt-get install libvulkan-volk-dev' ||
+    { cat "$work/no-volk.log"; fail "a static build without volk did not name libvulkan-volk-dev"; }
+  echo "without volk: $(named "$work/no-volk.log" 'Sieve needs')"
   echo "== configure and build a static libsieve.a (the library alone)"
   "$cmake" -S "$source" -B "$build" -DCMAKE_BUILD_TYPE=Release -DSIEVE_SHARED=OFF -DSIEVE_BUILD_TESTS=OFF \
     -DSIEVE_BUILD_SAMPLES=OFF -DSIEVE_BUILD_TOOLS=OFF >"$work/static-configure.log" ||
@@ -88,6 +102,18 @@ grep -q "consumer: Sieve $version from $libdir/cmake/Sieve" "$work/app.log" || f
 "$cmake" --build "$app/build-cmake" >"$work/app-build.log" || { cat "$work/app-build.log"; fail "the consumer did not build"; }
 check_run "find_package consumer" "$app/build-cmake/minimal"
 
+if [[ $mode == static ]]; then
+  # The package states libsieve.a's private dependencies: one it cannot find
+  # stops find_package with the Debian package to install.
+  if "$cmake" -S "$app" -B "$app/build-no-threads" -DCMAKE_PREFIX_PATH="$prefix" \
+     -DCMAKE_DISABLE_FIND_PACKAGE_Threads=ON >"$work/app-no-threads.log" 2>&1; then
+    fail "the static package was found without its Threads dependency"
+  fi
+  says "$work/app-no-threads.log" 'apt-get install libc6-dev' ||
+    { cat "$work/app-no-threads.log"; fail "a missing Threads did not name libc6-dev"; }
+  echo "without Threads: $(named "$work/app-no-threads.log" 'the static libsieve.a')"
+fi
+
 echo "== pkg-config sieve"
 export PKG_CONFIG_PATH=$libdir/pkgconfig
 export PKG_CONFIG_LIBDIR=$libdir/pkgconfig
@@ -110,7 +136,7 @@ if "$cmake" -S "$app" -B "$app/build-99" -DCMAKE_PREFIX_PATH="$prefix" -DSIEVE_R
    >"$work/app-99.log" 2>&1; then
   fail "find_package(Sieve 99) succeeded against Sieve $version"
 fi
-grep -q 'requested version "99"' "$work/app-99.log" ||
+says "$work/app-99.log" 'compatible with requested version "99"' ||
   { cat "$work/app-99.log"; fail "find_package(Sieve 99) failed without CMake's version-mismatch error"; }
 grep -B1 -A4 'requested version "99"' "$work/app-99.log"
 
