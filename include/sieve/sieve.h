@@ -64,7 +64,9 @@ extern "C" {
  * struct it was compiled with. The library reads only the fields that fit in
  * struct_size and gives every later field its documented default, so a program
  * built against an older minor keeps working with a newer library; a struct_size
- * smaller than the struct's first release is SIEVE_ERROR_INVALID_ARGUMENT.
+ * smaller than the struct's first release is SIEVE_ERROR_INVALID_ARGUMENT. A
+ * struct that gains a field keeps accepting each earlier size (as
+ * sieve_context_options does since wait_spin_us and profile were appended).
  *
  * While MAJOR is 0, a MINOR bump may also make an incompatible change (the
  * "MAJOR" list above): each 0.MINOR is its own ABI, the shared library's SONAME is
