@@ -1,8 +1,10 @@
 # Finds everything the build needs. A missing piece stops the configure step with
 # the Debian package that provides it (scripts/setup.sh installs them all).
 
+# Programs run on the build machine (the shader compiler and validator): a cross
+# build (ARM64, the Android NDK) takes the host's, never the target root's.
 function(sieve_require_program var names package)
-  find_program(${var} NAMES ${names})
+  find_program(${var} NAMES ${names} NO_CMAKE_FIND_ROOT_PATH)
   if(NOT ${var})
     message(FATAL_ERROR "Sieve needs '${names}'. Install the Debian package: apt-get install ${package}")
   endif()

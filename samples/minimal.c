@@ -24,9 +24,10 @@ int main(void) {
     sieve_status status;
     int rc = 1;
 
-    if (SIEVE_VERSION_GET_MAJOR(sieve_version()) != SIEVE_VERSION_MAJOR) {
-        fprintf(stderr, "minimal: library major version %u, built against %u\n",
-                (unsigned)SIEVE_VERSION_GET_MAJOR(sieve_version()), (unsigned)SIEVE_VERSION_MAJOR);
+    if (!SIEVE_VERSION_COMPATIBLE(SIEVE_VERSION, sieve_version())) {
+        fprintf(stderr, "minimal: library version %u.%u, built against %s (sieve.h: ABI rules)\n",
+                (unsigned)SIEVE_VERSION_GET_MAJOR(sieve_version()), (unsigned)SIEVE_VERSION_GET_MINOR(sieve_version()),
+                SIEVE_VERSION_STRING);
         return 1;
     }
 

@@ -17,23 +17,8 @@ if [[ ! -f $build/CMakeCache.txt ]]; then
 fi
 cmake --build "$build" -j"$(nproc)" --target sieve_tests
 
-# The CPU-only selection (suites by name; parameterized ones by their Cpu value),
-# less the tests of those suites that open the default Vulkan device (enumeration,
-# the CLI without --device cpu, the C samples).
-filter=$(tr -d ' \n' <<'EOF_FILTER'
-Reference*:TwinTruncation.*:PhiloxReference.*:Npy.*:NpyFiles.*:ZipfLogits.*:
-BadInput.*:BadInputChainCreate.*:BadInputNullHandle.*:*/BadInputCall.*/Cpu*:*/BadInputParam.*/Cpu*:
-*/BadInputHistory.*/Cpu*:*/BadInputRestore.*/Cpu*:*/BadInputLogits.*/Cpu*:*/BadInputTemperatureOverflow.*/Cpu*:
-BiasBitmaskCpu.*:BiasBitmaskBadInput.*:BiasBitmaskCli.*:EdgeCases.*:*/EdgeCases.*/Cpu:Cli.*
--:*Gpu*:*Vulkan*:BadInputNullHandle.DestroyNullIsANoOp:BiasBitmaskCli.LlamaCppFlagsOnTheCpu:
-Cli.DevicesJsonParses:Cli.CpuTwinAndDefaultDeviceAgreeOnGreedy:Cli.DumpDistIsNormalizedInCanonicalOrder:
-Cli.DrawCountsSumToNAndFollowTheDistribution:Cli.LogprobsByHand:Cli.NonFiniteAndMaskedRowsFailAlone:
-Cli.PenaltiesOverTheHistoryOnTheDevice:Cli.DryOverTheHistoryOnTheDevice:Cli.HistoryWorksWithEveryRowAndDraws:
-Cli.MirostatMakesLlamaCppsChainOnBothDevices:Cli.HistoryIdOutsideTheVocabIsTheLibrarysError:
-Cli.LearntStateFlagsAreBounded:Cli.UnknownDeviceIsADeviceError:Cli.TinyBenchJson:Cli.MinimalCExampleSucceeds:
-Cli.BatchedExampleSucceeds:Cli.ZeroCopyExampleSucceeds
-EOF_FILTER
-)
+# The CPU-only selection: tests/device_free_tests.txt.
+filter=$(grep -v '^#' tests/device_free_tests.txt | tr -d ' \n')
 filter=${SIEVE_SANITIZE_FILTER:-$filter}
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

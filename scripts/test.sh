@@ -2,7 +2,8 @@
 # Quick start 2: set up, build, and run the whole test suite with validation
 # layers on (any validation message fails its test), then the matrix:
 #   the whole suite        the device as it is (with the parity tests against
-#                          the real llama.cpp, label llama); SIEVE_PROFILE=constrained
+#                          the real llama.cpp, label llama, and the packaging
+#                          tests, label package); SIEVE_PROFILE=constrained
 #   the GPU-facing tests   (ctest label gpu) under SIEVE_PROFILE=gpu, gpu at
 #                          subgroup sizes 4 and 16, and gpu,constrained
 #   sanitizers, fuzzing    scripts/sanitize.sh, scripts/fuzz.sh (25 s a harness)
@@ -39,8 +40,10 @@ run() {
 
 run "whole suite" -- "$@"
 # The parity tests against llama.cpp (label llama) compare llama.cpp with the
-# twin and the device as it is: the whole-suite run above has them.
-run "whole suite, constrained" SIEVE_PROFILE=constrained -- -LE llama "$@"
+# twin and the device as it is, and the packaging tests (label package:
+# install, CMake package, pkg-config, exports) do not depend on the profile:
+# the whole-suite run above has them both.
+run "whole suite, constrained" SIEVE_PROFILE=constrained -- -LE 'llama|package' "$@"
 # The chi-square tests draw 100 000 tokens each: a GPU-shaped plan (256-wide
 # workgroups, 64 chunks) runs them 5-15 times slower on lavapipe than its
 # own, and the two top-p ones take 10-20 minutes each there. Their subject,

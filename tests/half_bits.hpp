@@ -1,5 +1,5 @@
 // f16 and bf16 encodings for the tests, independent of the engine's widening
-// (logits_view.cpp): f16 by the compiler's own _Float16, bf16 by round to
+// (logits_view.cpp): f16 by the compiler's own _Float16 (or __fp16), bf16 by round to
 // nearest even of the f32 bits (what ggml and PyTorch do for finite values).
 #pragma once
 
@@ -11,15 +11,23 @@
 
 namespace sieve_test {
 
+// GCC before 13 has no _Float16 in C++ on ARM (scripts/cross_arm64.sh); its
+// __fp16 is the same IEEE binary16 with the same round-to-nearest-even conversions.
+#if defined(__aarch64__) && !defined(__clang__) && __GNUC__ < 13
+using Half = __fp16;
+#else
+using Half = _Float16;
+#endif
+
 inline uint16_t to_f16(float f) {
-    const _Float16 h = static_cast<_Float16>(f);
+    const Half h = static_cast<Half>(f);
     uint16_t bits;
     std::memcpy(&bits, &h, 2);
     return bits;
 }
 
 inline float from_f16(uint16_t bits) {
-    _Float16 h;
+    Half h;
     std::memcpy(&h, &bits, 2);
     return static_cast<float>(h);
 }

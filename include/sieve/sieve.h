@@ -43,20 +43,61 @@ extern "C" {
 #  define SIEVE_API __attribute__((visibility("default")))
 #endif
 
-/* ---- version --------------------------------------------------------------- */
+/* ---- version and ABI rules ------------------------------------------------
+ *
+ * The version is MAJOR.MINOR.PATCH (sieve_version.h, generated from the build's
+ * one project version). Compatibility is promised at the level of this C ABI
+ * (sieve.h, sieve_vulkan.h); sieve.hpp is header-only and compiled into the app.
+ *
+ *   PATCH  fixes with no change to any declaration, struct or enum. Any library
+ *          of the same MAJOR.MINOR replaces any other.
+ *   MINOR  additions only: new functions, new enum values, new fields at the END
+ *          of a struct that has a struct_size member, new accepted names (sampler
+ *          or profile strings). A program built against MAJOR.m works with a
+ *          loaded library MAJOR.n for n >= m.
+ *   MAJOR  anything else: a removed or changed function, a changed field or enum
+ *          value, a field added to a struct without struct_size (sieve_device_info,
+ *          sieve_token, sieve_counters, ...: the caller allocates them, so their
+ *          size is part of the ABI), a changed meaning.
+ *
+ * struct_size: the caller sets it (the *_init functions do) to the sizeof the
+ * struct it was compiled with. The library reads only the fields that fit in
+ * struct_size and gives every later field its documented default, so a program
+ * built against an older minor keeps working with a newer library; a struct_size
+ * smaller than the struct's first release is SIEVE_ERROR_INVALID_ARGUMENT. A
+ * struct that gains a field keeps accepting each earlier size (as
+ * sieve_context_options does since wait_spin_us and profile were appended).
+ *
+ * While MAJOR is 0, a MINOR bump may also make an incompatible change (the
+ * "MAJOR" list above): each 0.MINOR is its own ABI, the shared library's SONAME is
+ * libsieve.so.0.MINOR, and the CMake package accepts only the same 0.MINOR.
+ * From 1.0 on, the SONAME is libsieve.so.MAJOR and the package accepts any
+ * MINOR >= the one asked for. SIEVE_VERSION_COMPATIBLE(built, loaded) says
+ * whether a program built against `built` may use the library `loaded`.
+ *
+ * Changes
+ *   0.3.0  sieve_context_options.profile (at the end: older callers get NULL)
+ *          and sieve_device_info.profile (at the end of a struct without
+ *          struct_size: incompatible with 0.2, hence the new SONAME),
+ *          sieve_profile_parse, sieve_profile_name.
+ *   0.2.0  the first installed release of this ABI. */
 
-#define SIEVE_VERSION_MAJOR 0
-#define SIEVE_VERSION_MINOR 2
-#define SIEVE_VERSION_PATCH 0
+#include <sieve/sieve_version.h>
+
 #define SIEVE_MAKE_VERSION(major, minor, patch) \
     ((((uint32_t)(major)) << 22) | (((uint32_t)(minor)) << 12) | ((uint32_t)(patch)))
 #define SIEVE_VERSION SIEVE_MAKE_VERSION(SIEVE_VERSION_MAJOR, SIEVE_VERSION_MINOR, SIEVE_VERSION_PATCH)
 #define SIEVE_VERSION_GET_MAJOR(v) (((uint32_t)(v)) >> 22)
 #define SIEVE_VERSION_GET_MINOR(v) ((((uint32_t)(v)) >> 12) & 0x3FFu)
 #define SIEVE_VERSION_GET_PATCH(v) (((uint32_t)(v)) & 0xFFFu)
+#define SIEVE_VERSION_COMPATIBLE(built, loaded)                                 \
+    (SIEVE_VERSION_GET_MAJOR(built) == SIEVE_VERSION_GET_MAJOR(loaded) &&      \
+     (SIEVE_VERSION_GET_MAJOR(built) == 0                                      \
+          ? SIEVE_VERSION_GET_MINOR(built) == SIEVE_VERSION_GET_MINOR(loaded)  \
+          : SIEVE_VERSION_GET_MINOR(built) <= SIEVE_VERSION_GET_MINOR(loaded)))
 
-/* The version of the library actually loaded. A program built against major M
- * works with any loaded library of the same major and a minor >= its own. */
+/* The version of the library actually loaded: check it with
+ * SIEVE_VERSION_COMPATIBLE(SIEVE_VERSION, sieve_version()). */
 SIEVE_API uint32_t sieve_version(void);
 
 /* ---- status ---------------------------------------------------------------- */
