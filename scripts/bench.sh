@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
-./build/samples/sieve bench "$@"
+./build/cli/sieve bench "$@"

@@ -43,7 +43,7 @@ if [[ ! -f $build/CMakeCache.txt ]]; then
 fi
 cmake --build "$build" -j"$(nproc)" --target sieve sieve_cli_main sieve_tests
 echo "== built for aarch64 in $((SECONDS - start)) s:"
-for f in "$build"/engine/libsieve.so "$build"/samples/sieve "$build"/tests/sieve_tests; do
+for f in "$build"/engine/libsieve.so "$build"/cli/sieve "$build"/tests/sieve_tests; do
   info=$(file -bL "$f")
   echo "  $f: ${info%%, BuildID*}"
   grep -q 'ARM aarch64' <<<"$info" || { echo "sieve arm64: $f is not an aarch64 binary" >&2; exit 1; }
@@ -52,7 +52,7 @@ done
 qemu=$(command -v qemu-aarch64-static || command -v qemu-aarch64)
 # No Vulkan driver: the loader finds no ICD (a selected test that needs one fails).
 export VK_DRIVER_FILES=/nonexistent/sieve-no-driver.json VK_ICD_FILENAMES=/nonexistent/sieve-no-driver.json
-got=$("$qemu" "$build/samples/sieve" --version)
+got=$("$qemu" "$build/cli/sieve" --version)
 echo "== under qemu: $got"
 run_start=$SECONDS
 filter=$(grep -v '^#' tests/device_free_tests.txt | tr -d ' \n')

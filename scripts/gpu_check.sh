@@ -38,7 +38,7 @@ done
 if ((setup)); then
   ./scripts/setup.sh
 fi
-sieve=$build/samples/sieve
+sieve=$build/cli/sieve
 gpu_tests=$build/tests/sieve_gpu_tests
 for f in "$sieve" "$gpu_tests"; do
   [[ -x $f ]] || { echo "gpu_check: $f is missing: build first (run without --no-setup)" >&2; exit 2; }

@@ -22,7 +22,7 @@ jobs=$(nproc)
 
 # The subgroup size the default device presents under the given environment.
 subgroup_size() {
-  env "$@" ./samples/sieve devices --json | tr -d ' \n' | grep -o '"default":true[^}]*"subgroup_size":[0-9]*' |
+  env "$@" ./cli/sieve devices --json | tr -d ' \n' | grep -o '"default":true[^}]*"subgroup_size":[0-9]*' |
     grep -o '[0-9]*$'
 }
 
@@ -55,7 +55,7 @@ echo "== leaving out under the GPU-shaped profiles: GpuStatistics.ChiSquareTopP*
 run "gpu-facing, gpu" SIEVE_PROFILE=gpu -- -L gpu -E 'GpuStatistics\.ChiSquareTopP' "$@"
 # The subgroup sizes are lavapipe's to present (LP_NATIVE_VECTOR_WIDTH); each
 # run checks it got the size it asked for (16 needs a CPU with AVX-512).
-if ./samples/sieve devices --json | tr -d ' \n' | grep -q '"default":true,"type":"cpu"'; then
+if ./cli/sieve devices --json | tr -d ' \n' | grep -q '"default":true,"type":"cpu"'; then
   for pair in 4:128 16:512; do
     size=${pair%:*} width=${pair#*:}
     got=$(subgroup_size LP_NATIVE_VECTOR_WIDTH="$width")

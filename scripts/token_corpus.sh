@@ -3,9 +3,9 @@
 # with fixed seeds and several logits shapes, one JSON document per run, to a
 # file (or stdout). A refactor that changes no behaviour leaves it
 # byte-identical:
-#   scripts/token_corpus.sh build/samples/sieve > before.txt
+#   scripts/token_corpus.sh build/cli/sieve > before.txt
 #   (change, rebuild)
-#   scripts/token_corpus.sh build/samples/sieve > after.txt && cmp before.txt after.txt
+#   scripts/token_corpus.sh build/cli/sieve > after.txt && cmp before.txt after.txt
 # SIEVE_DEVICE or --device picks the device as for sieve itself (the default
 # device unless set). The logits are generated here (python3), deterministically.
 set -euo pipefail

@@ -7,7 +7,7 @@
 //
 // Agreement rules: twin_compare.hpp.
 #include "reference/reference.hpp"
-#include "slot_layout.hpp"
+#include "vulkan/slot_layout.hpp"
 #include "test_support.hpp"
 #include "twin_compare.hpp"
 #include "twin_params.hpp"
@@ -92,7 +92,7 @@ RowParams history_params(const std::string& name, int32_t vocab) {
 
 // The whole state of a slot as the GPU left it (history, mu, adaptive-p's
 // average), through the public snapshot: the blob is the slot's record
-// (engine/slot_layout.hpp) after a tag and the capacity.
+// (engine/vulkan/slot_layout.hpp) after a tag and the capacity.
 SlotState gpu_slot_state(sieve::Chain& chain, int32_t slot, uint32_t capacity) {
     const auto blob = chain.save_slot(slot);
     std::vector<uint32_t> words(blob.size() / 4);

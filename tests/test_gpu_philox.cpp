@@ -1,6 +1,6 @@
-// Philox4x32-10 on the GPU (shaders/glsl/philox.glsl) against Random123's
+// Philox4x32-10 on the GPU (shaders/include/philox.glsl) against Random123's
 // known-answer vectors and against the CPU twin on many random inputs.
-#include "gpu_selftest.hpp"
+#include "vulkan/gpu_selftest.hpp"
 #include "reference/reference.hpp"
 #include "test_support.hpp"
 

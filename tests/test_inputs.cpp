@@ -8,7 +8,7 @@
 #include "test_support.hpp"
 #include "twin_compare.hpp"
 
-#include "logits_view.hpp"
+#include "chain/logits_view.hpp"
 
 #include <gtest/gtest.h>
 

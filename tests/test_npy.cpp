@@ -1,4 +1,4 @@
-// The CLI's .npy reader and logits loading (samples/sieve/npy.*, logits_source.*):
+// The CLI's .npy reader and logits loading (cli/npy.*, logits_source.*):
 // good float32/float16 files of every supported layout, and each malformed file
 // refused with a clear message.
 #include "exit_codes.hpp"

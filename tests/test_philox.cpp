@@ -47,7 +47,7 @@ TEST(PhiloxReference, Random123KnownAnswerVectors) {
 }
 
 TEST(PhiloxReference, KeyHiSpellsSeve) {
-    // "SEVE" in ASCII, as shaders/glsl/philox.glsl's PHILOX_KEY_HI.
+    // "SEVE" in ASCII, as shaders/include/philox.glsl's PHILOX_KEY_HI.
     EXPECT_EQ(sieve::ref::kPhiloxKeyHi, (uint32_t('S') << 24) | (uint32_t('E') << 16) | (uint32_t('V') << 8) | 'E');
 }
 

@@ -1,10 +1,10 @@
 // Profiles (sieve.h: sieve_profile_bits): under the gpu profile a CPU device
 // (lavapipe) records exactly the plans a discrete GPU with the same features
 // and limits would; profiles are reported, combine, and bad names are refused.
-#include "context.hpp"
-#include "device_profile.hpp"
-#include "gpu_context.hpp"
-#include "gpu_plan.hpp"
+#include "chain/context.hpp"
+#include "vulkan/device_profile.hpp"
+#include "vulkan/gpu_context.hpp"
+#include "vulkan/gpu_plan.hpp"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>

@@ -156,7 +156,7 @@ struct SlotState {
     float adaptive_total_weight = 0.0f;
 };
 
-// ---- Philox4x32-10 (Random123), identical to shaders/glsl/philox.glsl --------
+// ---- Philox4x32-10 (Random123), identical to shaders/include/philox.glsl --------
 std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> counter, std::array<uint32_t, 2> key);
 
 // The high key word Sieve uses for its streams.

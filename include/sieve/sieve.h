@@ -148,7 +148,7 @@ typedef enum sieve_feature_bits {
     SIEVE_FEATURE_TIMELINE_SEMAPHORE = 1u << 2,
     /* vulkanMemoryModel with vulkanMemoryModelDeviceScope (Vulkan 1.2 core, or
      * VK_KHR_vulkan_memory_model on 1.1): the last-workgroup handoffs use
-     * release/acquire atomics (shaders/glsl/arrive.glsl) */
+     * release/acquire atomics (shaders/include/arrive.glsl) */
     SIEVE_FEATURE_VULKAN_MEMORY_MODEL = 1u << 3,
     SIEVE_FEATURE_ALL = 0xFu
 } sieve_feature_bits;
@@ -551,7 +551,7 @@ SIEVE_API sieve_status sieve_chain_stage_times(const sieve_chain* chain, sieve_s
  * median over `iterations` submit-and-waits after a short warm-up:
  *   submit_us      an empty command buffer submitted and waited for;
  *   pass_total_us  one bare pass over rows x vocab f32 logits in device memory
- *                  (shaders/glsl/calibrate.comp: a vec4 max-reduction per chunk,
+ *                  (shaders/stages/calibrate.comp: a vec4 max-reduction per chunk,
  *                  the engine's chunking, nothing else), submitted and waited for;
  *   pass_us        pass_total_us - submit_us (at least 0): the pass alone.
  * Buffers and the pipeline are created and destroyed by the call; chains are not

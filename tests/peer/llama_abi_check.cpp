@@ -1,6 +1,6 @@
 // Compiled by LlamaAbi.MirrorMatchesTheFetchedHeaders (test_bench_peer.cpp)
 // against the fetched llama.cpp's own include/llama.h: every type and function
-// signature of samples/sieve/llama_abi.hpp must be llama.h's. Not part of any
+// signature of cli/llama_abi.hpp must be llama.h's. Not part of any
 // target: the build needs no llama.cpp.
 #include <llama.h>
 

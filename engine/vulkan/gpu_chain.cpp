@@ -1,0 +1,347 @@
+// GpuChain (gpu_chain.hpp): construction, what a call records, host input
+// (sieve_sample, sieve_sample_draws), distributions and the twin fallback.
+#include "vulkan/gpu_chain.hpp"
+
+#include "vulkan/gpu_params.hpp"
+#include "vulkan/gpu_plan.hpp"
+#include "vulkan/slot_layout.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+
+namespace sieve {
+
+using namespace glsl;
+
+namespace {
+
+// The first penalties or dry that comes after another sampler and acts on
+// this row, or null. The GPU applies them as it reads a logit (history.comp),
+// i.e. before every other sampler, as llama.cpp's default order has them; a
+// row where such a sampler acts is refused (the CPU backend takes any order).
+const char* misplaced_history(const ChainConfig& config, const ref::RowParams& row) {
+    bool other_before = false;
+    for (size_t i = 0; i + 1 < config.samplers.size(); ++i) {
+        const auto k = config.samplers[i];
+        const bool history = k == ref::SamplerKind::Penalties || k == ref::SamplerKind::Dry;
+        const bool acts = k == ref::SamplerKind::Penalties ? penalties_act(row) : dry_acts(row);
+        if (history && other_before && acts) return ref::sampler_name(k);
+        other_before = other_before || !history;
+    }
+    return nullptr;
+}
+
+} // namespace
+
+
+GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
+    : ChainImpl(config), device_(context.device()), limits_(device_.limits()),
+      chain_collect_(chain_needs_collect(config.samplers)),
+      buffers_(device_, context.pipelines(), config_, max_chunks_for(limits_, limits_.plan_type),
+               &counters_.allocations),
+      submitter_(device_, static_cast<uint32_t>(config.max_rows), counters_),
+      recorder_(device_, context.pipelines(), buffers_, submitter_, config_, counters_),
+      device_input_(device_, buffers_, submitter_, counters_) {
+    // Row state (arrival counters) and the history blocks start at 0.
+    submitter_.run_once([this](VkCommandBuffer cmd) {
+        buffers_.record_clear(cmd);
+        VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+        barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+        barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+        device_.vk().vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0,
+                                          1, &barrier, 0, nullptr, 0, nullptr);
+    });
+}
+
+bool GpuChain::use_collect(uint32_t rows) const {
+    if (chain_collect_) return true;
+    for (uint32_t r = 0; r < rows; ++r)
+        if (row_needs_collect(config_.samplers, rows_[r])) return true;
+    return false;
+}
+
+// Whether the call's recording holds the wide passes: the chain has top-p and
+// some row may take them (row_may_go_wide). Without them the pass constants
+// say wide_cap 0, so no row is handed to them (llama.cpp's default chain,
+// whose top-k bounds the array first: two empty indirect dispatches and their
+// barriers less).
+bool GpuChain::may_go_wide(uint32_t rows) const {
+    if (buffers_.wide_cap() == 0) return false;
+    for (uint32_t r = 0; r < rows; ++r)
+        if (row_may_go_wide(config_.samplers, rows_[r], limits_.candidate_capacity)) return true;
+    return false;
+}
+
+// The wide passes take the call's rows alone (gpu_plan.hpp: make_plan's
+// wide_direct): a CPU device (the grid's bins are added by index), a row
+// bigger than the buffer, every row eligible (row_wide_direct). wide: the
+// call's may_go_wide.
+bool GpuChain::wide_direct(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect, bool wide, bool history,
+                         bool logprobs) const {
+    if (!limits_.cpu_paths || kind != RecordingKind::Sample || !collect || !wide || history || logprobs ||
+        greedy_terminal() || vocab <= limits_.candidate_capacity)
+        return false;
+    for (uint32_t r = 0; r < rows; ++r)
+        if (!row_wide_direct(config_.samplers, rows_[r], limits_.candidate_capacity)) return false;
+    return true;
+}
+
+RecordingKey GpuChain::key_for(RecordingKind kind, uint32_t rows, uint32_t vocab, const DeviceInput* input,
+                               bool timestamps) const {
+    RecordingKey key;
+    key.kind = kind;
+    key.rows = rows;
+    key.vocab = vocab;
+    key.timestamps = timestamps;
+    key.collect = use_collect(rows);
+    key.logprobs = logprobs_n_ >= 0 && kind == RecordingKind::Sample;
+    bool has_inputs = false;
+    for (uint32_t r = 0; r < rows; ++r) {
+        const bool adjusts = row_adjusts(config_.samplers, rows_[r]);
+        // Rows kept unpatched for logprobs read their adjustments from the
+        // history table, which only the inputs variant compiles.
+        has_inputs = has_inputs || row_has_inputs(rows_[r]) || (key.logprobs && adjusts);
+        key.history = key.history || adjusts;
+    }
+    key.inputs = has_inputs ? InputsMode::All : InputsMode::None;
+    key.device_input = input != nullptr;
+    key.app_rows = input && input->in_place;
+    key.stride = key.app_rows ? input->source.stride : vocab;
+    key.wide = may_go_wide(rows);
+    key.wide_direct = wide_direct(kind, rows, vocab, key.collect, key.wide, key.history, key.logprobs);
+    return key;
+}
+
+// Widening f16/bf16 to f32 happens here, in the one write to the mapped
+// buffer the upload makes anyway.
+void GpuChain::upload(const LogitsView& logits) {
+    auto* dst = static_cast<float*>(device_.unified_memory() ? buffers_.logits.mapped : buffers_.staging.mapped);
+    if (buffers_.windows().count == 1) return logits.pack_f32(dst);
+    for (int32_t r = 0; r < logits.rows; ++r)
+        logits.copy_row_f32(r, dst + buffers_.row_at(static_cast<uint32_t>(r), static_cast<uint64_t>(config_.max_vocab),
+                                                      static_cast<uint64_t>(logits.vocab)));
+}
+
+void GpuChain::write_params(uint32_t rows, bool sample, bool commit) {
+    auto* p = static_cast<uint32_t*>(buffers_.params.mapped);
+    auto* inputs = static_cast<uint32_t*>(buffers_.inputs.mapped);
+    const uint32_t max_vocab = static_cast<uint32_t>(config_.max_vocab);
+    const uint32_t input_words = buffers_.input_words();
+    for (uint32_t r = 0; r < rows; ++r) {
+        RowPlacement at;
+        at.slot_offset = static_cast<uint32_t>(slot_of(static_cast<int32_t>(r))) * slot_words(history_capacity());
+        at.capacity = limits_.candidate_capacity;
+        at.inputs_offset = buffers_.local_row(r) * input_words;  // within the row's window
+        at.max_vocab = max_vocab;
+        // (A row that defers its top-p reaches it with no cut before: row_may_go_wide says
+        // so too, so the call's recording holds the wide passes.)
+        at.defer_top_p = sample && buffers_.wide_cap() > 0;
+        at.commit = commit;
+        at.logprobs = logprobs_n_;
+        write_row_params(p + r * PARAM_STRIDE, config_.samplers, rows_[r], row_scale(static_cast<int32_t>(r)), at);
+        uint32_t* block = inputs + static_cast<size_t>(r) * input_words;
+        if (row_has_inputs(rows_[r])) write_row_inputs(block, rows_[r], max_vocab);
+        if (dry_acts(rows_[r]) && !rows_[r].dry_sequence_breakers.empty()) write_row_breakers(block, rows_[r], max_vocab);
+    }
+}
+
+// Arms one of collect.comp's two variants per row group, from the parameter
+// blocks write_params just wrote: the plain one when every row of the group
+// can take it (row_block_plain; no bias or bitmask in the call, rows of whole
+// vec4s), else the general one. Host-written indirect arguments, so a change
+// of a row's parameters re-records nothing. The caller has waited for the
+// previous submission, which read them.
+void GpuChain::arm_collect(const Recording& rec) {
+    if (std::none_of(rec.plan.dispatches.begin(), rec.plan.dispatches.end(),
+                     [](const Dispatch& d) { return d.stage == Stage::CollectPlain; }))
+        return;
+    auto* args = static_cast<uint32_t*>(buffers_.dispatch_args.mapped);
+    const auto* params = static_cast<const uint32_t*>(buffers_.params.mapped);
+    for (const RowGroup& g : rec.groups) {
+        bool plain = rec.key.inputs == InputsMode::None && rec.rows_of_whole_vec4s();
+        const uint32_t first = g.window * buffers_.windows().rows + g.row_base;
+        for (uint32_t r = first; plain && r < first + g.rows; ++r)
+            plain = row_block_plain(params + static_cast<size_t>(r) * PARAM_STRIDE, limits_.workgroup_size,
+                                    limits_.candidate_capacity);
+        const uint32_t on[3] = {rec.plan.n_chunks, g.rows, 1}, off[3] = {0, g.rows, 1};
+        std::memcpy(args + g.args_base + COLLECT_PLAIN_ARGS, plain ? on : off, sizeof(on));
+        std::memcpy(args + g.args_base + COLLECT_GENERAL_ARGS, plain ? off : on, sizeof(on));
+    }
+}
+
+void GpuChain::account(const Recording& rec) {
+    submitter_.account(rec.plan, rec.groups, rec.key.timestamps,
+                       static_cast<const uint32_t*>(buffers_.dispatch_args.mapped));
+}
+
+void GpuChain::submit_and_wait(const Recording& rec, VkCommandBuffer prefix) {
+    const VkCommandBuffer cmds[2] = {prefix, rec.cmd};
+    submitter_.submit(prefix ? cmds : cmds + 1, prefix ? 2 : 1, nullptr);
+    submitter_.await(kWaitTimeoutNs, "sampling did not finish within the wait timeout", &rec.wait_ns);
+    account(rec);
+}
+
+void GpuChain::check_history_order(uint32_t rows) const {
+    for (uint32_t r = 0; r < rows; ++r)
+        if (const char* misplaced = misplaced_history(config_, rows_[r]))
+            fail(SIEVE_ERROR_UNSUPPORTED_SAMPLER,
+                 "row " + std::to_string(r) + ": '" + misplaced +
+                     "' acts after another sampler; the GPU backend runs penalties and dry only as the chain's first "
+                     "samplers (llama.cpp's default order); the CPU backend takes any order");
+}
+
+
+sieve_token GpuChain::twin_row(uint32_t row, const float* logits, uint32_t vocab, uint32_t step, bool commit,
+                               std::string* message, sieve_status* first) {
+    ++counters_.fallback_rows;
+    uint32_t* slot = slot_record(slot_of(static_cast<int32_t>(row)));
+    ref::SlotState state = slot_to_state(slot, history_capacity());
+    const ref::RowResult res = ref::sample_row(config_.samplers, logits, static_cast<int32_t>(vocab),
+                                               row_params(static_cast<int32_t>(row)), step, 0, &state);
+    if (res.status == SIEVE_OK && commit) {
+        slot_store_learnt(slot, state);
+        slot_append(slot, history_capacity(), &res.token, 1);
+    }
+    sieve_token t{};
+    t.status = res.status;
+    t.token = res.status == SIEVE_OK ? res.token : -1;
+    t.p = res.p;
+    t.logprob = res.logprob;
+    t.seed = rows_[row].seed;
+    t.step = step;
+    t.row_passes = 1;
+    if (t.status != SIEVE_OK && *first == SIEVE_OK) {
+        *first = t.status;
+        *message = "row " + std::to_string(row) + ": " + res.message;
+    }
+    return t;
+}
+
+sieve_status GpuChain::sample(const LogitsView& logits, int32_t draws, int32_t* tokens, sieve_token* out,
+                              std::string* message, bool commit) {
+    submitter_.wait_pending();
+    check_history_order(static_cast<uint32_t>(logits.rows));
+    const uint32_t r = static_cast<uint32_t>(logits.rows), v = static_cast<uint32_t>(logits.vocab);
+    const Recording& rec = recorder_.recording(key_for(RecordingKind::Sample, r, v, nullptr, submitter_.profiling()));
+    upload(logits);
+    write_params(r, true, commit);
+    arm_collect(rec);
+    // The history pass writes adjusted logits into rows without a bias or
+    // bitmask (ROW_PATCH): each further draw starts from the model's logits
+    // again (with a staging buffer the recording copies them in itself).
+    bool patched = false;
+    for (uint32_t i = 0; i < r; ++i) patched = patched || row_adjusts_in_place(config_.samplers, rows_[i]);
+    patched = patched && logprobs_n_ < 0;  // see write_row_params
+    sieve_status first = SIEVE_OK;
+    begin_logprobs(logits.rows);
+    drawn_.resize(r);
+    for (int32_t d = 0; d < draws; ++d) {
+        if (d > 0 && patched && device_.unified_memory()) upload(logits);
+        submit_and_wait(rec);
+        finish_rows(
+            r, v, commit, 0, [&](uint32_t i) { return logits.row_f32(static_cast<int32_t>(i), &scratch_); },
+            drawn_.data(), message, &first);
+        for (uint32_t i = 0; i < r; ++i) {
+            if (out) out[i] = drawn_[i];
+            if (tokens) tokens[static_cast<size_t>(i) * draws + d] = drawn_[i].token;
+        }
+    }
+    return first;
+}
+
+sieve_status GpuChain::distributions(const LogitsView& logits, const std::vector<int32_t>& wanted,
+                                     std::vector<std::vector<ref::Weighted>>* out, std::vector<sieve_status>* statuses,
+                                     std::string* message) {
+    const int32_t rows = logits.rows, vocab = logits.vocab;
+    submitter_.wait_pending();
+    check_history_order(static_cast<uint32_t>(rows));
+    buffers_.ensure_distribution_output();
+    const uint32_t r = static_cast<uint32_t>(rows), v = static_cast<uint32_t>(vocab);
+    const RecordingKey key = key_for(RecordingKind::Distribution, r, v, nullptr, submitter_.profiling());
+    const Recording& rec = recorder_.recording(key);
+    upload(logits);
+    write_params(r, false, false);
+    arm_collect(rec);
+    submit_and_wait(rec);
+    sieve_status first = SIEVE_OK;
+    out->assign(wanted.size(), {});
+    statuses->assign(wanted.size(), SIEVE_OK);
+    for (size_t k = 0; k < wanted.size(); ++k) {
+        std::string why;
+        const sieve_status s = read_distribution(logits, wanted[k], key.collect, &(*out)[k], &why);
+        (*statuses)[k] = s;
+        if (s != SIEVE_OK && first == SIEVE_OK) {
+            first = s;
+            *message = why;
+        }
+    }
+    return first;
+}
+
+// Row `row`'s distribution from the distribution recording's output.
+sieve_status GpuChain::read_distribution(const LogitsView& logits, int32_t row, bool collect,
+                                         std::vector<ref::Weighted>* out, std::string* message) {
+    const uint32_t v = static_cast<uint32_t>(logits.vocab), i = static_cast<uint32_t>(row);
+    const auto* res = static_cast<const uint32_t*>(buffers_.results.mapped) + static_cast<size_t>(i) * RESULT_STRIDE;
+    const uint64_t max_words = 2ull * config_.max_vocab + 2;
+    sieve_status status = SIEVE_OK;
+    if (collect) {
+        const auto* words = static_cast<const uint32_t*>(buffers_.probabilities.mapped) +
+                            buffers_.row_at(i, max_words, 2ull * v + 2);
+        std::vector<ref::Weighted> list;
+        uint32_t step = 0;
+        out->clear();
+        if (!decode_distribution_list(words, &list, &step)) {
+            ++counters_.fallback_rows;
+            const ref::SlotState state = slot_to_state(slot_record(slot_of(row)), history_capacity());
+            return ref::row_distribution(config_.samplers, logits.row_f32(row, &scratch_), logits.vocab,
+                                         row_params(row), out, message, step, 0, &state);
+        }
+        decode_result(i, res, rows_[i], message, &status);
+        if (status != SIEVE_OK) return status;
+        *out = std::move(list);
+        return SIEVE_OK;
+    }
+    // The row's status comes from the same checks as sampling.
+    decode_result(i, res, rows_[i], message, &status);
+    out->clear();
+    if (status != SIEVE_OK) return status;
+    const float* p = static_cast<const float*>(buffers_.probabilities.mapped) + buffers_.row_at(i, max_words, v);
+    decode_distribution_row(p, logits.row_f32(row, &scratch_), v, row_scale(row), out);
+    return SIEVE_OK;
+}
+
+sieve_counters GpuChain::counters() const {
+    sieve_counters c{};
+    c.submits = counters_.submits;
+    c.recordings = counters_.recordings;
+    c.dispatches = counters_.dispatches;
+    c.allocations = counters_.allocations.load();
+    c.row_passes = counters_.row_passes;
+    c.cpu_fallback_rows = counters_.fallback_rows;
+    return c;
+}
+
+void GpuChain::plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, uint32_t* row_passes) const {
+    const Recording rec = recorder_.describe(
+        key_for(RecordingKind::Sample, static_cast<uint32_t>(rows), static_cast<uint32_t>(vocab), nullptr, false));
+    *dispatches = rec.plan.min_dispatches * static_cast<uint32_t>(rec.groups.size());
+    *row_passes = rec.plan.min_row_passes;
+}
+
+std::unique_ptr<ChainImpl> make_gpu_chain(VulkanContext& context, const ChainConfig& config) {
+    const EffectiveLimits& limits = context.device().limits();
+    check_capacity(config, limits, max_chunks_for(limits, limits.plan_type));
+    size_t ops = 0;
+    for (size_t i = 0; i + 1 < config.samplers.size(); ++i)
+        ops += (config.samplers[i] != ref::SamplerKind::Penalties && config.samplers[i] != ref::SamplerKind::Dry) ? 1 : 0;
+    if (ops > glsl::MAX_CHAIN_OPS)
+        fail(SIEVE_ERROR_INVALID_CHAIN, "a chain of " + std::to_string(ops) +
+                                            " samplers before its draw; the GPU runs at most " +
+                                            std::to_string(glsl::MAX_CHAIN_OPS));
+    return std::make_unique<GpuChain>(context, config);
+}
+
+} // namespace sieve

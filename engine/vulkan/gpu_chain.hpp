@@ -1,0 +1,153 @@
+// The GPU engine's chain (make_gpu_chain): buffers allocated once for the
+// chain's capacity, one descriptor set per row window, command buffers
+// recorded once per call shape and resubmitted; per-token values go through
+// the persistently mapped parameter block, so steady-state sampling records
+// and allocates nothing. GpuChain is the facade: what a call needs from its
+// rows, and each call's order of work over the pieces (gpu_chain_buffers: the
+// buffers and sets; gpu_recorder: the recordings; gpu_submitter: submissions,
+// waits, counters; gpu_results: the results decoded; gpu_device_input:
+// zero-copy input). gpu_chain.cpp: host input and distributions;
+// gpu_chain_device.cpp: zero-copy, async and record-into calls.
+#pragma once
+
+#include "chain/chain.hpp"
+#include "vulkan/gpu_chain_buffers.hpp"
+#include "vulkan/gpu_context.hpp"
+#include "vulkan/gpu_device_input.hpp"
+#include "vulkan/gpu_params.hpp"
+#include "vulkan/gpu_recorder.hpp"
+#include "vulkan/gpu_results.hpp"
+#include "vulkan/gpu_submitter.hpp"
+#include "vulkan/slot_layout.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sieve {
+
+class GpuChain final : public ChainImpl {
+public:
+    GpuChain(VulkanContext& context, const ChainConfig& config);
+    ~GpuChain() override { submitter_.drain(); }
+    int32_t max_bias_entries() const override { return kMaxGpuBiasEntries; }
+
+    sieve_status sample(const LogitsView& logits, int32_t draws, int32_t* tokens, sieve_token* out,
+                        std::string* message, bool commit) override;
+    sieve_status distributions(const LogitsView& logits, const std::vector<int32_t>& wanted,
+                               std::vector<std::vector<ref::Weighted>>* out, std::vector<sieve_status>* statuses,
+                               std::string* message) override;
+    sieve_status sample_device(const sieve_vulkan_logits& logits, sieve_token* out, std::string* message) override;
+    void release_input() override {
+        device_input_.release();
+        buffers_.release_app_rows();  // rebound (and re-recorded) on the next use
+    }
+    void sample_async(const sieve_vulkan_logits& logits, const sieve_vulkan_sync* sync) override;
+    sieve_status wait(uint64_t timeout_ns, sieve_token* out, std::string* message) override;
+    void record(VkCommandBuffer cmd, const sieve_vulkan_logits& logits, const sieve_vulkan_sync* sync) override;
+    sieve_status finish_recorded(sieve_token* out, std::string* message) override;
+    const char* in_flight() const override {
+        return !in_flight_ ? nullptr : in_flight_->recorded ? "sieve_chain_collect" : "sieve_chain_wait";
+    }
+    sieve_counters counters() const override;
+    void plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, uint32_t* row_passes) const override;
+    void set_profiling(bool enabled) override { submitter_.set_profiling(enabled); }
+    std::vector<sieve_stage_time> stage_times() const override { return submitter_.stage_times(); }
+
+protected:
+    uint32_t* slot_record(int32_t slot) override {
+        submitter_.wait_pending();
+        return static_cast<uint32_t*>(buffers_.slot_state.mapped) +
+               static_cast<size_t>(slot) * slot_words(history_capacity());
+    }
+
+private:
+    // What a call of `rows` x `vocab` records, from its rows' parameters;
+    // input: where its logits come from (null: the host, through the upload).
+    RecordingKey key_for(RecordingKind kind, uint32_t rows, uint32_t vocab, const DeviceInput* input,
+                         bool timestamps) const;
+    bool use_collect(uint32_t rows) const;
+    bool may_go_wide(uint32_t rows) const;
+    bool wide_direct(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect, bool wide, bool history,
+                   bool logprobs) const;
+    void check_history_order(uint32_t rows) const;
+
+    void upload(const LogitsView& logits);
+    // sample: a sampling call, whose recording holds the wide passes when the
+    // chain has top-p (a distribution's does not); commit: its tokens join
+    // their slots' histories.
+    void write_params(uint32_t rows, bool sample, bool commit);
+    void arm_collect(const Recording& rec);
+    void submit_and_wait(const Recording& rec, VkCommandBuffer prefix = VK_NULL_HANDLE);
+    void account(const Recording& rec);
+
+    // The call's rows after its device work, the one loop over them: each
+    // row's result, or the twin's for the rows the GPU left to it (their
+    // logits on the host from host_row(i)), its logprobs and counters.
+    // extra_passes: full-row reads besides the passes' (the ingest pass).
+    // *first: the call's first failing status (SIEVE_OK until then), whose
+    // row's message goes to *message.
+    template <typename HostRow>
+    void finish_rows(uint32_t rows, uint32_t vocab, bool commit, uint32_t extra_passes, HostRow host_row,
+                     sieve_token* out, std::string* message, sieve_status* first);
+    // The GPU stopped where the row's survivors reach past its candidate
+    // buffer (tail.glsl); the twin samples the row at the step the GPU used
+    // (and advanced), from the slot's history, and commits the token as the
+    // GPU would.
+    sieve_token twin_row(uint32_t row, const float* logits, uint32_t vocab, uint32_t step, bool commit,
+                         std::string* message, sieve_status* first);
+    sieve_status read_distribution(const LogitsView& logits, int32_t row, bool collect, std::vector<ref::Weighted>* out,
+                                   std::string* message);
+
+    // A zero-copy call up to its device work: the rows' checks, how its
+    // logits reach the passes, the rows' parameters written.
+    DeviceInput prepare_device_input(const sieve_vulkan_logits& in);
+    // After its device work: the rows' results, the rows the twin finishes.
+    sieve_status finish_device_input(uint32_t rows, uint32_t vocab, const DeviceInput& input, sieve_token* out,
+                                     std::string* message);
+
+    Device& device_;
+    EffectiveLimits limits_;
+    bool chain_collect_;
+    GpuCounters counters_;
+    // Declared in the order they are made; destroyed in reverse (the inputs'
+    // command buffers before the pool, the pool before the buffers).
+    ChainBuffers buffers_;
+    Submitter submitter_;
+    Recorder recorder_;
+    DeviceInputs device_input_;
+    // A call made by sample_async (the fence is pending) or record (the app
+    // submits it), finished by wait / collect; every other call is refused
+    // meanwhile (check_idle), so the parameters it wrote, the slots and the
+    // ingest command buffer stay as it left them.
+    struct InFlight {
+        bool recorded = false;
+        Recording rec;      // its plan: the dispatches are counted when it finishes
+        DeviceInput input;  // its logits (the ingest pass is re-submitted for rows the twin finishes)
+    };
+    std::optional<InFlight> in_flight_;
+    std::vector<float> scratch_;       // a row widened to f32 for the twin (fallback rows)
+    std::vector<sieve_token> drawn_;  // one draw's tokens (sample)
+};
+
+template <typename HostRow>
+inline void GpuChain::finish_rows(uint32_t rows, uint32_t vocab, bool commit, uint32_t extra_passes, HostRow host_row,
+                           sieve_token* out, std::string* message, sieve_status* first) {
+    const auto* results = static_cast<const uint32_t*>(buffers_.results.mapped);
+    for (uint32_t i = 0; i < rows; ++i) {
+        const uint32_t* res = results + static_cast<size_t>(i) * glsl::RESULT_STRIDE;
+        const bool twin = result_left_to_twin(res);
+        const float* row = twin ? host_row(i) : nullptr;
+        sieve_token t = twin ? twin_row(i, row, vocab, result_step(res), commit, message, first)
+                             : decode_result(i, res, rows_[i], message, first);
+        if (logprobs_n_ >= 0 && t.status == SIEVE_OK)
+            store_logprobs(static_cast<int32_t>(i),
+                           row ? ref::raw_logprobs(row, static_cast<int32_t>(vocab), t.token, logprobs_n_)
+                               : decode_raw_logprobs(res, logprobs_n_));
+        t.row_passes += extra_passes;
+        counters_.row_passes += t.row_passes;
+        out[i] = t;
+    }
+}
+
+} // namespace sieve

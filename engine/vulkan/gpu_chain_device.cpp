@@ -1,0 +1,132 @@
+// GpuChain's calls on logits already on the device (sieve_sample_vulkan,
+// sieve_sample_vulkan_async and sieve_chain_wait, sieve_chain_record and
+// sieve_chain_collect).
+#include "vulkan/gpu_chain.hpp"
+
+#include "vulkan/gpu_params.hpp"
+
+#include <sieve/sieve_vulkan.h>
+
+namespace sieve {
+
+using namespace glsl;
+
+DeviceInput GpuChain::prepare_device_input(const sieve_vulkan_logits& in) {
+    submitter_.wait_pending();
+    check_history_order(static_cast<uint32_t>(in.rows));
+    bool adjusts = false;
+    for (int32_t r = 0; r < in.rows; ++r) adjusts = adjusts || row_adjusts(config_.samplers, rows_[r]);
+    DeviceInput input;
+    input.source = device_input_.source(in);
+    input.in_place = DeviceInputs::can_bind_in_place(input.source, adjusts);
+    if (input.in_place) {
+        const AppRows rows{in.buffer, in.offset, in.size, input.source.stride};
+        if (!buffers_.app_rows_bound(rows)) {
+            // The recordings that bind the app's rows would see the new rows
+            // through a rewritten set, which invalidates them: they are
+            // dropped (recorded again on their next use).
+            recorder_.drop_app_row_recordings();
+            buffers_.bind_app_rows(rows);
+        }
+    } else {
+        input.ingest = device_input_.ingest_command(input.source);
+    }
+    write_params(static_cast<uint32_t>(in.rows), true, true);
+    return input;
+}
+
+sieve_status GpuChain::finish_device_input(uint32_t r, uint32_t v, const DeviceInput& input, sieve_token* out,
+                                           std::string* message) {
+    const uint32_t windows = buffers_.windows().rows;
+    const uint32_t ingest_dispatches = (r + windows - 1) / windows;  // the ingest pass: one per window
+    if (!input.in_place) counters_.dispatches += ingest_dispatches;
+    begin_logprobs(static_cast<int32_t>(r));
+    const float* host_rows = nullptr;
+    // The twin reads the rows from the host: the ingest pass brings them into
+    // the chain's buffer (for rows bound in place too).
+    const auto host_row = [&](uint32_t i) {
+        if (!host_rows) {
+            VkCommandBuffer ingest = input.in_place ? device_input_.ingest_command(input.source) : input.ingest;
+            if (input.in_place) counters_.dispatches += ingest_dispatches;
+            host_rows = device_input_.rows_on_host(ingest);
+        }
+        return host_rows + buffers_.row_at(i, static_cast<uint64_t>(config_.max_vocab), v);
+    };
+    // The ingest pass reads the app's row once more.
+    sieve_status first = SIEVE_OK;
+    finish_rows(r, v, true, input.in_place ? 0 : 1, host_row, out, message, &first);
+    return first;
+}
+
+sieve_status GpuChain::sample_device(const sieve_vulkan_logits& in, sieve_token* out, std::string* message) {
+    const DeviceInput input = prepare_device_input(in);
+    const uint32_t r = static_cast<uint32_t>(in.rows), v = static_cast<uint32_t>(in.vocab);
+    const Recording& rec = recorder_.recording(key_for(RecordingKind::Sample, r, v, &input, submitter_.profiling()));
+    arm_collect(rec);
+    submit_and_wait(rec, input.ingest);
+    return finish_device_input(r, v, input, out, message);
+}
+
+void GpuChain::sample_async(const sieve_vulkan_logits& in, const sieve_vulkan_sync* sync) {
+    if (sync && sync->timeline == 1 && !(limits_.features & SIEVE_FEATURE_TIMELINE_SEMAPHORE))
+        fail(SIEVE_ERROR_DEVICE_LIMIT, "timeline semaphores are not usable on this context: the app enables "
+                                       "timelineSemaphore on its device and states SIEVE_FEATURE_TIMELINE_SEMAPHORE in "
+                                       "sieve_vulkan_device.enabled_features (else use binary semaphores, timeline = 0)");
+    DeviceInput input = prepare_device_input(in);
+    const uint32_t r = static_cast<uint32_t>(in.rows), v = static_cast<uint32_t>(in.vocab);
+    const Recording& rec = recorder_.recording(key_for(RecordingKind::Sample, r, v, &input, submitter_.profiling()));
+    arm_collect(rec);
+    VkCommandBuffer cmds[3];
+    uint32_t n = 0;
+    if (input.ingest) cmds[n++] = input.ingest;
+    cmds[n++] = rec.cmd;
+    if (sync && sync->token_buffer) cmds[n++] = device_input_.token_copy({sync->token_buffer, sync->token_offset, r});
+    submitter_.submit(cmds, n, sync);
+    in_flight_ = InFlight{false, rec, std::move(input)};
+}
+
+sieve_status GpuChain::wait(uint64_t timeout_ns, sieve_token* out, std::string* message) {
+    if (!in_flight_) return ChainImpl::wait(timeout_ns, out, message);
+    if (in_flight_->recorded)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "the call in flight was recorded into the app's command buffer "
+                                           "(sieve_chain_record): sieve_chain_collect finishes it");
+    try {
+        submitter_.await(timeout_ns, "the sampling submission has not finished yet; it stays in flight: wait again");
+    } catch (const Failure& f) {
+        if (f.status() != SIEVE_ERROR_TIMEOUT) in_flight_.reset();  // device lost: nothing more will come
+        throw;
+    }
+    InFlight call = std::move(*in_flight_);
+    in_flight_.reset();
+    account(call.rec);
+    return finish_device_input(call.rec.key.rows, call.rec.key.vocab, call.input, out, message);
+}
+
+void GpuChain::record(VkCommandBuffer cmd, const sieve_vulkan_logits& in, const sieve_vulkan_sync* sync) {
+    DeviceInput input = prepare_device_input(in);
+    const uint32_t r = static_cast<uint32_t>(in.rows), v = static_cast<uint32_t>(in.vocab);
+    // The same commands as the chain's own recording, minus the timestamps
+    // (the query pool is the chain's, read only after its own fences).
+    Recording rec = recorder_.describe(key_for(RecordingKind::Sample, r, v, &input, false));
+    arm_collect(rec);
+    if (!input.in_place) device_input_.emit_ingest(cmd);
+    recorder_.emit(cmd, rec);
+    if (sync && sync->token_buffer)
+        emit_token_copy(device_, cmd, buffers_.results.buffer, RESULT_STRIDE * 4,
+                        {sync->token_buffer, sync->token_offset, r});
+    ++counters_.recordings;
+    in_flight_ = InFlight{true, std::move(rec), std::move(input)};
+}
+
+sieve_status GpuChain::finish_recorded(sieve_token* out, std::string* message) {
+    if (!in_flight_) return ChainImpl::finish_recorded(out, message);
+    if (!in_flight_->recorded)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "the call in flight was submitted by sieve_sample_vulkan_async: "
+                                           "sieve_chain_wait finishes it");
+    InFlight call = std::move(*in_flight_);
+    in_flight_.reset();
+    account(call.rec);
+    return finish_device_input(call.rec.key.rows, call.rec.key.vocab, call.input, out, message);
+}
+
+} // namespace sieve

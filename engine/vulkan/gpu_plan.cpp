@@ -1,0 +1,146 @@
+#include "vulkan/gpu_plan.hpp"
+
+#include <algorithm>
+#include <thread>
+
+namespace sieve {
+
+using namespace glsl;
+
+uint32_t max_chunks_for(const EffectiveLimits&, sieve_device_type type) {
+    // A CPU implementation (lavapipe) runs a handful of workgroups in parallel:
+    // more chunks only add merge work. A GPU needs many to fill it at batch 1.
+    return type == SIEVE_DEVICE_CPU ? 4u : 64u;
+}
+
+uint32_t chunks_for(const EffectiveLimits& limits, sieve_device_type type) {
+    // Lavapipe runs one workgroup per thread, one thread per core: more
+    // chunks than cores only add per-workgroup work (on 2 cores, default chain
+    // at 262144: 601 us per token with 2 chunks, 742 with 4).
+    const uint32_t most = max_chunks_for(limits, type);
+    if (type != SIEVE_DEVICE_CPU) return most;
+    // Read once: glibc answers hardware_concurrency by parsing
+    // /sys/devices/system/cpu/online, about 20 us a call on lavapipe's VM, and
+    // every call plans.
+    static const uint32_t threads = std::max(std::thread::hardware_concurrency(), 1u);
+    return std::min(threads, most);
+}
+
+void chunking(uint32_t vocab, const EffectiveLimits& limits, sieve_device_type type, uint32_t* n_chunks,
+              uint32_t* chunk_size) {
+    uint32_t min_chunk = limits.workgroup_size * 8u;  // at least 8 logits per invocation
+    uint32_t n = std::clamp((vocab + min_chunk - 1) / min_chunk, 1u, chunks_for(limits, type));
+    uint32_t size = (vocab + n - 1) / n;
+    *chunk_size = size;
+    *n_chunks = (vocab + size - 1) / size;
+}
+
+namespace {
+
+Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, bool direct, uint32_t vocab,
+                   const EffectiveLimits& limits, sieve_device_type type) {
+    Plan p;
+    chunking(vocab, limits, type, &p.n_chunks, &p.chunk_size);
+    if (greedy_chain) p.flags |= FLAG_GREEDY;
+    if (collect) {
+        if (kind == RecordingKind::Distribution) p.flags |= FLAG_DISTRIBUTION;
+        p.small = vocab <= limits.candidate_capacity;
+        if (p.small) {
+            p.flags |= FLAG_SMALL;
+            p.n_chunks = 1;
+            p.chunk_size = vocab;
+        } else {
+            // At most MAX_COLLECT_CHUNKS chunks, each starting at a multiple of
+            // 4 logits (collect.comp reads plain rows four at a time).
+            const uint32_t n = std::min(p.n_chunks, MAX_COLLECT_CHUNKS);
+            p.chunk_size = ((vocab + n - 1) / n + 3) / 4 * 4;
+            p.n_chunks = (vocab + p.chunk_size - 1) / p.chunk_size;
+        }
+        // The chunks, then one workgroup per row for the merge, the chain and
+        // the draw (collect_tail.comp). Chunks of a big row run one of two
+        // variants of collect.comp, which the host arms per row group each
+        // call (gpu_chain.cpp: arm_collect): the plain one when every row of
+        // the group can take it, else the general one.
+        // Direct rows (wide.glsl: WIDE_DIRECT): the wide passes alone, the
+        // histogram armed by the host, its last workgroup arming the gather.
+        if (direct && wide && !p.small && !greedy_chain && kind == RecordingKind::Sample) {
+            p.wide_direct = true;
+            p.dispatches = {{Stage::WideHistogram, 0, true}, {Stage::WideGather, 0, true, WIDE_GATHER_ARGS}};
+            p.min_row_passes = 2;
+            p.min_dispatches = 2;
+            return p;
+        }
+        if (p.small)
+            p.dispatches = {{Stage::Collect, 0, false}};
+        else
+            p.dispatches = {{Stage::CollectPlain, 0, true, COLLECT_PLAIN_ARGS},
+                            {Stage::Collect, 0, true, COLLECT_GENERAL_ARGS}};
+        p.dispatches.push_back({Stage::CollectTail, 0, false});
+        // A top-p cut past the buffer: wide_histogram and wide_gather, armed
+        // by the rows that need them (zero workgroups otherwise).
+        if (wide && !p.small && !greedy_chain && kind == RecordingKind::Sample) {
+            p.dispatches.push_back({Stage::WideHistogram, 0, true, WIDE_HIST_ARGS});
+            p.dispatches.push_back({Stage::WideGather, 0, true, WIDE_GATHER_ARGS});
+        }
+        p.min_row_passes = 1;
+        p.min_dispatches = 2;
+        return p;
+    }
+    if (kind == RecordingKind::Distribution) {
+        p.flags |= FLAG_DISTRIBUTION;
+        p.dispatches = {{Stage::RowStats, 0, true}, {Stage::MassHistogram, 0, true}, {Stage::Probabilities, 0, true}};
+        p.min_row_passes = 3;
+        p.min_dispatches = 3;
+        return p;
+    }
+    p.small = vocab <= limits.candidate_capacity;
+    if (p.small) {
+        // One workgroup per row reads the row and draws: one dispatch.
+        p.flags |= FLAG_SMALL;
+        p.dispatches = {{Stage::Finalize, 0, false}};
+        return p;
+    }
+    // Row statistics; its last workgroup per row answers failed and greedy rows.
+    p.dispatches.push_back({Stage::RowStats, 0, true});
+    if (!greedy_chain) {
+        // Level 0 (its last workgroup per row takes the level's decision), key
+        // levels recorded for the worst case (8 x 4 bits) but launched
+        // indirectly: a level no row needs gets zero workgroups. Then the
+        // gather, whose last workgroup per row draws the token.
+        p.dispatches.push_back({Stage::MassHistogram, 0, true});
+        for (uint32_t level = 1; level <= KEY_LEVELS; ++level)
+            p.dispatches.push_back({Stage::MassHistogram, level, true, histogram_args(level)});
+        p.dispatches.push_back({Stage::Gather, 0, true});
+    }
+    p.min_row_passes = greedy_chain ? 1 : 3;
+    p.min_dispatches = greedy_chain ? 1 : 3;
+    return p;
+}
+
+} // namespace
+
+uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type, uint32_t row_passes) {
+    // (One read per row: 64 rows of 151936 from a device buffer took 140-152 us
+    // per row in one group against 177-246 in groups of 3, sieve_batch_bench.)
+    if (type != SIEVE_DEVICE_CPU || row_passes <= 1) return rows;
+    const uint64_t cached_bytes = 2u << 20;  // measured on lavapipe: 2 rows of 151936 run as fast as 1
+    const uint64_t fit = cached_bytes / (static_cast<uint64_t>(vocab) * sizeof(float));
+    return static_cast<uint32_t>(std::clamp<uint64_t>(fit, 1, rows));
+}
+
+Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, bool history, uint32_t vocab,
+               const EffectiveLimits& limits, sieve_device_type type, bool logprobs, bool wide_direct) {
+    Plan p = make_row_plan(kind, greedy_chain, collect, wide, wide_direct && !history && !logprobs, vocab, limits, type);
+    if (history) {
+        p.dispatches.insert(p.dispatches.begin(), Dispatch{Stage::History, 0, false});
+        p.min_dispatches += 1;
+    }
+    if (logprobs && kind == RecordingKind::Sample) {
+        p.dispatches.insert(p.dispatches.begin(), Dispatch{Stage::RawStats, 0, true});
+        p.min_dispatches += 1;
+        p.min_row_passes += 1;
+    }
+    return p;
+}
+
+} // namespace sieve

@@ -1,0 +1,96 @@
+// The plan: which passes a (chain, rows, vocab) records, how a row is split into
+// chunks, and what that costs in dispatches and full-row reads.
+#pragma once
+
+#include "vulkan/pipelines.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace sieve {
+
+// A dispatch whose grid the recording states (vkCmdDispatch), not one the
+// shaders or the host arm (vkCmdDispatchIndirect).
+constexpr uint32_t kNotIndirect = UINT32_MAX;
+
+struct Dispatch {
+    Stage stage;
+    uint32_t level;
+    bool per_chunk;                    // grid x = chunks (else one workgroup per row)
+    uint32_t indirect = kNotIndirect;  // else: word offset of its VkDispatchIndirectCommand in the group's block
+};
+
+// A plan's dispatches run once per row group: a window's rows, or a part of
+// them (rows_per_group).
+struct RowGroup {
+    uint32_t window;     // the row window whose descriptor set it binds
+    uint32_t row_base;   // its first row, counted from the window's first
+    uint32_t rows;
+    uint32_t args_base;  // its indirect dispatch arguments, in words (GROUP_ARGS_WORDS a group)
+};
+
+// The indirect arguments of a row group (gpu_layout.h: WIDE_*_ARGS,
+// LEVEL_ARGS_STRIDE, SHADER_ARGS_WORDS, COLLECT_*_ARGS, GROUP_ARGS_WORDS):
+// each level's decision arms the next level.
+inline uint32_t histogram_args(uint32_t level) { return level * glsl::LEVEL_ARGS_STRIDE; }
+
+enum class RecordingKind : uint32_t { Sample = 0, Distribution = 1 };
+
+// collect.glsl: a collect pass splits a row into at most MAX_COLLECT_CHUNKS
+// chunks, each keeping up to CAP / 2 candidates in the row's candidate region
+// of collect_row_words(CAP) words (also the tail's scratch).
+inline uint64_t collect_row_words(uint32_t capacity) {
+    return static_cast<uint64_t>(glsl::MAX_COLLECT_CHUNKS) * capacity;
+}
+
+struct Plan {
+    bool small = false;        // vocab <= CAP: finalize reads the row itself
+    uint32_t n_chunks = 1;
+    uint32_t chunk_size = 1;
+    uint32_t flags = 0;
+    std::vector<Dispatch> dispatches;
+    uint32_t min_row_passes = 1;  // full-row reads when the first level resolves the draw
+    uint32_t min_dispatches = 1;  // dispatches that launch workgroups in that case
+    bool wide_direct = false;     // the wide passes alone (wide.glsl: WIDE_DIRECT)
+};
+
+// Chunks depend on the vocabulary and the device only (on a CPU device, its
+// hardware threads), never on the row count, so a row's results are the same
+// whatever the batch. max_chunks_for sizes the buffers; chunks_for is what a
+// row gets (<= max_chunks_for).
+uint32_t max_chunks_for(const EffectiveLimits& limits, sieve_device_type type);
+uint32_t chunks_for(const EffectiveLimits& limits, sieve_device_type type);
+void chunking(uint32_t vocab, const EffectiveLimits& limits, sieve_device_type type, uint32_t* n_chunks,
+              uint32_t* chunk_size);
+
+// On a CPU device one pass over many rows evicts them from the cache before the
+// next pass comes back to them, so a plan that reads each row more than once
+// (row_passes, the plan's minimum) runs rows in groups whose logits stay
+// cached: every pass of a group, then the next group. A plan that reads each
+// row once (the collect pass, greedy) takes all rows at once, as a GPU
+// always does: fewer dispatches, each a handoff to the device's threads.
+// Results do not depend on it: a row's work is the same in any group.
+uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type, uint32_t row_passes);
+
+// collect: the chain has truncating samplers (or a dynamic temperature): one
+// collect dispatch whose last workgroup runs the chain on the row's top
+// candidates (collect.comp, tail.glsl). Otherwise the selection levels.
+// wide: the chain holds top-p, whose cut may fall past the candidate buffer:
+// two more passes, launched indirectly only for rows that need them
+// (wide.glsl).
+// history: some row's penalties or DRY act: the history pass (history.comp,
+// one workgroup per row, reading the slot's history, not the row) runs first.
+// logprobs: the chain asks for raw log-probabilities: raw_stats.comp (one
+// more pass over the row, per chunk) runs before everything.
+// wide_direct: every row's only cut is a top-p the wide passes finish from
+// the row itself (gpu_params.hpp: row_wide_direct; a CPU device): they run
+// alone, two passes instead of the collect pass, its tail and two more
+// (not with history or logprobs).
+Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, bool history, uint32_t vocab,
+               const EffectiveLimits& limits, sieve_device_type type, bool logprobs = false, bool wide_direct = false);
+
+// wide.glsl: a row's words in the wide buffer for a list of `list` entries.
+constexpr uint32_t kMaxWideList = 65536;
+inline uint64_t wide_row_words(uint32_t capacity, uint32_t list) { return 2ull * capacity + 2ull * list; }
+
+} // namespace sieve

@@ -1,0 +1,180 @@
+#include "vulkan/gpu_recorder.hpp"
+
+#include "vulkan/gpu_params.hpp"
+#include "vulkan/vk_check.hpp"
+
+#include <algorithm>
+
+namespace sieve {
+
+using namespace glsl;
+
+namespace {
+
+// The wide passes' WIDE_DIVISIONS for the chain (pipelines.hpp). A temperature
+// sampler divides a row's values at most once (op_divide; greedy masking and
+// a dynamic temperature, whose rows never take the wide passes, divide no
+// more), so the chain's counts bound every row's.
+uint32_t wide_divisions(const ChainConfig& config) {
+    uint32_t all = 0, cut = 0;
+    for (ref::SamplerKind k : config.samplers) {
+        if (k == ref::SamplerKind::Temperature) ++all;
+        if (k == ref::SamplerKind::TopP) cut = all;
+    }
+    return std::min(cut, WIDE_MAX_DIVISIONS) | (std::min(all, WIDE_MAX_DIVISIONS) << 8);
+}
+
+} // namespace
+
+Recorder::Recorder(Device& device, Pipelines& pipelines, ChainBuffers& buffers, Submitter& submitter,
+                   const ChainConfig& config, GpuCounters& counters)
+    : device_(device), pipelines_(pipelines), buffers_(buffers), submitter_(submitter), config_(config),
+      counters_(counters), limits_(device.limits()), type_(limits_.plan_type), chain_ops_(chain_ops(config.samplers)),
+      chain_selector_(chain_selector(config.samplers)), wide_divisions_(wide_divisions(config)),
+      greedy_chain_(config.samplers.back() == ref::SamplerKind::Greedy) {}
+
+Recording Recorder::describe(const RecordingKey& key) const {
+    Recording rec;
+    rec.key = key;
+    rec.plan = make_plan(key.kind, greedy_chain_, key.collect, key.wide, key.history, key.vocab, limits_, type_,
+                         key.logprobs, key.wide_direct);
+    if (rec.plan.dispatches.size() > kMaxPlanDispatches) fail(SIEVE_ERROR_INTERNAL, "plan longer than the timestamp pool");
+    // Row groups never straddle a window.
+    const RowWindows& windows = buffers_.windows();
+    const uint32_t per_group = rows_per_group(key.rows, key.vocab, type_, rec.plan.min_row_passes);
+    for (uint32_t first = 0; first < key.rows; first += windows.rows) {
+        const uint32_t in_window = std::min(windows.rows, key.rows - first);
+        for (uint32_t base = 0; base < in_window; base += per_group)
+            rec.groups.push_back({first / windows.rows, base, std::min(per_group, in_window - base),
+                                  static_cast<uint32_t>(rec.groups.size()) * GROUP_ARGS_WORDS});
+    }
+    return rec;
+}
+
+const Recording& Recorder::recording(const RecordingKey& key) {
+    auto it = by_key_.find(key);
+    if (it != by_key_.end()) return it->second;
+    Recording rec = describe(key);
+    const auto& vk = device_.vk();
+    rec.cmd = device_.allocate_command_buffer(submitter_.command_pool());
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    vk_check(vk.vkBeginCommandBuffer(rec.cmd, &bi), "vkBeginCommandBuffer");
+    emit(rec.cmd, rec);
+    vk_check(vk.vkEndCommandBuffer(rec.cmd), "vkEndCommandBuffer");
+    ++counters_.recordings;
+    return by_key_.emplace(key, rec).first->second;
+}
+
+void Recorder::drop_app_row_recordings() {
+    for (auto it = by_key_.begin(); it != by_key_.end();) {
+        if (it->second.key.app_rows) {
+            device_.vk().vkFreeCommandBuffers(device_.handle(), submitter_.command_pool(), 1, &it->second.cmd);
+            it = by_key_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+void Recorder::emit(VkCommandBuffer cmd, const Recording& rec) const {
+    const auto& vk = device_.vk();
+    const RecordingKey& key = rec.key;
+    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    if (key.app_rows) {
+        // The app's writes of its rows (any earlier command on this queue: a
+        // compute or transfer pass, a copy) before the passes read them where
+        // they are: the ingest pass's first barrier, which this call skips.
+        barrier.srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT;
+        barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+        vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
+                                &barrier, 0, nullptr, 0, nullptr);
+    }
+    // The previous call's shader writes (slot state, results) before this
+    // one's reads and writes, its indirect reads of the dispatch arguments
+    // before they are reset, and its transfers (the staging copy's writes, the
+    // readback's and the token copy's reads of buffers this call rewrites).
+    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT |
+                            VK_ACCESS_INDIRECT_COMMAND_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    vk.vkCmdPipelineBarrier(cmd,
+                            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT |
+                                VK_PIPELINE_STAGE_TRANSFER_BIT,
+                            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier, 0,
+                            nullptr, 0, nullptr);
+    if (!device_.unified_memory() && !key.device_input) {
+        VkBufferCopy region{
+            0, 0, (buffers_.row_at(key.rows - 1, static_cast<uint64_t>(config_.max_vocab), key.vocab) + key.vocab) * 4ull};
+        vk.vkCmdCopyBuffer(cmd, buffers_.staging.buffer, buffers_.logits.buffer, 1, &region);
+        barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+        barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT;
+        vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
+                                &barrier, 0, nullptr, 0, nullptr);
+    }
+    // Every indirect pass starts disarmed: x = 0 workgroups, y = its group's
+    // rows, z = 1.
+    for (const RowGroup& g : rec.groups) {
+        uint32_t args[SHADER_ARGS_WORDS] = {};
+        for (uint32_t i = 0; i + 3 < SHADER_ARGS_WORDS; i += 4) {
+            args[i + 1] = g.rows;
+            args[i + 2] = 1;
+        }
+        vk.vkCmdUpdateBuffer(cmd, buffers_.dispatch_args.buffer, static_cast<VkDeviceSize>(g.args_base) * 4,
+                             sizeof(args), args);
+    }
+    barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT;
+    vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT, 0, 1, &barrier,
+                            0, nullptr, 0, nullptr);
+    const uint32_t n_queries = static_cast<uint32_t>(rec.plan.dispatches.size() * rec.groups.size()) + 1;
+    VkQueryPool queries = submitter_.queries();
+    if (key.timestamps) {
+        vk.vkCmdResetQueryPool(cmd, queries, 0, n_queries);
+        vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries, 0);
+    }
+    const SetKind sets = key.app_rows ? SetKind::AppRows
+                         : key.kind == RecordingKind::Distribution ? SetKind::Distribution
+                                                                   : SetKind::Sample;
+    const AdjustLayout& adjust = buffers_.adjust_layout();
+    uint32_t query = 1;
+    for (const RowGroup& g : rec.groups) {
+        VkDescriptorSet set = buffers_.set(sets, g.window);
+        vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_.layout(), 0, 1, &set, 0, nullptr);
+        for (const Dispatch& d : rec.plan.dispatches) {
+            Push pc{key.vocab, key.stride, rec.plan.chunk_size, rec.plan.n_chunks, d.level, rec.plan.flags,
+                    g.row_base, g.args_base, key.wide ? buffers_.wide_cap() : 0u,
+                    static_cast<uint32_t>(config_.history_capacity), adjust.hash_bits, adjust.bitmap_words};
+            const bool collect_stage =
+                d.stage == Stage::Collect || d.stage == Stage::CollectPlain || d.stage == Stage::CollectTail;
+            const bool texel = buffers_.texel() && !key.app_rows;  // the chain's own logits (create_texel_views)
+            VkPipeline pipeline =
+                collect_stage ? pipelines_.collect(d.stage, chain_ops_, chain_selector_, key.inputs, rec.plan.small,
+                                                   texel)
+                              : pipelines_.get(d.stage, key.inputs, rec.rows_of_whole_vec4s(), texel, wide_divisions_,
+                                               rec.plan.wide_direct);
+            vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+            vk.vkCmdPushConstants(cmd, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), &pc);
+            if (d.indirect == kNotIndirect)
+                vk.vkCmdDispatch(cmd, d.per_chunk ? rec.plan.n_chunks : 1u, g.rows, 1);
+            else
+                vk.vkCmdDispatchIndirect(cmd, buffers_.dispatch_args.buffer,
+                                         static_cast<VkDeviceSize>(g.args_base + d.indirect) * 4);
+            // Each pass reads what the previous one wrote (and may write what it
+            // read); a scan's writes may be the next dispatch's indirect arguments.
+            barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT;
+            barrier.dstAccessMask =
+                VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT;
+            vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                                    VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT, 0, 1,
+                                    &barrier, 0, nullptr, 0, nullptr);
+            if (key.timestamps) vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries, query++);
+        }
+    }
+    // Results (and probabilities) become visible to the host after the fence.
+    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0,
+                            nullptr, 0, nullptr);
+}
+
+} // namespace sieve

@@ -1,0 +1,87 @@
+// A GPU chain's recordings: what a call records (its key, its plan, its row
+// groups), the commands and barriers it records, and the cache of the
+// chain's own command buffers, recorded once per key and resubmitted.
+#pragma once
+
+#include "vulkan/gpu_chain_buffers.hpp"
+#include "vulkan/gpu_plan.hpp"
+#include "vulkan/gpu_submitter.hpp"
+
+#include <map>
+#include <tuple>
+#include <vector>
+
+namespace sieve {
+
+// Everything a call's commands depend on: calls with equal keys share one
+// recording (the per-token values go through the mapped parameter block).
+struct RecordingKey {
+    RecordingKind kind = RecordingKind::Sample;
+    uint32_t rows = 0, vocab = 0;
+    bool timestamps = false;   // one timestamp before the first and after every dispatch
+    bool collect = false;      // the collect pass (make_plan)
+    InputsMode inputs = InputsMode::None;
+    bool history = false;      // the history pass runs first
+    bool device_input = false; // the logits are on the device already (no staging copy)
+    bool app_rows = false;     // ... and bound where the app keeps them (SetKind::AppRows): no ingest pass
+    uint32_t stride = 0;       // elements from one row of the bound logits to the next
+    bool logprobs = false;     // raw_stats.comp runs first
+    bool wide = false;         // the wide passes are recorded (some row may take them)
+    bool wide_direct = false;  // the wide passes alone, from the rows (make_plan, wide.glsl: WIDE_DIRECT)
+
+    auto tie() const {
+        return std::tie(kind, rows, vocab, timestamps, collect, inputs, history, device_input, logprobs, app_rows,
+                        stride, wide_direct, wide);
+    }
+    bool operator<(const RecordingKey& o) const { return tie() < o.tie(); }
+};
+
+struct Recording {
+    RecordingKey key;
+    VkCommandBuffer cmd = VK_NULL_HANDLE;  // null for a plan emitted into the app's command buffer
+    Plan plan;
+    std::vector<RowGroup> groups;  // the plan's dispatches run once per group
+    // How long a blocking wait on this recording usually takes (ns, 0 = not
+    // yet known): where Submitter::await starts polling.
+    mutable double wait_ns = 0.0;
+
+    // Every row starts at a multiple of 4 logits and holds whole vec4s: the
+    // passes' four-at-a-time variants may read them (the app's rows, bound in
+    // place, have their own stride).
+    bool rows_of_whole_vec4s() const { return key.vocab % 4 == 0 && key.stride % 4 == 0; }
+};
+
+class Recorder {
+public:
+    Recorder(Device& device, Pipelines& pipelines, ChainBuffers& buffers, Submitter& submitter,
+             const ChainConfig& config, GpuCounters& counters);
+
+    // The plan and row groups of a key (no command buffer).
+    Recording describe(const RecordingKey& key) const;
+    // The chain's own command buffer for the key, recorded on first use.
+    const Recording& recording(const RecordingKey& key);
+    // The plan's commands, into the chain's own command buffer or the app's
+    // (sieve_chain_record): every barrier the passes need, from the previous
+    // call's work at the start to the host's reads of the results at the end.
+    void emit(VkCommandBuffer cmd, const Recording& rec) const;
+    // Frees the recordings that bind the app's rows (their sets are about to
+    // be rewritten; recorded again on their next use). Nothing may be pending.
+    void drop_app_row_recordings();
+
+private:
+    Device& device_;
+    Pipelines& pipelines_;
+    ChainBuffers& buffers_;
+    Submitter& submitter_;
+    const ChainConfig& config_;
+    GpuCounters& counters_;
+    const EffectiveLimits& limits_;
+    sieve_device_type type_;
+    uint64_t chain_ops_;
+    uint32_t chain_selector_;
+    uint32_t wide_divisions_;
+    bool greedy_chain_;
+    std::map<RecordingKey, Recording> by_key_;
+};
+
+} // namespace sieve

@@ -1,0 +1,68 @@
+#include "vulkan/gpu_selftest.hpp"
+
+#include "vulkan/gpu_context.hpp"
+#include "vulkan/standalone_kernel.hpp"
+#include "vulkan/vk_check.hpp"
+
+#include <sieve_shaders.hpp>
+
+#include <cstring>
+
+namespace sieve {
+
+std::vector<std::array<uint32_t, 4>> philox_on_device(sieve_context* context, const std::vector<PhiloxCase>& cases) {
+    auto* vc = context ? dynamic_cast<VulkanContext*>(context->impl.get()) : nullptr;
+    if (!vc) fail(SIEVE_ERROR_INVALID_ARGUMENT, "philox_on_device needs a Vulkan context");
+    Device& device = vc->device();
+    const auto& vk = device.vk();
+    VkDevice dev = device.handle();
+    const uint32_t n = static_cast<uint32_t>(cases.size());
+    if (n == 0) return {};
+
+    Buffer in = device.create_buffer(n * 6 * 4, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, true, nullptr);
+    Buffer out = device.create_buffer(n * 4 * 4, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, true, nullptr);
+    auto* words = static_cast<uint32_t*>(in.mapped);
+    for (uint32_t i = 0; i < n; ++i) {
+        std::memcpy(words + i * 6, cases[i].counter.data(), 16);
+        std::memcpy(words + i * 6 + 4, cases[i].key.data(), 8);
+    }
+
+    const uint32_t wg = 64;
+    const StandaloneKernel kernel(device, shaders::philox_kat.words, shaders::philox_kat.size_bytes,
+                                  {in.buffer, out.buffer}, 4, wg, 0);
+
+    VkCommandPoolCreateInfo cp{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    cp.queueFamilyIndex = device.family();
+    VkCommandPool command_pool = VK_NULL_HANDLE;
+    vk_check(vk.vkCreateCommandPool(dev, &cp, nullptr, &command_pool), "vkCreateCommandPool");
+    VkCommandBuffer cmd = device.allocate_command_buffer(command_pool);
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    vk.vkBeginCommandBuffer(cmd, &bi);
+    kernel.record(cmd, &n, (n + wg - 1) / wg, 1);
+    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0,
+                            nullptr, 0, nullptr);
+    vk.vkEndCommandBuffer(cmd);
+    VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VkFence fence = VK_NULL_HANDLE;
+    vk_check(vk.vkCreateFence(dev, &fi, nullptr, &fence), "vkCreateFence");
+    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &cmd;
+    VkResult r = device.submit(si, fence);
+    if (r == VK_SUCCESS) r = vk.vkWaitForFences(dev, 1, &fence, VK_TRUE, 10ull * 1000 * 1000 * 1000);
+
+    std::vector<std::array<uint32_t, 4>> result(n);
+    if (r == VK_SUCCESS) std::memcpy(result.data(), out.mapped, n * 16);
+    vk.vkDestroyFence(dev, fence, nullptr);
+    vk.vkDestroyCommandPool(dev, command_pool, nullptr);
+    device.destroy_buffer(in);
+    device.destroy_buffer(out);
+    vk_check(r, "philox self-test submission");
+    return result;
+}
+
+} // namespace sieve

@@ -1,0 +1,77 @@
+// A GPU chain's submissions: its command pool and fence, the submit and the
+// host's wait, the counters sieve_chain_counters reports and the stage
+// timestamps of profiling.
+#pragma once
+
+#include "vulkan/gpu_plan.hpp"
+#include "vulkan/vk_device.hpp"
+
+#include <sieve/sieve_vulkan.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace sieve {
+
+// What sieve_chain_counters reports, counted by the chain's pieces.
+struct GpuCounters {
+    std::atomic<uint64_t> allocations{0};
+    uint64_t submits = 0, recordings = 0, dispatches = 0, row_passes = 0, fallback_rows = 0;
+};
+
+// A submission's host wait. Generous: lavapipe compiles a pipeline's shader
+// at its first dispatch, inside the submission (tens of seconds for the
+// collect pass on a loaded 2-core machine).
+constexpr uint64_t kWaitTimeoutNs = 120ull * 1000 * 1000 * 1000;
+
+// The longest plan (raw stats, history, stats, 9 levels, gather) once per row in the worst case.
+constexpr uint32_t kMaxPlanDispatches = 13;
+
+class Submitter {
+public:
+    Submitter(Device& device, uint32_t max_rows, GpuCounters& counters);
+    ~Submitter();
+    Submitter(const Submitter&) = delete;
+    Submitter& operator=(const Submitter&) = delete;
+
+    VkCommandPool command_pool() const { return command_pool_; }
+    // Records `fill` into a one-time command buffer, submits it and waits.
+    void run_once(const std::function<void(VkCommandBuffer)>& fill);
+    // Submits cmds[0..n) on the chain's fence; sync: the app's semaphores (may be null).
+    void submit(const VkCommandBuffer* cmds, uint32_t n, const sieve_vulkan_sync* sync);
+    // Waits for the fence; TIMEOUT (with `what`) leaves the submission
+    // pending. wait_ns: how long such waits usually take (0 = not yet known),
+    // where the wait starts polling, updated with this one (null: untimed).
+    void await(uint64_t timeout_ns, const char* what, double* wait_ns = nullptr);
+    // Waits for a submission whose earlier wait timed out.
+    void wait_pending();
+    // The same before the chain's pieces are destroyed: errors ignored.
+    void drain();
+
+    // Profiling: a query pool of timestamps, one before the first and one
+    // after every dispatch of a recording.
+    void set_profiling(bool enabled);
+    bool profiling() const { return profiling_; }
+    VkQueryPool queries() const { return queries_; }
+    // After a recording ran: the dispatches it launched (the indirect ones
+    // from the armed arguments `args`), its stage times.
+    void account(const Plan& plan, const std::vector<RowGroup>& groups, bool timestamps, const uint32_t* args);
+    const std::vector<sieve_stage_time>& stage_times() const { return stage_times_; }
+
+private:
+    void release();
+
+    Device& device_;
+    GpuCounters& counters_;
+    uint32_t max_rows_;
+    VkCommandPool command_pool_ = VK_NULL_HANDLE;
+    VkFence fence_ = VK_NULL_HANDLE;
+    bool pending_ = false;  // a submission whose wait timed out
+    bool profiling_ = false;
+    VkQueryPool queries_ = VK_NULL_HANDLE;
+    std::vector<sieve_stage_time> stage_times_;
+};
+
+} // namespace sieve

@@ -1,0 +1,101 @@
+#include "vulkan/slot_layout.hpp"
+
+#include "api/error.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+namespace sieve {
+
+namespace {
+
+constexpr uint32_t kBlobTag = 0x534C4F54u;  // "SLOT"
+
+float as_float(uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
+
+uint32_t as_word(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+}
+
+} // namespace
+
+ref::SlotState slot_to_state(const uint32_t* slot, uint32_t capacity) {
+    ref::SlotState s;
+    s.history = slot_history(slot, capacity);
+    s.mu_set = (slot[S_FLAGS] & SLOT_MU_SET) != 0;
+    s.mu = as_float(slot[S_MU]);
+    s.adaptive_set = (slot[S_FLAGS] & SLOT_ADAPTIVE_SET) != 0;
+    s.adaptive_weighted_sum = as_float(slot[S_ADAPT_SUM]);
+    s.adaptive_total_weight = as_float(slot[S_ADAPT_WEIGHT]);
+    return s;
+}
+
+void slot_store_learnt(uint32_t* slot, const ref::SlotState& state) {
+    slot[S_FLAGS] = (state.mu_set ? SLOT_MU_SET : 0u) | (state.adaptive_set ? SLOT_ADAPTIVE_SET : 0u);
+    slot[S_MU] = as_word(state.mu);
+    slot[S_ADAPT_SUM] = as_word(state.adaptive_weighted_sum);
+    slot[S_ADAPT_WEIGHT] = as_word(state.adaptive_total_weight);
+}
+
+void slot_append(uint32_t* slot, uint32_t capacity, const int32_t* tokens, size_t n) {
+    uint32_t* ring = slot + SLOT_HEADER;
+    for (size_t i = 0; i < n; ++i) {
+        ring[slot[S_HEAD]] = static_cast<uint32_t>(tokens[i]);
+        slot[S_HEAD] = (slot[S_HEAD] + 1) % capacity;
+        if (slot[S_COUNT] < capacity) slot[S_COUNT] += 1;
+    }
+}
+
+void slot_reset(uint32_t* slot, uint32_t capacity) { std::memset(slot, 0, slot_words(capacity) * 4); }
+
+std::vector<int32_t> slot_history(const uint32_t* slot, uint32_t capacity) {
+    const uint32_t count = slot[S_COUNT], head = slot[S_HEAD];
+    std::vector<int32_t> out(count);
+    for (uint32_t i = 0; i < count; ++i)
+        out[i] = static_cast<int32_t>(slot[SLOT_HEADER + (head + capacity - count + i) % capacity]);
+    return out;
+}
+
+size_t slot_blob_bytes(uint32_t capacity) { return (2 + static_cast<size_t>(slot_words(capacity))) * 4; }
+
+void slot_save(const uint32_t* slot, uint32_t capacity, void* blob) {
+    auto* w = static_cast<uint32_t*>(blob);
+    w[0] = kBlobTag;
+    w[1] = capacity;
+    std::memcpy(w + 2, slot, slot_words(capacity) * 4);
+}
+
+void slot_restore(uint32_t* slot, uint32_t capacity, uint32_t max_vocab, const void* blob, size_t bytes) {
+    if (bytes != slot_blob_bytes(capacity))
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "slot state of " + std::to_string(bytes) + " bytes; this chain's is " +
+                                               std::to_string(slot_blob_bytes(capacity)));
+    std::vector<uint32_t> w(bytes / 4);
+    std::memcpy(w.data(), blob, bytes);
+    if (w[0] != kBlobTag || w[1] != capacity)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "the data is not a slot state saved by a chain of history capacity " +
+                                               std::to_string(capacity));
+    if (w[2 + S_COUNT] > capacity || w[2 + S_HEAD] >= capacity)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "the slot state is inconsistent (history count or head past the capacity)");
+    const uint32_t* rec = w.data() + 2;
+    for (uint32_t word : {S_MU, S_ADAPT_SUM, S_ADAPT_WEIGHT}) {
+        const bool set = (rec[S_FLAGS] & (word == S_MU ? SLOT_MU_SET : SLOT_ADAPTIVE_SET)) != 0;
+        if (set && !std::isfinite(as_float(rec[word])))
+            fail(SIEVE_ERROR_INVALID_ARGUMENT, std::string("the slot state's ") +
+                                                   (word == S_MU ? "mirostat mu" : "adaptive-p average") +
+                                                   " is not finite");
+    }
+    for (int32_t token : slot_history(rec, capacity))
+        if (token < 0 || static_cast<uint32_t>(token) >= max_vocab)
+            fail(SIEVE_ERROR_INVALID_ARGUMENT, "the slot state holds token " + std::to_string(token) +
+                                                   ", outside this chain's vocab");
+    std::memcpy(slot, w.data() + 2, slot_words(capacity) * 4);
+}
+
+} // namespace sieve

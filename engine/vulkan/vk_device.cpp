@@ -1,0 +1,181 @@
+#include "vulkan/vk_device.hpp"
+
+#include "vulkan/device_profile.hpp"
+#include "vulkan/vk_check.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace sieve {
+
+int32_t resolve_wait_spin(int32_t option) {
+    if (option >= 0) return option;
+    const char* env = std::getenv("SIEVE_WAIT_SPIN_US");
+    if (!env || !*env) return kDefaultWaitSpinUs;
+    char* end = nullptr;
+    const long v = std::strtol(env, &end, 10);
+    if (*end != '\0' || v < 0 || v > kMaxWaitSpinUs)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, std::string("SIEVE_WAIT_SPIN_US=") + env + " is not a whole number in [0, " +
+                                               std::to_string(kMaxWaitSpinUs) + "]");
+    return static_cast<int32_t>(v);
+}
+
+Device::Device(std::shared_ptr<Instance> instance, const PhysicalDevice& physical, const sieve_context_options& options)
+    : instance_(std::move(instance)), physical_(physical.handle), family_(physical.compute_family), owned_(true) {
+    info_ = physical.info;
+    // Enable the optional features the device has and the profile allows.
+    const bool constrained = resolve_profile(options.profile) & SIEVE_PROFILE_CONSTRAINED;
+    const uint32_t wanted = info_.features & ~options.disable_features & (constrained ? 0u : ~0u);
+    VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    storage16.storageBuffer16BitAccess = (wanted & SIEVE_FEATURE_16BIT_STORAGE) ? VK_TRUE : VK_FALSE;
+    VkPhysicalDeviceTimelineSemaphoreFeatures timeline{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
+    timeline.timelineSemaphore = (wanted & SIEVE_FEATURE_TIMELINE_SEMAPHORE) ? VK_TRUE : VK_FALSE;
+    if (wanted & SIEVE_FEATURE_TIMELINE_SEMAPHORE) storage16.pNext = &timeline;
+    // The memory model: core in 1.2 (the feature struct), an extension in 1.1.
+    VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+    std::vector<const char*> extensions;
+    if (wanted & SIEVE_FEATURE_VULKAN_MEMORY_MODEL) {
+        memory_model.vulkanMemoryModel = VK_TRUE;
+        memory_model.vulkanMemoryModelDeviceScope = VK_TRUE;
+        memory_model.pNext = storage16.pNext;
+        storage16.pNext = &memory_model;
+        if (info_.api_version < VK_API_VERSION_1_2) extensions.push_back(VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
+    }
+
+    float priority = 1.0f;
+    VkDeviceQueueCreateInfo queue{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+    queue.queueFamilyIndex = family_;
+    queue.queueCount = 1;
+    queue.pQueuePriorities = &priority;
+    VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+    info.pNext = &storage16;
+    info.queueCreateInfoCount = 1;
+    info.pQueueCreateInfos = &queue;
+    info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+    info.ppEnabledExtensionNames = extensions.data();
+    vk_check(vkCreateDevice(physical_, &info, nullptr, &device_), "vkCreateDevice");
+    volkLoadDeviceTable(&table_, device_);
+    table_.vkGetDeviceQueue(device_, family_, 0, &queue_);
+    init(options, wanted);
+}
+
+Device::Device(VkInstance instance, VkPhysicalDevice physical, VkDevice device, VkQueue queue, uint32_t family,
+               uint32_t enabled_features, const sieve_context_options& options)
+    : physical_(physical), device_(device), queue_(queue), family_(family), owned_(false) {
+    (void)instance;
+    info_ = describe_device(physical, 0);
+    volkLoadDeviceTable(&table_, device_);
+    init(options, info_.features & enabled_features & ~options.disable_features);
+}
+
+void Device::init(const sieve_context_options& options, uint32_t enabled_features) {
+    // (Resolved before any Vulkan object exists: sieve_context_create checks it first.)
+    wait_spin_us_ = static_cast<uint32_t>(options.wait_spin_us >= 0 ? options.wait_spin_us : kDefaultWaitSpinUs);
+    VkPhysicalDeviceProperties props{};
+    vkGetPhysicalDeviceProperties(physical_, &props);
+    vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
+
+    shape_limits(info_, enabled_features, options, resolve_profile(options.profile), &limits_);
+    info_.features = limits_.features;  // a context reports what it may use
+    info_.workgroup_size = limits_.workgroup_size;
+    info_.candidate_capacity = limits_.candidate_capacity;
+    info_.profile = limits_.profile;
+    limits_.max_storage_buffer_range = props.limits.maxStorageBufferRange;
+    limits_.min_storage_offset_alignment = props.limits.minStorageBufferOffsetAlignment;
+    limits_.max_texel_buffer_elements = props.limits.maxTexelBufferElements;
+    limits_.min_texel_offset_alignment = props.limits.minTexelBufferOffsetAlignment;
+    VkPhysicalDeviceMaintenance3Properties maintenance3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+    VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    props2.pNext = &maintenance3;
+    vkGetPhysicalDeviceProperties2(physical_, &props2);
+    limits_.max_allocation_size = maintenance3.maxMemoryAllocationSize;
+    limits_.max_workgroup_count_y = props.limits.maxComputeWorkGroupCount[1];
+
+    uint32_t qn = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(physical_, &qn, nullptr);
+    std::vector<VkQueueFamilyProperties> families(qn);
+    vkGetPhysicalDeviceQueueFamilyProperties(physical_, &qn, families.data());
+    limits_.timestamps = family_ < qn && families[family_].timestampValidBits > 0 && props.limits.timestampComputeAndGraphics;
+    limits_.timestamp_period_ns = props.limits.timestampPeriod;
+
+    for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i) {
+        VkMemoryPropertyFlags f = memory_.memoryTypes[i].propertyFlags;
+        if ((f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) && (f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) &&
+            (f & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT)) {
+            VkDeviceSize heap = memory_.memoryHeaps[memory_.memoryTypes[i].heapIndex].size;
+            // A small BAR window (256 MiB on many desktop GPUs) is not UMA.
+            if (heap > (VkDeviceSize(1) << 30) || info_.type == SIEVE_DEVICE_INTEGRATED_GPU ||
+                info_.type == SIEVE_DEVICE_CPU)
+                unified_memory_ = true;
+        }
+    }
+}
+
+Device::~Device() {
+    if (owned_ && device_) {
+        table_.vkDeviceWaitIdle(device_);
+        table_.vkDestroyDevice(device_, nullptr);
+    }
+}
+
+VkCommandBuffer Device::allocate_command_buffer(VkCommandPool pool) const {
+    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    ai.commandPool = pool;
+    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ai.commandBufferCount = 1;
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    vk_check(table_.vkAllocateCommandBuffers(device_, &ai, &cmd), "vkAllocateCommandBuffers");
+    return cmd;
+}
+
+VkResult Device::submit(const VkSubmitInfo& submit, VkFence fence) {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    return table_.vkQueueSubmit(queue_, 1, &submit, fence);
+}
+
+uint32_t Device::memory_type(uint32_t bits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) const {
+    for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i)
+        if ((bits & (1u << i)) && (memory_.memoryTypes[i].propertyFlags & (required | preferred)) == (required | preferred))
+            return i;
+    for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i)
+        if ((bits & (1u << i)) && (memory_.memoryTypes[i].propertyFlags & required) == required) return i;
+    fail(SIEVE_ERROR_OUT_OF_MEMORY, "no suitable Vulkan memory type");
+}
+
+Buffer Device::create_buffer(VkDeviceSize size, VkBufferUsageFlags usage, bool host_visible,
+                             std::atomic<uint64_t>* allocations) {
+    Buffer b;
+    b.size = size;
+    VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+    info.size = size;
+    info.usage = usage;
+    info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+    vk_check(table_.vkCreateBuffer(device_, &info, nullptr, &b.buffer), "vkCreateBuffer");
+    VkMemoryRequirements req{};
+    table_.vkGetBufferMemoryRequirements(device_, b.buffer, &req);
+    VkMemoryPropertyFlags required = host_visible
+        ? (VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT)
+        : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+    VkMemoryPropertyFlags preferred = host_visible ? VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT : 0;
+    VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+    alloc.allocationSize = req.size;
+    alloc.memoryTypeIndex = memory_type(req.memoryTypeBits, required, preferred);
+    VkResult r = table_.vkAllocateMemory(device_, &alloc, nullptr, &b.memory);
+    if (r != VK_SUCCESS) {
+        table_.vkDestroyBuffer(device_, b.buffer, nullptr);
+        vk_check(r, "vkAllocateMemory");
+    }
+    if (allocations) allocations->fetch_add(1);
+    table_.vkBindBufferMemory(device_, b.buffer, b.memory, 0);
+    if (host_visible) vk_check(table_.vkMapMemory(device_, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped), "vkMapMemory");
+    return b;
+}
+
+void Device::destroy_buffer(Buffer& b) {
+    if (b.buffer) table_.vkDestroyBuffer(device_, b.buffer, nullptr);
+    if (b.memory) table_.vkFreeMemory(device_, b.memory, nullptr);
+    b = Buffer{};
+}
+
+} // namespace sieve

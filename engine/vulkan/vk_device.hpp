@@ -1,0 +1,110 @@
+// A logical device Sieve runs on (its own or the app's), its queue, the
+// effective limits after its profile, buffers and compute pipelines.
+#pragma once
+
+#include <volk.h>
+
+#include "vulkan/vk_instance.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace sieve {
+
+// sieve_context_options.wait_spin_us: the default polling window and the largest accepted.
+constexpr int32_t kDefaultWaitSpinUs = 20;
+constexpr int32_t kMaxWaitSpinUs = 1000000;
+// The option's value: itself when >= 0, else env SIEVE_WAIT_SPIN_US (a
+// malformed value fails: SIEVE_ERROR_INVALID_ARGUMENT), else the default.
+int32_t resolve_wait_spin(int32_t option);
+
+// Limits and features after the profile and the context's caps are applied
+// (device_profile.hpp: shape_limits): what every pipeline and plan is built for.
+struct EffectiveLimits {
+    uint32_t workgroup_size = 0;      // power of two
+    uint32_t shared_memory = 0;       // bytes a pipeline may use
+    uint32_t candidate_capacity = 0;  // CAP: power of two, CAP * 8 bytes of shared memory
+    uint32_t features = 0;            // sieve_feature_bits usable
+    // The shader paths written for a CPU device (common.glsl: INDEXED_BINS,
+    // wide.glsl: WIDE_BINS): a CPU device's own, unless the context asks for
+    // a workgroup size or shared memory budget (the constrained profile
+    // emulates a GPU, so the suite runs the GPU paths there too).
+    bool cpu_paths = false;
+    // The device kind the plans are shaped for (chunks per row, row groups,
+    // the tail's width): the device's own, a discrete GPU under the gpu
+    // profile (sieve_profile_bits).
+    sieve_device_type plan_type = SIEVE_DEVICE_OTHER;
+    uint32_t profile = 0;  // sieve_profile_bits in force
+    uint64_t max_storage_buffer_range = 0;
+    uint64_t min_storage_offset_alignment = 1;  // minStorageBufferOffsetAlignment
+    uint64_t max_texel_buffer_elements = 0;     // maxTexelBufferElements
+    uint64_t min_texel_offset_alignment = 1;    // minTexelBufferOffsetAlignment
+    uint64_t max_allocation_size = UINT64_MAX;  // maxMemoryAllocationSize (Vulkan 1.1)
+    uint32_t max_workgroup_count_y = 0;
+    bool timestamps = false;
+    float timestamp_period_ns = 1.0f;
+};
+
+struct Buffer {
+    VkBuffer buffer = VK_NULL_HANDLE;
+    VkDeviceMemory memory = VK_NULL_HANDLE;
+    void* mapped = nullptr;   // persistently mapped when host-visible
+    VkDeviceSize size = 0;
+};
+
+class Device {
+public:
+    // Sieve's own device on `physical`.
+    Device(std::shared_ptr<Instance> instance, const PhysicalDevice& physical, const sieve_context_options& options);
+    // The app's device; nothing is destroyed on exit.
+    Device(VkInstance instance, VkPhysicalDevice physical, VkDevice device, VkQueue queue, uint32_t family,
+           uint32_t enabled_features, const sieve_context_options& options);
+    ~Device();
+    Device(const Device&) = delete;
+    Device& operator=(const Device&) = delete;
+
+    const VolkDeviceTable& vk() const { return table_; }
+    VkDevice handle() const { return device_; }
+    VkPhysicalDevice physical() const { return physical_; }
+    uint32_t family() const { return family_; }
+    const sieve_device_info& info() const { return info_; }
+    const EffectiveLimits& limits() const { return limits_; }
+    // The window a sampling call polls its fence in, around its expected finish (wait_spin_us, resolved).
+    uint32_t wait_spin_us() const { return wait_spin_us_; }
+
+    // Queue submission is serialized: chains on one context may run on several threads.
+    VkResult submit(const VkSubmitInfo& submit, VkFence fence);
+    // One primary command buffer from `pool` (throws on failure).
+    VkCommandBuffer allocate_command_buffer(VkCommandPool pool) const;
+
+    // host_visible: persistently mapped, coherent. Counts into *allocations.
+    Buffer create_buffer(VkDeviceSize size, VkBufferUsageFlags usage, bool host_visible,
+                         std::atomic<uint64_t>* allocations);
+    void destroy_buffer(Buffer& buffer);
+    // Whether device-local memory is also host-visible (UMA, lavapipe, phones):
+    // then logits are written straight into the buffer the shaders read.
+    bool unified_memory() const { return unified_memory_; }
+
+private:
+    void init(const sieve_context_options& options, uint32_t enabled_features);
+    uint32_t memory_type(uint32_t bits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) const;
+
+    std::shared_ptr<Instance> instance_;  // null for the app's device
+    VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+    VkDevice device_ = VK_NULL_HANDLE;
+    VkQueue queue_ = VK_NULL_HANDLE;
+    uint32_t family_ = 0;
+    bool owned_ = false;
+    VolkDeviceTable table_{};
+    sieve_device_info info_{};
+    EffectiveLimits limits_{};
+    VkPhysicalDeviceMemoryProperties memory_{};
+    bool unified_memory_ = false;
+    uint32_t wait_spin_us_ = 0;
+    std::mutex queue_mutex_;
+};
+
+} // namespace sieve
