@@ -1,7 +1,7 @@
 // The differential harness: the same call on the CPU backend and the Vulkan
 // backend (one context per process, validation off), the same seed and
 // parameters. Both are held to the twin with the rules the GPU tests use
-// (tests/twin_compare.hpp): statuses equal; survivor sets equal, or different
+// (tests/support/twin_compare.hpp): statuses equal; survivor sets equal, or different
 // only at a top-p/min-p/typical/XTC threshold within 1e-6; probabilities
 // within 1e-4 relative; the same token unless the uniform lies within 1e-6 of
 // a CDF boundary. Any broken rule aborts with gtest's message.

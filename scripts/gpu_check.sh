@@ -15,7 +15,7 @@
 # 2 usage; 5 no GPU: the only Vulkan devices are CPU implementations
 # (lavapipe), which the ordinary test command already covers.
 # (SIEVE_GPU_CHECK_ALLOW_CPU=1 lets a CPU device stand in: for testing this
-# script itself, tests/test_gpu_check.cpp.)
+# script itself, tests/microbench/test_gpu_check.cpp.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)

@@ -1,6 +1,6 @@
 // Philox4x32-10, exactly as Random123 (Salmon, Moraes, Dror, Shaw, "Parallel random
 // numbers: as easy as 1, 2, 3", SC'11; Random123 philox.h). Checked against
-// Random123's kat_vectors in tests/test_philox.cpp. shaders/include/philox.glsl is the
+// Random123's kat_vectors in tests/twin/test_philox.cpp. shaders/include/philox.glsl is the
 // same function in GLSL.
 #include "reference/reference.hpp"
 

@@ -91,7 +91,7 @@ struct RowParams {
     float dynatemp_range = 0.0f;
     float dynatemp_exponent = 1.0f;
     // Not a sampler parameter: the agreement rules between the GPU and the
-    // twin (tests/twin_compare.hpp) move the twin's dynamic temperature, once
+    // twin (tests/support/twin_compare.hpp) move the twin's dynamic temperature, once
     // rounded to float, by this many float steps. The GPU computes the entropy
     // and the power in float, landing a few steps from the twin's double; where
     // logits / temperature are large, the float division (llama.cpp's) turns

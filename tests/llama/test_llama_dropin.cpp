@@ -6,7 +6,7 @@
 
 #include <sieve/sieve_llama.h>
 
-#include "../test_support.hpp"
+#include "test_support.hpp"
 
 #include <gtest/gtest.h>
 

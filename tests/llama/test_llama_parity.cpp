@@ -20,7 +20,7 @@
 #include "parity_check.hpp"
 #include "sieve_side.hpp"
 
-#include "../test_support.hpp"
+#include "test_support.hpp"
 
 #include <gtest/gtest.h>
 

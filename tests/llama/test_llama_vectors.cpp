@@ -5,7 +5,7 @@
 #include "llama_peer.hpp"
 #include "sieve_side.hpp"
 
-#include "../test_support.hpp"
+#include "test_support.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,6 @@
 /* A shared library that looks like a libllama but lacks one function the
  * bench's peer needs (llama_sampler_init_top_n_sigma): `sieve bench --peer
- * llama=THIS` must refuse it, naming that function (tests/test_bench_peer.cpp).
+ * llama=THIS` must refuse it, naming that function (tests/microbench/test_bench_peer.cpp).
  * The functions are never called: the peer checks every symbol first. */
 #define FAKE(name) \
     void name(void); \

@@ -7,7 +7,7 @@
 // the counters of allocations and recordings do not move and resident memory
 // grows by at most 8 MiB; and every lockstep token is the twin's, except where
 // the uniform lies within 1e-6 of a CDF boundary of the twin's distribution
-// (the rule of tests/twin_compare.hpp), with its p within 1e-4 relative.
+// (the rule of tests/support/twin_compare.hpp), with its p within 1e-4 relative.
 //
 // usage: sieve_soak [TOKENS [LOCKSTEP [INTERVAL]]]   (1000000 2000 100000)
 #include "reference/reference.hpp"

@@ -5,7 +5,7 @@
 // Also the cost of raw log-probabilities (BM_HostUploadLogprobs20).
 // Google Benchmark; run: build/tests/sieve_batch_bench [--benchmark_repetitions=5]
 // Counters: us_per_row = real time per call / B.
-#include "../vk_app.hpp"
+#include "../support/vk_app.hpp"
 
 #include <sieve/sieve.h>
 

@@ -451,7 +451,7 @@ TEST(BiasBitmaskGpu, TruncatingSamplersPenaltiesAndDryRunOnGpu) {
     }
     // Penalties and DRY at llama.cpp's defaults are no-ops on both backends, in
     // any position, so chains holding them -- llama.cpp's default chain among
-    // them -- give the twin's tokens (tests/test_gpu_history.cpp switches them on).
+    // them -- give the twin's tokens (tests/gpu/test_gpu_history.cpp switches them on).
     sieve::Context cpu = cpu_context();
     for (const char* samplers : {"penalties", "dry", "penalties;top_k;temperature", "top_k;dry;dist", "", "  "}) {
         sieve_chain_desc raw = desc(nullptr, 1, 100, 0.8f, 21u).raw;
