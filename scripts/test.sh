@@ -80,7 +80,7 @@ echo "== sanitizers (ASan + UBSan, build-asan)"
 echo "== sanitizers: $((SECONDS - step_start)) s"
 step_start=$SECONDS
 # fuzz_diff (the CPU backend against the Vulkan backend) has an open finding
-# (fuzz/open/README.md) that it finds within a minute: it stays out of this
+# (fuzz/open/README.md) that it finds within minutes: it stays out of this
 # run until that is fixed; `scripts/fuzz.sh` alone runs it.
 echo "== fuzzing (libFuzzer, build-fuzz): fuzz_diff left out, open finding in fuzz/open/README.md"
 SIEVE_FUZZERS="fuzz_npy fuzz_slot_restore fuzz_chain fuzz_sample" ./scripts/fuzz.sh
