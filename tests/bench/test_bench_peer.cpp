@@ -161,7 +161,7 @@ TEST(LlamaAbi, MirrorMatchesTheFetchedHeaders) {
     const std::string obj = (dir / "check.o").string();
     const std::string src = std::string(SIEVE_SOURCE_DIR);
     const std::string cmd = std::string("'") + SIEVE_CXX_COMPILER + "' -std=c++17 -c -o '" + obj + "' -I'" + kFetched +
-                            "/src/include' -I'" + kFetched + "/src/ggml/include' -I'" + src + "/cli/sieve' '" + src +
+                            "/src/include' -I'" + kFetched + "/src/ggml/include' -I'" + src + "/cli' '" + src +
                             "/tests/peer/llama_abi_check.cpp' 2>&1";
     std::string out;
     FILE* p = popen(cmd.c_str(), "r");
