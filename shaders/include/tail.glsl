@@ -12,7 +12,8 @@
 // CPU twin (cpu_fallback_rows), never a guess. Samplers keep the array in
 // canonical order: llama.cpp's results depend only on the set and canonical
 // cuts (docs/semantics.md). Probabilities are float here (the twin: double);
-// the tests allow a difference only at a threshold.
+// the tests allow a difference only at a threshold, or in a dynamic
+// temperature a few float steps from the twin's.
 //
 // Every function is called by the whole workgroup; decisions are taken by
 // invocation 0 into shared memory and read after a barrier.
