@@ -282,8 +282,18 @@ struct RowResult {
 RowResult sample_row(const std::vector<SamplerKind>& chain, const float* logits, int32_t vocab,
                      const RowParams& params, uint32_t step, uint32_t draw = 0, SlotState* state = nullptr);
 
+// A chain can leave only masked candidates where the row had finite logits:
+// XTC at a threshold <= 0 keeps the least probable entry alone, in llama.cpp
+// too, and that is a masked one (p 0 >= 0) in a row with -inf logits. The
+// row then fails with SIEVE_ERROR_ALL_MASKED and this message (llama.cpp's
+// softmax would divide 0 by 0).
+inline constexpr const char* kEveryCandidateMasked =
+    "every candidate is masked (the chain left no finite logit: XTC at a threshold <= 0 keeps only the least "
+    "probable entry, a masked one in a row with -inf logits)";
+
 // The distribution sample_row would draw from at the same step and draw (empty
-// with a status on bad input). The step matters only to XTC's coin.
+// with a status on bad input or SIEVE_ERROR_ALL_MASKED where no candidate is
+// left unmasked). The step matters only to XTC's coin.
 // The slot's state is read, never changed.
 sieve_status row_distribution(const std::vector<SamplerKind>& chain, const float* logits, int32_t vocab,
                               const RowParams& params, std::vector<Weighted>* out, std::string* message,

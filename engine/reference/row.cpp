@@ -277,9 +277,9 @@ RowResult sample_row(const std::vector<SamplerKind>& chain, const float* logits,
     // CDF with the row's Philox uniform.
     std::vector<float> original;
     const std::vector<Weighted> dist = final_distribution(final, cur, vocab, params, state, &original);
-    if (dist.empty()) { // unreachable: check_logits and the samplers leave a finite logit
+    if (dist.empty()) {
         result.status = SIEVE_ERROR_ALL_MASKED;
-        result.message = "every candidate is masked";
+        result.message = kEveryCandidateMasked;
         return result;
     }
     const size_t index = draw_inverse_cdf(dist, uniform_u32(params.seed, step, draw));
@@ -334,6 +334,10 @@ sieve_status row_distribution(const std::vector<SamplerKind>& chain, const float
     }
     std::vector<float> original;
     *out = final_distribution(final, cur, vocab, params, state, &original);
+    if (out->empty()) {
+        msg = kEveryCandidateMasked;
+        return SIEVE_ERROR_ALL_MASKED;
+    }
     return SIEVE_OK;
 }
 

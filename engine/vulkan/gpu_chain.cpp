@@ -281,6 +281,14 @@ sieve_status GpuChain::distributions(const LogitsView& logits, const std::vector
 }
 
 // Row `row`'s distribution from the distribution recording's output.
+// The twin's rule (ref::kEveryCandidateMasked): a chain that left no
+// unmasked candidate fails the row, as its draw does.
+static sieve_status all_masked_if_empty(const std::vector<ref::Weighted>& list, int32_t row, std::string* message) {
+    if (!list.empty()) return SIEVE_OK;
+    *message = "row " + std::to_string(row) + ": " + ref::kEveryCandidateMasked;
+    return SIEVE_ERROR_ALL_MASKED;
+}
+
 sieve_status GpuChain::read_distribution(const LogitsView& logits, int32_t row, bool collect,
                                          std::vector<ref::Weighted>* out, std::string* message) {
     const uint32_t v = static_cast<uint32_t>(logits.vocab), i = static_cast<uint32_t>(row);
@@ -302,7 +310,7 @@ sieve_status GpuChain::read_distribution(const LogitsView& logits, int32_t row, 
         decode_result(i, res, rows_[i], message, &status);
         if (status != SIEVE_OK) return status;
         *out = std::move(list);
-        return SIEVE_OK;
+        return all_masked_if_empty(*out, row, message);
     }
     // The row's status comes from the same checks as sampling.
     decode_result(i, res, rows_[i], message, &status);
@@ -310,7 +318,7 @@ sieve_status GpuChain::read_distribution(const LogitsView& logits, int32_t row, 
     if (status != SIEVE_OK) return status;
     const float* p = static_cast<const float*>(buffers_.probabilities.mapped) + buffers_.row_at(i, max_words, v);
     decode_distribution_row(p, logits.row_f32(row, &scratch_), v, row_scale(row), out);
-    return SIEVE_OK;
+    return all_masked_if_empty(*out, row, message);
 }
 
 sieve_counters GpuChain::counters() const {

@@ -101,6 +101,34 @@ TEST_P(EdgeCases, XtcTieAboveTheThresholdKeepsTheHighestId) {
                 {{2, static_cast<float>(1.0 / (1.0 + w))}, {3, static_cast<float>(w / (1.0 + w))}});
 }
 
+// XTC at a threshold <= 0: every p is >= 0, so it keeps the least probable
+// entry alone (llama.cpp's rule), which is a masked one when the row has -inf
+// logits (fuzz_diff's finding: min_p;xtc;temperature;adaptive_p with
+// threshold 0). The row fails with SIEVE_ERROR_ALL_MASKED, its distribution
+// as its draw (both used to report an empty distribution as success).
+TEST_P(EdgeCases, XtcKeepingOnlyAMaskedEntryFailsTheRow) {
+    const std::vector<float> logits = {0.0f, 1.0f, -INFINITY, 2.0f};
+    for (const char* samplers : {"xtc", "xtc;temperature;adaptive_p", "min_p;xtc;temperature;adaptive_p"}) {
+        SCOPED_TRACE(samplers);
+        sieve::Chain c = chain(samplers, 4, 0.5f);
+        c.set(SIEVE_PARAM_XTC_PROBABILITY, 1.0);
+        c.set(SIEVE_PARAM_XTC_THRESHOLD, 0.0);
+        c.set(SIEVE_PARAM_ADAPTIVE_TARGET, 0.05);
+        c.set(SIEVE_PARAM_MIN_P, 0.0);  // off, as in the finding (min-p would cut the -inf first)
+        int32_t ids[4], count = -1;
+        float probs[4];
+        EXPECT_EQ(sieve_chain_distribution(c.get(), logits.data(), 1, 4, 0, ids, probs, 4, &count),
+                  SIEVE_ERROR_ALL_MASKED);
+        EXPECT_NE(std::string(sieve_last_error()).find("XTC"), std::string::npos) << sieve_last_error();
+        sieve_token t{};
+        EXPECT_EQ(sieve_sample(c.get(), logits.data(), 1, 4, &t), SIEVE_ERROR_ALL_MASKED);
+        EXPECT_EQ(t.token, -1);
+        // Without the -inf the least probable entry is a finite one, and XTC keeps it.
+        const std::vector<float> finite = {0.0f, 1.0f, -5.0f, 2.0f};
+        expect_dist(c.distribution(finite.data(), 1, 4, 0), {{2, 1.0f}});
+    }
+}
+
 // ---- 2. Subnormal logits ------------------------------------------------------
 // A device may flush denormals (Vulkan), so both backends read a subnormal
 // logit as a zero of its sign: 1.5e-43 among zeros is a tie, and greedy

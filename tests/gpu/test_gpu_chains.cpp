@@ -138,10 +138,13 @@ void run_and_compare(sieve::Chain& chain, const std::vector<SamplerKind>& kinds,
 
 void expect_rare(const Tally& tally) {
     EXPECT_LE(tally.token_near_cdf_boundary, 1) << "tokens that differ at a CDF boundary";
-    if (tally.token_near_cdf_boundary + tally.cut_near_threshold + tally.dyn_temp_within_ulps > 0)
-        std::printf("allowed differences: %d tokens at a CDF boundary, %d distributions cut at a threshold, %d at a "
-                    "dynamic temperature within %d float steps\n",
-                    tally.token_near_cdf_boundary, tally.cut_near_threshold, tally.dyn_temp_within_ulps, kDynTempUlps);
+    if (tally.token_near_cdf_boundary + tally.token_near_tie_order + tally.cut_near_threshold +
+            tally.dyn_temp_within_ulps >
+        0)
+        std::printf("allowed differences: %d tokens at a CDF boundary, %d over near-ties, %d distributions cut at a "
+                    "threshold, %d at a dynamic temperature within %d float steps\n",
+                    tally.token_near_cdf_boundary, tally.token_near_tie_order, tally.cut_near_threshold,
+                    tally.dyn_temp_within_ulps, kDynTempUlps);
 }
 
 // Per-row parameters of a case: row r gets its own seed (and, with several
@@ -249,6 +252,78 @@ TEST(GpuChainRules, DynamicTemperatureAllowanceIsNarrow) {
     fixed.temperature = 8.5e-4f;
     Row row{kinds, logits.data(), 64, fixed};
     EXPECT_FALSE(explained_by_dynamic_temperature(as_gpu(5), &row, 0)) << "no dynamic range, no allowance";
+}
+
+// The draw-order allowance: a token the twin did not draw is explained by
+// near-ties only when its probability lies within kTieRel of the candidates it
+// may swap with. Three equal logits: any of the three; logits 1e-3 apart (p
+// 1e-3 apart, five times kTieRel): only the twin's token, at uniforms away
+// from the CDF boundaries.
+TEST(GpuChainRules, DrawOrderAllowanceIsNarrow) {
+    const auto kinds = sieve_test::twin_chain("dist");
+    ASSERT_FALSE(kinds.empty());
+    RowParams params;
+    int checked_far = 0;
+    for (uint32_t step = 0; step < 64; ++step) {
+        SCOPED_TRACE("step " + std::to_string(step));
+        const float equal[3] = {0.5f, 0.5f, 0.5f};
+        const float apart[3] = {0.5f, 0.501f, 0.502f};
+        const float near[3] = {0.5f, 0.5f + 2e-5f, 0.5f + 4e-5f};
+        const auto twin_token = [&](const float* l) {
+            return sieve::ref::sample_row(kinds, l, 3, params, step, 0, nullptr).token;
+        };
+        for (int32_t t = 0; t < 3; ++t) {
+            EXPECT_EQ(draw_distance(kinds, equal, 3, params, step, nullptr, t, kTieRel), 0.0);
+            EXPECT_EQ(draw_distance(kinds, near, 3, params, step, nullptr, t, kTieRel), 0.0);
+            // Without the allowance, only the twin's own token lies in its interval.
+            EXPECT_EQ(draw_distance(kinds, equal, 3, params, step, nullptr, t) == 0.0, t == twin_token(equal));
+        }
+        const int32_t want = twin_token(apart);
+        const double u = sieve::ref::uniform_u32(params.seed, step, 0) / 4294967296.0;
+        if (std::fabs(u - 1.0 / 3) < 0.01 || std::fabs(u - 2.0 / 3) < 0.01) continue;
+        ++checked_far;
+        for (int32_t t = 0; t < 3; ++t)
+            if (t != want) EXPECT_FALSE(draw_explains(kinds, apart, 3, params, step, nullptr, t)) << "token " << t;
+        EXPECT_TRUE(draw_explains(kinds, apart, 3, params, step, nullptr, want));
+    }
+    EXPECT_GE(checked_far, 40);
+}
+
+// fuzz_diff's finding (fuzz/corpus/fuzz_diff/adaptive-p-near-tie-order):
+// logits float cannot tell apart give the twin three equal probabilities, and
+// the GPU's exp of the -1.7e-11 difference may be one ULP below 1 (lavapipe's
+// is), so adaptive-p's probabilities are a few ULP apart on the device and its
+// canonical order puts token 2, the largest, first. The draw is the same
+// uniform over the same distribution within tolerance; only the order of the
+// near-tie differs, which the agreement rules allow (and count).
+TEST(GpuChainRules, AdaptivePDrawOverANearTieEqualsTheTwin) {
+    const auto kinds = sieve_test::twin_chain("min_p;xtc;temperature;adaptive_p");
+    ASSERT_FALSE(kinds.empty());
+    const std::vector<float> logits = {3.73152284e-37f, -1.71617911e-11f, 4.6759724e-26f};
+    RowParams params;
+    params.temperature = 0.295424819f;
+    params.seed = 4189026715u;
+    params.min_keep = 4;
+    params.min_p = 0.69528538f;
+    params.xtc_probability = 0.870741248f;
+    params.xtc_threshold = 0.595205367f;
+    params.dynatemp_range = 1.21482635f;
+    params.dynatemp_exponent = 0.833631039f;
+    params.adaptive_target = 0.722738981f;
+    params.adaptive_decay = 0.344479352f;
+    sieve::ref::SlotState state;
+    state.history = {2, 1, 1, 1, 1, 1, 1, 1, 1};
+    sieve::Context context = sieve_test::gpu_context();
+    sieve::Chain chain(context, sieve_test::chain_desc("min_p;xtc;temperature;adaptive_p", 1, 3, params.temperature,
+                                                       params.seed));
+    set_row_params(chain, 0, params);
+    chain.accept(0, state.history);
+    Row row{kinds, logits.data(), 3, params, &state};
+    Tally tally;
+    compare_distribution(gpu_distribution(chain, logits, 1, 3, 0), &row, 0, &tally);
+    compare_token(chain.sample(logits.data(), 1, 3)[0], row, 0, &tally);
+    EXPECT_EQ(tally.token_near_cdf_boundary, 0);
+    std::printf("%d token drawn over a near-tie in another order than the twin's\n", tally.token_near_tie_order);
 }
 
 // Dynamic temperature over rows of logits tied in four groups: the entropy

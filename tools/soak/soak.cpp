@@ -122,7 +122,8 @@ int main(int argc, char** argv) {
         if (t <= lockstep) {
             const auto want = sieve::ref::sample_row(kinds, row, kVocab, params, got.step, 0, &twin);
             if (want.status != SIEVE_OK || got.token != want.token) {
-                if (sieve_test::twin::boundary_distance(kinds, row, kVocab, params, got.step, &twin) < 1e-6) {
+                if (want.status == SIEVE_OK &&
+                    sieve_test::twin::draw_explains(kinds, row, kVocab, params, got.step, &twin, got.token)) {
                     ++near_boundary;
                 } else {
                     ++mismatches;
