@@ -656,6 +656,67 @@ SIEVE_API sieve_status sieve_chain_distribution(sieve_chain* chain, const float*
     });
 }
 
+SIEVE_API void sieve_draft_init(sieve_draft* draft, const int32_t* tokens, int32_t n_draft) {
+    if (!draft) return;
+    *draft = sieve_draft{};
+    draft->struct_size = sizeof(sieve_draft);
+    draft->n_draft = n_draft;
+    draft->tokens = tokens;
+    draft->probs_kind = SIEVE_DRAFT_PROBS_NONE;
+}
+
+SIEVE_API sieve_status sieve_verify(sieve_chain* chain, const sieve_logits* logits, const sieve_draft* drafts,
+                                    int32_t n_seq, sieve_verify_mode mode, sieve_token* tokens, sieve_verified* out) {
+    if (!chain) return null_handle("chain");
+    bool ran = false;
+    const sieve_status s = guarded([&] {
+        ChainImpl& impl = *chain->impl;
+        impl.check_idle();
+        if (!out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
+        if (!tokens) fail(SIEVE_ERROR_INVALID_ARGUMENT, "tokens is NULL");
+        if (!drafts) fail(SIEVE_ERROR_INVALID_ARGUMENT, "drafts is NULL");
+        if (n_seq < 1 || n_seq > impl.config().max_rows)
+            fail(SIEVE_ERROR_CAPACITY, "n_seq " + std::to_string(n_seq) + " is outside 1.." +
+                                           std::to_string(impl.config().max_rows) + " (the chain's max_rows)");
+        const LogitsView view = impl.check_call(logits);
+        // The caller's raw values are read as stored (raw_enum): an out-of-range
+        // enum is refused, not undefined.
+        const int32_t mode_value = raw_enum(mode);
+        if (mode_value != SIEVE_VERIFY_MATCH && mode_value != SIEVE_VERIFY_REJECTION)
+            fail(SIEVE_ERROR_INVALID_ARGUMENT, "unknown verify mode " + std::to_string(mode_value));
+        std::vector<ChainImpl::Draft> list(static_cast<size_t>(n_seq));
+        for (int32_t i = 0; i < n_seq; ++i) {
+            const sieve_draft& d = drafts[i];
+            const std::string which = "drafts[" + std::to_string(i) + "]";
+            if (d.struct_size < sizeof(sieve_draft))
+                fail(SIEVE_ERROR_INVALID_ARGUMENT, which + ".struct_size is " + std::to_string(d.struct_size) +
+                                                       " (sieve_draft_init sets it)");
+            if (d.n_draft < 0 || d.n_draft > SIEVE_MAX_DRAFT)
+                fail(SIEVE_ERROR_INVALID_ARGUMENT, which + ".n_draft " + std::to_string(d.n_draft) +
+                                                       " is outside 0.." + std::to_string(SIEVE_MAX_DRAFT));
+            if (d.n_draft > 0 && !d.tokens) fail(SIEVE_ERROR_INVALID_ARGUMENT, which + ".tokens is NULL");
+            const int32_t kind = raw_enum(d.probs_kind);
+            if (kind < SIEVE_DRAFT_PROBS_NONE || kind > SIEVE_DRAFT_PROBS_TOKEN)
+                fail(SIEVE_ERROR_INVALID_ARGUMENT, which + ".probs_kind " + std::to_string(kind) + " is unknown");
+            ChainImpl::Draft& to = list[static_cast<size_t>(i)];
+            to.tokens.assign(d.tokens, d.tokens + d.n_draft);
+            to.probs.kind = static_cast<sieve_draft_probs>(kind);
+            to.probs.probs = d.probs;
+            to.probs.vocab = view.vocab;
+        }
+        std::string message;
+        const sieve_status r = impl.verify(view, list, static_cast<sieve_verify_mode>(mode_value), tokens, out, &message);
+        ran = true;
+        if (r != SIEVE_OK) set_last_error(message);
+        return r;
+    });
+    if (s != SIEVE_OK && !ran && out && n_seq > 0) {
+        const int32_t n = std::min(n_seq, chain->impl->config().max_rows);
+        for (int32_t i = 0; i < n; ++i) out[i] = sieve_verified{s, 0, 0};
+    }
+    return s;
+}
+
 SIEVE_API sieve_status sieve_chain_candidates(sieve_chain* chain, const sieve_logits* logits, sieve_candidate* out,
                                               int32_t capacity, int32_t* counts) {
     if (!chain) return null_handle("chain");

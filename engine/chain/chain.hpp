@@ -110,6 +110,18 @@ public:
     virtual void set_profiling(bool) {}
     virtual std::vector<sieve_stage_time> stage_times() const { return {}; }
 
+    // sieve_verify (chain/verify.cpp): sequence s is row s (its parameters and
+    // slot); its n_draft + 1 positions are consecutive rows of `logits`.
+    // Validated here (call-level failures throw: no slot changes). Writes
+    // tokens[] (one per logits row) and out[] (one per sequence); returns the
+    // first failed sequence's status, its message in *message.
+    struct Draft {
+        std::vector<int32_t> tokens;
+        ref::DraftProbs probs;
+    };
+    sieve_status verify(const LogitsView& logits, const std::vector<Draft>& drafts, sieve_verify_mode mode,
+                        sieve_token* tokens, sieve_verified* out, std::string* message);
+
     // Throws CAPACITY / INVALID_ARGUMENT for sizes the chain cannot take.
     void check_call(const float* logits, int32_t rows, int32_t vocab) const;
     // The same for a sieve_logits (its struct_size, dtype and row stride too).
@@ -125,7 +137,23 @@ public:
     void check_row_inputs(int32_t rows, int32_t vocab);
 
 protected:
-    using Row = ref::RowParams;  // a row's parameters: the twin's (llama.cpp's defaults)
+    using Row = ref::RowParams;
+
+    // A backend's own verification of every sequence (checked already;
+    // first_row[s]: the logits row of sequence s's position 0): fills each
+    // sequence's result and its slot's step before the call, and commits the
+    // successful ones (commit_verified). Returns false to leave it to the twin
+    // (verify_on_host), which the CPU backend always does.
+    virtual bool verify_sequences(const LogitsView&, const std::vector<Draft>&, const std::vector<int32_t>&,
+                                  sieve_verify_mode, std::vector<ref::Verification>*, std::vector<uint32_t>*) {
+        return false;
+    }
+    void verify_on_host(const LogitsView& logits, const std::vector<Draft>& drafts, const std::vector<int32_t>& first_row,
+                        sieve_verify_mode mode, std::vector<ref::Verification>* results, std::vector<uint32_t>* steps);
+    // The emitted tokens join the slot of `sequence`, whose step becomes
+    // step + their number; learnt: the slot's learnt state after them (match
+    // mode; NULL leaves it).
+    void commit_verified(int32_t sequence, uint32_t step, const ref::Verification& v, const ref::SlotState* learnt);  // a row's parameters: the twin's (llama.cpp's defaults)
 
     // The words of a slot's record (slot_layout.hpp): host memory for the CPU
     // backend, the mapped slot buffer for the GPU (which first waits for any
@@ -156,6 +184,9 @@ private:
     void set_one(int32_t row, sieve_param param, double value);
     void check_slot(int32_t slot, const char* what) const;
     void check_history_tokens(int32_t rows, int32_t vocab);
+    // sieve_verify's checks; returns each sequence's first logits row.
+    std::vector<int32_t> check_verify(const LogitsView& logits, const std::vector<Draft>& drafts,
+                                      sieve_verify_mode mode);
 };
 
 } // namespace sieve

@@ -299,6 +299,53 @@ sieve_status row_distribution(const std::vector<SamplerKind>& chain, const float
                               const RowParams& params, std::vector<Weighted>* out, std::string* message,
                               uint32_t step = 0, uint32_t draw = 0, const SlotState* state = nullptr);
 
+// ---- speculative decoding's verification (sieve_verify; speculative.cpp) -------
+// Whether the chain has a sampler that learns from its own draws (mirostat,
+// mirostat_v2, adaptive_p): the rejection mode refuses those chains.
+bool chain_learns(const std::vector<SamplerKind>& chain);
+
+// The draft model's probabilities of one sequence (sieve_draft).
+struct DraftProbs {
+    sieve_draft_probs kind = SIEVE_DRAFT_PROBS_NONE;
+    const float* probs = nullptr;  // DENSE: [n_draft][vocab]; TOKEN: [n_draft]
+    int32_t vocab = 0;
+};
+// A dense row of draft probabilities sums to 1 within this.
+constexpr double kDraftSumTolerance = 1e-3;
+
+// SIEVE_OK, or SIEVE_ERROR_INVALID_ARGUMENT with the reason: more than
+// SIEVE_MAX_DRAFT drafts, an id outside [0, vocab), probabilities the mode
+// does not take, a NaN/negative/infinite value, a row not summing to 1.
+sieve_status check_draft(const std::vector<int32_t>& tokens, const DraftProbs& q, int32_t vocab,
+                         sieve_verify_mode mode, std::string* message);
+
+// One position of the rejection mode over the target's final distribution p
+// (canonical order): accepted (token = the draft) or the correction.
+struct RejectionStep {
+    bool accepted = false;
+    RowResult token;
+};
+RejectionStep rejection_step(const std::vector<Weighted>& p, int32_t draft, const DraftProbs& q, size_t position,
+                             uint32_t seed, uint32_t step);
+
+// A sequence verified: its emitted tokens (accepted drafts and one more), or a
+// status (nothing emitted). rows holds the n_draft + 1 positions' logits; step
+// is the slot's step before the call. *state (may be NULL) receives the slot
+// after the call, the emitted tokens in its history (learnt state updated in
+// the match mode); the caller advances the step by the number emitted. A
+// failure leaves *state as it was.
+struct Verification {
+    sieve_status status = SIEVE_OK;
+    std::string message;
+    std::vector<RowResult> tokens;
+};
+Verification verify_match(const std::vector<SamplerKind>& chain, const std::vector<const float*>& rows, int32_t vocab,
+                          const RowParams& params, const std::vector<int32_t>& drafts, uint32_t step,
+                          SlotState* state);
+Verification verify_rejection(const std::vector<SamplerKind>& chain, const std::vector<const float*>& rows,
+                              int32_t vocab, const RowParams& params, const std::vector<int32_t>& drafts,
+                              const DraftProbs& q, uint32_t step, SlotState* state);
+
 // ---- raw log-probabilities (sieve_chain_set_logprobs) ---------------------------
 // The softmax of the logits as given (temperature 1, no sampler), in double:
 // log Z = max + log(sum exp(logit - max)) over the finite logits (-inf has

@@ -511,6 +511,88 @@ typedef struct sieve_candidate {
 SIEVE_API sieve_status sieve_chain_candidates(sieve_chain* chain, const sieve_logits* logits, sieve_candidate* out,
                                               int32_t capacity, int32_t* counts);
 
+/* ---- speculative decoding -----------------------------------------------------
+ * Verifies the draft tokens of one or many sequences in one call: for each
+ * sequence, its n_draft draft tokens and n_draft + 1 rows of target logits
+ * (positions 0..n_draft: position i is the model's output after the sequence's
+ * history plus drafts 0..i-1). The call emits the accepted drafts and one more
+ * token (the correction at the first rejected position, or the bonus after the
+ * last draft), and advances the sequence's slot by exactly those tokens.
+ *
+ * Sequence s is row s of the chain: its parameters, its logit bias, bitmask and
+ * DRY breakers, and the slot sieve_chain_set_slots maps row s to (two
+ * sequences of one call may not share a slot). Position i of a sequence whose
+ * slot is at step t sees the slot's history plus drafts 0..i-1 (the penalties'
+ * and DRY's windows included) and RNG step t + i; the slot ends at step t + k,
+ * k being the number of tokens emitted, with those tokens in its history.
+ *
+ * SIEVE_VERIFY_MATCH is llama.cpp's rule (common_sampler_sample_and_accept_n):
+ * position i samples with the full chain; the token is emitted, and the next
+ * position runs only when it equals draft i. The tokens are those of calling
+ * sieve_sample position by position with the slot accepting each token:
+ * mirostat's mu and adaptive-p's average carry from position to position.
+ *
+ * SIEVE_VERIFY_REJECTION is speculative sampling (Leviathan et al. 2023; Chen et
+ * al. 2023), which keeps the chain's distribution exactly: with p_i the chain's
+ * final distribution at position i and q_i the draft model's, draft x_i is
+ * accepted when u * q_i(x_i) < p_i(x_i), u the Philox uniform of (seed, step
+ * t + i, draw 1): with probability min(1, p_i(x_i) / q_i(x_i)). At the first
+ * rejection the correction is drawn from max(0, p_i - q_i), renormalized, by
+ * canonical inverse CDF with the uniform of (seed, t + i, draw 0) (p_i itself
+ * where the residual has no mass); when every draft is accepted the bonus is
+ * the chain's ordinary draw at step t + n_draft. A chain with a learnt state
+ * (mirostat, mirostat_v2, adaptive-p) is refused: their update depends on how a
+ * token was drawn, which rejection sampling changes.
+ *
+ * Draft probabilities for the rejection mode: SIEVE_DRAFT_PROBS_DENSE gives
+ * n_draft rows of vocab f32 (q_i over the whole vocabulary: finite, >= 0, each
+ * row summing to 1 within 1e-3); SIEVE_DRAFT_PROBS_TOKEN gives q_i(x_i) alone
+ * (in (0, 1]), q_i being 0 elsewhere: exact for one-hot drafts (greedy drafters,
+ * n-grams: q_i(x_i) = 1), an approximation otherwise. The match mode takes
+ * SIEVE_DRAFT_PROBS_NONE. */
+#define SIEVE_MAX_DRAFT 16
+
+typedef enum sieve_verify_mode {
+    SIEVE_VERIFY_MATCH = 0,
+    SIEVE_VERIFY_REJECTION = 1
+} sieve_verify_mode;
+
+typedef enum sieve_draft_probs {
+    SIEVE_DRAFT_PROBS_NONE = 0,
+    SIEVE_DRAFT_PROBS_DENSE = 1,
+    SIEVE_DRAFT_PROBS_TOKEN = 2
+} sieve_draft_probs;
+
+typedef struct sieve_draft {
+    uint32_t struct_size;       /* sizeof(sieve_draft) */
+    int32_t n_draft;            /* 0..SIEVE_MAX_DRAFT */
+    const int32_t* tokens;      /* n_draft ids in [0, vocab); may be NULL when n_draft is 0 */
+    sieve_draft_probs probs_kind;
+    const float* probs;         /* DENSE: [n_draft][vocab]; TOKEN: [n_draft]; NONE: NULL */
+} sieve_draft;
+
+/* Fills struct_size, n_draft and tokens; no draft probabilities. */
+SIEVE_API void sieve_draft_init(sieve_draft* draft, const int32_t* tokens, int32_t n_draft);
+
+typedef struct sieve_verified {
+    sieve_status status;        /* the sequence's: a bad sequence does not stop the others */
+    int32_t n_tokens;           /* tokens emitted: accepted drafts + 1; 0 when status != SIEVE_OK */
+    int32_t n_accepted;         /* drafts accepted (n_tokens - 1; 0 on failure) */
+} sieve_verified;
+
+/* logits holds the sequences' positions back to back (sequence 0's n_0 + 1
+ * rows, then sequence 1's, ...), at most max_rows rows in all; n_seq >= 1.
+ * tokens has one entry per logits row: sequence s's emitted tokens are the
+ * first out[s].n_tokens entries of its rows (the token, p and logprob under the
+ * position's final distribution, the step used), the entries after them have
+ * token -1 and status SIEVE_OK. Returns SIEVE_OK when every sequence succeeded,
+ * else the first failed sequence's status; a failed sequence's slot is
+ * unchanged. A call-level failure (bad arguments, a busy chain) changes no slot
+ * and writes its status into every out[s] (n_tokens 0). */
+SIEVE_API sieve_status sieve_verify(sieve_chain* chain, const sieve_logits* logits, const sieve_draft* drafts,
+                                    int32_t n_seq, sieve_verify_mode mode, sieve_token* tokens,
+                                    sieve_verified* out);
+
 /* Engine counters: what tests read to prove steady state records and allocates
  * nothing. */
 typedef struct sieve_counters {

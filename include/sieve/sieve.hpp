@@ -207,6 +207,36 @@ public:
         return out;
     }
 
+    // One sequence's verification (sieve_verify): its emitted tokens (accepted
+    // drafts and one more), its status and how many drafts were accepted.
+    struct Verified {
+        sieve_status status = SIEVE_OK;
+        int32_t n_accepted = 0;
+        std::vector<sieve_token> tokens;
+    };
+
+    // Verifies drafts[s] for sequence s (row s) over logits holding every
+    // sequence's n_draft + 1 positions back to back. Throws on a call-level
+    // failure; a failed sequence carries its status.
+    std::vector<Verified> verify(const sieve_logits& logits, const std::vector<sieve_draft>& drafts,
+                                 sieve_verify_mode mode) {
+        std::vector<sieve_token> tokens(logits.rows > 0 ? static_cast<size_t>(logits.rows) : 0);
+        std::vector<sieve_verified> out(drafts.size());
+        sieve_status s = sieve_verify(handle_, &logits, drafts.data(), static_cast<int32_t>(drafts.size()), mode,
+                                      tokens.data(), out.data());
+        if (s != SIEVE_OK && !row_level(s)) check(s);
+        std::vector<Verified> result(drafts.size());
+        size_t row = 0;
+        for (size_t i = 0; i < drafts.size(); ++i) {
+            result[i].status = out[i].status;
+            result[i].n_accepted = out[i].n_accepted;
+            result[i].tokens.assign(tokens.begin() + static_cast<std::ptrdiff_t>(row),
+                                    tokens.begin() + static_cast<std::ptrdiff_t>(row + out[i].n_tokens));
+            row += static_cast<size_t>(drafts[i].n_draft) + 1;
+        }
+        return result;
+    }
+
     std::vector<int32_t> draws(const float* logits, int32_t rows, int32_t vocab, int32_t n,
                                std::vector<sieve_token>* last = nullptr) {
         std::vector<int32_t> tokens(static_cast<size_t>(rows > 0 ? rows : 0) * static_cast<size_t>(n > 0 ? n : 0));
