@@ -327,6 +327,8 @@ struct RejectionStep {
 };
 RejectionStep rejection_step(const std::vector<Weighted>& p, int32_t draft, const DraftProbs& q, size_t position,
                              uint32_t seed, uint32_t step);
+// After every draft is accepted: the chain's ordinary draw from p at `step`.
+RowResult bonus_draw(const std::vector<Weighted>& p, uint32_t seed, uint32_t step);
 
 // A sequence verified: its emitted tokens (accepted drafts and one more), or a
 // status (nothing emitted). rows holds the n_draft + 1 positions' logits; step

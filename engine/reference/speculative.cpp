@@ -122,6 +122,12 @@ RejectionStep rejection_step(const std::vector<Weighted>& p, int32_t draft, cons
     return {false, emitted(p, total, token)};
 }
 
+RowResult bonus_draw(const std::vector<Weighted>& p, uint32_t seed, uint32_t step) {
+    double total = 0.0;
+    for (const Weighted& w : p) total += w.p;
+    return emitted(p, total, p[draw_inverse_cdf(p, uniform_u32(seed, step, 0))].id);
+}
+
 Verification verify_match(const std::vector<SamplerKind>& chain, const std::vector<const float*>& rows, int32_t vocab,
                           const RowParams& params, const std::vector<int32_t>& drafts, uint32_t step,
                           SlotState* state) {
@@ -164,14 +170,8 @@ Verification verify_rejection(const std::vector<SamplerKind>& chain, const std::
             v.tokens.clear();
             return v;
         }
-        RejectionStep r;
-        if (i == drafts.size()) {
-            double total = 0.0;
-            for (const Weighted& w : p) total += w.p;
-            r = {false, emitted(p, total, p[draw_inverse_cdf(p, uniform_u32(params.seed, at, 0))].id)};
-        } else {
-            r = rejection_step(p, drafts[i], q, i, params.seed, at);
-        }
+        const RejectionStep r =
+            i == drafts.size() ? RejectionStep{false, bonus_draw(p, params.seed, at)} : rejection_step(p, drafts[i], q, i, params.seed, at);
         work.history.push_back(r.token.token);
         v.tokens.push_back(r.token);
         if (!r.accepted) break;

@@ -144,6 +144,7 @@ void GpuChain::write_params(uint32_t rows, bool sample, bool commit) {
         uint32_t* block = inputs + static_cast<size_t>(r) * input_words;
         if (row_has_inputs(rows_[r])) write_row_inputs(block, rows_[r], max_vocab);
         if (dry_acts(rows_[r]) && !rows_[r].dry_sequence_breakers.empty()) write_row_breakers(block, rows_[r], max_vocab);
+        if (!positions_.empty()) write_row_position(p + r * PARAM_STRIDE, block, at.inputs_offset, max_vocab, positions_[r]);
     }
 }
 
@@ -193,11 +194,20 @@ void GpuChain::check_history_order(uint32_t rows) const {
 }
 
 
+ref::SlotState GpuChain::row_state(int32_t row) {
+    ref::SlotState state = slot_to_state(slot_record(slot_of(row)), history_capacity());
+    if (!positions_.empty()) {
+        const RowPosition& at = positions_[static_cast<size_t>(row)];
+        state.history.insert(state.history.end(), at.prefix, at.prefix + at.prefix_len);
+    }
+    return state;
+}
+
 sieve_token GpuChain::twin_row(uint32_t row, const float* logits, uint32_t vocab, uint32_t step, bool commit,
                                std::string* message, sieve_status* first) {
     ++counters_.fallback_rows;
     uint32_t* slot = slot_record(slot_of(static_cast<int32_t>(row)));
-    ref::SlotState state = slot_to_state(slot, history_capacity());
+    ref::SlotState state = row_state(static_cast<int32_t>(row));
     const ref::RowResult res = ref::sample_row(config_.samplers, logits, static_cast<int32_t>(vocab),
                                                row_params(static_cast<int32_t>(row)), step, 0, &state);
     if (res.status == SIEVE_OK && commit) {
@@ -303,7 +313,7 @@ sieve_status GpuChain::read_distribution(const LogitsView& logits, int32_t row, 
         out->clear();
         if (!decode_distribution_list(words, &list, &step)) {
             ++counters_.fallback_rows;
-            const ref::SlotState state = slot_to_state(slot_record(slot_of(row)), history_capacity());
+            const ref::SlotState state = row_state(row);
             return ref::row_distribution(config_.samplers, logits.row_f32(row, &scratch_), logits.vocab,
                                          row_params(row), out, message, step, 0, &state);
         }

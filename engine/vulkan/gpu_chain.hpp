@@ -98,6 +98,19 @@ private:
                          std::string* message, sieve_status* first);
     sieve_status read_distribution(const LogitsView& logits, int32_t row, bool collect, std::vector<ref::Weighted>* out,
                                    std::string* message);
+    // The slot of `row` as the twin takes it, with the row's prefix when the
+    // call is sieve_verify's.
+    ref::SlotState row_state(int32_t row);
+
+    // sieve_verify (gpu_verify.cpp): every position of every sequence as one
+    // row of one submission (a sample, or the distributions for the rejection
+    // mode), each with its sequence's parameters and slot, its step and its
+    // drafts before it (positions_); the host then walks each sequence's
+    // positions. The match mode of a chain with mirostat or adaptive-p is left
+    // to the twin: a position's learnt state depends on the draw before it.
+    bool verify_sequences(const LogitsView& logits, const std::vector<Draft>& drafts,
+                          const std::vector<int32_t>& first_row, sieve_verify_mode mode,
+                          std::vector<ref::Verification>* results, std::vector<uint32_t>* steps) override;
 
     // A zero-copy call up to its device work: the rows' checks, how its
     // logits reach the passes, the rows' parameters written.
@@ -127,6 +140,7 @@ private:
     };
     std::optional<InFlight> in_flight_;
     std::vector<float> scratch_;       // a row widened to f32 for the twin (fallback rows)
+    std::vector<RowPosition> positions_;  // per row during sieve_verify's submission, else empty
     std::vector<sieve_token> drawn_;  // one draw's tokens (sample)
 };
 

@@ -192,8 +192,19 @@ uint64_t chain_ops(const std::vector<SamplerKind>& samplers) {
 
 uint32_t row_breakers_offset(uint32_t max_vocab) { return 2 + 2 * ((max_vocab + 31) / 32) + 2 * kMaxGpuBiasEntries; }
 
-uint32_t row_input_words(uint32_t max_vocab) {
+uint32_t row_prefix_offset(uint32_t max_vocab) {
     return row_breakers_offset(max_vocab) + 1 + kMaxDryBreakers + kMaxDryBreakerTokens;
+}
+
+uint32_t row_input_words(uint32_t max_vocab) { return row_prefix_offset(max_vocab) + SIEVE_MAX_DRAFT; }
+
+void write_row_position(uint32_t* block, uint32_t* inputs, uint32_t inputs_offset, uint32_t max_vocab,
+                        const RowPosition& at) {
+    block[P_STEP_ADD] = at.step_add;
+    block[P_PREFIX] = inputs_offset + row_prefix_offset(max_vocab);
+    block[P_PREFIX_LEN] = at.prefix_len;
+    block[P_ROW_FLAGS] |= ROW_HOLD_STEP;
+    for (uint32_t i = 0; i < at.prefix_len; ++i) inputs[row_prefix_offset(max_vocab) + i] = static_cast<uint32_t>(at.prefix[i]);
 }
 
 // llama_sampler_penalties_apply returns at once when penalty_last_n == 0 or

@@ -29,9 +29,24 @@ bool row_needs_collect(const std::vector<ref::SamplerKind>& samplers, const ref:
 uint64_t chain_ops(const std::vector<ref::SamplerKind>& samplers);
 
 // Words of one row's RowInputs block for a chain of capacity max_vocab: the
-// bitmask and bias, then the DRY breakers at row_breakers_offset.
+// bitmask and bias, then the DRY breakers at row_breakers_offset, then
+// sieve_verify's prefix (up to SIEVE_MAX_DRAFT tokens) at row_prefix_offset.
 uint32_t row_input_words(uint32_t max_vocab);
 uint32_t row_breakers_offset(uint32_t max_vocab);
+uint32_t row_prefix_offset(uint32_t max_vocab);
+
+// A row that is one position of a sequence's draft (sieve_verify): its step
+// past the slot's, and the drafts before it, which the history samplers see
+// after the slot's history. The slot keeps its step (ROW_HOLD_STEP).
+struct RowPosition {
+    uint32_t step_add = 0;
+    const int32_t* prefix = nullptr;
+    uint32_t prefix_len = 0;
+};
+// Into the row's parameter block (after write_row_params) and its RowInputs
+// block (inputs_offset: the block's word offset as the shaders index it).
+void write_row_position(uint32_t* block, uint32_t* inputs, uint32_t inputs_offset, uint32_t max_vocab,
+                        const RowPosition& at);
 
 // Whether the row's penalties or DRY change any logit this call (they read
 // the slot's history: history.comp), from the sampler's own off-switches.

@@ -105,6 +105,11 @@ SIEVE_CONST uint P_MIRO_TAU = 31u;   // float
 SIEVE_CONST uint P_MIRO_ETA = 32u;   // float
 SIEVE_CONST uint P_ADAPT_TARGET = 33u;  // float; < 0: a plain draw
 SIEVE_CONST uint P_ADAPT_DECAY = 34u;   // float
+// A position of a sequence's draft (sieve_verify): the slot's step plus the
+// position, and the drafts before it as tokens past the slot's history.
+SIEVE_CONST uint P_STEP_ADD = 35u;      // added to the slot's step (0 outside sieve_verify)
+SIEVE_CONST uint P_PREFIX = 36u;        // word offset in row_inputs of P_PREFIX_LEN tokens, oldest first
+SIEVE_CONST uint P_PREFIX_LEN = 37u;    // tokens the history samplers see after the slot's history (0: none)
 
 SIEVE_CONST uint ROW_HAS_INPUTS = 1u;  // a logit bias or a token bitmask applies
 SIEVE_CONST uint ROW_NEED_SIGMA = 2u;  // the collect pass sums mean/variance of the row
@@ -119,6 +124,9 @@ SIEVE_CONST uint ROW_COMMIT = 128u;  // the drawn token joins the slot's history
 // The host uploads the row before every submission, so the next one starts
 // from the model's logits again.
 SIEVE_CONST uint ROW_PATCH = 256u;
+// The row's slot keeps its step: several positions of one sequence read it,
+// and the host advances it by the tokens sieve_verify emits.
+SIEVE_CONST uint ROW_HOLD_STEP = 512u;
 
 SIEVE_CONST uint OP_END = 0u;
 SIEVE_CONST uint OP_TEMPERATURE = 1u;
@@ -278,8 +286,8 @@ inline constexpr uint DISPATCH_COMMAND_WORDS = 3u;
 inline constexpr uint MAX_CHAIN_OPS = 16u;
 
 static_assert(sizeof(Push) == 12 * sizeof(uint), "the push block: 12 words, no padding");
-static_assert(P_ADAPT_DECAY < PARAM_STRIDE, "the parameter block holds every P_*");
-static_assert(ROW_PATCH < (1u << 16), "ROW_* flags fit P_ROW_FLAGS");
+static_assert(P_PREFIX_LEN < PARAM_STRIDE, "the parameter block holds every P_*");
+static_assert(ROW_HOLD_STEP < (1u << 16), "ROW_* flags fit P_ROW_FLAGS");
 static_assert(OP_XTC < 16u, "an op is a nibble of CHAIN_OPS_LO or CHAIN_OPS_HI");
 static_assert(S_ADAPT_WEIGHT < SLOT_HEADER, "the slot header holds every S_*");
 static_assert(C_TIE + 8u <= CHUNK_STRIDE && C_AGG + 5u <= CHUNK_STRIDE, "a chunk's words fit CHUNK_STRIDE");

@@ -31,7 +31,7 @@ void write_result(uint row, uint token, float p, float logprob, uint status, uin
 
 // A sampled token advances the step of the row's slot (slot state lives across calls).
 void advance_step(uint row, uint step) {
-    if ((pc.flags & FLAG_DISTRIBUTION) != 0u) return;
+    if ((pc.flags & FLAG_DISTRIBUTION) != 0u || (param_u(row, P_ROW_FLAGS) & ROW_HOLD_STEP) != 0u) return;
     slot_state[param_u(row, P_SLOT) + S_STEP] = step + 1u;
 }
 

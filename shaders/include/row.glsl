@@ -44,8 +44,9 @@ uint row_status(RowStats s) {
     return STATUS_OK;
 }
 
-// The step of the row's slot (the host restarts it on reset and seed changes).
-uint row_step(uint row) { return slot_state[param_u(row, P_SLOT) + S_STEP]; }
+// The step of the row's slot (the host restarts it on reset and seed changes),
+// plus the row's position in sieve_verify.
+uint row_step(uint row) { return slot_state[param_u(row, P_SLOT) + S_STEP] + param_u(row, P_STEP_ADD); }
 
 uint row_uniform(uint row) {
     return sieve_uniform_u32(params[row * PARAM_STRIDE + P_SEED], row_step(row), params[row * PARAM_STRIDE + P_DRAW]);

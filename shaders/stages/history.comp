@@ -23,11 +23,19 @@ layout(std430, set = 0, binding = BINDING_LOGITS) buffer LogitsOut { float logit
 // Repeat lengths up to this are compared directly, in parallel (step 2).
 const uint DIRECT_LCP_LIMIT = 512u;
 
-// The i-th most recent token of the slot (llama.cpp's ring_buffer::rat(i)).
+// The i-th most recent token of the slot (llama.cpp's ring_buffer::rat(i)),
+// after the row's prefix (sieve_verify's drafts before the position, newest
+// last): the history the position sees.
 uint g_slot;
 uint g_count;
 uint g_head;
-uint rat(uint i) { return slot_state[g_slot + SLOT_HEADER + (g_head + pc.hist_cap - 1u - i) % pc.hist_cap]; }
+uint g_prefix;
+uint g_prefix_len;
+uint rat(uint i) {
+    if (i < g_prefix_len) return row_inputs[g_prefix + g_prefix_len - 1u - i];
+    i -= g_prefix_len;
+    return slot_state[g_slot + SLOT_HEADER + (g_head + pc.hist_cap - 1u - i) % pc.hist_cap];
+}
 
 // The token's entry (word offset), inserted when absent; its bitmap bit set.
 uint adjust_insert(uint base, uint token) {
@@ -289,8 +297,12 @@ void main() {
     if ((param_u(row, P_ROW_FLAGS) & ROW_ADJUST) == 0u) return;
 
     g_slot = param_u(row, P_SLOT);
-    g_count = slot_state[g_slot + S_COUNT];
     g_head = slot_state[g_slot + S_HEAD];
+    g_prefix = param_u(row, P_PREFIX);
+    g_prefix_len = param_u(row, P_PREFIX_LEN);
+    // The windows are at most the history capacity (the host checks), and the
+    // DRY arrays hold that many positions: the oldest tokens past it drop out.
+    g_count = min(slot_state[g_slot + S_COUNT] + g_prefix_len, pc.hist_cap);
 
     // Penalties: each token's count over the window (llama.cpp's token_count).
     uint pen_n = min(g_count, param_u(row, P_PEN_LAST_N));

@@ -1,0 +1,116 @@
+// sieve_verify on the GPU: every position of every sequence is one row of one
+// submission, with its sequence's parameters and slot, the slot's step plus
+// the position, and the drafts before it seen by the penalties and DRY after
+// the slot's history (RowPosition; the slot itself is neither read past nor
+// written: ROW_HOLD_STEP, no commit). The match mode samples every position;
+// the rejection mode reads every position's final distribution. The host
+// then walks each sequence's positions with the twin's rule
+// (reference/speculative.cpp) and commits the emitted tokens to the slot.
+#include "vulkan/gpu_chain.hpp"
+
+namespace sieve {
+
+namespace {
+
+// The chain's per-row state swapped for the positions' during the call, and
+// back whatever happens.
+struct PositionRows {
+    PositionRows(std::vector<ref::RowParams>& rows, std::vector<int32_t>& slots, std::vector<RowPosition>& positions,
+                 int32_t& logprobs)
+        : rows_(rows), slots_(slots), positions_(positions), logprobs_(logprobs), saved_rows_(rows),
+          saved_slots_(slots), saved_logprobs_(logprobs) {
+        logprobs_ = -1;  // the positions' raw logprobs are not asked for
+    }
+    ~PositionRows() {
+        rows_ = std::move(saved_rows_);
+        slots_ = std::move(saved_slots_);
+        positions_.clear();
+        logprobs_ = saved_logprobs_;
+    }
+    std::vector<ref::RowParams>& rows_;
+    std::vector<int32_t>& slots_;
+    std::vector<RowPosition>& positions_;
+    int32_t& logprobs_;
+    std::vector<ref::RowParams> saved_rows_;
+    std::vector<int32_t> saved_slots_;
+    int32_t saved_logprobs_;
+};
+
+ref::RowResult as_result(const sieve_token& t) {
+    ref::RowResult r;
+    r.token = t.token;
+    r.p = t.p;
+    r.logprob = t.logprob;
+    r.status = t.status;
+    return r;
+}
+
+} // namespace
+
+bool GpuChain::verify_sequences(const LogitsView& logits, const std::vector<Draft>& drafts,
+                                const std::vector<int32_t>& first_row, sieve_verify_mode mode,
+                                std::vector<ref::Verification>* results, std::vector<uint32_t>* steps) {
+    if (mode == SIEVE_VERIFY_MATCH && ref::chain_learns(config_.samplers)) return false;
+    const size_t n_seq = drafts.size();
+    const int32_t rows = logits.rows;
+    std::vector<sieve_token> sampled;
+    std::vector<std::vector<ref::Weighted>> dists;
+    std::vector<sieve_status> statuses;
+    std::vector<std::string> messages(static_cast<size_t>(rows));
+    {
+        submitter_.wait_pending();
+        PositionRows swap(rows_, slot_of_row_, positions_, logprobs_n_);
+        positions_.assign(static_cast<size_t>(rows), RowPosition{});
+        for (size_t s = 0; s < n_seq; ++s) {
+            (*steps)[s] = slot_record(swap.saved_slots_[s])[S_STEP];
+            for (size_t i = 0; i <= drafts[s].tokens.size(); ++i) {
+                const size_t row = static_cast<size_t>(first_row[s]) + i;
+                rows_[row] = swap.saved_rows_[s];
+                slot_of_row_[row] = swap.saved_slots_[s];
+                positions_[row] = RowPosition{static_cast<uint32_t>(i), drafts[s].tokens.data(), static_cast<uint32_t>(i)};
+            }
+        }
+        std::string message;
+        if (mode == SIEVE_VERIFY_MATCH) {
+            sampled.resize(static_cast<size_t>(rows));
+            sample(logits, 1, nullptr, sampled.data(), &message, false);
+        } else {
+            std::vector<int32_t> wanted(static_cast<size_t>(rows));
+            for (int32_t r = 0; r < rows; ++r) wanted[static_cast<size_t>(r)] = r;
+            distributions(logits, wanted, &dists, &statuses, &message);
+        }
+    }
+    for (size_t s = 0; s < n_seq; ++s) {
+        const Draft& d = drafts[s];
+        ref::Verification& v = (*results)[s];
+        const uint32_t step = (*steps)[s];
+        const uint32_t seed = rows_[s].seed;
+        for (size_t i = 0; i <= d.tokens.size(); ++i) {
+            const size_t row = static_cast<size_t>(first_row[s]) + i;
+            const sieve_status status = mode == SIEVE_VERIFY_MATCH ? sampled[row].status : statuses[row];
+            if (status != SIEVE_OK) {
+                v.status = status;
+                v.message = "position " + std::to_string(i) + ": " + sieve_status_name(status);
+                v.tokens.clear();
+                break;
+            }
+            bool go_on = false;
+            if (mode == SIEVE_VERIFY_MATCH) {
+                v.tokens.push_back(as_result(sampled[row]));
+                go_on = i < d.tokens.size() && sampled[row].token == d.tokens[i];
+            } else if (i == d.tokens.size()) {
+                v.tokens.push_back(ref::bonus_draw(dists[row], seed, step + static_cast<uint32_t>(i)));
+            } else {
+                const ref::RejectionStep r =
+                    ref::rejection_step(dists[row], d.tokens[i], d.probs, i, seed, step + static_cast<uint32_t>(i));
+                v.tokens.push_back(r.token);
+                go_on = r.accepted;
+            }
+            if (!go_on) break;
+        }
+        if (v.status == SIEVE_OK) commit_verified(static_cast<int32_t>(s), step, v, nullptr);
+    }
+    return true;
+}
+
+} // namespace sieve
