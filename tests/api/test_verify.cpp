@@ -26,15 +26,17 @@ protected:
 constexpr int32_t kVocab = 500;
 
 // Positions whose sampled token is usually the row's argmax (a peaked row at
-// a low temperature), so drafts of argmaxes are mostly accepted.
-std::vector<float> peaked_positions(int32_t positions, uint32_t seed, std::vector<int32_t>* argmax) {
+// a low temperature), so drafts of argmaxes are mostly accepted. repeat: the
+// same argmax at every position, so the penalties and DRY see the drafts
+// before a position (its frequency penalty grows with each).
+std::vector<float> peaked_positions(int32_t positions, uint32_t seed, bool repeat, std::vector<int32_t>* argmax) {
     std::mt19937 gen(seed);
     std::normal_distribution<float> noise(0.0f, 1.0f);
     std::vector<float> rows(static_cast<size_t>(positions) * kVocab);
     for (int32_t p = 0; p < positions; ++p) {
         float* row = rows.data() + static_cast<size_t>(p) * kVocab;
         for (int32_t v = 0; v < kVocab; ++v) row[v] = noise(gen);
-        const int32_t top = static_cast<int32_t>(gen() % kVocab);
+        const int32_t top = repeat ? 42 : static_cast<int32_t>(gen() % kVocab);
         row[top] += 12.0f;
         argmax->push_back(top);
     }
@@ -62,7 +64,7 @@ TEST_P(Verify, MatchEqualsSamplingPositionByPosition) {
             Sequence q;
             q.slot = 2 * s + 1;  // not the row's own slot: the mapping is honoured
             std::vector<int32_t> argmax;
-            q.logits = peaked_positions(lengths[s] + 1, 100u + static_cast<uint32_t>(s), &argmax);
+            q.logits = peaked_positions(lengths[s] + 1, 100u + static_cast<uint32_t>(s), s % 3 != 1, &argmax);
             q.draft.assign(argmax.begin(), argmax.begin() + lengths[s]);
             if (s % 2 == 1 && lengths[s] > 2) q.draft[static_cast<size_t>(lengths[s] / 2)] = (argmax[static_cast<size_t>(lengths[s] / 2)] + 1) % kVocab;
             total += lengths[s] + 1;
@@ -73,6 +75,7 @@ TEST_P(Verify, MatchEqualsSamplingPositionByPosition) {
         sieve::Chain verifying(ctx_, desc), looping(ctx_, desc);
         for (sieve::Chain* c : {&verifying, &looping}) {
             c->set(SIEVE_PARAM_REPEAT_PENALTY, 1.3);
+            c->set(SIEVE_PARAM_FREQUENCY_PENALTY, 0.4);
             c->set(SIEVE_PARAM_DRY_MULTIPLIER, 0.8);
             c->set(SIEVE_PARAM_ADAPTIVE_TARGET, 0.3);
             // A history per slot, so the penalties and DRY see one.
