@@ -17,6 +17,7 @@
 #include "reference/detail.hpp"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 
 namespace sieve::ref {
@@ -27,9 +28,17 @@ double dynamic_temperature(const CandidateArray& cur, float temperature, float r
     const double max_temp = t + static_cast<double>(range);
     const double max_entropy = std::log(static_cast<double>(cur.data.size()));
     const std::vector<double> prob = detail::softmax_double(cur);
+    // llama.cpp's p is float: each term takes p rounded to float, and a p
+    // below float's smallest normal counts as 0 (a device may flush it, as
+    // Sieve reads subnormal logits). A row one logit dominates then has
+    // entropy exactly 0 and dyn_temp exactly min_temp (0: greedy masking), as
+    // in llama.cpp, where double's 1 - 1e-61 and 1e-63 would give a tiny
+    // positive temperature instead.
     double entropy = 0.0;
-    for (double q : prob)
-        if (q > 0.0) entropy -= q * std::log(q);
+    for (double q : prob) {
+        const float p = static_cast<float>(q);
+        if (p >= FLT_MIN) entropy -= static_cast<double>(p) * std::log(static_cast<double>(p));
+    }
     const double normalized = entropy / max_entropy;
     return min_temp + (max_temp - min_temp) * std::pow(normalized, static_cast<double>(exponent));
 }

@@ -129,6 +129,7 @@ uvec2 fixed40(float w) {
 uvec2 sieve_mass(float scaled, float max_scaled) { return fixed40(clamp(exp(scaled - max_scaled), 0.0, 1.0)); }
 
 #define NEG_INF uintBitsToFloat(0xFF800000u)
+#define FLT_MIN_NORMAL uintBitsToFloat(0x00800000u)  // float's smallest normal, 1.17549435e-38
 
 // A logit as read on ingest: a subnormal is the zero of its sign, by its bits
 // (exact on every device; the twin's flush_subnormal).

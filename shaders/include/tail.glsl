@@ -387,7 +387,8 @@ float array_entropy(uint n, float total) {
     vec2 h = vec2(0.0);
     for (uint i = 0u; i < n; ++i) {
         float q = cand_mass(i, v0) / total;
-        if (q > 0.0) ksum_add(h, -q * log(q));
+        // A subnormal p counts as 0 on every device (the twin's rule: dynatemp.cpp).
+        if (q >= FLT_MIN_NORMAL) ksum_add(h, -q * log(q));
     }
     return h.x;
 }

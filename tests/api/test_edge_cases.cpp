@@ -129,6 +129,25 @@ TEST_P(EdgeCases, XtcKeepingOnlyAMaskedEntryFailsTheRow) {
     }
 }
 
+// Dynamic temperature over a row one logit dominates (fuzz_diff's finding:
+// 162.6 against at most 17.6): llama.cpp's float p is 1 for it and 0 for the
+// rest, so the entropy is exactly 0 and dyn_temp is min_temp, here 0: greedy
+// masking keeps the maximum alone. The twin's double p (1 - 1e-61, 1e-63)
+// gave a temperature of 3e-10 instead, and adaptive-p then spread the mass
+// over every other token.
+TEST_P(EdgeCases, DynamicTemperatureOfADominatedRowIsTheMinimum) {
+    const std::vector<float> logits = {2.0f, 17.5f, 162.6f, 9.3f, 1.6e-37f, 4.0f};
+    for (const char* samplers : {"temperature;adaptive_p", "temperature;dist"}) {
+        SCOPED_TRACE(samplers);
+        sieve::Chain c = chain(samplers, 6, 0.8f);
+        c.set(SIEVE_PARAM_DYNATEMP_RANGE, 1.99);
+        c.set(SIEVE_PARAM_DYNATEMP_EXPONENT, 0.168);
+        c.set(SIEVE_PARAM_ADAPTIVE_TARGET, 0.07);
+        expect_dist(c.distribution(logits.data(), 1, 6, 0), {{2, 1.0f}});
+        EXPECT_EQ(c.sample(logits.data(), 1, 6)[0].token, 2);
+    }
+}
+
 // ---- 2. Subnormal logits ------------------------------------------------------
 // A device may flush denormals (Vulkan), so both backends read a subnormal
 // logit as a zero of its sign: 1.5e-43 among zeros is a tie, and greedy
