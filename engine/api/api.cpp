@@ -116,6 +116,62 @@ int32_t rows_of(const sieve_vulkan_logits* l) {
     return l && l->struct_size >= sizeof(sieve_vulkan_logits) ? l->rows : 0;
 }
 
+// sieve_verify and sieve_verify_vulkan: the checks of the drafts and the
+// call, then the chain's verification. A call-level failure (nothing
+// verified) writes its status into out[s] for s < min(n_seq, max_rows).
+template <typename Shape>
+sieve_status verify_call(sieve_chain* chain, const sieve_draft* drafts, int32_t n_seq, sieve_verify_mode mode,
+                         sieve_token* tokens, sieve_verified* out, Shape shape, const sieve_vulkan_logits* device) {
+    bool ran = false;
+    const sieve_status s = guarded([&] {
+        ChainImpl& impl = *chain->impl;
+        impl.check_idle();
+        if (!out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
+        if (!tokens) fail(SIEVE_ERROR_INVALID_ARGUMENT, "tokens is NULL");
+        if (!drafts) fail(SIEVE_ERROR_INVALID_ARGUMENT, "drafts is NULL");
+        if (n_seq < 1 || n_seq > impl.config().max_rows)
+            fail(SIEVE_ERROR_CAPACITY, "n_seq " + std::to_string(n_seq) + " is outside 1.." +
+                                           std::to_string(impl.config().max_rows) + " (the chain's max_rows)");
+        const LogitsView view = shape();
+        // The caller's raw values are read as stored (raw_enum): an out-of-range
+        // enum is refused, not undefined.
+        const int32_t mode_value = raw_enum(mode);
+        if (mode_value != SIEVE_VERIFY_MATCH && mode_value != SIEVE_VERIFY_REJECTION)
+            fail(SIEVE_ERROR_INVALID_ARGUMENT, "unknown verify mode " + std::to_string(mode_value));
+        std::vector<ChainImpl::Draft> list(static_cast<size_t>(n_seq));
+        for (int32_t i = 0; i < n_seq; ++i) {
+            const sieve_draft& d = drafts[i];
+            const std::string which = "drafts[" + std::to_string(i) + "]";
+            if (d.struct_size < sizeof(sieve_draft))
+                fail(SIEVE_ERROR_INVALID_ARGUMENT, which + ".struct_size is " + std::to_string(d.struct_size) +
+                                                       " (sieve_draft_init sets it)");
+            if (d.n_draft < 0 || d.n_draft > SIEVE_MAX_DRAFT)
+                fail(SIEVE_ERROR_INVALID_ARGUMENT, which + ".n_draft " + std::to_string(d.n_draft) +
+                                                       " is outside 0.." + std::to_string(SIEVE_MAX_DRAFT));
+            if (d.n_draft > 0 && !d.tokens) fail(SIEVE_ERROR_INVALID_ARGUMENT, which + ".tokens is NULL");
+            const int32_t kind = raw_enum(d.probs_kind);
+            if (kind < SIEVE_DRAFT_PROBS_NONE || kind > SIEVE_DRAFT_PROBS_TOKEN)
+                fail(SIEVE_ERROR_INVALID_ARGUMENT, which + ".probs_kind " + std::to_string(kind) + " is unknown");
+            ChainImpl::Draft& to = list[static_cast<size_t>(i)];
+            to.tokens.assign(d.tokens, d.tokens + d.n_draft);
+            to.probs.kind = static_cast<sieve_draft_probs>(kind);
+            to.probs.probs = d.probs;
+            to.probs.vocab = view.vocab;
+        }
+        std::string message;
+        const sieve_status r =
+            impl.verify(view, device, list, static_cast<sieve_verify_mode>(mode_value), tokens, out, &message);
+        ran = true;
+        if (r != SIEVE_OK) set_last_error(message);
+        return r;
+    });
+    if (s != SIEVE_OK && !ran && out && n_seq > 0) {
+        const int32_t n = std::min(n_seq, chain->impl->config().max_rows);
+        for (int32_t i = 0; i < n; ++i) out[i] = sieve_verified{s, 0, 0};
+    }
+    return s;
+}
+
 } // namespace
 
 extern "C" {
@@ -489,10 +545,9 @@ SIEVE_API void sieve_vulkan_logits_init(sieve_vulkan_logits* logits, VkBuffer bu
 
 namespace {
 
-// Every check sieve_sample_vulkan makes before the device sees the call: the
-// descriptor, its sizes against the buffer and the chain, the rows' inputs and
-// slots (shared by the synchronous, async and recorded calls).
-void check_vulkan_logits(ChainImpl& impl, const sieve_vulkan_logits* logits) {
+// The buffer's struct, layout and extent (what sieve_verify_vulkan checks of
+// its logits, whose rows are positions, not the chain's rows).
+void check_vulkan_buffer(ChainImpl& impl, const sieve_vulkan_logits* logits) {
     if (!logits) fail(SIEVE_ERROR_INVALID_ARGUMENT, "logits is NULL");
     if (logits->struct_size < sizeof(sieve_vulkan_logits))
         fail(SIEVE_ERROR_INVALID_ARGUMENT, "sieve_vulkan_logits.struct_size is " + std::to_string(logits->struct_size) +
@@ -512,6 +567,13 @@ void check_vulkan_logits(ChainImpl& impl, const sieve_vulkan_logits* logits) {
                  std::to_string(stride) + " " + dtype_name(logits->dtype) + " need " + std::to_string(extent) +
                  " bytes from offset " + std::to_string(logits->offset) + "; its size is " +
                  std::to_string(logits->size));
+}
+
+// Every check sieve_sample_vulkan makes before the device sees the call: the
+// descriptor, its sizes against the buffer and the chain, the rows' inputs and
+// slots (shared by the synchronous, async and recorded calls).
+void check_vulkan_logits(ChainImpl& impl, const sieve_vulkan_logits* logits) {
+    check_vulkan_buffer(impl, logits);
     impl.check_row_inputs(logits->rows, logits->vocab);
     impl.check_slots(logits->rows);
 }
@@ -566,6 +628,20 @@ SIEVE_API sieve_status sieve_sample_vulkan(sieve_chain* chain, const sieve_vulka
         if (s != SIEVE_OK) set_last_error(message);
         return s;
     });
+}
+
+SIEVE_API sieve_status sieve_verify_vulkan(sieve_chain* chain, const sieve_vulkan_logits* logits,
+                                           const sieve_draft* drafts, int32_t n_seq, sieve_verify_mode mode,
+                                           sieve_token* tokens, sieve_verified* out) {
+    if (!chain) return null_handle("chain");
+    return verify_call(
+        chain, drafts, n_seq, mode, tokens, out,
+        [&] {
+            check_vulkan_buffer(*chain->impl, logits);
+            return LogitsView{nullptr, logits->dtype, logits->rows, logits->vocab,
+                              logits->row_stride ? logits->row_stride : logits->vocab};
+        },
+        logits);
 }
 
 SIEVE_API void sieve_vulkan_sync_init(sieve_vulkan_sync* sync) {
@@ -668,53 +744,8 @@ SIEVE_API void sieve_draft_init(sieve_draft* draft, const int32_t* tokens, int32
 SIEVE_API sieve_status sieve_verify(sieve_chain* chain, const sieve_logits* logits, const sieve_draft* drafts,
                                     int32_t n_seq, sieve_verify_mode mode, sieve_token* tokens, sieve_verified* out) {
     if (!chain) return null_handle("chain");
-    bool ran = false;
-    const sieve_status s = guarded([&] {
-        ChainImpl& impl = *chain->impl;
-        impl.check_idle();
-        if (!out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
-        if (!tokens) fail(SIEVE_ERROR_INVALID_ARGUMENT, "tokens is NULL");
-        if (!drafts) fail(SIEVE_ERROR_INVALID_ARGUMENT, "drafts is NULL");
-        if (n_seq < 1 || n_seq > impl.config().max_rows)
-            fail(SIEVE_ERROR_CAPACITY, "n_seq " + std::to_string(n_seq) + " is outside 1.." +
-                                           std::to_string(impl.config().max_rows) + " (the chain's max_rows)");
-        const LogitsView view = impl.check_call(logits);
-        // The caller's raw values are read as stored (raw_enum): an out-of-range
-        // enum is refused, not undefined.
-        const int32_t mode_value = raw_enum(mode);
-        if (mode_value != SIEVE_VERIFY_MATCH && mode_value != SIEVE_VERIFY_REJECTION)
-            fail(SIEVE_ERROR_INVALID_ARGUMENT, "unknown verify mode " + std::to_string(mode_value));
-        std::vector<ChainImpl::Draft> list(static_cast<size_t>(n_seq));
-        for (int32_t i = 0; i < n_seq; ++i) {
-            const sieve_draft& d = drafts[i];
-            const std::string which = "drafts[" + std::to_string(i) + "]";
-            if (d.struct_size < sizeof(sieve_draft))
-                fail(SIEVE_ERROR_INVALID_ARGUMENT, which + ".struct_size is " + std::to_string(d.struct_size) +
-                                                       " (sieve_draft_init sets it)");
-            if (d.n_draft < 0 || d.n_draft > SIEVE_MAX_DRAFT)
-                fail(SIEVE_ERROR_INVALID_ARGUMENT, which + ".n_draft " + std::to_string(d.n_draft) +
-                                                       " is outside 0.." + std::to_string(SIEVE_MAX_DRAFT));
-            if (d.n_draft > 0 && !d.tokens) fail(SIEVE_ERROR_INVALID_ARGUMENT, which + ".tokens is NULL");
-            const int32_t kind = raw_enum(d.probs_kind);
-            if (kind < SIEVE_DRAFT_PROBS_NONE || kind > SIEVE_DRAFT_PROBS_TOKEN)
-                fail(SIEVE_ERROR_INVALID_ARGUMENT, which + ".probs_kind " + std::to_string(kind) + " is unknown");
-            ChainImpl::Draft& to = list[static_cast<size_t>(i)];
-            to.tokens.assign(d.tokens, d.tokens + d.n_draft);
-            to.probs.kind = static_cast<sieve_draft_probs>(kind);
-            to.probs.probs = d.probs;
-            to.probs.vocab = view.vocab;
-        }
-        std::string message;
-        const sieve_status r = impl.verify(view, list, static_cast<sieve_verify_mode>(mode_value), tokens, out, &message);
-        ran = true;
-        if (r != SIEVE_OK) set_last_error(message);
-        return r;
-    });
-    if (s != SIEVE_OK && !ran && out && n_seq > 0) {
-        const int32_t n = std::min(n_seq, chain->impl->config().max_rows);
-        for (int32_t i = 0; i < n; ++i) out[i] = sieve_verified{s, 0, 0};
-    }
-    return s;
+    return verify_call(chain, drafts, n_seq, mode, tokens, out, [&] { return chain->impl->check_call(logits); },
+                       nullptr);
 }
 
 SIEVE_API sieve_status sieve_chain_candidates(sieve_chain* chain, const sieve_logits* logits, sieve_candidate* out,

@@ -119,8 +119,10 @@ public:
         std::vector<int32_t> tokens;
         ref::DraftProbs probs;
     };
-    sieve_status verify(const LogitsView& logits, const std::vector<Draft>& drafts, sieve_verify_mode mode,
-                        sieve_token* tokens, sieve_verified* out, std::string* message);
+    // device: the logits in the app's VkBuffer (sieve_verify_vulkan; `logits`
+    // then gives only their shape), else NULL.
+    sieve_status verify(const LogitsView& logits, const sieve_vulkan_logits* device, const std::vector<Draft>& drafts,
+                        sieve_verify_mode mode, sieve_token* tokens, sieve_verified* out, std::string* message);
 
     // Throws CAPACITY / INVALID_ARGUMENT for sizes the chain cannot take.
     void check_call(const float* logits, int32_t rows, int32_t vocab) const;
@@ -140,12 +142,14 @@ protected:
     using Row = ref::RowParams;
 
     // A backend's own verification of every sequence (checked already;
-    // first_row[s]: the logits row of sequence s's position 0): fills each
-    // sequence's result and its slot's step before the call, and commits the
-    // successful ones (commit_verified). Returns false to leave it to the twin
-    // (verify_on_host), which the CPU backend always does.
-    virtual bool verify_sequences(const LogitsView&, const std::vector<Draft>&, const std::vector<int32_t>&,
-                                  sieve_verify_mode, std::vector<ref::Verification>*, std::vector<uint32_t>*) {
+    // first_row[s]: the logits row of sequence s's position 0; device: as
+    // verify's): fills each sequence's result and its slot's step before the
+    // call, and commits the successful ones (commit_verified). Returns false
+    // to leave it to the twin (verify_on_host, host logits only), which the
+    // CPU backend always does.
+    virtual bool verify_sequences(const LogitsView&, const sieve_vulkan_logits*, const std::vector<Draft>&,
+                                  const std::vector<int32_t>&, sieve_verify_mode, std::vector<ref::Verification>*,
+                                  std::vector<uint32_t>*) {
         return false;
     }
     void verify_on_host(const LogitsView& logits, const std::vector<Draft>& drafts, const std::vector<int32_t>& first_row,

@@ -41,13 +41,21 @@ std::vector<int32_t> ChainImpl::check_verify(const LogitsView& logits, const std
     return first_row;
 }
 
-sieve_status ChainImpl::verify(const LogitsView& logits, const std::vector<Draft>& drafts, sieve_verify_mode mode,
-                               sieve_token* tokens, sieve_verified* out, std::string* message) {
+sieve_status ChainImpl::verify(const LogitsView& logits, const sieve_vulkan_logits* device,
+                               const std::vector<Draft>& drafts, sieve_verify_mode mode, sieve_token* tokens,
+                               sieve_verified* out, std::string* message) {
     const std::vector<int32_t> first_row = check_verify(logits, drafts, mode);
     std::vector<ref::Verification> results(drafts.size());
     std::vector<uint32_t> steps(drafts.size());
-    if (!verify_sequences(logits, drafts, first_row, mode, &results, &steps))
+    if (!verify_sequences(logits, device, drafts, first_row, mode, &results, &steps)) {
+        if (device)
+            fail(SIEVE_ERROR_INVALID_ARGUMENT,
+                 ref::chain_learns(config_.samplers)
+                     ? "the match mode of a chain with mirostat, mirostat_v2 or adaptive_p verifies position by "
+                       "position on the host: give the logits in host memory (sieve_verify)"
+                     : "this backend verifies logits in host memory only (sieve_verify)");
         verify_on_host(logits, drafts, first_row, mode, &results, &steps);
+    }
     sieve_status first = SIEVE_OK;
     for (size_t s = 0; s < drafts.size(); ++s) {
         const ref::Verification& v = results[s];

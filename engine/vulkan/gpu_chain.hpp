@@ -108,16 +108,17 @@ private:
     // drafts before it (positions_); the host then walks each sequence's
     // positions. The match mode of a chain with mirostat or adaptive-p is left
     // to the twin: a position's learnt state depends on the draw before it.
-    bool verify_sequences(const LogitsView& logits, const std::vector<Draft>& drafts,
+    bool verify_sequences(const LogitsView& logits, const sieve_vulkan_logits* device, const std::vector<Draft>& drafts,
                           const std::vector<int32_t>& first_row, sieve_verify_mode mode,
                           std::vector<ref::Verification>* results, std::vector<uint32_t>* steps) override;
 
     // A zero-copy call up to its device work: the rows' checks, how its
     // logits reach the passes, the rows' parameters written.
-    DeviceInput prepare_device_input(const sieve_vulkan_logits& in);
+    // commit: the tokens join their slots (sieve_verify's positions: not).
+    DeviceInput prepare_device_input(const sieve_vulkan_logits& in, bool commit = true);
     // After its device work: the rows' results, the rows the twin finishes.
     sieve_status finish_device_input(uint32_t rows, uint32_t vocab, const DeviceInput& input, sieve_token* out,
-                                     std::string* message);
+                                     std::string* message, bool commit = true);
 
     Device& device_;
     EffectiveLimits limits_;

@@ -11,7 +11,7 @@ namespace sieve {
 
 using namespace glsl;
 
-DeviceInput GpuChain::prepare_device_input(const sieve_vulkan_logits& in) {
+DeviceInput GpuChain::prepare_device_input(const sieve_vulkan_logits& in, bool commit) {
     submitter_.wait_pending();
     check_history_order(static_cast<uint32_t>(in.rows));
     bool adjusts = false;
@@ -31,12 +31,12 @@ DeviceInput GpuChain::prepare_device_input(const sieve_vulkan_logits& in) {
     } else {
         input.ingest = device_input_.ingest_command(input.source);
     }
-    write_params(static_cast<uint32_t>(in.rows), true, true);
+    write_params(static_cast<uint32_t>(in.rows), true, commit);
     return input;
 }
 
 sieve_status GpuChain::finish_device_input(uint32_t r, uint32_t v, const DeviceInput& input, sieve_token* out,
-                                           std::string* message) {
+                                           std::string* message, bool commit) {
     const uint32_t windows = buffers_.windows().rows;
     const uint32_t ingest_dispatches = (r + windows - 1) / windows;  // the ingest pass: one per window
     if (!input.in_place) counters_.dispatches += ingest_dispatches;
@@ -54,7 +54,7 @@ sieve_status GpuChain::finish_device_input(uint32_t r, uint32_t v, const DeviceI
     };
     // The ingest pass reads the app's row once more.
     sieve_status first = SIEVE_OK;
-    finish_rows(r, v, true, input.in_place ? 0 : 1, host_row, out, message, &first);
+    finish_rows(r, v, commit, input.in_place ? 0 : 1, host_row, out, message, &first);
     return first;
 }
 

@@ -47,10 +47,14 @@ ref::RowResult as_result(const sieve_token& t) {
 
 } // namespace
 
-bool GpuChain::verify_sequences(const LogitsView& logits, const std::vector<Draft>& drafts,
-                                const std::vector<int32_t>& first_row, sieve_verify_mode mode,
-                                std::vector<ref::Verification>* results, std::vector<uint32_t>* steps) {
+bool GpuChain::verify_sequences(const LogitsView& logits, const sieve_vulkan_logits* device,
+                                const std::vector<Draft>& drafts, const std::vector<int32_t>& first_row,
+                                sieve_verify_mode mode, std::vector<ref::Verification>* results,
+                                std::vector<uint32_t>* steps) {
     if (mode == SIEVE_VERIFY_MATCH && ref::chain_learns(config_.samplers)) return false;
+    if (device && mode == SIEVE_VERIFY_REJECTION)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "the rejection mode reads every position's distribution back, which "
+                                           "Sieve does from logits in host memory only (sieve_verify)");
     const size_t n_seq = drafts.size();
     const int32_t rows = logits.rows;
     std::vector<sieve_token> sampled;
@@ -71,7 +75,17 @@ bool GpuChain::verify_sequences(const LogitsView& logits, const std::vector<Draf
             }
         }
         std::string message;
-        if (mode == SIEVE_VERIFY_MATCH) {
+        if (mode == SIEVE_VERIFY_MATCH && device) {
+            sampled.resize(static_cast<size_t>(rows));
+            const DeviceInput input = prepare_device_input(*device, false);
+            const Recording& rec = recorder_.recording(key_for(RecordingKind::Sample, static_cast<uint32_t>(rows),
+                                                               static_cast<uint32_t>(logits.vocab), &input,
+                                                               submitter_.profiling()));
+            arm_collect(rec);
+            submit_and_wait(rec, input.ingest);
+            finish_device_input(static_cast<uint32_t>(rows), static_cast<uint32_t>(logits.vocab), input,
+                                sampled.data(), &message, false);
+        } else if (mode == SIEVE_VERIFY_MATCH) {
             sampled.resize(static_cast<size_t>(rows));
             sample(logits, 1, nullptr, sampled.data(), &message, false);
         } else {

@@ -89,6 +89,18 @@ SIEVE_API void sieve_vulkan_logits_init(sieve_vulkan_logits* logits, VkBuffer bu
  * when the rows span more than the device's maxStorageBufferRange. */
 SIEVE_API sieve_status sieve_sample_vulkan(sieve_chain* chain, const sieve_vulkan_logits* logits, sieve_token* out);
 
+/* sieve_verify (sieve.h, "speculative decoding") over logits in a VkBuffer:
+ * the positions' rows back to back, as sieve_verify takes them, in one
+ * submission. The same rules, statuses and results as sieve_verify on the same
+ * values, with two exceptions, refused with SIEVE_ERROR_INVALID_ARGUMENT: the
+ * rejection mode (it reads every position's distribution back, which Sieve
+ * does from host logits only), and the match mode of a chain with mirostat,
+ * mirostat_v2 or adaptive_p (verified position by position on the host). A
+ * CPU-backend context is refused too. */
+SIEVE_API sieve_status sieve_verify_vulkan(sieve_chain* chain, const sieve_vulkan_logits* logits,
+                                           const sieve_draft* drafts, int32_t n_seq, sieve_verify_mode mode,
+                                           sieve_token* tokens, sieve_verified* out);
+
 /* Forgets the buffers the chain last sampled from and copied tokens to (their
  * descriptors and the command buffers that name them). Waits for nothing: every
  * sampling call has finished when it returns (SIEVE_ERROR_PENDING while an
