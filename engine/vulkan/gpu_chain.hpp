@@ -106,11 +106,18 @@ private:
     // row of one submission (a sample, or the distributions for the rejection
     // mode), each with its sequence's parameters and slot, its step and its
     // drafts before it (positions_); the host then walks each sequence's
-    // positions. The match mode of a chain with mirostat or adaptive-p is left
-    // to the twin: a position's learnt state depends on the draw before it.
+    // positions. The match mode of a chain with mirostat or adaptive-p, whose
+    // position's learnt state depends on the draw before it, goes in waves
+    // (verify_in_waves); from the app's buffer it is left to the caller.
     bool verify_sequences(const LogitsView& logits, const sieve_vulkan_logits* device, const std::vector<Draft>& drafts,
                           const std::vector<int32_t>& first_row, sieve_verify_mode mode,
                           std::vector<ref::Verification>* results, std::vector<uint32_t>* steps) override;
+    // Position i of every sequence still matching its drafts, one submission
+    // per position: sieve_sample on the real slots, which learn and advance as
+    // the sequential loop makes them; a sequence that fails gets its slot back.
+    void verify_in_waves(const LogitsView& logits, const std::vector<Draft>& drafts,
+                         const std::vector<int32_t>& first_row, std::vector<ref::Verification>* results,
+                         std::vector<uint32_t>* steps);
 
     // A zero-copy call up to its device work: the rows' checks, how its
     // logits reach the passes, the rows' parameters written.

@@ -47,11 +47,67 @@ ref::RowResult as_result(const sieve_token& t) {
 
 } // namespace
 
+void GpuChain::verify_in_waves(const LogitsView& logits, const std::vector<Draft>& drafts,
+                               const std::vector<int32_t>& first_row, std::vector<ref::Verification>* results,
+                               std::vector<uint32_t>* steps) {
+    const size_t n_seq = drafts.size();
+    const size_t words = slot_words(history_capacity());
+    std::vector<std::vector<uint32_t>> before(n_seq);
+    std::vector<int32_t> slots(n_seq);
+    for (size_t s = 0; s < n_seq; ++s) {
+        slots[s] = slot_of(static_cast<int32_t>(s));
+        const uint32_t* record = slot_record(slots[s]);
+        before[s].assign(record, record + words);
+        (*steps)[s] = record[S_STEP];
+    }
+    std::vector<size_t> active(n_seq);
+    for (size_t s = 0; s < n_seq; ++s) active[s] = s;
+    std::vector<float> packed, scratch;
+    std::vector<sieve_token> sampled;
+    for (size_t i = 0; !active.empty(); ++i) {
+        const int32_t rows = static_cast<int32_t>(active.size());
+        packed.resize(static_cast<size_t>(rows) * static_cast<size_t>(logits.vocab));
+        for (size_t k = 0; k < active.size(); ++k) {
+            const float* row = logits.row_f32(first_row[active[k]] + static_cast<int32_t>(i), &scratch);
+            std::copy(row, row + logits.vocab, packed.begin() + static_cast<std::ptrdiff_t>(k * logits.vocab));
+        }
+        sampled.assign(active.size(), sieve_token{});
+        std::string message;
+        {
+            PositionRows swap(rows_, slot_of_row_, positions_, logprobs_n_);
+            for (size_t k = 0; k < active.size(); ++k) {
+                rows_[k] = swap.saved_rows_[active[k]];
+                slot_of_row_[k] = slots[active[k]];
+            }
+            sample(LogitsView::f32(packed.data(), rows, logits.vocab), 1, nullptr, sampled.data(), &message, true);
+        }
+        std::vector<size_t> next;
+        for (size_t k = 0; k < active.size(); ++k) {
+            const size_t s = active[k];
+            ref::Verification& v = (*results)[s];
+            if (sampled[k].status != SIEVE_OK) {
+                v.status = sampled[k].status;
+                v.message = "position " + std::to_string(i) + ": " + sieve_status_name(sampled[k].status);
+                v.tokens.clear();
+                std::copy(before[s].begin(), before[s].end(), slot_record(slots[s]));  // as it was
+                continue;
+            }
+            v.tokens.push_back(as_result(sampled[k]));
+            if (i < drafts[s].tokens.size() && sampled[k].token == drafts[s].tokens[i]) next.push_back(s);
+        }
+        active.swap(next);
+    }
+}
+
 bool GpuChain::verify_sequences(const LogitsView& logits, const sieve_vulkan_logits* device,
                                 const std::vector<Draft>& drafts, const std::vector<int32_t>& first_row,
                                 sieve_verify_mode mode, std::vector<ref::Verification>* results,
                                 std::vector<uint32_t>* steps) {
-    if (mode == SIEVE_VERIFY_MATCH && ref::chain_learns(config_.samplers)) return false;
+    if (mode == SIEVE_VERIFY_MATCH && ref::chain_learns(config_.samplers)) {
+        if (device) return false;
+        verify_in_waves(logits, drafts, first_row, results, steps);
+        return true;
+    }
     if (device && mode == SIEVE_VERIFY_REJECTION)
         fail(SIEVE_ERROR_INVALID_ARGUMENT, "the rejection mode reads every position's distribution back, which "
                                            "Sieve does from logits in host memory only (sieve_verify)");

@@ -102,11 +102,18 @@ TEST_P(Verify, MatchEqualsSamplingPositionByPosition) {
         const auto got = verifying.verify(view, drafts, SIEVE_VERIFY_MATCH);
         // Every position of every sequence in one submission on the GPU, but
         // for the chains whose learnt state makes each position wait for the
-        // one before (those verify through the twin, position by position).
+        // one before: one submission per position then, every sequence's
+        // position i in the same one (at most 17 for drafts of 16).
         const bool learns = std::string(samplers).find("mirostat") != std::string::npos ||
                             std::string(samplers).find("adaptive_p") != std::string::npos;
-        if (GetParam() == Backend::Gpu && !learns) {
-            EXPECT_EQ(verifying.counters().submits - before.submits, 1u);
+        if (GetParam() == Backend::Gpu) {
+            const uint64_t submits = verifying.counters().submits - before.submits;
+            if (learns) {
+                EXPECT_GE(submits, 1u);
+                EXPECT_LE(submits, 17u);
+            } else {
+                EXPECT_EQ(submits, 1u);
+            }
         }
         ASSERT_EQ(got.size(), static_cast<size_t>(n_seq));
         for (int32_t s = 0; s < n_seq; ++s) {
