@@ -532,6 +532,12 @@ SIEVE_API sieve_status sieve_chain_candidates(sieve_chain* chain, const sieve_lo
  * sieve_sample position by position with the slot accepting each token:
  * mirostat's mu and adaptive-p's average carry from position to position.
  *
+ * On the Vulkan backend a call is one submission: every position of every
+ * sequence is a row of one grid. The exception is the match mode of a chain
+ * with mirostat, mirostat_v2 or adaptive_p, whose position i needs the learnt
+ * state position i - 1 left: one submission per position, every sequence's
+ * position i in the same one.
+ *
  * SIEVE_VERIFY_REJECTION is speculative sampling (Leviathan et al. 2023; Chen et
  * al. 2023), which keeps the chain's distribution exactly: with p_i the chain's
  * final distribution at position i and q_i the draft model's, draft x_i is
