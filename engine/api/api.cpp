@@ -325,6 +325,7 @@ SIEVE_API sieve_status sieve_chain_create(sieve_context* context, const sieve_ch
         if (!desc) fail(SIEVE_ERROR_INVALID_ARGUMENT, "desc is NULL");
         ChainConfig config = make_chain_config(*desc);
         auto chain = std::make_unique<sieve_chain>();
+        chain->context = context->impl;
         chain->impl = context->impl->create_chain(config);
         *out = chain.release();
         return SIEVE_OK;

@@ -24,10 +24,14 @@ std::unique_ptr<ContextImpl> make_vulkan_context(const sieve_context_options& op
 
 } // namespace sieve
 
+// The context's state is shared by its handle and its chains: it goes when the
+// last of them does, so a chain outliving sieve_context_destroy stays usable
+// (the C++ wrapper makes that easy: a chain built from a temporary Context).
 struct sieve_context {
-    std::unique_ptr<sieve::ContextImpl> impl;
+    std::shared_ptr<sieve::ContextImpl> impl;
 };
 
 struct sieve_chain {
+    std::shared_ptr<sieve::ContextImpl> context;  // declared first: destroyed after the chain
     std::unique_ptr<sieve::ChainImpl> impl;
 };

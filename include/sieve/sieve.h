@@ -7,7 +7,9 @@
  *
  * Ownership
  *   - sieve_context_create*() returns a context the caller owns; release it with
- *     sieve_context_destroy() after every chain created from it is destroyed.
+ *     sieve_context_destroy(). Its chains keep what they need of it: a chain
+ *     destroyed after its context works until then, and the context's device
+ *     work and memory go with the last of them.
  *   - sieve_chain_create() returns a chain the caller owns; sieve_chain_destroy().
  *   - Pointers passed in (logits, names, options) are only read during the call;
  *     Sieve keeps no reference to them. Output arrays are written during the call.

@@ -3,7 +3,7 @@
  *
  * Include after <vulkan/vulkan.h> (or volk.h). The application keeps ownership of
  * every handle it passes: Sieve never destroys them, and they must outlive the
- * context. The application owns external synchronization of the queue: Sieve
+ * context and every chain created from it. The application owns external synchronization of the queue: Sieve
  * submits to it from inside sieve_* calls only, so the app must not submit to the
  * same queue from another thread during those calls.
  */
