@@ -83,7 +83,8 @@ protected:
     }
 
     // Sequence s succeeded with exactly `n` tokens, the argmaxes of its first
-    // n positions, and its slot's history ends with them.
+    // n positions, and its slot's history ends with them; its rows after
+    // them hold token -1 and SIEVE_OK.
     void expect_verified(const Result& r, int32_t s, int32_t n) {
         SCOPED_TRACE("sequence " + std::to_string(s));
         ASSERT_EQ(r.out[s].status, SIEVE_OK);
@@ -94,7 +95,10 @@ protected:
             EXPECT_EQ(r.tokens[s * (kDraft + 1) + i].token, argmax_[s * (kDraft + 1) + i]) << "position " << i;
             EXPECT_EQ(history[history.size() - static_cast<size_t>(n - i)], argmax_[s * (kDraft + 1) + i]);
         }
-        for (int32_t i = n; i <= kDraft; ++i) EXPECT_EQ(r.tokens[s * (kDraft + 1) + i].token, -1);
+        for (int32_t i = n; i <= kDraft; ++i) {
+            EXPECT_EQ(r.tokens[s * (kDraft + 1) + i].token, -1) << "position " << i;
+            EXPECT_EQ(r.tokens[s * (kDraft + 1) + i].status, SIEVE_OK) << "position " << i;
+        }
     }
 
     sieve::Context ctx_;
