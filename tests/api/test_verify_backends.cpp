@@ -85,7 +85,8 @@ Batch make_batch(sieve_verify_mode mode, uint32_t seed) {
 }
 
 // A chain with penalties and DRY (they read the slot's history plus the
-// drafts), every sequence on a slot of its own with a history of its own.
+// drafts), every sequence on a slot of its own with a history of its own and
+// parameters of its own.
 sieve::Chain make_chain(const sieve::Context& ctx, uint32_t seed) {
     const int32_t n_seq = static_cast<int32_t>(kLengths.size());
     auto desc = chain_desc("penalties;dry;top_k;top_p;min_p;temperature;dist", 64, kVocab, 0.8f, seed);
@@ -93,9 +94,14 @@ sieve::Chain make_chain(const sieve::Context& ctx, uint32_t seed) {
     sieve::Chain c(ctx, desc);
     c.set(SIEVE_PARAM_REPEAT_PENALTY, 1.3);
     c.set(SIEVE_PARAM_DRY_MULTIPLIER, 0.8);
-    c.set(SIEVE_PARAM_TOP_K, 120);
     c.set(SIEVE_PARAM_TOP_P, 0.97);
     c.set(SIEVE_PARAM_MIN_P, 0.002);
+    // Sequence s is row s: its own top_k, temperature and logit bias.
+    for (int32_t s = 0; s < n_seq; ++s) {
+        c.set(SIEVE_PARAM_TOP_K, 100 + 10 * s, s);
+        c.set(SIEVE_PARAM_TEMPERATURE, 0.7 + 0.05 * s, s);
+        c.set_logit_bias({3 * s, 3 * s + 1}, {-INFINITY, 1.0f}, s);
+    }
     for (int32_t s = 0; s < n_seq; ++s) {
         c.set_slots({2 * s + 1});
         c.accept(0, {s, 9, s + 40, 9, s});
