@@ -1,7 +1,7 @@
 // sieve_verify on the GPU backend gives the CPU twin's tokens (issue 27, item
 // 3): the same chain, slots and logits, a batch of sequences with draft
 // lengths 0 to 16, in both modes (rejection with dense and per-token q), over
-// several seeds and in f32 and f16: token for token, the same steps and
+// several seeds, in f32, f16 and bf16 (strided): token for token, the same steps and
 // p, and the same slots afterwards. The rows are well-conditioned (logits
 // 0.05 apart, q off p by noise) so no uniform falls within rounding of a
 // boundary and exact equality is expected.
@@ -117,12 +117,16 @@ TEST(VerifyBackends, GpuEqualsTheTwinTokenForToken) {
     for (sieve_verify_mode mode : {SIEVE_VERIFY_MATCH, SIEVE_VERIFY_REJECTION}) {
         int emitted = 0, accepted = 0, stopped = 0;
         for (uint32_t seed : {3u, 1234u, 987654u}) {
-            const bool half = seed == 1234u;
+            // f32 rows back to back; f16 and bf16 rows inside a wider tensor.
+            const sieve_dtype dtype = seed == 3u ? SIEVE_DTYPE_F32 : seed == 1234u ? SIEVE_DTYPE_F16 : SIEVE_DTYPE_BF16;
+            const int64_t stride = dtype == SIEVE_DTYPE_F32 ? kVocab : kVocab + 7;
             SCOPED_TRACE(std::string(mode == SIEVE_VERIFY_MATCH ? "match" : "rejection") + ", seed " +
-                         std::to_string(seed) + (half ? ", f16" : ", f32"));
+                         std::to_string(seed) + ", dtype " + std::to_string(dtype));
             const Batch b = make_batch(mode, seed);
-            std::vector<uint16_t> bits;
-            for (float v : b.logits) bits.push_back(to_f16(v));
+            std::vector<uint16_t> bits(static_cast<size_t>(b.rows * stride), 0xFFFF);  // NaN between the rows
+            for (int32_t r = 0; r < b.rows; ++r)
+                for (int32_t x = 0; x < kVocab; ++x)
+                    bits[static_cast<size_t>(r * stride + x)] = to_half_bits(b.logits[static_cast<size_t>(r * kVocab + x)], dtype);
             std::vector<sieve_draft> drafts(kLengths.size());
             for (size_t s = 0; s < kLengths.size(); ++s) {
                 sieve_draft_init(&drafts[s], b.drafts[s].data(), kLengths[s]);
@@ -130,8 +134,12 @@ TEST(VerifyBackends, GpuEqualsTheTwinTokenForToken) {
                 drafts[s].probs = b.kinds[s] == SIEVE_DRAFT_PROBS_NONE ? nullptr : b.q[s].data();
             }
             sieve_logits view;
-            if (half) sieve_logits_init(&view, bits.data(), SIEVE_DTYPE_F16, b.rows, kVocab);
-            else sieve_logits_init(&view, b.logits.data(), SIEVE_DTYPE_F32, b.rows, kVocab);
+            if (dtype == SIEVE_DTYPE_F32) {
+                sieve_logits_init(&view, b.logits.data(), dtype, b.rows, kVocab);
+            } else {
+                sieve_logits_init(&view, bits.data(), dtype, b.rows, kVocab);
+                view.row_stride = stride;
+            }
             sieve::Chain on_gpu = make_chain(gpu, seed), on_cpu = make_chain(cpu, seed);
             // Two rounds: the second starts from the slots the first left.
             for (int round = 0; round < 2; ++round) {
