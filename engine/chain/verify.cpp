@@ -13,8 +13,7 @@ namespace sieve {
 
 std::vector<int32_t> ChainImpl::check_verify(const LogitsView& logits, const std::vector<Draft>& drafts,
                                              sieve_verify_mode mode) {
-    const int32_t n_seq = static_cast<int32_t>(drafts.size());
-    if (n_seq < 1) fail(SIEVE_ERROR_INVALID_ARGUMENT, "n_seq must be >= 1");
+    const int32_t n_seq = static_cast<int32_t>(drafts.size());  // 1..max_rows: the entry point checks
     if (mode != SIEVE_VERIFY_MATCH && mode != SIEVE_VERIFY_REJECTION)
         fail(SIEVE_ERROR_INVALID_ARGUMENT, "unknown verify mode " + std::to_string(static_cast<int>(mode)));
     if (mode == SIEVE_VERIFY_REJECTION && ref::chain_learns(config_.samplers))

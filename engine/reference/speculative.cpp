@@ -50,6 +50,7 @@ sieve_status check_draft(const std::vector<int32_t>& tokens, const DraftProbs& q
     }
     if (mode != SIEVE_VERIFY_REJECTION)
         return bad(SIEVE_ERROR_INVALID_ARGUMENT, "unknown verify mode " + std::to_string(static_cast<int>(mode)));
+    if (q.kind == SIEVE_DRAFT_PROBS_NONE && tokens.empty()) return SIEVE_OK;  // no draft, no q: the bonus alone
     if (q.kind == SIEVE_DRAFT_PROBS_NONE)
         return bad(SIEVE_ERROR_INVALID_ARGUMENT, "the rejection mode needs the draft's probabilities "
                                                  "(probs_kind DENSE or TOKEN)");

@@ -557,7 +557,7 @@ SIEVE_API sieve_status sieve_chain_candidates(sieve_chain* chain, const sieve_lo
  * row summing to 1 within 1e-3); SIEVE_DRAFT_PROBS_TOKEN gives q_i(x_i) alone
  * (in (0, 1]), q_i being 0 elsewhere: exact for one-hot drafts (greedy drafters,
  * n-grams: q_i(x_i) = 1), an approximation otherwise. The match mode takes
- * SIEVE_DRAFT_PROBS_NONE. */
+ * SIEVE_DRAFT_PROBS_NONE, and so does a sequence with no draft in either mode. */
 #define SIEVE_MAX_DRAFT 16
 
 typedef enum sieve_verify_mode {
@@ -596,7 +596,8 @@ typedef struct sieve_verified {
  * token -1 and status SIEVE_OK. Returns SIEVE_OK when every sequence succeeded,
  * else the first failed sequence's status; a failed sequence's slot is
  * unchanged. A call-level failure (bad arguments, a busy chain) changes no slot
- * and writes its status into every out[s] (n_tokens 0). */
+ * and writes its status into out[s] (n_tokens 0) for s < min(n_seq, max_rows)
+ * when out is not NULL; n_seq outside 1..max_rows is SIEVE_ERROR_CAPACITY. */
 SIEVE_API sieve_status sieve_verify(sieve_chain* chain, const sieve_logits* logits, const sieve_draft* drafts,
                                     int32_t n_seq, sieve_verify_mode mode, sieve_token* tokens,
                                     sieve_verified* out);

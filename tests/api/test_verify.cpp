@@ -146,6 +146,36 @@ TEST_P(Verify, MatchEqualsSamplingPositionByPosition) {
     EXPECT_GT(rejected, 5) << "sequences should stop at wrong drafts";
 }
 
+// A sequence with no draft needs no draft probabilities in the rejection mode
+// either: its one token is the bonus, the chain's ordinary draw at its step.
+TEST_P(Verify, RejectionTakesASequenceWithNoDraftAndNoProbs) {
+    constexpr int32_t kV = 50;
+    const auto desc = chain_desc("top_k;temperature;dist", 3, kV, 0.9f, 5);
+    sieve::Chain verifying(ctx_, desc), sampling(ctx_, desc);
+    std::vector<int32_t> argmax;
+    const std::vector<float> rows = peaked_positions(3, 8u, false, &argmax);
+    std::vector<float> logits;
+    for (int r = 0; r < 3; ++r) logits.insert(logits.end(), rows.begin() + r * kVocab, rows.begin() + r * kVocab + kV);
+    const int32_t draft = 3;
+    const float q = 1.0f;
+    std::vector<sieve_draft> drafts(2);
+    sieve_draft_init(&drafts[0], &draft, 1);
+    drafts[0].probs_kind = SIEVE_DRAFT_PROBS_TOKEN;
+    drafts[0].probs = &q;
+    sieve_draft_init(&drafts[1], nullptr, 0);
+    sieve_logits view;
+    sieve_logits_init(&view, logits.data(), SIEVE_DTYPE_F32, 3, kV);
+    const auto got = verifying.verify(view, drafts, SIEVE_VERIFY_REJECTION);
+    ASSERT_EQ(got[1].status, SIEVE_OK);
+    ASSERT_EQ(got[1].tokens.size(), 1u);
+    // Row 1 of a plain call on the same rows: the bonus's logits are the third row.
+    std::vector<float> both(logits.begin(), logits.begin() + 2 * kV);
+    both.insert(both.end(), logits.begin() + 2 * kV, logits.end());
+    const auto want = sampling.sample(both.data() + kV, 2, kV);
+    EXPECT_EQ(got[1].tokens[0].token, want[1].token);
+    EXPECT_EQ(got[1].tokens[0].step, want[1].step);
+}
+
 INSTANTIATE_TEST_SUITE_P(Verify, Verify, testing::Values(Backend::Gpu, Backend::Cpu),
                          [](const testing::TestParamInfo<Backend>& info) {
                              return info.param == Backend::Gpu ? std::string("Gpu") : std::string("Cpu");
