@@ -1,7 +1,7 @@
 // `sieve sample --draft IDS` (speculative decoding's verification, sieve_verify)
 // run as a user would: results derived by hand and from `sieve sample` run
 // position by position over the history; each refused flag combination with
-// its exit status and message.
+// its exit status and message; the C sample samples/speculative.c.
 #include "cli_process.hpp"
 #include "npy.hpp"
 
@@ -298,6 +298,16 @@ TEST_F(CliVerify, NonFiniteLogitsFailTheSequence) {
         EXPECT_NE(doc["message"].get<std::string>().find("position 1"), std::string::npos) << r.out;
         EXPECT_FALSE(doc.contains("tokens")) << r.out;
     }
+}
+
+// The C sample: two sequences' drafts of different lengths verified in one
+// call per step, each token checked against sampling position by position;
+// it fails on any difference or failed status.
+TEST_F(CliVerify, SpeculativeExampleSucceeds) {
+    Proc r = sieve_test::run_program(SIEVE_SPECULATIVE_PATH, "", dir_);
+    EXPECT_EQ(r.code, 0) << describe(r);
+    EXPECT_NE(r.out.find("speculative: ok"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("step 4:"), std::string::npos) << r.out;
 }
 
 } // namespace
