@@ -15,11 +15,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr double kResultBytes = 32.0;  // one result record per row (shaders/include/result.glsl: 8 words)
 
-struct Measurement {
-    LatencyStats stats;
-    bool cut = false;
-    sieve_counters delta{};
-};
+} // namespace
 
 sieve_counters counters_delta(const sieve_counters& a, const sieve_counters& b) {
     return {b.submits - a.submits, b.recordings - a.recordings, b.dispatches - a.dispatches,
@@ -42,6 +38,8 @@ void check_tokens(const std::vector<sieve_token>& tokens, const BenchCase& c) {
                                sieve_status_name(tokens[r].status),
                            tokens[r].status);
 }
+
+namespace {
 
 // llama.cpp's tokens, timed in blocks between the device's (--peer).
 struct PeerTiming {
@@ -202,6 +200,7 @@ std::pair<std::optional<Calibration>, std::string> BenchRunner::calibration_for(
 }
 
 CaseResult BenchRunner::run(const BenchCase& c) {
+    if (!c.verify.empty()) return run_verify(c);
     CaseResult r;
     r.c = c;
     r.c.logits.reset();  // results do not keep the logits alive

@@ -56,7 +56,7 @@ struct BenchOptions {
         return s;
     }();
     double twin_budget_s = 1.5;  // time budget per case for the CPU twin
-    std::string suite = "default";  // default | full | tiny (hidden, for the tests)
+    std::string suite = "default";  // default | full | verify | tiny (hidden, for the tests)
     std::string report;             // --report FILE.html
     std::string json_out;           // --json-out FILE: the JSON document written to a file
     std::vector<std::string> compare;  // --compare A.json B.json
