@@ -30,6 +30,13 @@ sieve_counters read_counters(const sieve::Chain& chain) {
     }
 }
 
+CaseResult& set_outcome(CaseResult& r, const std::string& status, const std::string& message, int exit_code) {
+    r.status = status;
+    r.message = message;
+    r.exit_code = exit_code;
+    return r;
+}
+
 void check_tokens(const std::vector<sieve_token>& tokens, const BenchCase& c) {
     for (size_t r = 0; r < tokens.size(); ++r)
         if (tokens[r].status != SIEVE_OK)
@@ -256,23 +263,14 @@ CaseResult BenchRunner::run(const BenchCase& c) {
             if (!device_.cpu_twin && s_.profile_tokens > 0)
                 r.stages = profile_stages(chain, c, data, s_.profile_tokens, &r.profiled_tokens);
         } catch (const CliError& e) {
-            r.status = "failed";
-            r.message = e.what();
-            r.exit_code = e.exit_code();
-            return r;
+            return set_outcome(r, "failed", e.what(), e.exit_code());
         } catch (const sieve::Error& e) {
-            r.status = "failed";
-            r.message = library_message(e);
-            r.exit_code = exit_code_for(e.status());
-            return r;
+            return set_outcome(r, "failed", library_message(e), exit_code_for(e.status()));
         }
     } catch (const CliError& e) {
         // The chain could not be built for this device (unsupported sampler,
         // chain too long, capacity beyond a device limit): not measurable here.
-        r.status = "unsupported";
-        r.message = e.what();
-        r.exit_code = e.exit_code();
-        return r;
+        return set_outcome(r, "unsupported", e.what(), e.exit_code());
     }
 
     auto [cal, why] = calibration_for(c.rows, c.vocab);

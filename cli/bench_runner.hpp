@@ -132,6 +132,9 @@ struct Measurement {
 };
 sieve_counters counters_delta(const sieve_counters& a, const sieve_counters& b);
 sieve_counters read_counters(const sieve::Chain& chain);
+// A case that was not measured: its status ("failed": while sampling;
+// "unsupported": the device refused it), message and exit status.
+CaseResult& set_outcome(CaseResult& r, const std::string& status, const std::string& message, int exit_code);
 // Throws CliError for the first row that could not be sampled.
 void check_tokens(const std::vector<sieve_token>& tokens, const BenchCase& c);
 

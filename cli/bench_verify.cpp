@@ -160,22 +160,14 @@ CaseResult BenchRunner::run_verify(const BenchCase& c) {
             f.accepted = accepted;
             f.offered = static_cast<int64_t>(v.us.size()) * c.rows * c.drafts;
         } catch (const CliError& e) {
-            r.status = "failed";
-            r.message = e.what();
-            r.exit_code = e.exit_code();
-            return r;
+            return set_outcome(r, "failed", e.what(), e.exit_code());
         } catch (const sieve::Error& e) {
             // A chain the mode refuses (the rejection mode and a learning sampler).
-            r.status = e.status() == SIEVE_ERROR_INVALID_CHAIN ? "unsupported" : "failed";
-            r.message = e.what();
-            r.exit_code = exit_code_for(e.status());
-            return r;
+            return set_outcome(r, e.status() == SIEVE_ERROR_INVALID_CHAIN ? "unsupported" : "failed", e.what(),
+                               exit_code_for(e.status()));
         }
     } catch (const CliError& e) {
-        r.status = "unsupported";
-        r.message = e.what();
-        r.exit_code = e.exit_code();
-        return r;
+        return set_outcome(r, "unsupported", e.what(), e.exit_code());
     }
     r.verify = f;
 

@@ -5,7 +5,7 @@
 #include "exit_codes.hpp"
 #include "json_output.hpp"
 #include "logits_source.hpp"
-#include "sample_history_json.hpp"
+#include "sample_json.hpp"
 #include "sample_verify.hpp"
 
 #include <sieve/sieve.hpp>
@@ -234,15 +234,7 @@ int run_sample(const SampleOptions& o, std::ostream& out, std::ostream& /*err*/)
 
     const int code = failures.first == SIEVE_OK ? kExitOk : exit_code_for(failures.first);
     if (o.json) {
-        Json doc;
-        doc["device"] = device.label;
-        doc["backend"] = device.cpu_twin ? "cpu" : "vulkan";
-        doc["samplers"] = samplers_label(o.sampling);
-        doc["temp"] = json_float(o.sampling.temp);
-        if (!seed_used.is_null()) doc["seed"] = seed_used;
-        const Json history_params = history_params_json(chain, o.sampling, setup);
-        for (auto it = history_params.begin(); it != history_params.end(); ++it) doc[it.key()] = it.value();
-        doc["vocab"] = logits.vocab;
+        Json doc = sample_json_header(device, chain, o.sampling, setup, seed_used, logits.vocab);
         Json arr = Json::array();
         for (RowResult& r : rows) arr.push_back(std::move(r.json));
         doc["rows"] = std::move(arr);

@@ -3,7 +3,7 @@
 #include "exit_codes.hpp"
 #include "json_output.hpp"
 #include "logits_source.hpp"
-#include "sample_history_json.hpp"
+#include "sample_json.hpp"
 #include "text_format.hpp"
 
 #include <sieve/sieve.hpp>
@@ -153,15 +153,8 @@ int run_sample_verify(const SampleOptions& o, std::ostream& out) {
     const std::vector<int32_t> accepted(draft.begin(), draft.begin() + (v.status == SIEVE_OK ? v.n_accepted : 0));
 
     if (o.json) {
-        Json doc;
-        doc["device"] = device.label;
-        doc["backend"] = device.cpu_twin ? "cpu" : "vulkan";
-        doc["samplers"] = samplers_label(o.sampling);
-        doc["temp"] = json_float(o.sampling.temp);
-        if (!v.tokens.empty()) doc["seed"] = v.tokens[0].seed;
-        const Json history_params = history_params_json(chain, o.sampling, setup);
-        for (auto it = history_params.begin(); it != history_params.end(); ++it) doc[it.key()] = it.value();
-        doc["vocab"] = logits.vocab;
+        Json doc = sample_json_header(device, chain, o.sampling, setup,
+                                      v.tokens.empty() ? Json(nullptr) : Json(v.tokens[0].seed), logits.vocab);
         doc["verify"] = mode_name;
         doc["draft_probs"] = probs_name(probs.kind);
         doc["draft"] = draft;

@@ -3,7 +3,7 @@
 // figures of a short run against docs/bench-schema.json, and that the default
 // suite leaves them out. No timing is asserted.
 #include "bench_schema_validator.hpp"
-#include "cli_process.hpp"
+#include "cli_fixture.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -18,19 +18,7 @@ namespace {
 using nlohmann::json;
 using sieve_test::Proc;
 
-class BenchVerify : public ::testing::Test {
-protected:
-    void SetUp() override {
-        std::string tmpl = (std::filesystem::temp_directory_path() / "sieve_bench_verify_XXXXXX").string();
-        ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-        dir_ = tmpl;
-    }
-    void TearDown() override { std::filesystem::remove_all(dir_); }
-    Proc sieve(const std::string& args) const { return sieve_test::run_program(SIEVE_CLI_PATH, args, dir_); }
-    std::filesystem::path dir_;
-};
-
-std::string describe(const Proc& r) { return "exit " + std::to_string(r.code) + "\nstdout: " + r.out + "\nstderr: " + r.err; }
+using BenchVerify = sieve_test::CliTest;
 
 TEST_F(BenchVerify, TheSuiteHasBothModesAtFourAndEightDraftsForOneAndSixteenSequences) {
     Proc list = sieve("bench --suite verify --list --json");

@@ -2,8 +2,7 @@
 // run as a user would: results derived by hand and from `sieve sample` run
 // position by position over the history; each refused flag combination with
 // its exit status and message; the C sample samples/speculative.c.
-#include "cli_process.hpp"
-#include "npy.hpp"
+#include "cli_fixture.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -19,37 +18,13 @@ namespace {
 using nlohmann::json;
 using sieve_test::Proc;
 
-std::string describe(const Proc& r) { return "exit " + std::to_string(r.code) + "\nstdout: " + r.out + "\nstderr: " + r.err; }
-
-class CliVerify : public ::testing::Test {
+class CliVerify : public sieve_test::CliTest {
 protected:
-    void SetUp() override {
-        std::string tmpl = (std::filesystem::temp_directory_path() / "sieve_cli_verify_XXXXXX").string();
-        ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-        dir_ = tmpl;
-    }
-    void TearDown() override { std::filesystem::remove_all(dir_); }
-
-    std::string path(const std::string& name) const { return (dir_ / name).string(); }
-    Proc sieve(const std::string& args) const { return sieve_test::run_program(SIEVE_CLI_PATH, args, dir_); }
-    static json parse(const Proc& r) {
-        json doc = json::parse(r.out, nullptr, false);
-        EXPECT_FALSE(doc.is_discarded()) << "stdout is not JSON: " << r.out << "\nstderr: " << r.err;
-        return doc;
-    }
-    std::string write_npy(const std::string& name, size_t rows, size_t vocab, const std::vector<float>& data) const {
-        const std::string p = path(name);
-        sieve_cli::write_npy_f32(p, rows == 0 ? std::vector<size_t>{vocab} : std::vector<size_t>{rows, vocab},
-                                 data.data());
-        return p;
-    }
     std::string write_raw(const std::string& name, const std::vector<float>& data) const {
         const std::string p = path(name);
         std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(data.data()), sizeof(float) * data.size());
         return p;
     }
-
-    std::filesystem::path dir_;
 };
 
 constexpr int kVocab = 16;
@@ -304,7 +279,7 @@ TEST_F(CliVerify, NonFiniteLogitsFailTheSequence) {
 // call per step, each token checked against sampling position by position;
 // it fails on any difference or failed status.
 TEST_F(CliVerify, SpeculativeExampleSucceeds) {
-    Proc r = sieve_test::run_program(SIEVE_SPECULATIVE_PATH, "", dir_);
+    Proc r = run_program(SIEVE_SPECULATIVE_PATH, "");
     EXPECT_EQ(r.code, 0) << describe(r);
     EXPECT_NE(r.out.find("speculative: ok"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("step 4:"), std::string::npos) << r.out;

@@ -1,4 +1,4 @@
-#include "sample_history_json.hpp"
+#include "sample_json.hpp"
 
 namespace sieve_cli {
 
@@ -24,6 +24,20 @@ Json history_params_json(const sieve::Chain& chain, const SamplingOptions& o, co
     j["history_capacity"] = setup.history_capacity;
     j["history"] = setup.history;
     return j;
+}
+
+Json sample_json_header(const Device& device, const sieve::Chain& chain, const SamplingOptions& o,
+                        const ChainSetup& setup, const Json& seed, int32_t vocab) {
+    Json doc;
+    doc["device"] = device.label;
+    doc["backend"] = device.cpu_twin ? "cpu" : "vulkan";
+    doc["samplers"] = samplers_label(o);
+    doc["temp"] = json_float(o.temp);
+    if (!seed.is_null()) doc["seed"] = seed;
+    const Json history_params = history_params_json(chain, o, setup);
+    for (auto it = history_params.begin(); it != history_params.end(); ++it) doc[it.key()] = it.value();
+    doc["vocab"] = vocab;
+    return doc;
 }
 
 } // namespace sieve_cli
