@@ -30,6 +30,37 @@ std::string version_string() {
            std::to_string(SIEVE_VERSION_GET_PATCH(v));
 }
 
+// A verification case's figures: per step (one sieve_verify call for every
+// sequence) and for the baseline step (drafts + 1 sieve_sample calls).
+Json verify_json(const CaseResult& r) {
+    const VerifyFigures& f = *r.verify;
+    const BenchCase& c = r.c;
+    const int n = r.device.count;
+    const int nb = f.baseline.count;
+    Json v;
+    v["mode"] = c.verify;
+    v["drafts"] = c.drafts;
+    v["sequences"] = c.rows;
+    v["draft_probs"] = f.draft_probs;
+    v["accepted"] = f.accepted;
+    v["offered"] = f.offered;
+    v["acceptance"] = std::round(f.acceptance() * 10000.0) / 10000.0;
+    v["submits_per_step"] = per_token(r.delta.submits, n);
+    v["dispatches_per_step"] = per_token(r.delta.dispatches, n);
+    v["row_passes_per_step"] = per_token(r.delta.row_passes, n);
+    v["baseline_calls"] = c.drafts + 1;
+    v["baseline_steps"] = nb;
+    v["baseline_median_us"] = nb ? Json(round_us(f.baseline.median)) : Json(nullptr);
+    v["baseline_p10_us"] = nb ? Json(round_us(f.baseline.p10)) : Json(nullptr);
+    v["baseline_p90_us"] = nb ? Json(round_us(f.baseline.p90)) : Json(nullptr);
+    v["baseline_submits_per_step"] = per_token(f.baseline_delta.submits, nb);
+    v["baseline_dispatches_per_step"] = per_token(f.baseline_delta.dispatches, nb);
+    v["baseline_row_passes_per_step"] = per_token(f.baseline_delta.row_passes, nb);
+    const auto speedup = f.speedup(r.device);
+    v["speedup"] = speedup ? Json(std::round(*speedup * 10000.0) / 10000.0) : Json(nullptr);
+    return v;
+}
+
 } // namespace
 
 double round_us(double v) { return std::round(v * 1000.0) / 1000.0; }
@@ -112,6 +143,7 @@ Json case_json(const CaseResult& r) {
     j["floor_us"] = opt(r.floor_us());
     const auto eff = r.efficiency();
     j["efficiency"] = eff ? Json(std::round(*eff * 10000.0) / 10000.0) : Json(nullptr);
+    if (r.verify) j["verify"] = verify_json(r);
     return j;
 }
 

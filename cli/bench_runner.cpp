@@ -15,11 +15,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr double kResultBytes = 32.0;  // one result record per row (shaders/include/result.glsl: 8 words)
 
-struct Measurement {
-    LatencyStats stats;
-    bool cut = false;
-    sieve_counters delta{};
-};
+} // namespace
 
 sieve_counters counters_delta(const sieve_counters& a, const sieve_counters& b) {
     return {b.submits - a.submits, b.recordings - a.recordings, b.dispatches - a.dispatches,
@@ -34,6 +30,13 @@ sieve_counters read_counters(const sieve::Chain& chain) {
     }
 }
 
+CaseResult& set_outcome(CaseResult& r, const std::string& status, const std::string& message, int exit_code) {
+    r.status = status;
+    r.message = message;
+    r.exit_code = exit_code;
+    return r;
+}
+
 void check_tokens(const std::vector<sieve_token>& tokens, const BenchCase& c) {
     for (size_t r = 0; r < tokens.size(); ++r)
         if (tokens[r].status != SIEVE_OK)
@@ -42,6 +45,8 @@ void check_tokens(const std::vector<sieve_token>& tokens, const BenchCase& c) {
                                sieve_status_name(tokens[r].status),
                            tokens[r].status);
 }
+
+namespace {
 
 // llama.cpp's tokens, timed in blocks between the device's (--peer).
 struct PeerTiming {
@@ -202,6 +207,7 @@ std::pair<std::optional<Calibration>, std::string> BenchRunner::calibration_for(
 }
 
 CaseResult BenchRunner::run(const BenchCase& c) {
+    if (!c.verify.empty()) return run_verify(c);
     CaseResult r;
     r.c = c;
     r.c.logits.reset();  // results do not keep the logits alive
@@ -257,23 +263,14 @@ CaseResult BenchRunner::run(const BenchCase& c) {
             if (!device_.cpu_twin && s_.profile_tokens > 0)
                 r.stages = profile_stages(chain, c, data, s_.profile_tokens, &r.profiled_tokens);
         } catch (const CliError& e) {
-            r.status = "failed";
-            r.message = e.what();
-            r.exit_code = e.exit_code();
-            return r;
+            return set_outcome(r, "failed", e.what(), e.exit_code());
         } catch (const sieve::Error& e) {
-            r.status = "failed";
-            r.message = library_message(e);
-            r.exit_code = exit_code_for(e.status());
-            return r;
+            return set_outcome(r, "failed", library_message(e), exit_code_for(e.status()));
         }
     } catch (const CliError& e) {
         // The chain could not be built for this device (unsupported sampler,
         // chain too long, capacity beyond a device limit): not measurable here.
-        r.status = "unsupported";
-        r.message = e.what();
-        r.exit_code = e.exit_code();
-        return r;
+        return set_outcome(r, "unsupported", e.what(), e.exit_code());
     }
 
     auto [cal, why] = calibration_for(c.rows, c.vocab);

@@ -8,7 +8,7 @@
 #include "llama_peer.hpp"
 #include "options.hpp"
 
-#include <sieve/sieve.h>
+#include <sieve/sieve.hpp>
 
 #include <map>
 #include <optional>
@@ -45,6 +45,18 @@ struct Calibration {
     uint32_t iterations = 0;
 };
 
+// A verification case's own figures (BenchCase::verify): the device's
+// latency per step is CaseResult::device, its counters CaseResult::delta.
+struct VerifyFigures {
+    std::string draft_probs;        // "none" (match) or "token" (rejection: q = 1, a greedy drafter's)
+    int64_t accepted = 0;           // drafts accepted over the measured steps...
+    int64_t offered = 0;            // ...of these
+    LatencyStats baseline;          // per step: drafts + 1 sieve_sample calls, position by position
+    sieve_counters baseline_delta{};  // over the baseline's measured steps
+    double acceptance() const { return offered > 0 ? static_cast<double>(accepted) / static_cast<double>(offered) : 0.0; }
+    std::optional<double> speedup(const LatencyStats& verify) const;  // baseline median / verify median
+};
+
 struct CaseResult {
     BenchCase c;
     std::string status = "ok";  // "ok", "unsupported" (the device refused the chain), "failed"
@@ -71,6 +83,8 @@ struct CaseResult {
     std::string peer_status;
     std::string peer_message;
     LatencyStats peer;
+
+    std::optional<VerifyFigures> verify;  // a verification case's (BenchCase::verify)
 
     // Derived (null when an input is missing).
     // Full-row passes per token and row: the plan's, or more when the rows
@@ -105,6 +119,23 @@ private:
     std::map<std::pair<int32_t, int32_t>, std::pair<std::optional<Calibration>, std::string>> calibrations_;
     std::shared_ptr<const Logits> logits_for(const BenchCase& c);
     std::pair<std::optional<Calibration>, std::string> calibration_for(int32_t rows, int32_t vocab);
+    CaseResult run_verify(const BenchCase& c);  // bench_verify.cpp
 };
+
+// Latency of each call of `step` after `warmup` untimed ones, up to `steps`
+// calls or, past kMinTokens, `budget_s` seconds; the chain's counters over
+// the timed calls. (bench_runner.cpp)
+struct Measurement {
+    LatencyStats stats;
+    bool cut = false;
+    sieve_counters delta{};
+};
+sieve_counters counters_delta(const sieve_counters& a, const sieve_counters& b);
+sieve_counters read_counters(const sieve::Chain& chain);
+// A case that was not measured: its status ("failed": while sampling;
+// "unsupported": the device refused it), message and exit status.
+CaseResult& set_outcome(CaseResult& r, const std::string& status, const std::string& message, int exit_code);
+// Throws CliError for the first row that could not be sampled.
+void check_tokens(const std::vector<sieve_token>& tokens, const BenchCase& c);
 
 } // namespace sieve_cli

@@ -60,6 +60,13 @@ std::string case_name(const std::string& chain, const std::string& shape, int32_
     return chain + "/" + shape + "/v" + std::to_string(vocab) + "/b" + std::to_string(rows);
 }
 
+// The verify suite: both modes, 4 and 8 drafts, 1 and 16 sequences, at Qwen's
+// vocabulary. Peaked rows (one token far above the rest) and drafts of each
+// position's argmax: nearly every draft is accepted, so every position runs.
+constexpr const char* kVerifyModes[] = {"match", "rejection"};
+constexpr int32_t kVerifyDrafts[] = {4, 8};
+constexpr int32_t kVerifySequences[] = {1, 16};
+
 BenchCase make_case(const std::string& chain, const std::string& shape, int32_t vocab, int32_t rows,
                     const SamplingOptions& base) {
     const ChainSpec& spec = chain_spec(chain);
@@ -94,7 +101,15 @@ BenchCase make_case(const std::string& chain, const std::string& shape, int32_t 
 
 } // namespace
 
-const char* suite_names_help() { return "default (a few minutes on lavapipe) or full (every combination: hours)"; }
+std::string case_name(const BenchCase& c) {
+    const std::string name = case_name(c.chain, c.shape, c.vocab, c.rows);
+    return c.verify.empty() ? name : "verify_" + c.verify + "_d" + std::to_string(c.drafts) + "/" + name;
+}
+
+const char* suite_names_help() {
+    return "default (a few minutes on lavapipe), full (every combination: hours) or verify (speculative decoding: "
+           "sieve_verify against sieve_sample position by position)";
+}
 
 std::vector<BenchCase> suite_cases(const std::string& suite, const SamplingOptions& base) {
     std::vector<BenchCase> cases;
@@ -122,6 +137,18 @@ std::vector<BenchCase> suite_cases(const std::string& suite, const SamplingOptio
             for (int32_t v : kVocabs)
                 for (int32_t b : kRows)
                     for (const ChainSpec& c : kChains) add(c.label, s, v, b);
+        return cases;
+    }
+    if (suite == "verify") {
+        for (const char* mode : kVerifyModes)
+            for (int32_t d : kVerifyDrafts)
+                for (int32_t b : kVerifySequences) {
+                    BenchCase c = make_case("default", "peaked", 151936, b, base);
+                    c.verify = mode;
+                    c.drafts = d;
+                    c.name = case_name(c);
+                    cases.push_back(c);
+                }
         return cases;
     }
     if (suite == "tiny") {

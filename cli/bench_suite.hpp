@@ -23,10 +23,21 @@ struct BenchCase {
     // and the history capacity), the history pre-filled with case_history().
     int32_t history_last_n = 0;
     std::shared_ptr<const Logits> logits;  // set for --logits; built-in shapes are generated when run
+    // A verification case (suite "verify"): "match" or "rejection" ("" = a
+    // sampling case). Each step verifies `drafts` drafts for each of `rows`
+    // sequences in one sieve_verify call (rows x (drafts + 1) logits rows).
+    std::string verify;
+    int32_t drafts = 0;
 };
 
+// "<chain>/<shape>/v<vocab>/b<rows>", after "verify_<mode>_d<drafts>/" for a
+// verification case, e.g. "verify_match_d4/default/peaked/v151936/b16".
+std::string case_name(const BenchCase& c);
+
 // Suites: "default" (a few minutes on lavapipe), "full" (the cross product),
-// "tiny" (hidden: a few small cases for the test suite). Throws CliError
+// "verify" (speculative decoding's verification: sieve_verify against
+// sieve_sample position by position), "tiny" (hidden: a few small cases for
+// the test suite). Throws CliError
 // (usage) for another name. `sampling` is the run's flags (temperature, seed...);
 // each chain sets its own samplers and truncation parameters on top of it.
 std::vector<BenchCase> suite_cases(const std::string& suite, const SamplingOptions& sampling);

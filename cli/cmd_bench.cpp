@@ -73,14 +73,15 @@ std::vector<BenchCase> build_cases(const BenchOptions& o) {
             c.history_last_n = 0;
         }
         if (o.rows > 0) c.rows = o.rows;
-        c.name = c.chain + "/" + c.shape + "/v" + std::to_string(c.vocab) + "/b" + std::to_string(c.rows);
+        c.name = case_name(c);
         if (names.insert(c.name).second) out.push_back(c);
     }
     return out;
 }
 
 void print_header(std::ostream& out, const Device& device, const std::vector<std::string>& warnings, const BenchOptions& o,
-                  size_t n_cases, const LlamaLibrary* peer) {
+                  const std::vector<BenchCase>& cases, const LlamaLibrary* peer) {
+    const size_t n_cases = cases.size();
     out << "sieve bench: device '" << device.label << "'";
     if (device.has_info && !device.cpu_twin)
         out << " (" << device_type_name(device.info.type) << ", driver " << device.info.driver << ", Vulkan "
@@ -97,6 +98,10 @@ void print_header(std::ostream& out, const Device& device, const std::vector<std
         << " s on the twin, never before " << kMinTokens << " tokens); GPU stages from a separate run of "
         << o.profile_tokens
         << " profiled tokens (timestamps add their own cost)\n";
+    if (std::any_of(cases.begin(), cases.end(), [](const BenchCase& c) { return !c.verify.empty(); }))
+        out << "verify_* cases: per step (one sieve_verify call for every sequence's drafts; a token above is a step), "
+               "against drafts + 1 sieve_sample calls per step, alternating in blocks of "
+            << kPeerBlock << " steps; no profiled tokens (docs/bench.md, \"Speculative decoding\")\n";
     out << pad("case", 34, false) << pad("median", 10, true) << pad("p10", 10, true) << pad("p90", 10, true)
         << pad("twin", 10, true) << pad("twin/dev", 9, true) << pad("disp", 5, true) << pad("passes", 7, true)
         << pad("MB/tok", 8, true) << pad("floor", 9, true) << pad("eff", 6, true);
@@ -107,6 +112,23 @@ void print_header(std::ostream& out, const Device& device, const std::vector<std
 
 // A per-token figure: an integer as is, else two decimals.
 std::string figure(double v) { return v == std::floor(v) ? std::to_string(static_cast<long long>(v)) : fixed(v, 2); }
+
+// A verification case's line: acceptance, the baseline, figures per step.
+void print_verify(std::ostream& out, const CaseResult& r) {
+    const VerifyFigures& f = *r.verify;
+    const int n = r.device.count, nb = f.baseline.count;
+    auto per = [](uint64_t total, int count) { return count ? figure(static_cast<double>(total) / count) : "-"; };
+    out << "    verify " << r.c.verify << ", " << r.c.drafts << " drafts x " << r.c.rows << " sequence(s)"
+        << (f.draft_probs == "token" ? " (q = 1 per draft)" : "") << ": acceptance " << fixed(100.0 * f.acceptance(), 1)
+        << "% (" << f.accepted << " of " << f.offered << ")\n";
+    out << "      per step: sieve_verify " << fixed(r.device.median, 1) << " us, " << per(r.delta.submits, n)
+        << " submits, " << per(r.delta.dispatches, n) << " dispatches, " << per(r.delta.row_passes, n)
+        << " row passes; " << r.c.drafts + 1 << " x sieve_sample " << (nb ? fixed(f.baseline.median, 1) : "-")
+        << " us (p10 " << (nb ? fixed(f.baseline.p10, 1) : "-") << ", p90 " << (nb ? fixed(f.baseline.p90, 1) : "-")
+        << "), " << per(f.baseline_delta.submits, nb) << " submits, " << per(f.baseline_delta.dispatches, nb)
+        << " dispatches, " << per(f.baseline_delta.row_passes, nb) << " row passes; baseline / verify "
+        << opt_fixed(f.speedup(r.device), 2) << "\n";
+}
 
 void print_row(std::ostream& out, const CaseResult& r) {
     if (r.status != "ok") {
@@ -132,6 +154,7 @@ void print_row(std::ostream& out, const CaseResult& r) {
             out << " " << s.stage << (s.level ? " L" + std::to_string(s.level) : "") << " " << fixed(s.gpu_us, 1);
         out << " us\n";
     }
+    if (r.verify) print_verify(out, r);
     if (r.twin_status != "ok") out << "    twin " << r.twin_status << ": " << r.twin_message << "\n";
     if (!r.peer_status.empty() && r.peer_status != "ok")
         out << "    llama.cpp " << r.peer_status << ": " << r.peer_message << "\n";
@@ -276,7 +299,7 @@ int run_bench(const BenchOptions& o, std::ostream& out, std::ostream& err) {
     if (device.has_info && !device.cpu_twin && device.info.type == SIEVE_DEVICE_CPU)
         info.warnings.push_back(cpu_device_warning(device.info));
     if (device.cpu_twin) info.warnings.push_back("--device cpu: the device measured is the CPU twin itself (no calibration, no stages)");
-    if (!o.json) print_header(out, device, info.warnings, o, cases.size(), peer.get());
+    if (!o.json) print_header(out, device, info.warnings, o, cases, peer.get());
     const size_t n_header_warnings = info.warnings.size();
 
     BenchRunner runner(device, twin, info.settings, peer.get());

@@ -5,6 +5,8 @@
 #include "exit_codes.hpp"
 #include "json_output.hpp"
 #include "logits_source.hpp"
+#include "sample_json.hpp"
+#include "sample_verify.hpp"
 
 #include <sieve/sieve.hpp>
 
@@ -75,33 +77,6 @@ std::string fmt(const char* format, double v) {
     return buf;
 }
 
-// The parameters of the samplers that read the history, as the chain holds
-// them (row 0; every row has the same): the library's defaults where no flag
-// set them. llama.cpp's flag names, '_' for '-'.
-Json history_params_json(const sieve::Chain& chain, const SamplingOptions& o, const ChainSetup& setup) {
-    Json j;
-    auto get = [&](sieve_param p) { return chain.get_param(p, 0); };
-    auto integer = [&](sieve_param p) { return static_cast<int64_t>(get(p)); };
-    auto real = [&](sieve_param p) { return json_float(static_cast<float>(get(p))); };
-    j["repeat_last_n"] = integer(SIEVE_PARAM_REPEAT_LAST_N);
-    j["repeat_penalty"] = real(SIEVE_PARAM_REPEAT_PENALTY);
-    j["frequency_penalty"] = real(SIEVE_PARAM_FREQUENCY_PENALTY);
-    j["presence_penalty"] = real(SIEVE_PARAM_PRESENCE_PENALTY);
-    j["dry_multiplier"] = real(SIEVE_PARAM_DRY_MULTIPLIER);
-    j["dry_base"] = real(SIEVE_PARAM_DRY_BASE);
-    j["dry_allowed_length"] = integer(SIEVE_PARAM_DRY_ALLOWED_LENGTH);
-    j["dry_penalty_last_n"] = integer(SIEVE_PARAM_DRY_PENALTY_LAST_N);
-    j["dry_sequence_breakers"] = setup.breakers;
-    j["mirostat"] = o.mirostat;
-    j["mirostat_lr"] = real(SIEVE_PARAM_MIROSTAT_ETA);
-    j["mirostat_ent"] = real(SIEVE_PARAM_MIROSTAT_TAU);
-    j["adaptive_target"] = real(SIEVE_PARAM_ADAPTIVE_TARGET);
-    j["adaptive_decay"] = real(SIEVE_PARAM_ADAPTIVE_DECAY);
-    j["history_capacity"] = setup.history_capacity;
-    j["history"] = setup.history;
-    return j;
-}
-
 struct RowResult {
     Json json;            // the JSON row object
     std::string text;     // its human form
@@ -128,11 +103,13 @@ CLI::App* add_sample_command(CLI::App& app, SampleOptions& o) {
                                                         std::to_string(SIEVE_MAX_TOP_LOGPROBS) + " tokens"));
     cmd->add_option("--draws", o.draws, "draw N tokens per row from the same distribution and print the counts")
         ->check(at_least(1, "a row is drawn at least once"));
+    add_draft_flags(*cmd, o);
     cmd->add_flag("--json", o.json, "print one JSON document");
     return cmd;
 }
 
 int run_sample(const SampleOptions& o, std::ostream& out, std::ostream& /*err*/) {
+    if (verifies_drafts(o)) return run_sample_verify(o, out);
     check_logprobs_combination(o);
     check_draws(o.draws);
     const Logits logits = load_logits(o.logits, o.vocab, o.rows);
@@ -257,15 +234,7 @@ int run_sample(const SampleOptions& o, std::ostream& out, std::ostream& /*err*/)
 
     const int code = failures.first == SIEVE_OK ? kExitOk : exit_code_for(failures.first);
     if (o.json) {
-        Json doc;
-        doc["device"] = device.label;
-        doc["backend"] = device.cpu_twin ? "cpu" : "vulkan";
-        doc["samplers"] = samplers_label(o.sampling);
-        doc["temp"] = json_float(o.sampling.temp);
-        if (!seed_used.is_null()) doc["seed"] = seed_used;
-        const Json history_params = history_params_json(chain, o.sampling, setup);
-        for (auto it = history_params.begin(); it != history_params.end(); ++it) doc[it.key()] = it.value();
-        doc["vocab"] = logits.vocab;
+        Json doc = sample_json_header(device, chain, o.sampling, setup, seed_used, logits.vocab);
         Json arr = Json::array();
         for (RowResult& r : rows) arr.push_back(std::move(r.json));
         doc["rows"] = std::move(arr);

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -30,6 +31,11 @@ struct SampleOptions {
     int32_t logprobs = -1;  // --logprobs N: raw log-probabilities, the token's and the top N
     int32_t draws = 0;
     bool json = false;
+    // --draft IDS: verify these draft tokens (sieve_verify) over the file's
+    // n_draft + 1 positions instead of sampling each row.
+    std::optional<std::string> draft;
+    std::string draft_probs;  // --draft-probs FILE: the draft model's q ([n_draft] or [n_draft, vocab])
+    std::string verify;       // --verify match|rejection ("" = match, or rejection with --draft-probs)
 };
 CLI::App* add_sample_command(CLI::App& app, SampleOptions& o);
 int run_sample(const SampleOptions& o, std::ostream& out, std::ostream& err);
@@ -50,7 +56,7 @@ struct BenchOptions {
         return s;
     }();
     double twin_budget_s = 1.5;  // time budget per case for the CPU twin
-    std::string suite = "default";  // default | full | tiny (hidden, for the tests)
+    std::string suite = "default";  // default | full | verify | tiny (hidden, for the tests)
     std::string report;             // --report FILE.html
     std::string json_out;           // --json-out FILE: the JSON document written to a file
     std::vector<std::string> compare;  // --compare A.json B.json

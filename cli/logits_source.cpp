@@ -46,17 +46,54 @@ void apply_rows(Logits& l, int32_t rows) {
 
 constexpr size_t kMaxDim = static_cast<size_t>(std::numeric_limits<int32_t>::max());
 
+// Little-endian float32 values, whatever the host's byte order (a trailing
+// partial value is ignored: the callers check the size).
+std::vector<float> raw_f32(const std::vector<uint8_t>& bytes) {
+    std::vector<float> out(bytes.size() / 4);
+    for (size_t i = 0; i < out.size(); ++i) {
+        const uint8_t* p = bytes.data() + 4 * i;
+        uint32_t bits = uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24);
+        std::memcpy(&out[i], &bits, 4);
+    }
+    return out;
+}
+
+std::vector<uint8_t> file_bytes(const std::string& path) {
+    try {
+        return read_file_bytes(path);
+    } catch (const std::runtime_error& e) {
+        throw CliError(kExitBadInput, e.what());
+    }
+}
+
 } // namespace
+
+FloatFile load_floats(const std::string& path) {
+    const std::vector<uint8_t> bytes = file_bytes(path);
+    FloatFile f;
+    if (has_npy_magic(bytes.data(), bytes.size()) || ends_with(path, ".npy")) {
+        try {
+            NpyArray a = parse_npy(bytes.data(), bytes.size(), path);
+            f.shape = std::move(a.shape);
+            f.data = std::move(a.data);
+        } catch (const NpyError& e) {
+            throw CliError(kExitBadInput, e.what());
+        }
+        f.npy = true;
+        return f;
+    }
+    if (bytes.size() % 4 != 0)
+        throw CliError(kExitBadInput, path + ": raw float32 file of " + std::to_string(bytes.size()) +
+                                          " bytes is not a multiple of 4");
+    f.data = raw_f32(bytes);
+    f.shape = {f.data.size()};
+    return f;
+}
 
 Logits load_logits(const std::string& path, int32_t vocab, int32_t rows) {
     if (vocab < 0) throw CliError(kExitUsage, "--vocab must be positive");
     if (rows < 0) throw CliError(kExitUsage, "--rows must be positive");
-    std::vector<uint8_t> bytes;
-    try {
-        bytes = read_file_bytes(path);
-    } catch (const std::runtime_error& e) {
-        throw CliError(kExitBadInput, e.what());
-    }
+    const std::vector<uint8_t> bytes = file_bytes(path);
     Logits l;
     l.source = path;
     if (has_npy_magic(bytes.data(), bytes.size()) || ends_with(path, ".npy")) {
@@ -85,12 +122,7 @@ Logits load_logits(const std::string& path, int32_t vocab, int32_t rows) {
         if (b > kMaxDim) throw CliError(kExitBadInput, path + ": too many rows");
         l.vocab = vocab;
         l.rows = static_cast<int32_t>(b);
-        l.data.resize(bytes.size() / 4);
-        for (size_t i = 0; i < l.data.size(); ++i) {
-            const uint8_t* p = bytes.data() + 4 * i;
-            uint32_t bits = uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24);
-            std::memcpy(&l.data[i], &bits, 4);
-        }
+        l.data = raw_f32(bytes);
     }
     apply_rows(l, rows);
     return l;

@@ -23,6 +23,16 @@ struct Logits {
 // Throws CliError: exit 2 for a missing --vocab, exit 3 for any problem with the file.
 Logits load_logits(const std::string& path, int32_t vocab, int32_t rows);
 
+// Any float array in a file: a .npy (float32/float16, shape [N] or [N, M]) or
+// raw little-endian float32 (shape [count]). Throws CliError (exit 3) for an
+// unreadable or malformed file.
+struct FloatFile {
+    std::vector<size_t> shape;
+    std::vector<float> data;
+    bool npy = false;
+};
+FloatFile load_floats(const std::string& path);
+
 // Deterministic LM-like logits: logit_i = 12 - a*ln(rank_i + 1) + N(0, sigma), with
 // the ranks a fixed random permutation of the ids. Portable: the same values on
 // every platform (own RNG, shuffle and gaussian). Row r uses seed + r.

@@ -1,6 +1,6 @@
 // The `sieve` binary (SIEVE_CLI_PATH) and the minimal C example
 // (SIEVE_MINIMAL_PATH), run as a user would: output parsed, exit statuses checked.
-#include "cli_process.hpp"
+#include "cli_fixture.hpp"
 #include "npy.hpp"
 
 #include <gtest/gtest.h>
@@ -27,40 +27,7 @@ using nlohmann::json;
 
 using sieve_test::Proc;
 
-class Cli : public ::testing::Test {
-protected:
-    void SetUp() override {
-        std::string tmpl = (std::filesystem::temp_directory_path() / "sieve_cli_XXXXXX").string();
-        ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-        dir_ = tmpl;
-    }
-    void TearDown() override { std::filesystem::remove_all(dir_); }
-
-    std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-    Proc run_program(const std::string& program, const std::string& args) const {
-        return sieve_test::run_program(program, args, dir_);
-    }
-    Proc sieve(const std::string& args) const { return run_program(SIEVE_CLI_PATH, args); }
-
-    // Parses stdout as exactly one JSON document.
-    static json parse(const Proc& r) {
-        json doc = json::parse(r.out, nullptr, false);
-        EXPECT_FALSE(doc.is_discarded()) << "stdout is not JSON: " << r.out << "\nstderr: " << r.err;
-        return doc;
-    }
-
-    std::string write_npy(const std::string& name, size_t rows, size_t vocab, const std::vector<float>& data) const {
-        const std::string p = path(name);
-        std::vector<size_t> shape = rows == 0 ? std::vector<size_t>{vocab} : std::vector<size_t>{rows, vocab};
-        sieve_cli::write_npy_f32(p, shape, data.data());
-        return p;
-    }
-
-    std::filesystem::path dir_;
-};
-
-std::string describe(const Proc& r) { return "exit " + std::to_string(r.code) + "\nstdout: " + r.out + "\nstderr: " + r.err; }
+using Cli = sieve_test::CliTest;
 
 // softmax(l / t)
 std::vector<double> softmax(const std::vector<float>& l, double t) {
