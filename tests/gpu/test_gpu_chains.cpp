@@ -282,8 +282,11 @@ TEST(GpuChainRules, DrawOrderAllowanceIsNarrow) {
         const double u = sieve::ref::uniform_u32(params.seed, step, 0) / 4294967296.0;
         if (std::fabs(u - 1.0 / 3) < 0.01 || std::fabs(u - 2.0 / 3) < 0.01) continue;
         ++checked_far;
-        for (int32_t t = 0; t < 3; ++t)
-            if (t != want) EXPECT_FALSE(draw_explains(kinds, apart, 3, params, step, nullptr, t)) << "token " << t;
+        for (int32_t t = 0; t < 3; ++t) {
+            if (t != want) {
+                EXPECT_FALSE(draw_explains(kinds, apart, 3, params, step, nullptr, t)) << "token " << t;
+            }
+        }
         EXPECT_TRUE(draw_explains(kinds, apart, 3, params, step, nullptr, want));
     }
     EXPECT_GE(checked_far, 40);
