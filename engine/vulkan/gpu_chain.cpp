@@ -275,6 +275,10 @@ sieve_status GpuChain::distributions(const LogitsView& logits, const std::vector
     write_params(r, false, false);
     arm_collect(rec);
     submit_and_wait(rec);
+    // A distribution call writes no per-row results, so no pass count: its
+    // rows are counted at the plan's minimum (the indirect levels it may add
+    // are not seen).
+    counters_.row_passes += static_cast<uint64_t>(rec.plan.min_row_passes) * r;
     sieve_status first = SIEVE_OK;
     out->assign(wanted.size(), {});
     statuses->assign(wanted.size(), SIEVE_OK);
