@@ -93,7 +93,14 @@ sieve_status GpuChain::wait(uint64_t timeout_ns, sieve_token* out, std::string* 
     try {
         submitter_.await(timeout_ns, "the sampling submission has not finished yet; it stays in flight: wait again");
     } catch (const Failure& f) {
-        if (f.status() != SIEVE_ERROR_TIMEOUT) in_flight_.reset();  // device lost: nothing more will come
+        if (f.status() != SIEVE_ERROR_TIMEOUT) {  // device lost: nothing more will come
+            // Every row of the call reads as failed, not as a stale result.
+            sieve_token failed{};
+            failed.token = -1;
+            failed.status = f.status();
+            for (uint32_t i = 0; i < in_flight_->rec.key.rows; ++i) out[i] = failed;
+            in_flight_.reset();
+        }
         throw;
     }
     InFlight call = std::move(*in_flight_);

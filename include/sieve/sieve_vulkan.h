@@ -185,7 +185,7 @@ SIEVE_API sieve_status sieve_sample_vulkan_async(sieve_chain* chain, const sieve
  * its rows' tokens to out (as sieve_sample_vulkan would; its status likewise).
  * SIEVE_ERROR_TIMEOUT: still running, nothing written, the call stays in flight
  * (wait again later). SIEVE_ERROR_DEVICE_LOST: the device is lost; the call is
- * dropped. SIEVE_ERROR_INVALID_ARGUMENT when nothing is in flight or the call in
+ * dropped and each of its rows in out gets that status (token -1). SIEVE_ERROR_INVALID_ARGUMENT when nothing is in flight or the call in
  * flight was recorded (sieve_chain_collect finishes that). timeout_ns = 0 polls. */
 SIEVE_API sieve_status sieve_chain_wait(sieve_chain* chain, uint64_t timeout_ns, sieve_token* out);
 
