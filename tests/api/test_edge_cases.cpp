@@ -16,13 +16,12 @@ namespace {
 
 using namespace sieve_test;
 
-enum class Backend { Gpu, Cpu };
+using Backend = OnBackend;
 
-sieve::Context make_context(Backend b) { return b == Backend::Gpu ? gpu_context() : cpu_context(); }
 
 class EdgeCases : public testing::TestWithParam<Backend> {
 protected:
-    sieve::Context ctx_ = make_context(GetParam());
+    sieve::Context ctx_ = backend_context(GetParam());
 
     sieve::Chain chain(const std::string& samplers, int32_t vocab, float temperature = 0.8f, int32_t rows = 1) {
         return sieve::Chain(ctx_, chain_desc(samplers, rows, vocab, temperature, 1234u));
@@ -358,9 +357,7 @@ TEST_P(EdgeCases, CallLevelFailureWritesEveryRowsStatus) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EdgeCases, EdgeCases, testing::Values(Backend::Gpu, Backend::Cpu),
-                         [](const testing::TestParamInfo<Backend>& info) {
-                             return info.param == Backend::Gpu ? std::string("Gpu") : std::string("Cpu");
-                         });
+                         backend_name);
 
 } // namespace
 

@@ -14,13 +14,12 @@ namespace {
 
 using namespace sieve_test;
 
-enum class Backend { Gpu, Cpu };
+using Backend = OnBackend;
 
-sieve::Context make_context(Backend b) { return b == Backend::Gpu ? gpu_context() : cpu_context(); }
 
 class Verify : public testing::TestWithParam<Backend> {
 protected:
-    sieve::Context ctx_ = make_context(GetParam());
+    sieve::Context ctx_ = backend_context(GetParam());
 };
 
 constexpr int32_t kVocab = 500;
@@ -177,8 +176,6 @@ TEST_P(Verify, RejectionTakesASequenceWithNoDraftAndNoProbs) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Verify, Verify, testing::Values(Backend::Gpu, Backend::Cpu),
-                         [](const testing::TestParamInfo<Backend>& info) {
-                             return info.param == Backend::Gpu ? std::string("Gpu") : std::string("Cpu");
-                         });
+                         backend_name);
 
 } // namespace

@@ -19,13 +19,13 @@ namespace {
 
 using namespace sieve_test;
 
-enum class Backend { Gpu, Cpu };
+using Backend = OnBackend;
 
 constexpr int32_t kRows = 8, kVocab = 32;
 
 class VerifyBadInput : public testing::TestWithParam<Backend> {
 protected:
-    VerifyBadInput() : ctx_(GetParam() == Backend::Gpu ? gpu_context() : cpu_context()) {
+    VerifyBadInput() : ctx_(backend_context(GetParam())) {
         build("penalties;top_k;temperature;dist");
         // The call: sequence 0 drafts {3, 5}, sequence 1 drafts {7}: 5 rows,
         // a uniform dense q per draft.
@@ -331,9 +331,6 @@ TEST(VerifyBusyChain, IsRefusedWhileACallIsInFlight) {
 }
 
 const auto kBackends = testing::Values(Backend::Gpu, Backend::Cpu);
-std::string backend_name(const testing::TestParamInfo<Backend>& info) {
-    return info.param == Backend::Gpu ? "Gpu" : "Cpu";
-}
 INSTANTIATE_TEST_SUITE_P(Verify, VerifyBadInput, kBackends, backend_name);
 
 } // namespace

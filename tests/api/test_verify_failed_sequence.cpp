@@ -16,7 +16,7 @@ namespace {
 
 using namespace sieve_test;
 
-enum class Backend { Gpu, Cpu };
+using Backend = OnBackend;
 
 constexpr int32_t kVocab = 40, kDraft = 3, kSeqs = 3, kRows = kSeqs * (kDraft + 1);
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
@@ -29,7 +29,7 @@ const std::vector<int32_t> kSlots = {5, 2, 7};
 class VerifyFailedSequence : public testing::TestWithParam<Backend> {
 protected:
     VerifyFailedSequence()
-        : ctx_(GetParam() == Backend::Gpu ? gpu_context() : cpu_context()),
+        : ctx_(backend_context(GetParam())),
           chain_(ctx_, chain_desc("top_k;temperature;dist", kRows, kVocab, 0.8f, 21u).slots(8)) {
         chain_.set(SIEVE_PARAM_TOP_K, 1);
         chain_.set_slots(kSlots);
@@ -158,8 +158,6 @@ TEST_P(VerifyFailedSequence, NanPastTheFirstMismatchIsNotRead) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Verify, VerifyFailedSequence, testing::Values(Backend::Gpu, Backend::Cpu),
-                         [](const testing::TestParamInfo<Backend>& info) {
-                             return info.param == Backend::Gpu ? std::string("Gpu") : std::string("Cpu");
-                         });
+                         backend_name);
 
 } // namespace

@@ -22,7 +22,7 @@ namespace {
 
 using namespace sieve_test;
 
-enum class Backend { Gpu, Cpu };
+using Backend = OnBackend;
 
 constexpr int32_t kVocab = 12;
 constexpr int32_t kTopK = 8;     // tokens outside p_0's top 8 have p_0 = 0
@@ -52,7 +52,7 @@ struct Outcome {
 class VerifyRejection : public testing::TestWithParam<Backend> {
 protected:
     VerifyRejection()
-        : ctx_(GetParam() == Backend::Gpu ? gpu_context() : cpu_context()),
+        : ctx_(backend_context(GetParam())),
           chain_(ctx_, chain_desc("top_k;temperature;dist", 2 * kSeqs, kVocab, 1.0f, 1u)) {
         chain_.set(SIEVE_PARAM_TOP_K, kTopK);
     }
@@ -194,8 +194,6 @@ TEST_P(VerifyRejection, AcceptanceRateIsTheOverlapOfPAndQ) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Verify, VerifyRejection, testing::Values(Backend::Gpu, Backend::Cpu),
-                         [](const testing::TestParamInfo<Backend>& info) {
-                             return info.param == Backend::Gpu ? std::string("Gpu") : std::string("Cpu");
-                         });
+                         backend_name);
 
 } // namespace

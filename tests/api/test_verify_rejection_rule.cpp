@@ -24,7 +24,7 @@ namespace {
 using namespace sieve_test;
 using sieve::ref::Weighted;
 
-enum class Backend { Gpu, Cpu };
+using Backend = OnBackend;
 
 constexpr int32_t kVocab = 64;
 constexpr uint32_t kSeed = 77;
@@ -122,7 +122,7 @@ std::vector<Emitted> by_the_rule(sieve::Chain& chain, int32_t seq, const Sequenc
 class VerifyRejectionRule : public testing::TestWithParam<Backend> {};
 
 TEST_P(VerifyRejectionRule, TokensAreTheDocumentedRulesDraws) {
-    sieve::Context ctx = GetParam() == Backend::Gpu ? gpu_context() : cpu_context();
+    sieve::Context ctx = backend_context(GetParam());
     auto desc = chain_desc("penalties;top_k;temperature;dist", 40, kVocab, 0.9f, kSeed);
     desc.slots(kSeqs + 1);
     sieve::Chain chain(ctx, desc);
@@ -192,8 +192,6 @@ TEST_P(VerifyRejectionRule, TokensAreTheDocumentedRulesDraws) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Verify, VerifyRejectionRule, testing::Values(Backend::Gpu, Backend::Cpu),
-                         [](const testing::TestParamInfo<Backend>& info) {
-                             return info.param == Backend::Gpu ? std::string("Gpu") : std::string("Cpu");
-                         });
+                         backend_name);
 
 } // namespace

@@ -44,6 +44,13 @@ inline sieve::Context cpu_context() {
     return sieve::Context(o);
 }
 
+// The two backends an API test runs on (one test instance each).
+enum class OnBackend { Gpu, Cpu };
+inline sieve::Context backend_context(OnBackend b) { return b == OnBackend::Gpu ? gpu_context() : cpu_context(); }
+inline std::string backend_name(const testing::TestParamInfo<OnBackend>& info) {
+    return info.param == OnBackend::Gpu ? "Gpu" : "Cpu";
+}
+
 enum class Shape { Gaussian, Zipf, Peaked, Masked, Ties };
 
 inline const char* shape_name(Shape s) {
