@@ -2,25 +2,29 @@
 # The GPU check: what a person with a real GPU runs and sends back.
 #
 #   ./scripts/gpu_check.sh [--no-setup] [--build-dir DIR] [--out FILE] [--tokens N] [--filter GTEST_FILTER] [--bench-case TEXT]
+#                          [--verify-case TEXT]
 #
 # Sets up and builds as the README's commands do (--no-setup: use the existing
 # build, ./build or --build-dir, as it is, with no package manager and no
 # network), lists the Vulkan devices, runs the GPU-facing tests (ctest label
 # gpu) with validation layers on on the first device that is not a CPU
-# implementation, runs `sieve bench` there, and writes one report, sieve-gpu-check.json by default: the devices (name,
-# type, driver, Vulkan version, subgroup size, features), the device checked,
-# every test with its result, and the bench's JSON. Attach it to an issue.
+# implementation, runs `sieve bench` there (its default suite, then its verify
+# suite: speculative decoding's sieve_verify against sieve_sample position by
+# position), and writes one report, sieve-gpu-check.json by default: the
+# devices (name, type, driver, Vulkan version, subgroup size, features), the
+# device checked, every test with its result, and both benches' JSON. Attach it
+# to an issue.
 #
 # Exit status: 0 every test passed; 1 a test failed (the report says which);
 # 2 usage; 5 no GPU: the only Vulkan devices are CPU implementations
 # (lavapipe), which the ordinary test command already covers.
 # (SIEVE_GPU_CHECK_ALLOW_CPU=1 lets a CPU device stand in: for testing this
-# script itself, tests/microbench/test_gpu_check.cpp.)
+# script itself, tests/bench/test_gpu_check.cpp.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-setup=1 build=$root/build out=$root/sieve-gpu-check.json tokens=200 filter='*' bench_case=''
+setup=1 build=$root/build out=$root/sieve-gpu-check.json tokens=200 filter='*' bench_case='' verify_case=''
 while (($#)); do
   case $1 in
     --no-setup) setup=0 ;;
@@ -29,7 +33,8 @@ while (($#)); do
     --tokens) tokens=$2; shift ;;
     --filter) filter=$2; shift ;;
     --bench-case) bench_case=$2; shift ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    --verify-case) verify_case=$2; shift ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "gpu_check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -71,9 +76,13 @@ tests_status=${PIPESTATUS[0]}
 echo "== sieve bench"
 "$sieve" bench --tokens "$tokens" ${bench_case:+--case "$bench_case"} --json-out "$work/bench.json"
 bench_status=$?
+echo "== sieve bench --suite verify"
+"$sieve" bench --suite verify --tokens "$tokens" ${verify_case:+--case "$verify_case"} --json-out "$work/verify.json"
+verify_status=$?
 set -e
 [[ -s $work/tests.json ]] || echo null > "$work/tests.json"
 [[ -s $work/bench.json ]] || echo null > "$work/bench.json"
+[[ -s $work/verify.json ]] || echo null > "$work/verify.json"
 
 {
   echo '{"schema": "sieve-gpu-check/1",'
@@ -84,10 +93,12 @@ set -e
   echo " \"tests_exit_status\": $tests_status,"
   echo " \"tests\": $(cat "$work/tests.json"),"
   echo " \"bench_exit_status\": $bench_status,"
-  echo " \"bench\": $(cat "$work/bench.json")"
+  echo " \"bench\": $(cat "$work/bench.json"),"
+  echo " \"verify_bench_exit_status\": $verify_status,"
+  echo " \"verify_bench\": $(cat "$work/verify.json")"
   echo '}'
 } > "$out"
 
 failed=$(grep -c '^\[  FAILED  \] [A-Za-z]' "$work/tests.log" || true)
-echo "== report: $out (tests exit status $tests_status, $failed failed; bench exit status $bench_status)"
-if ((tests_status != 0 || bench_status != 0)); then exit 1; fi
+echo "== report: $out (tests exit status $tests_status, $failed failed; bench exit status $bench_status, verify bench $verify_status)"
+if ((tests_status != 0 || bench_status != 0 || verify_status != 0)); then exit 1; fi

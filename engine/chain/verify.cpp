@@ -7,8 +7,6 @@
 
 #include "vulkan/slot_layout.hpp"
 
-#include <numeric>
-
 namespace sieve {
 
 std::vector<int32_t> ChainImpl::check_verify(const LogitsView& logits, const std::vector<Draft>& drafts,
@@ -50,8 +48,8 @@ sieve_status ChainImpl::verify(const LogitsView& logits, const sieve_vulkan_logi
         if (device)
             fail(SIEVE_ERROR_INVALID_ARGUMENT,
                  ref::chain_learns(config_.samplers)
-                     ? "the match mode of a chain with mirostat, mirostat_v2 or adaptive_p verifies position by "
-                       "position on the host: give the logits in host memory (sieve_verify)"
+                     ? "the match mode of a chain with mirostat, mirostat_v2 or adaptive_p verifies one position "
+                       "after another, from logits in host memory only (sieve_verify)"
                      : "this backend verifies logits in host memory only (sieve_verify)");
         verify_on_host(logits, drafts, first_row, mode, &results, &steps);
     }

@@ -64,38 +64,48 @@ void GpuChain::verify_in_waves(const LogitsView& logits, const std::vector<Draft
     for (size_t s = 0; s < n_seq; ++s) active[s] = s;
     std::vector<float> packed, scratch;
     std::vector<sieve_token> sampled;
-    for (size_t i = 0; !active.empty(); ++i) {
-        const int32_t rows = static_cast<int32_t>(active.size());
-        packed.resize(static_cast<size_t>(rows) * static_cast<size_t>(logits.vocab));
-        for (size_t k = 0; k < active.size(); ++k) {
-            const float* row = logits.row_f32(first_row[active[k]] + static_cast<int32_t>(i), &scratch);
-            std::copy(row, row + logits.vocab, packed.begin() + static_cast<std::ptrdiff_t>(k * logits.vocab));
-        }
-        sampled.assign(active.size(), sieve_token{});
-        std::string message;
-        {
-            PositionRows swap(rows_, slot_of_row_, positions_, logprobs_n_);
+    // A call-level failure part way (the device lost, a wait that ran out)
+    // leaves every slot as the call found it.
+    const auto restore_all = [&] {
+        for (size_t s = 0; s < n_seq; ++s) std::copy(before[s].begin(), before[s].end(), slot_record(slots[s]));
+    };
+    try {
+        for (size_t i = 0; !active.empty(); ++i) {
+            const int32_t rows = static_cast<int32_t>(active.size());
+            packed.resize(static_cast<size_t>(rows) * static_cast<size_t>(logits.vocab));
             for (size_t k = 0; k < active.size(); ++k) {
-                rows_[k] = swap.saved_rows_[active[k]];
-                slot_of_row_[k] = slots[active[k]];
+                const float* row = logits.row_f32(first_row[active[k]] + static_cast<int32_t>(i), &scratch);
+                std::copy(row, row + logits.vocab, packed.begin() + static_cast<std::ptrdiff_t>(k * logits.vocab));
             }
-            sample(LogitsView::f32(packed.data(), rows, logits.vocab), 1, nullptr, sampled.data(), &message, true);
-        }
-        std::vector<size_t> next;
-        for (size_t k = 0; k < active.size(); ++k) {
-            const size_t s = active[k];
-            ref::Verification& v = (*results)[s];
-            if (sampled[k].status != SIEVE_OK) {
-                v.status = sampled[k].status;
-                v.message = "position " + std::to_string(i) + ": " + sieve_status_name(sampled[k].status);
-                v.tokens.clear();
-                std::copy(before[s].begin(), before[s].end(), slot_record(slots[s]));  // as it was
-                continue;
+            sampled.assign(active.size(), sieve_token{});
+            std::string message;
+            {
+                PositionRows swap(rows_, slot_of_row_, positions_, logprobs_n_);
+                for (size_t k = 0; k < active.size(); ++k) {
+                    rows_[k] = swap.saved_rows_[active[k]];
+                    slot_of_row_[k] = slots[active[k]];
+                }
+                sample(LogitsView::f32(packed.data(), rows, logits.vocab), 1, nullptr, sampled.data(), &message, true);
             }
-            v.tokens.push_back(as_result(sampled[k]));
-            if (i < drafts[s].tokens.size() && sampled[k].token == drafts[s].tokens[i]) next.push_back(s);
+            std::vector<size_t> next;
+            for (size_t k = 0; k < active.size(); ++k) {
+                const size_t s = active[k];
+                ref::Verification& v = (*results)[s];
+                if (sampled[k].status != SIEVE_OK) {
+                    v.status = sampled[k].status;
+                    v.message = "position " + std::to_string(i) + ": " + sieve_status_name(sampled[k].status);
+                    v.tokens.clear();
+                    std::copy(before[s].begin(), before[s].end(), slot_record(slots[s]));  // as it was
+                    continue;
+                }
+                v.tokens.push_back(as_result(sampled[k]));
+                if (i < drafts[s].tokens.size() && sampled[k].token == drafts[s].tokens[i]) next.push_back(s);
+            }
+            active.swap(next);
         }
-        active.swap(next);
+    } catch (...) {
+        restore_all();
+        throw;
     }
 }
 
@@ -116,7 +126,6 @@ bool GpuChain::verify_sequences(const LogitsView& logits, const sieve_vulkan_log
     std::vector<sieve_token> sampled;
     std::vector<std::vector<ref::Weighted>> dists;
     std::vector<sieve_status> statuses;
-    std::vector<std::string> messages(static_cast<size_t>(rows));
     {
         submitter_.wait_pending();
         PositionRows swap(rows_, slot_of_row_, positions_, logprobs_n_);
@@ -127,7 +136,8 @@ bool GpuChain::verify_sequences(const LogitsView& logits, const sieve_vulkan_log
                 const size_t row = static_cast<size_t>(first_row[s]) + i;
                 rows_[row] = swap.saved_rows_[s];
                 slot_of_row_[row] = swap.saved_slots_[s];
-                positions_[row] = RowPosition{static_cast<uint32_t>(i), drafts[s].tokens.data(), static_cast<uint32_t>(i)};
+                const uint32_t position = static_cast<uint32_t>(i);
+                positions_[row] = RowPosition{position, drafts[s].tokens.data(), position};
             }
         }
         std::string message;

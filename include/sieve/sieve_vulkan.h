@@ -95,7 +95,7 @@ SIEVE_API sieve_status sieve_sample_vulkan(sieve_chain* chain, const sieve_vulka
  * values, with two exceptions, refused with SIEVE_ERROR_INVALID_ARGUMENT: the
  * rejection mode (it reads every position's distribution back, which Sieve
  * does from host logits only), and the match mode of a chain with mirostat,
- * mirostat_v2 or adaptive_p (verified position by position on the host). A
+ * mirostat_v2 or adaptive_p (verified one position after another). A
  * CPU-backend context is refused too. */
 SIEVE_API sieve_status sieve_verify_vulkan(sieve_chain* chain, const sieve_vulkan_logits* logits,
                                            const sieve_draft* drafts, int32_t n_seq, sieve_verify_mode mode,

@@ -59,7 +59,8 @@ TEST(GpuCheck, WritesOneReportWithDeviceTestsAndBench) {
         "/usr/bin/env", "SIEVE_GPU_CHECK_ALLOW_CPU=1 bash '" + script() + "' --no-setup --build-dir '" +
                             std::string(SIEVE_BUILD_DIR) + "' --out '" + report.string() +
                             "' --filter 'PhiloxGpu.*:GpuSteadyState.NoRecordingNoAllocationPerToken'"
-                            " --bench-case default/zipf/v32000/b1 --tokens 10",
+                            " --bench-case default/zipf/v32000/b1 --verify-case verify_match_d4/default/peaked/v151936/b"
+                            " --tokens 10",
         dir);
     ASSERT_EQ(r.code, 0) << r.out << r.err;
     const auto doc = nlohmann::json::parse(sieve_test::read_text(report.string()));
@@ -80,6 +81,14 @@ TEST(GpuCheck, WritesOneReportWithDeviceTestsAndBench) {
     EXPECT_EQ(doc.at("bench_exit_status"), 0);
     ASSERT_EQ(doc.at("bench").at("cases").size(), 1u);
     EXPECT_EQ(doc.at("bench").at("cases").at(0).at("name"), "default/zipf/v32000/b1");
+    EXPECT_EQ(doc.at("verify_bench_exit_status"), 0);
+    // The case matches as a substring: 1 and 16 sequences.
+    const auto& verify = doc.at("verify_bench").at("cases");
+    ASSERT_EQ(verify.size(), 2u);
+    for (const auto& c : verify) {
+        EXPECT_EQ(c.at("name").get<std::string>().rfind("verify_match_d4/default/peaked/v151936/b", 0), 0u);
+        EXPECT_TRUE(c.contains("verify"));
+    }
 }
 
 } // namespace
