@@ -120,7 +120,9 @@ int32_t rows_of(const sieve_vulkan_logits* l) {
 // call, then the chain's verification. A call-level failure (nothing
 // verified) writes its status into out[s] for s < min(n_seq, max_rows).
 template <typename Shape>
-sieve_status verify_call(sieve_chain* chain, const sieve_draft* drafts, int32_t n_seq, sieve_verify_mode mode,
+// mode by reference: an unknown value is read as stored (raw_enum), never
+// loaded as the enum (UBSan's enum check).
+sieve_status verify_call(sieve_chain* chain, const sieve_draft* drafts, int32_t n_seq, const sieve_verify_mode& mode,
                          sieve_token* tokens, sieve_verified* out, Shape shape, const sieve_vulkan_logits* device) {
     bool ran = false;
     const sieve_status s = guarded([&] {
