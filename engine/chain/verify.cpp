@@ -11,9 +11,8 @@ namespace sieve {
 
 std::vector<int32_t> ChainImpl::check_verify(const LogitsView& logits, const std::vector<Draft>& drafts,
                                              sieve_verify_mode mode) {
-    const int32_t n_seq = static_cast<int32_t>(drafts.size());  // 1..max_rows: the entry point checks
-    if (mode != SIEVE_VERIFY_MATCH && mode != SIEVE_VERIFY_REJECTION)
-        fail(SIEVE_ERROR_INVALID_ARGUMENT, "unknown verify mode " + std::to_string(static_cast<int>(mode)));
+    // n_seq in 1..max_rows and a known mode: the entry point checks (verify_call).
+    const int32_t n_seq = static_cast<int32_t>(drafts.size());
     if (mode == SIEVE_VERIFY_REJECTION && ref::chain_learns(config_.samplers))
         fail(SIEVE_ERROR_INVALID_CHAIN, "the rejection mode takes no chain with mirostat, mirostat_v2 or adaptive_p "
                                         "(their update depends on how a token was drawn)");

@@ -16,7 +16,6 @@ using namespace sieve_test;
 
 using Backend = OnBackend;
 
-
 class Verify : public testing::TestWithParam<Backend> {
 protected:
     sieve::Context ctx_ = backend_context(GetParam());
