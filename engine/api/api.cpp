@@ -90,12 +90,12 @@ sieve_context_options options_or_default(const sieve_context_options* options) {
     return o;
 }
 
-// A sampling call whose failure is call-level (it throws: nothing was
-// sampled) writes that status into the rows of `out` the caller passed, at
-// most the chain's max_rows, so no row reads as a stale result. A call that
-// returns ran: its rows carry their own statuses.
-template <typename F>
-sieve_status guarded_sample(sieve_chain* chain, sieve_token* out, int32_t rows, F&& f) {
+// A sampling or verifying call whose failure is call-level (it throws:
+// nothing was sampled) writes failed(status) into the rows of `out` the caller
+// passed, at most the chain's max_rows, so no row reads as a stale result. A
+// call that returns ran: its rows carry their own statuses.
+template <typename Out, typename Failed, typename F>
+sieve_status guarded_rows(sieve_chain* chain, Out* out, int32_t rows, Failed failed, F&& f) {
     bool ran = false;
     const sieve_status s = guarded([&] {
         const sieve_status r = f();
@@ -103,12 +103,22 @@ sieve_status guarded_sample(sieve_chain* chain, sieve_token* out, int32_t rows, 
         return r;
     });
     if (s == SIEVE_OK || ran || !out || rows <= 0) return s;
-    sieve_token failed{};
-    failed.token = -1;
-    failed.status = s;
     const int32_t n = std::min(rows, chain->impl->config().max_rows);
-    for (int32_t i = 0; i < n; ++i) out[i] = failed;
+    for (int32_t i = 0; i < n; ++i) out[i] = failed(s);
     return s;
+}
+
+template <typename F>
+sieve_status guarded_sample(sieve_chain* chain, sieve_token* out, int32_t rows, F&& f) {
+    return guarded_rows(
+        chain, out, rows,
+        [](sieve_status s) {
+            sieve_token failed{};
+            failed.token = -1;
+            failed.status = s;
+            return failed;
+        },
+        std::forward<F>(f));
 }
 
 int32_t rows_of(const sieve_logits* l) { return l && l->struct_size >= sizeof(sieve_logits) ? l->rows : 0; }
@@ -124,8 +134,7 @@ template <typename Shape>
 // loaded as the enum (UBSan's enum check).
 sieve_status verify_call(sieve_chain* chain, const sieve_draft* drafts, int32_t n_seq, const sieve_verify_mode& mode,
                          sieve_token* tokens, sieve_verified* out, Shape shape, const sieve_vulkan_logits* device) {
-    bool ran = false;
-    const sieve_status s = guarded([&] {
+    return guarded_rows(chain, out, n_seq, [](sieve_status s) { return sieve_verified{s, 0, 0}; }, [&] {
         ChainImpl& impl = *chain->impl;
         impl.check_idle();
         if (!out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
@@ -163,15 +172,9 @@ sieve_status verify_call(sieve_chain* chain, const sieve_draft* drafts, int32_t 
         std::string message;
         const sieve_status r =
             impl.verify(view, device, list, static_cast<sieve_verify_mode>(mode_value), tokens, out, &message);
-        ran = true;
         if (r != SIEVE_OK) set_last_error(message);
         return r;
     });
-    if (s != SIEVE_OK && !ran && out && n_seq > 0) {
-        const int32_t n = std::min(n_seq, chain->impl->config().max_rows);
-        for (int32_t i = 0; i < n; ++i) out[i] = sieve_verified{s, 0, 0};
-    }
-    return s;
 }
 
 } // namespace
