@@ -123,6 +123,15 @@ public:
     // then gives only their shape), else NULL.
     sieve_status verify(const LogitsView& logits, const sieve_vulkan_logits* device, const std::vector<Draft>& drafts,
                         sieve_verify_mode mode, sieve_token* tokens, sieve_verified* out, std::string* message);
+    // sieve_verify_vulkan_async (cmd null: submitted, sync may be null) and
+    // sieve_chain_record_verify (recorded into cmd): verify's checks and device
+    // work, left in flight; finish_verify (recorded: the collect, else a wait
+    // of up to timeout_ns) writes tokens[] and out[] as verify does. The GPU
+    // backend only. shape: the logits' shape, as verify's `logits`.
+    virtual void verify_async(const LogitsView& shape, const sieve_vulkan_logits& logits, std::vector<Draft> drafts,
+                              sieve_verify_mode mode, VkCommandBuffer_T* cmd, const sieve_vulkan_sync* sync);
+    virtual sieve_status finish_verify(bool recorded, uint64_t timeout_ns, sieve_token* tokens, sieve_verified* out,
+                                       std::string* message);
 
     // Throws CAPACITY / INVALID_ARGUMENT for sizes the chain cannot take.
     void check_call(const float* logits, int32_t rows, int32_t vocab) const;
@@ -157,7 +166,16 @@ protected:
     // The emitted tokens join the slot of `sequence`, whose step becomes
     // step + their number; learnt: the slot's learnt state after them (match
     // mode; NULL leaves it).
-    void commit_verified(int32_t sequence, uint32_t step, const ref::Verification& v, const ref::SlotState* learnt);  // a row's parameters: the twin's (llama.cpp's defaults)
+    void commit_verified(int32_t sequence, uint32_t step, const ref::Verification& v, const ref::SlotState* learnt);
+    // Each sequence's emitted tokens into tokens[] (its n_draft + 1 rows from
+    // first_row[s]; -1 past them) and its counts into out[s]; returns the
+    // first failed sequence's status, its message in *message.
+    sieve_status write_verified(const std::vector<Draft>& drafts, const std::vector<int32_t>& first_row,
+                                const std::vector<ref::Verification>& results, const std::vector<uint32_t>& steps,
+                                sieve_token* tokens, sieve_verified* out, std::string* message) const;
+    // sieve_verify's checks; returns each sequence's first logits row.
+    std::vector<int32_t> check_verify(const LogitsView& logits, const std::vector<Draft>& drafts,
+                                      sieve_verify_mode mode);
 
     // The words of a slot's record (slot_layout.hpp): host memory for the CPU
     // backend, the mapped slot buffer for the GPU (which first waits for any
@@ -166,6 +184,7 @@ protected:
     uint32_t history_capacity() const { return static_cast<uint32_t>(config_.history_capacity); }
     int32_t slot_of(int32_t row) const { return slot_of_row_[static_cast<size_t>(row)]; }
 
+    // A row's parameters as the twin takes them.
     ref::RowParams row_params(int32_t row) const;
     bool greedy_terminal() const;
     // The temperature product the GPU divides by (1 without a temperature
@@ -188,9 +207,6 @@ private:
     void set_one(int32_t row, sieve_param param, double value);
     void check_slot(int32_t slot, const char* what) const;
     void check_history_tokens(int32_t rows, int32_t vocab);
-    // sieve_verify's checks; returns each sequence's first logits row.
-    std::vector<int32_t> check_verify(const LogitsView& logits, const std::vector<Draft>& drafts,
-                                      sieve_verify_mode mode);
 };
 
 } // namespace sieve

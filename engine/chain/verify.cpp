@@ -44,14 +44,16 @@ sieve_status ChainImpl::verify(const LogitsView& logits, const sieve_vulkan_logi
     std::vector<ref::Verification> results(drafts.size());
     std::vector<uint32_t> steps(drafts.size());
     if (!verify_sequences(logits, device, drafts, first_row, mode, &results, &steps)) {
-        if (device)
-            fail(SIEVE_ERROR_INVALID_ARGUMENT,
-                 ref::chain_learns(config_.samplers)
-                     ? "the match mode of a chain with mirostat, mirostat_v2 or adaptive_p verifies one position "
-                       "after another, from logits in host memory only (sieve_verify)"
-                     : "this backend verifies logits in host memory only (sieve_verify)");
+        if (device) sample_device(*device, nullptr, nullptr);  // refuses with sample_device's words
         verify_on_host(logits, drafts, first_row, mode, &results, &steps);
     }
+    return write_verified(drafts, first_row, results, steps, tokens, out, message);
+}
+
+sieve_status ChainImpl::write_verified(const std::vector<Draft>& drafts, const std::vector<int32_t>& first_row,
+                                       const std::vector<ref::Verification>& results,
+                                       const std::vector<uint32_t>& steps, sieve_token* tokens, sieve_verified* out,
+                                       std::string* message) const {
     sieve_status first = SIEVE_OK;
     for (size_t s = 0; s < drafts.size(); ++s) {
         const ref::Verification& v = results[s];
@@ -80,6 +82,17 @@ sieve_status ChainImpl::verify(const LogitsView& logits, const sieve_vulkan_logi
         }
     }
     return first;
+}
+
+void ChainImpl::verify_async(const LogitsView& shape, const sieve_vulkan_logits& logits, std::vector<Draft> drafts,
+                             sieve_verify_mode mode, VkCommandBuffer_T*, const sieve_vulkan_sync*) {
+    check_verify(shape, drafts, mode);
+    sample_device(logits, nullptr, nullptr);  // refuses with sample_device's words
+}
+
+sieve_status ChainImpl::finish_verify(bool recorded, uint64_t, sieve_token*, sieve_verified*, std::string*) {
+    fail(SIEVE_ERROR_INVALID_ARGUMENT, recorded ? "nothing to collect: no sieve_chain_record_verify call is in flight"
+                                                : "nothing to wait for: no sieve_verify_vulkan_async call is in flight");
 }
 
 void ChainImpl::verify_on_host(const LogitsView& logits, const std::vector<Draft>& drafts,

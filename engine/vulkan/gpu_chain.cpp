@@ -279,12 +279,19 @@ sieve_status GpuChain::distributions(const LogitsView& logits, const std::vector
     // rows are counted at the plan's minimum (the indirect levels it may add
     // are not seen).
     counters_.row_passes += static_cast<uint64_t>(rec.plan.min_row_passes) * r;
+    return read_distributions(vocab, wanted, key.collect,
+                              [&](int32_t row) { return logits.row_f32(row, &scratch_); }, out, statuses, message);
+}
+
+sieve_status GpuChain::read_distributions(int32_t vocab, const std::vector<int32_t>& wanted, bool collect,
+                                          const HostRowFn& host_row, std::vector<std::vector<ref::Weighted>>* out,
+                                          std::vector<sieve_status>* statuses, std::string* message) {
     sieve_status first = SIEVE_OK;
     out->assign(wanted.size(), {});
     statuses->assign(wanted.size(), SIEVE_OK);
     for (size_t k = 0; k < wanted.size(); ++k) {
         std::string why;
-        const sieve_status s = read_distribution(logits, wanted[k], key.collect, &(*out)[k], &why);
+        const sieve_status s = read_distribution(vocab, wanted[k], collect, host_row, &(*out)[k], &why);
         (*statuses)[k] = s;
         if (s != SIEVE_OK && first == SIEVE_OK) {
             first = s;
@@ -303,9 +310,9 @@ static sieve_status all_masked_if_empty(const std::vector<ref::Weighted>& list, 
     return SIEVE_ERROR_ALL_MASKED;
 }
 
-sieve_status GpuChain::read_distribution(const LogitsView& logits, int32_t row, bool collect,
+sieve_status GpuChain::read_distribution(int32_t vocab, int32_t row, bool collect, const HostRowFn& host_row,
                                          std::vector<ref::Weighted>* out, std::string* message) {
-    const uint32_t v = static_cast<uint32_t>(logits.vocab), i = static_cast<uint32_t>(row);
+    const uint32_t v = static_cast<uint32_t>(vocab), i = static_cast<uint32_t>(row);
     const auto* res = static_cast<const uint32_t*>(buffers_.results.mapped) + static_cast<size_t>(i) * RESULT_STRIDE;
     const uint64_t max_words = 2ull * config_.max_vocab + 2;
     sieve_status status = SIEVE_OK;
@@ -318,8 +325,8 @@ sieve_status GpuChain::read_distribution(const LogitsView& logits, int32_t row, 
         if (!decode_distribution_list(words, &list, &step)) {
             ++counters_.fallback_rows;
             const ref::SlotState state = row_state(row);
-            return ref::row_distribution(config_.samplers, logits.row_f32(row, &scratch_), logits.vocab,
-                                         row_params(row), out, message, step, 0, &state);
+            return ref::row_distribution(config_.samplers, host_row(row), vocab, row_params(row), out, message, step, 0,
+                                         &state);
         }
         decode_result(i, res, rows_[i], message, &status);
         if (status != SIEVE_OK) return status;
@@ -331,7 +338,7 @@ sieve_status GpuChain::read_distribution(const LogitsView& logits, int32_t row, 
     out->clear();
     if (status != SIEVE_OK) return status;
     const float* p = static_cast<const float*>(buffers_.probabilities.mapped) + buffers_.row_at(i, max_words, v);
-    decode_distribution_row(p, logits.row_f32(row, &scratch_), v, row_scale(row), out);
+    decode_distribution_row(p, host_row(row), v, row_scale(row), out);
     return all_masked_if_empty(*out, row, message);
 }
 

@@ -18,8 +18,11 @@
 #include "vulkan/gpu_recorder.hpp"
 #include "vulkan/gpu_results.hpp"
 #include "vulkan/gpu_submitter.hpp"
+#include "vulkan/gpu_verify.hpp"
 #include "vulkan/slot_layout.hpp"
 
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,8 +49,14 @@ public:
     sieve_status wait(uint64_t timeout_ns, sieve_token* out, std::string* message) override;
     void record(VkCommandBuffer cmd, const sieve_vulkan_logits& logits, const sieve_vulkan_sync* sync) override;
     sieve_status finish_recorded(sieve_token* out, std::string* message) override;
+    void verify_async(const LogitsView& shape, const sieve_vulkan_logits& logits, std::vector<Draft> drafts,
+                      sieve_verify_mode mode, VkCommandBuffer cmd, const sieve_vulkan_sync* sync) override;
+    sieve_status finish_verify(bool recorded, uint64_t timeout_ns, sieve_token* tokens, sieve_verified* out,
+                               std::string* message) override;
     const char* in_flight() const override {
-        return !in_flight_ ? nullptr : in_flight_->recorded ? "sieve_chain_collect" : "sieve_chain_wait";
+        if (!in_flight_) return nullptr;
+        if (in_flight_->verify) return in_flight_->recorded ? "sieve_chain_collect_verified" : "sieve_chain_wait_verified";
+        return in_flight_->recorded ? "sieve_chain_collect" : "sieve_chain_wait";
     }
     sieve_counters counters() const override;
     void plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, uint32_t* row_passes) const override;
@@ -96,8 +105,17 @@ private:
     // GPU would.
     sieve_token twin_row(uint32_t row, const float* logits, uint32_t vocab, uint32_t step, bool commit,
                          std::string* message, sieve_status* first);
-    sieve_status read_distribution(const LogitsView& logits, int32_t row, bool collect, std::vector<ref::Weighted>* out,
-                                   std::string* message);
+    // A row's logits on the host (the caller's, or read back from the device).
+    using HostRowFn = std::function<const float*(int32_t)>;
+    // The distributions of the rows in `wanted` after a distribution
+    // recording ran (collect: its key's); as distributions() returns them.
+    sieve_status read_distributions(int32_t vocab, const std::vector<int32_t>& wanted, bool collect,
+                                    const HostRowFn& host_row, std::vector<std::vector<ref::Weighted>>* out,
+                                    std::vector<sieve_status>* statuses, std::string* message);
+    sieve_status read_distribution(int32_t vocab, int32_t row, bool collect, const HostRowFn& host_row,
+                                   std::vector<ref::Weighted>* out, std::string* message);
+    // SIEVE_ERROR_DEVICE_LIMIT for a timeline sync the context may not use.
+    void check_timeline(const sieve_vulkan_sync* sync) const;
     // The slot of `row` as the twin takes it, with the row's prefix when the
     // call is sieve_verify's.
     ref::SlotState row_state(int32_t row);
@@ -108,7 +126,7 @@ private:
     // drafts before it (positions_); the host then walks each sequence's
     // positions. The match mode of a chain with mirostat or adaptive-p, whose
     // position's learnt state depends on the draw before it, goes in waves
-    // (verify_in_waves); from the app's buffer it is left to the caller.
+    // (verify_in_waves; from the app's buffer, over its rows read back once).
     bool verify_sequences(const LogitsView& logits, const sieve_vulkan_logits* device, const std::vector<Draft>& drafts,
                           const std::vector<int32_t>& first_row, sieve_verify_mode mode,
                           std::vector<ref::Verification>* results, std::vector<uint32_t>* steps) override;
@@ -118,11 +136,29 @@ private:
     void verify_in_waves(const LogitsView& logits, const std::vector<Draft>& drafts,
                          const std::vector<int32_t>& first_row, std::vector<ref::Verification>* results,
                          std::vector<uint32_t>* steps);
+    // The call's rows become its positions (VerifyCall::swap until reset).
+    std::unique_ptr<VerifyCall> begin_positions(std::vector<Draft> drafts, std::vector<int32_t> first_row,
+                                                sieve_verify_mode mode, int32_t rows, int32_t vocab);
+    // The positions' input from the app's buffer (prepare_device_input for
+    // the mode's recording; the distributions' rows always through the ingest
+    // pass: their descriptor sets bind no app rows).
+    DeviceInput prepare_positions(const VerifyCall& call, const sieve_vulkan_logits& in);
+    // After the positions' device work from the app's buffer: each row's
+    // token or distribution (the twin finishing the rows left to it).
+    void read_positions(const VerifyCall& call, const Recording& rec, const DeviceInput& input, PositionResults* res);
+    // Each sequence's positions walked to its first mismatch or rejection,
+    // the emitted tokens committed to its slot (the chain's own rows again).
+    std::vector<ref::Verification> walk_positions(const VerifyCall& call, const PositionResults& res);
+    // The app's rows as f32 on the host, packed (the ingest pass and a read-back).
+    std::vector<float> rows_from_device(const sieve_vulkan_logits& in);
 
     // A zero-copy call up to its device work: the rows' checks, how its
-    // logits reach the passes, the rows' parameters written.
-    // commit: the tokens join their slots (sieve_verify's positions: not).
-    DeviceInput prepare_device_input(const sieve_vulkan_logits& in, bool commit = true);
+    // logits reach the passes, the rows' parameters written. kind: the
+    // recording it takes (a distribution's reads the chain's own logits, so
+    // its rows come through the ingest pass); commit: the tokens join their
+    // slots (sieve_verify's positions: not).
+    DeviceInput prepare_device_input(const sieve_vulkan_logits& in, RecordingKind kind = RecordingKind::Sample,
+                                     bool commit = true);
     // After its device work: the rows' results, the rows the twin finishes.
     sieve_status finish_device_input(uint32_t rows, uint32_t vocab, const DeviceInput& input, sieve_token* out,
                                      std::string* message, bool commit = true);
@@ -145,6 +181,7 @@ private:
         bool recorded = false;
         Recording rec;      // its plan: the dispatches are counted when it finishes
         DeviceInput input;  // its logits (the ingest pass is re-submitted for rows the twin finishes)
+        std::unique_ptr<VerifyCall> verify;  // a verification's positions (finish_verify), else null
     };
     std::optional<InFlight> in_flight_;
     std::vector<float> scratch_;       // a row widened to f32 for the twin (fallback rows)

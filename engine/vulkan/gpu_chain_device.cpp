@@ -1,6 +1,6 @@
 // GpuChain's calls on logits already on the device (sieve_sample_vulkan,
 // sieve_sample_vulkan_async and sieve_chain_wait, sieve_chain_record and
-// sieve_chain_collect).
+// sieve_chain_collect; sieve_verify's forms: gpu_verify.cpp).
 #include "vulkan/gpu_chain.hpp"
 
 #include "vulkan/gpu_params.hpp"
@@ -11,14 +11,16 @@ namespace sieve {
 
 using namespace glsl;
 
-DeviceInput GpuChain::prepare_device_input(const sieve_vulkan_logits& in, bool commit) {
+DeviceInput GpuChain::prepare_device_input(const sieve_vulkan_logits& in, RecordingKind kind, bool commit) {
     submitter_.wait_pending();
     check_history_order(static_cast<uint32_t>(in.rows));
+    const bool sample = kind == RecordingKind::Sample;
+    if (!sample) buffers_.ensure_distribution_output();
     bool adjusts = false;
     for (int32_t r = 0; r < in.rows; ++r) adjusts = adjusts || row_adjusts(config_.samplers, rows_[r]);
     DeviceInput input;
     input.source = device_input_.source(in);
-    input.in_place = DeviceInputs::can_bind_in_place(input.source, adjusts);
+    input.in_place = sample && DeviceInputs::can_bind_in_place(input.source, adjusts);
     if (input.in_place) {
         const AppRows rows{in.buffer, in.offset, in.size, input.source.stride};
         if (!buffers_.app_rows_bound(rows)) {
@@ -31,7 +33,7 @@ DeviceInput GpuChain::prepare_device_input(const sieve_vulkan_logits& in, bool c
     } else {
         input.ingest = device_input_.ingest_command(input.source);
     }
-    write_params(static_cast<uint32_t>(in.rows), true, commit);
+    write_params(static_cast<uint32_t>(in.rows), sample, commit);
     return input;
 }
 
@@ -67,11 +69,15 @@ sieve_status GpuChain::sample_device(const sieve_vulkan_logits& in, sieve_token*
     return finish_device_input(r, v, input, out, message);
 }
 
-void GpuChain::sample_async(const sieve_vulkan_logits& in, const sieve_vulkan_sync* sync) {
+void GpuChain::check_timeline(const sieve_vulkan_sync* sync) const {
     if (sync && sync->timeline == 1 && !(limits_.features & SIEVE_FEATURE_TIMELINE_SEMAPHORE))
         fail(SIEVE_ERROR_DEVICE_LIMIT, "timeline semaphores are not usable on this context: the app enables "
                                        "timelineSemaphore on its device and states SIEVE_FEATURE_TIMELINE_SEMAPHORE in "
                                        "sieve_vulkan_device.enabled_features (else use binary semaphores, timeline = 0)");
+}
+
+void GpuChain::sample_async(const sieve_vulkan_logits& in, const sieve_vulkan_sync* sync) {
+    check_timeline(sync);
     DeviceInput input = prepare_device_input(in);
     const uint32_t r = static_cast<uint32_t>(in.rows), v = static_cast<uint32_t>(in.vocab);
     const Recording& rec = recorder_.recording(key_for(RecordingKind::Sample, r, v, &input, submitter_.profiling()));
@@ -82,14 +88,15 @@ void GpuChain::sample_async(const sieve_vulkan_logits& in, const sieve_vulkan_sy
     cmds[n++] = rec.cmd;
     if (sync && sync->token_buffer) cmds[n++] = device_input_.token_copy({sync->token_buffer, sync->token_offset, r});
     submitter_.submit(cmds, n, sync);
-    in_flight_ = InFlight{false, rec, std::move(input)};
+    in_flight_ = InFlight{false, rec, std::move(input), nullptr};
 }
 
 sieve_status GpuChain::wait(uint64_t timeout_ns, sieve_token* out, std::string* message) {
     if (!in_flight_) return ChainImpl::wait(timeout_ns, out, message);
-    if (in_flight_->recorded)
-        fail(SIEVE_ERROR_INVALID_ARGUMENT, "the call in flight was recorded into the app's command buffer "
-                                           "(sieve_chain_record): sieve_chain_collect finishes it");
+    if (in_flight_->verify || in_flight_->recorded)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, std::string("the call in flight was ") +
+                                               (in_flight_->verify ? "a verification" : "recorded into the app's command buffer (sieve_chain_record)") +
+                                               ": " + in_flight() + " finishes it");
     try {
         submitter_.await(timeout_ns, "the sampling submission has not finished yet; it stays in flight: wait again");
     } catch (const Failure& f) {
@@ -122,14 +129,15 @@ void GpuChain::record(VkCommandBuffer cmd, const sieve_vulkan_logits& in, const 
         emit_token_copy(device_, cmd, buffers_.results.buffer, RESULT_STRIDE * 4,
                         {sync->token_buffer, sync->token_offset, r});
     ++counters_.recordings;
-    in_flight_ = InFlight{true, std::move(rec), std::move(input)};
+    in_flight_ = InFlight{true, std::move(rec), std::move(input), nullptr};
 }
 
 sieve_status GpuChain::finish_recorded(sieve_token* out, std::string* message) {
     if (!in_flight_) return ChainImpl::finish_recorded(out, message);
-    if (!in_flight_->recorded)
-        fail(SIEVE_ERROR_INVALID_ARGUMENT, "the call in flight was submitted by sieve_sample_vulkan_async: "
-                                           "sieve_chain_wait finishes it");
+    if (in_flight_->verify || !in_flight_->recorded)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, std::string("the call in flight was ") +
+                                               (in_flight_->verify ? "a verification" : "submitted by sieve_sample_vulkan_async") +
+                                               ": " + in_flight() + " finishes it");
     InFlight call = std::move(*in_flight_);
     in_flight_.reset();
     account(call.rec);

@@ -6,35 +6,16 @@
 // the rejection mode reads every position's final distribution. The host
 // then walks each sequence's positions with the twin's rule
 // (reference/speculative.cpp) and commits the emitted tokens to the slot.
+// From the app's buffer the same work is submitted and waited for, submitted
+// and left in flight (sieve_verify_vulkan_async), or recorded into the app's
+// command buffer (sieve_chain_record_verify); finish_verify walks it then.
 #include "vulkan/gpu_chain.hpp"
+
+#include "vulkan/gpu_verify.hpp"
 
 namespace sieve {
 
 namespace {
-
-// The chain's per-row state swapped for the positions' during the call, and
-// back whatever happens.
-struct PositionRows {
-    PositionRows(std::vector<ref::RowParams>& rows, std::vector<int32_t>& slots, std::vector<RowPosition>& positions,
-                 int32_t& logprobs)
-        : rows_(rows), slots_(slots), positions_(positions), logprobs_(logprobs), saved_rows_(rows),
-          saved_slots_(slots), saved_logprobs_(logprobs) {
-        logprobs_ = -1;  // the positions' raw logprobs are not asked for
-    }
-    ~PositionRows() {
-        rows_ = std::move(saved_rows_);
-        slots_ = std::move(saved_slots_);
-        positions_.clear();
-        logprobs_ = saved_logprobs_;
-    }
-    std::vector<ref::RowParams>& rows_;
-    std::vector<int32_t>& slots_;
-    std::vector<RowPosition>& positions_;
-    int32_t& logprobs_;
-    std::vector<ref::RowParams> saved_rows_;
-    std::vector<int32_t> saved_slots_;
-    int32_t saved_logprobs_;
-};
 
 ref::RowResult as_result(const sieve_token& t) {
     ref::RowResult r;
@@ -45,7 +26,103 @@ ref::RowResult as_result(const sieve_token& t) {
     return r;
 }
 
+RecordingKind kind_of(sieve_verify_mode mode) {
+    return mode == SIEVE_VERIFY_MATCH ? RecordingKind::Sample : RecordingKind::Distribution;
+}
+
 } // namespace
+
+std::unique_ptr<VerifyCall> GpuChain::begin_positions(std::vector<Draft> drafts, std::vector<int32_t> first_row,
+                                                      sieve_verify_mode mode, int32_t rows, int32_t vocab) {
+    submitter_.wait_pending();
+    auto call = std::make_unique<VerifyCall>();
+    call->drafts = std::move(drafts);
+    call->first_row = std::move(first_row);
+    call->mode = mode;
+    call->rows = rows;
+    call->vocab = vocab;
+    call->steps.resize(call->drafts.size());
+    call->swap = std::make_unique<PositionRows>(rows_, slot_of_row_, positions_, logprobs_n_);
+    positions_.assign(static_cast<size_t>(rows), RowPosition{});
+    for (size_t s = 0; s < call->drafts.size(); ++s) {
+        call->steps[s] = slot_record(call->swap->saved_slot(s))[S_STEP];
+        const std::vector<int32_t>& tokens = call->drafts[s].tokens;
+        for (size_t i = 0; i <= tokens.size(); ++i) {
+            const size_t row = static_cast<size_t>(call->first_row[s]) + i;
+            rows_[row] = call->swap->saved_row(s);
+            slot_of_row_[row] = call->swap->saved_slot(s);
+            const uint32_t position = static_cast<uint32_t>(i);
+            positions_[row] = RowPosition{position, tokens.data(), position};
+        }
+    }
+    return call;
+}
+
+void GpuChain::read_positions(const VerifyCall& call, const Recording& rec, const DeviceInput& input,
+                              PositionResults* res) {
+    const uint32_t rows = static_cast<uint32_t>(call.rows), vocab = static_cast<uint32_t>(call.vocab);
+    std::string message;  // each row's status is walked per sequence
+    if (call.mode == SIEVE_VERIFY_MATCH) {
+        res->sampled.resize(rows);
+        finish_device_input(rows, vocab, input, res->sampled.data(), &message, false);
+        res->statuses.resize(rows);
+        for (uint32_t r = 0; r < rows; ++r) res->statuses[r] = res->sampled[r].status;
+        return;
+    }
+    // The distributions' rows came through the ingest pass (prepare_positions),
+    // which reads each row once more; rows read on the host (the fallback, a
+    // chain without a collect pass) take it again.
+    const uint32_t windows = buffers_.windows().rows;
+    const uint32_t ingest_dispatches = (rows + windows - 1) / windows;
+    counters_.dispatches += ingest_dispatches;
+    counters_.row_passes += (static_cast<uint64_t>(rec.plan.min_row_passes) + 1) * rows;
+    const float* host_rows = nullptr;
+    const HostRowFn host_row = [&](int32_t i) {
+        if (!host_rows) {
+            host_rows = device_input_.rows_on_host(input.ingest);
+            counters_.dispatches += ingest_dispatches;
+        }
+        return host_rows + buffers_.row_at(static_cast<uint32_t>(i), static_cast<uint64_t>(config_.max_vocab), vocab);
+    };
+    std::vector<int32_t> wanted(rows);
+    for (uint32_t r = 0; r < rows; ++r) wanted[r] = static_cast<int32_t>(r);
+    read_distributions(call.vocab, wanted, rec.key.collect, host_row, &res->dists, &res->statuses, &message);
+}
+
+std::vector<ref::Verification> GpuChain::walk_positions(const VerifyCall& call, const PositionResults& res) {
+    std::vector<ref::Verification> results(call.drafts.size());
+    for (size_t s = 0; s < call.drafts.size(); ++s) {
+        const Draft& d = call.drafts[s];
+        ref::Verification& v = results[s];
+        const uint32_t step = call.steps[s];
+        const uint32_t seed = rows_[s].seed;
+        for (size_t i = 0; i <= d.tokens.size(); ++i) {
+            const size_t row = static_cast<size_t>(call.first_row[s]) + i;
+            const sieve_status status = res.statuses[row];
+            if (status != SIEVE_OK) {
+                v.status = status;
+                v.message = "position " + std::to_string(i) + ": " + sieve_status_name(status);
+                v.tokens.clear();
+                break;
+            }
+            bool go_on = false;
+            if (call.mode == SIEVE_VERIFY_MATCH) {
+                v.tokens.push_back(as_result(res.sampled[row]));
+                go_on = i < d.tokens.size() && res.sampled[row].token == d.tokens[i];
+            } else if (i == d.tokens.size()) {
+                v.tokens.push_back(ref::bonus_draw(res.dists[row], seed, step + static_cast<uint32_t>(i)));
+            } else {
+                const ref::RejectionStep r = ref::rejection_step(res.dists[row], d.tokens[i], d.probs, i, seed,
+                                                                 step + static_cast<uint32_t>(i));
+                v.tokens.push_back(r.token);
+                go_on = r.accepted;
+            }
+            if (!go_on) break;
+        }
+        if (v.status == SIEVE_OK) commit_verified(static_cast<int32_t>(s), step, v, nullptr);
+    }
+    return results;
+}
 
 void GpuChain::verify_in_waves(const LogitsView& logits, const std::vector<Draft>& drafts,
                                const std::vector<int32_t>& first_row, std::vector<ref::Verification>* results,
@@ -82,7 +159,7 @@ void GpuChain::verify_in_waves(const LogitsView& logits, const std::vector<Draft
             {
                 PositionRows swap(rows_, slot_of_row_, positions_, logprobs_n_);
                 for (size_t k = 0; k < active.size(); ++k) {
-                    rows_[k] = swap.saved_rows_[active[k]];
+                    rows_[k] = swap.saved_row(active[k]);
                     slot_of_row_[k] = slots[active[k]];
                 }
                 sample(LogitsView::f32(packed.data(), rows, logits.vocab), 1, nullptr, sampled.data(), &message, true);
@@ -109,88 +186,134 @@ void GpuChain::verify_in_waves(const LogitsView& logits, const std::vector<Draft
     }
 }
 
+std::vector<float> GpuChain::rows_from_device(const sieve_vulkan_logits& in) {
+    submitter_.wait_pending();
+    const uint32_t rows = static_cast<uint32_t>(in.rows), vocab = static_cast<uint32_t>(in.vocab);
+    const float* host = device_input_.rows_on_host(device_input_.ingest_command(device_input_.source(in)));
+    const uint32_t windows = buffers_.windows().rows;
+    counters_.dispatches += (rows + windows - 1) / windows;
+    counters_.row_passes += rows;
+    std::vector<float> packed(static_cast<size_t>(rows) * vocab);
+    for (uint32_t r = 0; r < rows; ++r) {
+        const float* row = host + buffers_.row_at(r, static_cast<uint64_t>(config_.max_vocab), vocab);
+        std::copy(row, row + vocab, packed.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(r) * vocab));
+    }
+    return packed;
+}
+
 bool GpuChain::verify_sequences(const LogitsView& logits, const sieve_vulkan_logits* device,
                                 const std::vector<Draft>& drafts, const std::vector<int32_t>& first_row,
                                 sieve_verify_mode mode, std::vector<ref::Verification>* results,
                                 std::vector<uint32_t>* steps) {
     if (mode == SIEVE_VERIFY_MATCH && ref::chain_learns(config_.samplers)) {
-        if (device) return false;
-        verify_in_waves(logits, drafts, first_row, results, steps);
+        if (!device) {
+            verify_in_waves(logits, drafts, first_row, results, steps);
+            return true;
+        }
+        // Each wave reads its positions on the host: the rows come back once.
+        const std::vector<float> rows = rows_from_device(*device);
+        verify_in_waves(LogitsView::f32(rows.data(), logits.rows, logits.vocab), drafts, first_row, results, steps);
         return true;
     }
-    if (device && mode == SIEVE_VERIFY_REJECTION)
-        fail(SIEVE_ERROR_INVALID_ARGUMENT, "the rejection mode reads every position's distribution back, which "
-                                           "Sieve does from logits in host memory only (sieve_verify)");
-    const size_t n_seq = drafts.size();
-    const int32_t rows = logits.rows;
-    std::vector<sieve_token> sampled;
-    std::vector<std::vector<ref::Weighted>> dists;
-    std::vector<sieve_status> statuses;
-    {
-        submitter_.wait_pending();
-        PositionRows swap(rows_, slot_of_row_, positions_, logprobs_n_);
-        positions_.assign(static_cast<size_t>(rows), RowPosition{});
-        for (size_t s = 0; s < n_seq; ++s) {
-            (*steps)[s] = slot_record(swap.saved_slots_[s])[S_STEP];
-            for (size_t i = 0; i <= drafts[s].tokens.size(); ++i) {
-                const size_t row = static_cast<size_t>(first_row[s]) + i;
-                rows_[row] = swap.saved_rows_[s];
-                slot_of_row_[row] = swap.saved_slots_[s];
-                const uint32_t position = static_cast<uint32_t>(i);
-                positions_[row] = RowPosition{position, drafts[s].tokens.data(), position};
-            }
-        }
-        std::string message;
-        if (mode == SIEVE_VERIFY_MATCH && device) {
-            sampled.resize(static_cast<size_t>(rows));
-            const DeviceInput input = prepare_device_input(*device, false);
-            const Recording& rec = recorder_.recording(key_for(RecordingKind::Sample, static_cast<uint32_t>(rows),
-                                                               static_cast<uint32_t>(logits.vocab), &input,
-                                                               submitter_.profiling()));
-            arm_collect(rec);
-            submit_and_wait(rec, input.ingest);
-            finish_device_input(static_cast<uint32_t>(rows), static_cast<uint32_t>(logits.vocab), input,
-                                sampled.data(), &message, false);
-        } else if (mode == SIEVE_VERIFY_MATCH) {
-            sampled.resize(static_cast<size_t>(rows));
-            sample(logits, 1, nullptr, sampled.data(), &message, false);
-        } else {
-            std::vector<int32_t> wanted(static_cast<size_t>(rows));
-            for (int32_t r = 0; r < rows; ++r) wanted[static_cast<size_t>(r)] = r;
-            distributions(logits, wanted, &dists, &statuses, &message);
-        }
+    std::unique_ptr<VerifyCall> call = begin_positions(drafts, first_row, mode, logits.rows, logits.vocab);
+    PositionResults res;
+    std::string message;  // each row's status is walked per sequence
+    if (device) {
+        const DeviceInput input = prepare_positions(*call, *device);
+        const Recording& rec =
+            recorder_.recording(key_for(kind_of(mode), static_cast<uint32_t>(logits.rows),
+                                        static_cast<uint32_t>(logits.vocab), &input, submitter_.profiling()));
+        arm_collect(rec);
+        submit_and_wait(rec, input.ingest);
+        read_positions(*call, rec, input, &res);
+    } else if (mode == SIEVE_VERIFY_MATCH) {
+        res.sampled.resize(static_cast<size_t>(logits.rows));
+        sample(logits, 1, nullptr, res.sampled.data(), &message, false);
+        for (const sieve_token& t : res.sampled) res.statuses.push_back(t.status);
+    } else {
+        std::vector<int32_t> wanted(static_cast<size_t>(logits.rows));
+        for (int32_t r = 0; r < logits.rows; ++r) wanted[static_cast<size_t>(r)] = r;
+        distributions(logits, wanted, &res.dists, &res.statuses, &message);
     }
-    for (size_t s = 0; s < n_seq; ++s) {
-        const Draft& d = drafts[s];
-        ref::Verification& v = (*results)[s];
-        const uint32_t step = (*steps)[s];
-        const uint32_t seed = rows_[s].seed;
-        for (size_t i = 0; i <= d.tokens.size(); ++i) {
-            const size_t row = static_cast<size_t>(first_row[s]) + i;
-            const sieve_status status = mode == SIEVE_VERIFY_MATCH ? sampled[row].status : statuses[row];
-            if (status != SIEVE_OK) {
-                v.status = status;
-                v.message = "position " + std::to_string(i) + ": " + sieve_status_name(status);
-                v.tokens.clear();
-                break;
-            }
-            bool go_on = false;
-            if (mode == SIEVE_VERIFY_MATCH) {
-                v.tokens.push_back(as_result(sampled[row]));
-                go_on = i < d.tokens.size() && sampled[row].token == d.tokens[i];
-            } else if (i == d.tokens.size()) {
-                v.tokens.push_back(ref::bonus_draw(dists[row], seed, step + static_cast<uint32_t>(i)));
-            } else {
-                const ref::RejectionStep r =
-                    ref::rejection_step(dists[row], d.tokens[i], d.probs, i, seed, step + static_cast<uint32_t>(i));
-                v.tokens.push_back(r.token);
-                go_on = r.accepted;
-            }
-            if (!go_on) break;
-        }
-        if (v.status == SIEVE_OK) commit_verified(static_cast<int32_t>(s), step, v, nullptr);
-    }
+    call->swap.reset();  // the chain's own rows again: the walk commits to their slots
+    *results = walk_positions(*call, res);
+    *steps = call->steps;
     return true;
+}
+
+DeviceInput GpuChain::prepare_positions(const VerifyCall& call, const sieve_vulkan_logits& in) {
+    return prepare_device_input(in, kind_of(call.mode), false);
+}
+
+void GpuChain::verify_async(const LogitsView& shape, const sieve_vulkan_logits& in, std::vector<Draft> drafts,
+                            sieve_verify_mode mode, VkCommandBuffer cmd, const sieve_vulkan_sync* sync) {
+    std::vector<int32_t> first_row = check_verify(shape, drafts, mode);
+    if (mode == SIEVE_VERIFY_MATCH && ref::chain_learns(config_.samplers))
+        fail(SIEVE_ERROR_INVALID_ARGUMENT,
+             "the match mode of a chain with mirostat, mirostat_v2 or adaptive_p verifies one position after "
+             "another, each from the one before: sieve_verify_vulkan does, its async and recorded forms do not");
+    check_timeline(sync);
+    std::unique_ptr<VerifyCall> call = begin_positions(std::move(drafts), std::move(first_row), mode, shape.rows,
+                                                       shape.vocab);
+    DeviceInput input = prepare_positions(*call, in);
+    const uint32_t r = static_cast<uint32_t>(shape.rows), v = static_cast<uint32_t>(shape.vocab);
+    if (cmd) {
+        // As record(): the chain's commands minus the timestamps.
+        Recording rec = recorder_.describe(key_for(kind_of(mode), r, v, &input, false));
+        arm_collect(rec);
+        if (!input.in_place) device_input_.emit_ingest(cmd);
+        recorder_.emit(cmd, rec);
+        ++counters_.recordings;
+        in_flight_ = InFlight{true, std::move(rec), std::move(input), std::move(call)};
+        return;
+    }
+    const Recording& rec = recorder_.recording(key_for(kind_of(mode), r, v, &input, submitter_.profiling()));
+    arm_collect(rec);
+    VkCommandBuffer cmds[2];
+    uint32_t n = 0;
+    if (input.ingest) cmds[n++] = input.ingest;
+    cmds[n++] = rec.cmd;
+    submitter_.submit(cmds, n, sync);
+    in_flight_ = InFlight{false, rec, std::move(input), std::move(call)};
+}
+
+sieve_status GpuChain::finish_verify(bool recorded, uint64_t timeout_ns, sieve_token* tokens, sieve_verified* out,
+                                     std::string* message) {
+    if (!in_flight_) return ChainImpl::finish_verify(recorded, timeout_ns, tokens, out, message);
+    if (!in_flight_->verify)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT,
+             std::string("the call in flight samples rows, not drafts: ") + in_flight() + " finishes it");
+    if (in_flight_->recorded != recorded)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, recorded ? "the call in flight was submitted by sieve_verify_vulkan_async: "
+                                                      "sieve_chain_wait_verified finishes it"
+                                                    : "the call in flight was recorded by sieve_chain_record_verify: "
+                                                      "sieve_chain_collect_verified finishes it");
+    if (!recorded) {
+        try {
+            submitter_.await(timeout_ns, "the verification has not finished yet; it stays in flight: wait again");
+        } catch (const Failure& f) {
+            if (f.status() != SIEVE_ERROR_TIMEOUT) {  // device lost: nothing more will come
+                // Every sequence and position of the call reads as failed.
+                const VerifyCall& call = *in_flight_->verify;
+                for (size_t s = 0; s < call.drafts.size(); ++s) out[s] = sieve_verified{f.status(), 0, 0};
+                sieve_token failed{};
+                failed.token = -1;
+                failed.status = f.status();
+                for (int32_t i = 0; i < call.rows; ++i) tokens[i] = failed;
+                in_flight_.reset();  // the chain's rows back, no slot touched
+            }
+            throw;
+        }
+    }
+    InFlight done = std::move(*in_flight_);
+    in_flight_.reset();
+    account(done.rec);
+    VerifyCall& call = *done.verify;
+    PositionResults res;
+    read_positions(call, done.rec, done.input, &res);
+    call.swap.reset();  // the chain's own rows again: the walk commits to their slots
+    const std::vector<ref::Verification> results = walk_positions(call, res);
+    return write_verified(call.drafts, call.first_row, results, call.steps, tokens, out, message);
 }
 
 } // namespace sieve

@@ -91,12 +91,14 @@ SIEVE_API sieve_status sieve_sample_vulkan(sieve_chain* chain, const sieve_vulka
 
 /* sieve_verify (sieve.h, "speculative decoding") over logits in a VkBuffer:
  * the positions' rows back to back, as sieve_verify takes them, in one
- * submission. The same rules, statuses and results as sieve_verify on the same
- * values, with two exceptions, refused with SIEVE_ERROR_INVALID_ARGUMENT: the
- * rejection mode (it reads every position's distribution back, which Sieve
- * does from host logits only), and the match mode of a chain with mirostat,
- * mirostat_v2 or adaptive_p (verified one position after another). A
- * CPU-backend context is refused too. */
+ * submission; the same rules, statuses and results as sieve_verify on the same
+ * values. The rejection mode's rows are copied into Sieve's own buffer by the
+ * ingest pass (its passes read them there). The match mode of a chain with
+ * mirostat, mirostat_v2 or adaptive_p verifies one position after another
+ * (each position's learnt state depends on the token before it): its rows are
+ * read back to the host once and each position is one submission, as
+ * sieve_verify does. A CPU-backend context is refused
+ * (SIEVE_ERROR_INVALID_ARGUMENT). */
 SIEVE_API sieve_status sieve_verify_vulkan(sieve_chain* chain, const sieve_vulkan_logits* logits,
                                            const sieve_draft* drafts, int32_t n_seq, sieve_verify_mode mode,
                                            sieve_token* tokens, sieve_verified* out);
@@ -239,6 +241,54 @@ SIEVE_API sieve_status sieve_chain_record(sieve_chain* chain, VkCommandBuffer cm
  * SIEVE_ERROR_INVALID_ARGUMENT when nothing was recorded or the call in flight
  * is an async one (sieve_chain_wait finishes that). */
 SIEVE_API sieve_status sieve_chain_collect(sieve_chain* chain, sieve_token* out);
+
+/* ---- async and record-into verification ---------------------------------------
+ * sieve_verify_vulkan's work, submitted and left in flight
+ * (sieve_verify_vulkan_async, finished by sieve_chain_wait_verified) or
+ * recorded into the app's command buffer (sieve_chain_record_verify, finished
+ * by sieve_chain_collect_verified after the app's submission completed). The
+ * rules of sieve_sample_vulkan_async and sieve_chain_record hold (one call in
+ * flight per chain, SIEVE_ERROR_PENDING for every other call until it is
+ * finished, the queue, the semaphores, the barriers recorded, the logits kept
+ * until the finish), with these differences:
+ *   - the device work computes every position; the host walks each sequence's
+ *     positions at the finish and only then advances its slot. The tokens a
+ *     verification emits are therefore known on the host only: a sync's
+ *     token_buffer is refused (SIEVE_ERROR_INVALID_ARGUMENT), and
+ *     sieve_chain_record_verify takes no sync at all;
+ *   - the drafts' token ids are copied by the call; a dense or per-token
+ *     probability table (sieve_draft.probs) is read at the finish: keep it
+ *     until then;
+ *   - the match mode of a chain with mirostat, mirostat_v2 or adaptive_p is
+ *     refused (SIEVE_ERROR_INVALID_ARGUMENT): it needs one submission per
+ *     position (sieve_verify_vulkan does that).
+ * The finish writes tokens[] (one per position, as sieve_verify) and out[] (one
+ * per sequence) for the call in flight: size them as for that call. */
+SIEVE_API sieve_status sieve_verify_vulkan_async(sieve_chain* chain, const sieve_vulkan_logits* logits,
+                                                 const sieve_draft* drafts, int32_t n_seq, sieve_verify_mode mode,
+                                                 const sieve_vulkan_sync* sync);
+
+/* Waits up to timeout_ns for sieve_verify_vulkan_async's call and finishes it as
+ * sieve_verify_vulkan would (its results and status). SIEVE_ERROR_TIMEOUT: still
+ * running, nothing written, no slot changed: wait again. SIEVE_ERROR_DEVICE_LOST:
+ * the call is dropped, every out[s] and tokens[i] carries that status, no slot
+ * changed. SIEVE_ERROR_INVALID_ARGUMENT when no verification is in flight or it
+ * was recorded (sieve_chain_collect_verified finishes that); a sampling call in
+ * flight is finished by sieve_chain_wait / sieve_chain_collect, never here. */
+SIEVE_API sieve_status sieve_chain_wait_verified(sieve_chain* chain, uint64_t timeout_ns, sieve_token* tokens,
+                                                 sieve_verified* out);
+
+/* Records sieve_verify_vulkan's device work into cmd (as sieve_chain_record;
+ * the app submits it with its own work and waits for it). */
+SIEVE_API sieve_status sieve_chain_record_verify(sieve_chain* chain, VkCommandBuffer cmd,
+                                                 const sieve_vulkan_logits* logits, const sieve_draft* drafts,
+                                                 int32_t n_seq, sieve_verify_mode mode);
+
+/* After the app's submission of the recorded verification has completed:
+ * finishes it as sieve_verify_vulkan would (rows the twin finishes read the
+ * app's logits again, on the context's queue). SIEVE_ERROR_INVALID_ARGUMENT when
+ * no verification was recorded or the one in flight is an async one. */
+SIEVE_API sieve_status sieve_chain_collect_verified(sieve_chain* chain, sieve_token* tokens, sieve_verified* out);
 
 #ifdef __cplusplus
 }
