@@ -338,18 +338,21 @@ void ChainImpl::set_slots(const int32_t* slots, int32_t n) {
         slot_of_row_[static_cast<size_t>(r)] = r < n ? slots[r] : (r < config_.max_slots ? r : -1);
 }
 
-void ChainImpl::check_slots(int32_t rows) const {
+void ChainImpl::check_slots(int32_t rows, const char* unit) const {
+    const std::string one = unit;
+    // A verification's sequence s takes row s's slot: say so where it is one.
+    const std::string whose = one == "row" ? "" : " (" + one + " s takes row s's slot)";
     std::vector<int32_t> owner(static_cast<size_t>(config_.max_slots), -1);
     for (int32_t r = 0; r < rows; ++r) {
         const int32_t s = slot_of(r);
         if (s < 0)
-            fail(SIEVE_ERROR_INVALID_ARGUMENT, "row " + std::to_string(r) + " maps to no slot (the chain has " +
-                                                   std::to_string(config_.max_slots) +
+            fail(SIEVE_ERROR_INVALID_ARGUMENT, one + " " + std::to_string(r) + " maps to no slot" + whose +
+                                                   " (the chain has " + std::to_string(config_.max_slots) +
                                                    " slots; map rows with sieve_chain_set_slots)");
         if (owner[static_cast<size_t>(s)] >= 0)
-            fail(SIEVE_ERROR_INVALID_ARGUMENT, "rows " + std::to_string(owner[static_cast<size_t>(s)]) + " and " +
+            fail(SIEVE_ERROR_INVALID_ARGUMENT, one + "s " + std::to_string(owner[static_cast<size_t>(s)]) + " and " +
                                                    std::to_string(r) + " both map to slot " + std::to_string(s) +
-                                                   " (two appends to one history have no order)");
+                                                   whose + " (two appends to one history have no order)");
         owner[static_cast<size_t>(s)] = r;
     }
 }

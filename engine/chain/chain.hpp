@@ -56,8 +56,9 @@ public:
     void restore_slot(int32_t slot, const void* data, size_t size);
     std::vector<int32_t> slot_history(int32_t slot);
     void set_dry_breakers(int32_t row, const int32_t* tokens, const int32_t* lengths, int32_t n);
-    // Throws INVALID_ARGUMENT when two of the call's rows map to one slot.
-    void check_slots(int32_t rows) const;
+    // Throws INVALID_ARGUMENT when two of the call's rows map to one slot
+    // (or a row to none); unit: what the caller calls a row ("sequence").
+    void check_slots(int32_t rows, const char* unit = "row") const;
 
     // sieve_chain_set_logit_bias / sieve_chain_set_token_bitmask: validated here
     // (throws Failure; a failed call changes nothing). n = 0 / words = NULL clears.

@@ -33,7 +33,7 @@ std::vector<int32_t> ChainImpl::check_verify(const LogitsView& logits, const std
             fail(SIEVE_ERROR_INVALID_ARGUMENT, "sequence " + std::to_string(s) + ": " + why);
     }
     check_row_inputs(n_seq, logits.vocab);
-    check_slots(n_seq);
+    check_slots(n_seq, "sequence");
     return first_row;
 }
 
@@ -91,8 +91,9 @@ void ChainImpl::verify_async(const LogitsView& shape, const sieve_vulkan_logits&
 }
 
 sieve_status ChainImpl::finish_verify(bool recorded, uint64_t, sieve_token*, sieve_verified*, std::string*) {
-    fail(SIEVE_ERROR_INVALID_ARGUMENT, recorded ? "nothing to collect: no sieve_chain_record_verify call is in flight"
-                                                : "nothing to wait for: no sieve_verify_vulkan_async call is in flight");
+    fail(SIEVE_ERROR_INVALID_ARGUMENT,
+         recorded ? "nothing to collect: no sieve_chain_record_verify call is in flight"
+                  : "nothing to wait for: no sieve_verify_vulkan_async call is in flight");
 }
 
 void ChainImpl::verify_on_host(const LogitsView& logits, const std::vector<Draft>& drafts,

@@ -341,6 +341,42 @@ struct Verification {
     std::string message;
     std::vector<RowResult> tokens;
 };
+// One position of a sequence's walk: a failure (status, message), or the
+// token it emits and whether the walk goes on to the next position.
+struct PositionOutcome {
+    sieve_status status = SIEVE_OK;
+    std::string message;
+    RowResult token;
+    bool go_on = false;
+};
+// The walk both backends take: positions 0..n_draft in order, each one's
+// outcome from at(i), up to the first that does not go on; a failed position
+// fails the sequence (nothing emitted). The twin computes a position in at();
+// the GPU reads what its submission computed for it.
+template <typename At>
+Verification walk_sequence(size_t n_draft, At at) {
+    Verification v;
+    for (size_t i = 0; i <= n_draft; ++i) {
+        PositionOutcome o = at(i);
+        if (o.status != SIEVE_OK) {
+            v.status = o.status;
+            v.message = "position " + std::to_string(i) + ": " + o.message;
+            v.tokens.clear();
+            return v;
+        }
+        v.tokens.push_back(o.token);
+        if (!o.go_on) break;
+    }
+    return v;
+}
+// The match mode's rule: the walk goes on while the emitted token is the draft.
+inline bool match_goes_on(const std::vector<int32_t>& drafts, size_t i, int32_t token) {
+    return i < drafts.size() && token == drafts[i];
+}
+// The rejection mode's position i over p: the draft's test, or after the last
+// draft (i == drafts.size()) the bonus (never going on).
+PositionOutcome rejection_position(const std::vector<Weighted>& p, const std::vector<int32_t>& drafts,
+                                   const DraftProbs& q, size_t i, uint32_t seed, uint32_t step);
 Verification verify_match(const std::vector<SamplerKind>& chain, const std::vector<const float*>& rows, int32_t vocab,
                           const RowParams& params, const std::vector<int32_t>& drafts, uint32_t step,
                           SlotState* state);

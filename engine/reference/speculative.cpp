@@ -129,55 +129,61 @@ RowResult bonus_draw(const std::vector<Weighted>& p, uint32_t seed, uint32_t ste
     return emitted(p, total, p[draw_inverse_cdf(p, uniform_u32(seed, step, 0))].id);
 }
 
+PositionOutcome rejection_position(const std::vector<Weighted>& p, const std::vector<int32_t>& drafts,
+                                   const DraftProbs& q, size_t i, uint32_t seed, uint32_t step) {
+    PositionOutcome o;
+    if (i == drafts.size()) {
+        o.token = bonus_draw(p, seed, step);
+        return o;
+    }
+    const RejectionStep r = rejection_step(p, drafts[i], q, i, seed, step);
+    o.token = r.token;
+    o.go_on = r.accepted;
+    return o;
+}
+
 Verification verify_match(const std::vector<SamplerKind>& chain, const std::vector<const float*>& rows, int32_t vocab,
                           const RowParams& params, const std::vector<int32_t>& drafts, uint32_t step,
                           SlotState* state) {
-    Verification v;
     SlotState work = state ? *state : SlotState();
-    for (size_t i = 0; i <= drafts.size(); ++i) {
-        RowResult r = sample_row(chain, rows[i], vocab, params, step + static_cast<uint32_t>(i), 0, &work);
+    const Verification v = walk_sequence(drafts.size(), [&](size_t i) {
+        PositionOutcome o;
+        const RowResult r = sample_row(chain, rows[i], vocab, params, step + static_cast<uint32_t>(i), 0, &work);
         if (r.status != SIEVE_OK) {
-            v.status = r.status;
-            v.message = "position " + std::to_string(i) + ": " + r.message;
-            v.tokens.clear();
-            return v;
+            o.status = r.status;
+            o.message = r.message;
+            return o;
         }
         work.history.push_back(r.token);
-        v.tokens.push_back(r);
-        if (i == drafts.size() || r.token != drafts[i]) break;
-    }
-    if (state) *state = work;
+        o.token = r;
+        o.go_on = match_goes_on(drafts, i, r.token);
+        return o;
+    });
+    if (state && v.status == SIEVE_OK) *state = work;
     return v;
 }
 
 Verification verify_rejection(const std::vector<SamplerKind>& chain, const std::vector<const float*>& rows,
                               int32_t vocab, const RowParams& params, const std::vector<int32_t>& drafts,
                               const DraftProbs& q, uint32_t step, SlotState* state) {
-    Verification v;
     if (chain_learns(chain)) {
+        Verification v;
         v.status = SIEVE_ERROR_INVALID_CHAIN;
         v.message = "the rejection mode takes no chain with mirostat, mirostat_v2 or adaptive_p";
         return v;
     }
     SlotState work = state ? *state : SlotState();
-    for (size_t i = 0; i <= drafts.size(); ++i) {
+    const Verification v = walk_sequence(drafts.size(), [&](size_t i) {
+        PositionOutcome o;
         std::vector<Weighted> p;
-        std::string why;
         const uint32_t at = step + static_cast<uint32_t>(i);
-        const sieve_status s = row_distribution(chain, rows[i], vocab, params, &p, &why, at, 0, &work);
-        if (s != SIEVE_OK) {
-            v.status = s;
-            v.message = "position " + std::to_string(i) + ": " + why;
-            v.tokens.clear();
-            return v;
-        }
-        const RejectionStep r =
-            i == drafts.size() ? RejectionStep{false, bonus_draw(p, params.seed, at)} : rejection_step(p, drafts[i], q, i, params.seed, at);
-        work.history.push_back(r.token.token);
-        v.tokens.push_back(r.token);
-        if (!r.accepted) break;
-    }
-    if (state) *state = work;
+        o.status = row_distribution(chain, rows[i], vocab, params, &p, &o.message, at, 0, &work);
+        if (o.status != SIEVE_OK) return o;
+        o = rejection_position(p, drafts, q, i, params.seed, at);
+        work.history.push_back(o.token.token);
+        return o;
+    });
+    if (state && v.status == SIEVE_OK) *state = work;
     return v;
 }
 

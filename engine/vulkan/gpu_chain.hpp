@@ -55,7 +55,8 @@ public:
                                std::string* message) override;
     const char* in_flight() const override {
         if (!in_flight_) return nullptr;
-        if (in_flight_->verify) return in_flight_->recorded ? "sieve_chain_collect_verified" : "sieve_chain_wait_verified";
+        if (in_flight_->verify)
+            return in_flight_->recorded ? "sieve_chain_collect_verified" : "sieve_chain_wait_verified";
         return in_flight_->recorded ? "sieve_chain_collect" : "sieve_chain_wait";
     }
     sieve_counters counters() const override;

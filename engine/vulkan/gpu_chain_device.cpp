@@ -94,9 +94,10 @@ void GpuChain::sample_async(const sieve_vulkan_logits& in, const sieve_vulkan_sy
 sieve_status GpuChain::wait(uint64_t timeout_ns, sieve_token* out, std::string* message) {
     if (!in_flight_) return ChainImpl::wait(timeout_ns, out, message);
     if (in_flight_->verify || in_flight_->recorded)
-        fail(SIEVE_ERROR_INVALID_ARGUMENT, std::string("the call in flight was ") +
-                                               (in_flight_->verify ? "a verification" : "recorded into the app's command buffer (sieve_chain_record)") +
-                                               ": " + in_flight() + " finishes it");
+        fail(SIEVE_ERROR_INVALID_ARGUMENT,
+             std::string("the call in flight was ") +
+                 (in_flight_->verify ? "a verification" : "recorded into the app's command buffer (sieve_chain_record)") +
+                 ": " + in_flight() + " finishes it");
     try {
         submitter_.await(timeout_ns, "the sampling submission has not finished yet; it stays in flight: wait again");
     } catch (const Failure& f) {
@@ -135,9 +136,10 @@ void GpuChain::record(VkCommandBuffer cmd, const sieve_vulkan_logits& in, const 
 sieve_status GpuChain::finish_recorded(sieve_token* out, std::string* message) {
     if (!in_flight_) return ChainImpl::finish_recorded(out, message);
     if (in_flight_->verify || !in_flight_->recorded)
-        fail(SIEVE_ERROR_INVALID_ARGUMENT, std::string("the call in flight was ") +
-                                               (in_flight_->verify ? "a verification" : "submitted by sieve_sample_vulkan_async") +
-                                               ": " + in_flight() + " finishes it");
+        fail(SIEVE_ERROR_INVALID_ARGUMENT,
+             std::string("the call in flight was ") +
+                 (in_flight_->verify ? "a verification" : "submitted by sieve_sample_vulkan_async") + ": " +
+                 in_flight() + " finishes it");
     InFlight call = std::move(*in_flight_);
     in_flight_.reset();
     account(call.rec);

@@ -93,33 +93,23 @@ std::vector<ref::Verification> GpuChain::walk_positions(const VerifyCall& call, 
     std::vector<ref::Verification> results(call.drafts.size());
     for (size_t s = 0; s < call.drafts.size(); ++s) {
         const Draft& d = call.drafts[s];
-        ref::Verification& v = results[s];
         const uint32_t step = call.steps[s];
-        const uint32_t seed = rows_[s].seed;
-        for (size_t i = 0; i <= d.tokens.size(); ++i) {
+        results[s] = ref::walk_sequence(d.tokens.size(), [&](size_t i) {
             const size_t row = static_cast<size_t>(call.first_row[s]) + i;
-            const sieve_status status = res.statuses[row];
-            if (status != SIEVE_OK) {
-                v.status = status;
-                v.message = "position " + std::to_string(i) + ": " + sieve_status_name(status);
-                v.tokens.clear();
-                break;
+            ref::PositionOutcome o;
+            o.status = res.statuses[row];
+            if (o.status != SIEVE_OK) {
+                o.message = sieve_status_name(o.status);
+                return o;
             }
-            bool go_on = false;
-            if (call.mode == SIEVE_VERIFY_MATCH) {
-                v.tokens.push_back(as_result(res.sampled[row]));
-                go_on = i < d.tokens.size() && res.sampled[row].token == d.tokens[i];
-            } else if (i == d.tokens.size()) {
-                v.tokens.push_back(ref::bonus_draw(res.dists[row], seed, step + static_cast<uint32_t>(i)));
-            } else {
-                const ref::RejectionStep r = ref::rejection_step(res.dists[row], d.tokens[i], d.probs, i, seed,
-                                                                 step + static_cast<uint32_t>(i));
-                v.tokens.push_back(r.token);
-                go_on = r.accepted;
-            }
-            if (!go_on) break;
-        }
-        if (v.status == SIEVE_OK) commit_verified(static_cast<int32_t>(s), step, v, nullptr);
+            if (call.mode == SIEVE_VERIFY_REJECTION)
+                return ref::rejection_position(res.dists[row], d.tokens, d.probs, i, rows_[s].seed,
+                                               step + static_cast<uint32_t>(i));
+            o.token = as_result(res.sampled[row]);
+            o.go_on = ref::match_goes_on(d.tokens, i, o.token.token);
+            return o;
+        });
+        if (results[s].status == SIEVE_OK) commit_verified(static_cast<int32_t>(s), step, results[s], nullptr);
     }
     return results;
 }

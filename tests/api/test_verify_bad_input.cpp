@@ -281,7 +281,7 @@ TEST_P(VerifyBadInput, MoreLogitsRowsThanPositions) {
 
 TEST_P(VerifyBadInput, TwoSequencesOnOneSlot) {
     chain_->set_slots({3, 3});
-    refused(SIEVE_ERROR_INVALID_ARGUMENT, {"0 and 1 both map to slot 3"});
+    refused(SIEVE_ERROR_INVALID_ARGUMENT, {"sequences 0 and 1 both map to slot 3", "sequence s takes row s's slot"});
 }
 
 // Rejection sampling changes how a token was drawn, which the learners'
