@@ -42,7 +42,8 @@ std::unique_ptr<VerifyCall> GpuChain::begin_positions(std::vector<Draft> drafts,
     call->rows = rows;
     call->vocab = vocab;
     call->steps.resize(call->drafts.size());
-    call->swap = std::make_unique<PositionRows>(rows_, slot_of_row_, positions_, logprobs_n_);
+    call->swap =
+        std::make_unique<PositionRows>(rows_, slot_of_row_, positions_, logprobs_n_, static_cast<size_t>(rows));
     positions_.assign(static_cast<size_t>(rows), RowPosition{});
     for (size_t s = 0; s < call->drafts.size(); ++s) {
         call->steps[s] = slot_record(call->swap->saved_slot(s))[S_STEP];
@@ -147,7 +148,7 @@ void GpuChain::verify_in_waves(const LogitsView& logits, const std::vector<Draft
             sampled.assign(active.size(), sieve_token{});
             std::string message;
             {
-                PositionRows swap(rows_, slot_of_row_, positions_, logprobs_n_);
+                PositionRows swap(rows_, slot_of_row_, positions_, logprobs_n_, n_seq);
                 for (size_t k = 0; k < active.size(); ++k) {
                     rows_[k] = swap.saved_row(active[k]);
                     slot_of_row_[k] = slots[active[k]];

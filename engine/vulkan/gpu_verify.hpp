@@ -6,6 +6,8 @@
 #include "chain/chain.hpp"
 #include "vulkan/gpu_params.hpp"
 
+#include <algorithm>
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,20 +16,23 @@ namespace sieve {
 
 // The chain's per-row state swapped for the positions' while the call's rows
 // are the positions (its device work, the twin finishing fallback rows), and
-// back whatever happens.
+// back whatever happens. Only the first `count` rows are saved and given back:
+// the call uses no row past them (a row's parameters may hold a bitmask of
+// vocab / 32 words, so the chain's other rows are not copied).
 class PositionRows {
 public:
     PositionRows(std::vector<ref::RowParams>& rows, std::vector<int32_t>& slots, std::vector<RowPosition>& positions,
-                 int32_t& logprobs)
-        : rows_(rows), slots_(slots), positions_(positions), logprobs_(logprobs), saved_rows_(rows),
-          saved_slots_(slots), saved_logprobs_(logprobs) {
+                 int32_t& logprobs, size_t count)
+        : rows_(rows), slots_(slots), positions_(positions), logprobs_(logprobs),
+          saved_rows_(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(count)),
+          saved_slots_(slots.begin(), slots.begin() + static_cast<std::ptrdiff_t>(count)), saved_logprobs_(logprobs) {
         logprobs_ = -1;  // the positions' raw logprobs are not asked for
     }
     PositionRows(const PositionRows&) = delete;
     PositionRows& operator=(const PositionRows&) = delete;
     ~PositionRows() {
-        rows_ = std::move(saved_rows_);
-        slots_ = std::move(saved_slots_);
+        std::move(saved_rows_.begin(), saved_rows_.end(), rows_.begin());
+        std::copy(saved_slots_.begin(), saved_slots_.end(), slots_.begin());
         positions_.clear();
         logprobs_ = saved_logprobs_;
     }

@@ -174,6 +174,46 @@ TEST_P(Verify, RejectionTakesASequenceWithNoDraftAndNoProbs) {
     EXPECT_EQ(got[1].tokens[0].step, want[1].step);
 }
 
+// The positions take the chain's rows for the call: afterwards every row has
+// its own parameters and slot again, the rows past the sequences' included
+// (here the 8 positions of 2 sequences use all 8 rows).
+TEST_P(Verify, LeavesEveryRowsParametersAndSlotAsTheyWere) {
+    constexpr int32_t kRows = 8;
+    sieve::Chain chain(ctx_, chain_desc("penalties;top_k;temperature;dist", kRows, kVocab, 0.5f, 3));
+    const std::vector<int32_t> slots = {7, 6, 5, 4, 3, 2, 1, 0};
+    chain.set_slots(slots);
+    for (int32_t r = 0; r < kRows; ++r) {
+        chain.set(SIEVE_PARAM_TEMPERATURE, 0.5 + 0.1 * r, r);
+        chain.set(SIEVE_PARAM_TOP_K, 10 + r, r);
+        chain.set(SIEVE_PARAM_REPEAT_PENALTY, 1.0 + 0.01 * r, r);
+    }
+    std::vector<int32_t> argmax;
+    const std::vector<float> logits = peaked_positions(kRows, 21u, false, &argmax);
+    const std::vector<int32_t> first = {argmax[0], argmax[1], argmax[2]}, second = {argmax[4], argmax[5], argmax[6]};
+    std::vector<sieve_draft> drafts(2);
+    sieve_draft_init(&drafts[0], first.data(), 3);
+    sieve_draft_init(&drafts[1], second.data(), 3);
+    sieve_logits view;
+    sieve_logits_init(&view, logits.data(), SIEVE_DTYPE_F32, kRows, kVocab);
+    for (int step = 0; step < 2; ++step) {
+        const auto got = chain.verify(view, drafts, SIEVE_VERIFY_MATCH);
+        ASSERT_EQ(got[0].status, SIEVE_OK);
+        ASSERT_EQ(got[1].status, SIEVE_OK);
+    }
+    for (int32_t r = 0; r < kRows; ++r) {
+        SCOPED_TRACE("row " + std::to_string(r));
+        EXPECT_FLOAT_EQ(static_cast<float>(chain.get_param(SIEVE_PARAM_TEMPERATURE, r)), 0.5f + 0.1f * r);
+        EXPECT_EQ(chain.get_param(SIEVE_PARAM_TOP_K, r), 10 + r);
+        EXPECT_FLOAT_EQ(static_cast<float>(chain.get_param(SIEVE_PARAM_REPEAT_PENALTY, r)), 1.0f + 0.01f * r);
+        // The row still appends to its own slot.
+        const int32_t token = 100 + r;
+        chain.accept(r, {token});
+        const std::vector<int32_t> history = chain.slot_history(slots[static_cast<size_t>(r)]);
+        ASSERT_FALSE(history.empty());
+        EXPECT_EQ(history.back(), token);
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Verify, Verify, testing::Values(Backend::Gpu, Backend::Cpu),
                          backend_name);
 
