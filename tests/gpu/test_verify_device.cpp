@@ -30,13 +30,15 @@ struct Verified {
 };
 
 // Each sequence's drafts: every position's argmax (accepted often at a low
-// temperature), and for the rejection mode the draft model's probability of
-// each (q = 0.6: accepted when p > 0.6 u).
+// temperature), and for the rejection mode the draft model's probabilities:
+// each draft's alone (q = 0.6: accepted when p > 0.6 u), or dense rows
+// (uniform: the residual is p less a flat floor).
 struct Drafts {
     std::vector<std::vector<int32_t>> tokens;
     std::vector<float> q;
+    std::vector<std::vector<float>> dense;
     std::vector<sieve_draft> list;
-    Drafts(const std::vector<float>& values, sieve_verify_mode mode) {
+    Drafts(const std::vector<float>& values, sieve_verify_mode mode, bool dense_q = false) {
         int32_t row = 0;
         for (int32_t n : kLengths) {
             tokens.emplace_back();
@@ -50,9 +52,10 @@ struct Drafts {
         list.resize(kLengths.size());
         for (size_t s = 0; s < kLengths.size(); ++s) {
             sieve_draft_init(&list[s], tokens[s].data(), kLengths[s]);
+            dense.emplace_back(static_cast<size_t>(kLengths[s]) * kVocab, 1.0f / kVocab);
             if (mode == SIEVE_VERIFY_REJECTION) {
-                list[s].probs_kind = SIEVE_DRAFT_PROBS_TOKEN;
-                list[s].probs = q.data();
+                list[s].probs_kind = dense_q ? SIEVE_DRAFT_PROBS_DENSE : SIEVE_DRAFT_PROBS_TOKEN;
+                list[s].probs = dense_q ? dense[s].data() : q.data();
             }
         }
     }
@@ -141,6 +144,7 @@ struct Case {
     const char* samplers;
     sieve_verify_mode mode;
     sieve_dtype dtype;
+    bool dense_q = false;  // the rejection mode's q: dense rows, else each draft's alone
 };
 
 // Every form against sieve_verify on host logits, three steps (each step's
@@ -154,6 +158,7 @@ TEST(VerifyDevice, EveryFormEqualsHostLogits) {
     const Case cases[] = {
         {"penalties;top_k;temperature;dist", SIEVE_VERIFY_MATCH, SIEVE_DTYPE_F32},
         {"penalties;top_k;temperature;dist", SIEVE_VERIFY_REJECTION, SIEVE_DTYPE_F16},
+        {"penalties;top_k;temperature;dist", SIEVE_VERIFY_REJECTION, SIEVE_DTYPE_F32, true},
         {"temperature;dist", SIEVE_VERIFY_REJECTION, SIEVE_DTYPE_F32},
         {"min_p;temperature;dist", SIEVE_VERIFY_MATCH, SIEVE_DTYPE_BF16},
         {"min_p;temperature;dist", SIEVE_VERIFY_REJECTION, SIEVE_DTYPE_F32},
@@ -164,11 +169,11 @@ TEST(VerifyDevice, EveryFormEqualsHostLogits) {
     for (const Case& k : cases) {
         const bool learns = std::string(k.samplers).find("mirostat") != std::string::npos;
         AppLogits a = make_app_logits(app, k.dtype, Shape::Zipf, kRows, kVocab, kVocab + 5, 0, 77);
-        const Drafts d(make_rows(Shape::Zipf, kRows, kVocab, 77), k.mode);
+        const Drafts d(make_rows(Shape::Zipf, kRows, kVocab, 77), k.mode, k.dense_q);
         for (Form form : {Form::Sync, Form::Async, Form::Record}) {
             if (learns && form != Form::Sync) continue;  // refused: VerifyDeviceAsync.BadInput
             SCOPED_TRACE(std::string(k.samplers) + (k.mode == SIEVE_VERIFY_MATCH ? " match " : " rejection ") +
-                         form_name(form) + " dtype " + std::to_string(k.dtype));
+                         (k.dense_q ? "dense q " : "") + form_name(form) + " dtype " + std::to_string(k.dtype));
             const float temperature = k.mode == SIEVE_VERIFY_MATCH ? 0.1f : 0.8f;
             sieve::Chain device(*ctx, chain_desc(k.samplers, kRows, kVocab, temperature, 9));
             sieve::Chain host(*ctx, chain_desc(k.samplers, kRows, kVocab, temperature, 9));
