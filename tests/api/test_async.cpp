@@ -196,28 +196,14 @@ TEST(RecordInto, EqualsSampleVulkan) {
         for (int step = 0; step < 3; ++step) {
             SCOPED_TRACE("step " + std::to_string(step));
             VkCommandBuffer cmd = app.begin_command_buffer();
-            // The decode: the previous step's reads of the tensor (Sieve's
-            // ingest) before this write, then the write itself, which Sieve's
-            // first barrier orders its reads after.
-            VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-            barrier.srcAccessMask = VK_ACCESS_SHADER_READ_BIT;
-            barrier.dstAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-            app.vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1,
-                                        &barrier, 0, nullptr, 0, nullptr);
-            VkBufferCopy region{0, 0, a.tensor.size};
-            app.vk.vkCmdCopyBuffer(cmd, a.staging.buffer, a.tensor.buffer, 1, &region);
+            app.record_copy(cmd, a.staging, a.tensor);  // the decode
             sieve_vulkan_sync s;
             sieve_vulkan_sync_init(&s);
             s.token_buffer = ids.buffer;
             s.token_offset = 8;
             s.token_buffer_size = ids.size;
             ASSERT_EQ(sieve_chain_record(recorded.get(), cmd, &a.desc, &s), SIEVE_OK) << sieve_last_error();
-            app.vk.vkEndCommandBuffer(cmd);
-            VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-            si.commandBufferCount = 1;
-            si.pCommandBuffers = &cmd;
-            ASSERT_EQ(app.vk.vkQueueSubmit(app.queue, 1, &si, app.fence), VK_SUCCESS);
-            app.wait_fence();
+            app.submit_and_wait(cmd);
             const uint64_t twin_before = recorded.counters().cpu_fallback_rows;
             std::vector<sieve_token> got(kRows);
             ASSERT_EQ(sieve_chain_collect(recorded.get(), got.data()), SIEVE_OK) << sieve_last_error();
@@ -335,12 +321,7 @@ TEST(Async, BadInput) {
     EXPECT_EQ(sieve_chain_get_param(chain.get(), 0, SIEVE_PARAM_TEMPERATURE, &value), SIEVE_OK);
     sieve_counters counters;
     EXPECT_EQ(sieve_chain_counters(chain.get(), &counters), SIEVE_OK);
-    app.vk.vkEndCommandBuffer(cmd);
-    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-    si.commandBufferCount = 1;
-    si.pCommandBuffers = &cmd;
-    ASSERT_EQ(app.vk.vkQueueSubmit(app.queue, 1, &si, app.fence), VK_SUCCESS);
-    app.wait_fence();
+    app.submit_and_wait(cmd);
     std::vector<sieve_token> got(kRows);
     ASSERT_EQ(sieve_chain_collect(chain.get(), got.data()), SIEVE_OK) << sieve_last_error();
     expect_same(got, sample_vulkan(clean, a.desc));

@@ -118,21 +118,10 @@ Verified verify_device(AppDevice& app, sieve::Chain& c, const AppLogits& a, cons
     case Form::Record: {
         // One command buffer: the app's decode, then Sieve's passes.
         VkCommandBuffer cmd = app.begin_command_buffer();
-        VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-        barrier.srcAccessMask = VK_ACCESS_SHADER_READ_BIT;
-        barrier.dstAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-        app.vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1,
-                                    &barrier, 0, nullptr, 0, nullptr);
-        VkBufferCopy region{0, 0, a.tensor.size};
-        app.vk.vkCmdCopyBuffer(cmd, a.staging.buffer, a.tensor.buffer, 1, &region);
+        app.record_copy(cmd, a.staging, a.tensor);
         EXPECT_EQ(sieve_chain_record_verify(c.get(), cmd, &a.desc, d.list.data(), kSeq, mode), SIEVE_OK)
             << sieve_last_error();
-        app.vk.vkEndCommandBuffer(cmd);
-        VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-        si.commandBufferCount = 1;
-        si.pCommandBuffers = &cmd;
-        EXPECT_EQ(app.vk.vkQueueSubmit(app.queue, 1, &si, app.fence), VK_SUCCESS);
-        app.wait_fence();
+        app.submit_and_wait(cmd);
         v.status = sieve_chain_collect_verified(c.get(), v.tokens.data(), v.out.data());
         break;
     }
@@ -412,12 +401,7 @@ TEST(VerifyDeviceAsync, BadInput) {
                       {"sieve_chain_collect_verified"}));
     EXPECT_TRUE(Fails(sieve_chain_record_verify(chain.get(), cmd, &a.desc, d.list.data(), kSeq, SIEVE_VERIFY_MATCH),
                       SIEVE_ERROR_PENDING, {"sieve_chain_collect_verified"}));
-    app.vk.vkEndCommandBuffer(cmd);
-    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-    si.commandBufferCount = 1;
-    si.pCommandBuffers = &cmd;
-    ASSERT_EQ(app.vk.vkQueueSubmit(app.queue, 1, &si, app.fence), VK_SUCCESS);
-    app.wait_fence();
+    app.submit_and_wait(cmd);
     ASSERT_EQ(sieve_chain_collect_verified(chain.get(), v.tokens.data(), v.out.data()), SIEVE_OK) << sieve_last_error();
     expect_same(v, verify_host(clean, a, d, SIEVE_VERIFY_MATCH));
     ASSERT_EQ(sieve_sample_vulkan_async(chain.get(), &a.desc, nullptr), SIEVE_OK) << sieve_last_error();

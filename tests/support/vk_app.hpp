@@ -169,7 +169,19 @@ struct VkApp {
     // queue, Sieve's, must order itself after it). Returns after submitting.
     void copy_on_queue(const AppBuffer& src, const AppBuffer& dst) {
         VkCommandBuffer cmd = begin_command_buffer();
-        // The previous sampling call's reads of dst before this overwrite.
+        record_copy(cmd, src, dst);
+        vk.vkEndCommandBuffer(cmd);
+        VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+        si.commandBufferCount = 1;
+        si.pCommandBuffers = &cmd;
+        vk_app_check(vk.vkQueueSubmit(queue, 1, &si, VK_NULL_HANDLE), "vkQueueSubmit");
+    }
+
+    // The decode's write of dst into the app's command buffer: the previous
+    // sampling call's reads of dst (its compute passes) before this
+    // overwrite, then the copy (which Sieve's first barrier orders its reads
+    // after, in the same command buffer or a later submission).
+    void record_copy(VkCommandBuffer cmd, const AppBuffer& src, const AppBuffer& dst) {
         VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
         barrier.srcAccessMask = VK_ACCESS_SHADER_READ_BIT;
         barrier.dstAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
@@ -177,11 +189,17 @@ struct VkApp {
                                 0, nullptr, 0, nullptr);
         VkBufferCopy region{0, 0, std::min(src.size, dst.size)};
         vk.vkCmdCopyBuffer(cmd, src.buffer, dst.buffer, 1, &region);
-        vk.vkEndCommandBuffer(cmd);
+    }
+
+    // Ends the app's command buffer, submits it with the app's fence and
+    // waits for it (the app's side of record-into).
+    void submit_and_wait(VkCommandBuffer cmd) {
+        vk_app_check(vk.vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
         VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
         si.commandBufferCount = 1;
         si.pCommandBuffers = &cmd;
-        vk_app_check(vk.vkQueueSubmit(queue, 1, &si, VK_NULL_HANDLE), "vkQueueSubmit");
+        vk_app_check(vk.vkQueueSubmit(queue, 1, &si, fence), "vkQueueSubmit");
+        wait_fence();
     }
 
     // A primary command buffer of the app's pool (freed with it), recording.
