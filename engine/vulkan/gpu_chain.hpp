@@ -163,6 +163,40 @@ private:
     // After its device work: the rows' results, the rows the twin finishes.
     sieve_status finish_device_input(uint32_t rows, uint32_t vocab, const DeviceInput& input, sieve_token* out,
                                      std::string* message, bool commit = true);
+    // The synchronous device work of a zero-copy call: its recording armed,
+    // submitted after the ingest pass (if any) and waited for.
+    const Recording& run_device_input(RecordingKind kind, uint32_t rows, uint32_t vocab, const DeviceInput& input);
+    // The ingest pass's dispatches for `rows` (one per row window).
+    uint32_t ingest_dispatches(uint32_t rows) const;
+    // The call's rows on the host for the twin (the ingest pass and a
+    // read-back on the first row asked for).
+    HostRowFn device_host_rows(const DeviceInput& input, uint32_t rows, uint32_t vocab);
+
+    // A call made by sample_async (the fence is pending) or record (the app
+    // submits it), finished by wait / collect; every other call is refused
+    // meanwhile (check_idle), so the parameters it wrote, the slots and the
+    // ingest command buffer stay as it left them.
+    struct InFlight {
+        bool recorded = false;
+        Recording rec;      // its plan: the dispatches are counted when it finishes
+        DeviceInput input;  // its logits (the ingest pass is re-submitted for rows the twin finishes)
+        std::unique_ptr<VerifyCall> verify;  // a verification's positions (finish_verify), else null
+    };
+    // A zero-copy call's device work left in flight: submitted with the
+    // sync's semaphores and token copy (cmd null), or recorded into the app's
+    // command buffer cmd; verify: a verification's positions.
+    void launch(RecordingKind kind, uint32_t rows, uint32_t vocab, DeviceInput input, VkCommandBuffer cmd,
+                const sieve_vulkan_sync* sync, std::unique_ptr<VerifyCall> verify);
+    // INVALID_ARGUMENT, naming its finisher, unless the call in flight is the
+    // kind this finisher takes (verify: a verification; recorded).
+    void check_finisher(bool verify, bool recorded) const;
+    // Waits for the async call in flight. A failure other than the timeout
+    // (the device lost) drops the call after failed(status) has marked its
+    // outputs; a timeout keeps it. Rethrows both.
+    template <typename Failed>
+    void await_in_flight(uint64_t timeout_ns, const char* still_running, Failed failed);
+    // The finished call taken out of flight, its plan counted.
+    InFlight take_in_flight();
 
     Device& device_;
     EffectiveLimits limits_;
@@ -174,21 +208,24 @@ private:
     Submitter submitter_;
     Recorder recorder_;
     DeviceInputs device_input_;
-    // A call made by sample_async (the fence is pending) or record (the app
-    // submits it), finished by wait / collect; every other call is refused
-    // meanwhile (check_idle), so the parameters it wrote, the slots and the
-    // ingest command buffer stay as it left them.
-    struct InFlight {
-        bool recorded = false;
-        Recording rec;      // its plan: the dispatches are counted when it finishes
-        DeviceInput input;  // its logits (the ingest pass is re-submitted for rows the twin finishes)
-        std::unique_ptr<VerifyCall> verify;  // a verification's positions (finish_verify), else null
-    };
     std::optional<InFlight> in_flight_;
     std::vector<float> scratch_;       // a row widened to f32 for the twin (fallback rows)
     std::vector<RowPosition> positions_;  // per row during sieve_verify's submission, else empty
     std::vector<sieve_token> drawn_;  // one draw's tokens (sample)
 };
+
+template <typename Failed>
+inline void GpuChain::await_in_flight(uint64_t timeout_ns, const char* still_running, Failed failed) {
+    try {
+        submitter_.await(timeout_ns, still_running);
+    } catch (const Failure& f) {
+        if (f.status() != SIEVE_ERROR_TIMEOUT) {  // device lost: nothing more will come
+            failed(f.status());
+            in_flight_.reset();
+        }
+        throw;
+    }
+}
 
 template <typename HostRow>
 inline void GpuChain::finish_rows(uint32_t rows, uint32_t vocab, bool commit, uint32_t extra_passes, HostRow host_row,

@@ -37,35 +37,48 @@ DeviceInput GpuChain::prepare_device_input(const sieve_vulkan_logits& in, Record
     return input;
 }
 
+uint32_t GpuChain::ingest_dispatches(uint32_t rows) const {
+    const uint32_t windows = buffers_.windows().rows;
+    return (rows + windows - 1) / windows;  // the ingest pass: one per window
+}
+
+GpuChain::HostRowFn GpuChain::device_host_rows(const DeviceInput& input, uint32_t rows, uint32_t vocab) {
+    // The twin reads the rows from the host: the ingest pass brings them into
+    // the chain's buffer (for rows bound in place too: then it is the call's
+    // one ingest, counted here; else it runs again, since the history pass
+    // may have patched Sieve's copy), read on the first row asked for.
+    return [this, &input, rows, vocab, host = static_cast<const float*>(nullptr)](int32_t i) mutable {
+        if (!host) {
+            VkCommandBuffer ingest = input.in_place ? device_input_.ingest_command(input.source) : input.ingest;
+            if (input.in_place) counters_.dispatches += ingest_dispatches(rows);
+            host = device_input_.rows_on_host(ingest);
+        }
+        return host + buffers_.row_at(static_cast<uint32_t>(i), static_cast<uint64_t>(config_.max_vocab), vocab);
+    };
+}
+
 sieve_status GpuChain::finish_device_input(uint32_t r, uint32_t v, const DeviceInput& input, sieve_token* out,
                                            std::string* message, bool commit) {
-    const uint32_t windows = buffers_.windows().rows;
-    const uint32_t ingest_dispatches = (r + windows - 1) / windows;  // the ingest pass: one per window
-    if (!input.in_place) counters_.dispatches += ingest_dispatches;
+    if (!input.in_place) counters_.dispatches += ingest_dispatches(r);
     begin_logprobs(static_cast<int32_t>(r));
-    const float* host_rows = nullptr;
-    // The twin reads the rows from the host: the ingest pass brings them into
-    // the chain's buffer (for rows bound in place too).
-    const auto host_row = [&](uint32_t i) {
-        if (!host_rows) {
-            VkCommandBuffer ingest = input.in_place ? device_input_.ingest_command(input.source) : input.ingest;
-            if (input.in_place) counters_.dispatches += ingest_dispatches;
-            host_rows = device_input_.rows_on_host(ingest);
-        }
-        return host_rows + buffers_.row_at(i, static_cast<uint64_t>(config_.max_vocab), v);
-    };
     // The ingest pass reads the app's row once more.
     sieve_status first = SIEVE_OK;
-    finish_rows(r, v, commit, input.in_place ? 0 : 1, host_row, out, message, &first);
+    finish_rows(r, v, commit, input.in_place ? 0 : 1, device_host_rows(input, r, v), out, message, &first);
     return first;
+}
+
+const Recording& GpuChain::run_device_input(RecordingKind kind, uint32_t rows, uint32_t vocab,
+                                            const DeviceInput& input) {
+    const Recording& rec = recorder_.recording(key_for(kind, rows, vocab, &input, submitter_.profiling()));
+    arm_collect(rec);
+    submit_and_wait(rec, input.ingest);
+    return rec;
 }
 
 sieve_status GpuChain::sample_device(const sieve_vulkan_logits& in, sieve_token* out, std::string* message) {
     const DeviceInput input = prepare_device_input(in);
     const uint32_t r = static_cast<uint32_t>(in.rows), v = static_cast<uint32_t>(in.vocab);
-    const Recording& rec = recorder_.recording(key_for(RecordingKind::Sample, r, v, &input, submitter_.profiling()));
-    arm_collect(rec);
-    submit_and_wait(rec, input.ingest);
+    run_device_input(RecordingKind::Sample, r, v, input);
     return finish_device_input(r, v, input, out, message);
 }
 
@@ -76,73 +89,83 @@ void GpuChain::check_timeline(const sieve_vulkan_sync* sync) const {
                                        "sieve_vulkan_device.enabled_features (else use binary semaphores, timeline = 0)");
 }
 
-void GpuChain::sample_async(const sieve_vulkan_logits& in, const sieve_vulkan_sync* sync) {
-    check_timeline(sync);
-    DeviceInput input = prepare_device_input(in);
-    const uint32_t r = static_cast<uint32_t>(in.rows), v = static_cast<uint32_t>(in.vocab);
-    const Recording& rec = recorder_.recording(key_for(RecordingKind::Sample, r, v, &input, submitter_.profiling()));
+void GpuChain::launch(RecordingKind kind, uint32_t r, uint32_t v, DeviceInput input, VkCommandBuffer cmd,
+                      const sieve_vulkan_sync* sync, std::unique_ptr<VerifyCall> verify) {
+    const bool copy = sync && sync->token_buffer;
+    const TokenTarget target = copy ? TokenTarget{sync->token_buffer, sync->token_offset, r} : TokenTarget{};
+    if (cmd) {
+        // The same commands as the chain's own recording, minus the timestamps
+        // (the query pool is the chain's, read only after its own fences).
+        Recording rec = recorder_.describe(key_for(kind, r, v, &input, false));
+        arm_collect(rec);
+        if (!input.in_place) device_input_.emit_ingest(cmd);
+        recorder_.emit(cmd, rec);
+        if (copy) emit_token_copy(device_, cmd, buffers_.results.buffer, RESULT_STRIDE * 4, target);
+        ++counters_.recordings;
+        in_flight_ = InFlight{true, std::move(rec), std::move(input), std::move(verify)};
+        return;
+    }
+    const Recording& rec = recorder_.recording(key_for(kind, r, v, &input, submitter_.profiling()));
     arm_collect(rec);
     VkCommandBuffer cmds[3];
     uint32_t n = 0;
     if (input.ingest) cmds[n++] = input.ingest;
     cmds[n++] = rec.cmd;
-    if (sync && sync->token_buffer) cmds[n++] = device_input_.token_copy({sync->token_buffer, sync->token_offset, r});
+    if (copy) cmds[n++] = device_input_.token_copy(target);
     submitter_.submit(cmds, n, sync);
-    in_flight_ = InFlight{false, rec, std::move(input), nullptr};
+    in_flight_ = InFlight{false, rec, std::move(input), std::move(verify)};
+}
+
+void GpuChain::check_finisher(bool verify, bool recorded) const {
+    if (static_cast<bool>(in_flight_->verify) == verify && in_flight_->recorded == recorded) return;
+    const bool recorded_call = in_flight_->recorded;
+    const char* made_by = in_flight_->verify
+                              ? (recorded_call ? "sieve_chain_record_verify" : "sieve_verify_vulkan_async")
+                              : (recorded_call ? "sieve_chain_record" : "sieve_sample_vulkan_async");
+    fail(SIEVE_ERROR_INVALID_ARGUMENT, std::string("the call in flight ") +
+                                           (in_flight_->verify ? "is a verification" : "samples rows, not drafts") +
+                                           ", made by " + made_by + ": " + in_flight() + " finishes it");
+}
+
+GpuChain::InFlight GpuChain::take_in_flight() {
+    InFlight call = std::move(*in_flight_);
+    in_flight_.reset();
+    account(call.rec);
+    return call;
+}
+
+void GpuChain::sample_async(const sieve_vulkan_logits& in, const sieve_vulkan_sync* sync) {
+    check_timeline(sync);
+    DeviceInput input = prepare_device_input(in);
+    launch(RecordingKind::Sample, static_cast<uint32_t>(in.rows), static_cast<uint32_t>(in.vocab), std::move(input),
+           VK_NULL_HANDLE, sync, nullptr);
 }
 
 sieve_status GpuChain::wait(uint64_t timeout_ns, sieve_token* out, std::string* message) {
     if (!in_flight_) return ChainImpl::wait(timeout_ns, out, message);
-    if (in_flight_->verify || in_flight_->recorded)
-        fail(SIEVE_ERROR_INVALID_ARGUMENT,
-             std::string("the call in flight was ") +
-                 (in_flight_->verify ? "a verification" : "recorded into the app's command buffer (sieve_chain_record)") +
-                 ": " + in_flight() + " finishes it");
-    try {
-        submitter_.await(timeout_ns, "the sampling submission has not finished yet; it stays in flight: wait again");
-    } catch (const Failure& f) {
-        if (f.status() != SIEVE_ERROR_TIMEOUT) {  // device lost: nothing more will come
-            // Every row of the call reads as failed, not as a stale result.
-            sieve_token failed{};
-            failed.token = -1;
-            failed.status = f.status();
-            for (uint32_t i = 0; i < in_flight_->rec.key.rows; ++i) out[i] = failed;
-            in_flight_.reset();
-        }
-        throw;
-    }
-    InFlight call = std::move(*in_flight_);
-    in_flight_.reset();
-    account(call.rec);
+    check_finisher(false, false);
+    await_in_flight(timeout_ns, "the sampling submission has not finished yet; it stays in flight: wait again",
+                    [&](sieve_status status) {
+                        // Every row of the call reads as failed, not as a stale result.
+                        sieve_token failed{};
+                        failed.token = -1;
+                        failed.status = status;
+                        for (uint32_t i = 0; i < in_flight_->rec.key.rows; ++i) out[i] = failed;
+                    });
+    const InFlight call = take_in_flight();
     return finish_device_input(call.rec.key.rows, call.rec.key.vocab, call.input, out, message);
 }
 
 void GpuChain::record(VkCommandBuffer cmd, const sieve_vulkan_logits& in, const sieve_vulkan_sync* sync) {
     DeviceInput input = prepare_device_input(in);
-    const uint32_t r = static_cast<uint32_t>(in.rows), v = static_cast<uint32_t>(in.vocab);
-    // The same commands as the chain's own recording, minus the timestamps
-    // (the query pool is the chain's, read only after its own fences).
-    Recording rec = recorder_.describe(key_for(RecordingKind::Sample, r, v, &input, false));
-    arm_collect(rec);
-    if (!input.in_place) device_input_.emit_ingest(cmd);
-    recorder_.emit(cmd, rec);
-    if (sync && sync->token_buffer)
-        emit_token_copy(device_, cmd, buffers_.results.buffer, RESULT_STRIDE * 4,
-                        {sync->token_buffer, sync->token_offset, r});
-    ++counters_.recordings;
-    in_flight_ = InFlight{true, std::move(rec), std::move(input), nullptr};
+    launch(RecordingKind::Sample, static_cast<uint32_t>(in.rows), static_cast<uint32_t>(in.vocab), std::move(input),
+           cmd, sync, nullptr);
 }
 
 sieve_status GpuChain::finish_recorded(sieve_token* out, std::string* message) {
     if (!in_flight_) return ChainImpl::finish_recorded(out, message);
-    if (in_flight_->verify || !in_flight_->recorded)
-        fail(SIEVE_ERROR_INVALID_ARGUMENT,
-             std::string("the call in flight was ") +
-                 (in_flight_->verify ? "a verification" : "submitted by sieve_sample_vulkan_async") + ": " +
-                 in_flight() + " finishes it");
-    InFlight call = std::move(*in_flight_);
-    in_flight_.reset();
-    account(call.rec);
+    check_finisher(false, true);
+    const InFlight call = take_in_flight();
     return finish_device_input(call.rec.key.rows, call.rec.key.vocab, call.input, out, message);
 }
 

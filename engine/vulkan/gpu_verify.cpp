@@ -30,6 +30,13 @@ RecordingKind kind_of(sieve_verify_mode mode) {
     return mode == SIEVE_VERIFY_MATCH ? RecordingKind::Sample : RecordingKind::Distribution;
 }
 
+// Every row of a call of `rows`, in order (the rows whose distributions are read).
+std::vector<int32_t> all_rows(int32_t rows) {
+    std::vector<int32_t> wanted(static_cast<size_t>(rows));
+    for (int32_t r = 0; r < rows; ++r) wanted[static_cast<size_t>(r)] = r;
+    return wanted;
+}
+
 } // namespace
 
 std::unique_ptr<VerifyCall> GpuChain::begin_positions(std::vector<Draft> drafts, std::vector<int32_t> first_row,
@@ -71,23 +78,13 @@ void GpuChain::read_positions(const VerifyCall& call, const Recording& rec, cons
         return;
     }
     // The distributions' rows came through the ingest pass (prepare_positions),
-    // which reads each row once more; rows read on the host (the fallback, a
-    // chain without a collect pass) take it again.
-    const uint32_t windows = buffers_.windows().rows;
-    const uint32_t ingest_dispatches = (rows + windows - 1) / windows;
-    counters_.dispatches += ingest_dispatches;
+    // which reads each row once more (counted as a row pass, as in
+    // finish_device_input); rows read on the host (the fallback, a chain
+    // without a collect pass) have it run again.
+    counters_.dispatches += ingest_dispatches(rows);
     counters_.row_passes += (static_cast<uint64_t>(rec.plan.min_row_passes) + 1) * rows;
-    const float* host_rows = nullptr;
-    const HostRowFn host_row = [&](int32_t i) {
-        if (!host_rows) {
-            host_rows = device_input_.rows_on_host(input.ingest);
-            counters_.dispatches += ingest_dispatches;
-        }
-        return host_rows + buffers_.row_at(static_cast<uint32_t>(i), static_cast<uint64_t>(config_.max_vocab), vocab);
-    };
-    std::vector<int32_t> wanted(rows);
-    for (uint32_t r = 0; r < rows; ++r) wanted[r] = static_cast<int32_t>(r);
-    read_distributions(call.vocab, wanted, rec.key.collect, host_row, &res->dists, &res->statuses, &message);
+    read_distributions(call.vocab, all_rows(call.rows), rec.key.collect, device_host_rows(input, rows, vocab),
+                       &res->dists, &res->statuses, &message);
 }
 
 std::vector<ref::Verification> GpuChain::walk_positions(const VerifyCall& call, const PositionResults& res) {
@@ -181,8 +178,7 @@ std::vector<float> GpuChain::rows_from_device(const sieve_vulkan_logits& in) {
     submitter_.wait_pending();
     const uint32_t rows = static_cast<uint32_t>(in.rows), vocab = static_cast<uint32_t>(in.vocab);
     const float* host = device_input_.rows_on_host(device_input_.ingest_command(device_input_.source(in)));
-    const uint32_t windows = buffers_.windows().rows;
-    counters_.dispatches += (rows + windows - 1) / windows;
+    counters_.dispatches += ingest_dispatches(rows);
     counters_.row_passes += rows;
     std::vector<float> packed(static_cast<size_t>(rows) * vocab);
     for (uint32_t r = 0; r < rows; ++r) {
@@ -211,20 +207,15 @@ bool GpuChain::verify_sequences(const LogitsView& logits, const sieve_vulkan_log
     std::string message;  // each row's status is walked per sequence
     if (device) {
         const DeviceInput input = prepare_positions(*call, *device);
-        const Recording& rec =
-            recorder_.recording(key_for(kind_of(mode), static_cast<uint32_t>(logits.rows),
-                                        static_cast<uint32_t>(logits.vocab), &input, submitter_.profiling()));
-        arm_collect(rec);
-        submit_and_wait(rec, input.ingest);
+        const Recording& rec = run_device_input(kind_of(mode), static_cast<uint32_t>(logits.rows),
+                                                static_cast<uint32_t>(logits.vocab), input);
         read_positions(*call, rec, input, &res);
     } else if (mode == SIEVE_VERIFY_MATCH) {
         res.sampled.resize(static_cast<size_t>(logits.rows));
         sample(logits, 1, nullptr, res.sampled.data(), &message, false);
         for (const sieve_token& t : res.sampled) res.statuses.push_back(t.status);
     } else {
-        std::vector<int32_t> wanted(static_cast<size_t>(logits.rows));
-        for (int32_t r = 0; r < logits.rows; ++r) wanted[static_cast<size_t>(r)] = r;
-        distributions(logits, wanted, &res.dists, &res.statuses, &message);
+        distributions(logits, all_rows(logits.rows), &res.dists, &res.statuses, &message);
     }
     call->swap.reset();  // the chain's own rows again: the walk commits to their slots
     *results = walk_positions(*call, res);
@@ -247,58 +238,27 @@ void GpuChain::verify_async(const LogitsView& shape, const sieve_vulkan_logits& 
     std::unique_ptr<VerifyCall> call = begin_positions(std::move(drafts), std::move(first_row), mode, shape.rows,
                                                        shape.vocab);
     DeviceInput input = prepare_positions(*call, in);
-    const uint32_t r = static_cast<uint32_t>(shape.rows), v = static_cast<uint32_t>(shape.vocab);
-    if (cmd) {
-        // As record(): the chain's commands minus the timestamps.
-        Recording rec = recorder_.describe(key_for(kind_of(mode), r, v, &input, false));
-        arm_collect(rec);
-        if (!input.in_place) device_input_.emit_ingest(cmd);
-        recorder_.emit(cmd, rec);
-        ++counters_.recordings;
-        in_flight_ = InFlight{true, std::move(rec), std::move(input), std::move(call)};
-        return;
-    }
-    const Recording& rec = recorder_.recording(key_for(kind_of(mode), r, v, &input, submitter_.profiling()));
-    arm_collect(rec);
-    VkCommandBuffer cmds[2];
-    uint32_t n = 0;
-    if (input.ingest) cmds[n++] = input.ingest;
-    cmds[n++] = rec.cmd;
-    submitter_.submit(cmds, n, sync);
-    in_flight_ = InFlight{false, rec, std::move(input), std::move(call)};
+    launch(kind_of(mode), static_cast<uint32_t>(shape.rows), static_cast<uint32_t>(shape.vocab), std::move(input), cmd,
+           sync, std::move(call));
 }
 
 sieve_status GpuChain::finish_verify(bool recorded, uint64_t timeout_ns, sieve_token* tokens, sieve_verified* out,
                                      std::string* message) {
     if (!in_flight_) return ChainImpl::finish_verify(recorded, timeout_ns, tokens, out, message);
-    if (!in_flight_->verify)
-        fail(SIEVE_ERROR_INVALID_ARGUMENT,
-             std::string("the call in flight samples rows, not drafts: ") + in_flight() + " finishes it");
-    if (in_flight_->recorded != recorded)
-        fail(SIEVE_ERROR_INVALID_ARGUMENT, recorded ? "the call in flight was submitted by sieve_verify_vulkan_async: "
-                                                      "sieve_chain_wait_verified finishes it"
-                                                    : "the call in flight was recorded by sieve_chain_record_verify: "
-                                                      "sieve_chain_collect_verified finishes it");
-    if (!recorded) {
-        try {
-            submitter_.await(timeout_ns, "the verification has not finished yet; it stays in flight: wait again");
-        } catch (const Failure& f) {
-            if (f.status() != SIEVE_ERROR_TIMEOUT) {  // device lost: nothing more will come
-                // Every sequence and position of the call reads as failed.
-                const VerifyCall& call = *in_flight_->verify;
-                for (size_t s = 0; s < call.drafts.size(); ++s) out[s] = sieve_verified{f.status(), 0, 0};
-                sieve_token failed{};
-                failed.token = -1;
-                failed.status = f.status();
-                for (int32_t i = 0; i < call.rows; ++i) tokens[i] = failed;
-                in_flight_.reset();  // the chain's rows back, no slot touched
-            }
-            throw;
-        }
-    }
-    InFlight done = std::move(*in_flight_);
-    in_flight_.reset();
-    account(done.rec);
+    check_finisher(true, recorded);
+    if (!recorded)
+        await_in_flight(timeout_ns, "the verification has not finished yet; it stays in flight: wait again",
+                        [&](sieve_status status) {
+                            // Every sequence and position of the call reads as failed
+                            // (no slot was touched).
+                            const VerifyCall& call = *in_flight_->verify;
+                            for (size_t s = 0; s < call.drafts.size(); ++s) out[s] = sieve_verified{status, 0, 0};
+                            sieve_token failed{};
+                            failed.token = -1;
+                            failed.status = status;
+                            for (int32_t i = 0; i < call.rows; ++i) tokens[i] = failed;
+                        });
+    InFlight done = take_in_flight();
     VerifyCall& call = *done.verify;
     PositionResults res;
     read_positions(call, done.rec, done.input, &res);
