@@ -53,7 +53,8 @@ int run_devices(const DevicesOptions& o, std::ostream& out, std::ostream& /*err*
         out << "    vendor:device " << ids << "\n";
         out << "    max storage buffer range " << bytes_text(info.max_storage_buffer_range) << ", shared memory "
             << bytes_text(info.max_shared_memory) << ", workgroup size " << info.max_workgroup_size << ", subgroup size "
-            << info.subgroup_size << "\n";
+            << info.subgroup_size << ", " << info.compute_units
+            << (info.compute_units_known ? " compute units" : " compute units (a stand-in: the driver does not say)") << "\n";
         out << "    features:";
         std::vector<std::string> names = feature_names(info.features);
         if (names.empty()) out << " none";

@@ -32,6 +32,8 @@ Json device_json(const sieve_device_info& info) {
     d["max_shared_memory"] = info.max_shared_memory;
     d["max_workgroup_size"] = info.max_workgroup_size;
     d["subgroup_size"] = info.subgroup_size;
+    d["compute_units"] = info.compute_units;
+    d["compute_units_known"] = info.compute_units_known != 0;
     d["features"] = feature_names(info.features);
     // A context's (enumeration leaves it 0: see the document's own "profile").
     d["profile"] = sieve_profile_name(info.profile);

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <thread>
 
 namespace sieve {
 
@@ -197,6 +198,47 @@ void Instance::create() {
     instance_ = handle;
 }
 
+namespace {
+
+// sieve_device_info.compute_units: what a vendor's extension says, else a
+// stand-in by device type (sieve.h states it).
+template <typename HasExtension>
+void count_compute_units(VkPhysicalDevice device, VkPhysicalDeviceType type, const HasExtension& has_extension,
+                         sieve_device_info* info) {
+    VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    uint32_t units = 0;
+    if (has_extension(VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
+        VkPhysicalDeviceShaderSMBuiltinsPropertiesNV nv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+        props2.pNext = &nv;
+        vkGetPhysicalDeviceProperties2(device, &props2);
+        units = nv.shaderSMCount;
+    } else if (has_extension(VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME)) {
+        VkPhysicalDeviceShaderCorePropertiesAMD amd{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
+        props2.pNext = &amd;
+        vkGetPhysicalDeviceProperties2(device, &props2);
+        units = amd.shaderEngineCount * amd.shaderArraysPerEngineCount * amd.computeUnitsPerShaderArray;
+#ifdef VK_ARM_shader_core_properties  // newer headers than Debian 12's
+    } else if (has_extension(VK_ARM_SHADER_CORE_PROPERTIES_EXTENSION_NAME)) {
+        VkPhysicalDeviceShaderCorePropertiesARM arm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_ARM};
+        props2.pNext = &arm;
+        vkGetPhysicalDeviceProperties2(device, &props2);
+        units = arm.shaderCoreCount;
+#endif
+    }
+    info->compute_units_known = units > 0 ? 1 : 0;
+    if (units == 0) {
+        switch (type) {
+        case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+        case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: units = 32; break;
+        case VK_PHYSICAL_DEVICE_TYPE_CPU: units = std::max(std::thread::hardware_concurrency(), 1u); break;
+        default: units = 8; break;
+        }
+    }
+    info->compute_units = units;
+}
+
+} // namespace
+
 sieve_device_info describe_device(VkPhysicalDevice device, uint32_t index) {
     VkPhysicalDeviceProperties props{};
     vkGetPhysicalDeviceProperties(device, &props);
@@ -215,15 +257,16 @@ sieve_device_info describe_device(VkPhysicalDevice device, uint32_t index) {
     if (props.apiVersion >= VK_API_VERSION_1_2) storage16.pNext = &timeline;
     // The memory model: core in 1.2, VK_KHR_vulkan_memory_model on 1.1.
     VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
-    bool has_memory_model = props.apiVersion >= VK_API_VERSION_1_2;
-    if (!has_memory_model) {
-        uint32_t n = 0;
-        vkEnumerateDeviceExtensionProperties(device, nullptr, &n, nullptr);
-        std::vector<VkExtensionProperties> extensions(n);
-        vkEnumerateDeviceExtensionProperties(device, nullptr, &n, extensions.data());
+    uint32_t n_extensions = 0;
+    vkEnumerateDeviceExtensionProperties(device, nullptr, &n_extensions, nullptr);
+    std::vector<VkExtensionProperties> extensions(n_extensions);
+    vkEnumerateDeviceExtensionProperties(device, nullptr, &n_extensions, extensions.data());
+    auto has_extension = [&](const char* name) {
         for (const auto& e : extensions)
-            has_memory_model = has_memory_model || std::strcmp(e.extensionName, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME) == 0;
-    }
+            if (std::strcmp(e.extensionName, name) == 0) return true;
+        return false;
+    };
+    bool has_memory_model = props.apiVersion >= VK_API_VERSION_1_2 || has_extension(VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
     if (has_memory_model) {
         memory_model.pNext = storage16.pNext;
         storage16.pNext = &memory_model;
@@ -251,6 +294,7 @@ sieve_device_info describe_device(VkPhysicalDevice device, uint32_t index) {
     info.max_workgroup_size = std::min(props.limits.maxComputeWorkGroupInvocations,
                                        props.limits.maxComputeWorkGroupSize[0]);
     info.subgroup_size = subgroup.subgroupSize;
+    count_compute_units(device, props.deviceType, has_extension, &info);
     if ((subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
         (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT))
         info.features |= SIEVE_FEATURE_SUBGROUP_ARITHMETIC;

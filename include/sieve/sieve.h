@@ -79,7 +79,9 @@ extern "C" {
  *
  * Changes
  *   0.4.0  sieve_context_options.max_storage_buffer_range (at the end: older
- *          callers get 0).
+ *          callers get 0); sieve_device_info.compute_units and
+ *          compute_units_known (at the end of a struct without struct_size:
+ *          incompatible with 0.3, hence the new SONAME).
  *   0.3.0  sieve_context_options.profile (at the end: older callers get NULL)
  *          and sieve_device_info.profile (at the end of a struct without
  *          struct_size: incompatible with 0.2, hence the new SONAME),
@@ -196,6 +198,14 @@ typedef struct sieve_device_info {
     uint32_t workgroup_size;    /* a context's: the workgroup size its shaders run with */
     uint32_t candidate_capacity;/* a context's: rows up to this vocab are drawn in one dispatch */
     uint32_t profile;           /* a context's: the sieve_profile_bits in force (0 in enumeration) */
+    /* Streaming multiprocessors / compute units / shader cores, what a GPU
+     * plan sizes its grid by: from VK_NV_shader_sm_builtins,
+     * VK_AMD_shader_core_properties or VK_ARM_shader_core_properties where
+     * the device has one (compute_units_known 1), else a stand-in by device
+     * type (0): 32 for a discrete or virtual GPU, 8 for an integrated one or
+     * another kind, the host's hardware threads for a CPU device. */
+    uint32_t compute_units;
+    int32_t compute_units_known;
 } sieve_device_info;
 
 /* The profile a name stands for (sieve_profile_bits; NULL = env SIEVE_PROFILE,

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <thread>
 
 namespace {
 
@@ -56,6 +57,26 @@ TEST(Contexts, EnumerationMakesNoInstanceOfItsOwn) {
     const uint64_t made = sieve::instances_created();
     for (int i = 0; i < 20; ++i) EXPECT_FALSE(sieve::devices().empty());
     EXPECT_EQ(sieve::instances_created(), made);
+}
+
+// What a GPU plan sizes its grid by: the driver's count where a vendor
+// extension gives it, else the stated stand-in (lavapipe: the host's threads).
+TEST(Devices, ComputeUnitsFromTheDriverOrAStandIn) {
+    for (const sieve_device_info& d : sieve::devices()) {
+        SCOPED_TRACE(d.name);
+        EXPECT_GT(d.compute_units, 0u);
+        EXPECT_TRUE(d.compute_units_known == 0 || d.compute_units_known == 1);
+        if (d.compute_units_known) continue;
+        switch (d.type) {
+        case SIEVE_DEVICE_CPU: EXPECT_EQ(d.compute_units, std::max(std::thread::hardware_concurrency(), 1u)); break;
+        case SIEVE_DEVICE_DISCRETE_GPU:
+        case SIEVE_DEVICE_VIRTUAL_GPU: EXPECT_EQ(d.compute_units, 32u); break;
+        default: EXPECT_EQ(d.compute_units, 8u); break;
+        }
+    }
+    // A context reports its device's.
+    sieve::Context ctx(options_with_validation(true));
+    EXPECT_EQ(ctx.device_info().compute_units, sieve::devices()[ctx.device_info().index].compute_units);
 }
 
 } // namespace
