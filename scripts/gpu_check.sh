@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The GPU check: what a person with a real GPU runs and sends back.
 #
-#   ./scripts/gpu_check.sh [--no-setup] [--build-dir DIR] [--out FILE] [--tokens N] [--filter GTEST_FILTER] [--bench-case TEXT]
-#                          [--verify-case TEXT]
+#   ./scripts/gpu_check.sh [--no-setup] [--build-dir DIR] [--out FILE] [--tokens N] [--filter GTEST_FILTER]
+#                          [--bench-case TEXT] [--verify-case TEXT]
+#   ./scripts/gpu_check.sh --bundle DIR [--no-setup] [--build-dir DIR]
+#   DIR/gpu_check.sh [--out FILE] [--tokens N] [--filter GTEST_FILTER] [--bench-case TEXT] [--verify-case TEXT]
 #
 # Sets up and builds as the README's commands do (--no-setup: use the existing
 # build, ./build or --build-dir, as it is, with no package manager and no
@@ -12,42 +14,147 @@
 # suite: speculative decoding's sieve_verify against sieve_sample position by
 # position), and writes one report, sieve-gpu-check.json by default: the
 # devices (name, type, driver, Vulkan version, subgroup size, features), the
-# device checked, every test with its result, and both benches' JSON. Attach it
-# to an issue.
+# device checked, every test with its result, both benches' JSON and each
+# part's wall time. Attach it to an issue.
+#
+# --bundle DIR builds (unless --no-setup), then writes into DIR (new or empty)
+# what a run needs on a machine with no compiler: this script, the `sieve` CLI,
+# the GPU test binary, libsieve, the Vulkan loader and the validation layer of
+# this machine (the loader is used only where none is installed; the layer,
+# compressed, always: the same validation everywhere). Copy DIR to the GPU's
+# machine and run DIR/gpu_check.sh there; it needs a Vulkan driver and nothing
+# else (VK_DRIVER_FILES names a driver that is not installed system-wide).
 #
 # Exit status: 0 every test passed; 1 a test failed (the report says which);
-# 2 usage; 5 no GPU: the only Vulkan devices are CPU implementations
-# (lavapipe), which the ordinary test command already covers.
+# 2 usage (also a --bundle DIR that exists and is not empty, or cannot be
+# written: nothing is written then); 5 no GPU: the only Vulkan devices are CPU
+# implementations (lavapipe), which the ordinary test command already covers.
 # (SIEVE_GPU_CHECK_ALLOW_CPU=1 lets a CPU device stand in: for testing this
 # script itself, tests/bench/test_gpu_check.cpp.)
 set -euo pipefail
-cd "$(dirname "$0")/.."
-root=$(pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+# A bundle holds a BUNDLE file beside this script; a checkout holds it in scripts/.
+bundled=0
+[[ -f $here/BUNDLE ]] && bundled=1
+if ((bundled)); then root=$here; else root=$(cd "$here/.." && pwd); fi
 
-setup=1 build=$root/build out=$root/sieve-gpu-check.json tokens=200 filter='*' bench_case='' verify_case=''
+usage() { echo "gpu_check: $1 (see --help)" >&2; exit 2; }
+
+# Paths given are relative to where the script is called from.
+setup=1 build=$root/build out=$root/sieve-gpu-check.json tokens=200 filter='*' bench_case='' verify_case='' bundle=''
 while (($#)); do
   case $1 in
     --no-setup) setup=0 ;;
-    --out) out=$(realpath -m "$2"); shift ;;
-    --build-dir) build=$(realpath -m "$2"); shift ;;
-    --tokens) tokens=$2; shift ;;
-    --filter) filter=$2; shift ;;
-    --bench-case) bench_case=$2; shift ;;
-    --verify-case) verify_case=$2; shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
-    *) echo "gpu_check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    --out) (($# > 1)) || usage "--out needs a file"; out=$(realpath -m "$2"); shift ;;
+    --build-dir) (($# > 1)) || usage "--build-dir needs a directory"; build=$(realpath -m "$2"); shift ;;
+    --bundle) (($# > 1)) && [[ -n $2 ]] || usage "--bundle needs a directory"; bundle=$(realpath -m "$2"); shift ;;
+    --tokens) (($# > 1)) || usage "--tokens needs a number"; tokens=$2; shift ;;
+    --filter) (($# > 1)) || usage "--filter needs a gtest filter"; filter=$2; shift ;;
+    --bench-case) (($# > 1)) || usage "--bench-case needs a text"; bench_case=$2; shift ;;
+    --verify-case) (($# > 1)) || usage "--verify-case needs a text"; verify_case=$2; shift ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+    *) usage "unknown argument '$1'" ;;
   esac
   shift
 done
+cd "$root"
 
-if ((setup)); then
-  ./scripts/setup.sh
+# ---- --bundle DIR: write what a run needs, then stop -------------------------
+if [[ -n $bundle ]]; then
+  ((bundled == 0)) || usage "--bundle: this script already runs from a bundle"
+  # Refused before anything is built or written.
+  if [[ -e $bundle && ! -d $bundle ]]; then usage "--bundle $bundle exists and is not a directory"; fi
+  if [[ -d $bundle && -n $(ls -A "$bundle") ]]; then
+    usage "--bundle $bundle exists and is not empty: give a new or empty directory (nothing was written)"
+  fi
+  made_dir=0
+  [[ -d $bundle ]] || { mkdir -p "$bundle" 2>/dev/null && made_dir=1; } ||
+    usage "--bundle $bundle cannot be created"
+  if ! touch "$bundle/.write-test" 2>/dev/null; then
+    ((made_dir)) && rmdir "$bundle" 2>/dev/null
+    usage "--bundle $bundle cannot be written"
+  fi
+  rm -f "$bundle/.write-test"
+  if ((setup)); then ./scripts/setup.sh; fi
+  for f in "$build/cli/sieve" "$build/tests/sieve_gpu_tests"; do
+    [[ -x $f ]] || { echo "gpu_check: $f is missing: build first (run without --no-setup)" >&2; exit 2; }
+  done
+  mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/loader" "$bundle/layers"
+  cp "$build/cli/sieve" "$build/tests/sieve_gpu_tests" "$bundle/bin/"
+  # libsieve under its SONAME, the name the CLI asks the dynamic linker for.
+  soname=$(objdump -p "$build/cli/sieve" | awk '$1 == "NEEDED" && $2 ~ /^libsieve/ {print $2}')
+  [[ -n $soname ]] && cp -L "$build/engine/$soname" "$bundle/lib/$soname"
+  command -v strip >/dev/null && strip --strip-unneeded "$bundle"/bin/* "$bundle"/lib/* 2>/dev/null || true
+  # The loader this build ran with (volk opens libvulkan.so.1).
+  loader=$(ldconfig -p 2>/dev/null | awk '$1 == "libvulkan.so.1" {print $NF; exit}')
+  [[ -n $loader ]] && cp -L "$loader" "$bundle/loader/libvulkan.so.1"
+  # The validation layer: its manifest, pointed at the library beside it.
+  manifest=''
+  for d in /usr/share/vulkan/explicit_layer.d /usr/local/share/vulkan/explicit_layer.d /etc/vulkan/explicit_layer.d; do
+    [[ -f $d/VkLayer_khronos_validation.json ]] && { manifest=$d/VkLayer_khronos_validation.json; break; }
+  done
+  if [[ -n $manifest ]]; then
+    lib=$(grep -o '"library_path"[^,]*' "$manifest" | sed 's/.*: *"\(.*\)"/\1/')
+    [[ $lib == /* ]] || lib=$(ldconfig -p | awk -v l="$(basename "$lib")" '$1 == l {print $NF; exit}')
+    if [[ -n $lib && -f $lib ]]; then
+      gzip -c "$lib" > "$bundle/layers/libVkLayer_khronos_validation.so.gz"
+      sed 's|"library_path": *"[^"]*"|"library_path": "./libVkLayer_khronos_validation.so"|' "$manifest" \
+        > "$bundle/layers/VkLayer_khronos_validation.json"
+    fi
+  fi
+  [[ -f $bundle/layers/VkLayer_khronos_validation.json ]] ||
+    echo "gpu_check: no validation layer on this machine: the bundle needs one installed where it runs" >&2
+  cp "$here/$(basename "$0")" "$bundle/gpu_check.sh"
+  chmod +x "$bundle/gpu_check.sh"
+  {
+    echo "commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)"
+    echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "build_host=$(uname -srm)"
+  } > "$bundle/BUNDLE"
+  size=$(du -sk "$bundle" | awk '{print $1}')
+  echo "gpu_check: bundle in $bundle ($((size / 1024)) MiB): copy it to the GPU's machine and run $bundle/gpu_check.sh"
+  exit 0
 fi
-sieve=$build/cli/sieve
-gpu_tests=$build/tests/sieve_gpu_tests
+
+# ---- the check ----------------------------------------------------------------
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+if ((bundled)); then
+  sieve=$root/bin/sieve
+  gpu_tests=$root/bin/sieve_gpu_tests
+  commit=$(sed -n 's/^commit=//p' "$root/BUNDLE")
+  export LD_LIBRARY_PATH=$root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  if ! ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1 ' && [[ -f $root/loader/libvulkan.so.1 ]]; then
+    echo "== no Vulkan loader installed: the bundle's ($root/loader)"
+    export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$root/loader
+  fi
+  if [[ -f $root/layers/libVkLayer_khronos_validation.so.gz ]]; then
+    mkdir -p "$work/layers"
+    gzip -dc "$root/layers/libVkLayer_khronos_validation.so.gz" > "$work/layers/libVkLayer_khronos_validation.so"
+    cp "$root/layers/VkLayer_khronos_validation.json" "$work/layers/"
+    export VK_LAYER_PATH=$work/layers
+  fi
+else
+  if ((setup)); then
+    ./scripts/setup.sh
+  fi
+  sieve=$build/cli/sieve
+  gpu_tests=$build/tests/sieve_gpu_tests
+  commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+fi
 for f in "$sieve" "$gpu_tests"; do
   [[ -x $f ]] || { echo "gpu_check: $f is missing: build first (run without --no-setup)" >&2; exit 2; }
 done
+
+# part NAME: the wall time since the part began, printed and kept for the report.
+parts=''
+part_start=$SECONDS
+part_done() {
+  local seconds=$((SECONDS - part_start))
+  echo "== $1: $seconds s"
+  parts+="${parts:+, }\"$1\": $seconds"
+  part_start=$SECONDS
+}
 
 devices_json=$("$sieve" devices --json)
 echo "== Vulkan devices"
@@ -66,19 +173,21 @@ fi
 export SIEVE_DEVICE=$index SIEVE_VALIDATION=1
 unset SIEVE_PROFILE LP_NATIVE_VECTOR_WIDTH
 echo "== checking device $index"
+part_done devices
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 echo "== GPU-facing tests (validation on)"
 set +e
 "$gpu_tests" --gtest_filter="$filter" --gtest_output=json:"$work/tests.json" 2>&1 | tee "$work/tests.log" | grep -E '^\[ *(OK|FAILED|PASSED|  FAILED) *\]|^\[==========\]'
 tests_status=${PIPESTATUS[0]}
+part_done tests
 echo "== sieve bench"
 "$sieve" bench --tokens "$tokens" ${bench_case:+--case "$bench_case"} --json-out "$work/bench.json"
 bench_status=$?
+part_done bench
 echo "== sieve bench --suite verify"
 "$sieve" bench --suite verify --tokens "$tokens" ${verify_case:+--case "$verify_case"} --json-out "$work/verify.json"
 verify_status=$?
+part_done verify_bench
 set -e
 [[ -s $work/tests.json ]] || echo null > "$work/tests.json"
 [[ -s $work/bench.json ]] || echo null > "$work/bench.json"
@@ -87,9 +196,11 @@ set -e
 {
   echo '{"schema": "sieve-gpu-check/1",'
   echo " \"date\": \"$(date -u +%Y-%m-%dT%H:%M:%SZ)\","
-  echo " \"commit\": \"$(git rev-parse HEAD 2>/dev/null || echo unknown)\","
+  echo " \"commit\": \"$commit\","
+  echo " \"bundled\": $( ((bundled)) && echo true || echo false),"
   echo " \"device_index\": $index,"
   echo " \"devices\": $devices_json,"
+  echo " \"seconds\": {$parts},"
   echo " \"tests_exit_status\": $tests_status,"
   echo " \"tests\": $(cat "$work/tests.json"),"
   echo " \"bench_exit_status\": $bench_status,"

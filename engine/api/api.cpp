@@ -56,6 +56,10 @@ sieve_context_options options_or_default(const sieve_context_options* options) {
     if (o.max_workgroup_size != 0 && o.max_workgroup_size < 32)
         fail(SIEVE_ERROR_INVALID_ARGUMENT, "max_workgroup_size " + std::to_string(o.max_workgroup_size) +
                                                " is below the 32 invocations Sieve's shaders need");
+    if (o.max_storage_buffer_range != 0 && o.max_storage_buffer_range < kMinStorageBufferRangeCap)
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, "max_storage_buffer_range " + std::to_string(o.max_storage_buffer_range) +
+                                               " is below " + std::to_string(kMinStorageBufferRangeCap) +
+                                               " bytes (a row of vocab 262144 in every per-row buffer)");
     if (o.wait_spin_us < -1 || o.wait_spin_us > kMaxWaitSpinUs)
         fail(SIEVE_ERROR_INVALID_ARGUMENT, "wait_spin_us " + std::to_string(o.wait_spin_us) +
                                                " is outside [-1, " + std::to_string(kMaxWaitSpinUs) + "]");
@@ -104,9 +108,7 @@ SIEVE_API const char* sieve_last_error(void) { return last_error(); }
 SIEVE_API sieve_status sieve_enumerate_devices(sieve_device_info* infos, uint32_t* count) {
     return guarded([&] {
         if (!count) fail(SIEVE_ERROR_INVALID_ARGUMENT, "count is NULL");
-        MessageSink sink;
-        Instance instance(false, &sink);
-        auto devices = list_devices(instance.handle());
+        auto devices = list_devices(enumeration_instance().handle());
         if (!infos) {
             *count = static_cast<uint32_t>(devices.size());
             return SIEVE_OK;

@@ -18,10 +18,10 @@ bool validation_requested(const sieve_context_options& options) {
 VulkanContext::VulkanContext(const sieve_context_options& options) {
     sink_.callback = options.message_callback;
     sink_.user_data = options.message_user_data;
-    instance_ = std::make_shared<Instance>(validation_requested(options), &sink_);
-    auto devices = list_devices(instance_->handle());
+    instance_ = std::make_unique<Instance::Subscription>(validation_requested(options), &sink_);
+    auto devices = list_devices(instance_->instance().handle());
     const PhysicalDevice& chosen = choose_device(devices, options.device);
-    device_ = std::make_unique<Device>(instance_, chosen, options);
+    device_ = std::make_unique<Device>(chosen, options);
     pipelines_ = std::make_unique<Pipelines>(*device_);
 }
 

@@ -28,7 +28,9 @@ public:
 
 private:
     MessageSink sink_;
-    std::shared_ptr<Instance> instance_;
+    // Sieve's own device: the hold on the process's instance (vk_instance.hpp:
+    // shared by every such context, never destroyed). Null for the app's device.
+    std::unique_ptr<Instance::Subscription> instance_;
     std::unique_ptr<Device> device_;
     std::unique_ptr<Pipelines> pipelines_;
 };

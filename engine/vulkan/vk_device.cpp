@@ -21,8 +21,8 @@ int32_t resolve_wait_spin(int32_t option) {
     return static_cast<int32_t>(v);
 }
 
-Device::Device(std::shared_ptr<Instance> instance, const PhysicalDevice& physical, const sieve_context_options& options)
-    : instance_(std::move(instance)), physical_(physical.handle), family_(physical.compute_family), owned_(true) {
+Device::Device(const PhysicalDevice& physical, const sieve_context_options& options)
+    : physical_(physical.handle), family_(physical.compute_family), owned_(true) {
     info_ = physical.info;
     // Enable the optional features the device has and the profile allows.
     const bool constrained = resolve_profile(options.profile) & SIEVE_PROFILE_CONSTRAINED;
@@ -82,6 +82,9 @@ void Device::init(const sieve_context_options& options, uint32_t enabled_feature
     info_.candidate_capacity = limits_.candidate_capacity;
     info_.profile = limits_.profile;
     limits_.max_storage_buffer_range = props.limits.maxStorageBufferRange;
+    if (options.max_storage_buffer_range)
+        limits_.max_storage_buffer_range = std::min<uint64_t>(limits_.max_storage_buffer_range, options.max_storage_buffer_range);
+    info_.max_storage_buffer_range = limits_.max_storage_buffer_range;  // a context reports what it plans with
     limits_.min_storage_offset_alignment = props.limits.minStorageBufferOffsetAlignment;
     limits_.max_texel_buffer_elements = props.limits.maxTexelBufferElements;
     limits_.min_texel_offset_alignment = props.limits.minTexelBufferOffsetAlignment;

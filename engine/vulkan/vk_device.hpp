@@ -17,6 +17,9 @@ namespace sieve {
 // sieve_context_options.wait_spin_us: the default polling window and the largest accepted.
 constexpr int32_t kDefaultWaitSpinUs = 20;
 constexpr int32_t kMaxWaitSpinUs = 1000000;
+// sieve_context_options.max_storage_buffer_range: the least cap a context takes.
+constexpr uint64_t kMinStorageBufferRangeCap = 4u << 20;
+
 // The option's value: itself when >= 0, else env SIEVE_WAIT_SPIN_US (a
 // malformed value fails: SIEVE_ERROR_INVALID_ARGUMENT), else the default.
 int32_t resolve_wait_spin(int32_t option);
@@ -58,7 +61,7 @@ struct Buffer {
 class Device {
 public:
     // Sieve's own device on `physical`.
-    Device(std::shared_ptr<Instance> instance, const PhysicalDevice& physical, const sieve_context_options& options);
+    Device(const PhysicalDevice& physical, const sieve_context_options& options);
     // The app's device; nothing is destroyed on exit.
     Device(VkInstance instance, VkPhysicalDevice physical, VkDevice device, VkQueue queue, uint32_t family,
            uint32_t enabled_features, const sieve_context_options& options);
@@ -92,7 +95,6 @@ private:
     void init(const sieve_context_options& options, uint32_t enabled_features);
     uint32_t memory_type(uint32_t bits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) const;
 
-    std::shared_ptr<Instance> instance_;  // null for the app's device
     VkPhysicalDevice physical_ = VK_NULL_HANDLE;
     VkDevice device_ = VK_NULL_HANDLE;
     VkQueue queue_ = VK_NULL_HANDLE;

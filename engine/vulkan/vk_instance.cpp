@@ -31,14 +31,7 @@ VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(VkDebugUtilsMessageSeverity
                                                      VkDebugUtilsMessageTypeFlagsEXT,
                                                      const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
     if (severity < VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) return VK_FALSE;
-    auto* sink = static_cast<MessageSink*>(user);
-    sink->count.fetch_add(1);
-    const char* text = data && data->pMessage ? data->pMessage : "(no message)";
-    if (sink->callback) {
-        sink->callback(text, sink->user_data);
-    } else {
-        std::fprintf(stderr, "sieve: validation: %s\n", text);
-    }
+    static_cast<Instance*>(user)->deliver(data && data->pMessage ? data->pMessage : "(no message)");
     return VK_FALSE;
 }
 
@@ -62,9 +55,83 @@ bool has_instance_extension(const char* name) {
     return false;
 }
 
+// Guards the creation of the process's instances (never their use).
+std::mutex g_instances_mutex;
+std::atomic<uint64_t> g_instances_created{0};
+
 } // namespace
 
-Instance::Instance(bool validation, MessageSink* sink) {
+void Instance::deliver(const char* text) {
+    std::lock_guard<std::mutex> lock(sinks_mutex_);
+    bool printed = false;
+    for (MessageSink* sink : sinks_) {
+        sink->count.fetch_add(1);
+        if (sink->callback) {
+            sink->callback(text, sink->user_data);
+        } else if (!printed) {
+            std::fprintf(stderr, "sieve: validation: %s\n", text);
+            printed = true;
+        }
+    }
+    if (sinks_.empty()) std::fprintf(stderr, "sieve: validation: %s\n", text);
+}
+
+Instance& Instance::slot(bool validation) {
+    // Made once and never destroyed (see the class comment): destroying an
+    // instance unloads the driver, and destruction at exit would run after
+    // drivers' own exit handlers.
+    static Instance* const slots[2] = {new Instance(false), new Instance(true)};
+    return *slots[validation ? 1 : 0];
+}
+
+Instance& process_instance(bool validation) {
+    Instance& instance = Instance::slot(validation);
+    std::lock_guard<std::mutex> lock(g_instances_mutex);
+    if (!instance.instance_) instance.create();
+    // volk's instance-level function pointers are process-wide and an app's
+    // context (sieve_context_create_vulkan) loads its own instance's: load
+    // ours again for the context about to use them.
+    volkLoadInstanceOnly(instance.instance_);
+    return instance;
+}
+
+Instance& enumeration_instance() {
+    {
+        std::lock_guard<std::mutex> lock(g_instances_mutex);
+        for (bool validation : {true, false}) {
+            Instance& instance = Instance::slot(validation);
+            if (instance.instance_) {
+                volkLoadInstanceOnly(instance.instance_);
+                return instance;
+            }
+        }
+    }
+    return process_instance(false);
+}
+
+uint64_t instances_created() { return g_instances_created.load(); }
+
+Instance::Subscription::Subscription(bool validation, MessageSink* sink)
+    : instance_(Instance::slot(validation)), sink_(sink) {
+    {
+        std::lock_guard<std::mutex> lock(instance_.sinks_mutex_);
+        instance_.sinks_.push_back(sink_);
+    }
+    try {
+        process_instance(validation);
+    } catch (...) {
+        std::lock_guard<std::mutex> lock(instance_.sinks_mutex_);
+        instance_.sinks_.pop_back();
+        throw;
+    }
+}
+
+Instance::Subscription::~Subscription() {
+    std::lock_guard<std::mutex> lock(instance_.sinks_mutex_);
+    instance_.sinks_.erase(std::find(instance_.sinks_.begin(), instance_.sinks_.end(), sink_));
+}
+
+void Instance::create() {
     load_vulkan();
     if (volkGetInstanceVersion() < VK_API_VERSION_1_1)
         fail(SIEVE_ERROR_NO_DEVICE, "the Vulkan loader is older than 1.1");
@@ -84,7 +151,7 @@ Instance::Instance(bool validation, MessageSink* sink) {
     VkValidationFeaturesEXT features{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
     const VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
     VkDebugUtilsMessengerCreateInfoEXT messenger{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
-    if (validation) {
+    if (validation_) {
         const char* layer = "VK_LAYER_KHRONOS_validation";
         if (!has_layer(layer))
             fail(SIEVE_ERROR_VULKAN, "validation requested but VK_LAYER_KHRONOS_validation is missing "
@@ -99,7 +166,7 @@ Instance::Instance(bool validation, MessageSink* sink) {
                                 VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
                                 VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
         messenger.pfnUserCallback = on_validation_message;
-        messenger.pUserData = sink;
+        messenger.pUserData = this;
         features.pNext = &messenger;  // also reports instance creation itself
         info.pNext = &features;
     }
@@ -108,30 +175,26 @@ Instance::Instance(bool validation, MessageSink* sink) {
     info.ppEnabledLayerNames = layers.data();
     info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
     info.ppEnabledExtensionNames = extensions.data();
-    VkResult r = vkCreateInstance(&info, nullptr, &instance_);
+    VkInstance handle = VK_NULL_HANDLE;
+    VkResult r = vkCreateInstance(&info, nullptr, &handle);
     if (r == VK_ERROR_INCOMPATIBLE_DRIVER) fail(SIEVE_ERROR_NO_DEVICE, "no Vulkan driver found");
     vk_check(r, "vkCreateInstance");
-    volkLoadInstanceOnly(instance_);
-    destroy_instance_ = reinterpret_cast<PFN_vkDestroyInstance>(vkGetInstanceProcAddr(instance_, "vkDestroyInstance"));
-    if (validation) {
+    g_instances_created.fetch_add(1);
+    volkLoadInstanceOnly(handle);
+    if (validation_) {
         auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
-            vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
-        destroy_messenger_ = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
-            vkGetInstanceProcAddr(instance_, "vkDestroyDebugUtilsMessengerEXT"));
-        if (!create || !destroy_messenger_) {
-            destroy_instance_(instance_, nullptr);
+            vkGetInstanceProcAddr(handle, "vkCreateDebugUtilsMessengerEXT"));
+        auto destroy_instance = reinterpret_cast<PFN_vkDestroyInstance>(vkGetInstanceProcAddr(handle, "vkDestroyInstance"));
+        if (!create) {
+            destroy_instance(handle, nullptr);
             fail(SIEVE_ERROR_VULKAN, "VK_EXT_debug_utils functions are missing");
         }
         messenger.pNext = nullptr;
-        VkResult r = create(instance_, &messenger, nullptr, &messenger_);
-        if (r != VK_SUCCESS) destroy_instance_(instance_, nullptr);
+        VkResult r = create(handle, &messenger, nullptr, &messenger_);
+        if (r != VK_SUCCESS) destroy_instance(handle, nullptr);
         vk_check(r, "vkCreateDebugUtilsMessengerEXT");
     }
-}
-
-Instance::~Instance() {
-    if (messenger_) destroy_messenger_(instance_, messenger_, nullptr);
-    if (instance_) destroy_instance_(instance_, nullptr);
+    instance_ = handle;
 }
 
 sieve_device_info describe_device(VkPhysicalDevice device, uint32_t index) {

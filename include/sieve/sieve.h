@@ -78,8 +78,9 @@ extern "C" {
  * whether a program built against `built` may use the library `loaded`.
  *
  * Changes
- *   next   sieve_stage_estimate, sieve_chain_plan_estimate (a new function: an
- *          addition, no existing declaration changes).
+ *   0.4.0  sieve_context_options.max_storage_buffer_range (at the end: older
+ *          callers get 0); sieve_stage_estimate and sieve_chain_plan_estimate
+ *          (the plan's estimated GPU time per dispatch).
  *   0.3.0  sieve_context_options.profile (at the end: older callers get NULL)
  *          and sieve_device_info.profile (at the end of a struct without
  *          struct_size: incompatible with 0.2, hence the new SONAME),
@@ -262,6 +263,14 @@ typedef struct sieve_context_options {
      * named here (SIEVE_ERROR_INVALID_ARGUMENT). A caller whose struct_size
      * ends before this field gets NULL. */
     const char* profile;
+    /* A cap on the storage-buffer binding range the plans use (0 = the
+     * device's maxStorageBufferRange; a larger value changes nothing). Buffers
+     * whose rows pass it are bound in row windows (README: "Batches"), so a
+     * smaller cap makes any device split what a smaller one would: how tests
+     * cover the windows on every GPU. 0 or >= 4194304 (4 MiB: every per-row
+     * buffer of the largest vocabulary, 262144). A caller whose struct_size
+     * ends before this field gets 0. */
+    uint64_t max_storage_buffer_range;
 } sieve_context_options;
 
 /* Fills defaults: Vulkan backend, automatic device, validation from env. */

@@ -55,6 +55,8 @@ struct ContextOptions {
     ContextOptions& profile(const char* name) { raw.profile = name; return *this; }
     // Microseconds a blocking call polls before it sleeps (-1: env or default; 0: none).
     ContextOptions& wait_spin(int32_t us) { raw.wait_spin_us = us; return *this; }
+    // A cap on the binding range the plans use (0: the device's maxStorageBufferRange).
+    ContextOptions& max_storage_buffer_range(uint64_t bytes) { raw.max_storage_buffer_range = bytes; return *this; }
     ContextOptions& on_message(sieve_message_callback cb, void* user) {
         raw.message_callback = cb;
         raw.message_user_data = user;

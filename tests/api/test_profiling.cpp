@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace {
 
 using sieve_test::Shape;
@@ -74,6 +76,22 @@ TEST(BadInputContextOptions, LimitsBelowWhatTheShadersNeed) {
     EXPECT_TRUE(sieve_test::Fails(sieve_context_create(&o, &ctx), SIEVE_ERROR_INVALID_ARGUMENT,
                                   {"max_workgroup_size", "32"}));
     EXPECT_EQ(ctx, nullptr);
+    o.max_workgroup_size = 0;
+    o.max_storage_buffer_range = (4u << 20) - 4;
+    EXPECT_TRUE(sieve_test::Fails(sieve_context_create(&o, &ctx), SIEVE_ERROR_INVALID_ARGUMENT,
+                                  {"max_storage_buffer_range", "4194304"}));
+    EXPECT_EQ(ctx, nullptr);
+    // The least cap is taken, and a cap above the device's changes nothing.
+    for (uint64_t cap : {uint64_t{4u << 20}, uint64_t{1} << 40}) {
+        o.max_storage_buffer_range = cap;
+        ASSERT_EQ(sieve_context_create(&o, &ctx), SIEVE_OK) << sieve_last_error();
+        sieve_device_info info{};
+        ASSERT_EQ(sieve_context_device_info(ctx, &info), SIEVE_OK);
+        const uint64_t device = sieve::devices()[info.index].max_storage_buffer_range;
+        EXPECT_EQ(info.max_storage_buffer_range, std::min(cap, device));
+        sieve_context_destroy(ctx);
+        ctx = nullptr;
+    }
 }
 
 } // namespace

@@ -12,6 +12,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 namespace {
@@ -89,6 +91,80 @@ TEST(GpuCheck, WritesOneReportWithDeviceTestsAndBench) {
         EXPECT_EQ(c.at("name").get<std::string>().rfind("verify_match_d4/default/peaked/v151936/b", 0), 0u);
         EXPECT_TRUE(c.contains("verify"));
     }
+}
+
+// --bundle DIR refuses a directory that holds anything, and writes nothing.
+TEST(GpuCheck, BundleRefusesADirectoryThatIsNotEmpty) {
+    const fs::path dir = temp_dir("bundle_not_empty");
+    const fs::path target = dir / "target";
+    fs::create_directories(target);
+    { std::ofstream(target / "keep.txt") << "mine"; }
+    const auto r = sieve_test::run_program("/usr/bin/env", "bash '" + script() + "' --no-setup --build-dir '" +
+                                                               std::string(SIEVE_BUILD_DIR) + "' --bundle '" +
+                                                               target.string() + "'",
+                                           dir);
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("not empty"), std::string::npos) << r.err;
+    EXPECT_EQ(std::distance(fs::directory_iterator(target), fs::directory_iterator()), 1);
+    EXPECT_EQ(sieve_test::read_text((target / "keep.txt").string()), "mine");
+}
+
+// A path that cannot be made a directory (below a plain file, even as root),
+// or that is a file: usage error, nothing written.
+TEST(GpuCheck, BundleRefusesAPathItCannotWrite) {
+    const fs::path dir = temp_dir("bundle_unwritable");
+    { std::ofstream(dir / "file") << "mine"; }
+    for (const fs::path& target : {dir / "file" / "bundle", dir / "file"}) {
+        const auto r = sieve_test::run_program("/usr/bin/env", "bash '" + script() + "' --no-setup --build-dir '" +
+                                                                   std::string(SIEVE_BUILD_DIR) + "' --bundle '" +
+                                                                   target.string() + "'",
+                                               dir);
+        EXPECT_EQ(r.code, 2) << target << r.out << r.err;
+        EXPECT_NE(r.err.find("--bundle"), std::string::npos) << r.err;
+        EXPECT_EQ(sieve_test::read_text((dir / "file").string()), "mine");
+    }
+    const auto r = sieve_test::run_program("/usr/bin/env", "bash '" + script() + "' --bundle", dir);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("--bundle needs a directory"), std::string::npos) << r.err;
+}
+
+// The bundle travels: written from the build, under 30 MB, it runs from
+// another directory with nothing of the checkout (its own CLI, test binary,
+// libsieve and validation layer), and its report names the build's commit and
+// each part's wall time.
+TEST(GpuCheck, BundleRunsWithoutTheCheckout) {
+    const fs::path dir = temp_dir("bundle");
+    const fs::path bundle = dir / "travel" / "sieve-check";
+    auto r = sieve_test::run_program("/usr/bin/env", "bash '" + script() + "' --no-setup --build-dir '" +
+                                                         std::string(SIEVE_BUILD_DIR) + "' --bundle '" +
+                                                         bundle.string() + "'",
+                                     dir);
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    uint64_t bytes = 0;
+    for (const auto& e : fs::recursive_directory_iterator(bundle))
+        if (e.is_regular_file()) bytes += e.file_size();
+    EXPECT_LT(bytes, 30ull << 20);
+    for (const char* f : {"gpu_check.sh", "BUNDLE", "bin/sieve", "bin/sieve_gpu_tests",
+                          "layers/VkLayer_khronos_validation.json", "layers/libVkLayer_khronos_validation.so.gz"})
+        EXPECT_TRUE(fs::exists(bundle / f)) << f;
+    const fs::path report = dir / "report.json";
+    r = sieve_test::run_program(
+        "/usr/bin/env", "SIEVE_GPU_CHECK_ALLOW_CPU=1 '" + (bundle / "gpu_check.sh").string() + "' --out '" +
+                            report.string() +
+                            "' --filter 'PhiloxGpu.*' --bench-case default/zipf/v32000/b1"
+                            " --verify-case verify_match_d4/default/peaked/v151936/b1 --tokens 10",
+        dir);
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    const auto doc = nlohmann::json::parse(sieve_test::read_text(report.string()));
+    EXPECT_EQ(doc.at("bundled"), true);
+    EXPECT_EQ(doc.at("commit").get<std::string>().size(), 40u) << doc.at("commit");
+    EXPECT_GE(doc.at("tests").at("tests").get<int>(), 1);
+    EXPECT_EQ(doc.at("tests").at("failures").get<int>(), 0);
+    for (const char* part : {"devices", "tests", "bench", "verify_bench"}) {
+        EXPECT_TRUE(doc.at("seconds").contains(part)) << part;
+        EXPECT_NE(r.out.find(std::string("== ") + part + ": "), std::string::npos) << part << " wall time not printed";
+    }
+    EXPECT_EQ(doc.at("bench").at("cases").size(), 1u);
 }
 
 } // namespace

@@ -95,6 +95,17 @@ void check_goodness_of_fit(const std::vector<float>& row, float temperature, int
     EXPECT_LT(chi, critical);
 }
 
+// `vocab`, doubled until it passes the device's candidate capacity: rows up to
+// the capacity are drawn whole by one workgroup (no collect or wide pass), so
+// a test of the deeper passes needs a row past it (2200 on lavapipe, whose
+// capacity is 2048; 4400 where it is 4096).
+int32_t vocab_past_capacity(int32_t vocab) {
+    const auto gpu = sieve_test::gpu_context();
+    const int32_t capacity = static_cast<int32_t>(gpu.device_info().candidate_capacity);
+    while (vocab <= capacity) vocab *= 2;
+    return vocab;
+}
+
 TEST(GpuStatistics, ChiSquareSmallVocabulary) {
     // One-dispatch path: 20 tokens, 256 rows x 400 rounds = 102400 draws.
     check_goodness_of_fit(sieve_test::make_row(Shape::Gaussian, 20, 3), 1.0f, 256, 400, Profile::Full);
@@ -115,24 +126,25 @@ TEST(GpuStatistics, ChiSquareConstrainedProfile) {
 }
 
 TEST(GpuStatistics, ChiSquareTopPCutPastTheBuffer) {
-    // top-p 0.9 over LM-like logits keeps several hundred of 2200 tokens, past
-    // the candidate buffer: the wide passes cut and draw (wide.glsl). At
+    // top-p 0.9 over LM-like logits keeps several hundred of 2200 tokens (of
+    // a vocabulary past the device's candidate capacity), past the candidate
+    // buffer a cut by mass keeps: the wide passes cut and draw (wide.glsl). At
     // temperature 1.5 after the cut about half the draws land past the
     // buffer (its 64 entries hold about 11.4 of 21.5 in r^-0.73), in the bins
     // the histogram bounded. 256 rows x 400 rounds = 102400 draws. min_keep 2
     // (below the survivors' count, so the same distribution) keeps the rows on
     // the collect pass, whose buffer keeps min_keep entries; ChiSquareTopPDirect
     // takes the same rows through the wide passes alone.
-    check_goodness_of_fit(sieve_test::make_row(Shape::Zipf, 2200, 6), 1.5f, 256, 400, Profile::Full,
-                          "top_p;temperature", 0.9f, 2);
+    check_goodness_of_fit(sieve_test::make_row(Shape::Zipf, vocab_past_capacity(2200), 6), 1.5f, 256, 400,
+                          Profile::Full, "top_p;temperature", 0.9f, 2);
 }
 
 TEST(GpuStatistics, ChiSquareTopPDirect) {
     // The same cut and draw with min_keep 0: on a CPU device the wide passes
     // take the rows alone (wide.glsl: WIDE_DIRECT), no buffer, bins below the
     // row's maximum.
-    check_goodness_of_fit(sieve_test::make_row(Shape::Zipf, 2200, 6), 1.5f, 256, 400, Profile::Full,
-                          "top_p;temperature", 0.9f, 0);
+    check_goodness_of_fit(sieve_test::make_row(Shape::Zipf, vocab_past_capacity(2200), 6), 1.5f, 256, 400,
+                          Profile::Full, "top_p;temperature", 0.9f, 0);
 }
 
 // Same seed -> same tokens across runs (fresh chains) and across batch sizes:

@@ -38,13 +38,13 @@ struct Drafts {
     std::vector<float> q;
     std::vector<std::vector<float>> dense;
     std::vector<sieve_draft> list;
-    Drafts(const std::vector<float>& values, sieve_verify_mode mode, bool dense_q = false) {
+    Drafts(const std::vector<float>& values, sieve_verify_mode mode, bool dense_q = false, int32_t vocab = kVocab) {
         int32_t row = 0;
         for (int32_t n : kLengths) {
             tokens.emplace_back();
             for (int32_t i = 0; i < n; ++i, ++row) {
-                const float* r = values.data() + static_cast<size_t>(row) * kVocab;
-                tokens.back().push_back(static_cast<int32_t>(std::max_element(r, r + kVocab) - r));
+                const float* r = values.data() + static_cast<size_t>(row) * vocab;
+                tokens.back().push_back(static_cast<int32_t>(std::max_element(r, r + vocab) - r));
             }
             ++row;
         }
@@ -52,7 +52,7 @@ struct Drafts {
         list.resize(kLengths.size());
         for (size_t s = 0; s < kLengths.size(); ++s) {
             sieve_draft_init(&list[s], tokens[s].data(), kLengths[s]);
-            dense.emplace_back(static_cast<size_t>(kLengths[s]) * kVocab, 1.0f / kVocab);
+            dense.emplace_back(static_cast<size_t>(kLengths[s]) * vocab, 1.0f / vocab);
             if (mode == SIEVE_VERIFY_REJECTION) {
                 list[s].probs_kind = dense_q ? SIEVE_DRAFT_PROBS_DENSE : SIEVE_DRAFT_PROBS_TOKEN;
                 list[s].probs = dense_q ? dense[s].data() : q.data();
@@ -141,9 +141,15 @@ struct Case {
 // without a collect pass, penalties reading the drafts, rows the CPU twin
 // finishes (min_p 1e-4 keeps more survivors than the GPU's buffer), and in
 // the match mode a chain with mirostat_v2 (sync only: position by position).
+// The vocabulary passes the device's candidate capacity (rows up to it are
+// drawn whole in one dispatch, never by the twin): 3000 on lavapipe (2048),
+// twice the capacity where it is larger (4096 on an H200: 8192, where min_p
+// 1e-4 over Zipf rows keeps about 4300 survivors, past the buffer's 2048).
 TEST(VerifyDevice, EveryFormEqualsHostLogits) {
     AppDevice app;
     auto ctx = app_context(app);
+    const int32_t capacity = static_cast<int32_t>(ctx->device_info().candidate_capacity);
+    const int32_t vocab = capacity < kVocab ? kVocab : 2 * capacity;
     const Case cases[] = {
         {"penalties;top_k;temperature;dist", SIEVE_VERIFY_MATCH, SIEVE_DTYPE_F32},
         {"penalties;top_k;temperature;dist", SIEVE_VERIFY_REJECTION, SIEVE_DTYPE_F16},
@@ -157,15 +163,15 @@ TEST(VerifyDevice, EveryFormEqualsHostLogits) {
     uint64_t twin_rows = 0;
     for (const Case& k : cases) {
         const bool learns = std::string(k.samplers).find("mirostat") != std::string::npos;
-        AppLogits a = make_app_logits(app, k.dtype, Shape::Zipf, kRows, kVocab, kVocab + 5, 0, 77);
-        const Drafts d(make_rows(Shape::Zipf, kRows, kVocab, 77), k.mode, k.dense_q);
+        AppLogits a = make_app_logits(app, k.dtype, Shape::Zipf, kRows, vocab, vocab + 5, 0, 77);
+        const Drafts d(make_rows(Shape::Zipf, kRows, vocab, 77), k.mode, k.dense_q, vocab);
         for (Form form : {Form::Sync, Form::Async, Form::Record}) {
             if (learns && form != Form::Sync) continue;  // refused: VerifyDeviceAsync.BadInput
             SCOPED_TRACE(std::string(k.samplers) + (k.mode == SIEVE_VERIFY_MATCH ? " match " : " rejection ") +
                          (k.dense_q ? "dense q " : "") + form_name(form) + " dtype " + std::to_string(k.dtype));
             const float temperature = k.mode == SIEVE_VERIFY_MATCH ? 0.1f : 0.8f;
-            sieve::Chain device(*ctx, chain_desc(k.samplers, kRows, kVocab, temperature, 9));
-            sieve::Chain host(*ctx, chain_desc(k.samplers, kRows, kVocab, temperature, 9));
+            sieve::Chain device(*ctx, chain_desc(k.samplers, kRows, vocab, temperature, 9));
+            sieve::Chain host(*ctx, chain_desc(k.samplers, kRows, vocab, temperature, 9));
             for (sieve::Chain* c : {&device, &host}) {
                 configure(*c);
                 if (std::string(k.samplers).find("min_p") != std::string::npos) c->set(SIEVE_PARAM_MIN_P, 0.0001);

@@ -60,10 +60,12 @@ inline AppLogits make_app_logits(AppDevice& app, sieve_dtype dtype, Shape shape,
 }
 
 // enabled_features: what the app states it enabled (sieve_vulkan_device).
-inline std::unique_ptr<sieve::Context> app_context(AppDevice& app, uint32_t enabled_features = 0) {
+// max_storage_buffer_range: the cap the context plans with (0: the device's).
+inline std::unique_ptr<sieve::Context> app_context(AppDevice& app, uint32_t enabled_features = 0,
+                                                   uint64_t max_storage_buffer_range = 0) {
     const sieve_vulkan_device handles = app.handles(enabled_features);
     sieve::ContextOptions options;
-    options.on_message(count_validation_message, nullptr);
+    options.on_message(count_validation_message, nullptr).max_storage_buffer_range(max_storage_buffer_range);
     sieve_context* raw = nullptr;
     EXPECT_EQ(sieve_context_create_vulkan(&handles, &options.raw, &raw), SIEVE_OK) << sieve_last_error();
     return std::make_unique<sieve::Context>(raw);

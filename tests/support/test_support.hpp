@@ -38,6 +38,12 @@ inline sieve::ContextOptions gpu_options(Profile profile = Profile::Full) {
 
 inline sieve::Context gpu_context(Profile profile = Profile::Full) { return sieve::Context(gpu_options(profile)); }
 
+// A binding range small enough that every device splits a vocab-262144 batch
+// of a dozen rows into row windows (sieve_context_options.max_storage_buffer_range):
+// 7 rows of 262144 per window (a row takes 2 * 262144 + 2 words in its largest
+// per-row buffer).
+constexpr uint64_t kWindowTestRange = 16ull << 20;
+
 inline sieve::Context cpu_context() {
     sieve::ContextOptions o;
     o.backend(SIEVE_BACKEND_CPU);
