@@ -308,9 +308,9 @@ void BenchRunner::start(Live& l) {
 }
 
 void BenchRunner::warm_clocks(std::vector<std::unique_ptr<Live>>& live) {
+    // Every group: the profiled tokens, calibration and twin of the group
+    // before let a GPU idle (and its clocks drop).
     const bool gpu = device_.has_info && device_.info.type != SIEVE_DEVICE_CPU;
-    // A GPU's clocks settle once per run; a CPU device gets a short pass per group.
-    if (gpu && clocks_warm_) return;
     const double least_s = gpu ? kClockWarmupGpuS : kClockWarmupCpuS;
     const Clock::time_point t0 = Clock::now();
     bool any = true;
@@ -330,7 +330,6 @@ void BenchRunner::warm_clocks(std::vector<std::unique_ptr<Live>>& live) {
             }
         }
     }
-    clocks_warm_ = clocks_warm_ || gpu;
 }
 
 void BenchRunner::finish(Live& l) {

@@ -149,7 +149,6 @@ private:
     RunSettings s_;
     const LlamaLibrary* peer_;
     const BenchVulkan* vulkan_;
-    bool clocks_warm_ = false;
     std::shared_ptr<const Logits> logits_;  // the last built-in logits generated...
     std::string logits_key_;                // ...and their shape/vocab/rows
     std::map<std::pair<int32_t, int32_t>, std::pair<std::optional<Calibration>, std::string>> calibrations_;
