@@ -27,6 +27,7 @@ struct BenchVulkan::Api {
     uint32_t api_version = VK_API_VERSION_1_1;
     uint32_t features = 0;
     VkPhysicalDeviceMemoryProperties memory{};
+    VkDeviceSize max_allocation = 0;  // maxMemoryAllocationSize (0: not told)
 #define SIEVE_VK_FN(name) PFN_##name name = nullptr;
     SIEVE_VK_FN(vkDestroyInstance)
     SIEVE_VK_FN(vkEnumeratePhysicalDevices)
@@ -191,10 +192,13 @@ std::unique_ptr<BenchVulkan> BenchVulkan::open(const sieve_device_info& chosen) 
 
     // The optional features Sieve uses, enabled where the device has them,
     // so the plan is the one the library's own device would run.
+    VkPhysicalDeviceMaintenance3Properties maintenance3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
     VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    subgroup.pNext = &maintenance3;
     VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     props2.pNext = &subgroup;
     a.vkGetPhysicalDeviceProperties2(a.physical, &props2);
+    a.max_allocation = maintenance3.maxMemoryAllocationSize;
     if ((subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
         (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT))
         a.features |= SIEVE_FEATURE_SUBGROUP_ARITHMETIC;
@@ -297,6 +301,12 @@ std::unique_ptr<DeviceLogits> BenchVulkan::upload(const float* data, int32_t row
     out->rows_ = rows;
     out->vocab_ = vocab;
     out->h_->size = size;
+    // Refused before Vulkan is asked (an allocation past the limit is invalid usage).
+    if (a.max_allocation > 0 && size > a.max_allocation) {
+        *why = "the case's logits (" + std::to_string(size) + " bytes) exceed the device's maxMemoryAllocationSize (" +
+               std::to_string(a.max_allocation) + ")";
+        return nullptr;
+    }
     // A buffer and its memory, or the reason the device cannot give them.
     auto make = [&](VkBufferUsageFlags usage, VkMemoryPropertyFlags want, VkBuffer* buffer, VkDeviceMemory* memory) {
         VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
