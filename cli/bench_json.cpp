@@ -83,6 +83,7 @@ Json case_json(const CaseResult& r) {
     j["samplers"] = samplers_label(c.sampling);
     j["vocab"] = c.vocab;
     j["rows"] = c.rows;
+    j["input"] = r.input;
     j["status"] = r.status;
     if (r.status != "ok") {
         j["message"] = r.message;
@@ -127,10 +128,27 @@ Json case_json(const CaseResult& r) {
     j["cpu_fallback_rows"] = per_token(r.delta.cpu_fallback_rows, n);
     j["bytes_read"] = opt(r.bytes_read(), false);
     j["bytes_written"] = r.bytes_written();
+    // A stage's estimate beside its time where the measured dispatches are the plan's.
+    const bool matched = r.estimate.size() == r.stages.size();
     Json stages = Json::array();
-    for (const StageTime& s : r.stages) stages.push_back(Json{{"stage", s.stage}, {"level", s.level}, {"gpu_us", round_us(s.gpu_us)}});
+    for (size_t i = 0; i < r.stages.size(); ++i) {
+        const StageTime& s = r.stages[i];
+        Json st{{"stage", s.stage}, {"level", s.level}, {"gpu_us", round_us(s.gpu_us)}};
+        if (matched && r.estimate[i].stage == s.stage) st["est_us"] = round_us(r.estimate[i].est_us);
+        stages.push_back(std::move(st));
+    }
     j["stages"] = std::move(stages);
     j["profiled_tokens"] = r.profiled_tokens;
+    j["gpu_us"] = opt(r.gpu_us);
+    // An estimate of the plan's GPU time on the reference GPU, never a measurement
+    // (docs/architecture/estimate.md): null where the plan is not a GPU's.
+    j["est_us"] = opt(r.est_us());
+    Json estimate = Json::array();
+    for (const StageEstimate& e : r.estimate)
+        estimate.push_back(Json{{"stage", e.stage}, {"level", e.level}, {"workgroups", e.workgroups},
+                                {"indirect", e.indirect}, {"est_us", round_us(e.est_us)}});
+    j["estimate"] = std::move(estimate);
+    j["submit_us"] = r.calibration ? Json(round_us(r.calibration->submit_us)) : Json(nullptr);
     if (r.calibration) {
         j["calibration"] = Json{{"submit_us", round_us(r.calibration->submit_us)},
                                 {"pass_us", round_us(r.calibration->pass_us)},
@@ -160,6 +178,7 @@ Json run_json(const RunInfo& info, const std::vector<CaseResult>& results) {
     doc["profile"] = has_info ? Json(sieve_profile_name(d.info.profile)) : Json(nullptr);
     doc["device_info"] = has_info ? device_json(d.info) : Json(nullptr);
     doc["library_version"] = version_string();
+    doc["input"] = info.settings.device_input ? "device" : "host";
     doc["twin"] = info.twin->label;
     doc["peer"] = info.peer ? Json{{"name", "llama.cpp"},
                                    {"version", info.peer->version},
@@ -181,6 +200,7 @@ Json run_json(const RunInfo& info, const std::vector<CaseResult>& results) {
     settings["suite"] = info.suite;
     settings["case_filter"] = info.case_filter;
     settings["logits"] = info.logits_file.empty() ? Json(nullptr) : Json(info.logits_file);
+    settings["input"] = s.device_input ? "device" : "host";
     settings["tokens"] = s.tokens;
     settings["warmup"] = s.warmup;
     settings["profile_tokens"] = s.profile_tokens;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 
 namespace sieve_cli {
 namespace {
@@ -66,60 +67,33 @@ struct PeerTiming {
     }
 };
 
-// Times each sample call (one token for every row) after `warmup` untimed ones;
-// stops early, after at least kMinTokens, once `budget_s` seconds of sampling
-// are spent. With a peer, it runs as many tokens as the device, in blocks.
-Measurement measure(sieve::Chain& chain, const BenchCase& c, const float* data, int32_t warmup, int32_t tokens,
-                    double budget_s, PeerTiming* peer = nullptr) {
-    for (int32_t i = 0; i < warmup; ++i) check_tokens(chain.sample(data, c.rows, c.vocab), c);
-    if (peer) peer->tokens(data, warmup, false);
-    Measurement m;
-    std::vector<double> us;
-    us.reserve(static_cast<size_t>(tokens));
-    const sieve_counters before = read_counters(chain);
-    double spent_s = 0;
-    int32_t pending = 0;  // device tokens the peer has yet to match
-    for (int32_t i = 0; i < tokens; ++i) {
-        const Clock::time_point t0 = Clock::now();
-        std::vector<sieve_token> out = chain.sample(data, c.rows, c.vocab);
-        const Clock::time_point t1 = Clock::now();
-        check_tokens(out, c);
-        us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-        spent_s += std::chrono::duration<double>(Clock::now() - t0).count();
-        const bool cut = i + 1 >= kMinTokens && i + 1 < tokens && spent_s > budget_s;
-        if (peer && (++pending == kPeerBlock || cut || i + 1 == tokens)) {
-            peer->tokens(data, pending, true);
-            pending = 0;
-        }
-        if (cut) {
-            m.cut = true;
-            break;
-        }
-    }
-    m.delta = counters_delta(before, read_counters(chain));
-    m.stats = latency_stats(std::move(us));
-    return m;
-}
-
 double median_of(std::vector<double> v) { return latency_stats(std::move(v)).median; }
 
 // GPU time per stage: a separate short run with timestamps after every
 // dispatch (they cost ~50 us each on lavapipe, so these tokens are not timed).
-std::vector<StageTime> profile_stages(sieve::Chain& chain, const BenchCase& c, const float* data, int32_t tokens,
-                                      int* profiled) {
+// *gpu_us: the median over the calls of their stages' sum.
+std::vector<StageTime> profile_stages(sieve::Chain& chain, const BenchCase& c, const std::function<std::vector<sieve_token>()>& call,
+                                      int32_t tokens, int* profiled, std::optional<double>* gpu_us) {
     chain.set_profiling(true);
-    check_tokens(chain.sample(data, c.rows, c.vocab), c);  // records the profiled command buffer
+    check_tokens(call(), c);  // records the profiled command buffer
     std::vector<std::vector<sieve_stage_time>> runs;
     for (int32_t i = 0; i < tokens; ++i) {
-        check_tokens(chain.sample(data, c.rows, c.vocab), c);
+        check_tokens(call(), c);
         runs.push_back(chain.stage_times());
     }
     chain.set_profiling(false);
     *profiled = static_cast<int>(runs.size());
     std::vector<StageTime> out;
-    if (runs.empty()) return out;
+    if (runs.empty() || runs.front().empty()) return out;
     // Calls of one shape run the same dispatches; take the median per position.
     const size_t n = runs.front().size();
+    std::vector<double> totals;
+    for (const auto& r : runs) {
+        double sum = 0;
+        for (const sieve_stage_time& t : r) sum += t.gpu_us;
+        totals.push_back(sum);
+    }
+    *gpu_us = median_of(totals);
     for (size_t i = 0; i < n; ++i) {
         std::vector<double> v;
         for (const auto& r : runs)
@@ -206,84 +180,214 @@ std::pair<std::optional<Calibration>, std::string> BenchRunner::calibration_for(
     return r;
 }
 
-CaseResult BenchRunner::run(const BenchCase& c) {
-    if (!c.verify.empty()) return run_verify(c);
+// A case being measured: its chain, logits and device buffer stay alive
+// while its group's rounds run.
+struct BenchRunner::Live {
     CaseResult r;
-    r.c = c;
-    r.c.logits.reset();  // results do not keep the logits alive
+    bool measuring = false;  // set up and warmed; false once measured, failed or refused
+    std::optional<sieve::Chain> chain;
     std::shared_ptr<const Logits> logits;
     const float* data = nullptr;
-    CaseHistory history;  // a history case's accepted prefix, the same for the device and the twin
+    CaseHistory history;
+    std::unique_ptr<PeerChains> peer_chains;
+    PeerTiming peer;
+    std::unique_ptr<DeviceLogits> device_logits;
+    std::function<std::vector<sieve_token>()> call;  // one measured call: every row's token
+    std::vector<double> us;
+    double spent_s = 0;
+    sieve_counters before{};
+};
 
-    // The device. Building the chain is where a device refuses a case.
+std::optional<double> CaseResult::est_us() const {
+    if (estimate.empty()) return std::nullopt;
+    double sum = 0;
+    for (const StageEstimate& e : estimate) sum += e.est_us;
+    return sum;
+}
+
+std::vector<std::vector<BenchCase>> case_groups(const std::vector<BenchCase>& cases) {
+    std::vector<std::vector<BenchCase>> groups;
+    double bytes = 0;
+    for (const BenchCase& c : cases) {
+        const double b = static_cast<double>(c.rows) * c.vocab * sizeof(float);
+        const bool alone = !c.verify.empty();
+        if (groups.empty() || alone || !groups.back().front().verify.empty() || groups.back().size() >= kGroupCases ||
+            bytes + b > kGroupLogitBytes) {
+            groups.emplace_back();
+            bytes = 0;
+        }
+        groups.back().push_back(c);
+        bytes += b;
+    }
+    return groups;
+}
+
+void BenchRunner::start(Live& l) {
+    CaseResult& r = l.r;
+    const BenchCase& c = r.c;
+    r.input = s_.device_input ? "device" : "host";
     if (peer_) {
         r.peer_status = "n/a";
         r.peer_message = "the device did not run this case";
     }
+    if (s_.device_input && !vulkan_) {
+        set_outcome(r, "unsupported", "--input device needs a Vulkan device: the CPU twin backend has no device buffers",
+                    kExitUsage);
+        return;
+    }
     try {
+        // Building the chain is where a device refuses a case.
         ChainSetup setup;
-        sieve::Chain chain = make_chain(device_, c.sampling, c.rows, c.vocab, &setup);
-        logits = logits_for(c);  // after the chain: a refused case generates nothing
-        data = logits->data.data();
-        if (c.history_last_n > 0) history = case_history(*logits, c.history_last_n);
+        l.chain.emplace(make_chain(device_, c.sampling, c.rows, c.vocab, &setup));
+        sieve::Chain& chain = *l.chain;
+        if (!l.logits) l.logits = logits_for(c);  // after the chain: a refused case generates nothing
+        l.data = l.logits->data.data();
+        if (c.history_last_n > 0) l.history = case_history(*l.logits, c.history_last_n);
         try {
             r.plan = chain.plan_figures(c.rows, c.vocab);
         } catch (const sieve::Error&) {
             r.plan.reset();  // the CPU twin backend has no plan
         }
-        // llama.cpp's chains start from the state Sieve's does: --history, then the case's prefix.
-        std::unique_ptr<PeerChains> peer_chains;
-        if (peer_) {
-            const auto& breakers = history.breakers.empty() ? setup.breakers : history.breakers;
+        // The estimate describes a GPU's plan: a GPU device's, or any device's under the gpu profile.
+        const bool gpu_plan = device_.has_info && !device_.cpu_twin &&
+                              (device_.info.type != SIEVE_DEVICE_CPU || (device_.info.profile & SIEVE_PROFILE_GPU));
+        if (gpu_plan) {
             try {
-                peer_chains = PeerChains::build(*peer_, chain, c.sampling, c.rows, c.vocab, breakers, &r.peer_message);
-                for (int32_t row = 0; peer_chains && row < c.rows; ++row) {
-                    peer_chains->accept(row, setup.history);
-                    if (static_cast<size_t>(row) < history.rows.size()) peer_chains->accept(row, history.rows[static_cast<size_t>(row)]);
+                for (const sieve_stage_estimate& e : chain.plan_estimate(c.rows, c.vocab))
+                    r.estimate.push_back({e.stage, e.level, e.workgroups, e.indirect != 0, e.est_us});
+            } catch (const sieve::Error&) {
+                r.estimate.clear();
+            }
+        }
+        if (vulkan_) {
+            std::string why;
+            l.device_logits = vulkan_->upload(l.data, c.rows, c.vocab, &why);
+            if (!l.device_logits) {
+                set_outcome(r, "unsupported", "--input device: " + why, kExitDevice);
+                l.chain.reset();
+                return;
+            }
+            l.call = [&l] { return l.device_logits->sample(*l.chain); };
+        } else {
+            l.call = [&l, &c] { return l.chain->sample(l.data, c.rows, c.vocab); };
+        }
+        // llama.cpp's chains start from the state Sieve's does: --history, then the case's prefix.
+        if (peer_) {
+            const auto& breakers = l.history.breakers.empty() ? setup.breakers : l.history.breakers;
+            try {
+                l.peer_chains = PeerChains::build(*peer_, chain, c.sampling, c.rows, c.vocab, breakers, &r.peer_message);
+                for (int32_t row = 0; l.peer_chains && row < c.rows; ++row) {
+                    l.peer_chains->accept(row, setup.history);
+                    if (static_cast<size_t>(row) < l.history.rows.size())
+                        l.peer_chains->accept(row, l.history.rows[static_cast<size_t>(row)]);
                 }
             } catch (const std::exception& e) {  // the chain's parameters could not be read: the peer only fails
-                peer_chains.reset();
+                l.peer_chains.reset();
                 r.peer_status = "failed";
                 r.peer_message = e.what();
             }
         }
+        l.peer.chains = l.peer_chains.get();
         try {
-            prime(chain, history);
-            PeerTiming peer{peer_chains.get(), {}, {}};
-            const Measurement m = measure(chain, c, data, s_.warmup, s_.tokens, s_.device_budget_s,
-                                          peer_chains ? &peer : nullptr);
-            r.device = m.stats;
-            r.device_cut = m.cut;
-            r.delta = m.delta;
-            if (peer_chains) {
-                r.peer_status = peer.failure.empty() ? "ok" : "failed";
-                r.peer_message = peer.failure;
-                r.peer = latency_stats(std::move(peer.us));
-            }
-            if (!device_.cpu_twin && s_.profile_tokens > 0)
-                r.stages = profile_stages(chain, c, data, s_.profile_tokens, &r.profiled_tokens);
+            prime(chain, l.history);
+            for (int32_t i = 0; i < s_.warmup; ++i) check_tokens(l.call(), c);
+            l.peer.tokens(l.data, s_.warmup, false);
+            l.us.reserve(static_cast<size_t>(s_.tokens));
+            l.measuring = true;
         } catch (const CliError& e) {
-            return set_outcome(r, "failed", e.what(), e.exit_code());
+            set_outcome(r, "failed", e.what(), e.exit_code());
         } catch (const sieve::Error& e) {
-            return set_outcome(r, "failed", library_message(e), exit_code_for(e.status()));
+            set_outcome(r, "failed", library_message(e), exit_code_for(e.status()));
         }
     } catch (const CliError& e) {
         // The chain could not be built for this device (unsupported sampler,
         // chain too long, capacity beyond a device limit): not measurable here.
-        return set_outcome(r, "unsupported", e.what(), e.exit_code());
+        set_outcome(r, "unsupported", e.what(), e.exit_code());
     }
+    if (!l.measuring) l.chain.reset();
+}
+
+void BenchRunner::warm_clocks(std::vector<std::unique_ptr<Live>>& live) {
+    // Every group: the profiled tokens, calibration and twin of the group
+    // before let a GPU idle (and its clocks drop).
+    const bool gpu = device_.has_info && device_.info.type != SIEVE_DEVICE_CPU;
+    const double least_s = gpu ? kClockWarmupGpuS : kClockWarmupCpuS;
+    const Clock::time_point t0 = Clock::now();
+    bool any = true;
+    while (any && std::chrono::duration<double>(Clock::now() - t0).count() < least_s) {
+        any = false;
+        for (auto& l : live) {
+            if (!l->measuring) continue;
+            try {
+                check_tokens(l->call(), l->r.c);
+                any = true;
+            } catch (const CliError& e) {
+                set_outcome(l->r, "failed", e.what(), e.exit_code());
+                l->measuring = false;
+            } catch (const sieve::Error& e) {
+                set_outcome(l->r, "failed", library_message(e), exit_code_for(e.status()));
+                l->measuring = false;
+            }
+        }
+    }
+}
+
+void BenchRunner::finish(Live& l) {
+    CaseResult& r = l.r;
+    const BenchCase& c = r.c;
+    if (l.chain && r.status == "ok") {
+        r.delta = counters_delta(l.before, read_counters(*l.chain));
+        r.device = latency_stats(std::move(l.us));
+        if (l.peer_chains) {
+            r.peer_status = l.peer.failure.empty() ? "ok" : "failed";
+            r.peer_message = l.peer.failure;
+            r.peer = latency_stats(std::move(l.peer.us));
+        }
+        try {
+            if (!device_.cpu_twin && s_.profile_tokens > 0)
+                r.stages = profile_stages(*l.chain, c, l.call, s_.profile_tokens, &r.profiled_tokens, &r.gpu_us);
+        } catch (const CliError& e) {
+            set_outcome(r, "failed", e.what(), e.exit_code());
+        } catch (const sieve::Error& e) {
+            set_outcome(r, "failed", library_message(e), exit_code_for(e.status()));
+        }
+    }
+    // The buffer before the chain that last read it, the chain before the
+    // next case's (a group's chains would otherwise all stay alive).
+    try {
+        if (l.chain && l.device_logits) l.device_logits->release_from(*l.chain);
+    } catch (const sieve::Error&) {
+        // the chain goes with it
+    }
+    l.device_logits.reset();
+    l.chain.reset();
+    l.peer_chains.reset();
+    if (r.status != "ok") return;
 
     auto [cal, why] = calibration_for(c.rows, c.vocab);
     r.calibration = cal;
     r.calibration_message = why;
 
-    // The CPU twin, same logits, same flags.
+    // The CPU twin, same logits, same flags, from host memory.
     try {
         sieve::Chain chain = make_chain(twin_, c.sampling, c.rows, c.vocab);
-        prime(chain, history);
-        const Measurement m = measure(chain, c, data, std::min(s_.warmup, 2), s_.tokens, s_.twin_budget_s);
-        r.twin = m.stats;
-        r.twin_cut = m.cut;
+        prime(chain, l.history);
+        for (int32_t i = 0; i < std::min(s_.warmup, 2); ++i) check_tokens(chain.sample(l.data, c.rows, c.vocab), c);
+        std::vector<double> us;
+        double spent_s = 0;
+        for (int32_t i = 0; i < s_.tokens; ++i) {
+            const Clock::time_point t0 = Clock::now();
+            std::vector<sieve_token> out = chain.sample(l.data, c.rows, c.vocab);
+            const Clock::time_point t1 = Clock::now();
+            check_tokens(out, c);
+            us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+            spent_s += std::chrono::duration<double>(Clock::now() - t0).count();
+            if (i + 1 >= kMinTokens && i + 1 < s_.tokens && spent_s > s_.twin_budget_s) {
+                r.twin_cut = true;
+                break;
+            }
+        }
+        r.twin = latency_stats(std::move(us));
     } catch (const CliError& e) {
         r.twin_status = e.exit_code() == kExitUsage ? "unsupported" : "failed";
         r.twin_message = e.what();
@@ -291,7 +395,64 @@ CaseResult BenchRunner::run(const BenchCase& c) {
         r.twin_status = "failed";
         r.twin_message = library_message(e);
     }
-    return r;
+}
+
+std::vector<CaseResult> BenchRunner::run_group(const std::vector<BenchCase>& cases) {
+    if (cases.size() == 1 && !cases.front().verify.empty()) return {run_verify(cases.front())};
+    std::vector<std::unique_ptr<Live>> live;
+    for (const BenchCase& c : cases) {
+        live.push_back(std::make_unique<Live>());
+        live.back()->r.c = c;
+        live.back()->r.c.logits.reset();  // results do not keep the logits alive
+        live.back()->logits = c.logits;   // --logits FILE's (built-in shapes are generated in start)
+        start(*live.back());
+    }
+    warm_clocks(live);
+    for (auto& l : live)
+        if (l->measuring) l->before = read_counters(*l->chain);
+
+    // Rounds: each case's next kRoundTokens measured tokens in turn (with a
+    // peer, as many of llama.cpp's after each block), until every case has
+    // its tokens or spent its budget (never below kMinTokens).
+    for (bool any = true; any;) {
+        any = false;
+        for (auto& lp : live) {
+            Live& l = *lp;
+            if (!l.measuring) continue;
+            const BenchCase& c = l.r.c;
+            int32_t block = 0;
+            try {
+                while (block < kRoundTokens && static_cast<int32_t>(l.us.size()) < s_.tokens) {
+                    const Clock::time_point t0 = Clock::now();
+                    std::vector<sieve_token> out = l.call();
+                    const Clock::time_point t1 = Clock::now();
+                    check_tokens(out, c);
+                    l.us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+                    l.spent_s += std::chrono::duration<double>(Clock::now() - t0).count();
+                    ++block;
+                    const int32_t n = static_cast<int32_t>(l.us.size());
+                    if (n >= kMinTokens && n < s_.tokens && l.spent_s > s_.device_budget_s) {
+                        l.r.device_cut = true;
+                        break;
+                    }
+                }
+            } catch (const CliError& e) {
+                set_outcome(l.r, "failed", e.what(), e.exit_code());
+                l.measuring = false;
+            } catch (const sieve::Error& e) {
+                set_outcome(l.r, "failed", library_message(e), exit_code_for(e.status()));
+                l.measuring = false;
+            }
+            if (block > 0) l.peer.tokens(l.data, block, true);
+            if (l.measuring && !l.r.device_cut && static_cast<int32_t>(l.us.size()) < s_.tokens) any = true;
+        }
+    }
+    std::vector<CaseResult> out;
+    for (auto& l : live) {
+        finish(*l);
+        out.push_back(std::move(l->r));
+    }
+    return out;
 }
 
 } // namespace sieve_cli

@@ -3,6 +3,7 @@
 // CPU twin in the same process.
 #pragma once
 
+#include "bench_device_input.hpp"
 #include "bench_stats.hpp"
 #include "bench_suite.hpp"
 #include "llama_peer.hpp"
@@ -19,6 +20,7 @@
 namespace sieve_cli {
 
 struct RunSettings {
+    bool device_input = false;          // --input device: the logits in a device-local buffer (sieve_sample_vulkan)
     int32_t tokens = 200;
     int32_t warmup = 10;
     int32_t profile_tokens = 5;         // profiled tokens per case (timestamps cost ~50 us each on lavapipe)
@@ -33,11 +35,33 @@ constexpr int kMinTokens = 10;          // a budget never cuts a measurement bel
 // left lavapipe's threads asleep and its caches cold before each of Sieve's
 // tokens: its `top_p` measured 3 ms instead of 0.9).
 constexpr int kPeerBlock = 10;
+// The cases of a group are measured in rounds: each case's next kRoundTokens
+// tokens, then the next case's, so a GPU whose clocks ramp with load favours
+// none of them (the H200 gave one case p10 208 / median 864 us measured alone).
+constexpr int kRoundTokens = kPeerBlock;
+// Before a group's first round, back-to-back calls over its cases for at least
+// this long (a GPU's clocks settle under load; a CPU device has none to settle).
+constexpr double kClockWarmupGpuS = 0.2;
+constexpr double kClockWarmupCpuS = 0.02;
+// A group holds at most this many cases and this many bytes of logits: every
+// case of a group keeps its chain, its logits and its device buffer alive.
+constexpr size_t kGroupCases = 16;
+constexpr double kGroupLogitBytes = 256.0 * 1024 * 1024;
 
 struct StageTime {
     std::string stage;
     uint32_t level = 0;
     double gpu_us = 0;  // median over the profiled tokens
+};
+
+// The plan's estimate of a dispatch's GPU time on the reference GPU
+// (sieve_chain_plan_estimate): an estimate, not a measurement.
+struct StageEstimate {
+    std::string stage;
+    uint32_t level = 0;
+    uint32_t workgroups = 0;
+    bool indirect = false;
+    double est_us = 0;
 };
 
 struct Calibration {
@@ -67,8 +91,11 @@ struct CaseResult {
     bool device_cut = false;
     std::optional<std::pair<uint32_t, uint32_t>> plan;  // dispatches, row passes per token
     sieve_counters delta{};                              // over the measured tokens
+    std::string input = "host";  // where the logits were: "host" (sieve_sample) or "device" (sieve_sample_vulkan)
     std::vector<StageTime> stages;
     int profiled_tokens = 0;
+    std::optional<double> gpu_us;          // median over the profiled calls of their stages' sum
+    std::vector<StageEstimate> estimate;   // the plan's, when it is a GPU's plan (else empty)
     std::optional<Calibration> calibration;
     std::string calibration_message;  // why there is none (CPU twin backend, a device limit...)
 
@@ -96,6 +123,7 @@ struct CaseResult {
     std::optional<double> peer_ratio() const;  // peer median / device median (> 1: Sieve is faster)
     std::optional<double> bytes_read() const;  // per token: row_passes() x rows x vocab x 4
     double bytes_written() const;              // per token: rows x 32 (one result record per row)
+    std::optional<double> est_us() const;      // the estimate's sum over the plan's dispatches
 };
 
 // Runs one case on `device` and on `twin`. Never throws for what a case can
@@ -104,23 +132,37 @@ struct CaseResult {
 class BenchRunner {
 public:
     // `peer`: llama.cpp, timed with the device (null: no peer).
+    // `vulkan`: the bench's own device, which `device` is a context on
+    // (--input device); null otherwise.
     BenchRunner(const Device& device, const Device& twin, const RunSettings& settings,
-                const LlamaLibrary* peer = nullptr)
-        : device_(device), twin_(twin), s_(settings), peer_(peer) {}
-    CaseResult run(const BenchCase& c);
+                const LlamaLibrary* peer = nullptr, const BenchVulkan* vulkan = nullptr)
+        : device_(device), twin_(twin), s_(settings), peer_(peer), vulkan_(vulkan) {}
+    CaseResult run(const BenchCase& c) { return run_group({c}).front(); }
+    // The cases measured together, their tokens alternating in rounds
+    // (kRoundTokens); a verification case alone. Results in the cases' order.
+    std::vector<CaseResult> run_group(const std::vector<BenchCase>& cases);
 
 private:
+    struct Live;
     const Device& device_;
     const Device& twin_;
     RunSettings s_;
     const LlamaLibrary* peer_;
+    const BenchVulkan* vulkan_;
     std::shared_ptr<const Logits> logits_;  // the last built-in logits generated...
     std::string logits_key_;                // ...and their shape/vocab/rows
     std::map<std::pair<int32_t, int32_t>, std::pair<std::optional<Calibration>, std::string>> calibrations_;
     std::shared_ptr<const Logits> logits_for(const BenchCase& c);
     std::pair<std::optional<Calibration>, std::string> calibration_for(int32_t rows, int32_t vocab);
     CaseResult run_verify(const BenchCase& c);  // bench_verify.cpp
+    void start(Live& l);                         // builds, primes, uploads, warms up
+    void finish(Live& l);                        // stages, calibration, the twin
+    void warm_clocks(std::vector<std::unique_ptr<Live>>& live);
 };
+
+// Consecutive cases that run_group measures together (kGroupCases,
+// kGroupLogitBytes; a verification case alone).
+std::vector<std::vector<BenchCase>> case_groups(const std::vector<BenchCase>& cases);
 
 // Latency of each call of `step` after `warmup` untimed ones, up to `steps`
 // calls or, past kMinTokens, `budget_s` seconds; the chain's counters over

@@ -93,6 +93,9 @@ void print_header(std::ostream& out, const Device& device, const std::vector<std
             << "the device's: fill the candidates from the row, llama_sampler_apply (the chain with its dist), "
             << "llama_sampler_accept; one chain per row\n";
     for (const std::string& w : warnings) out << "warning: " << w << "\n";
+    out << "logits: " << (o.input == "device" ? "in a device-local buffer (sieve_sample_vulkan)" : "from host memory (sieve_sample, the upload included)")
+        << "; measured tokens in rounds of " << kRoundTokens << " alternating between the cases, after "
+        << fixed(kClockWarmupGpuS * 1000, 0) << " ms of back-to-back calls on a GPU\n";
     out << "latency per token in us (one sample call for all rows): " << o.tokens << " tokens after " << o.warmup
         << " warm-up (a case stops early after 8 s on the device, " << fixed(o.twin_budget_s, 1)
         << " s on the twin, never before " << kMinTokens << " tokens); GPU stages from a separate run of "
@@ -104,7 +107,8 @@ void print_header(std::ostream& out, const Device& device, const std::vector<std
             << kPeerBlock << " steps; no profiled tokens (docs/bench.md, \"Speculative decoding\")\n";
     out << pad("case", 34, false) << pad("median", 10, true) << pad("p10", 10, true) << pad("p90", 10, true)
         << pad("twin", 10, true) << pad("twin/dev", 9, true) << pad("disp", 5, true) << pad("passes", 7, true)
-        << pad("MB/tok", 8, true) << pad("floor", 9, true) << pad("eff", 6, true);
+        << pad("MB/tok", 8, true) << pad("floor", 9, true) << pad("eff", 6, true) << pad("submit", 8, true)
+        << pad("gpu", 9, true) << pad("est", 9, true);
     if (peer) out << pad("llama", 10, true) << pad("llama/dev", 10, true);
     out << "\n";
     out.flush();
@@ -143,15 +147,21 @@ void print_row(std::ostream& out, const CaseResult& r) {
         << pad(r.device.count ? figure(static_cast<double>(r.delta.dispatches) / r.device.count) : "-", 5, true)
         << pad(r.row_passes() ? figure(*r.row_passes()) : "-", 7, true)
         << pad(mb ? fixed((*mb + r.bytes_written()) / 1e6, 2) : "-", 8, true) << pad(opt_fixed(r.floor_us(), 1), 9, true)
-        << pad(opt_fixed(r.efficiency(), 2), 6, true);
+        << pad(opt_fixed(r.efficiency(), 2), 6, true)
+        << pad(r.calibration ? fixed(r.calibration->submit_us, 1) : "-", 8, true) << pad(opt_fixed(r.gpu_us, 1), 9, true)
+        << pad(opt_fixed(r.est_us(), 1), 9, true);
     if (!r.peer_status.empty())
         out << pad(r.peer_status == "ok" ? fixed(r.peer.median, 1) : r.peer_status, 10, true)
             << pad(opt_fixed(r.peer_ratio(), 2), 10, true);
     out << "\n";
     if (!r.stages.empty()) {
         out << "    gpu stages:";
-        for (const StageTime& s : r.stages)
+        const bool matched = r.estimate.size() == r.stages.size();
+        for (size_t i = 0; i < r.stages.size(); ++i) {
+            const StageTime& s = r.stages[i];
             out << " " << s.stage << (s.level ? " L" + std::to_string(s.level) : "") << " " << fixed(s.gpu_us, 1);
+            if (matched && r.estimate[i].stage == s.stage) out << " (est " << fixed(r.estimate[i].est_us, 1) << ")";
+        }
         out << " us\n";
     }
     if (r.verify) print_verify(out, r);
@@ -233,6 +243,10 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& o) {
         ->check(CLI::NonNegativeNumber)->capture_default_str();
     cmd->add_option("--calibration-iterations", o.calibration_iterations, "submits per calibration measurement")
         ->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_option("--input", o.input,
+                    "where the logits are: host (sieve_sample, the upload included) or device (already in a "
+                    "device-local VkBuffer: sieve_sample_vulkan, as an inference engine calls it)")
+        ->check(CLI::IsMember({"host", "device"}))->capture_default_str();
     add_sampling_flags(*cmd, o.sampling);
     return cmd;
 }
@@ -279,10 +293,19 @@ int run_bench(const BenchOptions& o, std::ostream& out, std::ostream& err) {
         for (const BenchCase& c : cases) vocab = std::max(vocab, c.vocab);
         make_chain(twin, o.sampling, 1, vocab);
     }
+    // --input device: the bench's own Vulkan device on the same GPU, and the
+    // context on it replaces the library's own (declared first: it outlives the context).
+    std::unique_ptr<BenchVulkan> vulkan;
     Device device = open_device(o.device);
+    if (o.input == "device" && !device.cpu_twin) {
+        vulkan = BenchVulkan::open(device.info);
+        device.context = vulkan->make_context();
+        device.info = device.context->device_info();
+    }
     RunInfo info;
     info.device = &device;
     info.twin = &twin;
+    info.settings.device_input = o.input == "device";
     info.settings.tokens = o.tokens;
     info.settings.warmup = o.warmup;
     info.settings.profile_tokens = o.profile_tokens;
@@ -302,14 +325,18 @@ int run_bench(const BenchOptions& o, std::ostream& out, std::ostream& err) {
     if (!o.json) print_header(out, device, info.warnings, o, cases, peer.get());
     const size_t n_header_warnings = info.warnings.size();
 
-    BenchRunner runner(device, twin, info.settings, peer.get());
+    BenchRunner runner(device, twin, info.settings, peer.get(), vulkan.get());
     Progress progress(err);
     std::vector<CaseResult> results;
-    for (size_t i = 0; i < cases.size(); ++i) {
-        progress.show(i, cases.size(), cases[i].name);
-        results.push_back(runner.run(cases[i]));
-        progress.done();
-        if (!o.json) print_row(out, results.back());
+    size_t done = 0;
+    for (const std::vector<BenchCase>& group : case_groups(cases)) {
+        progress.show(done, cases.size(), group.size() > 1 ? std::to_string(group.size()) + " cases in rounds" : group.front().name);
+        for (CaseResult& r : runner.run_group(group)) {
+            progress.done();
+            if (!o.json) print_row(out, r);
+            results.push_back(std::move(r));
+        }
+        done += group.size();
     }
     info.load_end = host_load_average();
     add_noise_warnings(info, results);
@@ -331,8 +358,10 @@ int run_bench(const BenchOptions& o, std::ostream& out, std::ostream& err) {
         for (size_t i = n_header_warnings; i < info.warnings.size(); ++i) out << "note: " << info.warnings[i] << "\n";
         out << "twin/dev = twin median / device median (> 1: the device is faster); disp, passes = dispatches and "
                "full-row passes per token (measured; the plan's minimum is in the JSON); MB/tok = bytes the device reads and writes per token (estimate); "
-               "floor = passes x bare pass + empty submit (calibrated in this run); eff = floor / median "
-               "(docs/bench.md)\n";
+               "floor = passes x bare pass + empty submit (calibrated in this run); eff = floor / median; "
+               "submit = the empty submit-and-wait alone; gpu = GPU time per call (timestamps, profiled calls); "
+               "est = the plan's ESTIMATED GPU time on the reference GPU, an H200 (a model, not a measurement: "
+               "docs/architecture/estimate.md; only where the plan is a GPU's) (docs/bench.md)\n";
         if (peer) out << "llama = llama.cpp's median; llama/dev = llama.cpp's median / the device's (> 1: Sieve is faster)\n";
         out << "wall time " << fixed(info.wall_time_s, 1) << " s\n";
     }

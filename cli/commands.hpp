@@ -63,6 +63,7 @@ struct BenchOptions {
     std::string peer;                  // --peer llama[=PATH]: llama.cpp timed beside Sieve ("" = none)
     int32_t profile_tokens = 5;     // profiled tokens per case (GPU time per stage)
     int32_t calibration_iterations = 20;
+    std::string input = "host";     // --input host|device: where the logits are when sampled
     std::string command_line;       // the command as typed, for the record (set by run_cli)
 };
 CLI::App* add_bench_command(CLI::App& app, BenchOptions& o);

@@ -529,6 +529,20 @@ SIEVE_API sieve_status sieve_chain_plan_figures(const sieve_chain* chain, int32_
     });
 }
 
+SIEVE_API sieve_status sieve_chain_plan_estimate(const sieve_chain* chain, int32_t rows, int32_t vocab,
+                                                 sieve_stage_estimate* out, uint32_t capacity, uint32_t* count) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        if (!count) fail(SIEVE_ERROR_INVALID_ARGUMENT, "count is NULL");
+        if (capacity > 0 && !out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
+        chain->impl->check_call(reinterpret_cast<const float*>(chain), rows, vocab);
+        const auto stages = chain->impl->plan_estimate(rows, vocab);
+        *count = static_cast<uint32_t>(stages.size());
+        for (uint32_t i = 0; i < std::min<uint32_t>(capacity, *count); ++i) out[i] = stages[i];
+        return SIEVE_OK;
+    });
+}
+
 SIEVE_API sieve_status sieve_chain_set_profiling(sieve_chain* chain, int32_t enabled) {
     if (!chain) return null_handle("chain");
     return guarded([&] {

@@ -108,6 +108,9 @@ public:
     void check_idle() const;
     virtual sieve_counters counters() const = 0;
     virtual void plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, uint32_t* row_passes) const = 0;
+    // The plan's dispatches with their estimated GPU time (vulkan/gpu_estimate.hpp);
+    // the CPU backend has none.
+    virtual std::vector<sieve_stage_estimate> plan_estimate(int32_t, int32_t) const { return {}; }
     virtual void set_profiling(bool) {}
     virtual std::vector<sieve_stage_time> stage_times() const { return {}; }
 

@@ -2,11 +2,13 @@
 // (sieve_sample, sieve_sample_draws), distributions and the twin fallback.
 #include "vulkan/gpu_chain.hpp"
 
+#include "vulkan/gpu_estimate.hpp"
 #include "vulkan/gpu_params.hpp"
 #include "vulkan/gpu_plan.hpp"
 #include "vulkan/slot_layout.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -358,6 +360,49 @@ void GpuChain::plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, u
         key_for(RecordingKind::Sample, static_cast<uint32_t>(rows), static_cast<uint32_t>(vocab), nullptr, false));
     *dispatches = rec.plan.min_dispatches * static_cast<uint32_t>(rec.groups.size());
     *row_passes = rec.plan.min_row_passes;
+}
+
+std::vector<sieve_stage_estimate> GpuChain::plan_estimate(int32_t rows, int32_t vocab) const {
+    const uint32_t r = static_cast<uint32_t>(rows);
+    const Recording rec = recorder_.describe(key_for(RecordingKind::Sample, r, static_cast<uint32_t>(vocab), nullptr, false));
+    EstimateInputs in;
+    in.plan = &rec.plan;
+    in.groups = &rec.groups;
+    in.vocab = static_cast<uint32_t>(vocab);
+    for (size_t i = 0; i + 1 < config_.samplers.size(); ++i)
+        in.chain_ops += (config_.samplers[i] != ref::SamplerKind::Penalties && config_.samplers[i] != ref::SamplerKind::Dry) ? 1 : 0;
+    // The rows' parameter blocks as the call would write them (write_params),
+    // into scratch: what each row keeps and which collect variant it takes.
+    std::vector<uint32_t> block(PARAM_STRIDE);
+    in.collect_plain = rec.key.inputs == InputsMode::None && rec.rows_of_whole_vec4s();
+    const uint32_t capacity = history_capacity();
+    for (uint32_t i = 0; i < r; ++i) {
+        RowPlacement at;
+        at.capacity = limits_.candidate_capacity;
+        at.max_vocab = static_cast<uint32_t>(config_.max_vocab);
+        at.defer_top_p = buffers_.wide_cap() > 0;
+        at.commit = true;
+        at.logprobs = logprobs_n_;
+        std::fill(block.begin(), block.end(), 0u);
+        write_row_params(block.data(), config_.samplers, rows_[i], row_scale(static_cast<int32_t>(i)), at);
+        in.need = std::max(in.need, std::clamp(block[P_NEED], 1u, std::max(limits_.candidate_capacity / 2, 1u)));
+        in.collect_plain = in.collect_plain && row_block_plain(block.data(), limits_.workgroup_size, limits_.candidate_capacity);
+        if (!row_adjusts(config_.samplers, rows_[i])) continue;
+        auto window = [&](int32_t last_n) { return last_n < 0 ? capacity : std::min(static_cast<uint32_t>(last_n), capacity); };
+        if (penalties_act(rows_[i])) in.history_tokens = std::max(in.history_tokens, window(rows_[i].penalty_last_n));
+        if (dry_acts(rows_[i])) in.history_tokens = std::max(in.history_tokens, window(rows_[i].dry_penalty_last_n));
+    }
+    std::vector<sieve_stage_estimate> out;
+    for (const StageEstimate& e : estimate_plan(in)) {
+        sieve_stage_estimate s{};
+        std::snprintf(s.stage, sizeof s.stage, "%s", stage_name(e.stage));
+        s.level = e.level;
+        s.workgroups = e.workgroups;
+        s.indirect = e.indirect ? 1 : 0;
+        s.est_us = e.est_us;
+        out.push_back(s);
+    }
+    return out;
 }
 
 std::unique_ptr<ChainImpl> make_gpu_chain(VulkanContext& context, const ChainConfig& config) {

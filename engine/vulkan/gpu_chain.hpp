@@ -61,6 +61,7 @@ public:
     }
     sieve_counters counters() const override;
     void plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, uint32_t* row_passes) const override;
+    std::vector<sieve_stage_estimate> plan_estimate(int32_t rows, int32_t vocab) const override;
     void set_profiling(bool enabled) override { submitter_.set_profiling(enabled); }
     std::vector<sieve_stage_time> stage_times() const override { return submitter_.stage_times(); }
 

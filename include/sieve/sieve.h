@@ -81,7 +81,9 @@ extern "C" {
  *   0.4.0  sieve_context_options.max_storage_buffer_range (at the end: older
  *          callers get 0); sieve_device_info.compute_units and
  *          compute_units_known (at the end of a struct without struct_size:
- *          incompatible with 0.3, hence the new SONAME).
+ *          incompatible with 0.3, hence the new SONAME); sieve_stage_estimate
+ *          and sieve_chain_plan_estimate (the plan's estimated GPU time per
+ *          dispatch).
  *   0.3.0  sieve_context_options.profile (at the end: older callers get NULL)
  *          and sieve_device_info.profile (at the end of a struct without
  *          struct_size: incompatible with 0.2, hence the new SONAME),
@@ -654,6 +656,30 @@ SIEVE_API sieve_status sieve_chain_set_profiling(sieve_chain* chain, int32_t ena
  * number of stages; at most `capacity` are written. */
 SIEVE_API sieve_status sieve_chain_stage_times(const sieve_chain* chain, sieve_stage_time* out, uint32_t capacity,
                                                uint32_t* count);
+
+/* The plan's dispatches for `rows` x `vocab` with an ESTIMATE of each one's GPU
+ * time, never a measurement: a model of the reference GPU (an NVIDIA H200, 132
+ * SMs) fitted to its measured stage times (docs/architecture/estimate.md),
+ * from the plan's workgroups, the logits its busiest workgroup reads, its
+ * serial steps and the launch. It describes the plan this context records
+ * (SIEVE_PROFILE=gpu on any device records a GPU's), whatever device runs it.
+ * Indirect dispatches are estimated as the rows are expected to take them
+ * (`workgroups` 0: expected empty, est_us its launch alone). */
+typedef struct sieve_stage_estimate {
+    char stage[32];       /* shader stage, as sieve_stage_time names it */
+    uint32_t level;       /* radix level for histogram passes */
+    uint32_t workgroups;  /* expected to launch, over all row groups */
+    uint32_t indirect;    /* 1: the data or the host decides its grid when the call runs */
+    double est_us;        /* estimated GPU time on the reference GPU, microseconds */
+} sieve_stage_estimate;
+
+/* *count receives the number of dispatches; at most `capacity` are written (out
+ * may be NULL when capacity is 0). The CPU backend has no plan: count 0.
+ * SIEVE_ERROR_INVALID_ARGUMENT for a NULL count, or a NULL out with capacity > 0;
+ * SIEVE_ERROR_CAPACITY for rows or vocab outside the chain's capacity (as
+ * sieve_chain_plan_figures). */
+SIEVE_API sieve_status sieve_chain_plan_estimate(const sieve_chain* chain, int32_t rows, int32_t vocab,
+                                                 sieve_stage_estimate* out, uint32_t capacity, uint32_t* count);
 
 /* ---- calibration ------------------------------------------------------------- */
 

@@ -283,6 +283,15 @@ public:
         check(sieve_chain_plan_figures(handle_, rows, vocab, &d, &p));
         return {d, p};
     }
+    // An estimate of each dispatch's GPU time on the reference GPU, not a measurement.
+    std::vector<sieve_stage_estimate> plan_estimate(int32_t rows, int32_t vocab) const {
+        uint32_t n = 0;
+        check(sieve_chain_plan_estimate(handle_, rows, vocab, nullptr, 0, &n));
+        std::vector<sieve_stage_estimate> out(n);
+        if (n > 0) check(sieve_chain_plan_estimate(handle_, rows, vocab, out.data(), n, &n));
+        out.resize(n);
+        return out;
+    }
 
     // Row-level statuses: the call ran, some rows could not be sampled.
     static bool row_level(sieve_status s) {

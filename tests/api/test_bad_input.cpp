@@ -636,6 +636,28 @@ TEST_P(BadInputCall, PlanFiguresNullOutputs) {
     rig_->expect_usable(rig_->zero_steps());
 }
 
+TEST_P(BadInputCall, PlanEstimateNullOutputs) {
+    sieve_stage_estimate e[8];
+    uint32_t n = 77;
+    EXPECT_TRUE(Fails(sieve_chain_plan_estimate(rig_->chain(), 2, kVocab, e, 8, nullptr), SIEVE_ERROR_INVALID_ARGUMENT,
+                      {"count"}));
+    EXPECT_TRUE(Fails(sieve_chain_plan_estimate(rig_->chain(), 2, kVocab, nullptr, 8, &n), SIEVE_ERROR_INVALID_ARGUMENT,
+                      {"out"}));
+    EXPECT_EQ(n, 77u);
+    rig_->expect_usable(rig_->zero_steps());
+}
+
+TEST_P(BadInputCall, PlanEstimateSizesOutsideTheCapacity) {
+    uint32_t n = 77;
+    for (auto [rows, vocab, what] : {std::tuple{0, kVocab, "rows 0"}, std::tuple{kRows + 1, kVocab, "rows 5"},
+                                     std::tuple{2, 0, "vocab 0"}, std::tuple{2, kVocab + 1, "vocab 1025"}})
+        EXPECT_TRUE(Fails(sieve_chain_plan_estimate(rig_->chain(), rows, vocab, nullptr, 0, &n), SIEVE_ERROR_CAPACITY,
+                          {what}))
+            << rows << " x " << vocab;
+    EXPECT_EQ(n, 77u);
+    rig_->expect_usable(rig_->zero_steps());
+}
+
 TEST_P(BadInputCall, CountersNullOut) {
     EXPECT_TRUE(Fails(sieve_chain_counters(rig_->chain(), nullptr), SIEVE_ERROR_INVALID_ARGUMENT, {"out"}));
     rig_->expect_usable(rig_->zero_steps());
@@ -2014,6 +2036,12 @@ TEST(BadInputNullHandle, Counters) {
 TEST(BadInputNullHandle, PlanFigures) {
     uint32_t d = 0, p = 0;
     EXPECT_TRUE(Fails(sieve_chain_plan_figures(nullptr, 1, 4, &d, &p), SIEVE_ERROR_NULL_HANDLE, {"chain"}));
+}
+
+TEST(BadInputNullHandle, PlanEstimate) {
+    uint32_t n = 77;
+    EXPECT_TRUE(Fails(sieve_chain_plan_estimate(nullptr, 1, 4, nullptr, 0, &n), SIEVE_ERROR_NULL_HANDLE, {"chain"}));
+    EXPECT_EQ(n, 77u);
 }
 
 TEST(BadInputNullHandle, ContextDeviceInfo) {

@@ -1,0 +1,80 @@
+#include "vulkan/gpu_estimate.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace sieve {
+namespace {
+
+using M = EstimateModel;
+
+// One workgroup's serial time for a dispatch: its fixed steps, those that
+// grow with what it keeps or runs, and the read of its share of the row.
+struct Work {
+    double serial_us = 0;
+    double logits = 0;   // logits the workgroup reads
+    bool heavy = false;  // holds much shared memory: kHeavyPerSm resident per SM
+};
+
+Work work_of(const Dispatch& d, const EstimateInputs& in) {
+    const Plan& p = *in.plan;
+    const double chunk = d.per_chunk ? p.chunk_size : in.vocab;
+    const double read = chunk * M::kReadUsPerLogit;
+    switch (d.stage) {
+    case Stage::CollectPlain:
+    case Stage::Collect:
+        return {M::kCollectUs + M::kCollectUsPerNeed * in.need + read, chunk, true};
+    case Stage::CollectTail:
+        return {M::kTailUs + M::kTailUsPerOp * in.chain_ops + M::kTailUsPerNeed * in.need, 0, true};
+    case Stage::WideHistogram: return {M::kWideHistogramUsPerLogit * chunk, chunk, true};
+    case Stage::WideGather: return {M::kWideGatherUsPerLogit * chunk, chunk, true};
+    case Stage::History: return {M::kHistoryUs + M::kHistoryUsPerToken * in.history_tokens, 0, true};
+    case Stage::RowStats: return {M::kRowStatsUs + read, chunk, false};
+    case Stage::MassHistogram: return {M::kMassHistogramUs + read, chunk, false};
+    case Stage::Gather: return {M::kGatherUs + read, chunk, false};
+    case Stage::Finalize: return {M::kOtherPassUs + read, chunk, true};
+    default: return {M::kOtherPassUs + read, chunk, false};
+    }
+}
+
+// Whether the rows are expected to launch an indirect dispatch's grid.
+bool expected_to_run(const Dispatch& d, const EstimateInputs& in) {
+    if (d.indirect == kNotIndirect) return true;
+    switch (d.stage) {
+    case Stage::CollectPlain: return in.collect_plain;
+    case Stage::Collect: return !in.collect_plain;
+    case Stage::WideHistogram:
+    case Stage::WideGather: return true;
+    default: return false;  // selection levels past the first
+    }
+}
+
+} // namespace
+
+std::vector<StageEstimate> estimate_plan(const EstimateInputs& in) {
+    std::vector<StageEstimate> out;
+    const Plan& p = *in.plan;
+    for (const Dispatch& d : p.dispatches) {
+        StageEstimate e{d.stage, d.level, 0, d.indirect != kNotIndirect, 0.0};
+        const bool runs = expected_to_run(d, in);
+        const Work w = work_of(d, in);
+        for (const RowGroup& g : *in.groups) {
+            const uint32_t groups = runs ? g.rows * (d.per_chunk ? p.n_chunks : 1u) : 0u;
+            e.workgroups += groups;
+            if (groups == 0) {
+                e.est_us += M::kLaunchUs;
+                continue;
+            }
+            // Workgroups run in waves of what the SMs hold at once; the device's
+            // bandwidth bounds the whole dispatch's read from below.
+            const double resident = M::kSms * (w.heavy ? M::kHeavyPerSm : M::kLightPerSm);
+            const double waves = std::ceil(groups / resident);
+            const double bytes = w.logits * 4.0 * groups;
+            e.est_us += M::kLaunchUs + std::max(waves * w.serial_us, bytes / M::kBytesPerUs);
+        }
+        out.push_back(e);
+    }
+    return out;
+}
+
+} // namespace sieve

@@ -1,0 +1,65 @@
+// An estimate of each dispatch's GPU time on the reference GPU (an NVIDIA H200,
+// 132 SMs) from what the plan knows: its workgroups, the logits the busiest
+// workgroup reads, its serial steps and the launch. Constants fitted to the
+// H200 stage times of commit 30de833 (docs/architecture/estimate.md). An
+// estimate, never a measurement: it is how designs are compared where no GPU
+// is lent.
+#pragma once
+
+#include "vulkan/gpu_plan.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace sieve {
+
+// What a call's plan is estimated from, beyond the plan and its row groups.
+struct EstimateInputs {
+    const Plan* plan = nullptr;
+    const std::vector<RowGroup>* groups = nullptr;
+    uint32_t vocab = 0;
+    uint32_t need = 1;            // the most candidates a row's collect pass keeps (P_NEED)
+    uint32_t chain_ops = 0;       // samplers before the draw, penalties and DRY left out (the tail runs each)
+    uint32_t history_tokens = 0;  // the longest history window the history pass reads
+    bool collect_plain = true;    // the host arms collect.comp's plain variant (else the general one)
+};
+
+struct StageEstimate {
+    Stage stage;
+    uint32_t level = 0;
+    uint32_t workgroups = 0;  // expected to launch, over the row groups (0: left empty, see below)
+    bool indirect = false;    // the data or the host decides its grid when the call runs
+    double est_us = 0;
+};
+
+// One entry per plan dispatch (summed over the row groups), in the plan's
+// order. Indirect dispatches are estimated as the rows are expected to take
+// them: the collect variant the host arms runs and the other is empty; the
+// selection levels past the first are empty (the first level usually
+// resolves the row); the wide passes run (a top-p may cut past the buffer).
+std::vector<StageEstimate> estimate_plan(const EstimateInputs& in);
+
+// The model's constants (fitted or stated: estimate.md says which).
+struct EstimateModel {
+    static constexpr double kSms = 132;                   // the reference GPU's SMs
+    static constexpr double kLaunchUs = 5.0;              // a dispatch with its barrier and timestamp, empty or not
+    static constexpr double kBytesPerUs = 4.3e6;          // device bandwidth: 4.3 TB/s (a bound, not fitted)
+    static constexpr double kReadUsPerLogit = 0.00066;    // one workgroup reading its chunk (latency-bound)
+    static constexpr double kCollectUs = 59.3;            // collect.comp's fixed serial work per chunk
+    static constexpr double kCollectUsPerNeed = 0.20;     // ... per candidate kept (compactions, the sorted list)
+    static constexpr double kTailUs = 17.5;               // collect_tail.comp per row
+    static constexpr double kTailUsPerOp = 17.0;          // ... per op of the chain
+    static constexpr double kTailUsPerNeed = 0.71;        // ... per candidate merged and run through the chain
+    static constexpr double kWideHistogramUsPerLogit = 0.00858;
+    static constexpr double kWideGatherUsPerLogit = 0.0211;
+    static constexpr double kHistoryUs = 47.1;            // history.comp per row
+    static constexpr double kHistoryUsPerToken = 0.0839;  // ... per history token in its window
+    static constexpr double kRowStatsUs = 5.7;            // per chunk, besides the read
+    static constexpr double kMassHistogramUs = 25.4;
+    static constexpr double kGatherUs = 6.8;
+    static constexpr double kOtherPassUs = 6.0;           // passes without an H200 figure (stated, not fitted)
+    static constexpr double kHeavyPerSm = 1;              // shared-memory-heavy workgroups resident per SM (fitted)
+    static constexpr double kLightPerSm = 4;              // streaming workgroups per SM (stated, not fitted)
+};
+
+} // namespace sieve

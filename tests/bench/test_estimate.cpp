@@ -1,0 +1,105 @@
+// The GPU-time estimate (engine/vulkan/gpu_estimate.cpp, sieve_chain_plan_estimate)
+// against what it was fitted to: the H200's per-stage GPU times of commit 30de833
+// (h200_stage_times.json, copied from ../shared/gpu-baseline/h200-bench.json).
+// The plan recorded under the GPU profile here is the one the H200 ran: every
+// stage's estimate must lie within 2x of its measured time. Times are not
+// measured here.
+#include "bench_suite.hpp"
+#include "cli_process.hpp"
+#include "options.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <sieve/sieve.hpp>
+
+#include <string>
+
+namespace {
+
+using nlohmann::json;
+using sieve_cli::BenchCase;
+
+json fixture() {
+    const std::string text = sieve_test::read_text(std::string(SIEVE_SOURCE_DIR) + "/tests/bench/h200_stage_times.json");
+    return json::parse(text);
+}
+
+sieve_cli::Device gpu_profile_device() {
+    sieve_cli::Device d;
+    sieve::ContextOptions opts;
+    opts.profile("gpu");
+    d.context = std::make_unique<sieve::Context>(opts);
+    d.info = d.context->device_info();
+    d.has_info = true;
+    return d;
+}
+
+const BenchCase* find_case(const std::vector<BenchCase>& cases, const std::string& name) {
+    for (const BenchCase& c : cases)
+        if (c.name == name) return &c;
+    return nullptr;
+}
+
+TEST(Estimate, ReproducesTheH200StageTimesWithinTwiceOfThePlanOf30de833) {
+    const json fx = fixture();
+    ASSERT_TRUE(fx.contains("source"));
+    ASSERT_GE(fx["cases"].size(), 10u);
+    const sieve_cli::Device device = gpu_profile_device();
+    const std::vector<BenchCase> suite = sieve_cli::suite_cases("default", sieve_cli::SamplingOptions{});
+    int stages = 0;
+    for (const json& fc : fx["cases"]) {
+        const std::string name = fc["name"];
+        const BenchCase* c = find_case(suite, name);
+        ASSERT_NE(c, nullptr) << name << " is no longer a case of the default suite";
+        sieve::Chain chain = sieve_cli::make_chain(device, c->sampling, c->rows, c->vocab);
+        const std::vector<sieve_stage_estimate> est = chain.plan_estimate(c->rows, c->vocab);
+        const json& measured = fc["stages"];
+        ASSERT_EQ(est.size(), measured.size()) << name << ": the plan's dispatches differ from the H200's";
+        double est_total = 0, gpu_total = 0;
+        for (size_t i = 0; i < est.size(); ++i) {
+            const std::string stage = measured[i]["stage"];
+            const double gpu_us = measured[i]["gpu_us"];
+            EXPECT_EQ(std::string(est[i].stage), stage) << name << " dispatch " << i;
+            EXPECT_EQ(est[i].level, measured[i]["level"].get<uint32_t>()) << name << " dispatch " << i;
+            EXPECT_GE(est[i].est_us, 0.5 * gpu_us) << name << " " << stage << " L" << est[i].level << ": est "
+                                                    << est[i].est_us << " us, H200 " << gpu_us << " us";
+            EXPECT_LE(est[i].est_us, 2.0 * gpu_us) << name << " " << stage << " L" << est[i].level << ": est "
+                                                    << est[i].est_us << " us, H200 " << gpu_us << " us";
+            est_total += est[i].est_us;
+            gpu_total += gpu_us;
+            ++stages;
+        }
+        EXPECT_GE(est_total, 0.5 * gpu_total) << name;
+        EXPECT_LE(est_total, 2.0 * gpu_total) << name;
+    }
+    EXPECT_GE(stages, 40);
+}
+
+TEST(Estimate, NamesEveryDispatchOfThePlanAndItsWorkgroups) {
+    const sieve_cli::Device device = gpu_profile_device();
+    sieve_cli::SamplingOptions o;
+    o.samplers = "top_k;temperature;dist";
+    sieve::Chain chain = sieve_cli::make_chain(device, o, 4, 151936);
+    const auto [dispatches, passes] = chain.plan_figures(4, 151936);
+    const std::vector<sieve_stage_estimate> est = chain.plan_estimate(4, 151936);
+    ASSERT_GE(est.size(), dispatches);
+    uint32_t launched = 0;
+    for (const sieve_stage_estimate& e : est) {
+        EXPECT_GT(e.est_us, 0.0) << e.stage;
+        launched += e.workgroups > 0 ? 1 : 0;
+        if (std::string(e.stage) == "collect_tail") {
+            EXPECT_EQ(e.workgroups, 4u);  // one per row
+        }
+    }
+    EXPECT_EQ(launched, dispatches);  // the plan's minimum: the dispatches expected to launch workgroups
+    (void)passes;
+}
+
+TEST(Estimate, TheCpuBackendHasNoPlan) {
+    const sieve_cli::Device twin = sieve_cli::open_cpu_twin();
+    sieve::Chain chain = sieve_cli::make_chain(twin, sieve_cli::SamplingOptions{}, 1, 1000);
+    EXPECT_TRUE(chain.plan_estimate(1, 1000).empty());
+}
+
+} // namespace
