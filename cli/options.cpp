@@ -116,7 +116,7 @@ std::string effective_samplers(const SamplingOptions& o) {
     if (!o.sampling_seq.empty()) {
         if (!o.samplers.empty())
             throw CliError(kExitUsage, "--samplers and --sampling-seq both name the chain: give one of them");
-        return samplers_from_letters(o.sampling_seq);
+        return samplers_in_run_order(samplers_from_letters(o.sampling_seq));
     }
     return samplers_in_run_order(o.samplers);
 }
