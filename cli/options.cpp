@@ -318,6 +318,9 @@ Device open_device(const std::string& device) {
     return d;
 }
 
+namespace {
+
+// --history-file: ids separated by commas or white space, at most 16 MiB.
 std::vector<int32_t> read_history_file(const std::string& path) {
     InputStream in(path);
     constexpr uint64_t kMaxBytes = uint64_t(16) << 20;  // 65536 ids of 11 characters fit many times over
@@ -345,6 +348,8 @@ std::vector<int32_t> read_history_file(const std::string& path) {
     if (list.empty()) return {};
     return parse_token_ids("--history-file " + in.name(), list);
 }
+
+} // namespace
 
 sieve::Chain make_chain(const Device& device, const SamplingOptions& o, int32_t rows, int32_t vocab,
                         ChainSetup* setup) {

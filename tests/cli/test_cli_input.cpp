@@ -98,6 +98,11 @@ TEST_F(CliInput, NpyShapeBeyondTheLimitIsRefusedFromItsHeader) {
     Proc r = sieve("sample --logits '" + f + "' --device cpu");
     EXPECT_EQ(r.code, 3) << describe(r);
     EXPECT_NE(r.err.find("18350080000 values is beyond the limit"), std::string::npos) << r.err;
+    // A header longer than any numpy writes (2.0 format, 4-byte length): refused before it is read.
+    const std::string long_header = sparse_file(path("long_header.npy"), std::string("\x93NUMPY\x02\x00\x00\x00\x00\x40", 12), 100);
+    Proc lh = sieve("sample --logits '" + long_header + "' --device cpu");
+    EXPECT_EQ(lh.code, 3) << describe(lh);
+    EXPECT_NE(lh.err.find("malformed .npy header: it declares 1073741824 bytes"), std::string::npos) << lh.err;
     // Within the limit, a header whose data is missing is named truncated, before any read.
     const std::string t = path("short.npy");
     {
@@ -179,6 +184,10 @@ TEST_F(CliInput, HistoryFromAFile) {
     Proc missing = sieve(base + "--history-file '" + path("none.txt") + "'");
     EXPECT_EQ(missing.code, 3) << describe(missing);
     EXPECT_NE(missing.err.find("none.txt: cannot open"), std::string::npos) << missing.err;
+    const std::string huge = sparse_file(path("huge.txt"), "1 2 3", 17 << 20);
+    Proc too_large = sieve(base + "--history-file '" + huge + "'");
+    EXPECT_EQ(too_large.code, 3) << describe(too_large);
+    EXPECT_NE(too_large.err.find("beyond the limit of 16777216"), std::string::npos) << too_large.err;
     Proc both = sieve(base + "--history 1 --history-file '" + path("ids.txt") + "'");
     EXPECT_EQ(both.code, 2) << describe(both);
     EXPECT_NE(both.err.find("--history and --history-file"), std::string::npos) << both.err;
@@ -207,6 +216,10 @@ TEST_F(CliInput, RowErrorsAlsoGoToStderr) {
         EXPECT_NE(r.err.find("sieve: error: row 1: non_finite_logit"), std::string::npos) << r.err;
         EXPECT_EQ(r.err.find("row 0"), std::string::npos) << r.err;
     }
+    // A verification whose positions hold NaN: its status on stderr as well.
+    Proc draft = sieve("sample --logits '" + f + "' --draft 1 --samplers greedy --device cpu");
+    EXPECT_EQ(draft.code, 3) << describe(draft);
+    EXPECT_NE(draft.err.find("sieve: error: non_finite_logit"), std::string::npos) << draft.err;
 }
 
 TEST_F(CliInput, LongDrawsShowProgressOnATerminalOnly) {
