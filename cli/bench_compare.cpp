@@ -40,10 +40,46 @@ std::string label(const Json& doc) {
     return d;
 }
 
+std::string value_text(const Json& v) {
+    if (v.is_null()) return "(none)";
+    return v.is_string() ? "'" + v.get<std::string>() + "'" : v.dump();
+}
+
+// What the two runs were measured with, where they differ: the device and
+// its setting, the library, llama.cpp beside it, and every setting.
+Json run_differences(const Json& a, const Json& b) {
+    Json diffs = Json::array();
+    auto field = [](const Json& doc, const std::string& key) { return doc.contains(key) ? doc[key] : Json(nullptr); };
+    auto differ = [&](const std::string& name, const Json& va, const Json& vb) {
+        if (va != vb) diffs.push_back(Json{{"field", name}, {"a", va}, {"b", vb}});
+    };
+    for (const char* key : {"device", "backend", "device_type", "driver", "profile", "library_version"})
+        differ(key, field(a, key), field(b, key));
+    auto peer = [&](const Json& doc) {
+        return doc.contains("peer") && doc["peer"].is_object() ? doc["peer"].value("version", Json("llama.cpp")) : Json(nullptr);
+    };
+    differ("peer", peer(a), peer(b));
+    const Json sa = a.contains("settings") && a["settings"].is_object() ? a["settings"] : Json::object();
+    const Json sb = b.contains("settings") && b["settings"].is_object() ? b["settings"] : Json::object();
+    std::vector<std::string> keys;
+    for (auto it = sa.begin(); it != sa.end(); ++it) keys.push_back(it.key());
+    for (auto it = sb.begin(); it != sb.end(); ++it)
+        if (!sa.contains(it.key())) keys.push_back(it.key());
+    for (const std::string& k : keys) differ("settings." + k, field(sa, k), field(sb, k));
+    return diffs;
+}
+
+std::vector<std::string> run_warnings(const Json& doc) {
+    std::vector<std::string> out;
+    if (doc.contains("warnings") && doc["warnings"].is_array())
+        for (const Json& w : doc["warnings"])
+            if (w.is_string()) out.push_back(w.get<std::string>());
+    return out;
+}
+
 } // namespace
 
-int run_compare(const std::string& a_path, const std::string& b_path, const std::string& filter, bool json,
-                std::ostream& out) {
+Comparison compare_runs(const std::string& a_path, const std::string& b_path, const std::string& filter) {
     const Json a = read_bench_json(a_path);
     const Json b = read_bench_json(b_path);
     std::map<std::string, const Json*> in_b;
@@ -100,59 +136,82 @@ int run_compare(const std::string& a_path, const std::string& b_path, const std:
 
     // Either run with --peer: llama.cpp's median and llama/dev beside each side.
     const bool peers = has_peer(a) || has_peer(b);
-    if (json) {
-        Json doc;
-        doc["a"] = Json{{"file", a_path}, {"device", a.value("device", Json(nullptr))}, {"date", a.value("date", Json(nullptr))}};
-        doc["b"] = Json{{"file", b_path}, {"device", b.value("device", Json(nullptr))}, {"date", b.value("date", Json(nullptr))}};
-        Json cases = Json::array();
-        for (const Row& r : rows) {
-            Json c;
-            c["name"] = r.name;
-            c["a_median_us"] = r.a ? Json(*r.a) : Json(nullptr);
-            c["b_median_us"] = r.b ? Json(*r.b) : Json(nullptr);
-            c["ratio"] = r.ratio ? Json(std::round(*r.ratio * 10000.0) / 10000.0) : Json(nullptr);
-            if (peers) {
-                c["a_peer_median_us"] = r.a_peer ? Json(*r.a_peer) : Json(nullptr);
-                c["b_peer_median_us"] = r.b_peer ? Json(*r.b_peer) : Json(nullptr);
-                c["a_peer_ratio"] = r.a_peer_ratio ? Json(*r.a_peer_ratio) : Json(nullptr);
-                c["b_peer_ratio"] = r.b_peer_ratio ? Json(*r.b_peer_ratio) : Json(nullptr);
-            }
-            if (!r.note.empty()) c["note"] = r.note;
-            cases.push_back(c);
+    Comparison result;
+    Json& doc = result.doc;
+    doc["a"] = Json{{"file", a_path}, {"device", a.value("device", Json(nullptr))}, {"date", a.value("date", Json(nullptr))},
+                    {"label", label(a)}};
+    doc["b"] = Json{{"file", b_path}, {"device", b.value("device", Json(nullptr))}, {"date", b.value("date", Json(nullptr))},
+                    {"label", label(b)}};
+    doc["peers"] = peers;
+    Json cases = Json::array();
+    for (const Row& r : rows) {
+        Json c;
+        c["name"] = r.name;
+        c["a_median_us"] = r.a ? Json(*r.a) : Json(nullptr);
+        c["b_median_us"] = r.b ? Json(*r.b) : Json(nullptr);
+        c["ratio"] = r.ratio ? Json(std::round(*r.ratio * 10000.0) / 10000.0) : Json(nullptr);
+        if (peers) {
+            c["a_peer_median_us"] = r.a_peer ? Json(*r.a_peer) : Json(nullptr);
+            c["b_peer_median_us"] = r.b_peer ? Json(*r.b_peer) : Json(nullptr);
+            c["a_peer_ratio"] = r.a_peer_ratio ? Json(*r.a_peer_ratio) : Json(nullptr);
+            c["b_peer_ratio"] = r.b_peer_ratio ? Json(*r.b_peer_ratio) : Json(nullptr);
         }
-        doc["cases"] = std::move(cases);
-        doc["matched"] = matched;
-        doc["geomean_ratio"] = geomean ? Json(std::round(*geomean * 10000.0) / 10000.0) : Json(nullptr);
-        doc["only_in_a"] = only_a;
-        doc["only_in_b"] = only_b;
-        print_json(out, doc);
-        return kExitOk;
+        if (!r.note.empty()) c["note"] = r.note;
+        cases.push_back(c);
     }
-    out << "A: " << a_path << " (" << label(a) << ")\n";
-    out << "B: " << b_path << " (" << label(b) << ")\n";
+    doc["cases"] = std::move(cases);
+    doc["matched"] = matched;
+    doc["geomean_ratio"] = geomean ? Json(std::round(*geomean * 10000.0) / 10000.0) : Json(nullptr);
+    doc["only_in_a"] = only_a;
+    doc["only_in_b"] = only_b;
+    doc["differences"] = run_differences(a, b);
+    for (const std::string& w : run_warnings(a)) result.warnings.push_back("A: " + w);
+    for (const std::string& w : run_warnings(b)) result.warnings.push_back("B: " + w);
+    if (!doc["differences"].empty()) {
+        std::string fields;
+        for (const Json& d : doc["differences"]) fields += (fields.empty() ? "" : ", ") + d["field"].get<std::string>();
+        result.warnings.push_back("the runs differ in " + fields + ": B/A measures those differences too, not Sieve alone");
+    }
+    doc["warnings"] = result.warnings;
+    return result;
+}
+
+void print_comparison(std::ostream& out, const Comparison& c) {
+    const Json& doc = c.doc;
+    const bool peers = doc["peers"].get<bool>();
+    out << "A: " << doc["a"]["file"].get<std::string>() << " (" << doc["a"]["label"].get<std::string>() << ")\n";
+    out << "B: " << doc["b"]["file"].get<std::string>() << " (" << doc["b"]["label"].get<std::string>() << ")\n";
+    for (const Json& d : doc["differences"])
+        out << "differs: " << d["field"].get<std::string>() << ": A " << value_text(d["a"]) << ", B " << value_text(d["b"]) << "\n";
+    for (const std::string& w : c.warnings) out << "warning: " << w << "\n";
     out << "B/A = B's median / A's median per token (< 1: B is faster)\n";
     if (peers) out << "A llama, B llama = llama.cpp's median in each run (--peer); llama/dev = it / Sieve's median (> 1: Sieve is faster)\n";
     out << pad("case", 34, false) << pad("A median", 12, true) << pad("B median", 12, true) << pad("B/A", 9, true);
     if (peers)
         out << pad("A llama", 10, true) << pad("A llama/dev", 12, true) << pad("B llama", 10, true) << pad("B llama/dev", 12, true);
     out << "\n";
-    for (const Row& r : rows) {
-        out << pad(r.name, 34, false) << pad(r.a ? fixed(*r.a, 1) : "-", 12, true) << pad(r.b ? fixed(*r.b, 1) : "-", 12, true)
-            << pad(r.ratio ? fixed(*r.ratio, 3) : "-", 9, true);
+    auto cell = [&](const Json& v, int d, int w) { out << pad(v.is_number() ? fixed(v.get<double>(), d) : "-", w, true); };
+    for (const Json& r : doc["cases"]) {
+        out << pad(r["name"].get<std::string>(), 34, false);
+        cell(r["a_median_us"], 1, 12);
+        cell(r["b_median_us"], 1, 12);
+        cell(r["ratio"], 3, 9);
         if (peers) {
-            auto cell = [&](const std::optional<double>& v, int d, int w) { out << pad(v ? fixed(*v, d) : "-", w, true); };
-            cell(r.a_peer, 1, 10);
-            cell(r.a_peer_ratio, 2, 12);
-            cell(r.b_peer, 1, 10);
-            cell(r.b_peer_ratio, 2, 12);
+            cell(r["a_peer_median_us"], 1, 10);
+            cell(r["a_peer_ratio"], 2, 12);
+            cell(r["b_peer_median_us"], 1, 10);
+            cell(r["b_peer_ratio"], 2, 12);
         }
-        if (!r.note.empty()) out << "  (" << r.note << ")";
+        if (r.contains("note")) out << "  (" << r["note"].get<std::string>() << ")";
         out << "\n";
     }
-    if (geomean) out << "geometric mean of B/A over " << matched << " cases: " << fixed(*geomean, 3) << "\n";
-    if (!only_a.empty()) out << "only in A: " << only_a.size() << " case(s), e.g. " << only_a.front() << "\n";
-    if (!only_b.empty()) out << "only in B: " << only_b.size() << " case(s), e.g. " << only_b.front() << "\n";
-    return kExitOk;
+    const int matched = doc["matched"].get<int>();
+    if (doc["geomean_ratio"].is_number())
+        out << "geometric mean of B/A over " << matched << " cases: " << fixed(doc["geomean_ratio"].get<double>(), 3) << "\n";
+    const Json& only_a = doc["only_in_a"];
+    const Json& only_b = doc["only_in_b"];
+    if (!only_a.empty()) out << "only in A: " << only_a.size() << " case(s), e.g. " << only_a.front().get<std::string>() << "\n";
+    if (!only_b.empty()) out << "only in B: " << only_b.size() << " case(s), e.g. " << only_b.front().get<std::string>() << "\n";
 }
 
 } // namespace sieve_cli

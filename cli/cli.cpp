@@ -8,9 +8,13 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <functional>
 #include <new>
 #include <string>
+#include <vector>
 
 namespace sieve_cli {
 namespace {
@@ -59,6 +63,58 @@ std::string shell_word(const std::string& arg) {
     return q + "'";
 }
 
+// Edit distance, for "did you mean" on a mistyped command.
+size_t distance(const std::string& a, const std::string& b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= b.size(); ++j) {
+            const size_t up = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            diag = up;
+        }
+    }
+    return row[b.size()];
+}
+
+const char* const kCommands[] = {"devices", "sample", "bench"};
+
+// What is wrong with the first word when it is not a command CLI11 can take
+// ("" when it is one, or --help / --version).
+std::string first_word_error(int argc, const char* const* argv) {
+    const std::string usage = "commands: devices, sample, bench (sieve --help describes them)";
+    if (argc < 2) return "no command given; " + usage;
+    const std::string word = argv[1];
+    if (word == "--help" || word == "-h" || word == "--version") return {};
+    for (const char* c : kCommands)
+        if (word == c) return {};
+    if (!word.empty() && word[0] == '-')
+        return "unknown option '" + word + "' before the command (--version prints the version); " + usage;
+    std::string hint;
+    for (const char* c : kCommands)
+        if (distance(word, c) <= 2) hint = std::string(" (did you mean '") + c + "'?)";
+    return "unknown command '" + word + "'" + hint + "; " + usage;
+}
+
+bool asks_for_json(int argc, const char* const* argv) {
+    for (int i = 1; i < argc; ++i)
+        if (std::string(argv[i]) == "--json") return true;
+    return false;
+}
+
+// Output that could not be written (a full disk, a closed pipe) is an error:
+// the command's results are lost.
+int checked_output(int code, std::ostream& out, std::ostream& err) {
+    errno = 0;
+    out.flush();
+    if (out) return code;
+    const int e = errno;
+    err << "sieve: error: cannot write the output to stdout" << (e ? std::string(": ") + std::strerror(e) : "") << "\n";
+    return code == kExitOk ? kExitBadInput : code;
+}
+
 } // namespace
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
@@ -66,6 +122,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     app.require_subcommand(1);
     app.set_version_flag("--version", version_text());
     app.footer("Exit status: 0 success, 2 usage error, 3 bad input, 4 device error.");
+    // llama.cpp's habit: a value flag given twice takes the last value.
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 
     DevicesOptions devices;
     SampleOptions sample;
@@ -74,19 +132,37 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     CLI::App* sample_cmd = add_sample_command(app, sample);
     CLI::App* bench_cmd = add_bench_command(app, bench);
 
+    if (argc >= 2 && std::string(argv[1]) == "help") {
+        out << app.help();
+        return checked_output(kExitOk, out, err);
+    }
+    const std::string first_error = first_word_error(argc, argv);
     try {
+        if (!first_error.empty()) throw CliError(kExitUsage, first_error);
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        const int code = app.exit(e, out, err); // prints help/version, or the parse error
-        return code == 0 ? kExitOk : kExitUsage;
+        if (e.get_exit_code() == 0) return checked_output(app.exit(e, out, err), out, err);  // --help, --version
+        const CLI::App* cmd = sample_cmd->parsed() ? sample_cmd : bench_cmd->parsed() ? bench_cmd : devices_cmd->parsed() ? devices_cmd : nullptr;
+        const std::string help = cmd ? "sieve " + cmd->get_name() + " --help" : std::string("sieve --help");
+        err << "sieve: error: " << e.what() << " (" << help << " lists the flags)\n";
+        if (asks_for_json(argc, argv)) print_json(out, run_error_json(kExitUsage, SIEVE_OK, e.what()));
+        return checked_output(kExitUsage, out, err);
+    } catch (const CliError& e) {
+        err << "sieve: error: " << e.what() << "\n";
+        if (asks_for_json(argc, argv)) print_json(out, run_error_json(e.exit_code(), SIEVE_OK, e.what()));
+        return checked_output(e.exit_code(), out, err);
     }
 
-    if (devices_cmd->parsed()) return guarded(devices.json, out, err, [&] { return run_devices(devices, out, err); });
-    if (sample_cmd->parsed()) return guarded(sample.json, out, err, [&] { return run_sample(sample, out, err); });
-    for (int i = 0; i < argc; ++i) bench.command_line += (i ? " " : "") + shell_word(argv[i]);
-    if (bench_cmd->parsed()) return guarded(bench.json, out, err, [&] { return run_bench(bench, out, err); });
-    err << "sieve: error: no command given\n";
-    return kExitUsage;
+    int code = kExitUsage;
+    if (devices_cmd->parsed()) code = guarded(devices.json, out, err, [&] { return run_devices(devices, out, err); });
+    else if (sample_cmd->parsed()) code = guarded(sample.json, out, err, [&] { return run_sample(sample, out, err); });
+    else if (bench_cmd->parsed()) {
+        for (int i = 0; i < argc; ++i) bench.command_line += (i ? " " : "") + shell_word(argv[i]);
+        code = guarded(bench.json, out, err, [&] { return run_bench(bench, out, err); });
+    } else {
+        err << "sieve: error: no command given\n";
+    }
+    return checked_output(code, out, err);
 }
 
 } // namespace sieve_cli

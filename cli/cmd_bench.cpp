@@ -216,8 +216,10 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& o) {
     CLI::App* cmd = app.add_subcommand(
         "bench", "benchmark sampling chains on a device against the CPU twin (built-in suite, or one chain on --logits)");
     cmd->add_flag("--json", o.json, "print one JSON document on stdout (docs/bench-schema.json)");
-    cmd->add_option("--json-out", o.json_out, "also write the JSON document to this file");
-    cmd->add_option("--report", o.report, "write a self-contained HTML report (plots, table) to this file");
+    cmd->add_option("--json-out", o.json_out, "also write the JSON document to this file (with --compare: the comparison)")
+        ->type_name("PATH");
+    cmd->add_option("--report", o.report, "write a self-contained HTML report (plots, table) to this file (not with --compare)")
+        ->type_name("PATH");
     cmd->add_option("--compare", o.compare, "compare two `sieve bench --json` files: per-case ratio B/A of the median")
         ->expected(2)
         ->type_name("A.json B.json");
@@ -227,34 +229,48 @@ CLI::App* add_bench_command(CLI::App& app, BenchOptions& o) {
         ->type_name("llama[=PATH]");
     cmd->add_option("--suite", o.suite, std::string("built-in suite: ") + suite_names_help())->capture_default_str();
     cmd->add_option("--tokens", o.tokens, "measured tokens per case, after warm-up")
-        ->check(CLI::PositiveNumber)->capture_default_str();
+        ->check(at_least(1, "a case measures at least 1 token"))->capture_default_str();
     cmd->add_option("--warmup", o.warmup, "untimed warm-up tokens per case")
-        ->check(CLI::NonNegativeNumber)->capture_default_str();
+        ->check(at_least(0, "a case warms up with 0 or more tokens"))->capture_default_str();
     cmd->add_option("--rows", o.rows, "rows sampled per call (replaces the suite's), or rows of --logits (a one-row file is repeated)")
-        ->check(CLI::Range(1, 4096));
+        ->check(in_range(1, 4096, "a bench call samples 1 to 4096 rows"));
     cmd->add_option("--case", o.case_filter, "run only the cases whose name contains this substring");
     cmd->add_flag("--list", o.list, "list the cases and exit");
     add_device_flag(*cmd, o.device);
-    cmd->add_option("--logits", o.logits, "benchmark one chain on the logits of this file (.npy or raw float32)");
-    cmd->add_option("--vocab", o.vocab, "vocabulary size of a raw float32 --logits file")->check(CLI::PositiveNumber);
+    cmd->add_option("--logits", o.logits, "benchmark one chain on the logits of this file (.npy or raw float32; '-' = stdin)")
+        ->type_name("FILE");
+    cmd->add_option("--vocab", o.vocab, "vocabulary size of a raw float32 --logits file")
+        ->check(at_least(1, "a vocabulary holds at least 1 token"));
     cmd->add_option("--twin-budget", o.twin_budget_s, "seconds per case the CPU twin may take before it stops early")
-        ->check(CLI::PositiveNumber)->capture_default_str();
+        ->check(above_zero("the twin's budget is a positive number of seconds"))->capture_default_str();
     cmd->add_option("--profile-tokens", o.profile_tokens, "profiled tokens per case for the GPU time per stage (0 = none)")
-        ->check(CLI::NonNegativeNumber)->capture_default_str();
+        ->check(at_least(0, "a case profiles 0 or more tokens"))->capture_default_str();
     cmd->add_option("--calibration-iterations", o.calibration_iterations, "submits per calibration measurement")
-        ->check(CLI::PositiveNumber)->capture_default_str();
+        ->check(at_least(1, "a calibration measures at least 1 submit"))->capture_default_str();
     cmd->add_option("--input", o.input,
                     "where the logits are: host (sieve_sample, the upload included) or device (already in a "
                     "device-local VkBuffer: sieve_sample_vulkan, as an inference engine calls it)")
         ->check(CLI::IsMember({"host", "device"}))->capture_default_str();
     add_sampling_flags(*cmd, o.sampling);
+    check_flag_values(*cmd);
     return cmd;
 }
 
 int run_bench(const BenchOptions& o, std::ostream& out, std::ostream& err) {
     if (!o.compare.empty()) {
         if (o.compare.size() != 2) throw CliError(kExitUsage, "--compare takes two files: A.json B.json");
-        return run_compare(o.compare[0], o.compare[1], o.case_filter, o.json, out);
+        if (!o.report.empty())
+            throw CliError(kExitUsage, "--report writes a run's report and cannot be combined with --compare (the "
+                                       "comparison goes to stdout, or to --json-out as JSON)");
+        std::ofstream json_file;
+        if (!o.json_out.empty()) json_file = open_output(o.json_out, "--json-out");
+        const Comparison c = compare_runs(o.compare[0], o.compare[1], o.case_filter);
+        if (o.json) print_json(out, c.doc);
+        else print_comparison(out, c);
+        if (json_file.is_open()) write_output(json_file, o.json_out, "--json-out", c.doc.dump(2) + "\n");
+        if (o.json)
+            for (const std::string& w : c.warnings) err << "warning: " << w << "\n";
+        return kExitOk;
     }
     const auto start = std::chrono::steady_clock::now();
     const std::vector<BenchCase> all = build_cases(o);

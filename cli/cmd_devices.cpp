@@ -8,17 +8,34 @@
 #include <sieve/sieve.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 
 namespace sieve_cli {
-
 CLI::App* add_devices_command(CLI::App& app, DevicesOptions& o) {
     CLI::App* cmd = app.add_subcommand("devices", "list the Vulkan devices, their limits and which one is the default");
     cmd->add_flag("--json", o.json, "print one JSON document");
     return cmd;
 }
 
+namespace {
+
+// SIEVE_DEVICE as every command reads it: "cpu" (the twin is the default), a
+// device the library opens (it marks that one the default), or an error
+// naming the variable, as `sieve sample` would fail with it.
+bool default_is_cpu_twin() {
+    const char* env = std::getenv("SIEVE_DEVICE");
+    if (!env || !*env) return false;
+    const Device d = open_device("");  // throws, naming SIEVE_DEVICE, for a value that picks no device
+    return d.cpu_twin;
+}
+
+} // namespace
+
 int run_devices(const DevicesOptions& o, std::ostream& out, std::ostream& /*err*/) {
-    const std::vector<sieve_device_info> infos = sieve::devices();
+    const bool cpu_default = default_is_cpu_twin();
+    std::vector<sieve_device_info> infos = sieve::devices();
+    if (cpu_default)
+        for (sieve_device_info& info : infos) info.is_default = 0;
     // The profile every command's context takes (env SIEVE_PROFILE): an unknown
     // name is refused here as it would be there.
     uint32_t profile = 0;
@@ -34,7 +51,10 @@ int run_devices(const DevicesOptions& o, std::ostream& out, std::ostream& /*err*
         doc["devices"] = list;
         doc["default"] = def;
         doc["profile"] = sieve_profile_name(profile);
-        doc["cpu_twin"] = {{"device", "cpu"}, {"description", "the CPU twin (executable specification), --device cpu"}};
+        if (cpu_default) doc["default"] = "cpu";
+        doc["cpu_twin"] = {{"device", "cpu"},
+                           {"description", "the CPU twin (executable specification), --device cpu"},
+                           {"default", cpu_default}};
         doc["library_version"] = std::to_string(SIEVE_VERSION_GET_MAJOR(sieve_version())) + "." +
                                  std::to_string(SIEVE_VERSION_GET_MINOR(sieve_version())) + "." +
                                  std::to_string(SIEVE_VERSION_GET_PATCH(sieve_version()));
@@ -61,7 +81,8 @@ int run_devices(const DevicesOptions& o, std::ostream& out, std::ostream& /*err*
         for (const std::string& n : names) out << " " << n;
         out << "\n";
     }
-    out << "[cpu] the CPU twin (executable specification): --device cpu\n";
+    out << "[cpu] the CPU twin (executable specification): --device cpu"
+        << (cpu_default ? "  (default: SIEVE_DEVICE=cpu)" : "") << "\n";
     return 0;
 }
 

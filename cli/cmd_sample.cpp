@@ -2,6 +2,7 @@
 // logits in a .npy or raw float32 file.
 #include "commands.hpp"
 
+#include "draw_progress.hpp"
 #include "exit_codes.hpp"
 #include "json_output.hpp"
 #include "logits_source.hpp"
@@ -81,14 +82,17 @@ struct RowResult {
     Json json;            // the JSON row object
     std::string text;     // its human form
     bool failed = false;
+    std::string error;    // "row r: status: message" for stderr
 };
 
 } // namespace
 
 CLI::App* add_sample_command(CLI::App& app, SampleOptions& o) {
     CLI::App* cmd = app.add_subcommand("sample", "sample one token per row from logits in a file");
-    cmd->add_option("--logits", o.logits, ".npy (float32/float16, shape [V] or [B,V]) or raw little-endian float32 file")
-        ->required();
+    cmd->add_option("--logits", o.logits,
+                    ".npy (float32/float16, shape [V] or [B,V]) or raw little-endian float32 file; '-' reads stdin")
+        ->required()
+        ->type_name("FILE");
     cmd->add_option("--vocab", o.vocab, "vocabulary size (required for raw float32; checked against a .npy)")
         ->check(at_least(1, "a vocabulary holds at least 1 token"));
     cmd->add_option("--rows", o.rows, "rows to sample (must match the file, or repeat a one-row file)")
@@ -105,11 +109,12 @@ CLI::App* add_sample_command(CLI::App& app, SampleOptions& o) {
         ->check(at_least(1, "a row is drawn at least once"));
     add_draft_flags(*cmd, o);
     cmd->add_flag("--json", o.json, "print one JSON document");
+    check_flag_values(*cmd, {"--draft"});  // --draft "" verifies no drafts (only the bonus token)
     return cmd;
 }
 
-int run_sample(const SampleOptions& o, std::ostream& out, std::ostream& /*err*/) {
-    if (verifies_drafts(o)) return run_sample_verify(o, out);
+int run_sample(const SampleOptions& o, std::ostream& out, std::ostream& err) {
+    if (verifies_drafts(o)) return run_sample_verify(o, out, err);
     check_logprobs_combination(o);
     check_draws(o.draws);
     const Logits logits = load_logits(o.logits, o.vocab, o.rows);
@@ -131,14 +136,15 @@ int run_sample(const SampleOptions& o, std::ostream& out, std::ostream& /*err*/)
         const std::string msg = failures.message(s, r);
         rows[r].json = row_error_json(r, s, msg);
         rows[r].text = "row " + std::to_string(r) + ": error " + sieve_status_name(s) + ": " + msg;
+        rows[r].error = "row " + std::to_string(r) + ": " + sieve_status_name(s) + ": " + msg;
     };
-    Json seed_used = nullptr;  // row 0's seed (the contract's "seed"); each row carries its own
-    bool seeds_differ = false;  // a random seed is drawn per row
-    auto note_seed = [&](int32_t r, const sieve_token& t, bool with_step) {
-        rows[r].json["seed"] = t.seed;
-        if (with_step) rows[r].json["step"] = t.step;
-        if (seed_used.is_null()) seed_used = t.seed;
-        else if (seed_used.get<uint32_t>() != t.seed) seeds_differ = true;
+    // Every row's seed as the chain holds it (a random seed is drawn per row),
+    // reported in every mode: row 0's is the contract's "seed".
+    const std::vector<uint32_t> seeds = row_seeds(chain, logits.rows);
+    const bool seeds_differ = std::any_of(seeds.begin(), seeds.end(), [&](uint32_t s) { return s != seeds[0]; });
+    auto note_seed = [&](int32_t r, const sieve_token* t) {
+        rows[r].json["seed"] = seeds[r];
+        if (t) rows[r].json["step"] = t->step;
     };
 
     if (sample_one && o.logprobs >= 0) sieve::check(sieve_chain_set_logprobs(chain.get(), o.logprobs));
@@ -152,7 +158,7 @@ int run_sample(const SampleOptions& o, std::ostream& out, std::ostream& /*err*/)
             j["token"] = t.token;
             j["p"] = json_float(t.p);
             j["logprob"] = json_float(t.logprob);
-            note_seed(r, t, true);
+            note_seed(r, &t);
             rows[r].text += " token " + std::to_string(t.token) + "  p " + fmt("%.6f", t.p) + "  logprob " +
                             fmt("%.6f", t.logprob);
             if (o.logprobs < 0) continue;
@@ -191,6 +197,7 @@ int run_sample(const SampleOptions& o, std::ostream& out, std::ostream& /*err*/)
                 fail_row(r, s);
                 continue;
             }
+            note_seed(r, nullptr);
             Json cands = Json::array();
             for (size_t i = 0; i < ids.size(); ++i) cands.push_back({{"id", ids[i]}, {"p", json_float(probs[i])}});
             rows[r].json["count"] = ids.size();
@@ -205,7 +212,9 @@ int run_sample(const SampleOptions& o, std::ostream& out, std::ostream& /*err*/)
 
     if (o.draws > 0) {
         std::vector<sieve_token> last;
+        DrawProgress progress(err, o.draws, logits.rows);
         std::vector<int32_t> tokens = chain.draws(logits.data.data(), logits.rows, logits.vocab, o.draws, &last);
+        progress.stop();
         const std::string library_message = sieve_last_error();
         for (int32_t r = 0; r < logits.rows; ++r) {
             if (rows[r].failed) continue;
@@ -222,7 +231,7 @@ int run_sample(const SampleOptions& o, std::ostream& out, std::ostream& /*err*/)
             for (const auto& [id, n] : sorted) c[std::to_string(id)] = n;
             rows[r].json["draws"] = o.draws;
             rows[r].json["counts"] = std::move(c);
-            note_seed(r, last[r], false);
+            note_seed(r, nullptr);
             std::string& t = rows[r].text;
             t += "\n  " + std::to_string(o.draws) + " draws, " + std::to_string(sorted.size()) + " distinct tokens (id count share)";
             for (size_t i = 0; i < sorted.size() && i < kHumanListLimit; ++i)
@@ -234,16 +243,14 @@ int run_sample(const SampleOptions& o, std::ostream& out, std::ostream& /*err*/)
 
     const int code = failures.first == SIEVE_OK ? kExitOk : exit_code_for(failures.first);
     if (o.json) {
-        Json doc = sample_json_header(device, chain, o.sampling, setup, seed_used, logits.vocab);
+        Json doc = sample_json_header(device, chain, o.sampling, setup, Json(seeds[0]), logits.vocab);
         Json arr = Json::array();
         for (RowResult& r : rows) arr.push_back(std::move(r.json));
         doc["rows"] = std::move(arr);
         print_json(out, doc);
     } else {
         out << "device: " << device.label << "\n";
-        out << "samplers: " << samplers_label(o.sampling) << "  temp " << o.sampling.temp;
-        if (seeds_differ) out << "  seed per row";
-        else if (!seed_used.is_null()) out << "  seed " << seed_used.get<uint32_t>();
+        out << sample_text_header(chain, o.sampling, setup, seeds);
         if (!setup.history.empty())
             out << "\nhistory: " << setup.history.size() << " token(s) accepted into every row (capacity "
                 << setup.history_capacity << ")";
@@ -254,6 +261,9 @@ int run_sample(const SampleOptions& o, std::ostream& out, std::ostream& /*err*/)
             out << "\n";
         }
     }
+    // A script reading stdout alone still sees why the exit status is 3.
+    for (const RowResult& r : rows)
+        if (r.failed) err << "sieve: error: " << r.error << "\n";
     return code;
 }
 

@@ -58,7 +58,7 @@ PeerSpec parse_peer(const std::string& text) {
     const size_t eq = text.find('=');
     PeerSpec p{text.substr(0, eq), eq == std::string::npos ? "" : text.substr(eq + 1)};
     if (p.name != "llama")
-        throw CliError(kExitBadInput, "--peer '" + text + "': unknown peer '" + p.name + "' (peers: llama, llama=PATH)");
+        throw CliError(kExitUsage, "--peer '" + text + "': unknown peer '" + p.name + "' (peers: llama, llama=PATH)");
     if (p.path.empty()) {
         p.path = default_llama_library();
         if (p.path.empty())

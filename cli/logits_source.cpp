@@ -1,9 +1,12 @@
 #include "logits_source.hpp"
 
 #include "exit_codes.hpp"
+#include "input_stream.hpp"
 #include "npy.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -58,72 +61,125 @@ std::vector<float> raw_f32(const std::vector<uint8_t>& bytes) {
     return out;
 }
 
-std::vector<uint8_t> file_bytes(const std::string& path) {
+std::string count_limit_text() {
+    return std::to_string(kMaxInputValues) + " values (1 GiB of float32)";
+}
+
+// A .npy input: the preamble and header first, the limit and the size they
+// imply checked, then exactly the data they declare.
+FloatInput read_npy_input(InputStream& in, std::vector<uint8_t> head) {
+    const std::string& name = in.name();
     try {
-        return read_file_bytes(path);
-    } catch (const std::runtime_error& e) {
+        const size_t preamble = npy_preamble_size(head.data(), head.size());
+        if (preamble > 0) {
+            in.read(head, preamble - head.size());
+            const size_t header_len = npy_header_length(head.data(), head.size());
+            if (header_len > kMaxNpyHeader)
+                throw NpyError(name + ": malformed .npy header: it declares " + std::to_string(header_len) +
+                               " bytes (a header holds at most " + std::to_string(kMaxNpyHeader) + ")");
+            in.read(head, header_len);
+        }
+        const NpyHeader h = parse_npy_header(head.data(), head.size(), name);
+        if (h.count > kMaxInputValues)
+            throw CliError(kExitBadInput, name + ": shape of " + std::to_string(h.count) +
+                                              " values is beyond the limit of " + count_limit_text());
+        if (in.size()) check_npy_data_size(h, *in.size() - std::min<uint64_t>(*in.size(), h.data_offset), name);
+        std::vector<uint8_t> data;
+        in.read(data, h.data_bytes());
+        uint64_t have = data.size();
+        if (have == h.data_bytes() && !in.at_end()) {  // stdin: count what follows, up to a point
+            std::vector<uint8_t> rest;
+            have += in.read(rest, 1 << 20);
+        }
+        check_npy_data_size(h, have, name);
+        FloatInput f;
+        f.shape = h.shape;
+        f.data = decode_npy_data(h, data.data());
+        f.npy = true;
+        return f;
+    } catch (const NpyError& e) {
         throw CliError(kExitBadInput, e.what());
     }
 }
 
-} // namespace
-
-FloatFile load_floats(const std::string& path) {
-    const std::vector<uint8_t> bytes = file_bytes(path);
-    FloatFile f;
-    if (has_npy_magic(bytes.data(), bytes.size()) || ends_with(path, ".npy")) {
-        try {
-            NpyArray a = parse_npy(bytes.data(), bytes.size(), path);
-            f.shape = std::move(a.shape);
-            f.data = std::move(a.data);
-        } catch (const NpyError& e) {
-            throw CliError(kExitBadInput, e.what());
+// Raw little-endian float32: the size (known for a file, counted for stdin up
+// to the limit) checked before the values are kept.
+FloatInput read_raw_input(InputStream& in, std::vector<uint8_t> head, const std::function<void(uint64_t bytes)>& check_size) {
+    const uint64_t max_bytes = 4 * kMaxInputValues;
+    auto beyond = [&](const std::string& bytes) {
+        return CliError(kExitBadInput, in.name() + ": " + bytes + " bytes of raw float32 is beyond the limit of " +
+                                           count_limit_text());
+    };
+    if (in.size()) {
+        check_size(*in.size());
+        if (*in.size() > max_bytes) throw beyond(std::to_string(*in.size()));
+        in.read(head, *in.size() - head.size());
+    } else {
+        while (head.size() <= max_bytes && in.read(head, std::min<uint64_t>(max_bytes + 1 - head.size(), 1 << 24)) > 0) {
         }
-        f.npy = true;
-        return f;
+        if (head.size() > max_bytes) throw beyond("more than " + std::to_string(max_bytes));
+        check_size(head.size());
     }
-    if (bytes.size() % 4 != 0)
-        throw CliError(kExitBadInput, path + ": raw float32 file of " + std::to_string(bytes.size()) +
-                                          " bytes is not a multiple of 4");
-    f.data = raw_f32(bytes);
+    FloatInput f;
+    f.data = raw_f32(head);
     f.shape = {f.data.size()};
     return f;
+}
+
+FloatInput read_input(const std::string& path, const std::string& flag, const std::function<void(uint64_t bytes)>& check_raw_size) {
+    InputStream in(path);
+    std::vector<uint8_t> head;
+    in.read(head, 8);
+    if (head.size() >= 4 && std::memcmp(head.data(), "GGUF", 4) == 0)
+        throw CliError(kExitBadInput, in.name() + ": a GGUF model file (magic 'GGUF'), not logits: " + flag +
+                                          " takes a .npy file or raw little-endian float32 values");
+    if (has_npy_magic(head.data(), head.size()) || ends_with(path, ".npy")) return read_npy_input(in, std::move(head));
+    return read_raw_input(in, std::move(head), check_raw_size);
+}
+
+} // namespace
+
+FloatInput load_floats(const std::string& path, const std::string& flag) {
+    return read_input(path, flag, [&](uint64_t bytes) {
+        if (bytes % 4 != 0)
+            throw CliError(kExitBadInput, (path == "-" ? std::string("stdin") : path) + ": raw float32 file of " +
+                                              std::to_string(bytes) + " bytes is not a multiple of 4");
+    });
 }
 
 Logits load_logits(const std::string& path, int32_t vocab, int32_t rows) {
     if (vocab < 0) throw CliError(kExitUsage, "--vocab must be positive");
     if (rows < 0) throw CliError(kExitUsage, "--rows must be positive");
-    const std::vector<uint8_t> bytes = file_bytes(path);
+    const std::string name = path == "-" ? "stdin" : path;
+    const size_t row_bytes = 4 * static_cast<size_t>(vocab);
+    FloatInput f = read_input(path, "--logits", [&](uint64_t bytes) {
+        if (vocab <= 0)
+            throw CliError(kExitUsage, name + ": not a .npy file, so it is read as raw little-endian float32 and needs --vocab V");
+        if (bytes == 0 || bytes % row_bytes != 0)
+            throw CliError(kExitBadInput, name + ": raw float32 file of " + std::to_string(bytes) +
+                                              " bytes is not a positive multiple of 4 * vocab = " + std::to_string(row_bytes));
+        if (bytes / 4 > kMaxInputValues)
+            throw CliError(kExitBadInput, name + ": " + std::to_string(bytes / row_bytes) + " rows x " +
+                                              std::to_string(vocab) + " = " + std::to_string(bytes / 4) +
+                                              " logits, beyond the limit of " + count_limit_text());
+    });
     Logits l;
-    l.source = path;
-    if (has_npy_magic(bytes.data(), bytes.size()) || ends_with(path, ".npy")) {
-        NpyArray a;
-        try {
-            a = parse_npy(bytes.data(), bytes.size(), path);
-        } catch (const NpyError& e) {
-            throw CliError(kExitBadInput, e.what());
-        }
-        const size_t v = a.shape.back();
-        const size_t b = a.shape.size() == 2 ? a.shape[0] : 1;
-        if (v > kMaxDim || b > kMaxDim) throw CliError(kExitBadInput, path + ": array too large");
+    l.source = name;
+    if (f.npy) {
+        const size_t v = f.shape.back();
+        const size_t b = f.shape.size() == 2 ? f.shape[0] : 1;
+        if (v > kMaxDim || b > kMaxDim) throw CliError(kExitBadInput, name + ": array too large");
         if (vocab > 0 && static_cast<size_t>(vocab) != v)
-            throw CliError(kExitBadInput, path + ": --vocab " + std::to_string(vocab) + " but the file's vocabulary is " + std::to_string(v));
+            throw CliError(kExitBadInput, name + ": --vocab " + std::to_string(vocab) + " but the file's vocabulary is " + std::to_string(v));
         l.vocab = static_cast<int32_t>(v);
         l.rows = static_cast<int32_t>(b);
-        l.data = std::move(a.data);
     } else {
-        if (vocab <= 0)
-            throw CliError(kExitUsage, path + ": not a .npy file, so it is read as raw little-endian float32 and needs --vocab V");
-        const size_t row_bytes = 4 * static_cast<size_t>(vocab);
-        if (bytes.empty() || bytes.size() % row_bytes != 0)
-            throw CliError(kExitBadInput, path + ": raw float32 file of " + std::to_string(bytes.size()) +
-                                              " bytes is not a positive multiple of 4 * vocab = " + std::to_string(row_bytes));
-        const size_t b = bytes.size() / row_bytes;
-        if (b > kMaxDim) throw CliError(kExitBadInput, path + ": too many rows");
+        const size_t b = f.data.size() / static_cast<size_t>(vocab);
+        if (b > kMaxDim) throw CliError(kExitBadInput, name + ": too many rows");
         l.vocab = vocab;
         l.rows = static_cast<int32_t>(b);
-        l.data = raw_f32(bytes);
     }
+    l.data = std::move(f.data);
     apply_rows(l, rows);
     return l;
 }

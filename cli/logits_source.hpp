@@ -16,22 +16,31 @@ struct Logits {
     const float* row(int32_t r) const { return data.data() + static_cast<size_t>(r) * static_cast<size_t>(vocab); }
 };
 
-// Loads logits. A file starting with the .npy magic (or named *.npy) is read as
+// What an input may hold: 2^28 values (1 GiB of float32), checked from the
+// file's size or the .npy header before the data is read. A .npy header is
+// at most 1 MiB (numpy's are under 100 bytes).
+constexpr uint64_t kMaxInputValues = uint64_t(1) << 28;
+constexpr size_t kMaxNpyHeader = size_t(1) << 20;
+
+// Loads logits from a file, or stdin for "-". A file starting with the .npy magic (or named *.npy) is read as
 // .npy; anything else as raw float32, which needs `vocab` > 0. A non-zero `vocab`
 // must match a .npy's. `rows` > 0 asks for that many rows: it must match the
 // file, or the file must hold one row, which is then repeated.
+// A GGUF file (magic "GGUF") is named as such. Sizes and limits are checked
+// from the file's size and the .npy header before the data is read.
 // Throws CliError: exit 2 for a missing --vocab, exit 3 for any problem with the file.
 Logits load_logits(const std::string& path, int32_t vocab, int32_t rows);
 
-// Any float array in a file: a .npy (float32/float16, shape [N] or [N, M]) or
-// raw little-endian float32 (shape [count]). Throws CliError (exit 3) for an
-// unreadable or malformed file.
-struct FloatFile {
+// Any float array in a file ("-" = stdin): a .npy (float32/float16, shape [N]
+// or [N, M]) or raw little-endian float32 (shape [count]), within
+// kMaxInputValues. Throws CliError (exit 3) for an unreadable, malformed or
+// too large input; `flag` names it in messages.
+struct FloatInput {
     std::vector<size_t> shape;
     std::vector<float> data;
     bool npy = false;
 };
-FloatFile load_floats(const std::string& path);
+FloatInput load_floats(const std::string& path, const std::string& flag);
 
 // Deterministic LM-like logits: logit_i = 12 - a*ln(rank_i + 1) + N(0, sigma), with
 // the ranks a fixed random permutation of the ids. Portable: the same values on

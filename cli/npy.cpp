@@ -155,14 +155,26 @@ float half_to_float(uint16_t h) {
     return f;
 }
 
-NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& name) {
+size_t npy_preamble_size(const uint8_t* bytes, size_t size) {
+    if (size < 8 || !has_npy_magic(bytes, size)) return 0;
+    if (bytes[6] < 1 || bytes[6] > 3 || bytes[7] != 0) return 0;
+    return bytes[6] == 1 ? 10 : 12;
+}
+
+size_t npy_header_length(const uint8_t* bytes, size_t size) {
+    const size_t preamble = npy_preamble_size(bytes, size);
+    if (preamble == 0 || size < preamble) return 0;
+    return preamble == 10 ? (size_t(bytes[8]) | (size_t(bytes[9]) << 8)) : load_le32(bytes + 8);
+}
+
+NpyHeader parse_npy_header(const uint8_t* bytes, size_t size, const std::string& name) {
     if (size < 8) {
         if (size == 0) fail(name, "empty file, not a .npy file");
         if (!has_npy_magic(bytes, size)) fail(name, "not a .npy file (bad magic: it must start with \\x93NUMPY)");
         fail(name, "truncated .npy file: " + std::to_string(size) + " bytes, the preamble alone needs 10");
     }
     if (!has_npy_magic(bytes, size)) fail(name, "not a .npy file (bad magic: it must start with \\x93NUMPY)");
-    NpyArray a;
+    NpyHeader a;
     a.major_version = bytes[6];
     a.minor_version = bytes[7];
     if (a.major_version < 1 || a.major_version > 3 || a.minor_version != 0)
@@ -172,54 +184,65 @@ NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& name) {
     const size_t preamble = 8 + len_size;
     if (size < preamble)
         fail(name, "truncated .npy file: " + std::to_string(size) + " bytes, the preamble needs " + std::to_string(preamble));
-    const size_t header_len = a.major_version == 1 ? (size_t(bytes[8]) | (size_t(bytes[9]) << 8)) : load_le32(bytes + 8);
+    const size_t header_len = npy_header_length(bytes, size);
     if (size - preamble < header_len)
         fail(name, "truncated .npy header: it declares " + std::to_string(header_len) + " bytes, the file has " +
                        std::to_string(size - preamble) + " after the preamble");
     std::string header(reinterpret_cast<const char*>(bytes + preamble), header_len);
 
-    std::string descr;
     bool fortran = false;
-    std::vector<size_t> shape;
-    HeaderParser(header, name).parse(descr, fortran, shape);
+    HeaderParser(header, name).parse(a.descr, fortran, a.shape);
 
-    size_t item = 0;
-    if (descr == "<f4") item = 4;
-    else if (descr == "<f2") item = 2;
-    else fail(name, "unsupported dtype '" + descr + "'" + dtype_hint(descr) + ": logits must be little-endian float32 '<f4' or float16 '<f2'");
+    if (a.descr == "<f4") a.item_size = 4;
+    else if (a.descr == "<f2") a.item_size = 2;
+    else fail(name, "unsupported dtype '" + a.descr + "'" + dtype_hint(a.descr) + ": logits must be little-endian float32 '<f4' or float16 '<f2'");
 
-    if (shape.empty() || shape.size() > 2)
-        fail(name, "unsupported shape " + shape_text(shape) + ": logits must have shape [V] or [B, V]");
-    if (fortran && shape.size() > 1)
+    if (a.shape.empty() || a.shape.size() > 2)
+        fail(name, "unsupported shape " + shape_text(a.shape) + ": logits must have shape [V] or [B, V]");
+    if (fortran && a.shape.size() > 1)
         fail(name, "Fortran-order arrays are not supported: save a C-order array (np.ascontiguousarray)");
     size_t count = 1;
-    for (size_t d : shape) {
-        if (d == 0) fail(name, "empty array, shape " + shape_text(shape));
-        if (count > std::numeric_limits<size_t>::max() / item / d) fail(name, "array too large, shape " + shape_text(shape));
+    for (size_t d : a.shape) {
+        if (d == 0) fail(name, "empty array, shape " + shape_text(a.shape));
+        if (count > std::numeric_limits<size_t>::max() / a.item_size / d) fail(name, "array too large, shape " + shape_text(a.shape));
         count *= d;
     }
-    a.shape = shape;
-    a.descr = descr;
+    a.count = count;
+    a.data_offset = preamble + header_len;
+    return a;
+}
 
-    const size_t offset = preamble + header_len;
-    const size_t need = count * item;
-    const size_t have = size - offset;
+void check_npy_data_size(const NpyHeader& h, uint64_t have, const std::string& name) {
+    const uint64_t need = h.data_bytes();
     if (have < need)
-        fail(name, "truncated .npy data: shape " + shape_text(shape) + " of '" + descr + "' needs " + std::to_string(need) +
+        fail(name, "truncated .npy data: shape " + shape_text(h.shape) + " of '" + h.descr + "' needs " + std::to_string(need) +
                        " bytes, the file has " + std::to_string(have));
     if (have > need)
-        fail(name, "malformed .npy file: " + std::to_string(have - need) + " bytes after the data of shape " + shape_text(shape));
+        fail(name, "malformed .npy file: " + std::to_string(have - need) + " bytes after the data of shape " + shape_text(h.shape));
+}
 
-    a.data.resize(count);
-    const uint8_t* p = bytes + offset;
-    if (item == 4) {
-        for (size_t i = 0; i < count; ++i) {
+std::vector<float> decode_npy_data(const NpyHeader& h, const uint8_t* p) {
+    std::vector<float> out(h.count);
+    if (h.item_size == 4) {
+        for (size_t i = 0; i < h.count; ++i) {
             uint32_t bits = load_le32(p + 4 * i);
-            std::memcpy(&a.data[i], &bits, 4);
+            std::memcpy(&out[i], &bits, 4);
         }
     } else {
-        for (size_t i = 0; i < count; ++i) a.data[i] = half_to_float(uint16_t(p[2 * i] | (p[2 * i + 1] << 8)));
+        for (size_t i = 0; i < h.count; ++i) out[i] = half_to_float(uint16_t(p[2 * i] | (p[2 * i + 1] << 8)));
     }
+    return out;
+}
+
+NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& name) {
+    const NpyHeader h = parse_npy_header(bytes, size, name);
+    check_npy_data_size(h, size - h.data_offset, name);
+    NpyArray a;
+    a.shape = h.shape;
+    a.descr = h.descr;
+    a.major_version = h.major_version;
+    a.minor_version = h.minor_version;
+    a.data = decode_npy_data(h, bytes + h.data_offset);
     return a;
 }
 

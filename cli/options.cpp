@@ -1,6 +1,8 @@
 #include "options.hpp"
 
+#include "chain_names.hpp"
 #include "exit_codes.hpp"
+#include "input_stream.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -9,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <stdexcept>
+#include <vector>
 
 namespace sieve_cli {
 namespace {
@@ -27,9 +30,15 @@ CliError from_library(const sieve::Error& e, const std::string& what) {
 
 void add_sampling_flags(CLI::App& cmd, SamplingOptions& o) {
     cmd.add_option("--samplers", o.samplers,
-                   "samplers in order, llama.cpp names separated by ';' (default: llama.cpp's default chain)");
+                   "samplers in order, llama.cpp names separated by ';' (default: llama.cpp's default chain; "
+                   "adaptive_p, wherever named, runs last, as in llama.cpp)")
+        ->type_name("NAMES");
+    cmd.add_option("--sampling-seq,--sampler-seq", o.sampling_seq,
+                   "the chain as llama.cpp's letters, e.g. edskypmxt (d dry, e penalties, k top_k, y typ_p, p top_p, "
+                   "s top_n_sigma, m min_p, t temperature, x xtc, a adaptive_p; not with --samplers)")
+        ->type_name("LETTERS");
     cmd.add_option("--temp", o.temp, "temperature (<= 0: greedy masking)")->capture_default_str();
-    cmd.add_option("--seed", o.seed, "RNG seed; 4294967295 or -1 = random (the seed used is reported)")
+    cmd.add_option("-s,--seed", o.seed, "RNG seed; 4294967295 or -1 = random (the seed used is reported)")
         ->check(in_range(-1, 0xFFFFFFFFll, "a seed is a 32-bit value, 0 to 4294967295 (or -1 = random)"))
         ->capture_default_str();
     cmd.add_option("--min-keep", o.min_keep, "minimum candidates every truncating sampler keeps")
@@ -40,24 +49,24 @@ void add_sampling_flags(CLI::App& cmd, SamplingOptions& o) {
     cmd.add_option("--min-p", o.min_p, "min-p sampling (<= 0 = off)")->capture_default_str();
     cmd.add_option("--typical", o.typical_p, "locally typical sampling, parameter p (>= 1 = off)")
         ->capture_default_str();
-    cmd.add_option("--top-n-sigma", o.top_n_sigma, "top-n-sigma sampling (<= 0 = off)")->capture_default_str();
+    cmd.add_option("--top-n-sigma,--top-nsigma", o.top_n_sigma, "top-n-sigma sampling (<= 0 = off)")->capture_default_str();
     cmd.add_option("--xtc-probability", o.xtc_probability, "XTC probability (<= 0 = off)")->capture_default_str();
     cmd.add_option("--xtc-threshold", o.xtc_threshold, "XTC threshold (> 0.5 = off)")->capture_default_str();
     cmd.add_option("--dynatemp-range", o.dynatemp_range,
                    "dynamic temperature range: temperature in [temp - range, temp + range] (<= 0 = off)")
         ->capture_default_str();
     cmd.add_option("--dynatemp-exp", o.dynatemp_exponent, "dynamic temperature exponent")->capture_default_str();
-    cmd.add_option("--logit-bias", o.logit_bias,
+    cmd.add_option("-l,--logit-bias", o.logit_bias,
                    "TOKEN_ID(+|-)BIAS added to that token's logit in every row, e.g. 15043+1 or 15043-inf "
                    "(repeatable)")
         ->take_last()
         ->allow_extra_args(false);
     // Penalties and DRY: they read each row's slot history (--history, then the
     // tokens the run draws). llama.cpp's -1 windows are refused by the library.
-    cmd.add_option("--repeat-last-n", o.repeat_last_n,
-                   "last N tokens of the history the penalties consider (0 = off; llama.cpp's -1 is refused: "
-                   "give the window in tokens)")
-        ->capture_default_str();
+    cmd.add_option_function<int32_t>(
+        "--repeat-last-n", [&o](const int32_t& n) { o.repeat_last_n = n; },
+        "last N tokens of the history the penalties consider (default 64, at most the history capacity; 0 = off; "
+        "llama.cpp's -1 is refused: give the window in tokens)");
     cmd.add_option("--repeat-penalty", o.repeat_penalty, "penalize repeated tokens (1.0 = off)")->capture_default_str();
     cmd.add_option("--frequency-penalty", o.frequency_penalty, "repeat alpha frequency penalty (0.0 = off)")
         ->capture_default_str();
@@ -72,7 +81,7 @@ void add_sampling_flags(CLI::App& cmd, SamplingOptions& o) {
         "DRY penalty for the last N tokens (0 = off; default: the history capacity; llama.cpp's -1 is refused)");
     cmd.add_option("--dry-sequence-breaker", o.dry_sequence_breakers,
                    "one DRY sequence breaker as comma-separated token ids, e.g. 13 or 29871,13 (repeatable; none by "
-                   "default: Sieve has no vocabulary to tokenize llama.cpp's)")
+                   "default: Sieve has no vocabulary to tokenize llama.cpp's; 'none' drops those given before it)")
         ->allow_extra_args(false);
     cmd.add_option("--mirostat", o.mirostat,
                    "Mirostat sampling: 0 = off, 1 = Mirostat, 2 = Mirostat 2.0 (the chain becomes temperature;mirostat "
@@ -88,7 +97,12 @@ void add_sampling_flags(CLI::App& cmd, SamplingOptions& o) {
                                    "adaptive-p decay (default: the library's)");
     cmd.add_option("--history", o.history,
                    "comma-separated token ids accepted into every row's history before sampling, oldest first (what "
-                   "llama.cpp's accept would have seen: the prompt and the tokens generated so far)");
+                   "llama.cpp's accept would have seen: the prompt and the tokens generated so far)")
+        ->type_name("IDS");
+    cmd.add_option("--history-file", o.history_file,
+                   "the --history ids from a file ('-' = stdin), separated by commas or white space (for histories "
+                   "longer than a command line takes)")
+        ->type_name("FILE");
     cmd.add_option_function<int32_t>(
         "--history-capacity", [&o](const int32_t& n) { o.history_capacity = n; },
         "tokens of history each row's slot keeps (default: the library's, raised to what --history or a last-n "
@@ -99,7 +113,12 @@ void add_sampling_flags(CLI::App& cmd, SamplingOptions& o) {
 std::string effective_samplers(const SamplingOptions& o) {
     if (o.mirostat == 1) return "temperature;mirostat";
     if (o.mirostat == 2) return "temperature;mirostat_v2";
-    return o.samplers;
+    if (!o.sampling_seq.empty()) {
+        if (!o.samplers.empty())
+            throw CliError(kExitUsage, "--samplers and --sampling-seq both name the chain: give one of them");
+        return samplers_in_run_order(samplers_from_letters(o.sampling_seq));
+    }
+    return samplers_in_run_order(o.samplers);
 }
 
 std::vector<int32_t> parse_token_ids(const std::string& flag, const std::string& text) {
@@ -167,9 +186,10 @@ LogitBiasEntry parse_logit_bias(const std::string& text) {
 
 namespace {
 
-// An integer flag's value and whether it is in [lo, hi]; a value that is not
-// an integer passes (CLI11's conversion refuses it with its own message).
+// An integer flag's value and whether it is in [lo, hi]: "" when it is,
+// else what is wrong with it followed by what the flag takes.
 std::string check_integer(const std::string& text, int64_t lo, int64_t hi, const std::string& what) {
+    if (text.empty()) return "an empty value; " + what;
     size_t used = 0;
     long long v = 0;
     try {
@@ -177,10 +197,41 @@ std::string check_integer(const std::string& text, int64_t lo, int64_t hi, const
     } catch (const std::out_of_range&) {
         return text + ": " + what;
     } catch (const std::exception&) {
-        return {};
+        return "'" + text + "' is not an integer; " + what;
     }
-    if (used != text.size()) return {};
+    if (used != text.size()) return "'" + text + "' is not an integer; " + what;
     return v < lo || v > hi ? text + ": " + what : std::string();
+}
+
+// What a value flag takes, in words, from CLI11's type name.
+std::string value_words(const CLI::Option& opt) {
+    const std::string type = opt.get_type_name();
+    if (type.rfind("INT", 0) == 0 || type.rfind("UINT", 0) == 0) return "an integer";
+    if (type.rfind("FLOAT", 0) == 0) return "a number";
+    if (type == "NAMES") return "sampler names separated by ';'";
+    if (type == "LETTERS") return "sampler letters";
+    if (type == "IDS") return "comma-separated token ids";
+    if (type == "FILE") return "a file ('-' = stdin)";
+    if (type == "PATH") return "a file path";
+    return type.empty() || type == "TEXT" ? std::string("a value") : type;
+}
+
+// Refuses "" and, for numbers, text that is not one (CLI11 would read "" as 0).
+CLI::Validator well_formed(const std::string& words) {
+    return CLI::Validator(
+        [words](std::string& text) -> std::string {
+            if (text.empty()) return "an empty value; it takes " + words;
+            if (words != "an integer" && words != "a number") return {};
+            const char* begin = text.c_str();
+            char* end = nullptr;
+            errno = 0;
+            if (words == "an integer") (void)std::strtoll(begin, &end, 10);
+            else (void)std::strtod(begin, &end);
+            while (end && *end && std::isspace(static_cast<unsigned char>(*end))) ++end;
+            if (end == begin || (end && *end)) return "'" + text + "' is not " + words;
+            return {};
+        },
+        "");
 }
 
 } // namespace
@@ -196,10 +247,32 @@ CLI::Validator in_range(int64_t lo, int64_t hi, const std::string& what) {
                           "INT in [" + std::to_string(lo) + " - " + std::to_string(hi) + "]");
 }
 
+CLI::Validator above_zero(const std::string& what) {
+    return CLI::Validator(
+        [what](std::string& text) -> std::string {
+            if (text.empty()) return "an empty value; " + what;
+            char* end = nullptr;
+            const double v = std::strtod(text.c_str(), &end);
+            if (end == text.c_str() || *end) return "'" + text + "' is not a number; " + what;
+            return v > 0 && std::isfinite(v) ? std::string() : text + ": " + what;
+        },
+        "POSITIVE");
+}
+
+void check_flag_values(CLI::App& cmd, const std::vector<std::string>& may_be_empty) {
+    for (CLI::Option* opt : cmd.get_options()) {
+        if (opt->get_type_size() == 0) continue;  // a flag without a value
+        const std::string name = opt->get_name();
+        if (name == "--help" || std::find(may_be_empty.begin(), may_be_empty.end(), name) != may_be_empty.end()) continue;
+        opt->check(well_formed(value_words(*opt)));
+    }
+}
+
 void add_device_flag(CLI::App& cmd, std::string& device) {
     cmd.add_option("--device", device,
                    "device: index or name substring (see `sieve devices`), or 'cpu' for the CPU twin "
-                   "(default: SIEVE_DEVICE, else the best device)");
+                   "(default: SIEVE_DEVICE, else the best device)")
+        ->type_name("N|NAME|cpu");
 }
 
 std::string samplers_label(const SamplingOptions& o) {
@@ -210,15 +283,28 @@ std::string samplers_label(const SamplingOptions& o) {
 Device open_cpu_twin() { return open_device("cpu"); }
 
 Device open_device(const std::string& device) {
+    // SIEVE_DEVICE is read here rather than left to the library, so that
+    // SIEVE_DEVICE=cpu picks the CPU twin as --device cpu does, and a bad value
+    // is said to come from the environment.
+    std::string chosen = device;
+    bool from_env = false;
+    if (chosen.empty()) {
+        const char* env = std::getenv("SIEVE_DEVICE");
+        if (env && *env) {
+            chosen = env;
+            from_env = true;
+        }
+    }
     Device d;
-    d.cpu_twin = is_cpu(device);
+    d.cpu_twin = is_cpu(chosen);
     sieve::ContextOptions opts;
     if (d.cpu_twin) opts.backend(SIEVE_BACKEND_CPU);
-    else if (!device.empty()) opts.device(device.c_str());
+    else if (!chosen.empty()) opts.device(chosen.c_str());
     try {
         d.context = std::make_unique<sieve::Context>(opts);
     } catch (const sieve::Error& e) {
-        std::string which = d.cpu_twin ? "the CPU twin" : device.empty() ? "the default device" : "device '" + device + "'";
+        std::string which = d.cpu_twin ? "the CPU twin" : chosen.empty() ? "the default device" : "device '" + chosen + "'";
+        if (from_env) which += " (SIEVE_DEVICE='" + chosen + "', from the environment)";
         throw from_library(e, "cannot open " + which);
     }
     try {
@@ -232,29 +318,71 @@ Device open_device(const std::string& device) {
     return d;
 }
 
+namespace {
+
+// --history-file: ids separated by commas or white space, at most 16 MiB.
+std::vector<int32_t> read_history_file(const std::string& path) {
+    InputStream in(path);
+    constexpr uint64_t kMaxBytes = uint64_t(16) << 20;  // 65536 ids of 11 characters fit many times over
+    if (in.size() && *in.size() > kMaxBytes)
+        throw CliError(kExitBadInput, "--history-file " + in.name() + ": " + std::to_string(*in.size()) +
+                                          " bytes, beyond the limit of " + std::to_string(kMaxBytes));
+    std::vector<uint8_t> bytes;
+    in.read(bytes, kMaxBytes + 1);
+    if (bytes.size() > kMaxBytes)
+        throw CliError(kExitBadInput, "--history-file " + in.name() + ": more than " + std::to_string(kMaxBytes) +
+                                          " bytes, beyond the limit");
+    // Commas and white space separate ids (empty items are skipped); each id
+    // is then checked as --history's are.
+    std::string list;
+    std::string item;
+    auto flush = [&] {
+        if (!item.empty()) list += (list.empty() ? "" : ",") + item;
+        item.clear();
+    };
+    for (uint8_t b : bytes) {
+        if (b == ',' || std::isspace(b)) flush();
+        else item += static_cast<char>(b);
+    }
+    flush();
+    if (list.empty()) return {};
+    return parse_token_ids("--history-file " + in.name(), list);
+}
+
+} // namespace
+
 sieve::Chain make_chain(const Device& device, const SamplingOptions& o, int32_t rows, int32_t vocab,
                         ChainSetup* setup) {
     // Everything the CLI itself can refuse, before the device does any work.
-    if (o.mirostat != 0 && !o.samplers.empty())
+    if (o.mirostat != 0 && (!o.samplers.empty() || !o.sampling_seq.empty()))
         throw CliError(kExitUsage, "--mirostat " + std::to_string(o.mirostat) + " makes the chain '" +
                                        effective_samplers(o) + "' (as llama.cpp's common sampler does); it cannot "
-                                       "be combined with --samplers");
+                                       "be combined with " + (o.samplers.empty() ? "--sampling-seq" : "--samplers"));
+    if (!o.history.empty() && !o.history_file.empty())
+        throw CliError(kExitUsage, "--history and --history-file both give the history: give one of them");
+    ChainSetup local;
+    ChainSetup& s = setup ? *setup : local;
+    s.bias.clear();
     std::vector<int32_t> bias_tokens;
     std::vector<float> bias_values;
     for (const std::string& text : o.logit_bias) {
         const LogitBiasEntry e = parse_logit_bias(text);
+        s.bias.push_back(e);
         bias_tokens.push_back(e.token);
         bias_values.push_back(e.bias);
     }
-    ChainSetup local;
-    ChainSetup& s = setup ? *setup : local;
     s.breakers.clear();
-    for (const std::string& text : o.dry_sequence_breakers)
-        s.breakers.push_back(parse_token_ids("--dry-sequence-breaker", text));
-    s.history = o.history.empty() ? std::vector<int32_t>{} : parse_token_ids("--history", o.history);
+    // llama.cpp's "none" drops the breakers given before it.
+    for (const std::string& text : o.dry_sequence_breakers) {
+        if (text == "none") s.breakers.clear();
+        else s.breakers.push_back(parse_token_ids("--dry-sequence-breaker", text));
+    }
+    if (!o.history_file.empty()) s.history = read_history_file(o.history_file);
+    else s.history = o.history.empty() ? std::vector<int32_t>{} : parse_token_ids("--history", o.history);
 
     sieve::ChainDesc desc;
     const std::string samplers = effective_samplers(o);
+    s.chain = chain_that_runs(samplers);
     if (!samplers.empty()) desc.samplers(samplers);
     else desc.raw.samplers = nullptr; // the library's (llama.cpp's) default chain
     desc.capacity(rows, vocab).temperature(o.temp).min_keep(o.min_keep);
@@ -271,8 +399,11 @@ sieve::Chain make_chain(const Device& device, const SamplingOptions& o, int32_t 
             needed_by = flag + " " + std::to_string(n);
         }
     };
-    need(o.repeat_last_n, "--repeat-last-n");
+    if (o.repeat_last_n) need(*o.repeat_last_n, "--repeat-last-n");
     if (o.dry_penalty_last_n) need(*o.dry_penalty_last_n, "--dry-penalty-last-n");
+    // No sampler reads the history: the slots keep what the flags give, not
+    // the library's default (rows x 1024 tokens of device memory).
+    if (!o.history_capacity && !reads_history(s.chain)) desc.history_capacity(std::max(needed, 1));
 
     auto build = [&](const std::string& raised) {
         try {
@@ -281,7 +412,7 @@ sieve::Chain make_chain(const Device& device, const SamplingOptions& o, int32_t 
             const std::string what = "cannot build the chain '" + samplers_label(o) + "' for " + std::to_string(rows) +
                                      " x " + std::to_string(vocab);
             // A history capacity the library refuses is the flags' doing.
-            if (desc.raw.history_capacity != 0 &&
+            if ((o.history_capacity || !raised.empty()) &&
                 (e.status() == SIEVE_ERROR_CAPACITY || e.status() == SIEVE_ERROR_INVALID_ARGUMENT))
                 throw CliError(kExitUsage,
                                what + (raised.empty() ? " with --history-capacity " + std::to_string(desc.raw.history_capacity)
@@ -295,6 +426,14 @@ sieve::Chain make_chain(const Device& device, const SamplingOptions& o, int32_t 
                                    " (llama.cpp's default chain needs samplers the GPU engine does not run yet; "
                                    "use --device cpu, or choose a chain with --samplers, e.g. --samplers "
                                    "\"temperature;dist\")",
+                               e.status());
+            if (e.status() == SIEVE_ERROR_DEVICE_LIMIT || e.status() == SIEVE_ERROR_OUT_OF_MEMORY)
+                throw CliError(err.exit_code(),
+                               std::string(err.what()) +
+                                   (reads_history(s.chain)
+                                        ? " (each row's slot keeps its history on the device: fewer --rows or a "
+                                          "smaller --history-capacity fit)"
+                                        : " (fewer --rows fit)"),
                                e.status());
             throw err;
         }
@@ -333,7 +472,6 @@ sieve::Chain make_chain(const Device& device, const SamplingOptions& o, int32_t 
         {"--xtc-threshold", SIEVE_PARAM_XTC_THRESHOLD, o.xtc_threshold},
         {"--dynatemp-range", SIEVE_PARAM_DYNATEMP_RANGE, o.dynatemp_range},
         {"--dynatemp-exp", SIEVE_PARAM_DYNATEMP_EXPONENT, o.dynatemp_exponent},
-        {"--repeat-last-n", SIEVE_PARAM_REPEAT_LAST_N, static_cast<double>(o.repeat_last_n)},
         {"--repeat-penalty", SIEVE_PARAM_REPEAT_PENALTY, o.repeat_penalty},
         {"--frequency-penalty", SIEVE_PARAM_FREQUENCY_PENALTY, o.frequency_penalty},
         {"--presence-penalty", SIEVE_PARAM_PRESENCE_PENALTY, o.presence_penalty},
@@ -343,6 +481,7 @@ sieve::Chain make_chain(const Device& device, const SamplingOptions& o, int32_t 
         {"--mirostat-ent", SIEVE_PARAM_MIROSTAT_TAU, o.mirostat_ent},
         {"--mirostat-lr", SIEVE_PARAM_MIROSTAT_ETA, o.mirostat_lr},
     };
+    if (o.repeat_last_n) params.push_back({"--repeat-last-n", SIEVE_PARAM_REPEAT_LAST_N, static_cast<double>(*o.repeat_last_n)});
     if (o.dry_penalty_last_n)
         params.push_back({"--dry-penalty-last-n", SIEVE_PARAM_DRY_PENALTY_LAST_N, static_cast<double>(*o.dry_penalty_last_n)});
     if (o.adaptive_target) params.push_back({"--adaptive-target", SIEVE_PARAM_ADAPTIVE_TARGET, *o.adaptive_target});

@@ -15,6 +15,7 @@ namespace sieve_cli {
 
 struct SamplingOptions {
     std::string samplers;            // "" = llama.cpp's default chain (the library's)
+    std::string sampling_seq;        // --sampling-seq letters ("" = not given; not with --samplers)
     float temp = 0.8f;               // llama.cpp default
     int64_t seed = SIEVE_SEED_RANDOM; // 4294967295 (or -1) = random; the seed used is reported
     int32_t min_keep = 0;
@@ -32,7 +33,7 @@ struct SamplingOptions {
     std::vector<std::string> logit_bias;
     // The samplers that read the slot's history (penalties, DRY), llama.cpp's
     // flags and defaults; applied to every row.
-    int32_t repeat_last_n = 64;
+    std::optional<int32_t> repeat_last_n;  // unset = the library's: llama.cpp's 64, at most the history capacity
     float repeat_penalty = 1.0f;
     float frequency_penalty = 0.0f;
     float presence_penalty = 0.0f;
@@ -50,12 +51,15 @@ struct SamplingOptions {
     std::optional<float> adaptive_decay;   // unset = the library's default
     // --history "ID,ID,...": accepted into every row's slot before sampling, oldest first.
     std::string history;
+    std::string history_file;  // --history-file PATH: the same ids from a file (commas or white space)
     // unset = the library's default, raised to what --history or a last-n needs.
     std::optional<int32_t> history_capacity;
 };
 
-// The chain a run builds: --samplers, "temperature;mirostat(_v2)" for
-// --mirostat 1|2, or "" (the library's, llama.cpp's default chain).
+// The chain a run builds: --samplers (or --sampling-seq's letters) in the
+// order common_sampler_init runs them, "temperature;mirostat(_v2)" for
+// --mirostat 1|2, or "" (the library's, llama.cpp's default chain). Throws
+// CliError (usage) for --samplers with --sampling-seq or a letter it does not know.
 std::string effective_samplers(const SamplingOptions& o);
 
 // Comma-separated token ids ("15043,29889"), as --history and
@@ -90,9 +94,16 @@ void add_device_flag(CLI::App& cmd, std::string& device);
 // CLI11's words for the type (POSITIVE, NONNEGATIVE, INT in [lo - hi]).
 CLI::Validator at_least(int64_t min, const std::string& what);
 CLI::Validator in_range(int64_t lo, int64_t hi, const std::string& what);
+// A real number above 0 ("--twin-budget: 0: the twin's budget is ...").
+CLI::Validator above_zero(const std::string& what);
 
 // effective_samplers(), or "llama.cpp default" when that is "".
 std::string samplers_label(const SamplingOptions& o);
+
+// Run after every flag of a command is added: a value flag refuses an empty or
+// malformed value (exit 2, naming the flag and what it takes), except those in
+// `may_be_empty`.
+void check_flag_values(CLI::App& cmd, const std::vector<std::string>& may_be_empty = {});
 
 // A context on the chosen device: "cpu" selects the CPU twin backend, "" the
 // library's choice (SIEVE_DEVICE, else automatic), anything else is passed on as
@@ -109,13 +120,18 @@ Device open_cpu_twin();
 
 // What make_chain set up beyond the flags' values.
 struct ChainSetup {
+    std::vector<std::string> chain;             // the samplers that run, canonical names, final sampler included
     int32_t history_capacity = 0;               // the chain's (the library's default, raised, or --history-capacity)
+    std::vector<LogitBiasEntry> bias;           // --logit-bias, as set on every row
     std::vector<int32_t> history;               // accepted into every row's slot
     std::vector<std::vector<int32_t>> breakers; // DRY sequence breakers of every row
 };
 
 // Builds the chain for rows x vocab, sets every row's parameters and DRY
-// breakers, and accepts --history into every row's slot. A flag the library
+// breakers, and accepts --history into every row's slot. A chain without
+// penalties or DRY keeps only the history its flags need (a slot's history is
+// rows x capacity of device memory: 60000 rows at the default 1024 tokens do
+// not fit a device that 60000 rows of temperature;dist fit). A flag the library
 // refuses is a usage error carrying the library's status and message; other
 // library failures become CliError with the mapped exit code and, for sampler
 // errors, a hint about what is implemented.

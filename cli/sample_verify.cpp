@@ -51,7 +51,7 @@ struct DraftProbs {
 // [n_draft] values: each draft token's q (SIEVE_DRAFT_PROBS_TOKEN);
 // [n_draft, vocab]: q's whole rows (SIEVE_DRAFT_PROBS_DENSE). Told apart by size.
 DraftProbs load_draft_probs(const std::string& path, size_t n_draft, int32_t vocab) {
-    FloatFile f = load_floats(path);
+    FloatInput f = load_floats(path, "--draft-probs");
     const size_t dense = n_draft * static_cast<size_t>(vocab);
     const std::string expected = "--draft-probs takes " + std::to_string(n_draft) +
                                  " values (each draft token's probability) or " + std::to_string(n_draft) + " x " +
@@ -113,7 +113,7 @@ void add_draft_flags(CLI::App& cmd, SampleOptions& o) {
 
 bool verifies_drafts(const SampleOptions& o) { return o.draft || !o.draft_probs.empty() || !o.verify.empty(); }
 
-int run_sample_verify(const SampleOptions& o, std::ostream& out) {
+int run_sample_verify(const SampleOptions& o, std::ostream& out, std::ostream& err) {
     check_flags(o);
     const std::vector<int32_t> draft = parse_draft(*o.draft);
     const size_t n_draft = draft.size();
@@ -149,12 +149,12 @@ int run_sample_verify(const SampleOptions& o, std::ostream& out) {
         throw CliError(exit_code_for(e.status()), std::string("cannot verify the drafts: ") + e.what(), e.status());
     }
     const std::string message = v.status == SIEVE_OK ? "" : sieve_last_error();
+    const std::vector<uint32_t> seeds = row_seeds(chain, 1);  // the sequence's: one slot, row 0's seed
     const char* mode_name = mode == SIEVE_VERIFY_MATCH ? "match" : "rejection";
     const std::vector<int32_t> accepted(draft.begin(), draft.begin() + (v.status == SIEVE_OK ? v.n_accepted : 0));
 
     if (o.json) {
-        Json doc = sample_json_header(device, chain, o.sampling, setup,
-                                      v.tokens.empty() ? Json(nullptr) : Json(v.tokens[0].seed), logits.vocab);
+        Json doc = sample_json_header(device, chain, o.sampling, setup, Json(seeds[0]), logits.vocab);
         doc["verify"] = mode_name;
         doc["draft_probs"] = probs_name(probs.kind);
         doc["draft"] = draft;
@@ -182,8 +182,7 @@ int run_sample_verify(const SampleOptions& o, std::ostream& out) {
         print_json(out, doc);
     } else {
         out << "device: " << device.label << "\n";
-        out << "samplers: " << samplers_label(o.sampling) << "  temp " << o.sampling.temp;
-        if (!v.tokens.empty()) out << "  seed " << v.tokens[0].seed;
+        out << sample_text_header(chain, o.sampling, setup, seeds);
         if (!setup.history.empty())
             out << "\nhistory: " << setup.history.size() << " token(s) accepted before the drafts (capacity "
                 << setup.history_capacity << ")";
@@ -206,6 +205,7 @@ int run_sample_verify(const SampleOptions& o, std::ostream& out) {
             out << "n_accepted: " << v.n_accepted << " of " << n_draft << "\n";
         }
     }
+    if (v.status != SIEVE_OK) err << "sieve: error: " << sieve_status_name(v.status) << ": " << message << "\n";
     return v.status == SIEVE_OK ? kExitOk : exit_code_for(v.status);
 }
 

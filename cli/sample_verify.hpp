@@ -20,6 +20,6 @@ bool verifies_drafts(const SampleOptions& o);
 // one JSON document). Refuses, as usage errors (exit 2), a combination of flags
 // that does not fit together; a --logits or --draft-probs file of the wrong
 // size is bad input (exit 3).
-int run_sample_verify(const SampleOptions& o, std::ostream& out);
+int run_sample_verify(const SampleOptions& o, std::ostream& out, std::ostream& err);
 
 } // namespace sieve_cli
