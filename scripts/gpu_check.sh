@@ -12,14 +12,17 @@
 # gpu) with validation layers on on the first device that is not a CPU
 # implementation, runs `sieve bench` there (its default suite, then its verify
 # suite: speculative decoding's sieve_verify against sieve_sample position by
-# position), and writes one report, sieve-gpu-check.json by default: the
-# devices (name, type, driver, Vulkan version, subgroup size, features), the
-# device checked, every test with its result, both benches' JSON and each
-# part's wall time. Attach it to an issue.
+# position; then the default suite and 64 rows of the vocab-151936 cases with
+# the logits already in device memory, --input device), the project's PyTorch
+# peer where python3 imports a CUDA-enabled torch (tools/torch_peer), and
+# writes one report, sieve-gpu-check.json by default: the devices (name, type,
+# driver, Vulkan version, subgroup size, features), the device checked, every
+# test with its result, the benches' JSON, the peer's figures beside Sieve's
+# (torch/dev) and each part's wall time. Attach it to an issue.
 #
 # --bundle DIR builds (unless --no-setup), then writes into DIR (new or empty)
 # what a run needs on a machine with no compiler: this script, the `sieve` CLI,
-# the GPU test binary, libsieve, the Vulkan loader and the validation layer of
+# the GPU test binary, libsieve, the PyTorch peer's scripts, the Vulkan loader and the validation layer of
 # this machine (the loader is used only where none is installed; the layer,
 # compressed, always: the same validation everywhere). Copy DIR to the GPU's
 # machine and run DIR/gpu_check.sh there; it needs a Vulkan driver and nothing
@@ -52,7 +55,7 @@ while (($#)); do
     --filter) (($# > 1)) || usage "--filter needs a gtest filter"; filter=$2; shift ;;
     --bench-case) (($# > 1)) || usage "--bench-case needs a text"; bench_case=$2; shift ;;
     --verify-case) (($# > 1)) || usage "--verify-case needs a text"; verify_case=$2; shift ;;
-    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
     *) usage "unknown argument '$1'" ;;
   esac
   shift
@@ -104,6 +107,8 @@ if [[ -n $bundle ]]; then
   fi
   [[ -f $bundle/layers/VkLayer_khronos_validation.json ]] ||
     echo "gpu_check: no validation layer on this machine: the bundle needs one installed where it runs" >&2
+  mkdir -p "$bundle/tools/torch_peer"
+  cp tools/torch_peer/torch_peer.py tools/torch_peer/torch_table.py "$bundle/tools/torch_peer/"
   cp "$here/$(basename "$0")" "$bundle/gpu_check.sh"
   chmod +x "$bundle/gpu_check.sh"
   {
@@ -188,10 +193,37 @@ echo "== sieve bench --suite verify"
 "$sieve" bench --suite verify --tokens "$tokens" ${verify_case:+--case "$verify_case"} --json-out "$work/verify.json"
 verify_status=$?
 part_done verify_bench
+# As an inference engine calls it: the logits already in a device-local
+# buffer (sieve_sample_vulkan), one row and 64 rows.
+echo "== sieve bench --input device"
+"$sieve" bench --input device --tokens "$tokens" ${bench_case:+--case "$bench_case"} --json-out "$work/bench_device.json"
+device_status=$?
+# (--rows renames the cases: .../b64; a --bench-case names its shape.)
+b64_case=${bench_case:-zipf/v151936}
+"$sieve" bench --input device --rows 64 --case "${b64_case%/b*}" --tokens "$tokens" \
+  --json-out "$work/bench_device_b64.json"
+device_b64_status=$?
+part_done device_bench
+# The PyTorch peer on the same GPU (tools/torch_peer): skipped, exit 0, where
+# python3 has no CUDA-enabled torch.
+echo "== the PyTorch peer (skipped where python3 has no CUDA torch)"
+torch_status=0
+if command -v python3 >/dev/null 2>&1; then
+  python3 "$root/tools/torch_peer/torch_peer.py" --tokens "$tokens" --out "$work/torch.jsonl"
+  torch_status=$?
+  python3 "$root/tools/torch_peer/torch_table.py" --torch "$work/torch.jsonl" "$work/bench_device.json" \
+    "$work/bench_device_b64.json"
+  python3 "$root/tools/torch_peer/torch_table.py" --json --torch "$work/torch.jsonl" "$work/bench_device.json" \
+    "$work/bench_device_b64.json" > "$work/torch_table.json"
+else
+  echo '{"peer": "torch", "status": "skipped", "reason": "no python3 on this machine"}' > "$work/torch.jsonl"
+fi
+part_done torch
 set -e
-[[ -s $work/tests.json ]] || echo null > "$work/tests.json"
-[[ -s $work/bench.json ]] || echo null > "$work/bench.json"
-[[ -s $work/verify.json ]] || echo null > "$work/verify.json"
+for f in tests bench verify bench_device bench_device_b64 torch_table; do
+  [[ -s $work/$f.json ]] || echo null > "$work/$f.json"
+done
+torch_lines=$(grep -v '^[[:space:]]*$' "$work/torch.jsonl" 2>/dev/null | paste -sd, -)
 
 {
   echo '{"schema": "sieve-gpu-check/1",'
@@ -205,11 +237,20 @@ set -e
   echo " \"tests\": $(cat "$work/tests.json"),"
   echo " \"bench_exit_status\": $bench_status,"
   echo " \"bench\": $(cat "$work/bench.json"),"
+  echo " \"bench_device_exit_status\": $device_status,"
+  echo " \"bench_device\": $(cat "$work/bench_device.json"),"
+  echo " \"bench_device_b64_exit_status\": $device_b64_status,"
+  echo " \"bench_device_b64\": $(cat "$work/bench_device_b64.json"),"
+  echo " \"torch_exit_status\": $torch_status,"
+  echo " \"torch\": {\"lines\": [${torch_lines}], \"table\": $(cat "$work/torch_table.json")},"
   echo " \"verify_bench_exit_status\": $verify_status,"
   echo " \"verify_bench\": $(cat "$work/verify.json")"
   echo '}'
 } > "$out"
 
 failed=$(grep -c '^\[  FAILED  \] [A-Za-z]' "$work/tests.log" || true)
-echo "== report: $out (tests exit status $tests_status, $failed failed; bench exit status $bench_status, verify bench $verify_status)"
-if ((tests_status != 0 || bench_status != 0 || verify_status != 0)); then exit 1; fi
+echo "== report: $out (tests exit status $tests_status, $failed failed; bench exit status $bench_status, verify bench" \
+  "$verify_status, device-input bench $device_status and $device_b64_status, torch peer $torch_status)"
+if ((tests_status != 0 || bench_status != 0 || verify_status != 0 || device_status != 0 || device_b64_status != 0)); then
+  exit 1
+fi

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -83,6 +84,17 @@ TEST(GpuCheck, WritesOneReportWithDeviceTestsAndBench) {
     EXPECT_EQ(doc.at("bench_exit_status"), 0);
     ASSERT_EQ(doc.at("bench").at("cases").size(), 1u);
     EXPECT_EQ(doc.at("bench").at("cases").at(0).at("name"), "default/zipf/v32000/b1");
+    // The same case with the logits already in device memory, at 1 row and 64.
+    EXPECT_EQ(doc.at("bench_device_exit_status"), 0);
+    ASSERT_EQ(doc.at("bench_device").at("cases").size(), 1u);
+    EXPECT_EQ(doc.at("bench_device").at("input"), "device");
+    EXPECT_EQ(doc.at("bench_device_b64").at("cases").at(0).at("name"), "default/zipf/v32000/b64");
+    // The PyTorch peer: figures where torch has CUDA, else one line saying why not.
+    EXPECT_EQ(doc.at("torch_exit_status"), 0);
+    ASSERT_FALSE(doc.at("torch").at("lines").empty());
+    if (doc.at("torch").at("lines").at(0).value("status", "") == "skipped")
+        std::printf("the PyTorch peer was skipped: %s\n",
+                    doc.at("torch").at("lines").at(0).value("reason", "").c_str());
     EXPECT_EQ(doc.at("verify_bench_exit_status"), 0);
     // The case matches as a substring: 1 and 16 sequences.
     const auto& verify = doc.at("verify_bench").at("cases");

@@ -51,7 +51,7 @@ TEST_F(CliEcho, EveryModeReportsTheSeed) {
     rows2.insert(rows2.end(), kEight.begin(), kEight.end());
     const std::string two = write_npy("two.npy", 2, 8, rows2);
     const std::string base = "sample --device cpu --json --logits '";
-    for (const std::string mode : {f + "'", f + "' --dump-dist", f + "' --draws 50", f + "' --logprobs 2",
+    for (const std::string& mode : {f + "'", f + "' --dump-dist", f + "' --draws 50", f + "' --logprobs 2",
                                    two + "' --draft 4", two + "' --draft 4 --draft-probs '" + path("q.f32") + "'"}) {
         if (mode.find("q.f32") != std::string::npos) {
             const float q = 0.5f;
