@@ -91,9 +91,9 @@ sieve_calibration calibrate(Device& device, uint32_t vocab, uint32_t rows, uint3
 
     Objects o(device);
     o.logits = device.create_buffer(bytes, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-                                    false, nullptr);
+                                    HostAccess::None, nullptr);
     o.maxima = device.create_buffer(static_cast<VkDeviceSize>(n_chunks) * rows * 4u, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
-                                    true, nullptr);
+                                    HostAccess::Reads, nullptr);
 
     o.kernel.emplace(device, shaders::calibrate.words, shaders::calibrate.size_bytes,
                      std::vector<VkBuffer>{o.logits.buffer, o.maxima.buffer}, sizeof(PassPush), lim.workgroup_size,

@@ -127,7 +127,8 @@ void GpuChain::upload(const LogitsView& logits) {
 }
 
 void GpuChain::write_params(uint32_t rows, bool sample, bool commit) {
-    auto* p = static_cast<uint32_t*>(buffers_.params.mapped);
+    params_written_.resize(static_cast<size_t>(config_.max_rows) * PARAM_STRIDE);
+    uint32_t* p = params_written_.data();
     auto* inputs = static_cast<uint32_t*>(buffers_.inputs.mapped);
     const uint32_t max_vocab = static_cast<uint32_t>(config_.max_vocab);
     const uint32_t input_words = buffers_.input_words();
@@ -148,6 +149,7 @@ void GpuChain::write_params(uint32_t rows, bool sample, bool commit) {
         if (dry_acts(rows_[r]) && !rows_[r].dry_sequence_breakers.empty()) write_row_breakers(block, rows_[r], max_vocab);
         if (!positions_.empty()) write_row_position(p + r * PARAM_STRIDE, block, at.inputs_offset, max_vocab, positions_[r]);
     }
+    std::memcpy(buffers_.params.mapped, p, static_cast<size_t>(rows) * PARAM_STRIDE * 4);
 }
 
 // Arms one of collect.comp's two variants per row group, from the parameter
@@ -161,7 +163,7 @@ void GpuChain::arm_collect(const Recording& rec) {
                      [](const Dispatch& d) { return d.stage == Stage::CollectPlain; }))
         return;
     auto* args = static_cast<uint32_t*>(buffers_.dispatch_args.mapped);
-    const auto* params = static_cast<const uint32_t*>(buffers_.params.mapped);
+    const uint32_t* params = params_written_.data();
     for (const RowGroup& g : rec.groups) {
         bool plain = rec.key.inputs == InputsMode::None && rec.rows_of_whole_vec4s();
         const uint32_t first = g.window * buffers_.windows().rows + g.row_base;

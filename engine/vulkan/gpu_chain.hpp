@@ -211,6 +211,9 @@ private:
     DeviceInputs device_input_;
     std::optional<InFlight> in_flight_;
     std::vector<float> scratch_;       // a row widened to f32 for the twin (fallback rows)
+    // The parameter blocks as last written, for the host to read (arm_collect):
+    // the mapped copy may be device memory the host reads uncached (HostAccess).
+    std::vector<uint32_t> params_written_;
     std::vector<RowPosition> positions_;  // per row during sieve_verify's submission, else empty
     std::vector<sieve_token> drawn_;  // one draw's tokens (sample)
 };

@@ -146,42 +146,49 @@ ChainBuffers::ChainBuffers(Device& device, Pipelines& pipelines, const ChainConf
     try {
         const bool uma = device_.unified_memory();
         const VkBufferUsageFlags texel_usage = VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT;
-        logits = device_.create_buffer(rows * vocab * 4, storage | texel_usage | VK_BUFFER_USAGE_TRANSFER_DST_BIT, uma,
-                                       allocations_);
-        if (!uma) staging = device_.create_buffer(rows * vocab * 4, VK_BUFFER_USAGE_TRANSFER_SRC_BIT, true, allocations_);
-        params = device_.create_buffer(rows * PARAM_STRIDE * 4, storage, true, allocations_);
-        chunk_stats = device_.create_buffer(rows * max_chunks * CHUNK_STRIDE * 4, storage, false, allocations_);
-        row_state = device_.create_buffer(rows * ROW_STRIDE * 4, storage | VK_BUFFER_USAGE_TRANSFER_DST_BIT, false,
+        logits = device_.create_buffer(rows * vocab * 4, storage | texel_usage | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                                       uma ? HostAccess::Writes : HostAccess::None, allocations_);
+        // The upload's source, and where the host reads back rows the twin
+        // finishes from the app's buffer (device_host_rows): system memory.
+        if (!uma)
+            staging = device_.create_buffer(rows * vocab * 4, VK_BUFFER_USAGE_TRANSFER_SRC_BIT, HostAccess::Reads,
+                                            allocations_);
+        params = device_.create_buffer(rows * PARAM_STRIDE * 4, storage, HostAccess::Writes, allocations_);
+        chunk_stats = device_.create_buffer(rows * max_chunks * CHUNK_STRIDE * 4, storage, HostAccess::None, allocations_);
+        row_state = device_.create_buffer(rows * ROW_STRIDE * 4, storage | VK_BUFFER_USAGE_TRANSFER_DST_BIT, HostAccess::None,
                                           allocations_);
         // Slots are host-visible: the host's slot operations (accept, reset,
         // copy, save/restore) work on them between calls without a submission;
-        // the shaders append drawn tokens to them.
+        // the shaders append drawn tokens to them and the history pass walks
+        // them, which must not cross PCIe: device-local where it can be.
         const uint64_t slot_bytes =
             static_cast<uint64_t>(config.max_slots) * slot_words(static_cast<uint32_t>(config.history_capacity)) * 4;
-        slot_state = device_.create_buffer(slot_bytes, storage, true, allocations_);
+        slot_state = device_.create_buffer(slot_bytes, storage, HostAccess::Writes, allocations_);
         std::memset(slot_state.mapped, 0, slot_bytes);
         histograms = device_.create_buffer(rows * max_chunks * histogram_bins(config, limits_) * HIST_STRIDE * 4,
-                                           storage, false, allocations_);
-        candidates = device_.create_buffer(rows * collect_row_words(limits_.candidate_capacity) * 4, storage, false,
-                                           allocations_);
-        inputs = device_.create_buffer(rows * input_words_ * 4, storage, true, allocations_);
+                                           storage, HostAccess::None, allocations_);
+        candidates = device_.create_buffer(rows * collect_row_words(limits_.candidate_capacity) * 4, storage,
+                                           HostAccess::None, allocations_);
+        inputs = device_.create_buffer(rows * input_words_ * 4, storage, HostAccess::Writes, allocations_);
         // A transfer source too: the async token copy reads the ids from it.
-        results = device_.create_buffer(rows * RESULT_STRIDE * 4, storage | VK_BUFFER_USAGE_TRANSFER_SRC_BIT, true,
-                                        allocations_);
-        placeholder = device_.create_buffer(16, storage | texel_usage, false, allocations_);
+        // The host reads every row's result after each call.
+        results = device_.create_buffer(rows * RESULT_STRIDE * 4, storage | VK_BUFFER_USAGE_TRANSFER_SRC_BIT,
+                                        HostAccess::Reads, allocations_);
+        placeholder = device_.create_buffer(16, storage | texel_usage, HostAccess::None, allocations_);
         create_texel_views();
         if (adjust_rows)
             adjust = device_.create_buffer(rows * adjust_layout_.row_words * 4,
-                                           storage | VK_BUFFER_USAGE_TRANSFER_DST_BIT, false, allocations_);
+                                           storage | VK_BUFFER_USAGE_TRANSFER_DST_BIT, HostAccess::None, allocations_);
         if (wide_cap_)
             wide = device_.create_buffer(rows * wide_row_words(limits_.candidate_capacity, wide_cap_) * 4, storage,
-                                         false, allocations_);
-        // Written by each level's decision (scan.glsl), read by
-        // vkCmdDispatchIndirect and, after the fence, by the host to count the
-        // dispatches that ran.
+                                         HostAccess::None, allocations_);
+        // Written by each level's decision (scan.glsl, shader atomics: kept in
+        // device memory), read by vkCmdDispatchIndirect and, after the fence,
+        // by the host to count the dispatches that ran (a few words a call).
         dispatch_args = device_.create_buffer(
             rows * GROUP_ARGS_WORDS * 4,
-            storage | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT, true, allocations_);
+            storage | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT, HostAccess::Writes,
+            allocations_);
 
         // A sampling set and (on first use) a distribution set and a set
         // binding the app's rows per window.
@@ -311,7 +318,7 @@ void ChainBuffers::create_texel_views() {
 void ChainBuffers::ensure_distribution_output() {
     if (probabilities.buffer) return;
     probabilities = device_.create_buffer(static_cast<uint64_t>(config_.max_rows) * (2ull * config_.max_vocab + 2) * 4,
-                                          VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, true, allocations_);
+                                          VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, HostAccess::Reads, allocations_);
     for (uint32_t w = 0; w < windows_.count; ++w) {
         distribution_sets_.push_back(new_set());
         write_set(distribution_sets_.back(), w, probabilities.buffer);

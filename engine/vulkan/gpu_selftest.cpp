@@ -19,8 +19,8 @@ std::vector<std::array<uint32_t, 4>> philox_on_device(sieve_context* context, co
     const uint32_t n = static_cast<uint32_t>(cases.size());
     if (n == 0) return {};
 
-    Buffer in = device.create_buffer(n * 6 * 4, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, true, nullptr);
-    Buffer out = device.create_buffer(n * 4 * 4, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, true, nullptr);
+    Buffer in = device.create_buffer(n * 6 * 4, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, HostAccess::Writes, nullptr);
+    Buffer out = device.create_buffer(n * 4 * 4, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, HostAccess::Reads, nullptr);
     auto* words = static_cast<uint32_t*>(in.mapped);
     for (uint32_t i = 0; i < n; ++i) {
         std::memcpy(words + i * 6, cases[i].counter.data(), 16);

@@ -107,8 +107,11 @@ void Device::init(const sieve_context_options& options, uint32_t enabled_feature
         if ((f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) && (f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) &&
             (f & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT)) {
             VkDeviceSize heap = memory_.memoryHeaps[memory_.memoryTypes[i].heapIndex].size;
-            // A small BAR window (256 MiB on many desktop GPUs) is not UMA.
-            if (heap > (VkDeviceSize(1) << 30) || info_.type == SIEVE_DEVICE_INTEGRATED_GPU ||
+            // A discrete GPU's BAR (256 MiB, or all of VRAM with resizable
+            // BAR) is not UMA: the host reads it uncached, a PCIe round trip
+            // a load (HostAccess), and rows the twin finishes are read back.
+            const bool cached = f & VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
+            if ((cached && heap > (VkDeviceSize(1) << 30)) || info_.type == SIEVE_DEVICE_INTEGRATED_GPU ||
                 info_.type == SIEVE_DEVICE_CPU)
                 unified_memory_ = true;
         }
@@ -137,16 +140,33 @@ VkResult Device::submit(const VkSubmitInfo& submit, VkFence fence) {
     return table_.vkQueueSubmit(queue_, 1, &submit, fence);
 }
 
-uint32_t Device::memory_type(uint32_t bits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) const {
-    for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i)
-        if ((bits & (1u << i)) && (memory_.memoryTypes[i].propertyFlags & (required | preferred)) == (required | preferred))
-            return i;
-    for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i)
-        if ((bits & (1u << i)) && (memory_.memoryTypes[i].propertyFlags & required) == required) return i;
-    fail(SIEVE_ERROR_OUT_OF_MEMORY, "no suitable Vulkan memory type");
+uint32_t choose_memory_type(const VkPhysicalDeviceMemoryProperties& memory, uint32_t bits, HostAccess access) {
+    const VkMemoryPropertyFlags required =
+        access == HostAccess::None ? VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
+                                   : VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    // Higher is better; the first type of the best score wins.
+    auto score = [&](VkMemoryPropertyFlags f) {
+        const bool local = f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, cached = f & VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
+        switch (access) {
+        case HostAccess::Writes: return local ? 1 : 0;
+        case HostAccess::Reads: return cached ? 2 : (local ? 0 : 1);
+        default: return 0;
+        }
+    };
+    uint32_t best = UINT32_MAX;
+    int best_score = -1;
+    for (uint32_t i = 0; i < memory.memoryTypeCount; ++i) {
+        const VkMemoryPropertyFlags f = memory.memoryTypes[i].propertyFlags;
+        if (!(bits & (1u << i)) || (f & required) != required) continue;
+        if (score(f) > best_score) {
+            best = i;
+            best_score = score(f);
+        }
+    }
+    return best;
 }
 
-Buffer Device::create_buffer(VkDeviceSize size, VkBufferUsageFlags usage, bool host_visible,
+Buffer Device::create_buffer(VkDeviceSize size, VkBufferUsageFlags usage, HostAccess access,
                              std::atomic<uint64_t>* allocations) {
     Buffer b;
     b.size = size;
@@ -157,13 +177,13 @@ Buffer Device::create_buffer(VkDeviceSize size, VkBufferUsageFlags usage, bool h
     vk_check(table_.vkCreateBuffer(device_, &info, nullptr, &b.buffer), "vkCreateBuffer");
     VkMemoryRequirements req{};
     table_.vkGetBufferMemoryRequirements(device_, b.buffer, &req);
-    VkMemoryPropertyFlags required = host_visible
-        ? (VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT)
-        : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
-    VkMemoryPropertyFlags preferred = host_visible ? VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT : 0;
     VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
     alloc.allocationSize = req.size;
-    alloc.memoryTypeIndex = memory_type(req.memoryTypeBits, required, preferred);
+    alloc.memoryTypeIndex = choose_memory_type(memory_, req.memoryTypeBits, access);
+    if (alloc.memoryTypeIndex == UINT32_MAX) {
+        table_.vkDestroyBuffer(device_, b.buffer, nullptr);
+        fail(SIEVE_ERROR_OUT_OF_MEMORY, "no suitable Vulkan memory type");
+    }
     VkResult r = table_.vkAllocateMemory(device_, &alloc, nullptr, &b.memory);
     if (r != VK_SUCCESS) {
         table_.vkDestroyBuffer(device_, b.buffer, nullptr);
@@ -171,7 +191,7 @@ Buffer Device::create_buffer(VkDeviceSize size, VkBufferUsageFlags usage, bool h
     }
     if (allocations) allocations->fetch_add(1);
     table_.vkBindBufferMemory(device_, b.buffer, b.memory, 0);
-    if (host_visible) vk_check(table_.vkMapMemory(device_, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped), "vkMapMemory");
+    if (access != HostAccess::None) vk_check(table_.vkMapMemory(device_, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped), "vkMapMemory");
     return b;
 }
 

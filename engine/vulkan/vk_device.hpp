@@ -51,6 +51,29 @@ struct EffectiveLimits {
     float timestamp_period_ns = 1.0f;
 };
 
+// How the host touches a buffer, which decides its memory type
+// (choose_memory_type). On a discrete GPU, host-visible device-local memory
+// (the PCIe BAR, all of VRAM with resizable BAR) is written by the host
+// through write-combining at full speed but read uncached: every host load is
+// a PCIe round trip of about a microsecond. On an H200, reading 8 result
+// words per row that way cost about 7 us a row, most of a 64-row call. So a
+// buffer the host reads lives in host-cached system memory, which the GPU
+// writes over PCIe as posted writes; one the host writes and the GPU reads
+// often stays in device-local memory. On a UMA device (lavapipe, phones,
+// integrated GPUs) one memory type often has every property and both get it.
+enum class HostAccess {
+    None,    // device-local, not mapped
+    Writes,  // mapped; the host writes, the GPU reads: device-local preferred
+    Reads,   // mapped; the host reads (what the GPU wrote): host-cached preferred, device-local avoided
+};
+
+// The memory type for a buffer whose memoryTypeBits are `bits`, or UINT32_MAX
+// when none fits: None needs DEVICE_LOCAL, the others HOST_VISIBLE |
+// HOST_COHERENT; among those, Writes takes the first DEVICE_LOCAL one and
+// Reads the first HOST_CACHED one, else one that is not DEVICE_LOCAL (system
+// memory, uncached), else any.
+uint32_t choose_memory_type(const VkPhysicalDeviceMemoryProperties& memory, uint32_t bits, HostAccess access);
+
 struct Buffer {
     VkBuffer buffer = VK_NULL_HANDLE;
     VkDeviceMemory memory = VK_NULL_HANDLE;
@@ -83,8 +106,9 @@ public:
     // One primary command buffer from `pool` (throws on failure).
     VkCommandBuffer allocate_command_buffer(VkCommandPool pool) const;
 
-    // host_visible: persistently mapped, coherent. Counts into *allocations.
-    Buffer create_buffer(VkDeviceSize size, VkBufferUsageFlags usage, bool host_visible,
+    // Mapped persistently and coherent unless `access` is None (HostAccess
+    // says where it lives). Counts into *allocations.
+    Buffer create_buffer(VkDeviceSize size, VkBufferUsageFlags usage, HostAccess access,
                          std::atomic<uint64_t>* allocations);
     void destroy_buffer(Buffer& buffer);
     // Whether device-local memory is also host-visible (UMA, lavapipe, phones):
@@ -93,7 +117,6 @@ public:
 
 private:
     void init(const sieve_context_options& options, uint32_t enabled_features);
-    uint32_t memory_type(uint32_t bits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) const;
 
     VkPhysicalDevice physical_ = VK_NULL_HANDLE;
     VkDevice device_ = VK_NULL_HANDLE;
