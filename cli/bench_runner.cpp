@@ -414,6 +414,8 @@ std::vector<CaseResult> BenchRunner::run_group(const std::vector<BenchCase>& cas
     // Rounds: each case's next kRoundTokens measured tokens in turn (with a
     // peer, as many of llama.cpp's after each block), until every case has
     // its tokens or spent its budget (never below kMinTokens).
+    const bool gpu = device_.has_info && device_.info.type != SIEVE_DEVICE_CPU;
+    const int32_t round_tokens = gpu || peer_ ? kRoundTokens : kRoundTokensCpu;
     for (bool any = true; any;) {
         any = false;
         for (auto& lp : live) {
@@ -422,7 +424,7 @@ std::vector<CaseResult> BenchRunner::run_group(const std::vector<BenchCase>& cas
             const BenchCase& c = l.r.c;
             int32_t block = 0;
             try {
-                while (block < kRoundTokens && static_cast<int32_t>(l.us.size()) < s_.tokens) {
+                while (block < round_tokens && static_cast<int32_t>(l.us.size()) < s_.tokens) {
                     const Clock::time_point t0 = Clock::now();
                     std::vector<sieve_token> out = l.call();
                     const Clock::time_point t1 = Clock::now();

@@ -39,6 +39,10 @@ constexpr int kPeerBlock = 10;
 // tokens, then the next case's, so a GPU whose clocks ramp with load favours
 // none of them (the H200 gave one case p10 208 / median 864 us measured alone).
 constexpr int kRoundTokens = kPeerBlock;
+// On a CPU device without --peer: no clocks ramp there, but every switch to
+// another case finds the caches holding the other case's rows and buffers
+// (rounds of 10 measured lavapipe's cases 0-8% slower than back to back).
+constexpr int kRoundTokensCpu = 50;
 // Before a group's first round, back-to-back calls over its cases for at least
 // this long (a GPU's clocks settle under load; a CPU device has none to settle).
 constexpr double kClockWarmupGpuS = 0.2;

@@ -94,7 +94,8 @@ void print_header(std::ostream& out, const Device& device, const std::vector<std
             << "llama_sampler_accept; one chain per row\n";
     for (const std::string& w : warnings) out << "warning: " << w << "\n";
     out << "logits: " << (o.input == "device" ? "in a device-local buffer (sieve_sample_vulkan)" : "from host memory (sieve_sample, the upload included)")
-        << "; measured tokens in rounds of " << kRoundTokens << " alternating between the cases, after "
+        << "; measured tokens in rounds of " << kRoundTokens << " (" << kRoundTokensCpu
+        << " on a CPU device without --peer) alternating between the cases, after "
         << fixed(kClockWarmupGpuS * 1000, 0) << " ms of back-to-back calls on a GPU\n";
     out << "latency per token in us (one sample call for all rows): " << o.tokens << " tokens after " << o.warmup
         << " warm-up (a case stops early after 8 s on the device, " << fixed(o.twin_budget_s, 1)

@@ -122,7 +122,7 @@ Instance::Subscription::Subscription(bool validation, MessageSink* sink)
         process_instance(validation);
     } catch (...) {
         std::lock_guard<std::mutex> lock(instance_.sinks_mutex_);
-        instance_.sinks_.pop_back();
+        instance_.sinks_.erase(std::find(instance_.sinks_.begin(), instance_.sinks_.end(), sink_));
         throw;
     }
 }
