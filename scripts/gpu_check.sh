@@ -80,7 +80,11 @@ if [[ -n $bundle ]]; then
   rm -f "$bundle/.write-test"
   if ((setup)); then ./scripts/setup.sh; fi
   for f in "$build/cli/sieve" "$build/tests/sieve_gpu_tests"; do
-    [[ -x $f ]] || { echo "gpu_check: $f is missing: build first (run without --no-setup)" >&2; exit 2; }
+    if [[ ! -x $f ]]; then
+      ((made_dir)) && rmdir "$bundle" 2>/dev/null
+      echo "gpu_check: $f is missing: build first (run without --no-setup)" >&2
+      exit 2
+    fi
   done
   mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/loader" "$bundle/layers"
   cp "$build/cli/sieve" "$build/tests/sieve_gpu_tests" "$bundle/bin/"
