@@ -90,7 +90,8 @@ TEST(Batches, EveryRowEqualsTheRowAlone) {
 
 // A capacity past the binding range: at vocab 262144 a row's distribution
 // space is 2 MiB, so the context's 16 MiB cap (kWindowTestRange, the same on
-// every device) holds 7 rows and 9 rows make two windows. Rows on both sides of the edge equal the rows alone, for calls
+// every device) holds a few rows (the chain says how many): a dozen rows make
+// two windows or more. Rows on both sides of the edge equal the rows alone, for calls
 // at the full vocab and at a smaller one (rows then sit vocab apart inside a
 // window, windows stay max_vocab rows apart), for samples and distributions.
 TEST(Batches, CapacityBeyondOneBindingIsSplit) {
@@ -99,11 +100,13 @@ TEST(Batches, CapacityBeyondOneBindingIsSplit) {
     constexpr int32_t kVocab = 262144;
     const uint64_t range = ctx.device_info().max_storage_buffer_range;
     ASSERT_EQ(range, kWindowTestRange) << "the context plans with the cap it was given";
-    const int32_t per_window = static_cast<int32_t>(range / ((2ull * kVocab + 2) * 4));
-    ASSERT_GT(per_window, 1);
-    ASSERT_LT(per_window, 64) << "the cap no longer splits a small batch";
-    const int32_t rows = per_window + 2;
+    constexpr int32_t rows = 12;
     sieve::Chain batch(ctx, chain_desc("", rows, kVocab, 0.8f, 1));
+    const Windows windows = row_windows(batch);
+    ASSERT_GE(windows.count, 2u) << "the capacity is not split into row windows";
+    const int32_t per_window = static_cast<int32_t>(windows.rows);
+    ASSERT_GT(per_window, 1);
+    ASSERT_LT(per_window + 1, rows);
     for (int32_t r = 0; r < rows; ++r) batch.set(SIEVE_PARAM_SEED, 900 + r, r);
     const int32_t edge[] = {0, per_window - 1, per_window, per_window + 1};
     std::vector<std::unique_ptr<sieve::Chain>> alone;

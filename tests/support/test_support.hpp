@@ -40,9 +40,16 @@ inline sieve::Context gpu_context(Profile profile = Profile::Full) { return siev
 
 // A binding range small enough that every device splits a vocab-262144 batch
 // of a dozen rows into row windows (sieve_context_options.max_storage_buffer_range):
-// 7 rows of 262144 per window (a row takes 2 * 262144 + 2 words in its largest
-// per-row buffer).
+// at most 7 rows of 262144 a window (a row takes 2 * 262144 + 2 words in its
+// largest per-row buffer; alignment can leave fewer: row_windows says).
 constexpr uint64_t kWindowTestRange = 16ull << 20;
+
+// The row windows a GPU chain's buffers are bound in: how many, and the rows
+// each holds ({0, 0} for a CPU chain).
+struct Windows {
+    uint32_t count = 0, rows = 0;
+};
+Windows row_windows(const sieve::Chain& chain);
 
 inline sieve::Context cpu_context() {
     sieve::ContextOptions o;

@@ -1,0 +1,16 @@
+// row_windows (test_support.hpp): reaches into the chain's implementation, which
+// the tests link statically, for what no public call reports.
+#include "test_support.hpp"
+
+#include "chain/context.hpp"
+#include "vulkan/gpu_chain.hpp"
+
+namespace sieve_test {
+
+Windows row_windows(const sieve::Chain& chain) {
+    const auto* gpu = dynamic_cast<const sieve::GpuChain*>(chain.get()->impl.get());
+    if (!gpu) return {};
+    return {gpu->row_windows().count, gpu->row_windows().rows};
+}
+
+} // namespace sieve_test
