@@ -42,6 +42,11 @@ bundled=0
 if ((bundled)); then root=$here; else root=$(cd "$here/.." && pwd); fi
 
 usage() { echo "gpu_check: $1 (see --help)" >&2; exit 2; }
+# The first of the given programs that is not built, or nothing.
+missing_program() {
+  local f
+  for f in "$@"; do [[ -x $f ]] || { echo "$f"; return; }; done
+}
 
 # Paths given are relative to where the script is called from.
 setup=1 build=$root/build out=$root/sieve-gpu-check.json tokens=200 filter='*' bench_case='' verify_case='' bundle=''
@@ -79,13 +84,12 @@ if [[ -n $bundle ]]; then
   fi
   rm -f "$bundle/.write-test"
   if ((setup)); then ./scripts/setup.sh; fi
-  for f in "$build/cli/sieve" "$build/tests/sieve_gpu_tests"; do
-    if [[ ! -x $f ]]; then
-      ((made_dir)) && rmdir "$bundle" 2>/dev/null
-      echo "gpu_check: $f is missing: build first (run without --no-setup)" >&2
-      exit 2
-    fi
-  done
+  missing=$(missing_program "$build/cli/sieve" "$build/tests/sieve_gpu_tests")
+  if [[ -n $missing ]]; then
+    ((made_dir)) && rmdir "$bundle" 2>/dev/null
+    echo "gpu_check: $missing is missing: build first (run without --no-setup)" >&2
+    exit 2
+  fi
   mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/loader" "$bundle/layers"
   cp "$build/cli/sieve" "$build/tests/sieve_gpu_tests" "$bundle/bin/"
   # libsieve under its SONAME, the name the CLI asks the dynamic linker for.
@@ -151,9 +155,8 @@ else
   gpu_tests=$build/tests/sieve_gpu_tests
   commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 fi
-for f in "$sieve" "$gpu_tests"; do
-  [[ -x $f ]] || { echo "gpu_check: $f is missing: build first (run without --no-setup)" >&2; exit 2; }
-done
+missing=$(missing_program "$sieve" "$gpu_tests")
+[[ -z $missing ]] || { echo "gpu_check: $missing is missing: build first (run without --no-setup)" >&2; exit 2; }
 
 # part NAME: the wall time since the part began, printed and kept for the report.
 parts=''

@@ -40,7 +40,7 @@ std::vector<double> softmax(const std::vector<float>& l, double t) {
 }
 
 // Eight logits with a tie (ids 2 and 5) to check the canonical order.
-const std::vector<float> kEight = {0.5f, 2.0f, 1.25f, -1.0f, 3.0f, 1.25f, 0.0f, -3.5f};
+using sieve_test::kEight;
 
 TEST_F(Cli, DevicesJsonParses) {
     Proc r = sieve("devices --json");

@@ -21,7 +21,7 @@ using sieve_test::Proc;
 
 using CliFlags = sieve_test::CliTest;
 
-const std::vector<float> kEight = {0.5f, 2.0f, 1.25f, -1.0f, 3.0f, 1.25f, 0.0f, -3.5f};
+using sieve_test::kEight;
 
 TEST_F(CliFlags, EmptyValuesAreUsageErrors) {
     const std::string f = write_npy("e.npy", 0, 8, kEight);

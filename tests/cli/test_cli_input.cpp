@@ -27,7 +27,7 @@ using sieve_test::Proc;
 
 using CliInput = sieve_test::CliTest;
 
-const std::vector<float> kEight = {0.5f, 2.0f, 1.25f, -1.0f, 3.0f, 1.25f, 0.0f, -3.5f};
+using sieve_test::kEight;
 
 // A sparse file of `size` bytes starting with `head`: large on paper, nothing on disk.
 std::string sparse_file(const std::string& path, const std::string& head, off_t size) {

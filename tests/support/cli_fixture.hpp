@@ -21,6 +21,9 @@ inline std::string describe(const Proc& r) {
     return "exit " + std::to_string(r.code) + "\nstdout: " + r.out + "\nstderr: " + r.err;
 }
 
+// Eight logits the CLI tests sample: a tie (1.25 twice), negatives, a clear top.
+inline const std::vector<float> kEight = {0.5f, 2.0f, 1.25f, -1.0f, 3.0f, 1.25f, 0.0f, -3.5f};
+
 class CliTest : public ::testing::Test {
 protected:
     void SetUp() override {
