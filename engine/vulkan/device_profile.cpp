@@ -59,6 +59,17 @@ const char* profile_name(uint32_t profile) {
     }
 }
 
+uint32_t resolve_compute_units(uint32_t device_units) {
+    const char* env = std::getenv("SIEVE_COMPUTE_UNITS");
+    if (!env || !*env) return device_units;
+    char* end = nullptr;
+    const long v = std::strtol(env, &end, 10);
+    if (*end != '\0' || v < 1 || v > static_cast<long>(kMaxComputeUnits))
+        fail(SIEVE_ERROR_INVALID_ARGUMENT, std::string("SIEVE_COMPUTE_UNITS=") + env +
+                                               " is not a whole number in [1, " + std::to_string(kMaxComputeUnits) + "]");
+    return static_cast<uint32_t>(v);
+}
+
 void shape_limits(const sieve_device_info& device, uint32_t enabled, const sieve_context_options& given,
                   uint32_t profile, EffectiveLimits* out) {
     sieve_context_options options = given;
@@ -75,6 +86,9 @@ void shape_limits(const sieve_device_info& device, uint32_t enabled, const sieve
     EffectiveLimits& limits = *out;
     limits.plan_type = plan_type;
     limits.profile = profile;
+    // Under the gpu profile a CPU device plans for the stand-in count of a
+    // discrete GPU whose count no extension gives (vk_instance.cpp).
+    limits.compute_units = resolve_compute_units(as_gpu ? kStandInGpuComputeUnits : std::max(device.compute_units, 1u));
 
     // A CPU implementation runs an invocation group as SIMD lanes and a barrier
     // as a switch between them: small workgroups cost far less there. An

@@ -20,6 +20,13 @@ uint32_t resolve_profile(const char* option);
 // "device", "gpu", "constrained" or "gpu,constrained".
 const char* profile_name(uint32_t profile);
 
+// The compute units a context's plans spread a small batch over: env
+// SIEVE_COMPUTE_UNITS (a whole number in [1, kMaxComputeUnits]; 1 keeps every
+// row at the plan's chunks; a malformed value fails with
+// SIEVE_ERROR_INVALID_ARGUMENT), else the device's.
+constexpr uint32_t kMaxComputeUnits = 65536;
+uint32_t resolve_compute_units(uint32_t device_units);
+
 // The limits a context on `device` plans for: the workgroup size, shared
 // memory budget, candidate capacity, usable features, the CPU device's own
 // shader paths and the device type its plans are shaped for. `enabled` is the

@@ -167,10 +167,14 @@ void GpuChain::arm_collect(const Recording& rec) {
     for (const RowGroup& g : rec.groups) {
         bool plain = rec.key.inputs == InputsMode::None && rec.rows_of_whole_vec4s();
         const uint32_t first = g.window * buffers_.windows().rows + g.row_base;
-        for (uint32_t r = first; plain && r < first + g.rows; ++r)
-            plain = row_block_plain(params + static_cast<size_t>(r) * PARAM_STRIDE, limits_.workgroup_size,
-                                    limits_.candidate_capacity);
-        const uint32_t on[3] = {rec.plan.n_chunks, g.rows, 1}, off[3] = {0, g.rows, 1};
+        uint32_t most_need = 1;
+        for (uint32_t r = first; plain && r < first + g.rows; ++r) {
+            const uint32_t* block = params + static_cast<size_t>(r) * PARAM_STRIDE;
+            plain = row_block_plain(block, limits_.workgroup_size, limits_.candidate_capacity);
+            most_need = std::max(most_need, block[P_NEED]);
+        }
+        const uint32_t chunks = collect_chunks_for_group(rec.plan, rec.key.vocab, g.rows, most_need, plain, limits_);
+        const uint32_t on[3] = {chunks, g.rows, 1}, off[3] = {0, g.rows, 1};
         std::memcpy(args + g.args_base + COLLECT_PLAIN_ARGS, plain ? on : off, sizeof(on));
         std::memcpy(args + g.args_base + COLLECT_GENERAL_ARGS, plain ? off : on, sizeof(on));
     }
@@ -394,6 +398,11 @@ std::vector<sieve_stage_estimate> GpuChain::plan_estimate(int32_t rows, int32_t 
         if (penalties_act(rows_[i])) in.history_tokens = std::max(in.history_tokens, window(rows_[i].penalty_last_n));
         if (dry_acts(rows_[i])) in.history_tokens = std::max(in.history_tokens, window(rows_[i].dry_penalty_last_n));
     }
+    // Only the collect plain variant splits rows further (arm_collect); the
+    // general one takes the plan's chunks whatever collect_chunks says.
+    for (const RowGroup& g : rec.groups)
+        in.collect_chunks.push_back(
+            in.collect_plain ? collect_chunks_for_group(rec.plan, in.vocab, g.rows, in.need, true, limits_) : rec.plan.n_chunks);
     std::vector<sieve_stage_estimate> out;
     for (const StageEstimate& e : estimate_plan(in)) {
         sieve_stage_estimate s{};

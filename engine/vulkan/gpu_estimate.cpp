@@ -16,16 +16,28 @@ struct Work {
     bool heavy = false;  // holds much shared memory: kHeavyPerSm resident per SM
 };
 
-Work work_of(const Dispatch& d, const EstimateInputs& in) {
+// The bitonic stages of sorting n entries padded to a power of two.
+double sort_stages(uint32_t n) {
+    uint32_t lg = 0;
+    while ((1u << lg) < n) ++lg;
+    return lg * (lg + 1) / 2.0;
+}
+
+// `chunks`: the chunks the group's collect pass splits a row into.
+Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
     const Plan& p = *in.plan;
-    const double chunk = d.per_chunk ? p.chunk_size : in.vocab;
+    const bool collect = d.stage == Stage::CollectPlain || d.stage == Stage::Collect;
+    const double chunk = !d.per_chunk ? in.vocab : collect ? collect_chunk_size(in.vocab, chunks) : p.chunk_size;
     const double read = chunk * M::kReadUsPerLogit;
     switch (d.stage) {
     case Stage::CollectPlain:
     case Stage::Collect:
         return {M::kCollectUs + M::kCollectUsPerNeed * in.need + read, chunk, true};
-    case Stage::CollectTail:
-        return {M::kTailUs + M::kTailUsPerOp * in.chain_ops + M::kTailUsPerNeed * in.need, 0, true};
+    case Stage::CollectTail: {
+        const double merge = chunks > glsl::MAX_COLLECT_CHUNKS ? M::kTailUsPerSortStage * sort_stages(chunks * in.need)
+                                                               : M::kTailUsPerNeed * in.need;
+        return {M::kTailUs + M::kTailUsPerOp * in.chain_ops + merge, 0, true};
+    }
     case Stage::WideHistogram: return {M::kWideHistogramUsPerLogit * chunk, chunk, true};
     case Stage::WideGather: return {M::kWideGatherUsPerLogit * chunk, chunk, true};
     case Stage::History: return {M::kHistoryUs + M::kHistoryUsPerToken * in.history_tokens, 0, true};
@@ -57,9 +69,12 @@ std::vector<StageEstimate> estimate_plan(const EstimateInputs& in) {
     for (const Dispatch& d : p.dispatches) {
         StageEstimate e{d.stage, d.level, 0, d.indirect != kNotIndirect, 0.0};
         const bool runs = expected_to_run(d, in);
-        const Work w = work_of(d, in);
-        for (const RowGroup& g : *in.groups) {
-            const uint32_t groups = runs ? g.rows * (d.per_chunk ? p.n_chunks : 1u) : 0u;
+        const bool collect = d.stage == Stage::CollectPlain || d.stage == Stage::Collect;
+        for (size_t gi = 0; gi < in.groups->size(); ++gi) {
+            const RowGroup& g = (*in.groups)[gi];
+            const uint32_t chunks = gi < in.collect_chunks.size() ? in.collect_chunks[gi] : p.n_chunks;
+            const Work w = work_of(d, in, chunks);
+            const uint32_t groups = runs ? g.rows * (d.per_chunk ? (collect ? chunks : p.n_chunks) : 1u) : 0u;
             e.workgroups += groups;
             if (groups == 0) {
                 e.est_us += M::kLaunchUs;

@@ -22,6 +22,9 @@ struct EstimateInputs {
     uint32_t chain_ops = 0;       // samplers before the draw, penalties and DRY left out (the tail runs each)
     uint32_t history_tokens = 0;  // the longest history window the history pass reads
     bool collect_plain = true;    // the host arms collect.comp's plain variant (else the general one)
+    // Per row group (as `groups`): the chunks its collect pass splits a row
+    // into (collect_chunks_for_group); empty: the plan's n_chunks.
+    std::vector<uint32_t> collect_chunks;
 };
 
 struct StageEstimate {
@@ -50,6 +53,12 @@ struct EstimateModel {
     static constexpr double kTailUs = 17.5;               // collect_tail.comp per row
     static constexpr double kTailUsPerOp = 17.0;          // ... per op of the chain
     static constexpr double kTailUsPerNeed = 0.71;        // ... per candidate merged and run through the chain
+    // A row split into more than MAX_COLLECT_CHUNKS chunks: the tail sorts all
+    // lists in shared memory (sort_chunk_lists) instead of ranking each entry
+    // by binary searches over the others: per bitonic stage (a barrier and at
+    // most CAP / 2 / WG compare-exchanges per invocation), in place of the
+    // per-candidate term. Stated, not fitted: no GPU has run it.
+    static constexpr double kTailUsPerSortStage = 0.15;
     static constexpr double kWideHistogramUsPerLogit = 0.00858;
     static constexpr double kWideGatherUsPerLogit = 0.0211;
     static constexpr double kHistoryUs = 47.1;            // history.comp per row

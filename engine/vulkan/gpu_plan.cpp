@@ -35,6 +35,18 @@ void chunking(uint32_t vocab, const EffectiveLimits& limits, sieve_device_type t
     *n_chunks = (vocab + size - 1) / size;
 }
 
+uint32_t collect_chunks_for_group(const Plan& plan, uint32_t vocab, uint32_t rows, uint32_t most_need, bool plain,
+                                  const EffectiveLimits& limits) {
+    if (!plain || plan.small || limits.plan_type == SIEVE_DEVICE_CPU || plan.collect_slots <= plan.n_chunks)
+        return plan.n_chunks;
+    const uint32_t target = 2 * std::max(limits.compute_units, 1u);  // workgroups over the group
+    uint32_t n = std::min({plan.collect_slots, limits.candidate_capacity / std::max(most_need, 1u),
+                           std::max(target / std::max(rows, 1u), 1u)});
+    if (n <= plan.n_chunks) return plan.n_chunks;
+    n = (vocab + collect_chunk_size(vocab, n) - 1) / collect_chunk_size(vocab, n);  // the chunks that hold logits
+    return std::max(n, plan.n_chunks);
+}
+
 namespace {
 
 Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, bool direct, uint32_t vocab,
@@ -51,10 +63,14 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
             p.chunk_size = vocab;
         } else {
             // At most MAX_COLLECT_CHUNKS chunks, each starting at a multiple of
-            // 4 logits (collect.comp reads plain rows four at a time).
+            // 4 logits (collect.comp reads plain rows four at a time). On a
+            // GPU some rows may take more (collect_chunks_for_group): the
+            // chunks the vocabulary takes.
+            p.collect_slots = type == SIEVE_DEVICE_CPU ? 0u : std::min(p.n_chunks, MAX_ROW_CHUNKS);
             const uint32_t n = std::min(p.n_chunks, MAX_COLLECT_CHUNKS);
-            p.chunk_size = ((vocab + n - 1) / n + 3) / 4 * 4;
+            p.chunk_size = collect_chunk_size(vocab, n);
             p.n_chunks = (vocab + p.chunk_size - 1) / p.chunk_size;
+            p.collect_slots = std::max(p.collect_slots, p.n_chunks);
         }
         // The chunks, then one workgroup per row for the merge, the chain and
         // the draw (collect_tail.comp). Chunks of a big row run one of two

@@ -47,6 +47,11 @@ struct Plan {
     bool small = false;        // vocab <= CAP: finalize reads the row itself
     uint32_t n_chunks = 1;
     uint32_t chunk_size = 1;
+    // The most chunks the collect pass may split a row into (the chunk
+    // statistics' slots per row its dispatches index by): n_chunks on a CPU
+    // device; on a GPU up to the chunks the vocabulary takes (chunking), for
+    // plain rows that keep few candidates (collect_chunks_for_group).
+    uint32_t collect_slots = 1;
     uint32_t flags = 0;
     std::vector<Dispatch> dispatches;
     uint32_t min_row_passes = 1;  // full-row reads when the first level resolves the draw
@@ -88,6 +93,22 @@ uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type, u
 // (not with history or logprobs).
 Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, bool history, uint32_t vocab,
                const EffectiveLimits& limits, sieve_device_type type, bool logprobs = false, bool wide_direct = false);
+
+// collect.glsl: collect_chunk_size, the logits per chunk of a row split into
+// n chunks (a multiple of 4). ceil(vocab / collect_chunk_size(vocab, n)) is
+// the chunks that hold logits: n itself when n came from that formula.
+inline uint32_t collect_chunk_size(uint32_t vocab, uint32_t n) { return ((vocab + n - 1) / n + 3) / 4 * 4; }
+
+// The chunks a collect pass splits each row of a row group into (the
+// variant's indirect x; gpu_chain.cpp arm_collect). The plan's n_chunks,
+// except on a GPU for a group of plain rows (collect.comp's plain variant: no
+// full-row aggregates, so how a row is split changes no result) at a small
+// batch: then about two workgroups per compute unit over the group, as many
+// as the chunk statistics' slots hold (plan.collect_slots) and as keep every
+// list in the tail's buffer (chunks x most_need <= CAP, collect_tail.comp:
+// sort_chunk_lists).
+uint32_t collect_chunks_for_group(const Plan& plan, uint32_t vocab, uint32_t rows, uint32_t most_need, bool plain,
+                                  const EffectiveLimits& limits);
 
 // wide.glsl: a row's words in the wide buffer for a list of `list` entries.
 constexpr uint32_t kMaxWideList = 65536;

@@ -141,11 +141,15 @@ void Recorder::emit(VkCommandBuffer cmd, const Recording& rec) const {
         VkDescriptorSet set = buffers_.set(sets, g.window);
         vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_.layout(), 0, 1, &set, 0, nullptr);
         for (const Dispatch& d : rec.plan.dispatches) {
-            Push pc{key.vocab, key.stride, rec.plan.chunk_size, rec.plan.n_chunks, d.level, rec.plan.flags,
-                    g.row_base, g.args_base, key.wide ? buffers_.wide_cap() : 0u,
-                    static_cast<uint32_t>(config_.history_capacity), adjust.hash_bits, adjust.bitmap_words};
             const bool collect_stage =
                 d.stage == Stage::Collect || d.stage == Stage::CollectPlain || d.stage == Stage::CollectTail;
+            // The collect passes index the chunk statistics by the slots a row
+            // holds (a row may be split into more chunks than the plan's:
+            // collect.glsl); the others by the plan's chunks.
+            Push pc{key.vocab, key.stride, rec.plan.chunk_size,
+                    collect_stage ? rec.plan.collect_slots : rec.plan.n_chunks, d.level, rec.plan.flags,
+                    g.row_base, g.args_base, key.wide ? buffers_.wide_cap() : 0u,
+                    static_cast<uint32_t>(config_.history_capacity), adjust.hash_bits, adjust.bitmap_words};
             const bool texel = buffers_.texel() && !key.app_rows;  // the chain's own logits (create_texel_views)
             VkPipeline pipeline =
                 collect_stage ? pipelines_.collect(d.stage, chain_ops_, chain_selector_, key.inputs, rec.plan.small,

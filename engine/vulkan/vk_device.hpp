@@ -26,6 +26,10 @@ int32_t resolve_wait_spin(int32_t option);
 
 // Limits and features after the profile and the context's caps are applied
 // (device_profile.hpp: shape_limits): what every pipeline and plan is built for.
+// sieve_device_info.compute_units of a discrete or virtual GPU whose count no
+// extension gives (sieve.h states it).
+constexpr uint32_t kStandInGpuComputeUnits = 32;
+
 struct EffectiveLimits {
     uint32_t workgroup_size = 0;      // power of two
     uint32_t shared_memory = 0;       // bytes a pipeline may use
@@ -40,6 +44,10 @@ struct EffectiveLimits {
     // the tail's width): the device's own, a discrete GPU under the gpu
     // profile (sieve_profile_bits).
     sieve_device_type plan_type = SIEVE_DEVICE_OTHER;
+    // The compute units (SMs, CUs) the plans spread a small batch over
+    // (sieve_device_info.compute_units; a stated GPU's under the gpu profile
+    // on a CPU device).
+    uint32_t compute_units = 1;
     uint32_t profile = 0;  // sieve_profile_bits in force
     uint64_t max_storage_buffer_range = 0;
     uint64_t min_storage_offset_alignment = 1;  // minStorageBufferOffsetAlignment

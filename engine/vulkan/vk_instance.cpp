@@ -1,6 +1,7 @@
 #include "vulkan/vk_instance.hpp"
 
 #include "vulkan/vk_check.hpp"
+#include "vulkan/vk_device.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -229,7 +230,7 @@ void count_compute_units(VkPhysicalDevice device, VkPhysicalDeviceType type, con
     if (units == 0) {
         switch (type) {
         case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
-        case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: units = 32; break;
+        case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: units = kStandInGpuComputeUnits; break;
         case VK_PHYSICAL_DEVICE_TYPE_CPU: units = std::max(std::thread::hardware_concurrency(), 1u); break;
         default: units = 8; break;
         }

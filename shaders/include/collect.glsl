@@ -5,13 +5,33 @@
 
 const uint HALF = CAP / 2u;
 // Words of the candidates buffer per row: the chunks' lists (up to 8 chunks of
-// CAP / 2 entries; a row that fits the buffer leaves all of it as chunk 0's
-// list), later the tail's scratch (2 x CAP entries). MAX_COLLECT_CHUNKS:
-// gpu_layout.h.
+// CAP / 2 entries, or up to MAX_ROW_CHUNKS of an equal share; a row that fits
+// the buffer leaves all of it as chunk 0's list), later the tail's scratch
+// (2 x CAP entries). MAX_COLLECT_CHUNKS, MAX_ROW_CHUNKS: gpu_layout.h.
 const uint ROW_WORDS = MAX_COLLECT_CHUNKS * CAP;
 
-// Chunk c's list: (key, id) pairs in canonical order.
-uint chunk_list_at(uint row, uint c) { return row * ROW_WORDS + c * HALF * 2u; }
+// Chunk c's list, of a row split into n chunks: (key, id) pairs in canonical
+// order. More than MAX_COLLECT_CHUNKS chunks share the row's words equally
+// (the host splits a row so only when n x need <= CAP: each list holds its
+// `need`).
+uint chunk_list_at(uint row, uint c, uint n) {
+    uint share = n <= MAX_COLLECT_CHUNKS ? HALF * 2u : (ROW_WORDS / n) & ~1u;
+    return row * ROW_WORDS + c * share;
+}
+
+// Logits per chunk of a row split into n chunks: a multiple of 4 (collect.comp
+// reads plain rows four at a time). The host's collect_chunk_size
+// (gpu_plan.cpp) is the same formula: it chooses n so that every chunk holds
+// logits.
+uint collect_chunk_size(uint n) { return ((pc.vocab + n - 1u) / n + 3u) / 4u * 4u; }
+
+// The chunks the row group's collect pass split each row into (the indirect
+// x of the variant that ran; the host arms it: gpu_chain.cpp arm_collect).
+// collect.comp's workgroups read their own gl_NumWorkGroups.x instead.
+uint collect_chunks() {
+    if ((pc.flags & FLAG_SMALL) != 0u) return 1u;
+    return max(dispatch_args[pc.args_base + COLLECT_PLAIN_ARGS], dispatch_args[pc.args_base + COLLECT_GENERAL_ARGS]);
+}
 
 void write_agg(uint o, Agg a) {
     chunk_stats[o + C_AGG + 0u] = floatBitsToUint(a.count);

@@ -248,8 +248,17 @@ SIEVE_CONST uint RES_RAW_LOGITS = 32u;  // their logits (float bits)
 SIEVE_CONST uint MAX_RAW_LOGPROBS = 20u;  // SIEVE_MAX_TOP_LOGPROBS
 
 // A row's words in the candidates buffer (collect.glsl): up to
-// MAX_COLLECT_CHUNKS chunks' lists of CAP / 2 (key, id) pairs.
+// MAX_COLLECT_CHUNKS chunks' lists of CAP / 2 (key, id) pairs, or, on a GPU,
+// up to MAX_ROW_CHUNKS chunks of rows that keep few candidates (chunks x need
+// <= CAP: each list fits its share, and the tail sorts them all at once).
 SIEVE_CONST uint MAX_COLLECT_CHUNKS = 8u;
+SIEVE_CONST uint MAX_ROW_CHUNKS = 64u;
+// The group's collect.comp variants' VkDispatchIndirectCommand (words of its
+// indirect arguments, armed by the host before each submission: gpu_chain.cpp
+// arm_collect): x is the chunks a row of the group is split into, 0 in the
+// variant that does not run. collect_tail.comp reads the x that ran.
+SIEVE_CONST uint COLLECT_PLAIN_ARGS = 72u;
+SIEVE_CONST uint COLLECT_GENERAL_ARGS = 76u;
 // The most temperature divisions the wide passes take before a cut and in
 // all (wide.glsl: WIDE_DIVISIONS).
 SIEVE_CONST uint WIDE_MAX_DIVISIONS = 4u;
@@ -276,9 +285,8 @@ SIEVE_CONST uint NO_INPUTS = 0xFFFFFFFFu;
 // Per row group, GROUP_ARGS_WORDS of indirect dispatch arguments: words
 // [0, SHADER_ARGS_WORDS) are armed by the shaders (the wide passes' and the
 // levels'; reset by each recording), the rest by the host before each
-// submission: which of collect.comp's two variants runs (gpu_chain.cpp: arm_collect).
-inline constexpr uint COLLECT_PLAIN_ARGS = 72u;
-inline constexpr uint COLLECT_GENERAL_ARGS = 76u;
+// submission: which of collect.comp's two variants runs and its chunks
+// (COLLECT_PLAIN_ARGS, COLLECT_GENERAL_ARGS above).
 inline constexpr uint GROUP_ARGS_WORDS = 80u;
 // A VkDispatchIndirectCommand: x, y, z.
 inline constexpr uint DISPATCH_COMMAND_WORDS = 3u;

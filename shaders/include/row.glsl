@@ -19,10 +19,12 @@ void store_chunk_stats(uint row, uint chunk, RowStats s) {
 }
 
 // Every workgroup that needs the row's statistics merges the (few) chunk
-// results itself: cheaper than a dispatch of its own.
-RowStats merge_chunk_stats(uint row) {
+// results itself: cheaper than a dispatch of its own. The row's first
+// `chunks` of its pc.n_chunks slots (a collect pass may split a row into
+// fewer chunks than the slots its row holds: collect.glsl).
+RowStats merge_chunk_stats(uint row, uint chunks) {
     RowStats s = row_stats_empty();
-    for (uint c = gl_LocalInvocationID.x; c < pc.n_chunks; c += WG) {
+    for (uint c = gl_LocalInvocationID.x; c < chunks; c += WG) {
         uint o = (row * pc.n_chunks + c) * CHUNK_STRIDE;
         s = row_stats_combine(s, RowStats(chunk_stats[o + C_MAX_KEY], chunk_stats[o + C_ARGMAX],
                                           chunk_stats[o + C_MIN_FINITE_KEY], chunk_stats[o + C_BAD],

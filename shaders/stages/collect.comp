@@ -177,6 +177,33 @@ uint group_write(uint kg, uint q, uint row4, uint tau, uint slot) {
 const uint PICK_LIMIT = 2u * WG < CAP / 2u ? 2u * WG : CAP / 2u;
 shared uint s_sel_bin, s_sel_above;
 
+// The radix selects' bin choice: bins in c_id[0, 256), counted after a
+// barrier. From the top bin down, the bin where `above` plus the counts
+// reaches `need`: s_sel_bin (0xFFFFFFFF: never, fewer than `need` in all) and
+// s_sel_above, the count above it (or the total). In two steps, 16 sums of
+// 16 bins in parallel, then one invocation walks at most 16 sums and 16 bins:
+// 32 serial shared reads instead of up to 256 (on a GPU the serial walk was
+// most of a chunk workgroup's fixed time at 4 levels). Ends with a barrier.
+shared uint s_bin_sums[16];
+void select_bin(uint above, uint need) {
+    uint t = gl_LocalInvocationID.x;
+    for (uint g = t; g < 16u; g += WG) {
+        uint sum = 0u;
+        [[unroll]] for (uint b = 0u; b < 16u; ++b) sum += c_id[16u * g + b];
+        s_bin_sums[g] = sum;
+    }
+    barrier();
+    if (t == 0u) {
+        uint acc = above, g = 16u;
+        while (g > 0u && acc + s_bin_sums[g - 1u] < need) acc += s_bin_sums[--g];
+        uint b = 16u * g;  // the group holding the bin (if any): its bins from the top
+        while (b > 16u * (g - 1u) && g > 0u && acc + c_id[b - 1u] < need) acc += c_id[--b];
+        s_sel_bin = g == 0u ? 0xFFFFFFFFu : b - 1u;
+        s_sel_above = acc;
+    }
+    barrier();
+}
+
 // Rank sort of c[0, n) (distinct entries, after a barrier) straight into the
 // chunk's list at `list`: each entry counts the entries before it in
 // canonical order and, when that rank is below `need`, writes itself there.
@@ -298,13 +325,7 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
         if (in2) atomicAdd(c_id[(k2 >> uint(shift)) & 255u], 1u);
         if (in3) atomicAdd(c_id[(k3 >> uint(shift)) & 255u], 1u);
         barrier();
-        if (t == 0u) {  // from the top bin down, the bin where the count reaches need
-            uint acc = above, b = 256u;
-            while (b > 0u && acc + c_id[b - 1u] < need) acc += c_id[--b];
-            s_sel_bin = b == 0u ? 0xFFFFFFFFu : b - 1u;
-            s_sel_above = acc;
-        }
-        barrier();
+        select_bin(above, need);
         uint bin = s_sel_bin;
         if (bin == 0xFFFFFFFFu) {  // fewer than `need` picks: every pick
             m = s_sel_above;
@@ -471,13 +492,7 @@ void deep_probe_threshold(uint row, uint begin, uint stop, uint need, bool vmap)
             if (pk[j] != 0u && (hi == 32u || (pk[j] >> hi) == prefix)) atomicAdd(c_id[(pk[j] >> uint(shift)) & 255u], 1u);
         }
         barrier();
-        if (t == 0u) {  // from the top bin down, the bin where the count reaches need
-            uint acc = above, b = 256u;
-            while (b > 0u && acc + c_id[b - 1u] < need) acc += c_id[--b];
-            s_sel_bin = b == 0u ? 0xFFFFFFFFu : b - 1u;
-            s_sel_above = acc;
-        }
-        barrier();
+        select_bin(above, need);
         uint bin = s_sel_bin;
         enough = bin != 0xFFFFFFFFu;  // else fewer than `need` picks: no threshold
         prefix = (prefix << 8u) | (enough ? bin : 0u);
@@ -524,7 +539,10 @@ void main() {
     RowStats s = row_stats_empty();
     Agg a = agg_empty();
     uint kept;  // entries of this chunk's list
-    uint list = chunk_list_at(row, chunk);
+    // The chunks of this row: the host's split for the group (indirect x;
+    // 1 for a small row), each of collect_chunk_size logits.
+    uint n_chunks = gl_NumWorkGroups.x;
+    uint list = chunk_list_at(row, chunk, n_chunks);
     bool listed = false;  // pick_chunk sorted the chunk and wrote its list already
     if (small) {
         // The whole row (vocab <= CAP) in the buffer.
@@ -538,8 +556,9 @@ void main() {
         sort_prefix(pc.vocab);
         kept = pc.vocab;
     } else {
-        uint begin = chunk * pc.chunk_size;
-        uint end = min(begin + pc.chunk_size, pc.vocab);
+        uint chunk_size = collect_chunk_size(n_chunks);
+        uint begin = chunk * chunk_size;
+        uint end = min(begin + chunk_size, pc.vocab);
         // Compaction sorts, so it is kept small: the buffer is compacted once it
         // holds a few times `need`, and until the first threshold exists rounds
         // read only about 2 x need logits (the first threshold comes early).

@@ -20,7 +20,8 @@
 layout(std430, set = 0, binding = BINDING_OUTPUT) writeonly buffer DistOut { uint dist_out[]; };
 
 shared uvec2 s_part[WG];  // the draw's block sums
-shared uint s_at[MAX_COLLECT_CHUNKS], s_len[MAX_COLLECT_CHUNKS];  // the merge's lists
+shared uint s_at[MAX_ROW_CHUNKS], s_len[MAX_ROW_CHUNKS];  // the merge's lists
+shared uint s_from[MAX_ROW_CHUNKS + 1u];  // sort_chunk_lists: where each list starts in c_key/c_id
 
 // The row's top `need` (canonical order) from the chunks' sorted lists, into
 // c_key/c_id; returns how many. By rank, in every invocation at once: an
@@ -31,15 +32,20 @@ shared uint s_at[MAX_COLLECT_CHUNKS], s_len[MAX_COLLECT_CHUNKS];  // the merge's
 // CPU device runs each shared or buffer access of a lone invocation as a loop
 // over its SIMD lanes. Sorting them together costs a barrier per stage: about
 // 2 ms for top-k 1000.)
-uint merge_chunk_lists(uint row, uint need) {
-    uint t = gl_LocalInvocationID.x;
-    for (uint c = t; c < pc.n_chunks; c += WG) {
-        s_at[c] = chunk_list_at(row, c);
+// Where the row's n_chunks lists are and their first `need` entries' count.
+void locate_chunk_lists(uint row, uint need, uint n_chunks) {
+    for (uint c = gl_LocalInvocationID.x; c < n_chunks; c += WG) {
+        s_at[c] = chunk_list_at(row, c, n_chunks);
         s_len[c] = min(chunk_stats[(row * pc.n_chunks + c) * CHUNK_STRIDE + C_KEPT], need);
     }
     barrier();
+}
+
+uint merge_chunk_lists(uint row, uint need, uint n_chunks) {
+    uint t = gl_LocalInvocationID.x;
+    locate_chunk_lists(row, need, n_chunks);
     uint total = 0u;
-    for (uint c = 0u; c < pc.n_chunks; ++c) total += s_len[c];
+    for (uint c = 0u; c < n_chunks; ++c) total += s_len[c];
     for (uint j = t; j < total; j += WG) {
         uint c = 0u, i = j;  // entry i of list c
         while (i >= s_len[c]) {
@@ -48,7 +54,7 @@ uint merge_chunk_lists(uint row, uint need) {
         }
         uint k = candidates[s_at[c] + 2u * i], id = candidates[s_at[c] + 2u * i + 1u];
         uint rank = i;
-        for (uint d = 0u; d < pc.n_chunks && rank < need; ++d) {
+        for (uint d = 0u; d < n_chunks && rank < need; ++d) {
             if (d == c) continue;
             uint lo = 0u, hi = s_len[d];  // list d's entries before (k, id): [0, lo)
             while (lo < hi) {
@@ -65,6 +71,43 @@ uint merge_chunk_lists(uint row, uint need) {
         }
     }
     barrier();
+    return min(total, need);
+}
+
+// The same for a row split into more than MAX_COLLECT_CHUNKS chunks (a GPU's
+// rows that keep few candidates: the host splits a row so only when all the
+// lists fit the buffer, chunks x need <= CAP). Ranks by binary search would
+// cost each entry a search in every other list (63 at 64 chunks); instead
+// every list is copied into c_key/c_id, each invocation copying entries of
+// any list (the lists' loads are independent: one memory latency, not one a
+// list), and the whole is sorted in shared memory: a fixed number of
+// barriers, no serial work.
+uint sort_chunk_lists(uint row, uint need, uint n_chunks) {
+    uint t = gl_LocalInvocationID.x;
+    locate_chunk_lists(row, need, n_chunks);
+    if (t == 0u) {
+        uint at = 0u;
+        for (uint c = 0u; c < n_chunks; ++c) {
+            s_from[c] = at;
+            at += s_len[c];
+        }
+        s_from[n_chunks] = at;
+    }
+    barrier();
+    uint total = min(s_from[n_chunks], CAP);  // <= CAP by the host's split; never past the buffer
+    for (uint j = t; j < total; j += WG) {
+        uint lo = 0u, hi = n_chunks - 1u;  // the list holding entry j: the last c with s_from[c] <= j
+        while (lo < hi) {
+            uint mid = (lo + hi + 1u) >> 1u;
+            if (s_from[mid] <= j) lo = mid;
+            else hi = mid - 1u;
+        }
+        uint at = s_at[lo] + 2u * (j - s_from[lo]);
+        c_key[j] = candidates[at];
+        c_id[j] = candidates[at + 1u];
+    }
+    barrier();
+    sort_prefix(total);
     return min(total, need);
 }
 
@@ -127,7 +170,9 @@ void hand_to_wide(uint row, uint n) {
     row_state[o + R_WIDE_N] = n;
     row_state[o + R_WIDE_KEEP] = param_u(row, P_MIN_KEEP);
     row_state[o + R_WIDE_PHASE] = WIDE_HIST;
-    atomicMax(dispatch_args[pc.args_base + WIDE_HIST_ARGS], pc.n_chunks);
+    // The wide passes split the row as the plan does (pc.chunk_size), which
+    // the collect pass may not have (collect.glsl).
+    atomicMax(dispatch_args[pc.args_base + WIDE_HIST_ARGS], (pc.vocab + pc.chunk_size - 1u) / pc.chunk_size);
 }
 
 void main() {
@@ -140,7 +185,8 @@ void main() {
     uint row_flags = param_u(row, P_ROW_FLAGS);
     uint region = row * ROW_WORDS;
 
-    RowStats s = merge_chunk_stats(row);
+    uint n_chunks = collect_chunks();
+    RowStats s = merge_chunk_stats(row, n_chunks);
     Agg a;
     uint n;
     if (small) {
@@ -156,14 +202,14 @@ void main() {
     } else {
         if (t == 0u) {
             Agg m = agg_empty();
-            for (uint c = 0u; c < pc.n_chunks; ++c) m = agg_combine(m, read_agg((row * pc.n_chunks + c) * CHUNK_STRIDE));
+            for (uint c = 0u; c < n_chunks; ++c) m = agg_combine(m, read_agg((row * pc.n_chunks + c) * CHUNK_STRIDE));
             red_agg[0][0] = m.count;
             red_agg[1][0] = m.mean;
             red_agg[2][0] = m.m2;
             red_agg[3][0] = m.mmax;
             red_agg[4][0] = m.msum;
         }
-        n = merge_chunk_lists(row, need);
+        n = n_chunks <= MAX_COLLECT_CHUNKS ? merge_chunk_lists(row, need, n_chunks) : sort_chunk_lists(row, need, n_chunks);
         a = Agg(red_agg[0][0], red_agg[1][0], red_agg[2][0], red_agg[3][0], red_agg[4][0]);
         // The row's maximum is its first candidate (canonical: the first maximal id).
         s.max_key = c_key[0];

@@ -58,7 +58,7 @@ void main() {
     if (t == 0u) store_chunk_stats(row, chunk, s);
     if (!last_to_arrive(row)) return;
 
-    RowStats m = merge_chunk_stats(row);
+    RowStats m = merge_chunk_stats(row, pc.n_chunks);
     if (t != 0u) return;
     uint status = row_status(m);
     bool done = status != STATUS_OK || row_greedy(row);

@@ -478,7 +478,7 @@ void main() {
     }
     if (!last_to_arrive(row)) return;
     if (WIDE_DIRECT != 0u) {
-        RowStats s = merge_chunk_stats(row);
+        RowStats s = merge_chunk_stats(row, pc.n_chunks);
         if (t == 0u) decide_direct(row, s);
     } else if (t == 0u) {
         decide(row);

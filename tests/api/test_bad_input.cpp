@@ -2162,6 +2162,21 @@ TEST_F(BadInputContext, WaitSpinEnvironmentMalformed) {
     unsetenv("SIEVE_WAIT_SPIN_US");
 }
 
+// SIEVE_COMPUTE_UNITS: a whole number in [1, 65536], else the context is
+// refused, the variable and its value named.
+TEST_F(BadInputContext, ComputeUnitsEnvironmentMalformed) {
+    auto o = options();
+    for (const char* bad : {"abc", "0", "-3", "8x", "65537"}) {
+        SCOPED_TRACE(bad);
+        sieve_test::ScopedEnv env("SIEVE_COMPUTE_UNITS", bad);
+        expect_rejected(&o, SIEVE_ERROR_INVALID_ARGUMENT, {"SIEVE_COMPUTE_UNITS", bad});
+    }
+    sieve_test::ScopedEnv env("SIEVE_COMPUTE_UNITS", "65536");
+    sieve_context* out = nullptr;
+    ASSERT_EQ(sieve_context_create(&o, &out), SIEVE_OK) << sieve_last_error();
+    sieve_context_destroy(out);
+}
+
 TEST_F(BadInputContext, NullOut) {
     auto o = options();
     EXPECT_TRUE(Fails(sieve_context_create(&o, nullptr), SIEVE_ERROR_INVALID_ARGUMENT, {"out"}));

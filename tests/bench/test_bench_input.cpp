@@ -5,6 +5,7 @@
 #include "bench_runner.hpp"
 #include "bench_schema_validator.hpp"
 #include "cli_process.hpp"
+#include "test_support.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -42,21 +43,7 @@ protected:
 };
 
 // Sets an environment variable for the programs a test starts, and back.
-struct ScopedEnv {
-    std::string name;
-    std::string old;
-    bool had;
-    ScopedEnv(const char* n, const char* value) : name(n) {
-        const char* o = getenv(n);
-        had = o != nullptr;
-        if (had) old = o;
-        setenv(n, value, 1);
-    }
-    ~ScopedEnv() {
-        if (had) setenv(name.c_str(), old.c_str(), 1);
-        else unsetenv(name.c_str());
-    }
-};
+using sieve_test::ScopedEnv;
 
 TEST_F(BenchInput, DeviceInputMeasuresEveryCaseFromADeviceBufferAndFollowsTheSchema) {
     const sieve_test::Proc r = sieve(kTiny + " --input device --json");

@@ -7,6 +7,7 @@
 #include "bench_suite.hpp"
 #include "cli_process.hpp"
 #include "options.hpp"
+#include "test_support.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -45,6 +46,9 @@ TEST(Estimate, ReproducesTheH200StageTimesWithinTwiceOfThePlanOf30de833) {
     const json fx = fixture();
     ASSERT_TRUE(fx.contains("source"));
     ASSERT_GE(fx["cases"].size(), 10u);
+    // 30de833 split no row into more chunks than the plan's: one compute unit
+    // keeps every row so (collect_chunks_for_group).
+    sieve_test::ScopedEnv plan_chunks("SIEVE_COMPUTE_UNITS", "1");
     const sieve_cli::Device device = gpu_profile_device();
     const std::vector<BenchCase> suite = sieve_cli::suite_cases("default", sieve_cli::SamplingOptions{});
     int stages = 0;

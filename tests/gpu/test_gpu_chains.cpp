@@ -590,6 +590,78 @@ TEST(GpuChainCollectPaths, EveryWayAChunkKeepsItsBestEqualsTheTwin) {
     expect_rare(tally);
 }
 
+// The workgroups a plan's stage is expected to launch over `rows` rows
+// (sieve_chain_plan_estimate: the collect variant the host arms for them).
+uint32_t stage_workgroups(const sieve::Chain& chain, int32_t rows, int32_t vocab, const char* stage) {
+    for (const sieve_stage_estimate& e : chain.plan_estimate(rows, vocab))
+        if (std::string(e.stage) == stage) return e.workgroups;
+    ADD_FAILURE() << "no " << stage << " in the plan";
+    return 0;
+}
+
+// On a GPU plan, a small batch of plain rows that keep few candidates is
+// split into more chunks than the plan's 8 (collect_chunks_for_group: about
+// two workgroups per compute unit, the gpu profile's stand-in 32 on a CPU
+// device), and the tail sorts their lists in shared memory
+// (collect_tail.comp: sort_chunk_lists): every way a chunk forms its list,
+// at one and three rows, equals the twin; at 64 rows, with the general
+// variant (a top-p that sums the row's mass) and with SIEVE_COMPUTE_UNITS=1
+// the plan's chunks stay.
+TEST(GpuChainCollectPaths, SmallBatchesSplitIntoMoreChunksEqualTheTwin) {
+    Tally tally;
+    auto options = sieve_test::gpu_options();
+    options.profile("gpu");
+    sieve::Context gpu(options);
+    const uint32_t plan_chunks = 8;  // MAX_COLLECT_CHUNKS: what 151936 and 32000 take unsplit
+    for (const char* chain_text : {kDefaultOrder, "top_k;temperature", "min_p;temperature"}) {
+        const auto kinds = sieve_test::twin_chain(chain_text);
+        ASSERT_FALSE(kinds.empty());
+        for (int32_t vocab : {32000, 151936}) {
+            for (int32_t rows : {1, 3}) {
+                sieve::Chain chain(gpu, sieve_test::chain_desc(chain_text, rows, vocab, 1.0f, rows));
+                const uint32_t split = stage_workgroups(chain, rows, vocab, "collect_plain");
+                SCOPED_TRACE(std::string(chain_text) + " vocab " + std::to_string(vocab) + " rows " +
+                             std::to_string(rows) + ": " + std::to_string(split) + " collect workgroups");
+                EXPECT_GT(split, plan_chunks * static_cast<uint32_t>(rows));
+                for (int kind = 0; kind < 7; ++kind) {
+                    SCOPED_TRACE("row kind " + std::to_string(kind));
+                    const uint32_t salt = static_cast<uint32_t>(vocab) + 31u * static_cast<uint32_t>(kind) + 7u * rows;
+                    std::vector<float> logits;
+                    for (int32_t r = 0; r < rows; ++r) {
+                        const auto row = collect_path_row(kind, vocab, salt + static_cast<uint32_t>(r));
+                        logits.insert(logits.end(), row.begin(), row.end());
+                    }
+                    RowParams base = preset(kind == 4 ? "active" : "llama_defaults");
+                    const auto params = row_params(base, rows, salt);
+                    for (int32_t r = 0; r < rows; ++r) set_row(chain, r, params[static_cast<size_t>(r)]);
+                    const uint64_t fallback_before = chain.counters().cpu_fallback_rows;
+                    run_and_compare(chain, kinds, logits, rows, vocab, params, 2, &tally);
+                    const bool min_p_overflows = std::string(chain_text) == "min_p;temperature" &&
+                                                 (kind == 1 || kind == 2 || kind == 4);
+                    if (!min_p_overflows) {
+                        EXPECT_EQ(chain.counters().cpu_fallback_rows, fallback_before);
+                    }
+                }
+            }
+            sieve::Chain batch(gpu, sieve_test::chain_desc(chain_text, 64, vocab, 1.0f, 64));
+            EXPECT_EQ(stage_workgroups(batch, 64, vocab, "collect_plain"), 64 * plan_chunks) << chain_text;
+        }
+    }
+    expect_rare(tally);
+    // Top-n-sigma's mean and variance over the row (collect.comp's
+    // aggregates) take the general variant, whose rows are never split (the
+    // row's sums would change with the batch).
+    sieve::Chain summed(gpu, sieve_test::chain_desc("top_n_sigma;temperature", 1, 151936, 1.0f, 1));
+    set_row(summed, 0, preset("active"));
+    EXPECT_EQ(stage_workgroups(summed, 1, 151936, "collect"), plan_chunks);
+    EXPECT_EQ(stage_workgroups(summed, 1, 151936, "collect_plain"), 0u);
+    // One compute unit: the plan's chunks.
+    sieve_test::ScopedEnv one("SIEVE_COMPUTE_UNITS", "1");
+    sieve::Context narrow(options);
+    sieve::Chain chain(narrow, sieve_test::chain_desc(kDefaultOrder, 1, 151936, 1.0f, 1));
+    EXPECT_EQ(stage_workgroups(chain, 1, 151936, "collect_plain"), plan_chunks);
+}
+
 // Top-k in the hundreds past the register picks: the deep probe's threshold
 // (collect.comp: deep_probe_threshold), one pick per group of 4 on rows of
 // whole vec4s, so rows whose best logits sit four to a group (kind 7) and

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <random>
 #include <string>
@@ -25,6 +26,24 @@ void count_validation_message(const char* message, void*);
 // Full: the device as it is. Constrained: a small phone GPU. Wide: the
 // 256-invocation workgroups GPUs get (a CPU device defaults to 64).
 enum class Profile { Full, Constrained, Wide };
+
+// Sets an environment variable for a scope, then restores what was there.
+struct ScopedEnv {
+    std::string name, old;
+    bool had;
+    ScopedEnv(const char* n, const char* value) : name(n) {
+        const char* o = std::getenv(n);
+        had = o != nullptr;
+        if (had) old = o;
+        setenv(n, value, 1);
+    }
+    ~ScopedEnv() {
+        if (had) setenv(name.c_str(), old.c_str(), 1);
+        else unsetenv(name.c_str());
+    }
+    ScopedEnv(const ScopedEnv&) = delete;
+    ScopedEnv& operator=(const ScopedEnv&) = delete;
+};
 
 inline sieve::ContextOptions gpu_options(Profile profile = Profile::Full) {
     sieve::ContextOptions o;

@@ -1,0 +1,88 @@
+// How many chunks a collect pass splits a row group's rows into
+// (collect_chunks_for_group, gpu_plan.hpp): on a GPU plan, small batches of
+// plain rows that keep few candidates take more chunks than the plan's, never
+// more than the statistics' slots, never so many that the lists would not fit
+// the tail's buffer together, and always a count whose chunks all hold logits
+// in the shaders' formula (collect.glsl: collect_chunk_size).
+#include "vulkan/gpu_plan.hpp"
+#include "vulkan/vk_device.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace {
+
+using sieve::EffectiveLimits;
+using sieve::Plan;
+
+EffectiveLimits gpu_limits(uint32_t capacity, uint32_t compute_units, sieve_device_type type = SIEVE_DEVICE_DISCRETE_GPU) {
+    EffectiveLimits l;
+    l.workgroup_size = 256;
+    l.candidate_capacity = capacity;
+    l.plan_type = type;
+    l.compute_units = compute_units;
+    return l;
+}
+
+Plan collect_plan(uint32_t vocab, const EffectiveLimits& limits) {
+    return sieve::make_plan(sieve::RecordingKind::Sample, false, true, false, false, vocab, limits, limits.plan_type);
+}
+
+TEST(CollectSplit, AnH200SplitsOneRowOfTheDefaultChainInto64Chunks) {
+    const EffectiveLimits h200 = gpu_limits(4096, 132);
+    const Plan p = collect_plan(151936, h200);
+    EXPECT_EQ(p.n_chunks, 8u);
+    EXPECT_EQ(p.collect_slots, 64u);
+    EXPECT_EQ(sieve::collect_chunks_for_group(p, 151936, 1, 40, true, h200), 64u);
+    // Eight rows: about two workgroups per SM over the group.
+    EXPECT_EQ(sieve::collect_chunks_for_group(p, 151936, 8, 40, true, h200), 33u);
+    // 64 rows fill the GPU with the plan's chunks.
+    EXPECT_EQ(sieve::collect_chunks_for_group(p, 151936, 64, 40, true, h200), 8u);
+    // Top-k 1000: the lists would not fit the buffer together.
+    EXPECT_EQ(sieve::collect_chunks_for_group(p, 151936, 1, 1000, true, h200), 8u);
+    // The general variant's rows (full-row sums) are never split.
+    EXPECT_EQ(sieve::collect_chunks_for_group(p, 151936, 1, 40, false, h200), 8u);
+}
+
+TEST(CollectSplit, ACpuDeviceKeepsThePlansChunks) {
+    const EffectiveLimits cpu = gpu_limits(2048, 2, SIEVE_DEVICE_CPU);
+    const Plan p = collect_plan(151936, cpu);
+    EXPECT_EQ(p.collect_slots, p.n_chunks);
+    EXPECT_EQ(sieve::collect_chunks_for_group(p, 151936, 1, 40, true, cpu), p.n_chunks);
+}
+
+TEST(CollectSplit, EverySplitFitsTheSlotsTheBufferAndHoldsLogitsInEveryChunk) {
+    int split = 0;
+    for (uint32_t capacity : {512u, 2048u, 4096u}) {
+        for (uint32_t units : {1u, 8u, 32u, 132u, 1000u}) {
+            const EffectiveLimits limits = gpu_limits(capacity, units);
+            for (uint32_t vocab : {capacity + 1, 20000u, 32000u, 128256u, 151936u, 262144u, 262147u}) {
+                const Plan p = collect_plan(vocab, limits);
+                if (p.small) continue;  // one chunk, no collect split (covered by the plan tests)
+                ASSERT_LE(p.collect_slots, static_cast<uint32_t>(sieve::glsl::MAX_ROW_CHUNKS));
+                for (uint32_t rows : {1u, 2u, 3u, 7u, 64u}) {
+                    for (uint32_t need : {1u, 7u, 40u, 64u, 300u, capacity / 2}) {
+                        const uint32_t n = sieve::collect_chunks_for_group(p, vocab, rows, need, true, limits);
+                        SCOPED_TRACE("cap " + std::to_string(capacity) + " units " + std::to_string(units) + " vocab " +
+                                     std::to_string(vocab) + " rows " + std::to_string(rows) + " need " +
+                                     std::to_string(need) + ": " + std::to_string(n) + " chunks");
+                        ASSERT_GE(n, p.n_chunks);
+                        ASSERT_LE(n, p.collect_slots);
+                        const uint32_t size = sieve::collect_chunk_size(vocab, n);
+                        EXPECT_EQ(size % 4, 0u);
+                        EXPECT_EQ((vocab + size - 1) / size, n) << "a chunk without logits";
+                        if (n > p.n_chunks) {
+                            ++split;
+                            EXPECT_LE(n * need, capacity) << "the lists outgrow the tail's buffer";
+                            EXPECT_LE(n * rows, 2 * units) << "more than two workgroups per compute unit";
+                        }
+                    }
+                }
+            }
+        }
+    }
+    EXPECT_GT(split, 100);
+}
+
+} // namespace
