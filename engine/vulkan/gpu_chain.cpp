@@ -368,10 +368,12 @@ void GpuChain::plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, u
     *row_passes = rec.plan.min_row_passes;
 }
 
-std::vector<sieve_stage_estimate> GpuChain::plan_estimate(int32_t rows, int32_t vocab) const {
+std::vector<sieve_stage_estimate> GpuChain::plan_estimate(int32_t rows, int32_t vocab, bool baseline) const {
     const uint32_t r = static_cast<uint32_t>(rows);
-    const Recording rec = recorder_.describe(key_for(RecordingKind::Sample, r, static_cast<uint32_t>(vocab), nullptr, false));
+    Recording rec = recorder_.describe(key_for(RecordingKind::Sample, r, static_cast<uint32_t>(vocab), nullptr, false));
+    if (baseline) rec.plan.flags &= ~FLAG_SORT_MERGE;
     EstimateInputs in;
+    in.capacity = limits_.candidate_capacity;
     in.plan = &rec.plan;
     in.groups = &rec.groups;
     in.vocab = static_cast<uint32_t>(vocab);
@@ -401,8 +403,9 @@ std::vector<sieve_stage_estimate> GpuChain::plan_estimate(int32_t rows, int32_t 
     // Only the collect plain variant splits rows further (arm_collect); the
     // general one takes the plan's chunks whatever collect_chunks says.
     for (const RowGroup& g : rec.groups)
-        in.collect_chunks.push_back(
-            in.collect_plain ? collect_chunks_for_group(rec.plan, in.vocab, g.rows, in.need, true, limits_) : rec.plan.n_chunks);
+        in.collect_chunks.push_back(in.collect_plain && !baseline
+                                        ? collect_chunks_for_group(rec.plan, in.vocab, g.rows, in.need, true, limits_)
+                                        : rec.plan.n_chunks);
     std::vector<sieve_stage_estimate> out;
     for (const StageEstimate& e : estimate_plan(in)) {
         sieve_stage_estimate s{};

@@ -61,7 +61,13 @@ public:
     }
     sieve_counters counters() const override;
     void plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, uint32_t* row_passes) const override;
-    std::vector<sieve_stage_estimate> plan_estimate(int32_t rows, int32_t vocab) const override;
+    std::vector<sieve_stage_estimate> plan_estimate(int32_t rows, int32_t vocab) const override {
+        return plan_estimate(rows, vocab, false);
+    }
+    // baseline: the plan as the reference GPU's baseline (commit 30de833) ran
+    // it, which the estimate's constants were fitted to: rows at the plan's
+    // chunks, the tail merging by ranks (tests/bench/test_estimate.cpp).
+    std::vector<sieve_stage_estimate> plan_estimate(int32_t rows, int32_t vocab, bool baseline) const;
     void set_profiling(bool enabled) override { submitter_.set_profiling(enabled); }
     std::vector<sieve_stage_time> stage_times() const override { return submitter_.stage_times(); }
     // The row windows its buffers are bound in (gpu_chain_buffers.hpp): for

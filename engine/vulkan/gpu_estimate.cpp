@@ -34,8 +34,11 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
     case Stage::Collect:
         return {M::kCollectUs + M::kCollectUsPerNeed * in.need + read, chunk, true};
     case Stage::CollectTail: {
-        const double merge = chunks > glsl::MAX_COLLECT_CHUNKS ? M::kTailUsPerSortStage * sort_stages(chunks * in.need)
-                                                               : M::kTailUsPerNeed * in.need;
+        const uint32_t entries = chunks * in.need;  // the lists' entries, at most
+        const double merge = !(p.flags & glsl::FLAG_SORT_MERGE) ? M::kTailUsPerNeed * in.need
+                             : entries <= in.capacity
+                                 ? M::kTailUsPerSortStage * sort_stages(entries)
+                                 : 4 * M::kTailUsPerSelectLevel + M::kTailUsPerSortStage * sort_stages(in.capacity);
         return {M::kTailUs + M::kTailUsPerOp * in.chain_ops + merge, 0, true};
     }
     case Stage::WideHistogram: return {M::kWideHistogramUsPerLogit * chunk, chunk, true};

@@ -18,6 +18,7 @@ struct EstimateInputs {
     const Plan* plan = nullptr;
     const std::vector<RowGroup>* groups = nullptr;
     uint32_t vocab = 0;
+    uint32_t capacity = 4096;     // CAP, the candidate buffer
     uint32_t need = 1;            // the most candidates a row's collect pass keeps (P_NEED)
     uint32_t chain_ops = 0;       // samplers before the draw, penalties and DRY left out (the tail runs each)
     uint32_t history_tokens = 0;  // the longest history window the history pass reads
@@ -53,12 +54,15 @@ struct EstimateModel {
     static constexpr double kTailUs = 17.5;               // collect_tail.comp per row
     static constexpr double kTailUsPerOp = 17.0;          // ... per op of the chain
     static constexpr double kTailUsPerNeed = 0.71;        // ... per candidate merged and run through the chain
-    // A row split into more than MAX_COLLECT_CHUNKS chunks: the tail sorts all
-    // lists in shared memory (sort_chunk_lists) instead of ranking each entry
-    // by binary searches over the others: per bitonic stage (a barrier and at
-    // most CAP / 2 / WG compare-exchanges per invocation), in place of the
-    // per-candidate term. Stated, not fitted: no GPU has run it.
+    // A GPU plan's tail (FLAG_SORT_MERGE) sorts the chunks' lists in shared
+    // memory (sort_chunk_lists) instead of ranking each entry by binary
+    // searches over the other lists: per bitonic stage (a barrier and at most
+    // CAP / 2 / WG compare-exchanges per invocation), and per radix level when
+    // the lists outgrow the buffer (a histogram of their entries, independent
+    // loads, two barriers), in place of the per-candidate term. Stated, not
+    // fitted: no GPU has run it.
     static constexpr double kTailUsPerSortStage = 0.15;
+    static constexpr double kTailUsPerSelectLevel = 3.0;
     static constexpr double kWideHistogramUsPerLogit = 0.00858;
     static constexpr double kWideGatherUsPerLogit = 0.0211;
     static constexpr double kHistoryUs = 47.1;            // history.comp per row

@@ -71,6 +71,9 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
             p.chunk_size = collect_chunk_size(vocab, n);
             p.n_chunks = (vocab + p.chunk_size - 1) / p.chunk_size;
             p.collect_slots = std::max(p.collect_slots, p.n_chunks);
+            // A GPU's tail sorts the lists in shared memory; ranks by binary
+            // search (dependent loads) cost a CPU device less than barriers.
+            if (type != SIEVE_DEVICE_CPU) p.flags |= FLAG_SORT_MERGE;
         }
         // The chunks, then one workgroup per row for the merge, the chain and
         // the draw (collect_tail.comp). Chunks of a big row run one of two

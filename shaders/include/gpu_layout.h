@@ -45,6 +45,9 @@ layout(push_constant) uniform Push { SIEVE_PUSH_CONSTANTS(SIEVE_PUSH_FIELD) } pc
 SIEVE_CONST uint FLAG_GREEDY = 1u;   // the chain ends in greedy
 SIEVE_CONST uint FLAG_SMALL = 2u;    // the whole row fits the candidate buffer: finalize reads it directly
 SIEVE_CONST uint FLAG_DISTRIBUTION = 4u;  // sieve_chain_distribution: no result, no step advance
+// collect_tail.comp merges the chunks' lists by sorting them in shared memory
+// (a GPU's plan: no dependent global loads), not by ranks (a CPU device's)
+SIEVE_CONST uint FLAG_SORT_MERGE = 8u;
 // CHAIN_SELECTOR's values (engine/vulkan/gpu_params.cpp: chain_selector).
 SIEVE_CONST uint SELECT_DIST = 0u;   // dist or greedy: nothing learns
 SIEVE_CONST uint SELECT_MIROSTAT = 1u;

@@ -15,6 +15,7 @@
 #include "agg.glsl"
 #include "bitonic.glsl"
 #include "collect.glsl"
+#include "radix.glsl"
 #include "stretch.glsl"
 
 // Which rows this pipeline serves (pipelines.cpp). A CPU device runs every
@@ -175,34 +176,6 @@ uint group_write(uint kg, uint q, uint row4, uint tau, uint slot) {
 
 // Most picks pick_chunk sorts (rank_sort_to_list); more go to the collecting loop.
 const uint PICK_LIMIT = 2u * WG < CAP / 2u ? 2u * WG : CAP / 2u;
-shared uint s_sel_bin, s_sel_above;
-
-// The radix selects' bin choice: bins in c_id[0, 256), counted after a
-// barrier. From the top bin down, the bin where `above` plus the counts
-// reaches `need`: s_sel_bin (0xFFFFFFFF: never, fewer than `need` in all) and
-// s_sel_above, the count above it (or the total). In two steps, 16 sums of
-// 16 bins in parallel, then one invocation walks at most 16 sums and 16 bins:
-// 32 serial shared reads instead of up to 256 (on a GPU the serial walk was
-// most of a chunk workgroup's fixed time at 4 levels). Ends with a barrier.
-shared uint s_bin_sums[16];
-void select_bin(uint above, uint need) {
-    uint t = gl_LocalInvocationID.x;
-    for (uint g = t; g < 16u; g += WG) {
-        uint sum = 0u;
-        [[unroll]] for (uint b = 0u; b < 16u; ++b) sum += c_id[16u * g + b];
-        s_bin_sums[g] = sum;
-    }
-    barrier();
-    if (t == 0u) {
-        uint acc = above, g = 16u;
-        while (g > 0u && acc + s_bin_sums[g - 1u] < need) acc += s_bin_sums[--g];
-        uint b = 16u * g;  // the group holding the bin (if any): its bins from the top
-        while (b > 16u * (g - 1u) && g > 0u && acc + c_id[b - 1u] < need) acc += c_id[--b];
-        s_sel_bin = g == 0u ? 0xFFFFFFFFu : b - 1u;
-        s_sel_above = acc;
-    }
-    barrier();
-}
 
 // Rank sort of c[0, n) (distinct entries, after a barrier) straight into the
 // chunk's list at `list`: each entry counts the entries before it in

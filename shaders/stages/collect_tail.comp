@@ -14,6 +14,7 @@
 #include "tail.glsl"
 #include "selectors.glsl"
 #include "collect.glsl"
+#include "radix.glsl"
 
 // sieve_chain_distribution: per row, at (2 * stride + 2) words: [count or
 // STATUS_FALLBACK, step, count x (id, p bits)] in canonical order.
@@ -21,7 +22,7 @@ layout(std430, set = 0, binding = BINDING_OUTPUT) writeonly buffer DistOut { uin
 
 shared uvec2 s_part[WG];  // the draw's block sums
 shared uint s_at[MAX_ROW_CHUNKS], s_len[MAX_ROW_CHUNKS];  // the merge's lists
-shared uint s_from[MAX_ROW_CHUNKS + 1u];  // sort_chunk_lists: where each list starts in c_key/c_id
+shared uint s_from[MAX_ROW_CHUNKS + 1u];  // sort_chunk_lists: where each list's entries start, counted in order
 
 // The row's top `need` (canonical order) from the chunks' sorted lists, into
 // c_key/c_id; returns how many. By rank, in every invocation at once: an
@@ -74,14 +75,30 @@ uint merge_chunk_lists(uint row, uint need, uint n_chunks) {
     return min(total, need);
 }
 
-// The same for a row split into more than MAX_COLLECT_CHUNKS chunks (a GPU's
-// rows that keep few candidates: the host splits a row so only when all the
-// lists fit the buffer, chunks x need <= CAP). Ranks by binary search would
-// cost each entry a search in every other list (63 at 64 chunks); instead
-// every list is copied into c_key/c_id, each invocation copying entries of
-// any list (the lists' loads are independent: one memory latency, not one a
-// list), and the whole is sorted in shared memory: a fixed number of
-// barriers, no serial work.
+// The same on a GPU (FLAG_SORT_MERGE): ranks by binary search cost each entry
+// a chain of dependent global loads per other list (7 at 8 chunks, 63 at 64,
+// over lists of up to CAP / 2). Instead the lists' entries are copied into
+// c_key/c_id, each invocation copying entries of any list (independent
+// loads: one memory latency, not one a list), and sorted in shared memory: a
+// fixed number of barriers, no serial work. Lists longer together than the
+// buffer (top-k in the thousands) first find the key the row's need-th entry
+// has by a radix select over them (8 bits a level, counts by shared atomics),
+// then copy only the entries at or above it; should more than CAP share the
+// last level's key (a huge tie group), the ranks merge them instead.
+shared uint s_kept;
+
+// The word offset of the row's j-th list entry, counting list by list (after
+// locate_chunk_lists and s_from).
+uint list_entry_at(uint j, uint n_chunks) {
+    uint lo = 0u, hi = n_chunks - 1u;  // the last list c with s_from[c] <= j
+    while (lo < hi) {
+        uint mid = (lo + hi + 1u) >> 1u;
+        if (s_from[mid] <= j) lo = mid;
+        else hi = mid - 1u;
+    }
+    return s_at[lo] + 2u * (j - s_from[lo]);
+}
+
 uint sort_chunk_lists(uint row, uint need, uint n_chunks) {
     uint t = gl_LocalInvocationID.x;
     locate_chunk_lists(row, need, n_chunks);
@@ -92,23 +109,55 @@ uint sort_chunk_lists(uint row, uint need, uint n_chunks) {
             at += s_len[c];
         }
         s_from[n_chunks] = at;
+        s_kept = 0u;
     }
     barrier();
-    uint total = min(s_from[n_chunks], CAP);  // <= CAP by the host's split; never past the buffer
-    for (uint j = t; j < total; j += WG) {
-        uint lo = 0u, hi = n_chunks - 1u;  // the list holding entry j: the last c with s_from[c] <= j
-        while (lo < hi) {
-            uint mid = (lo + hi + 1u) >> 1u;
-            if (s_from[mid] <= j) lo = mid;
-            else hi = mid - 1u;
+    uint total = s_from[n_chunks];
+    if (total <= CAP) {
+        for (uint j = t; j < total; j += WG) {
+            uint at = list_entry_at(j, n_chunks);
+            c_key[j] = candidates[at];
+            c_id[j] = candidates[at + 1u];
         }
-        uint at = s_at[lo] + 2u * (j - s_from[lo]);
-        c_key[j] = candidates[at];
-        c_id[j] = candidates[at + 1u];
+        barrier();
+        sort_prefix(total);
+        return min(total, need);
+    }
+    // The lowest key tau with at most CAP entries at or above it and at least
+    // `need` (need <= CAP / 2 < total: some bin always reaches it).
+    uint prefix = 0u, above = 0u, tau = 0u;
+    bool fits = false;
+    for (int shift = 24; shift >= 0 && !fits; shift -= 8) {  // uniform
+        for (uint b = t; b < 256u; b += WG) c_id[b] = 0u;
+        barrier();
+        uint hi = uint(shift) + 8u;  // bits above this level's digit
+        for (uint j = t; j < total; j += WG) {
+            uint k = candidates[list_entry_at(j, n_chunks)];
+            if (hi == 32u || (k >> hi) == prefix) atomicAdd(c_id[(k >> uint(shift)) & 255u], 1u);
+        }
+        barrier();
+        select_bin(above, need);
+        uint bin = s_sel_bin;
+        prefix = (prefix << 8u) | bin;
+        fits = s_sel_above + c_id[bin] <= CAP;
+        above = s_sel_above;
+        tau = prefix << uint(shift);
+        barrier();  // the bins are cleared or overwritten next
+    }
+    if (!fits) return merge_chunk_lists(row, need, n_chunks);
+    for (uint j = t; j < total; j += WG) {
+        uint at = list_entry_at(j, n_chunks);
+        uint k = candidates[at];
+        if (k >= tau) {
+            uint slot = atomicAdd(s_kept, 1u);
+            c_key[slot] = k;
+            c_id[slot] = candidates[at + 1u];
+        }
     }
     barrier();
-    sort_prefix(total);
-    return min(total, need);
+    uint kept = s_kept;
+    sort_prefix(kept);
+    return min(kept, need);
 }
 
 void write_distribution(uint row, uint n, float total, uint step) {
@@ -209,7 +258,8 @@ void main() {
             red_agg[3][0] = m.mmax;
             red_agg[4][0] = m.msum;
         }
-        n = n_chunks <= MAX_COLLECT_CHUNKS ? merge_chunk_lists(row, need, n_chunks) : sort_chunk_lists(row, need, n_chunks);
+        n = (pc.flags & FLAG_SORT_MERGE) != 0u ? sort_chunk_lists(row, need, n_chunks)
+                                                : merge_chunk_lists(row, need, n_chunks);
         a = Agg(red_agg[0][0], red_agg[1][0], red_agg[2][0], red_agg[3][0], red_agg[4][0]);
         // The row's maximum is its first candidate (canonical: the first maximal id).
         s.max_key = c_key[0];

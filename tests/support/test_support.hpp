@@ -70,6 +70,11 @@ struct Windows {
 };
 Windows row_windows(const sieve::Chain& chain);
 
+// sieve_chain_plan_estimate of the plan as the estimate's reference run
+// (commit 30de833) had it: rows at the plan's chunks, the tail merging by
+// ranks (GpuChain::plan_estimate). Empty for a CPU chain.
+std::vector<sieve_stage_estimate> baseline_plan_estimate(const sieve::Chain& chain, int32_t rows, int32_t vocab);
+
 inline sieve::Context cpu_context() {
     sieve::ContextOptions o;
     o.backend(SIEVE_BACKEND_CPU);
