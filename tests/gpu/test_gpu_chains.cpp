@@ -518,7 +518,8 @@ struct OverflowCase {
 // holds fewer distinct-key picks than `need` in every chunk but one. Each
 // against the twin, llama.cpp's default chain and top-k alone, at 32000 and
 // 151936, on the device and under the constrained profile. (Kind 7, the best
-// 2400 at consecutive ids, is for large top-k: LargeTopKKeepsItsBest.)
+// 2400 at consecutive ids, and kind 8, 300 adjacent floats ten times each,
+// are for large top-k: LargeTopKKeepsItsBest.)
 std::vector<float> collect_path_row(int kind, int32_t vocab, uint32_t seed) {
     if (kind == 0) return sieve_test::make_row(Shape::Zipf, vocab, seed);  // LM-like
     std::mt19937 rng(seed);
@@ -546,6 +547,13 @@ std::vector<float> collect_path_row(int kind, int32_t vocab, uint32_t seed) {
         for (int32_t i = 0; i < 2400; ++i) {
             const int32_t at = (i % 2 == 0 ? vocab / 4 : 3 * (vocab / 4)) + i / 2;
             row[static_cast<size_t>(at)] = 10.0f + 0.001f * static_cast<float>(i % 997);
+        }
+        break;
+    case 8:  // the best 3000 spread over the row: 300 adjacent floats, ten of each (a radix select to the last bit)
+        for (int32_t i = 0; i < 3000; ++i) {
+            float v = 10.0f;
+            for (int32_t step = 0; step < i % 300; ++step) v = std::nextafter(v, 20.0f);
+            row[static_cast<size_t>(i) * static_cast<size_t>(vocab / 3000)] = v;
         }
         break;
     default:  // mostly -inf, the finite ones spread thinly
@@ -680,7 +688,7 @@ TEST(GpuChainCollectPaths, LargeTopKKeepsItsBestEqualsTheTwin) {
         const auto kinds = sieve_test::twin_chain(chain_text);
         ASSERT_FALSE(kinds.empty());
         for (int32_t vocab : {32000, 151936}) {
-            for (int kind : {0, 1, 2, 6, 7}) {
+            for (int kind : {0, 1, 2, 6, 7, 8}) {
                 for (int32_t top_k : {300, 1000}) {
                     SCOPED_TRACE("vocab " + std::to_string(vocab) + " row kind " + std::to_string(kind) + " top-k " +
                                  std::to_string(top_k) + " profile " + std::to_string(static_cast<int>(profile)));
