@@ -37,14 +37,12 @@ void chunking(uint32_t vocab, const EffectiveLimits& limits, sieve_device_type t
 
 uint32_t collect_chunks_for_group(const Plan& plan, uint32_t vocab, uint32_t rows, uint32_t most_need, bool plain,
                                   const EffectiveLimits& limits) {
-    if (!plain || plan.small || limits.plan_type == SIEVE_DEVICE_CPU || plan.collect_slots <= plan.n_chunks)
-        return plan.n_chunks;
+    if (!plain || plan.small || limits.plan_type == SIEVE_DEVICE_CPU) return plan.n_chunks;
     const uint32_t target = 2 * std::max(limits.compute_units, 1u);  // workgroups over the group
-    uint32_t n = std::min({plan.collect_slots, limits.candidate_capacity / std::max(most_need, 1u),
-                           std::max(target / std::max(rows, 1u), 1u)});
-    if (n <= plan.n_chunks) return plan.n_chunks;
-    n = (vocab + collect_chunk_size(vocab, n) - 1) / collect_chunk_size(vocab, n);  // the chunks that hold logits
-    return std::max(n, plan.n_chunks);
+    // Past MAX_COLLECT_CHUNKS every list must fit its share of the row's words.
+    const uint32_t by_lists = std::max(limits.candidate_capacity / std::max(most_need, 1u), MAX_COLLECT_CHUNKS);
+    const uint32_t n = std::min({plan.collect_slots, by_lists, std::max(target / std::max(rows, 1u), 1u)});
+    return (vocab + collect_chunk_size(vocab, n) - 1) / collect_chunk_size(vocab, n);  // the chunks that hold logits
 }
 
 namespace {

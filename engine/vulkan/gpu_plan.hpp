@@ -102,11 +102,12 @@ inline uint32_t collect_chunk_size(uint32_t vocab, uint32_t n) { return ((vocab 
 // The chunks a collect pass splits each row of a row group into (the
 // variant's indirect x; gpu_chain.cpp arm_collect). The plan's n_chunks,
 // except on a GPU for a group of plain rows (collect.comp's plain variant: no
-// full-row aggregates, so how a row is split changes no result) at a small
-// batch: then about two workgroups per compute unit over the group, as many
-// as the chunk statistics' slots hold (plan.collect_slots) and as keep every
-// list in the tail's buffer (chunks x most_need <= CAP, collect_tail.comp:
-// sort_chunk_lists).
+// full-row aggregates, so how a row is split changes no result): about two
+// workgroups per compute unit over the group (many chunks at batch 1, one a
+// row at large batches), at most the chunk statistics' slots
+// (plan.collect_slots), and past MAX_COLLECT_CHUNKS only as many as keep
+// every list in its share of the row's words (chunks x most_need <= CAP,
+// collect.glsl: chunk_list_at).
 uint32_t collect_chunks_for_group(const Plan& plan, uint32_t vocab, uint32_t rows, uint32_t most_need, bool plain,
                                   const EffectiveLimits& limits);
 
