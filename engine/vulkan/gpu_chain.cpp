@@ -371,7 +371,10 @@ void GpuChain::plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, u
 std::vector<sieve_stage_estimate> GpuChain::plan_estimate(int32_t rows, int32_t vocab, bool baseline) const {
     const uint32_t r = static_cast<uint32_t>(rows);
     Recording rec = recorder_.describe(key_for(RecordingKind::Sample, r, static_cast<uint32_t>(vocab), nullptr, false));
-    if (baseline) rec.plan.flags &= ~FLAG_SORT_MERGE;
+    if (baseline) {  // the plan's chunks everywhere, the tail's ranks
+        rec.plan.flags &= ~FLAG_SORT_MERGE;
+        rec.plan.collect_slots = rec.plan.n_chunks;
+    }
     EstimateInputs in;
     in.capacity = limits_.candidate_capacity;
     in.plan = &rec.plan;

@@ -66,7 +66,8 @@ public:
     }
     // baseline: the plan as the reference GPU's baseline (commit 30de833) ran
     // it, which the estimate's constants were fitted to: rows at the plan's
-    // chunks, the tail merging by ranks (tests/bench/test_estimate.cpp).
+    // chunks in every pass, the tail merging by ranks
+    // (tests/bench/test_estimate.cpp).
     std::vector<sieve_stage_estimate> plan_estimate(int32_t rows, int32_t vocab, bool baseline) const;
     void set_profiling(bool enabled) override { submitter_.set_profiling(enabled); }
     std::vector<sieve_stage_time> stage_times() const override { return submitter_.stage_times(); }

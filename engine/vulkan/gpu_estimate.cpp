@@ -27,7 +27,11 @@ double sort_stages(uint32_t n) {
 Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
     const Plan& p = *in.plan;
     const bool collect = d.stage == Stage::CollectPlain || d.stage == Stage::Collect;
-    const double chunk = !d.per_chunk ? in.vocab : collect ? collect_chunk_size(in.vocab, chunks) : p.chunk_size;
+    const bool wide = d.stage == Stage::WideHistogram || d.stage == Stage::WideGather;
+    const double chunk = !d.per_chunk ? in.vocab
+                         : collect    ? collect_chunk_size(in.vocab, chunks)
+                         : wide       ? wide_chunk_size(p, in.vocab)
+                                      : p.chunk_size;
     const double read = chunk * M::kReadUsPerLogit;
     switch (d.stage) {
     case Stage::CollectPlain:
@@ -73,11 +77,13 @@ std::vector<StageEstimate> estimate_plan(const EstimateInputs& in) {
         StageEstimate e{d.stage, d.level, 0, d.indirect != kNotIndirect, 0.0};
         const bool runs = expected_to_run(d, in);
         const bool collect = d.stage == Stage::CollectPlain || d.stage == Stage::Collect;
+        const bool wide = d.stage == Stage::WideHistogram || d.stage == Stage::WideGather;
         for (size_t gi = 0; gi < in.groups->size(); ++gi) {
             const RowGroup& g = (*in.groups)[gi];
             const uint32_t chunks = gi < in.collect_chunks.size() ? in.collect_chunks[gi] : p.n_chunks;
             const Work w = work_of(d, in, chunks);
-            const uint32_t groups = runs ? g.rows * (d.per_chunk ? (collect ? chunks : p.n_chunks) : 1u) : 0u;
+            const uint32_t per_row = !d.per_chunk ? 1u : collect ? chunks : wide ? p.collect_slots : p.n_chunks;
+            const uint32_t groups = runs ? g.rows * per_row : 0u;
             e.workgroups += groups;
             if (groups == 0) {
                 e.est_us += M::kLaunchUs;

@@ -64,11 +64,13 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
             // 4 logits (collect.comp reads plain rows four at a time). On a
             // GPU some rows may take more (collect_chunks_for_group): the
             // chunks the vocabulary takes.
-            p.collect_slots = type == SIEVE_DEVICE_CPU ? 0u : std::min(p.n_chunks, MAX_ROW_CHUNKS);
+            const uint32_t slots = std::min(p.n_chunks, MAX_ROW_CHUNKS);
             const uint32_t n = std::min(p.n_chunks, MAX_COLLECT_CHUNKS);
             p.chunk_size = collect_chunk_size(vocab, n);
             p.n_chunks = (vocab + p.chunk_size - 1) / p.chunk_size;
-            p.collect_slots = std::max(p.collect_slots, p.n_chunks);
+            p.collect_slots = type == SIEVE_DEVICE_CPU
+                                  ? p.n_chunks
+                                  : (vocab + collect_chunk_size(vocab, slots) - 1) / collect_chunk_size(vocab, slots);
             // A GPU's tail sorts the lists in shared memory; ranks by binary
             // search (dependent loads) cost a CPU device less than barriers.
             if (type != SIEVE_DEVICE_CPU) p.flags |= FLAG_SORT_MERGE;

@@ -49,8 +49,9 @@ struct Plan {
     uint32_t chunk_size = 1;
     // The most chunks the collect pass may split a row into (the chunk
     // statistics' slots per row its dispatches index by): n_chunks on a CPU
-    // device; on a GPU up to the chunks the vocabulary takes (chunking), for
-    // plain rows that keep few candidates (collect_chunks_for_group).
+    // device; on a GPU the chunks the vocabulary takes (chunking, at most
+    // MAX_ROW_CHUNKS), for plain rows (collect_chunks_for_group). The wide
+    // passes split every row so (wide_chunk_size), whatever the batch.
     uint32_t collect_slots = 1;
     uint32_t flags = 0;
     std::vector<Dispatch> dispatches;
@@ -98,6 +99,12 @@ Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, b
 // n chunks (a multiple of 4). ceil(vocab / collect_chunk_size(vocab, n)) is
 // the chunks that hold logits: n itself when n came from that formula.
 inline uint32_t collect_chunk_size(uint32_t vocab, uint32_t n) { return ((vocab + n - 1) / n + 3) / 4 * 4; }
+
+// The wide passes' chunk (wide_histogram.comp, wide_gather.comp): a row in
+// plan.collect_slots chunks (the same on a CPU device as the plan's).
+inline uint32_t wide_chunk_size(const Plan& plan, uint32_t vocab) {
+    return collect_chunk_size(vocab, plan.collect_slots);
+}
 
 // The chunks a collect pass splits each row of a row group into (the
 // variant's indirect x; gpu_chain.cpp arm_collect). The plan's n_chunks,

@@ -145,9 +145,11 @@ void Recorder::emit(VkCommandBuffer cmd, const Recording& rec) const {
                 d.stage == Stage::Collect || d.stage == Stage::CollectPlain || d.stage == Stage::CollectTail;
             // The collect passes index the chunk statistics by the slots a row
             // holds (a row may be split into more chunks than the plan's:
-            // collect.glsl); the others by the plan's chunks.
-            Push pc{key.vocab, key.stride, rec.plan.chunk_size,
-                    collect_stage ? rec.plan.collect_slots : rec.plan.n_chunks, d.level, rec.plan.flags,
+            // collect.glsl); the wide passes split a row into that many; the
+            // others take the plan's chunks.
+            const bool wide_stage = d.stage == Stage::WideHistogram || d.stage == Stage::WideGather;
+            Push pc{key.vocab, key.stride, wide_stage ? wide_chunk_size(rec.plan, key.vocab) : rec.plan.chunk_size,
+                    collect_stage || wide_stage ? rec.plan.collect_slots : rec.plan.n_chunks, d.level, rec.plan.flags,
                     g.row_base, g.args_base, key.wide ? buffers_.wide_cap() : 0u,
                     static_cast<uint32_t>(config_.history_capacity), adjust.hash_bits, adjust.bitmap_words};
             const bool texel = buffers_.texel() && !key.app_rows;  // the chain's own logits (create_texel_views)

@@ -219,9 +219,9 @@ void hand_to_wide(uint row, uint n) {
     row_state[o + R_WIDE_N] = n;
     row_state[o + R_WIDE_KEEP] = param_u(row, P_MIN_KEEP);
     row_state[o + R_WIDE_PHASE] = WIDE_HIST;
-    // The wide passes split the row as the plan does (pc.chunk_size), which
-    // the collect pass may not have (collect.glsl).
-    atomicMax(dispatch_args[pc.args_base + WIDE_HIST_ARGS], (pc.vocab + pc.chunk_size - 1u) / pc.chunk_size);
+    // The wide passes split a row into the slots' chunks (gpu_plan.hpp:
+    // wide_chunk_size), whatever the collect pass did.
+    atomicMax(dispatch_args[pc.args_base + WIDE_HIST_ARGS], pc.n_chunks);
 }
 
 void main() {

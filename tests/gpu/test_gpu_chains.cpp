@@ -612,8 +612,9 @@ uint32_t stage_workgroups(const sieve::Chain& chain, int32_t rows, int32_t vocab
 // at one and three rows more chunks than the plan's 8, whose lists the tail
 // sorts in shared memory (collect_tail.comp: sort_chunk_lists), and every way
 // a chunk forms its list equals the twin; at 64 rows one chunk a row; rows of
-// the general variant (full-row sums) keep the plan's chunks; with
-// SIEVE_COMPUTE_UNITS=1, two chunks at one row.
+// the general variant (full-row sums) keep the plan's chunks and the wide
+// passes the slots' whatever the batch; with SIEVE_COMPUTE_UNITS=1, two
+// chunks at one row.
 TEST(GpuChainCollectPaths, RowsSplitByTheBatchEqualTheTwin) {
     Tally tally;
     auto options = sieve_test::gpu_options();
@@ -663,6 +664,13 @@ TEST(GpuChainCollectPaths, RowsSplitByTheBatchEqualTheTwin) {
     set_row(summed, 0, preset("active"));
     EXPECT_EQ(stage_workgroups(summed, 1, 151936, "collect"), plan_chunks);
     EXPECT_EQ(stage_workgroups(summed, 1, 151936, "collect_plain"), 0u);
+    // The wide passes sum the row's mass: every row in the slots' chunks
+    // (64 at 151936 at the gpu profile's workgroup size), at any batch.
+    for (int32_t rows : {1, 64}) {
+        sieve::Chain top_p(gpu, sieve_test::chain_desc("top_p;temperature", rows, 151936, 1.0f, 1));
+        EXPECT_EQ(stage_workgroups(top_p, rows, 151936, "wide_histogram"), 64u * static_cast<uint32_t>(rows));
+        EXPECT_EQ(stage_workgroups(top_p, rows, 151936, "wide_gather"), 64u * static_cast<uint32_t>(rows));
+    }
     // One compute unit: two chunks a row.
     sieve_test::ScopedEnv one("SIEVE_COMPUTE_UNITS", "1");
     sieve::Context narrow(options);
