@@ -182,7 +182,7 @@ void GpuChain::arm_collect(const Recording& rec) {
 
 void GpuChain::account(const Recording& rec) {
     submitter_.account(rec.plan, rec.groups, rec.key.timestamps,
-                       static_cast<const uint32_t*>(buffers_.dispatch_args.mapped));
+                       static_cast<const uint32_t*>(buffers_.args_readback.mapped));
 }
 
 void GpuChain::submit_and_wait(const Recording& rec, VkCommandBuffer prefix) {

@@ -183,12 +183,18 @@ ChainBuffers::ChainBuffers(Device& device, Pipelines& pipelines, const ChainConf
             wide = device_.create_buffer(rows * wide_row_words(limits_.candidate_capacity, wide_cap_) * 4, storage,
                                          HostAccess::None, allocations_);
         // Written by each level's decision (scan.glsl, shader atomics: kept in
-        // device memory), read by vkCmdDispatchIndirect and, after the fence,
-        // by the host to count the dispatches that ran (a few words a call).
-        dispatch_args = device_.create_buffer(
-            rows * GROUP_ARGS_WORDS * 4,
-            storage | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT, HostAccess::Writes,
-            allocations_);
+        // device memory) and by the host (arm_collect), read by
+        // vkCmdDispatchIndirect; copied at the end of each call into
+        // args_readback, where the host counts the dispatches that ran (a
+        // few words a call: on a discrete GPU a host read of device-local
+        // memory is an uncached PCIe round trip, about 0.9 us a word on the
+        // H200).
+        dispatch_args = device_.create_buffer(rows * GROUP_ARGS_WORDS * 4,
+                                              storage | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT |
+                                                  VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT,
+                                              HostAccess::Writes, allocations_);
+        args_readback = device_.create_buffer(rows * GROUP_ARGS_WORDS * 4, VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                                              HostAccess::Reads, allocations_);
 
         // A sampling set and (on first use) a distribution set and a set
         // binding the app's rows per window.
@@ -216,7 +222,7 @@ void ChainBuffers::release() {
     if (placeholder_view_) vk.vkDestroyBufferView(dev, placeholder_view_, nullptr);
     placeholder_view_ = VK_NULL_HANDLE;
     for (Buffer* b : {&logits, &staging, &params, &chunk_stats, &row_state, &slot_state, &histograms, &candidates,
-                      &results, &placeholder, &probabilities, &dispatch_args, &inputs, &wide, &adjust})
+                      &results, &placeholder, &probabilities, &dispatch_args, &args_readback, &inputs, &wide, &adjust})
         device_.destroy_buffer(*b);
 }
 

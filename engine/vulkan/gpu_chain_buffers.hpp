@@ -109,6 +109,7 @@ public:
 
     Buffer logits, staging, params, chunk_stats, row_state, slot_state, histograms, candidates, results;
     Buffer placeholder, probabilities, dispatch_args, inputs, wide, adjust;
+    Buffer args_readback;  // dispatch_args as the call's dispatches ran it, in host-cached memory
 
 private:
     void release();
