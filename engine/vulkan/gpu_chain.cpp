@@ -372,7 +372,7 @@ std::vector<sieve_stage_estimate> GpuChain::plan_estimate(int32_t rows, int32_t 
     const uint32_t r = static_cast<uint32_t>(rows);
     Recording rec = recorder_.describe(key_for(RecordingKind::Sample, r, static_cast<uint32_t>(vocab), nullptr, false));
     if (baseline) {  // the plan's chunks everywhere, the tail's ranks
-        rec.plan.flags &= ~FLAG_SORT_MERGE;
+        rec.plan.flags &= ~(FLAG_SORT_MERGE | FLAG_RADIX_CHUNKS);
         rec.plan.collect_slots = rec.plan.n_chunks;
     }
     EstimateInputs in;

@@ -35,14 +35,17 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
     const double read = chunk * M::kReadUsPerLogit;
     switch (d.stage) {
     case Stage::CollectPlain:
+        if ((p.flags & glsl::FLAG_RADIX_CHUNKS) && in.need > M::kPickLimit)
+            return {4 * M::kUsPerSelectLevel + 5 * read + M::kUsPerSortStage * sort_stages(in.capacity), chunk, true};
+        return {M::kCollectUs + M::kCollectUsPerNeed * in.need + read, chunk, true};
     case Stage::Collect:
         return {M::kCollectUs + M::kCollectUsPerNeed * in.need + read, chunk, true};
     case Stage::CollectTail: {
         const uint32_t entries = chunks * in.need;  // the lists' entries, at most
         const double merge = !(p.flags & glsl::FLAG_SORT_MERGE) ? M::kTailUsPerNeed * in.need
                              : entries <= in.capacity
-                                 ? M::kTailUsPerSortStage * sort_stages(entries)
-                                 : 4 * M::kTailUsPerSelectLevel + M::kTailUsPerSortStage * sort_stages(in.capacity);
+                                 ? M::kUsPerSortStage * sort_stages(entries)
+                                 : 4 * M::kUsPerSelectLevel + M::kUsPerSortStage * sort_stages(in.capacity);
         return {M::kTailUs + M::kTailUsPerOp * in.chain_ops + merge, 0, true};
     }
     case Stage::WideHistogram: return {M::kWideHistogramUsPerLogit * chunk, chunk, true};

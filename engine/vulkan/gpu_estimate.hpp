@@ -59,10 +59,14 @@ struct EstimateModel {
     // searches over the other lists: per bitonic stage (a barrier and at most
     // CAP / 2 / WG compare-exchanges per invocation), and per radix level when
     // the lists outgrow the buffer (a histogram of their entries, independent
-    // loads, two barriers), in place of the per-candidate term. Stated, not
-    // fitted: no GPU has run it.
-    static constexpr double kTailUsPerSortStage = 0.15;
-    static constexpr double kTailUsPerSelectLevel = 3.0;
+    // loads, two barriers), in place of the per-candidate term. A GPU plan's
+    // chunks with a need past the register picks (FLAG_RADIX_CHUNKS,
+    // radix_chunk): four levels, each reading the chunk, one more read to
+    // gather and a sort of the buffer, in place of collect's terms. Stated,
+    // not fitted: no GPU has run them.
+    static constexpr double kUsPerSortStage = 0.15;
+    static constexpr double kUsPerSelectLevel = 3.0;
+    static constexpr uint32_t kPickLimit = 512;  // collect.comp's PICK_LIMIT at 256-wide workgroups
     static constexpr double kWideHistogramUsPerLogit = 0.00858;
     static constexpr double kWideGatherUsPerLogit = 0.0211;
     static constexpr double kHistoryUs = 47.1;            // history.comp per row

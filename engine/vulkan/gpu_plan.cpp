@@ -73,7 +73,9 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
                                   : (vocab + collect_chunk_size(vocab, slots) - 1) / collect_chunk_size(vocab, slots);
             // A GPU's tail sorts the lists in shared memory; ranks by binary
             // search (dependent loads) cost a CPU device less than barriers.
-            if (type != SIEVE_DEVICE_CPU) p.flags |= FLAG_SORT_MERGE;
+            // Its plain chunks keep a large need by a radix select over the
+            // chunk (re-reads from the cache) instead of compactions.
+            if (type != SIEVE_DEVICE_CPU) p.flags |= FLAG_SORT_MERGE | FLAG_RADIX_CHUNKS;
         }
         // The chunks, then one workgroup per row for the merge, the chain and
         // the draw (collect_tail.comp). Chunks of a big row run one of two

@@ -48,6 +48,9 @@ SIEVE_CONST uint FLAG_DISTRIBUTION = 4u;  // sieve_chain_distribution: no result
 // collect_tail.comp merges the chunks' lists by sorting them in shared memory
 // (a GPU's plan: no dependent global loads), not by ranks (a CPU device's)
 SIEVE_CONST uint FLAG_SORT_MERGE = 8u;
+// collect.comp's plain chunks keep a `need` past the register picks by a radix
+// select over the chunk (a GPU's plan: re-reads are cheap, compactions not)
+SIEVE_CONST uint FLAG_RADIX_CHUNKS = 16u;
 // CHAIN_SELECTOR's values (engine/vulkan/gpu_params.cpp: chain_selector).
 SIEVE_CONST uint SELECT_DIST = 0u;   // dist or greedy: nothing learns
 SIEVE_CONST uint SELECT_MIROSTAT = 1u;

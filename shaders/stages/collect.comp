@@ -385,6 +385,82 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
     return true;
 }
 
+// A large `need` on a GPU (FLAG_RADIX_CHUNKS; plain rows, need past
+// PICK_LIMIT, which the register picks cannot hold): a radix select over the
+// whole chunk, 8 bits a level, each level reading the chunk again (from the
+// cache: a GPU reads far faster than it compacts) and counting the keys that
+// share the prefix so far by shared atomics, until at most CAP logits are at
+// or above the level's edge tau; those are gathered and sorted, and the first
+// `need` are the chunk's list (returns true; `kept` = how many). Ties past
+// CAP at the last level's one key: the collecting loop reads the chunk again
+// (returns false). A fixed number of barriers instead of compactions that
+// grow with `need` (top-k 1000: dozens of sorts of the buffer).
+bool radix_chunk(uint row, uint begin, uint end, uint need, uint list, inout uint bad, inout uint first_bad,
+                 inout uint kmin, out uint kept) {
+    uint t = gl_LocalInvocationID.x;
+    kept = 0u;
+    uint row4 = row * (pc.stride / 4u);
+    uint q_first, q_stop;  // contiguous stretches (stretch.glsl)
+    stretch_share(begin / 4u, end / 4u, q_first, q_stop);
+    const uint q_step = RUN_LANES;
+    uint prefix = 0u, above = 0u, tau = 0u;
+    bool fits = false;
+    for (int shift = 24; shift >= 0 && !fits; shift -= 8) {  // uniform
+        for (uint b = t; b < 256u; b += WG) c_id[b] = 0u;
+        barrier();
+        uint hi = uint(shift) + 8u;  // bits above this level's digit
+        for (uint q = q_first; q < q_stop; q += q_step) {
+            vec4 f4 = row_vec4(row4 + q);
+            [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+                uint k = sieve_key(f4[c]);
+                bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;  // -inf .. finite
+                if (shift == 24) {  // the chunk's statistics, on the first read
+                    bad += ok ? 0u : 1u;
+                    first_bad = ok ? first_bad : min(first_bad, 4u * q + c);
+                    kmin = (ok && k != KEY_NEG_INF) ? min(kmin, k) : kmin;
+                }
+                if (ok && (hi == 32u || (k >> hi) == prefix)) atomicAdd(c_id[(k >> uint(shift)) & 255u], 1u);
+            }
+        }
+        barrier();
+        select_bin(above, need);
+        uint bin = s_sel_bin;
+        if (bin == 0xFFFFFFFFu) {  // fewer than `need` logits in the chunk: every one (< need <= CAP / 2)
+            tau = 0u;
+            fits = true;
+        } else {
+            prefix = (prefix << 8u) | bin;
+            fits = s_sel_above + c_id[bin] <= CAP;
+            above = s_sel_above;
+            tau = prefix << uint(shift);
+        }
+        barrier();  // the bins are cleared or overwritten next
+    }
+    if (!fits) return false;
+    if (t == 0u) s_fill = 0u;
+    barrier();
+    for (uint q = q_first; q < q_stop; q += q_step) {
+        vec4 f4 = row_vec4(row4 + q);
+        [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+            uint k = sieve_key(f4[c]);
+            if (k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF && k >= tau) {
+                uint slot = atomicAdd(s_fill, 1u);
+                c_key[slot] = k;
+                c_id[slot] = 4u * q + c;
+            }
+        }
+    }
+    barrier();
+    uint n = s_fill;
+    sort_prefix(n);
+    kept = min(n, need);
+    for (uint i = t; i < kept; i += WG) {
+        candidates[list + 2u * i] = c_key[i];
+        candidates[list + 2u * i + 1u] = c_id[i];
+    }
+    return true;
+}
+
 // A large `need` (top-k in the hundreds to CAP / 2): each invocation keeps its
 // PROBE_DEEP best picks of its whole share of the chunk in registers, and the
 // need-th best of all picks is the threshold. On LM-like rows that is close
@@ -516,7 +592,7 @@ void main() {
     // 1 for a small row), each of collect_chunk_size logits.
     uint n_chunks = gl_NumWorkGroups.x;
     uint list = chunk_list_at(row, chunk, n_chunks);
-    bool listed = false;  // pick_chunk sorted the chunk and wrote its list already
+    bool listed = false;  // pick_chunk or radix_chunk sorted the chunk and wrote its list already
     if (small) {
         // The whole row (vocab <= CAP) in the buffer.
         for (uint i = t; i < pc.vocab; i += WG) {
@@ -564,7 +640,16 @@ void main() {
         // The vec4 map: plain rows (no bias, bitmask or aggregates) whose
         // stride is a multiple of 4 (chunks start at multiples of 4).
         bool vmap = !ROW_INPUTS && !aggregates && (PLAIN || (pc.stride & 3u) == 0u);
-        if (vmap && 2u * PROBE * WG <= CAP && (PLAIN || need <= PROBE * WG)) {
+        if (PLAIN && (pc.flags & FLAG_RADIX_CHUNKS) != 0u && need > PICK_LIMIT) {  // uniform
+            listed = radix_chunk(row, begin, end, need, list, bad, first_bad, kmin, kept);
+            if (!listed) {  // the collecting loop reads the chunk again
+                bad = 0u;
+                first_bad = 0xFFFFFFFFu;
+                kmin = 0xFFFFFFFFu;
+                if (t == 0u) s_fill = 0u;
+                barrier();
+            }
+        } else if (vmap && 2u * PROBE * WG <= CAP && (PLAIN || need <= PROBE * WG)) {
             listed = pick_chunk(row, begin, end, need, list, use_floor, floor_offset, bad, first_bad, kmin, kmax, kept);
             if (!listed) {  // the collecting loop reads the chunk again from tau
                 bad = 0u;

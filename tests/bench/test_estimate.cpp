@@ -108,8 +108,9 @@ double total_us(const std::vector<sieve_stage_estimate>& stages, const char* onl
 
 // What the GPU plan changed since the baseline, as the estimate ranks it: at
 // one row the default chain's rows split into more chunks and its tail sorts
-// the lists (an estimate, stated constants: estimate.md); top-k 1000's tail
-// selects and sorts instead of 8000 chains of dependent loads.
+// the lists (an estimate, stated constants: estimate.md); top-k 1000's chunks
+// select by radix instead of compacting, and its tail selects and sorts
+// instead of 8000 chains of dependent loads.
 TEST(Estimate, RanksTheGpuPlanAheadOfTheBaselineAtOneRow) {
     const sieve_cli::Device device = gpu_profile_device();
     sieve_cli::SamplingOptions o;
@@ -122,6 +123,8 @@ TEST(Estimate, RanksTheGpuPlanAheadOfTheBaselineAtOneRow) {
     sieve::Chain k1000 = sieve_cli::make_chain(device, o, 1, 151936);
     EXPECT_LT(2 * total_us(k1000.plan_estimate(1, 151936), "collect_tail"),
               total_us(sieve_test::baseline_plan_estimate(k1000, 1, 151936), "collect_tail"));
+    EXPECT_LT(2 * total_us(k1000.plan_estimate(1, 151936), "collect_plain"),
+              total_us(sieve_test::baseline_plan_estimate(k1000, 1, 151936), "collect_plain"));
 }
 
 TEST(Estimate, TheCpuBackendHasNoPlan) {
