@@ -207,8 +207,7 @@ bool GpuChain::verify_sequences(const LogitsView& logits, const sieve_vulkan_log
     std::string message;  // each row's status is walked per sequence
     if (device) {
         const DeviceInput input = prepare_positions(*call, *device);
-        const Recording& rec = run_device_input(kind_of(mode), static_cast<uint32_t>(logits.rows),
-                                                static_cast<uint32_t>(logits.vocab), input);
+        const Recording& rec = run_device_input(kind_of(mode), static_cast<uint32_t>(logits.vocab), input);
         read_positions(*call, rec, input, &res);
     } else if (mode == SIEVE_VERIFY_MATCH) {
         res.sampled.resize(static_cast<size_t>(logits.rows));
