@@ -207,7 +207,8 @@ sieve_status GpuChain::sample(const LogitsView& logits, int32_t draws, int32_t* 
     check_history_order(static_cast<uint32_t>(logits.rows));
     const uint32_t r = static_cast<uint32_t>(logits.rows), v = static_cast<uint32_t>(logits.vocab);
     call_ = analyse_call(RecordingKind::Sample, r);
-    const Recording& rec = recorder_.recording(key_for(call_, RecordingKind::Sample, v, nullptr, submitter_.profiling()));
+    const Recording& rec =
+        recorder_.recording(key_for(call_, RecordingKind::Sample, v, nullptr, submitter_.profiling()));
     upload(logits);
     write_params(commit);
     arm_collect(rec);
@@ -336,7 +337,8 @@ void GpuChain::plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, u
 std::vector<sieve_stage_estimate> GpuChain::plan_estimate(int32_t rows, int32_t vocab) const {
     const uint32_t r = static_cast<uint32_t>(rows);
     const CallAnalysis call = analyse_call(RecordingKind::Sample, r);
-    const Recording rec = recorder_.describe(key_for(call, RecordingKind::Sample, static_cast<uint32_t>(vocab), nullptr, false));
+    const Recording rec =
+        recorder_.describe(key_for(call, RecordingKind::Sample, static_cast<uint32_t>(vocab), nullptr, false));
     EstimateInputs in;
     in.plan = &rec.plan;
     in.groups = &rec.groups;

@@ -50,7 +50,8 @@ RowWindows row_windows(const ChainConfig& config, const ChainAnalysis& chain, co
     w.row_bytes[BINDING_CHUNK_STATS] = static_cast<uint64_t>(max_chunks) * CHUNK_STRIDE * 4;
     w.row_bytes[BINDING_ROW_STATE] = ROW_STRIDE * 4ull;
     w.row_bytes[BINDING_SLOT_STATE] = 0;
-    w.row_bytes[BINDING_HISTOGRAMS] = static_cast<uint64_t>(max_chunks) * histogram_bins(chain, limits) * HIST_STRIDE * 4;
+    w.row_bytes[BINDING_HISTOGRAMS] =
+        static_cast<uint64_t>(max_chunks) * histogram_bins(chain, limits) * HIST_STRIDE * 4;
     w.row_bytes[BINDING_CANDIDATES] = collect_row_words(limits.candidate_capacity) * 4;
     w.row_bytes[BINDING_RESULTS] = RESULT_STRIDE * 4ull;
     w.row_bytes[BINDING_OUTPUT] = (2 * vocab + 2) * 4;

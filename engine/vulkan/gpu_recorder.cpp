@@ -129,10 +129,10 @@ void Recorder::emit(VkCommandBuffer cmd, const Recording& rec) const {
                 d.stage == Stage::Collect || d.stage == Stage::CollectPlain || d.stage == Stage::CollectTail;
             const bool texel = buffers_.texel() && !key.app_rows;  // the chain's own logits (create_texel_views)
             VkPipeline pipeline =
-                collect_stage ? pipelines_.collect(d.stage, chain_.chain_ops, chain_.selector, key.inputs, rec.plan.small,
-                                                   texel)
-                              : pipelines_.get(d.stage, key.inputs, rec.rows_of_whole_vec4s(), texel, chain_.wide_divisions,
-                                               rec.plan.wide_direct);
+                collect_stage ? pipelines_.collect(d.stage, chain_.chain_ops, chain_.selector, key.inputs,
+                                                   rec.plan.small, texel)
+                              : pipelines_.get(d.stage, key.inputs, rec.rows_of_whole_vec4s(), texel,
+                                               chain_.wide_divisions, rec.plan.wide_direct);
             vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
             vk.vkCmdPushConstants(cmd, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), &pc);
             if (d.indirect == kNotIndirect)

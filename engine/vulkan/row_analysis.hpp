@@ -80,7 +80,7 @@ struct CallAnalysis {
     bool inputs = false;       // the inputs variant (some bias or bitmask, or adjustments read from the history table)
     bool raw_stats = false;    // raw_stats.comp runs first
     bool wide = false;         // the wide passes are recorded (some row may take them)
-    bool wide_direct = false;  // the wide passes alone (every row's; a row bigger than the buffer is the key's business)
+    bool wide_direct = false;  // the wide passes alone (every row's; rows bigger than the buffer: the key's)
     bool patched = false;      // some row's adjusted logits are written into the row (ROW_PATCH)
 };
 CallAnalysis analyse_call(const ChainAnalysis& chain, const std::vector<ref::SamplerKind>& samplers,
