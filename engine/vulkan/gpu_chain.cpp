@@ -144,16 +144,21 @@ void GpuChain::arm_collect(const Recording& rec) {
     }
 }
 
-void GpuChain::account(const Recording& rec) {
-    submitter_.account(rec.plan, rec.groups, rec.key.timestamps,
-                       static_cast<const uint32_t*>(buffers_.dispatch_args.mapped));
+void GpuChain::account(const Recording& rec, bool ingest) {
+    counters_.count_recording(rec.plan, rec.groups, static_cast<const uint32_t*>(buffers_.dispatch_args.mapped));
+    if (ingest) counters_.count_ingest(ingest_dispatches(rec.key.rows));
+    // A distribution's rows are counted at the plan's minimum (the indirect
+    // levels it may add are not seen).
+    if (rec.key.kind == RecordingKind::Distribution)
+        counters_.count_row_passes((static_cast<uint64_t>(rec.plan.min_row_passes) + (ingest ? 1 : 0)) * rec.key.rows);
+    if (rec.key.timestamps) submitter_.read_stage_times(rec.plan, rec.groups);
 }
 
 void GpuChain::submit_and_wait(const Recording& rec, VkCommandBuffer prefix) {
     const VkCommandBuffer cmds[2] = {prefix, rec.cmd};
     submitter_.submit(prefix ? cmds : cmds + 1, prefix ? 2 : 1, nullptr);
     submitter_.await(kWaitTimeoutNs, "sampling did not finish within the wait timeout", &rec.wait_ns);
-    account(rec);
+    account(rec, prefix != VK_NULL_HANDLE);
 }
 
 void GpuChain::check_history_order(uint32_t rows) const {
@@ -248,10 +253,6 @@ sieve_status GpuChain::distributions(const LogitsView& logits, const std::vector
     write_params(false);
     arm_collect(rec);
     submit_and_wait(rec);
-    // A distribution call writes no per-row results, so no pass count: its
-    // rows are counted at the plan's minimum (the indirect levels it may add
-    // are not seen).
-    counters_.row_passes += static_cast<uint64_t>(rec.plan.min_row_passes) * r;
     return read_distributions(vocab, wanted, key.collect,
                               [&](int32_t row) { return logits.row_f32(row, &scratch_); }, out, statuses, message);
 }
@@ -319,9 +320,9 @@ sieve_counters GpuChain::counters() const {
     sieve_counters c{};
     c.submits = counters_.submits;
     c.recordings = counters_.recordings;
-    c.dispatches = counters_.dispatches;
+    c.dispatches = counters_.dispatches();
     c.allocations = counters_.allocations.load();
-    c.row_passes = counters_.row_passes;
+    c.row_passes = counters_.row_passes();
     c.cpu_fallback_rows = counters_.fallback_rows;
     return c;
 }

@@ -3,10 +3,11 @@
 // recorded once per call shape and resubmitted; per-token values go through
 // the persistently mapped parameter block, so steady-state sampling records
 // and allocates nothing. GpuChain is the facade: what a call needs from its
-// rows, and each call's order of work over the pieces (gpu_chain_buffers: the
-// buffers and sets; gpu_recorder: the recordings; gpu_submitter: submissions,
-// waits, counters; gpu_results: the results decoded; gpu_device_input:
-// zero-copy input). gpu_chain.cpp: host input and distributions;
+// rows (row_analysis: the chain and the rows analysed once), and each call's
+// order of work over the pieces (gpu_chain_buffers: the buffers and sets;
+// gpu_recorder: the recordings; gpu_submitter: submissions, waits, stage
+// times; gpu_counters: the counters; gpu_results: the results decoded;
+// gpu_device_input: zero-copy input). gpu_chain.cpp: host input and distributions;
 // gpu_chain_device.cpp: zero-copy, async and record-into calls.
 #pragma once
 
@@ -92,7 +93,12 @@ private:
     void write_params(bool commit);
     void arm_collect(const Recording& rec);
     void submit_and_wait(const Recording& rec, VkCommandBuffer prefix = VK_NULL_HANDLE);
-    void account(const Recording& rec);
+    // The one count of a call's device work once it finished
+    // (GpuCounters): the recording's dispatches that launched, the ingest
+    // pass that brought its rows in (ingest), and a distribution's row
+    // passes (it has no per-row results: the plan's minimum, and the ingest
+    // pass's read). A sampled row's passes come from its result (finish_rows).
+    void account(const Recording& rec, bool ingest);
 
     // The call's rows after its device work, the one loop over them: each
     // row's result, or the twin's for the rows the GPU left to it (their
@@ -254,7 +260,7 @@ inline void GpuChain::finish_rows(uint32_t rows, uint32_t vocab, bool commit, ui
                            row ? ref::raw_logprobs(row, static_cast<int32_t>(vocab), t.token, logprobs_n_)
                                : decode_raw_logprobs(res, logprobs_n_));
         t.row_passes += extra_passes;
-        counters_.row_passes += t.row_passes;
+        counters_.count_row_passes(t.row_passes);
         out[i] = t;
     }
 }

@@ -49,7 +49,7 @@ GpuChain::HostRowFn GpuChain::device_host_rows(const DeviceInput& input, uint32_
     return [this, &input, rows, vocab, host = static_cast<const float*>(nullptr)](int32_t i) mutable {
         if (!host) {
             VkCommandBuffer ingest = input.in_place ? device_input_.ingest_command(input.source) : input.ingest;
-            if (input.in_place) counters_.dispatches += ingest_dispatches(rows);
+            if (input.in_place) counters_.count_ingest(ingest_dispatches(rows));
             host = device_input_.rows_on_host(ingest);
         }
         return host + buffers_.row_at(static_cast<uint32_t>(i), static_cast<uint64_t>(config_.max_vocab), vocab);
@@ -58,7 +58,6 @@ GpuChain::HostRowFn GpuChain::device_host_rows(const DeviceInput& input, uint32_
 
 sieve_status GpuChain::finish_device_input(uint32_t r, uint32_t v, const DeviceInput& input, sieve_token* out,
                                            std::string* message, bool commit) {
-    if (!input.in_place) counters_.dispatches += ingest_dispatches(r);
     begin_logprobs(static_cast<int32_t>(r));
     // The ingest pass reads the app's row once more.
     sieve_status first = SIEVE_OK;
@@ -128,7 +127,7 @@ void GpuChain::check_finisher(bool verify, bool recorded) const {
 GpuChain::InFlight GpuChain::take_in_flight() {
     InFlight call = std::move(*in_flight_);
     in_flight_.reset();
-    account(call.rec);
+    account(call.rec, !call.input.in_place);
     return call;
 }
 
