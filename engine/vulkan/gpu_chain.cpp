@@ -17,26 +17,6 @@ namespace sieve {
 
 using namespace glsl;
 
-namespace {
-
-// The first penalties or dry that comes after another sampler and acts on
-// this row, or null. The GPU applies them as it reads a logit (history.comp),
-// i.e. before every other sampler, as llama.cpp's default order has them; a
-// row where such a sampler acts is refused (the CPU backend takes any order).
-const char* misplaced_history(const ChainConfig& config, const ref::RowParams& row) {
-    bool other_before = false;
-    for (size_t i = 0; i + 1 < config.samplers.size(); ++i) {
-        const auto k = config.samplers[i];
-        const bool history = k == ref::SamplerKind::Penalties || k == ref::SamplerKind::Dry;
-        const bool acts = k == ref::SamplerKind::Penalties ? penalties_act(row) : dry_acts(row);
-        if (history && other_before && acts) return ref::sampler_name(k);
-        other_before = other_before || !history;
-    }
-    return nullptr;
-}
-
-} // namespace
-
 
 GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
     : ChainImpl(config), device_(context.device()), limits_(device_.limits()),
@@ -163,7 +143,7 @@ void GpuChain::submit_and_wait(const Recording& rec, VkCommandBuffer prefix) {
 
 void GpuChain::check_history_order(uint32_t rows) const {
     for (uint32_t r = 0; r < rows; ++r)
-        if (const char* misplaced = misplaced_history(config_, rows_[r]))
+        if (const char* misplaced = misplaced_history(config_.samplers, rows_[r]))
             fail(SIEVE_ERROR_UNSUPPORTED_SAMPLER,
                  "row " + std::to_string(r) + ": '" + misplaced +
                      "' acts after another sampler; the GPU backend runs penalties and dry only as the chain's first "

@@ -202,6 +202,18 @@ bool collect_plain(uint32_t need, uint32_t flags, uint32_t workgroup_size, uint3
            (need <= 4 * workgroup_size || (flags & ROW_FLOOR) != 0) && 8 * workgroup_size <= capacity;
 }
 
+// llama_sampler_penalties_apply returns at once when penalty_last_n == 0 or
+// every value is neutral; llama_sampler_dry_apply when multiplier == 0,
+// base < 1 or dry_penalty_last_n == 0.
+bool penalties_act(const ref::RowParams& row) {
+    return row.penalty_last_n != 0 &&
+           !(row.penalty_repeat == 1.0f && row.penalty_freq == 0.0f && row.penalty_present == 0.0f);
+}
+
+bool dry_acts(const ref::RowParams& row) {
+    return row.dry_multiplier != 0.0f && row.dry_base >= 1.0f && row.dry_penalty_last_n != 0;
+}
+
 } // namespace
 
 ChainAnalysis analyse_chain(const std::vector<SamplerKind>& samplers) {
@@ -226,16 +238,16 @@ ChainAnalysis analyse_chain(const std::vector<SamplerKind>& samplers) {
     return c;
 }
 
-// llama_sampler_penalties_apply returns at once when penalty_last_n == 0 or
-// every value is neutral; llama_sampler_dry_apply when multiplier == 0,
-// base < 1 or dry_penalty_last_n == 0.
-bool penalties_act(const ref::RowParams& row) {
-    return row.penalty_last_n != 0 &&
-           !(row.penalty_repeat == 1.0f && row.penalty_freq == 0.0f && row.penalty_present == 0.0f);
-}
-
-bool dry_acts(const ref::RowParams& row) {
-    return row.dry_multiplier != 0.0f && row.dry_base >= 1.0f && row.dry_penalty_last_n != 0;
+const char* misplaced_history(const std::vector<SamplerKind>& samplers, const ref::RowParams& row) {
+    bool other_before = false;
+    for (size_t i = 0; i + 1 < samplers.size(); ++i) {
+        const SamplerKind k = samplers[i];
+        const bool history = k == SamplerKind::Penalties || k == SamplerKind::Dry;
+        const bool acts = k == SamplerKind::Penalties ? penalties_act(row) : dry_acts(row);
+        if (history && other_before && acts) return ref::sampler_name(k);
+        other_before = other_before || !history;
+    }
+    return nullptr;
 }
 
 RowAnalysis analyse_row(const ChainAnalysis& chain, const std::vector<SamplerKind>& samplers,

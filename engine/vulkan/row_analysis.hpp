@@ -2,8 +2,8 @@
 // call reads it: what its recording holds (the collect pass, the history pass,
 // the inputs variant, the wide passes, the wide passes alone), what each row's
 // parameter block says (need, flags, floor) and which collect variant a row
-// takes. The chain's samplers and the rows' parameters are walked here and
-// nowhere else.
+// takes. The GPU engine walks a chain's samplers against a row's parameters
+// here and nowhere else.
 #pragma once
 
 #include "reference/reference.hpp"
@@ -86,9 +86,10 @@ struct CallAnalysis {
 CallAnalysis analyse_call(const ChainAnalysis& chain, const std::vector<ref::SamplerKind>& samplers,
                           const ref::RowParams* rows, uint32_t n, const RowContext& at);
 
-// Whether the row's penalties or DRY change any logit (llama.cpp's own
-// off-switches), whatever the chain holds.
-bool penalties_act(const ref::RowParams& row);
-bool dry_acts(const ref::RowParams& row);
+// The first penalties or DRY that comes after another sampler and acts on
+// the row, or null. The GPU applies them as it reads a logit (history.comp),
+// i.e. before every other sampler, as llama.cpp's default order has them; a
+// row where such a sampler acts is refused (the CPU backend takes any order).
+const char* misplaced_history(const std::vector<ref::SamplerKind>& samplers, const ref::RowParams& row);
 
 } // namespace sieve

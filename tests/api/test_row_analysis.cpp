@@ -216,6 +216,11 @@ TEST(RowAnalysis, HistorySamplers) {
     EXPECT_FALSE(dry_only.penalties);
     EXPECT_TRUE(dry_only.dry);
 
+    // The GPU runs them first: acting after another sampler, the row is refused.
+    EXPECT_EQ(sieve::misplaced_history(s, both), nullptr);
+    EXPECT_STREQ(sieve::misplaced_history({K::TopK, K::Dry, K::Dist}, both), "dry");
+    EXPECT_EQ(sieve::misplaced_history({K::TopK, K::Dry, K::Dist}, off), nullptr);
+
     sieve::ref::RowParams biased = both;
     biased.logit_bias.push_back({3, 1.0f});
     EXPECT_EQ(row_of(s, biased).flags, ROW_ADJUST | ROW_HAS_INPUTS);
