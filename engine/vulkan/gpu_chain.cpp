@@ -17,34 +17,14 @@ namespace sieve {
 
 using namespace glsl;
 
-namespace {
-
-// The first penalties or dry that comes after another sampler and acts on
-// this row, or null. The GPU applies them as it reads a logit (history.comp),
-// i.e. before every other sampler, as llama.cpp's default order has them; a
-// row where such a sampler acts is refused (the CPU backend takes any order).
-const char* misplaced_history(const ChainConfig& config, const ref::RowParams& row) {
-    bool other_before = false;
-    for (size_t i = 0; i + 1 < config.samplers.size(); ++i) {
-        const auto k = config.samplers[i];
-        const bool history = k == ref::SamplerKind::Penalties || k == ref::SamplerKind::Dry;
-        const bool acts = k == ref::SamplerKind::Penalties ? penalties_act(row) : dry_acts(row);
-        if (history && other_before && acts) return ref::sampler_name(k);
-        other_before = other_before || !history;
-    }
-    return nullptr;
-}
-
-} // namespace
-
 
 GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
     : ChainImpl(config), device_(context.device()), limits_(device_.limits()),
-      chain_collect_(chain_needs_collect(config.samplers)),
-      buffers_(device_, context.pipelines(), config_, max_chunks_for(limits_, limits_.plan_type),
+      chain_(analyse_chain(config.samplers)),
+      buffers_(device_, context.pipelines(), config_, chain_, max_chunks_for(limits_, limits_.plan_type),
                &counters_.allocations),
       submitter_(device_, static_cast<uint32_t>(config.max_rows), counters_),
-      recorder_(device_, context.pipelines(), buffers_, submitter_, config_, counters_),
+      recorder_(device_, context.pipelines(), buffers_, submitter_, config_, chain_, counters_),
       device_input_(device_, buffers_, submitter_, counters_) {
     // Row state (arrival counters) and the history blocks start at 0.
     submitter_.run_once([this](VkCommandBuffer cmd) {
@@ -57,62 +37,34 @@ GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
     });
 }
 
-bool GpuChain::use_collect(uint32_t rows) const {
-    if (chain_collect_) return true;
-    for (uint32_t r = 0; r < rows; ++r)
-        if (row_needs_collect(config_.samplers, rows_[r])) return true;
-    return false;
+CallAnalysis GpuChain::analyse_call(RecordingKind kind, uint32_t rows) const {
+    RowContext at;
+    at.capacity = limits_.candidate_capacity;
+    at.workgroup_size = limits_.workgroup_size;
+    at.cpu_paths = limits_.cpu_paths;
+    at.wide_passes = buffers_.wide_cap() > 0;
+    at.sample = kind == RecordingKind::Sample;
+    at.keep_raw_logits = logprobs_n_ >= 0;
+    return sieve::analyse_call(chain_, config_.samplers, rows_.data(), rows, at);
 }
 
-// Whether the call's recording holds the wide passes: the chain has top-p and
-// some row may take them (row_may_go_wide). Without them the pass constants
-// say wide_cap 0, so no row is handed to them (llama.cpp's default chain,
-// whose top-k bounds the array first: two empty indirect dispatches and their
-// barriers less).
-bool GpuChain::may_go_wide(uint32_t rows) const {
-    if (buffers_.wide_cap() == 0) return false;
-    for (uint32_t r = 0; r < rows; ++r)
-        if (row_may_go_wide(config_.samplers, rows_[r], limits_.candidate_capacity)) return true;
-    return false;
-}
-
-// The wide passes take the call's rows alone (gpu_plan.hpp: make_plan's
-// wide_direct): a CPU device (the grid's bins are added by index), a row
-// bigger than the buffer, every row eligible (row_wide_direct). wide: the
-// call's may_go_wide.
-bool GpuChain::wide_direct(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect, bool wide, bool history,
-                         bool logprobs) const {
-    if (!limits_.cpu_paths || kind != RecordingKind::Sample || !collect || !wide || history || logprobs ||
-        greedy_terminal() || vocab <= limits_.candidate_capacity)
-        return false;
-    for (uint32_t r = 0; r < rows; ++r)
-        if (!row_wide_direct(config_.samplers, rows_[r], limits_.candidate_capacity)) return false;
-    return true;
-}
-
-RecordingKey GpuChain::key_for(RecordingKind kind, uint32_t rows, uint32_t vocab, const DeviceInput* input,
+RecordingKey GpuChain::key_for(const CallAnalysis& call, RecordingKind kind, uint32_t vocab, const DeviceInput* input,
                                bool timestamps) const {
     RecordingKey key;
     key.kind = kind;
-    key.rows = rows;
+    key.rows = static_cast<uint32_t>(call.rows.size());
     key.vocab = vocab;
     key.timestamps = timestamps;
-    key.collect = use_collect(rows);
-    key.logprobs = logprobs_n_ >= 0 && kind == RecordingKind::Sample;
-    bool has_inputs = false;
-    for (uint32_t r = 0; r < rows; ++r) {
-        const bool adjusts = row_adjusts(config_.samplers, rows_[r]);
-        // Rows kept unpatched for logprobs read their adjustments from the
-        // history table, which only the inputs variant compiles.
-        has_inputs = has_inputs || row_has_inputs(rows_[r]) || (key.logprobs && adjusts);
-        key.history = key.history || adjusts;
-    }
-    key.inputs = has_inputs ? InputsMode::All : InputsMode::None;
+    key.collect = call.collect;
+    key.logprobs = call.raw_stats;
+    key.history = call.history;
+    key.inputs = call.inputs ? InputsMode::All : InputsMode::None;
     key.device_input = input != nullptr;
     key.app_rows = input && input->in_place;
     key.stride = key.app_rows ? input->source.stride : vocab;
-    key.wide = may_go_wide(rows);
-    key.wide_direct = wide_direct(kind, rows, vocab, key.collect, key.wide, key.history, key.logprobs);
+    key.wide = call.wide;
+    // The wide passes alone need rows bigger than the buffer (make_plan).
+    key.wide_direct = call.wide_direct && vocab > limits_.candidate_capacity;
     return key;
 }
 
@@ -126,7 +78,8 @@ void GpuChain::upload(const LogitsView& logits) {
                                                       static_cast<uint64_t>(logits.vocab)));
 }
 
-void GpuChain::write_params(uint32_t rows, bool sample, bool commit) {
+void GpuChain::write_params(bool commit) {
+    const uint32_t rows = static_cast<uint32_t>(call_.rows.size());
     params_written_.resize(static_cast<size_t>(config_.max_rows) * PARAM_STRIDE);
     uint32_t* p = params_written_.data();
     auto* inputs = static_cast<uint32_t*>(buffers_.inputs.mapped);
@@ -134,27 +87,24 @@ void GpuChain::write_params(uint32_t rows, bool sample, bool commit) {
     const uint32_t input_words = buffers_.input_words();
     for (uint32_t r = 0; r < rows; ++r) {
         RowPlacement at;
+        const RowAnalysis& a = call_.rows[r];
         at.slot_offset = static_cast<uint32_t>(slot_of(static_cast<int32_t>(r))) * slot_words(history_capacity());
-        at.capacity = limits_.candidate_capacity;
         at.inputs_offset = buffers_.local_row(r) * input_words;  // within the row's window
         at.max_vocab = max_vocab;
-        // (A row that defers its top-p reaches it with no cut before: row_may_go_wide says
-        // so too, so the call's recording holds the wide passes.)
-        at.defer_top_p = sample && buffers_.wide_cap() > 0;
         at.commit = commit;
         at.logprobs = logprobs_n_;
-        write_row_params(p + r * PARAM_STRIDE, config_.samplers, rows_[r], row_scale(static_cast<int32_t>(r)), at);
+        write_row_params(p + r * PARAM_STRIDE, a, rows_[r], row_scale(static_cast<int32_t>(r)), at);
         uint32_t* block = inputs + static_cast<size_t>(r) * input_words;
-        if (row_has_inputs(rows_[r])) write_row_inputs(block, rows_[r], max_vocab);
-        if (dry_acts(rows_[r]) && !rows_[r].dry_sequence_breakers.empty()) write_row_breakers(block, rows_[r], max_vocab);
+        if (a.inputs) write_row_inputs(block, rows_[r], max_vocab);
+        if (a.dry && !rows_[r].dry_sequence_breakers.empty()) write_row_breakers(block, rows_[r], max_vocab);
         if (!positions_.empty()) write_row_position(p + r * PARAM_STRIDE, block, at.inputs_offset, max_vocab, positions_[r]);
     }
     std::memcpy(buffers_.params.mapped, p, static_cast<size_t>(rows) * PARAM_STRIDE * 4);
 }
 
-// Arms one of collect.comp's two variants per row group, from the parameter
-// blocks write_params just wrote: the plain one when every row of the group
-// can take it (row_block_plain; no bias or bitmask in the call, rows of whole
+// Arms one of collect.comp's two variants per row group, from the call's
+// analysis: the plain one when every row of the group can take it
+// (RowAnalysis::collect_plain; no bias or bitmask in the call, rows of whole
 // vec4s), else the general one. Host-written indirect arguments, so a change
 // of a row's parameters re-records nothing. The caller has waited for the
 // previous submission, which read them.
@@ -163,15 +113,13 @@ void GpuChain::arm_collect(const Recording& rec) {
                      [](const Dispatch& d) { return d.stage == Stage::CollectPlain; }))
         return;
     auto* args = static_cast<uint32_t*>(buffers_.dispatch_args.mapped);
-    const uint32_t* params = params_written_.data();
     for (const RowGroup& g : rec.groups) {
         bool plain = rec.key.inputs == InputsMode::None && rec.rows_of_whole_vec4s();
         const uint32_t first = g.window * buffers_.windows().rows + g.row_base;
         uint32_t most_need = 1;
         for (uint32_t r = first; plain && r < first + g.rows; ++r) {
-            const uint32_t* block = params + static_cast<size_t>(r) * PARAM_STRIDE;
-            plain = row_block_plain(block, limits_.workgroup_size, limits_.candidate_capacity);
-            most_need = std::max(most_need, block[P_NEED]);
+            plain = call_.rows[r].collect_plain;
+            most_need = std::max(most_need, std::clamp(call_.rows[r].need, 1u, limits_.candidate_capacity / 2));
         }
         const uint32_t chunks = collect_chunks_for_group(rec.plan, rec.key.vocab, g.rows, most_need, plain, limits_);
         const uint32_t on[3] = {chunks, g.rows, 1}, off[3] = {0, g.rows, 1};
@@ -180,21 +128,26 @@ void GpuChain::arm_collect(const Recording& rec) {
     }
 }
 
-void GpuChain::account(const Recording& rec) {
-    submitter_.account(rec.plan, rec.groups, rec.key.timestamps,
-                       static_cast<const uint32_t*>(buffers_.args_readback.mapped));
+void GpuChain::account(const Recording& rec, bool ingest) {
+    counters_.count_recording(rec.plan, rec.groups, static_cast<const uint32_t*>(buffers_.args_readback.mapped));
+    if (ingest) counters_.count_ingest(ingest_dispatches(rec.key.rows));
+    // A distribution's rows are counted at the plan's minimum (the indirect
+    // levels it may add are not seen).
+    if (rec.key.kind == RecordingKind::Distribution)
+        counters_.count_row_passes((static_cast<uint64_t>(rec.plan.min_row_passes) + (ingest ? 1 : 0)) * rec.key.rows);
+    if (rec.key.timestamps) submitter_.read_stage_times(rec.plan, rec.groups);
 }
 
 void GpuChain::submit_and_wait(const Recording& rec, VkCommandBuffer prefix) {
     const VkCommandBuffer cmds[2] = {prefix, rec.cmd};
     submitter_.submit(prefix ? cmds : cmds + 1, prefix ? 2 : 1, nullptr);
     submitter_.await(kWaitTimeoutNs, "sampling did not finish within the wait timeout", &rec.wait_ns);
-    account(rec);
+    account(rec, prefix != VK_NULL_HANDLE);
 }
 
 void GpuChain::check_history_order(uint32_t rows) const {
     for (uint32_t r = 0; r < rows; ++r)
-        if (const char* misplaced = misplaced_history(config_, rows_[r]))
+        if (const char* misplaced = misplaced_history(config_.samplers, rows_[r]))
             fail(SIEVE_ERROR_UNSUPPORTED_SAMPLER,
                  "row " + std::to_string(r) + ": '" + misplaced +
                      "' acts after another sampler; the GPU backend runs penalties and dry only as the chain's first "
@@ -242,16 +195,16 @@ sieve_status GpuChain::sample(const LogitsView& logits, int32_t draws, int32_t* 
     submitter_.wait_pending();
     check_history_order(static_cast<uint32_t>(logits.rows));
     const uint32_t r = static_cast<uint32_t>(logits.rows), v = static_cast<uint32_t>(logits.vocab);
-    const Recording& rec = recorder_.recording(key_for(RecordingKind::Sample, r, v, nullptr, submitter_.profiling()));
+    call_ = analyse_call(RecordingKind::Sample, r);
+    const Recording& rec =
+        recorder_.recording(key_for(call_, RecordingKind::Sample, v, nullptr, submitter_.profiling()));
     upload(logits);
-    write_params(r, true, commit);
+    write_params(commit);
     arm_collect(rec);
     // The history pass writes adjusted logits into rows without a bias or
     // bitmask (ROW_PATCH): each further draw starts from the model's logits
     // again (with a staging buffer the recording copies them in itself).
-    bool patched = false;
-    for (uint32_t i = 0; i < r; ++i) patched = patched || row_adjusts_in_place(config_.samplers, rows_[i]);
-    patched = patched && logprobs_n_ < 0;  // see write_row_params
+    const bool patched = call_.patched;
     sieve_status first = SIEVE_OK;
     begin_logprobs(logits.rows);
     drawn_.resize(r);
@@ -277,16 +230,13 @@ sieve_status GpuChain::distributions(const LogitsView& logits, const std::vector
     check_history_order(static_cast<uint32_t>(rows));
     buffers_.ensure_distribution_output();
     const uint32_t r = static_cast<uint32_t>(rows), v = static_cast<uint32_t>(vocab);
-    const RecordingKey key = key_for(RecordingKind::Distribution, r, v, nullptr, submitter_.profiling());
+    call_ = analyse_call(RecordingKind::Distribution, r);
+    const RecordingKey key = key_for(call_, RecordingKind::Distribution, v, nullptr, submitter_.profiling());
     const Recording& rec = recorder_.recording(key);
     upload(logits);
-    write_params(r, false, false);
+    write_params(false);
     arm_collect(rec);
     submit_and_wait(rec);
-    // A distribution call writes no per-row results, so no pass count: its
-    // rows are counted at the plan's minimum (the indirect levels it may add
-    // are not seen).
-    counters_.row_passes += static_cast<uint64_t>(rec.plan.min_row_passes) * r;
     return read_distributions(vocab, wanted, key.collect,
                               [&](int32_t row) { return logits.row_f32(row, &scratch_); }, out, statuses, message);
 }
@@ -354,23 +304,25 @@ sieve_counters GpuChain::counters() const {
     sieve_counters c{};
     c.submits = counters_.submits;
     c.recordings = counters_.recordings;
-    c.dispatches = counters_.dispatches;
+    c.dispatches = counters_.dispatches();
     c.allocations = counters_.allocations.load();
-    c.row_passes = counters_.row_passes;
+    c.row_passes = counters_.row_passes();
     c.cpu_fallback_rows = counters_.fallback_rows;
     return c;
 }
 
 void GpuChain::plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, uint32_t* row_passes) const {
-    const Recording rec = recorder_.describe(
-        key_for(RecordingKind::Sample, static_cast<uint32_t>(rows), static_cast<uint32_t>(vocab), nullptr, false));
+    const CallAnalysis call = analyse_call(RecordingKind::Sample, static_cast<uint32_t>(rows));
+    const Recording rec =
+        recorder_.describe(key_for(call, RecordingKind::Sample, static_cast<uint32_t>(vocab), nullptr, false));
     *dispatches = rec.plan.min_dispatches * static_cast<uint32_t>(rec.groups.size());
     *row_passes = rec.plan.min_row_passes;
 }
 
 std::vector<sieve_stage_estimate> GpuChain::plan_estimate(int32_t rows, int32_t vocab, bool baseline) const {
     const uint32_t r = static_cast<uint32_t>(rows);
-    Recording rec = recorder_.describe(key_for(RecordingKind::Sample, r, static_cast<uint32_t>(vocab), nullptr, false));
+    const CallAnalysis call = analyse_call(RecordingKind::Sample, r);
+    Recording rec = recorder_.describe(key_for(call, RecordingKind::Sample, static_cast<uint32_t>(vocab), nullptr, false));
     if (baseline) {  // the plan's chunks everywhere, the tail's ranks
         rec.plan.flags &= ~(FLAG_SORT_MERGE | FLAG_RADIX_CHUNKS);
         rec.plan.collect_slots = rec.plan.n_chunks;
@@ -380,28 +332,18 @@ std::vector<sieve_stage_estimate> GpuChain::plan_estimate(int32_t rows, int32_t 
     in.plan = &rec.plan;
     in.groups = &rec.groups;
     in.vocab = static_cast<uint32_t>(vocab);
-    for (size_t i = 0; i + 1 < config_.samplers.size(); ++i)
-        in.chain_ops += (config_.samplers[i] != ref::SamplerKind::Penalties && config_.samplers[i] != ref::SamplerKind::Dry) ? 1 : 0;
-    // The rows' parameter blocks as the call would write them (write_params),
-    // into scratch: what each row keeps and which collect variant it takes.
-    std::vector<uint32_t> block(PARAM_STRIDE);
+    in.chain_ops = chain_.ops;
+    // What each row keeps and which collect variant it takes, as the call
+    // would write them (write_params).
     in.collect_plain = rec.key.inputs == InputsMode::None && rec.rows_of_whole_vec4s();
     const uint32_t capacity = history_capacity();
     for (uint32_t i = 0; i < r; ++i) {
-        RowPlacement at;
-        at.capacity = limits_.candidate_capacity;
-        at.max_vocab = static_cast<uint32_t>(config_.max_vocab);
-        at.defer_top_p = buffers_.wide_cap() > 0;
-        at.commit = true;
-        at.logprobs = logprobs_n_;
-        std::fill(block.begin(), block.end(), 0u);
-        write_row_params(block.data(), config_.samplers, rows_[i], row_scale(static_cast<int32_t>(i)), at);
-        in.need = std::max(in.need, std::clamp(block[P_NEED], 1u, std::max(limits_.candidate_capacity / 2, 1u)));
-        in.collect_plain = in.collect_plain && row_block_plain(block.data(), limits_.workgroup_size, limits_.candidate_capacity);
-        if (!row_adjusts(config_.samplers, rows_[i])) continue;
+        const RowAnalysis& a = call.rows[i];
+        in.need = std::max(in.need, std::clamp(a.need, 1u, std::max(limits_.candidate_capacity / 2, 1u)));
+        in.collect_plain = in.collect_plain && a.collect_plain;
         auto window = [&](int32_t last_n) { return last_n < 0 ? capacity : std::min(static_cast<uint32_t>(last_n), capacity); };
-        if (penalties_act(rows_[i])) in.history_tokens = std::max(in.history_tokens, window(rows_[i].penalty_last_n));
-        if (dry_acts(rows_[i])) in.history_tokens = std::max(in.history_tokens, window(rows_[i].dry_penalty_last_n));
+        if (a.penalties) in.history_tokens = std::max(in.history_tokens, window(rows_[i].penalty_last_n));
+        if (a.dry) in.history_tokens = std::max(in.history_tokens, window(rows_[i].dry_penalty_last_n));
     }
     // Only the collect plain variant splits rows further (arm_collect); the
     // general one takes the plan's chunks whatever collect_chunks says.
@@ -424,12 +366,10 @@ std::vector<sieve_stage_estimate> GpuChain::plan_estimate(int32_t rows, int32_t 
 
 std::unique_ptr<ChainImpl> make_gpu_chain(VulkanContext& context, const ChainConfig& config) {
     const EffectiveLimits& limits = context.device().limits();
-    check_capacity(config, limits, max_chunks_for(limits, limits.plan_type));
-    size_t ops = 0;
-    for (size_t i = 0; i + 1 < config.samplers.size(); ++i)
-        ops += (config.samplers[i] != ref::SamplerKind::Penalties && config.samplers[i] != ref::SamplerKind::Dry) ? 1 : 0;
-    if (ops > glsl::MAX_CHAIN_OPS)
-        fail(SIEVE_ERROR_INVALID_CHAIN, "a chain of " + std::to_string(ops) +
+    const ChainAnalysis chain = analyse_chain(config.samplers);
+    check_capacity(config, chain, limits, max_chunks_for(limits, limits.plan_type));
+    if (chain.ops > glsl::MAX_CHAIN_OPS)
+        fail(SIEVE_ERROR_INVALID_CHAIN, "a chain of " + std::to_string(chain.ops) +
                                             " samplers before its draw; the GPU runs at most " +
                                             std::to_string(glsl::MAX_CHAIN_OPS));
     return std::make_unique<GpuChain>(context, config);

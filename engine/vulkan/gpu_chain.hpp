@@ -3,10 +3,11 @@
 // recorded once per call shape and resubmitted; per-token values go through
 // the persistently mapped parameter block, so steady-state sampling records
 // and allocates nothing. GpuChain is the facade: what a call needs from its
-// rows, and each call's order of work over the pieces (gpu_chain_buffers: the
-// buffers and sets; gpu_recorder: the recordings; gpu_submitter: submissions,
-// waits, counters; gpu_results: the results decoded; gpu_device_input:
-// zero-copy input). gpu_chain.cpp: host input and distributions;
+// rows (row_analysis: the chain and the rows analysed once), and each call's
+// order of work over the pieces (gpu_chain_buffers: the buffers and sets;
+// gpu_recorder: the recordings; gpu_submitter: submissions, waits, stage
+// times; gpu_counters: the counters; gpu_results: the results decoded;
+// gpu_device_input: zero-copy input). gpu_chain.cpp: host input and distributions;
 // gpu_chain_device.cpp: zero-copy, async and record-into calls.
 #pragma once
 
@@ -19,6 +20,7 @@
 #include "vulkan/gpu_results.hpp"
 #include "vulkan/gpu_submitter.hpp"
 #include "vulkan/gpu_verify.hpp"
+#include "vulkan/row_analysis.hpp"
 #include "vulkan/slot_layout.hpp"
 
 #include <functional>
@@ -83,24 +85,27 @@ protected:
     }
 
 private:
-    // What a call of `rows` x `vocab` records, from its rows' parameters;
-    // input: where its logits come from (null: the host, through the upload).
-    RecordingKey key_for(RecordingKind kind, uint32_t rows, uint32_t vocab, const DeviceInput* input,
+    // The first `rows` rows analysed for a call of `kind` (row_analysis.hpp):
+    // what every decision below reads.
+    CallAnalysis analyse_call(RecordingKind kind, uint32_t rows) const;
+    // What a call of the analysed rows x `vocab` records; input: where its
+    // logits come from (null: the host, through the upload).
+    RecordingKey key_for(const CallAnalysis& call, RecordingKind kind, uint32_t vocab, const DeviceInput* input,
                          bool timestamps) const;
-    bool use_collect(uint32_t rows) const;
-    bool may_go_wide(uint32_t rows) const;
-    bool wide_direct(RecordingKind kind, uint32_t rows, uint32_t vocab, bool collect, bool wide, bool history,
-                   bool logprobs) const;
     void check_history_order(uint32_t rows) const;
 
     void upload(const LogitsView& logits);
-    // sample: a sampling call, whose recording holds the wide passes when the
-    // chain has top-p (a distribution's does not); commit: its tokens join
-    // their slots' histories.
-    void write_params(uint32_t rows, bool sample, bool commit);
+    // The parameter blocks of the call's rows (call_); commit: its tokens
+    // join their slots' histories.
+    void write_params(bool commit);
     void arm_collect(const Recording& rec);
     void submit_and_wait(const Recording& rec, VkCommandBuffer prefix = VK_NULL_HANDLE);
-    void account(const Recording& rec);
+    // The one count of a call's device work once it finished
+    // (GpuCounters): the recording's dispatches that launched, the ingest
+    // pass that brought its rows in (ingest), and a distribution's row
+    // passes (it has no per-row results: the plan's minimum, and the ingest
+    // pass's read). A sampled row's passes come from its result (finish_rows).
+    void account(const Recording& rec, bool ingest);
 
     // The call's rows after its device work, the one loop over them: each
     // row's result, or the twin's for the rows the GPU left to it (their
@@ -174,9 +179,10 @@ private:
     // After its device work: the rows' results, the rows the twin finishes.
     sieve_status finish_device_input(uint32_t rows, uint32_t vocab, const DeviceInput& input, sieve_token* out,
                                      std::string* message, bool commit = true);
-    // The synchronous device work of a zero-copy call: its recording armed,
-    // submitted after the ingest pass (if any) and waited for.
-    const Recording& run_device_input(RecordingKind kind, uint32_t rows, uint32_t vocab, const DeviceInput& input);
+    // The synchronous device work of a zero-copy call (its rows analysed by
+    // prepare_device_input): its recording armed, submitted after the ingest
+    // pass (if any) and waited for.
+    const Recording& run_device_input(RecordingKind kind, uint32_t vocab, const DeviceInput& input);
     // The ingest pass's dispatches for `rows` (one per row window).
     uint32_t ingest_dispatches(uint32_t rows) const;
     // The call's rows on the host for the twin (the ingest pass and a
@@ -211,7 +217,7 @@ private:
 
     Device& device_;
     EffectiveLimits limits_;
-    bool chain_collect_;
+    ChainAnalysis chain_;  // the chain's samplers, analysed once (row_analysis.hpp)
     GpuCounters counters_;
     // Declared in the order they are made; destroyed in reverse (the inputs'
     // command buffers before the pool, the pool before the buffers).
@@ -221,9 +227,14 @@ private:
     DeviceInputs device_input_;
     std::optional<InFlight> in_flight_;
     std::vector<float> scratch_;       // a row widened to f32 for the twin (fallback rows)
-    // The parameter blocks as last written, for the host to read (arm_collect):
-    // the mapped copy may be device memory the host reads uncached (HostAccess).
+    // The parameter blocks as last written, copied to the mapped buffer whole:
+    // that may be device memory the host reads uncached (HostAccess), and
+    // write_row_position reads a block back.
     std::vector<uint32_t> params_written_;
+    // The rows of the call under way, analysed at its start (sample,
+    // distributions, prepare_device_input): its key, its parameter blocks and
+    // its collect variants read it.
+    CallAnalysis call_;
     std::vector<RowPosition> positions_;  // per row during sieve_verify's submission, else empty
     std::vector<sieve_token> drawn_;  // one draw's tokens (sample)
 };
@@ -256,7 +267,7 @@ inline void GpuChain::finish_rows(uint32_t rows, uint32_t vocab, bool commit, ui
                            row ? ref::raw_logprobs(row, static_cast<int32_t>(vocab), t.token, logprobs_n_)
                                : decode_raw_logprobs(res, logprobs_n_));
         t.row_passes += extra_passes;
-        counters_.row_passes += t.row_passes;
+        counters_.count_row_passes(t.row_passes);
         out[i] = t;
     }
 }

@@ -19,8 +19,8 @@ namespace {
 
 // Bins per chunk in a row's histograms: the levels' 16, or wide_histogram's
 // (wide_bins: 256 on CPU devices) when the chain holds top-p.
-uint32_t histogram_bins(const ChainConfig& config, const EffectiveLimits& limits) {
-    return chain_has_top_p(config) ? std::max(BINS, wide_bins(limits)) : BINS;
+uint32_t histogram_bins(const ChainAnalysis& chain, const EffectiveLimits& limits) {
+    return chain.top_p ? std::max(BINS, wide_bins(limits)) : BINS;
 }
 
 // List entries per row for a top-p cut past the candidate buffer (wide.glsl):
@@ -29,8 +29,9 @@ uint32_t histogram_bins(const ChainConfig& config, const EffectiveLimits& limits
 // kMaxWideList, less when the rows' lists would pass maxStorageBufferRange.
 // Rows whose cut needs more fall back to the CPU twin (counted); 0 without
 // top-p.
-uint32_t wide_list_capacity(const ChainConfig& config, const EffectiveLimits& limits, uint32_t window_rows) {
-    if (!chain_has_top_p(config)) return 0;
+uint32_t wide_list_capacity(const ChainConfig& config, const ChainAnalysis& chain, const EffectiveLimits& limits,
+                            uint32_t window_rows) {
+    if (!chain.top_p) return 0;
     const uint64_t per_row = limits.max_storage_buffer_range / 4 / static_cast<uint64_t>(window_rows);
     const uint64_t fixed = wide_row_words(limits.candidate_capacity, 0);
     if (per_row <= fixed) return 0;
@@ -40,8 +41,8 @@ uint32_t wide_list_capacity(const ChainConfig& config, const EffectiveLimits& li
 }
 
 // wide_cap: the wide list's entries per row (0: no top-p).
-RowWindows row_windows(const ChainConfig& config, const EffectiveLimits& limits, uint32_t max_chunks,
-                       uint32_t wide_cap, const AdjustLayout* adjust) {
+RowWindows row_windows(const ChainConfig& config, const ChainAnalysis& chain, const EffectiveLimits& limits,
+                       uint32_t max_chunks, uint32_t wide_cap, const AdjustLayout* adjust) {
     RowWindows w;
     const uint64_t vocab = static_cast<uint64_t>(config.max_vocab);
     w.row_bytes[BINDING_LOGITS] = vocab * 4;
@@ -49,7 +50,8 @@ RowWindows row_windows(const ChainConfig& config, const EffectiveLimits& limits,
     w.row_bytes[BINDING_CHUNK_STATS] = static_cast<uint64_t>(max_chunks) * CHUNK_STRIDE * 4;
     w.row_bytes[BINDING_ROW_STATE] = ROW_STRIDE * 4ull;
     w.row_bytes[BINDING_SLOT_STATE] = 0;
-    w.row_bytes[BINDING_HISTOGRAMS] = static_cast<uint64_t>(max_chunks) * histogram_bins(config, limits) * HIST_STRIDE * 4;
+    w.row_bytes[BINDING_HISTOGRAMS] =
+        static_cast<uint64_t>(max_chunks) * histogram_bins(chain, limits) * HIST_STRIDE * 4;
     w.row_bytes[BINDING_CANDIDATES] = collect_row_words(limits.candidate_capacity) * 4;
     w.row_bytes[BINDING_RESULTS] = RESULT_STRIDE * 4ull;
     w.row_bytes[BINDING_OUTPUT] = (2 * vocab + 2) * 4;
@@ -88,16 +90,6 @@ RowWindows row_windows(const ChainConfig& config, const EffectiveLimits& limits,
 
 } // namespace
 
-bool chain_has_top_p(const ChainConfig& config) {
-    return std::find(config.samplers.begin(), config.samplers.end(), ref::SamplerKind::TopP) != config.samplers.end();
-}
-
-bool chain_has_history(const ChainConfig& config) {
-    for (auto k : config.samplers)
-        if (k == ref::SamplerKind::Penalties || k == ref::SamplerKind::Dry) return true;
-    return false;
-}
-
 AdjustLayout adjust_layout(const ChainConfig& config) {
     AdjustLayout a;
     const uint32_t cap = static_cast<uint32_t>(config.history_capacity);
@@ -108,10 +100,11 @@ AdjustLayout adjust_layout(const ChainConfig& config) {
     return a;
 }
 
-void check_capacity(const ChainConfig& config, const EffectiveLimits& limits, uint32_t max_chunks) {
+void check_capacity(const ChainConfig& config, const ChainAnalysis& chain, const EffectiveLimits& limits,
+                    uint32_t max_chunks) {
     const uint64_t range = limits.max_storage_buffer_range;
     const AdjustLayout adjust = adjust_layout(config);
-    const RowWindows windows = row_windows(config, limits, max_chunks, 0, chain_has_history(config) ? &adjust : nullptr);
+    const RowWindows windows = row_windows(config, chain, limits, max_chunks, 0, chain.history ? &adjust : nullptr);
     const uint64_t slot_bytes = static_cast<uint64_t>(config.max_slots) *
                                 slot_words(static_cast<uint32_t>(config.history_capacity)) * 4;
     if (slot_bytes > range)
@@ -132,17 +125,18 @@ void check_capacity(const ChainConfig& config, const EffectiveLimits& limits, ui
         fail(SIEVE_ERROR_DEVICE_LIMIT, "max_rows exceeds this device's maxComputeWorkGroupCount[1]");
 }
 
-ChainBuffers::ChainBuffers(Device& device, Pipelines& pipelines, const ChainConfig& config, uint32_t max_chunks,
-                           std::atomic<uint64_t>* allocations)
+ChainBuffers::ChainBuffers(Device& device, Pipelines& pipelines, const ChainConfig& config, const ChainAnalysis& chain,
+                           uint32_t max_chunks, std::atomic<uint64_t>* allocations)
     : device_(device), pipelines_(pipelines), config_(config), limits_(device.limits()),
       input_words_(row_input_words(static_cast<uint32_t>(config.max_vocab))), adjust_layout_(sieve::adjust_layout(config)),
       allocations_(allocations) {
     const uint64_t rows = static_cast<uint64_t>(config.max_rows);
     const uint64_t vocab = static_cast<uint64_t>(config.max_vocab);
     const VkBufferUsageFlags storage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
-    const AdjustLayout* adjust_rows = chain_has_history(config) ? &adjust_layout_ : nullptr;
-    wide_cap_ = wide_list_capacity(config, limits_, row_windows(config, limits_, max_chunks, 0, adjust_rows).rows);
-    windows_ = row_windows(config, limits_, max_chunks, wide_cap_, adjust_rows);
+    const AdjustLayout* adjust_rows = chain.history ? &adjust_layout_ : nullptr;
+    wide_cap_ = wide_list_capacity(config, chain, limits_,
+                                   row_windows(config, chain, limits_, max_chunks, 0, adjust_rows).rows);
+    windows_ = row_windows(config, chain, limits_, max_chunks, wide_cap_, adjust_rows);
     try {
         const bool uma = device_.unified_memory();
         const VkBufferUsageFlags texel_usage = VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT;
@@ -165,7 +159,7 @@ ChainBuffers::ChainBuffers(Device& device, Pipelines& pipelines, const ChainConf
             static_cast<uint64_t>(config.max_slots) * slot_words(static_cast<uint32_t>(config.history_capacity)) * 4;
         slot_state = device_.create_buffer(slot_bytes, storage, HostAccess::Writes, allocations_);
         std::memset(slot_state.mapped, 0, slot_bytes);
-        histograms = device_.create_buffer(rows * max_chunks * histogram_bins(config, limits_) * HIST_STRIDE * 4,
+        histograms = device_.create_buffer(rows * max_chunks * histogram_bins(chain, limits_) * HIST_STRIDE * 4,
                                            storage, HostAccess::None, allocations_);
         candidates = device_.create_buffer(rows * collect_row_words(limits_.candidate_capacity) * 4, storage,
                                            HostAccess::None, allocations_);

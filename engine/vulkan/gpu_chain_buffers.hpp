@@ -5,6 +5,7 @@
 
 #include "chain/chain.hpp"
 #include "vulkan/pipelines.hpp"
+#include "vulkan/row_analysis.hpp"
 
 #include <array>
 #include <atomic>
@@ -37,14 +38,12 @@ struct RowWindows {
     uint32_t count = 0;                                       // windows for max_rows
 };
 
-bool chain_has_top_p(const ChainConfig& config);
-bool chain_has_history(const ChainConfig& config);
-
 // Runs before anything is allocated, host or device: throws DEVICE_LIMIT for a
 // capacity the device cannot hold (per-row buffers beyond
 // maxStorageBufferRange are split into row windows, refused only when one row
 // does not fit).
-void check_capacity(const ChainConfig& config, const EffectiveLimits& limits, uint32_t max_chunks);
+void check_capacity(const ChainConfig& config, const ChainAnalysis& chain, const EffectiveLimits& limits,
+                    uint32_t max_chunks);
 
 // The app's f32 rows as the passes bind them in place (sieve_sample_vulkan
 // and friends): the buffer from the rows' offset, `stride` elements apart,
@@ -66,8 +65,9 @@ enum class SetKind { Sample, Distribution, AppRows };
 class ChainBuffers {
 public:
     // allocations: counts the device allocations (sieve_counters).
-    ChainBuffers(Device& device, Pipelines& pipelines, const ChainConfig& config, uint32_t max_chunks,
-                 std::atomic<uint64_t>* allocations);
+    // chain: the chain's analysis (its top-p and history samplers).
+    ChainBuffers(Device& device, Pipelines& pipelines, const ChainConfig& config, const ChainAnalysis& chain,
+                 uint32_t max_chunks, std::atomic<uint64_t>* allocations);
     ~ChainBuffers();
     ChainBuffers(const ChainBuffers&) = delete;
     ChainBuffers& operator=(const ChainBuffers&) = delete;

@@ -16,11 +16,10 @@ DeviceInput GpuChain::prepare_device_input(const sieve_vulkan_logits& in, Record
     check_history_order(static_cast<uint32_t>(in.rows));
     const bool sample = kind == RecordingKind::Sample;
     if (!sample) buffers_.ensure_distribution_output();
-    bool adjusts = false;
-    for (int32_t r = 0; r < in.rows; ++r) adjusts = adjusts || row_adjusts(config_.samplers, rows_[r]);
+    call_ = analyse_call(kind, static_cast<uint32_t>(in.rows));
     DeviceInput input;
     input.source = device_input_.source(in);
-    input.in_place = sample && DeviceInputs::can_bind_in_place(input.source, adjusts);
+    input.in_place = sample && DeviceInputs::can_bind_in_place(input.source, call_.history);
     if (input.in_place) {
         const AppRows rows{in.buffer, in.offset, in.size, input.source.stride};
         if (!buffers_.app_rows_bound(rows)) {
@@ -33,7 +32,7 @@ DeviceInput GpuChain::prepare_device_input(const sieve_vulkan_logits& in, Record
     } else {
         input.ingest = device_input_.ingest_command(input.source);
     }
-    write_params(static_cast<uint32_t>(in.rows), sample, commit);
+    write_params(commit);
     return input;
 }
 
@@ -50,7 +49,7 @@ GpuChain::HostRowFn GpuChain::device_host_rows(const DeviceInput& input, uint32_
     return [this, &input, rows, vocab, host = static_cast<const float*>(nullptr)](int32_t i) mutable {
         if (!host) {
             VkCommandBuffer ingest = input.in_place ? device_input_.ingest_command(input.source) : input.ingest;
-            if (input.in_place) counters_.dispatches += ingest_dispatches(rows);
+            if (input.in_place) counters_.count_ingest(ingest_dispatches(rows));
             host = device_input_.rows_on_host(ingest);
         }
         return host + buffers_.row_at(static_cast<uint32_t>(i), static_cast<uint64_t>(config_.max_vocab), vocab);
@@ -59,7 +58,6 @@ GpuChain::HostRowFn GpuChain::device_host_rows(const DeviceInput& input, uint32_
 
 sieve_status GpuChain::finish_device_input(uint32_t r, uint32_t v, const DeviceInput& input, sieve_token* out,
                                            std::string* message, bool commit) {
-    if (!input.in_place) counters_.dispatches += ingest_dispatches(r);
     begin_logprobs(static_cast<int32_t>(r));
     // The ingest pass reads the app's row once more.
     sieve_status first = SIEVE_OK;
@@ -67,9 +65,8 @@ sieve_status GpuChain::finish_device_input(uint32_t r, uint32_t v, const DeviceI
     return first;
 }
 
-const Recording& GpuChain::run_device_input(RecordingKind kind, uint32_t rows, uint32_t vocab,
-                                            const DeviceInput& input) {
-    const Recording& rec = recorder_.recording(key_for(kind, rows, vocab, &input, submitter_.profiling()));
+const Recording& GpuChain::run_device_input(RecordingKind kind, uint32_t vocab, const DeviceInput& input) {
+    const Recording& rec = recorder_.recording(key_for(call_, kind, vocab, &input, submitter_.profiling()));
     arm_collect(rec);
     submit_and_wait(rec, input.ingest);
     return rec;
@@ -78,7 +75,7 @@ const Recording& GpuChain::run_device_input(RecordingKind kind, uint32_t rows, u
 sieve_status GpuChain::sample_device(const sieve_vulkan_logits& in, sieve_token* out, std::string* message) {
     const DeviceInput input = prepare_device_input(in);
     const uint32_t r = static_cast<uint32_t>(in.rows), v = static_cast<uint32_t>(in.vocab);
-    run_device_input(RecordingKind::Sample, r, v, input);
+    run_device_input(RecordingKind::Sample, v, input);
     return finish_device_input(r, v, input, out, message);
 }
 
@@ -96,7 +93,7 @@ void GpuChain::launch(RecordingKind kind, uint32_t r, uint32_t v, DeviceInput in
     if (cmd) {
         // The same commands as the chain's own recording, minus the timestamps
         // (the query pool is the chain's, read only after its own fences).
-        Recording rec = recorder_.describe(key_for(kind, r, v, &input, false));
+        Recording rec = recorder_.describe(key_for(call_, kind, v, &input, false));
         arm_collect(rec);
         if (!input.in_place) device_input_.emit_ingest(cmd);
         recorder_.emit(cmd, rec);
@@ -105,7 +102,7 @@ void GpuChain::launch(RecordingKind kind, uint32_t r, uint32_t v, DeviceInput in
         in_flight_ = InFlight{true, std::move(rec), std::move(input), std::move(verify)};
         return;
     }
-    const Recording& rec = recorder_.recording(key_for(kind, r, v, &input, submitter_.profiling()));
+    const Recording& rec = recorder_.recording(key_for(call_, kind, v, &input, submitter_.profiling()));
     arm_collect(rec);
     VkCommandBuffer cmds[3];
     uint32_t n = 0;
@@ -130,7 +127,7 @@ void GpuChain::check_finisher(bool verify, bool recorded) const {
 GpuChain::InFlight GpuChain::take_in_flight() {
     InFlight call = std::move(*in_flight_);
     in_flight_.reset();
-    account(call.rec);
+    account(call.rec, !call.input.in_place);
     return call;
 }
 

@@ -89,7 +89,7 @@ uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type, u
 // logprobs: the chain asks for raw log-probabilities: raw_stats.comp (one
 // more pass over the row, per chunk) runs before everything.
 // wide_direct: every row's only cut is a top-p the wide passes finish from
-// the row itself (gpu_params.hpp: row_wide_direct; a CPU device): they run
+// the row itself (row_analysis.hpp: RowAnalysis::wide_direct; a CPU device): they run
 // alone, two passes instead of the collect pass, its tail and two more
 // (not with history or logprobs).
 Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, bool history, uint32_t vocab,

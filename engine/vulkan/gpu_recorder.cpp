@@ -9,34 +9,15 @@ namespace sieve {
 
 using namespace glsl;
 
-namespace {
-
-// The wide passes' WIDE_DIVISIONS for the chain (pipelines.hpp). A temperature
-// sampler divides a row's values at most once (op_divide; greedy masking and
-// a dynamic temperature, whose rows never take the wide passes, divide no
-// more), so the chain's counts bound every row's.
-uint32_t wide_divisions(const ChainConfig& config) {
-    uint32_t all = 0, cut = 0;
-    for (ref::SamplerKind k : config.samplers) {
-        if (k == ref::SamplerKind::Temperature) ++all;
-        if (k == ref::SamplerKind::TopP) cut = all;
-    }
-    return std::min(cut, WIDE_MAX_DIVISIONS) | (std::min(all, WIDE_MAX_DIVISIONS) << 8);
-}
-
-} // namespace
-
 Recorder::Recorder(Device& device, Pipelines& pipelines, ChainBuffers& buffers, Submitter& submitter,
-                   const ChainConfig& config, GpuCounters& counters)
-    : device_(device), pipelines_(pipelines), buffers_(buffers), submitter_(submitter), config_(config),
-      counters_(counters), limits_(device.limits()), type_(limits_.plan_type), chain_ops_(chain_ops(config.samplers)),
-      chain_selector_(chain_selector(config.samplers)), wide_divisions_(wide_divisions(config)),
-      greedy_chain_(config.samplers.back() == ref::SamplerKind::Greedy) {}
+                   const ChainConfig& config, const ChainAnalysis& chain, GpuCounters& counters)
+    : device_(device), pipelines_(pipelines), buffers_(buffers), submitter_(submitter), config_(config), chain_(chain),
+      counters_(counters), limits_(device.limits()), type_(limits_.plan_type) {}
 
 Recording Recorder::describe(const RecordingKey& key) const {
     Recording rec;
     rec.key = key;
-    rec.plan = make_plan(key.kind, greedy_chain_, key.collect, key.wide, key.history, key.vocab, limits_, type_,
+    rec.plan = make_plan(key.kind, chain_.greedy, key.collect, key.wide, key.history, key.vocab, limits_, type_,
                          key.logprobs, key.wide_direct);
     if (rec.plan.dispatches.size() > kMaxPlanDispatches) fail(SIEVE_ERROR_INTERNAL, "plan longer than the timestamp pool");
     // Row groups never straddle a window.
@@ -154,10 +135,10 @@ void Recorder::emit(VkCommandBuffer cmd, const Recording& rec) const {
                     static_cast<uint32_t>(config_.history_capacity), adjust.hash_bits, adjust.bitmap_words};
             const bool texel = buffers_.texel() && !key.app_rows;  // the chain's own logits (create_texel_views)
             VkPipeline pipeline =
-                collect_stage ? pipelines_.collect(d.stage, chain_ops_, chain_selector_, key.inputs, rec.plan.small,
-                                                   texel)
-                              : pipelines_.get(d.stage, key.inputs, rec.rows_of_whole_vec4s(), texel, wide_divisions_,
-                                               rec.plan.wide_direct);
+                collect_stage ? pipelines_.collect(d.stage, chain_.chain_ops, chain_.selector, key.inputs,
+                                                   rec.plan.small, texel)
+                              : pipelines_.get(d.stage, key.inputs, rec.rows_of_whole_vec4s(), texel,
+                                               chain_.wide_divisions, rec.plan.wide_direct);
             vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
             vk.vkCmdPushConstants(cmd, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), &pc);
             if (d.indirect == kNotIndirect)

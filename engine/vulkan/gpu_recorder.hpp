@@ -6,6 +6,7 @@
 #include "vulkan/gpu_chain_buffers.hpp"
 #include "vulkan/gpu_plan.hpp"
 #include "vulkan/gpu_submitter.hpp"
+#include "vulkan/row_analysis.hpp"
 
 #include <map>
 #include <tuple>
@@ -54,7 +55,7 @@ struct Recording {
 class Recorder {
 public:
     Recorder(Device& device, Pipelines& pipelines, ChainBuffers& buffers, Submitter& submitter,
-             const ChainConfig& config, GpuCounters& counters);
+             const ChainConfig& config, const ChainAnalysis& chain, GpuCounters& counters);
 
     // The plan and row groups of a key (no command buffer).
     Recording describe(const RecordingKey& key) const;
@@ -74,13 +75,10 @@ private:
     ChainBuffers& buffers_;
     Submitter& submitter_;
     const ChainConfig& config_;
+    const ChainAnalysis& chain_;  // its ops, selector, greedy draw, wide divisions
     GpuCounters& counters_;
     const EffectiveLimits& limits_;
     sieve_device_type type_;
-    uint64_t chain_ops_;
-    uint32_t chain_selector_;
-    uint32_t wide_divisions_;
-    bool greedy_chain_;
     std::map<RecordingKey, Recording> by_key_;
 };
 

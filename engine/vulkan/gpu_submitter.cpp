@@ -148,32 +148,24 @@ void Submitter::wait_pending() {
     if (pending_) await(kWaitTimeoutNs, "the previous submission is still running");
 }
 
-void Submitter::account(const Plan& plan, const std::vector<RowGroup>& groups, bool timestamps,
-                        const uint32_t* args) {
+void Submitter::read_stage_times(const Plan& plan, const std::vector<RowGroup>& groups) {
     const auto& vk = device_.vk();
-    // Dispatches that launched workgroups: the ones the recording states and
-    // the armed indirect ones.
-    for (const RowGroup& g : groups)
-        for (const Dispatch& d : plan.dispatches)
-            counters_.dispatches += (d.indirect == kNotIndirect || args[g.args_base + d.indirect] != 0) ? 1 : 0;
-    if (timestamps) {
-        // One figure per stage of the plan, summed over the row groups.
-        const size_t per_group = plan.dispatches.size();
-        const uint32_t n = static_cast<uint32_t>(per_group * groups.size()) + 1;
-        std::vector<uint64_t> ticks(n);
-        vk_check(vk.vkGetQueryPoolResults(device_.handle(), queries_, 0, n, n * sizeof(uint64_t), ticks.data(),
-                                          sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
-                 "vkGetQueryPoolResults");
-        stage_times_.assign(per_group, sieve_stage_time{});
-        for (size_t i = 0; i < per_group; ++i) {
-            std::snprintf(stage_times_[i].stage, sizeof(stage_times_[i].stage), "%s",
-                          stage_name(plan.dispatches[i].stage));
-            stage_times_[i].level = plan.dispatches[i].level;
-        }
-        for (uint32_t q = 0; q + 1 < n; ++q)
-            stage_times_[q % per_group].gpu_us +=
-                static_cast<double>(ticks[q + 1] - ticks[q]) * device_.limits().timestamp_period_ns / 1000.0;
+    // One figure per stage of the plan, summed over the row groups.
+    const size_t per_group = plan.dispatches.size();
+    const uint32_t n = static_cast<uint32_t>(per_group * groups.size()) + 1;
+    std::vector<uint64_t> ticks(n);
+    vk_check(vk.vkGetQueryPoolResults(device_.handle(), queries_, 0, n, n * sizeof(uint64_t), ticks.data(),
+                                      sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+             "vkGetQueryPoolResults");
+    stage_times_.assign(per_group, sieve_stage_time{});
+    for (size_t i = 0; i < per_group; ++i) {
+        std::snprintf(stage_times_[i].stage, sizeof(stage_times_[i].stage), "%s",
+                      stage_name(plan.dispatches[i].stage));
+        stage_times_[i].level = plan.dispatches[i].level;
     }
+    for (uint32_t q = 0; q + 1 < n; ++q)
+        stage_times_[q % per_group].gpu_us +=
+            static_cast<double>(ticks[q + 1] - ticks[q]) * device_.limits().timestamp_period_ns / 1000.0;
 }
 
 void Submitter::set_profiling(bool enabled) {

@@ -1,25 +1,18 @@
 // A GPU chain's submissions: its command pool and fence, the submit and the
-// host's wait, the counters sieve_chain_counters reports and the stage
-// timestamps of profiling.
+// host's wait, and the stage timestamps of profiling.
 #pragma once
 
+#include "vulkan/gpu_counters.hpp"
 #include "vulkan/gpu_plan.hpp"
 #include "vulkan/vk_device.hpp"
 
 #include <sieve/sieve_vulkan.h>
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <vector>
 
 namespace sieve {
-
-// What sieve_chain_counters reports, counted by the chain's pieces.
-struct GpuCounters {
-    std::atomic<uint64_t> allocations{0};
-    uint64_t submits = 0, recordings = 0, dispatches = 0, row_passes = 0, fallback_rows = 0;
-};
 
 // A submission's host wait. Generous: lavapipe compiles a pipeline's shader
 // at its first dispatch, inside the submission (tens of seconds for the
@@ -55,9 +48,8 @@ public:
     void set_profiling(bool enabled);
     bool profiling() const { return profiling_; }
     VkQueryPool queries() const { return queries_; }
-    // After a recording ran: the dispatches it launched (the indirect ones
-    // from the armed arguments `args`), its stage times.
-    void account(const Plan& plan, const std::vector<RowGroup>& groups, bool timestamps, const uint32_t* args);
+    // After a recording with timestamps ran: its stage times.
+    void read_stage_times(const Plan& plan, const std::vector<RowGroup>& groups);
     const std::vector<sieve_stage_time>& stage_times() const { return stage_times_; }
 
 private:

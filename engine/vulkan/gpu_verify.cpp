@@ -77,12 +77,9 @@ void GpuChain::read_positions(const VerifyCall& call, const Recording& rec, cons
         for (uint32_t r = 0; r < rows; ++r) res->statuses[r] = res->sampled[r].status;
         return;
     }
-    // The distributions' rows came through the ingest pass (prepare_positions),
-    // which reads each row once more (counted as a row pass, as in
-    // finish_device_input); rows read on the host (the fallback, a chain
-    // without a collect pass) have it run again.
-    counters_.dispatches += ingest_dispatches(rows);
-    counters_.row_passes += (static_cast<uint64_t>(rec.plan.min_row_passes) + 1) * rows;
+    // The distributions' rows came through the ingest pass (prepare_positions:
+    // counted with the recording, account); rows read on the host (the
+    // fallback, a chain without a collect pass) have it run again.
     read_distributions(call.vocab, all_rows(call.rows), rec.key.collect, device_host_rows(input, rows, vocab),
                        &res->dists, &res->statuses, &message);
 }
@@ -178,8 +175,8 @@ std::vector<float> GpuChain::rows_from_device(const sieve_vulkan_logits& in) {
     submitter_.wait_pending();
     const uint32_t rows = static_cast<uint32_t>(in.rows), vocab = static_cast<uint32_t>(in.vocab);
     const float* host = device_input_.rows_on_host(device_input_.ingest_command(device_input_.source(in)));
-    counters_.dispatches += ingest_dispatches(rows);
-    counters_.row_passes += rows;
+    counters_.count_ingest(ingest_dispatches(rows));
+    counters_.count_row_passes(rows);
     std::vector<float> packed(static_cast<size_t>(rows) * vocab);
     for (uint32_t r = 0; r < rows; ++r) {
         const float* row = host + buffers_.row_at(r, static_cast<uint64_t>(config_.max_vocab), vocab);
@@ -207,8 +204,7 @@ bool GpuChain::verify_sequences(const LogitsView& logits, const sieve_vulkan_log
     std::string message;  // each row's status is walked per sequence
     if (device) {
         const DeviceInput input = prepare_positions(*call, *device);
-        const Recording& rec = run_device_input(kind_of(mode), static_cast<uint32_t>(logits.rows),
-                                                static_cast<uint32_t>(logits.vocab), input);
+        const Recording& rec = run_device_input(kind_of(mode), static_cast<uint32_t>(logits.vocab), input);
         read_positions(*call, rec, input, &res);
     } else if (mode == SIEVE_VERIFY_MATCH) {
         res.sampled.resize(static_cast<size_t>(logits.rows));

@@ -46,7 +46,7 @@ static_assert(BINDING_LOGITS_TEXELS == BINDING_STORAGE_COUNT, "the texel binding
 
 // wide.glsl's WIDE_DIVISIONS (SPEC_WIDE_DIVISIONS): the most temperature
 // divisions a chain's rows take before the top-p cut | in all << 8, each at
-// most WIDE_MAX_DIVISIONS (gpu_recorder.cpp: wide_divisions); the wide passes
+// most WIDE_MAX_DIVISIONS (row_analysis.cpp: wide_divisions); the wide passes
 // compute no division beyond them. kWideAnyDivisions covers every chain.
 constexpr uint32_t kWideAnyDivisions = glsl::WIDE_MAX_DIVISIONS | (glsl::WIDE_MAX_DIVISIONS << 8);
 
@@ -83,7 +83,7 @@ public:
     VkPipeline get(Stage stage, InputsMode inputs, bool rows_x4 = false, bool texel = false,
                    uint32_t wide_divisions = kWideAnyDivisions, bool wide_direct = false);
     // A collect stage's pipeline (Collect, CollectPlain or CollectTail)
-    // specialized for one chain (its ops, as gpu_params.hpp's chain_ops
+    // specialized for one chain (its ops, as row_analysis.hpp's ChainAnalysis::chain_ops
     // encodes them), built on first use and shared by the context's chains.
     // small: the plan's rows fit the candidate buffer (collect.comp's small
     // variant); texel: the plain variant reads the row through the texel

@@ -1,0 +1,317 @@
+#include "vulkan/row_analysis.hpp"
+
+#include <gpu_layout.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace sieve {
+
+namespace {
+
+using ref::SamplerKind;
+// The row flags (ROW_*), the ops (OP_*), the selectors (SELECT_*).
+using namespace glsl;
+
+uint32_t op_of(SamplerKind kind) {
+    switch (kind) {
+    case SamplerKind::Temperature: return OP_TEMPERATURE;
+    case SamplerKind::TopK: return OP_TOP_K;
+    case SamplerKind::TopP: return OP_TOP_P;
+    case SamplerKind::MinP: return OP_MIN_P;
+    case SamplerKind::TypicalP: return OP_TYPICAL;
+    case SamplerKind::TopNSigma: return OP_TOP_N_SIGMA;
+    case SamplerKind::Xtc: return OP_XTC;
+    default: return OP_END;  // penalties and DRY (the history pass applies them first: history.comp); the draw
+    }
+}
+
+uint32_t selector_of(SamplerKind last) {
+    switch (last) {
+    case SamplerKind::Mirostat: return SELECT_MIROSTAT;
+    case SamplerKind::MirostatV2: return SELECT_MIROSTAT_V2;
+    case SamplerKind::AdaptiveP: return SELECT_ADAPTIVE;
+    default: return SELECT_DIST;
+    }
+}
+
+// The wide passes' WIDE_DIVISIONS for the chain. A temperature sampler
+// divides a row's values at most once (op_divide; greedy masking and a
+// dynamic temperature, whose rows never take the wide passes, divide no
+// more), so the chain's counts bound every row's.
+uint32_t wide_divisions(const std::vector<SamplerKind>& samplers) {
+    uint32_t all = 0, cut = 0;
+    for (SamplerKind k : samplers) {
+        if (k == SamplerKind::Temperature) ++all;
+        if (k == SamplerKind::TopP) cut = all;
+    }
+    return std::min(cut, WIDE_MAX_DIVISIONS) | (std::min(all, WIDE_MAX_DIVISIONS) << 8);
+}
+
+// How many candidates the collect pass keeps and which full-row aggregates
+// the tail may need, walking the chain as the tail will: while nothing has
+// cut the array, a sampler that needs the row's softmax mass (top-p, XTC, the
+// draw) reads it at the temperatures applied so far (agg_t); top-n-sigma reads
+// the row's mean and variance. The first top-k <= CAP / 2 bounds the rest of
+// the chain to its k candidates (a greedy masking to one).
+struct Needs {
+    uint32_t need;
+    uint32_t flags = 0;
+    float agg_t = 1.0f;
+    float floor = 0.0f;  // ROW_FLOOR: min-p's ln(p) in raw logits (times the temperatures before it)
+};
+
+// Candidates kept when no top-k bounds the chain: rows whose survivors pass
+// them go to the CPU twin (cpu_fallback_rows).
+constexpr uint32_t kUnboundedNeed = 64;
+
+// Whether a sampler acts on this row (a parameter may switch it off: the
+// llama.cpp meanings of k <= 0, p >= 1, min-p <= 0, n <= 0, XTC's bounds).
+bool acts(SamplerKind kind, const ref::RowParams& row) {
+    switch (kind) {
+    case SamplerKind::Temperature: return true;
+    case SamplerKind::TopK: return row.top_k > 0;
+    case SamplerKind::TopP: return row.top_p < 1.0f;
+    case SamplerKind::MinP: return row.min_p > 0.0f;
+    case SamplerKind::TypicalP: return row.typical_p < 1.0f;
+    case SamplerKind::TopNSigma: return row.top_n_sigma > 0.0f;
+    case SamplerKind::Xtc: return row.xtc_probability > 0.0f && row.xtc_threshold <= 0.5f;
+    default: return false;  // penalties and DRY: the history pass applies them before the chain (history.comp)
+    }
+}
+
+// A top-p that is the row's only cut, with nothing after it but positive
+// temperatures and the draw: the wide passes can find its cut from the full
+// row's mass themselves, so the collect pass skips the row's softmax sum (an
+// exp per logit and the scalar loop, about half its cost on a CPU device).
+bool top_p_only_cut(const std::vector<SamplerKind>& samplers, size_t at, const ref::RowParams& row) {
+    if (samplers.back() != SamplerKind::Dist || row.dynatemp_range > 0.0f || !(row.temperature > 0.0f)) return false;
+    for (size_t i = at + 1; i + 1 < samplers.size(); ++i)
+        if (samplers[i] != SamplerKind::Temperature && acts(samplers[i], row)) return false;
+    return true;
+}
+
+Needs analyse_needs(const std::vector<SamplerKind>& samplers, const ref::RowParams& row, uint32_t half,
+                    bool defer_top_p) {
+    Needs n;
+    n.need = std::min(kUnboundedNeed, half);
+    float tprod = 1.0f;
+    bool mass = false, xtc_before = false, cut_before = false;
+    // After min-p has acted the rest of the array is never "unknown" again:
+    // its cut falls inside the buffer (the rest is dropped) or past it (the
+    // row goes to the CPU twin; op_min_p in tail.glsl), so the draw never
+    // needs the row's mass, and the collect pass need not sum it (an exp
+    // per logit, and no register picks for rows with aggregates).
+    bool min_p_cut = false;
+    auto want_mass = [&] {
+        if (!mass) n.agg_t = tprod;
+        mass = true;
+        n.flags |= ROW_NEED_MASS;
+    };
+    for (size_t i = 0; i + 1 < samplers.size(); ++i) {
+        if (samplers[i] != SamplerKind::Temperature && !acts(samplers[i], row)) continue;  // off for this row
+        switch (samplers[i]) {
+        case SamplerKind::Temperature:
+            if (row.dynatemp_range > 0.0f) return n;  // entropy over the array: bounded or the CPU twin
+            if (!(row.temperature > 0.0f)) return n;  // greedy masking: every entry is known after it
+            tprod *= row.temperature;
+            break;
+        case SamplerKind::TopK:
+            if (!xtc_before) n.need = std::min<uint32_t>(static_cast<uint32_t>(row.top_k), half);
+            return n;
+        case SamplerKind::TopP:
+            // A cut past the buffer keeps at least min_keep entries: the
+            // wide passes need them in the buffer (wide_histogram counts no
+            // members of its bins), up to half the buffer.
+            n.need = std::min(std::max(n.need, row.min_keep > 0 ? static_cast<uint32_t>(row.min_keep) : 0u), half);
+            if (defer_top_p && !cut_before && !mass && !(n.flags & ROW_NEED_SIGMA) && top_p_only_cut(samplers, i, row)) {
+                n.flags |= ROW_DEFER_TOP_P;
+                return n;
+            }
+            want_mass();
+            cut_before = true;
+            break;
+        case SamplerKind::MinP:
+            // The chain's first cut: the collect pass may drop what can never
+            // pass it (slightly more generous than the threshold: rounding).
+            min_p_cut = true;
+            if (!cut_before && row.min_p < 1.0f) {
+                n.flags |= ROW_FLOOR;
+                n.floor = static_cast<float>(static_cast<double>(tprod) * std::log(static_cast<double>(row.min_p)) * (1.0 + 1e-5));
+            }
+            cut_before = true;
+            break;
+        case SamplerKind::TypicalP:
+            cut_before = true;
+            break;
+        case SamplerKind::Xtc:
+            want_mass();
+            xtc_before = true;
+            cut_before = true;
+            break;
+        case SamplerKind::TopNSigma:
+            n.flags |= ROW_NEED_SIGMA;
+            cut_before = true;
+            break;
+        default: break;
+        }
+    }
+    switch (samplers.back()) {
+    case SamplerKind::Dist:
+        if (!min_p_cut) want_mass();
+        break;
+    case SamplerKind::Mirostat:
+    case SamplerKind::MirostatV2:
+    case SamplerKind::AdaptiveP:
+        // The learning selectors see as much of the array as the buffer holds
+        // (mirostat v2 at mu = 10 keeps tokens down to p = 2^-10).
+        n.need = half;
+        want_mass();
+        break;
+    default: break;
+    }
+    return n;
+}
+
+// Whether the collect tail may hand the row to the wide passes (a top-p cut
+// past the buffer): false when an acting top-k of at most what the buffer
+// keeps comes before every other acting sampler (llama.cpp's default chain).
+// Conservative: true wherever unsure.
+bool may_go_wide(const std::vector<SamplerKind>& samplers, const ref::RowParams& row, uint32_t capacity) {
+    const uint32_t bound = std::min(kUnboundedNeed, capacity / 2);
+    for (size_t i = 0; i + 1 < samplers.size(); ++i) {
+        const SamplerKind k = samplers[i];
+        if (k == SamplerKind::Temperature && !(row.dynatemp_range > 0.0f) && row.temperature > 0.0f) continue;
+        if (k != SamplerKind::Temperature && !acts(k, row)) continue;
+        // A top-k first, within the candidates the collect pass keeps for it:
+        // the tail knows the whole array after it (op_top_k). Anything else:
+        // maybe.
+        return !(k == SamplerKind::TopK && static_cast<uint32_t>(row.top_k) <= bound);
+    }
+    return false;
+}
+
+// collect.comp's plain variant: no full-row aggregates (want_sigma ||
+// want_mass), and pick_chunk's need <= PROBE * WG (PROBE = 4), or min-p's
+// floor (ROW_FLOOR: it keeps what is at or above the floor, whatever the
+// need), and 2 * PROBE * WG <= CAP. The bias/bitmask and the vec4 map are
+// the recording's business.
+bool collect_plain(uint32_t need, uint32_t flags, uint32_t workgroup_size, uint32_t capacity) {
+    need = std::clamp(need, 1u, capacity / 2);
+    return (flags & (ROW_NEED_SIGMA | ROW_NEED_MASS)) == 0 &&
+           (need <= 4 * workgroup_size || (flags & ROW_FLOOR) != 0) && 8 * workgroup_size <= capacity;
+}
+
+// llama_sampler_penalties_apply returns at once when penalty_last_n == 0 or
+// every value is neutral; llama_sampler_dry_apply when multiplier == 0,
+// base < 1 or dry_penalty_last_n == 0.
+bool penalties_act(const ref::RowParams& row) {
+    return row.penalty_last_n != 0 &&
+           !(row.penalty_repeat == 1.0f && row.penalty_freq == 0.0f && row.penalty_present == 0.0f);
+}
+
+bool dry_acts(const ref::RowParams& row) {
+    return row.dry_multiplier != 0.0f && row.dry_base >= 1.0f && row.dry_penalty_last_n != 0;
+}
+
+} // namespace
+
+ChainAnalysis analyse_chain(const std::vector<SamplerKind>& samplers) {
+    ChainAnalysis c;
+    c.greedy = samplers.back() == SamplerKind::Greedy;
+    c.selector = selector_of(samplers.back());
+    c.collect = c.selector != SELECT_DIST;
+    uint32_t packed = 0;
+    for (size_t i = 0; i < samplers.size(); ++i) {
+        const SamplerKind k = samplers[i];
+        const uint32_t op = op_of(k);
+        c.collect = c.collect || op > OP_TEMPERATURE;
+        c.top_p = c.top_p || k == SamplerKind::TopP;
+        c.history = c.history || k == SamplerKind::Penalties || k == SamplerKind::Dry;
+        c.temperatures += k == SamplerKind::Temperature ? 1 : 0;
+        if (i + 1 == samplers.size()) break;  // the draw
+        if (k != SamplerKind::Penalties && k != SamplerKind::Dry) ++c.ops;
+        if (op != OP_END && packed < MAX_CHAIN_OPS) c.chain_ops |= static_cast<uint64_t>(op) << (4 * packed++);
+    }
+    c.temperature = c.temperatures > 0;
+    c.wide_divisions = wide_divisions(samplers);
+    return c;
+}
+
+const char* misplaced_history(const std::vector<SamplerKind>& samplers, const ref::RowParams& row) {
+    bool other_before = false;
+    for (size_t i = 0; i + 1 < samplers.size(); ++i) {
+        const SamplerKind k = samplers[i];
+        const bool history = k == SamplerKind::Penalties || k == SamplerKind::Dry;
+        const bool acts = k == SamplerKind::Penalties ? penalties_act(row) : dry_acts(row);
+        if (history && other_before && acts) return ref::sampler_name(k);
+        other_before = other_before || !history;
+    }
+    return nullptr;
+}
+
+RowAnalysis analyse_row(const ChainAnalysis& chain, const std::vector<SamplerKind>& samplers,
+                        const ref::RowParams& row, const RowContext& at) {
+    RowAnalysis a;
+    const Needs needs = analyse_needs(samplers, row, at.capacity / 2, at.defer_top_p());
+    a.need = needs.need;
+    a.agg_t = needs.agg_t;
+    a.floor = needs.floor;
+    a.flags = needs.flags;
+    a.collect = row.dynatemp_range > 0.0f && chain.temperature;
+    a.collect_plain = collect_plain(a.need, a.flags, at.workgroup_size, at.capacity);
+    // The history samplers (history.comp). Sieve's last_n are never -1 (the
+    // engine refuses it); the window is the slot's history up to last_n.
+    const auto penalties = std::find(samplers.begin(), samplers.end(), SamplerKind::Penalties);
+    const auto dry = std::find(samplers.begin(), samplers.end(), SamplerKind::Dry);
+    a.penalties = penalties != samplers.end() && penalties_act(row);
+    a.dry = dry != samplers.end() && dry_acts(row);
+    a.inputs = !row.logit_bias.empty() || !row.token_bitmask.empty();
+    if (a.inputs) a.flags |= ROW_HAS_INPUTS;
+    if (a.adjusts()) a.flags |= ROW_ADJUST;
+    // Without a bias or bitmask the history pass writes the adjusted logits
+    // into the row (the host uploads it again before every submission).
+    // A chain asking for logprobs keeps the model's logits in the row: the
+    // result reads the drawn token's raw logit there.
+    if (a.adjusts() && !a.inputs && !at.keep_raw_logits) a.flags |= ROW_PATCH;
+    if (a.dry && dry < penalties) a.flags |= ROW_DRY_FIRST;
+    a.may_go_wide = may_go_wide(samplers, row, at.capacity);
+    // The wide passes alone: top-p is the row's only cut (ROW_DEFER_TOP_P),
+    // no buffer keeps min_keep entries (llama.cpp keeps at least one anyway),
+    // penalties and DRY run in a pass of their own, and the wide passes
+    // divide at most WIDE_MAX_DIVISIONS times (wide.glsl).
+    a.wide_direct = (a.flags & ROW_DEFER_TOP_P) != 0 && row.min_keep <= 1 && !a.adjusts() &&
+                    chain.temperatures <= WIDE_MAX_DIVISIONS;
+    return a;
+}
+
+CallAnalysis analyse_call(const ChainAnalysis& chain, const std::vector<SamplerKind>& samplers,
+                          const ref::RowParams* rows, uint32_t n, const RowContext& at) {
+    CallAnalysis call;
+    call.rows.reserve(n);
+    call.collect = chain.collect;
+    call.raw_stats = at.raw_stats();
+    bool may_go_wide = false, all_direct = true;
+    for (uint32_t r = 0; r < n; ++r) {
+        const RowAnalysis& a = call.rows.emplace_back(analyse_row(chain, samplers, rows[r], at));
+        call.collect = call.collect || a.collect;
+        call.history = call.history || a.adjusts();
+        // Rows kept unpatched for logprobs read their adjustments from the
+        // history table, which only the inputs variant compiles.
+        call.inputs = call.inputs || a.inputs || (call.raw_stats && a.adjusts());
+        call.patched = call.patched || (a.flags & ROW_PATCH) != 0;
+        may_go_wide = may_go_wide || a.may_go_wide;
+        all_direct = all_direct && a.wide_direct;
+    }
+    // Without the wide passes the pass constants say wide_cap 0, so no row is
+    // handed to them (llama.cpp's default chain, whose top-k bounds the array
+    // first: two empty indirect dispatches and their barriers less).
+    call.wide = at.wide_passes && may_go_wide;
+    // On a CPU device only (the grid's bins are added by index), not with the
+    // history or raw_stats passes.
+    call.wide_direct = at.cpu_paths && at.sample && call.collect && call.wide && !call.history && !call.raw_stats &&
+                       !chain.greedy && all_direct;
+    return call;
+}
+
+} // namespace sieve

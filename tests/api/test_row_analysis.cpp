@@ -1,0 +1,244 @@
+// The GPU chain's one analysis of its samplers and a call's rows
+// (engine/vulkan/row_analysis.hpp): chains and rows against what the
+// recording, the parameter blocks and the collect choice must read. No device.
+#include "vulkan/row_analysis.hpp"
+
+#include <gpu_layout.h>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+namespace {
+
+using K = sieve::ref::SamplerKind;
+using Samplers = std::vector<K>;
+using namespace sieve::glsl;
+
+const Samplers kLlamaDefault = {K::TopK, K::TopP, K::MinP, K::Temperature, K::Dist};
+
+// A GPU-sized device (capacity 2048, workgroups of 64) on a sampling call of a
+// chain with a wide buffer, unless a test says otherwise.
+sieve::RowContext context(bool cpu = false, bool sample = true) {
+    sieve::RowContext at;
+    at.capacity = 2048;
+    at.workgroup_size = 64;
+    at.cpu_paths = cpu;
+    at.wide_passes = true;
+    at.sample = sample;
+    return at;
+}
+
+sieve::RowAnalysis row_of(const Samplers& s, const sieve::ref::RowParams& row,
+                          const sieve::RowContext& at = context()) {
+    return sieve::analyse_row(sieve::analyse_chain(s), s, row, at);
+}
+
+sieve::CallAnalysis call_of(const Samplers& s, const std::vector<sieve::ref::RowParams>& rows,
+                            const sieve::RowContext& at = context()) {
+    return sieve::analyse_call(sieve::analyse_chain(s), s, rows.data(), static_cast<uint32_t>(rows.size()), at);
+}
+
+TEST(RowAnalysis, ChainTable) {
+    struct Case {
+        Samplers samplers;
+        bool collect, greedy, top_p, history;
+        uint32_t ops, selector;
+        uint64_t chain_ops;
+        uint32_t wide_divisions;  // cut | all << 8
+    };
+    const Case cases[] = {
+        {kLlamaDefault, true, false, true, false, 4, SELECT_DIST,
+         OP_TOP_K | OP_TOP_P << 4 | OP_MIN_P << 8 | uint64_t{OP_TEMPERATURE} << 12, 0 | 1 << 8},
+        {{K::Temperature, K::Dist}, false, false, false, false, 1, SELECT_DIST, OP_TEMPERATURE, 0 | 1 << 8},
+        {{K::Greedy}, false, true, false, false, 0, SELECT_DIST, 0, 0},
+        // Penalties and DRY are the history pass's: no op, no count.
+        {{K::Penalties, K::Dry, K::TopK, K::Greedy}, true, true, false, true, 1, SELECT_DIST, OP_TOP_K, 0},
+        {{K::Temperature, K::TopP, K::Temperature, K::Dist}, true, false, true, false, 3, SELECT_DIST,
+         OP_TEMPERATURE | OP_TOP_P << 4 | OP_TEMPERATURE << 8, 1 | 2 << 8},
+        // A learning selector needs the collect pass on its own.
+        {{K::Temperature, K::Mirostat}, true, false, false, false, 1, SELECT_MIROSTAT, OP_TEMPERATURE, 0 | 1 << 8},
+        {{K::AdaptiveP}, true, false, false, false, 0, SELECT_ADAPTIVE, 0, 0},
+    };
+    for (const Case& c : cases) {
+        const sieve::ChainAnalysis a = sieve::analyse_chain(c.samplers);
+        SCOPED_TRACE(testing::Message() << "chain of " << c.samplers.size() << ", ops " << c.ops);
+        EXPECT_EQ(a.collect, c.collect);
+        EXPECT_EQ(a.greedy, c.greedy);
+        EXPECT_EQ(a.top_p, c.top_p);
+        EXPECT_EQ(a.history, c.history);
+        EXPECT_EQ(a.ops, c.ops);
+        EXPECT_EQ(a.selector, c.selector);
+        EXPECT_EQ(a.chain_ops, c.chain_ops);
+        EXPECT_EQ(a.wide_divisions, c.wide_divisions);
+    }
+}
+
+// llama.cpp's default chain: its top-k (40, within what the buffer keeps)
+// bounds the array first, so the row keeps 40, sums nothing, takes the plain
+// collect variant and can never go wide (its recording holds no wide passes).
+TEST(RowAnalysis, LlamaDefaultChainIsBoundedByItsTopK) {
+    const sieve::ref::RowParams row;
+    const sieve::RowAnalysis a = row_of(kLlamaDefault, row);
+    EXPECT_EQ(a.need, 40u);
+    EXPECT_EQ(a.flags, 0u);
+    EXPECT_TRUE(a.collect_plain);
+    EXPECT_FALSE(a.may_go_wide);
+    EXPECT_FALSE(a.wide_direct);
+    const sieve::CallAnalysis call = call_of(kLlamaDefault, {row, row});
+    EXPECT_TRUE(call.collect);
+    EXPECT_FALSE(call.wide);
+    EXPECT_FALSE(call.history);
+    EXPECT_FALSE(call.inputs);
+    // A top-k past what the buffer keeps for it (64) bounds nothing: maybe wide.
+    sieve::ref::RowParams at_bound;
+    at_bound.top_k = 64;
+    EXPECT_FALSE(row_of(kLlamaDefault, at_bound).may_go_wide);
+    sieve::ref::RowParams big_k;
+    big_k.top_k = 65;
+    EXPECT_TRUE(row_of(kLlamaDefault, big_k).may_go_wide);
+    EXPECT_TRUE(call_of(kLlamaDefault, {row, big_k}).wide);
+}
+
+// top-p the only cut: the wide passes take it (ROW_DEFER_TOP_P); on a CPU
+// device they take the call alone. A distribution sums the mass itself.
+TEST(RowAnalysis, TopPTheOnlyCutIsDeferredToTheWidePasses) {
+    const Samplers s = {K::TopP, K::Temperature, K::Dist};
+    const sieve::ref::RowParams row;
+    const sieve::RowAnalysis a = row_of(s, row, context(true));
+    EXPECT_EQ(a.flags, ROW_DEFER_TOP_P);
+    EXPECT_EQ(a.need, 64u);
+    EXPECT_TRUE(a.may_go_wide);
+    EXPECT_TRUE(a.wide_direct);
+    EXPECT_TRUE(call_of(s, {row}, context(true)).wide_direct);
+    EXPECT_FALSE(call_of(s, {row}, context(false)).wide_direct);  // a GPU: the collect pass first
+
+    const sieve::RowAnalysis dist = row_of(s, row, context(true, false));
+    EXPECT_EQ(dist.flags, ROW_NEED_MASS);
+    EXPECT_EQ(dist.agg_t, 1.0f);  // top-p reads the mass before the temperature
+    EXPECT_FALSE(dist.collect_plain);
+    EXPECT_FALSE(dist.wide_direct);
+    const sieve::CallAnalysis dist_call = call_of(s, {row}, context(true, false));
+    EXPECT_TRUE(dist_call.wide);  // recorded (the plan leaves them out of a distribution)
+    EXPECT_FALSE(dist_call.wide_direct);
+
+    // No wide buffer: the row sums its own mass.
+    sieve::RowContext narrow = context(true);
+    narrow.wide_passes = false;
+    EXPECT_EQ(row_of(s, row, narrow).flags, ROW_NEED_MASS);
+    EXPECT_FALSE(call_of(s, {row}, narrow).wide);
+
+    // min_keep > 1, an acting penalty, or any row not deferred: not alone.
+    sieve::ref::RowParams keep = row;
+    keep.min_keep = 2;
+    EXPECT_FALSE(row_of(s, keep, context(true)).wide_direct);
+    EXPECT_FALSE(call_of(s, {row, keep}, context(true)).wide_direct);
+    const Samplers with_penalties = {K::Penalties, K::TopP, K::Temperature, K::Dist};
+    sieve::ref::RowParams penalised = row;
+    penalised.penalty_repeat = 1.1f;
+    EXPECT_TRUE(row_of(with_penalties, row, context(true)).wide_direct);
+    EXPECT_FALSE(row_of(with_penalties, penalised, context(true)).wide_direct);
+    // More temperatures than the wide passes divide by.
+    const Samplers five = {K::TopP, K::Temperature, K::Temperature, K::Temperature, K::Temperature, K::Temperature,
+                           K::Dist};
+    EXPECT_EQ(row_of(five, row, context(true)).flags, ROW_DEFER_TOP_P);
+    EXPECT_FALSE(row_of(five, row, context(true)).wide_direct);
+}
+
+// min-p first: the collect pass keeps what is above its floor (in raw logits,
+// times the temperatures before it) and the draw needs no mass.
+TEST(RowAnalysis, MinPFirstSetsTheFloor) {
+    sieve::ref::RowParams row;
+    row.temperature = 2.0f;
+    const sieve::RowAnalysis a = row_of({K::Temperature, K::MinP, K::Dist}, row);
+    EXPECT_EQ(a.flags, ROW_FLOOR);
+    EXPECT_NEAR(a.floor, 2.0 * std::log(0.05) * (1.0 + 1e-5), 1e-6);
+    EXPECT_TRUE(a.collect_plain);
+    // After top-p has cut, min-p sets no floor (and top-p wants the mass).
+    const sieve::RowAnalysis after = row_of({K::TopP, K::MinP, K::Dist}, row, context(false, false));
+    EXPECT_EQ(after.flags, ROW_NEED_MASS);
+}
+
+TEST(RowAnalysis, AggregatesAndSelectors) {
+    sieve::ref::RowParams row;
+    row.top_n_sigma = 1.5f;
+    const sieve::RowAnalysis sigma = row_of({K::TopNSigma, K::Dist}, row);
+    EXPECT_EQ(sigma.flags, ROW_NEED_SIGMA | ROW_NEED_MASS);
+    EXPECT_FALSE(sigma.collect_plain);
+    // The learning selectors see half the buffer.
+    const sieve::RowAnalysis miro = row_of({K::Temperature, K::MirostatV2}, row);
+    EXPECT_EQ(miro.need, 1024u);
+    EXPECT_EQ(miro.flags, ROW_NEED_MASS);
+    EXPECT_EQ(miro.agg_t, 0.8f);
+    // A need the plain variant's picks cannot hold (more than 4 per invocation).
+    sieve::ref::RowParams wide_k;
+    wide_k.top_k = 300;
+    const sieve::RowAnalysis k300 = row_of({K::TopK, K::Dist}, wide_k);
+    EXPECT_EQ(k300.need, 300u);
+    EXPECT_FALSE(k300.collect_plain);
+    EXPECT_TRUE(row_of({K::TopK, K::Dist}, wide_k, [] {
+                    sieve::RowContext at = context();
+                    at.workgroup_size = 128;
+                    return at;
+                }()).collect_plain);
+}
+
+// A dynamic temperature needs the collect pass even when the chain does not.
+TEST(RowAnalysis, DynamicTemperatureNeedsTheCollectPass) {
+    const Samplers s = {K::Temperature, K::Dist};
+    sieve::ref::RowParams plain, dynamic;
+    dynamic.dynatemp_range = 0.5f;
+    EXPECT_FALSE(row_of(s, plain).collect);
+    EXPECT_TRUE(row_of(s, dynamic).collect);
+    EXPECT_FALSE(call_of(s, {plain, plain}).collect);
+    EXPECT_TRUE(call_of(s, {plain, dynamic}).collect);
+    EXPECT_FALSE(row_of({K::Dist}, dynamic).collect);  // no temperature sampler to make dynamic
+}
+
+// Penalties and DRY: the history pass, the row patched in place unless it has
+// a bias or bitmask or the chain keeps the raw logits (logprobs), which then
+// reads its adjustments through the inputs variant.
+TEST(RowAnalysis, HistorySamplers) {
+    const Samplers s = {K::Penalties, K::Dry, K::TopK, K::Temperature, K::Dist};
+    sieve::ref::RowParams off, both;
+    both.penalty_repeat = 1.1f;
+    both.dry_multiplier = 0.8f;
+    EXPECT_FALSE(row_of(s, off).adjusts());
+    EXPECT_EQ(row_of(s, off).flags & (ROW_ADJUST | ROW_PATCH), 0u);
+    const sieve::RowAnalysis a = row_of(s, both);
+    EXPECT_TRUE(a.penalties);
+    EXPECT_TRUE(a.dry);
+    EXPECT_EQ(a.flags, ROW_ADJUST | ROW_PATCH);
+    EXPECT_EQ(row_of({K::Dry, K::Penalties, K::Dist}, both).flags & ROW_DRY_FIRST, ROW_DRY_FIRST);
+    // A row's penalty parameters act only where the chain holds penalties.
+    const sieve::RowAnalysis dry_only = row_of({K::Dry, K::Dist}, both);
+    EXPECT_FALSE(dry_only.penalties);
+    EXPECT_TRUE(dry_only.dry);
+
+    // The GPU runs them first: acting after another sampler, the row is refused.
+    EXPECT_EQ(sieve::misplaced_history(s, both), nullptr);
+    EXPECT_STREQ(sieve::misplaced_history({K::TopK, K::Dry, K::Dist}, both), "dry");
+    EXPECT_EQ(sieve::misplaced_history({K::TopK, K::Dry, K::Dist}, off), nullptr);
+
+    sieve::ref::RowParams biased = both;
+    biased.logit_bias.push_back({3, 1.0f});
+    EXPECT_EQ(row_of(s, biased).flags, ROW_ADJUST | ROW_HAS_INPUTS);
+    const sieve::CallAnalysis call = call_of(s, {off, both});
+    EXPECT_TRUE(call.history);
+    EXPECT_TRUE(call.patched);
+    EXPECT_FALSE(call.inputs);
+
+    sieve::RowContext logprobs = context();
+    logprobs.keep_raw_logits = true;
+    EXPECT_EQ(row_of(s, both, logprobs).flags, ROW_ADJUST);
+    const sieve::CallAnalysis raw = call_of(s, {both}, logprobs);
+    EXPECT_TRUE(raw.raw_stats);
+    EXPECT_TRUE(raw.inputs);
+    EXPECT_FALSE(raw.patched);
+    logprobs.sample = false;  // a distribution has no raw_stats pass
+    EXPECT_FALSE(call_of(s, {both}, logprobs).raw_stats);
+    EXPECT_FALSE(call_of(s, {both}, logprobs).inputs);
+}
+
+} // namespace
