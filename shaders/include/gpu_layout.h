@@ -51,7 +51,7 @@ SIEVE_CONST uint FLAG_SORT_MERGE = 8u;
 // collect.comp's plain chunks keep a `need` past the register picks by a radix
 // select over the chunk (a GPU's plan: re-reads are cheap, compactions not)
 SIEVE_CONST uint FLAG_RADIX_CHUNKS = 16u;
-// CHAIN_SELECTOR's values (engine/vulkan/gpu_params.cpp: chain_selector).
+// CHAIN_SELECTOR's values (engine/vulkan/row_analysis.cpp: ChainAnalysis::selector).
 SIEVE_CONST uint SELECT_DIST = 0u;   // dist or greedy: nothing learns
 SIEVE_CONST uint SELECT_MIROSTAT = 1u;
 SIEVE_CONST uint SELECT_MIROSTAT_V2 = 2u;

@@ -96,7 +96,7 @@ layout(std430, set = 0, binding = BINDING_WIDE) coherent buffer WidePairs { uvec
 // The most temperature divisions a row's values take before the cut and in
 // all (spec constant 10: the chain's temperature samplers before its last
 // top-p | all of them << 8, each at most WIDE_MAX_DIVISIONS; the host sets it
-// per chain, gpu_recorder.cpp: wide_divisions). A division no row of the chain
+// per chain, row_analysis.cpp: ChainAnalysis::wide_divisions). A division no row of the chain
 // can take is not computed: a CPU device pays for every select's both sides
 // per logit (top_p;temperature: one division a logit instead of eight).
 layout(constant_id = SPEC_WIDE_DIVISIONS) const uint WIDE_DIVISIONS = WIDE_MAX_DIVISIONS | (WIDE_MAX_DIVISIONS << 8u);

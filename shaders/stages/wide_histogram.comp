@@ -221,7 +221,7 @@ void decide_direct(uint row, RowStats s) {
     uint o = row * ROW_STRIDE;
     uint step = row_step(row);
     float temperature = param_f(row, P_TEMPERATURE);
-    uint n_all = WIDE_ALL_DIVISIONS, n_cut = WIDE_CUT_DIVISIONS;  // the chain's (gpu_recorder.cpp: wide_divisions)
+    uint n_all = WIDE_ALL_DIVISIONS, n_cut = WIDE_CUT_DIVISIONS;  // the chain's (row_analysis.cpp: ChainAnalysis::wide_divisions)
     uint status = row_status(s);
     // The temperatures divide the survivors only (llama.cpp's array holds
     // them; the twin's rule): the maximum always survives, and divisions only
