@@ -34,6 +34,15 @@ const uint REST_MASKED = 1u;
 const uint REST_UNKNOWN = 2u;
 const uint REST_CUT = 3u;
 
+// 1 on a CPU device (EffectiveLimits::cpu_paths): top-p, min-p and the draw
+// (collect_tail.comp) decide on invocation 0 with serial loops, as before
+// the workgroup-wide versions. On lavapipe each barrier costs microseconds
+// (a switch through every SIMD batch of the workgroup) while a lone
+// invocation's loop over 40 candidates costs about as much as one: the
+// parallel forms' extra barriers (three to five per op) made the default
+// chain's collect_tail slower there. A GPU takes the parallel forms.
+layout(constant_id = SPEC_TAIL_SERIAL) const uint TAIL_SERIAL = 0u;
+
 shared uint s_n, s_rest, s_rest_kind, s_fallback, s_status;
 shared uint s_agg_ok;     // the array is still the whole row (the full-row aggregates describe it)
 shared uint s_floor_ok;   // the collect pass ran min-p's floor (collect.comp)
@@ -105,6 +114,20 @@ float array_total(uint row, uint n, float agg_mass) {
     bool rest_hides = s_rest_kind == REST_UNKNOWN || s_rest_kind == REST_CUT;
     uvec2 mass = rest_hides ? uvec2(0u) : wg_sum_u64(strided_mass(n));  // uniform: shared
     return array_total_from(row, mass, agg_mass);
+}
+
+// The same by one invocation (the serial paths, TAIL_SERIAL): a compensated
+// float sum, -1 when the rest hides it.
+float array_total_serial(uint row, uint n, float agg_mass) {
+    if (s_rest_kind == REST_UNKNOWN) {
+        bool summed = (param_u(row, P_ROW_FLAGS) & ROW_NEED_MASS) != 0u;
+        return (summed && s_agg_ok != 0u && s_tprod == param_f(row, P_AGG_T)) ? agg_mass : -1.0;
+    }
+    if (s_rest_kind == REST_CUT) return -1.0;
+    float v0 = cand_value(0u);
+    vec2 total = vec2(0.0);
+    for (uint i = 0u; i < n; ++i) ksum_add(total, cand_mass(i, v0));
+    return total.x;
 }
 
 uint array_size_known(uint n) { return n + s_rest; }  // not for REST_CUT
@@ -180,6 +203,78 @@ void keep_first(uint last) {
     } else {
         s_rest = last - n;  // REST_MASKED only
     }
+}
+
+// op_top_p by invocation 0 (TAIL_SERIAL): the cumulative sum walks the
+// canonical order in a compensated float sum.
+void op_top_p_serial(uint row, float p, uint min_keep, float agg_mass) {
+    bool deferred = (param_u(row, P_ROW_FLAGS) & ROW_DEFER_TOP_P) != 0u && s_rest_kind == REST_UNKNOWN &&
+                    pc.wide_cap > 0u && (pc.flags & FLAG_DISTRIBUTION) == 0u;
+    if (gl_LocalInvocationID.x == 0u && p < 1.0 && deferred) {
+        // The row's only cut, and nothing summed its mass: the wide passes
+        // find the cut, in the buffer or past it (wide.glsl). They need the
+        // buffer at these temperatures and its mass.
+        uint n = s_n;
+        float v0 = cand_value(0u);
+        vec2 acc = vec2(0.0);
+        uint keys = wide_cut_keys_at(row);
+        for (uint i = 0u; i < n; ++i) {
+            ksum_add(acc, cand_mass(i, v0));
+            wide[keys + i] = c_key[i];
+        }
+        s_rest_kind = REST_CUT;
+        s_agg_ok = 0u;
+        s_wide = 1u;
+        s_wide_divisions = s_divisions | WIDE_DEFERRED;
+        s_wide_kn = c_key[n - 1u];
+        s_wide_idn = c_id[n - 1u];
+        s_wide_mc = v0;
+        s_wide_rc = acc.x - acc.y;
+        float lowest = v0 + log((1.0 - p) * s_wide_rc / float(pc.vocab));
+        s_wide_lowest = lowest - 1e-4 * (abs(lowest) + 1.0);
+        s_rest_min = max(s_rest_min, s_wide_lowest);  // the survivors' lowest value (op_divide)
+    } else if (gl_LocalInvocationID.x == 0u && p < 1.0) {
+        uint n = s_n;
+        float total = array_total_serial(row, n, agg_mass);
+        if (total < 0.0) {
+            s_fallback = 1u;
+        } else {
+            float v0 = cand_value(0u), target = p * total;
+            vec2 acc = vec2(0.0);
+            uint last = 0xFFFFFFFFu;
+            for (uint i = 0u; i < n; ++i) {
+                ksum_add(acc, cand_mass(i, v0));
+                if (acc.x >= target && i + 1u >= min_keep) {
+                    last = i + 1u;
+                    break;
+                }
+            }
+            if (last != 0xFFFFFFFFu) {
+                keep_first(last);
+            } else if (s_rest_kind == REST_MASKED) {
+                // Masked members add no mass: the cut is where min_keep allows.
+                keep_first(acc.x >= target ? min(max(n + 1u, min_keep), n + s_rest) : n + s_rest);
+            } else if (s_rest_kind == REST_UNKNOWN) {
+                s_rest_kind = REST_CUT;  // the cut is past the buffer
+                s_agg_ok = 0u;
+                // The array is the whole row at these temperatures: the cut
+                // is the canonical prefix whose mass reaches `target`, which
+                // wide_histogram/wide_gather find past the buffer. Mass still
+                // needed past it, and the lowest value the cut can reach
+                // (wide.glsl: L), a little lower for rounding.
+                s_wide = 1u;
+                s_wide_divisions = s_divisions;
+                s_wide_kn = c_key[n - 1u];
+                s_wide_idn = c_id[n - 1u];
+                s_wide_mc = v0;
+                s_wide_rc = target - (acc.x - acc.y);
+                float lowest = v0 + log((1.0 - p) * total / float(pc.vocab));
+                s_wide_lowest = lowest - 1e-4 * (abs(lowest) + 1.0);
+                s_rest_min = max(s_rest_min, s_wide_lowest);  // the survivors' lowest value (op_divide)
+            }
+        }
+    }
+    barrier();
 }
 
 // llama_sampler_top_p_apply: p >= 1 no-op; the smallest canonical prefix with
@@ -272,6 +367,47 @@ void op_top_p(uint row, float p, uint min_keep, float agg_mass) {
             float lowest = v0 + log((1.0 - p) * total / float(pc.vocab));
             s_wide_lowest = lowest - 1e-4 * (abs(lowest) + 1.0);
             s_rest_min = max(s_rest_min, s_wide_lowest);  // the survivors' lowest value (op_divide)
+        }
+    }
+    barrier();
+}
+
+// op_min_p by invocation 0 (TAIL_SERIAL).
+void op_min_p_serial(float p, uint min_keep) {
+    if (gl_LocalInvocationID.x == 0u && p > 0.0) {
+        uint n = s_n;
+        float threshold = cand_value(0u) + log(p);
+        uint pass = 1u;  // the first token always matches
+        while (pass < n && cand_value(pass) >= threshold) ++pass;
+        uint keep = max(pass, max(min_keep, 1u));
+        if (s_floor_ok != 0u && s_rest_kind == REST_UNKNOWN) {
+            // The collect pass dropped logits below the floor (at or below
+            // this threshold) and logits below the need-th best of their
+            // chunk. A passing logit dropped the second way leaves a chunk
+            // with `need` passing ones, so the buffer would be full of them:
+            // if it is not (pass < n or n < need), every passing logit is
+            // here and the rest fails. Below the threshold the buffer holds
+            // whatever came before the floor rose, no prefix: min_keep cannot
+            // reach into it.
+            if (pass < n || n < s_need) {
+                s_rest = 0u;
+                s_rest_kind = REST_NONE;
+                if (keep > pass) s_fallback = 1u;
+                keep = pass;
+            } else {
+                s_fallback = 1u;
+            }
+        }
+        s_floor_ok = 0u;
+        if (pass < n || s_rest_kind == REST_NONE || s_rest_kind == REST_MASKED) {
+            if (s_rest_kind == REST_NONE || s_rest_kind == REST_MASKED) keep = min(keep, n + s_rest);
+            if (keep <= n || s_rest_kind == REST_MASKED) keep_first(keep);
+            else s_fallback = 1u;  // min_keep reaches past the buffer
+        } else {
+            s_rest_kind = REST_CUT;  // every buffered entry passes: the cut is further
+            s_agg_ok = 0u;
+            s_wide = 0u;  // two cuts past the buffer: the wide passes find one
+            if (keep > n) s_fallback = 1u;
         }
     }
     barrier();
@@ -594,9 +730,11 @@ void run_op(uint row, uint op, Agg agg, uint scratch) {
     } else if (op == OP_TOP_K) {
         op_top_k(int(param_u(row, P_TOP_K)));
     } else if (op == OP_TOP_P) {
-        op_top_p(row, param_f(row, P_TOP_P), min_keep, agg.msum);
+        if (TAIL_SERIAL != 0u) op_top_p_serial(row, param_f(row, P_TOP_P), min_keep, agg.msum);
+        else op_top_p(row, param_f(row, P_TOP_P), min_keep, agg.msum);
     } else if (op == OP_MIN_P) {
-        op_min_p(param_f(row, P_MIN_P), min_keep);
+        if (TAIL_SERIAL != 0u) op_min_p_serial(param_f(row, P_MIN_P), min_keep);
+        else op_min_p(param_f(row, P_MIN_P), min_keep);
     } else if (op == OP_TYPICAL) {
         op_typical(row, param_f(row, P_TYPICAL), min_keep, scratch);
     } else if (op == OP_TOP_N_SIGMA) {

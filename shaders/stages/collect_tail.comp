@@ -129,6 +129,54 @@ void hand_to_wide(uint row, uint n) {
     atomicMax(dispatch_args[pc.args_base + WIDE_HIST_ARGS], pc.n_chunks);
 }
 
+// The draw on a CPU device (TAIL_SERIAL): the array's exact masses in blocks
+// of `per` entries, one block an invocation; then invocation 0 finds the
+// block and the entry within it where the target falls: the serial walk's
+// entry, with the sums of whole blocks taken at once (exact integers: any
+// order gives the same). One barrier, where the workgroup-wide search takes
+// three.
+void draw_serial(uint row, uint n, bool whole, uint step, uint region) {
+    uint t = gl_LocalInvocationID.x;
+    float v0 = cand_value(0u);
+    uint per = (n + WG - 1u) / WG;
+    uint first = min(t * per, n), end = min(first + per, n);
+    uvec2 part = uvec2(0u);
+    for (uint i = first; i < end; ++i) part = u64_add(part, sieve_mass(cand_value(i), v0));
+    s_scan[t] = part;
+    barrier();
+    if (t != 0u) return;
+    float total = s_total;
+    uvec2 exact = uvec2(0u);
+    if (whole)
+        for (uint b = 0u; b < WG; ++b) exact = u64_add(exact, s_scan[b]);
+    else
+        exact = fixed40(total);
+    if (whole) total = u64_to_float(exact) * 9.094947017729282e-13;  // / 2^40
+    uvec2 target = u64_mul_u32_shr32(exact, row_uniform(row));
+    uint block = 0u;
+    for (; block < WG; ++block) {
+        if (u64_less(target, s_scan[block])) break;
+        target = u64_sub(target, s_scan[block]);
+    }
+    if (block == WG) {  // past every entry: the draw falls past the buffer (never for a whole array)
+        write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, 1u);
+        advance_step(row, step);
+        return;
+    }
+    uint token = 0xFFFFFFFFu;
+    uvec2 q = uvec2(0u);
+    for (uint i = block * per; i < min(block * per + per, n); ++i) {
+        q = sieve_mass(cand_value(i), v0);
+        token = c_id[i];
+        if (u64_less(target, q)) break;  // reached: the block's sum exceeds the target
+        target = u64_sub(target, q);
+    }
+    float p = u64_to_float(q) * 9.094947017729282e-13 / total;
+    selector_learn(row, token, p, region);
+    write_result(row, token, p, log(p), STATUS_OK, step, 1u);
+    advance_step(row, step);
+}
+
 void main() {
     uint row = pc.row_base + gl_WorkGroupID.y;
     bind_row(row);
@@ -246,6 +294,10 @@ void main() {
             write_result(row, c_id[0], 1.0, 0.0, STATUS_OK, step, 1u);
         }
         advance_step(row, step);
+        return;
+    }
+    if (TAIL_SERIAL != 0u) {  // a CPU device: invocation 0 walks the block sums (tail.glsl: TAIL_SERIAL)
+        draw_serial(row, n, whole, step, region);
         return;
     }
     // The draw: the array's exact masses in blocks of contiguous entries, one
