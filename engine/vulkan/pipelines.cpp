@@ -54,6 +54,7 @@ VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, cons
     values[SPEC_COLLECT_VARIANT] = s.collect_variant;
     values[SPEC_TEXEL_READ] = s.texel_read;
     values[SPEC_INDEXED_BINS] = device.limits().cpu_paths ? 1u : 0u;
+    values[SPEC_TAIL_SERIAL] = device.limits().cpu_paths ? 1u : 0u;
     values[SPEC_WIDE_BINS] = wide_bins(device.limits());
     values[SPEC_WIDE_DIVISIONS] = s.wide_divisions;
     values[SPEC_WIDE_DIRECT] = s.wide_direct;

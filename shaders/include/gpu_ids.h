@@ -40,6 +40,7 @@
 #define SPEC_WIDE_DIRECT 11      // wide.glsl: WIDE_DIRECT
 #define SPEC_WIDE_ROWS_X4 12     // wide_histogram.comp, wide_gather.comp: WIDE_ROWS_X4
 #define SPEC_INGEST_KIND 13      // ingest.comp: INGEST_KIND
-#define SPEC_COUNT 14
+#define SPEC_TAIL_SERIAL 14      // tail.glsl: TAIL_SERIAL
+#define SPEC_COUNT 15
 
 #endif

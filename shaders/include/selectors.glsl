@@ -27,19 +27,25 @@ float mirostat_mu(uint row) {
 // Whether the buffer holds the array's whole live part.
 bool array_whole() { return s_rest_kind == REST_NONE || s_rest_kind == REST_MASKED; }
 
-// v2: the canonical prefix whose surprise -log2(p) is at most mu, at least one.
+// v2: the canonical prefix whose surprise -log2(p) is at most mu, at least one:
+// it ends at the first entry whose surprise passes mu (the walk's rule),
+// found by the whole workgroup at once.
 void mirostat_v2_cut(uint row, float agg_mass) {
     uint n = s_n;
     float total = array_total(row, n, agg_mass);
     float mu = mirostat_mu(row);
+    float v0 = cand_value(0u);
+    wg_first_begin(n);
+    if (total >= 0.0)  // uniform
+        for (uint i = gl_LocalInvocationID.x; i < n; i += WG)
+            if (-log2(cand_mass(i, v0) / total) > mu) wg_first_offer(i);
+    uint keep = wg_first_end();
+    if (gl_LocalInvocationID.x != 0u) return;
     s_sel_mu = mu;
     if (total < 0.0) {
         s_fallback = 1u;
         return;
     }
-    float v0 = cand_value(0u);
-    uint keep = 0u;
-    while (keep < n && !(-log2(cand_mass(keep, v0) / total) > mu)) ++keep;
     if (keep == n && !array_whole()) {
         s_fallback = 1u;  // the cut may fall among entries the buffer does not hold
         return;
@@ -101,14 +107,16 @@ void mirostat_v1_cut(uint row) {
 // kept (id, p) in the row's scratch for the update.
 void adaptive_reshape(uint row, uint scratch) {
     uint t = gl_LocalInvocationID.x;
+    float target = param_f(row, P_ADAPT_TARGET);
+    // The whole workgroup sums the masses (uniform: a parameter, shared state after a barrier).
+    float array_mass = target >= 0.0 && array_whole() ? array_total(row, s_n, 0.0) : 0.0;
     if (t == 0u) {
         s_sel_adapted = -1.0;
-        float target = param_f(row, P_ADAPT_TARGET);
         if (target >= 0.0) {
             if (!array_whole()) {
                 s_fallback = 1u;  // every member's probability is needed
             } else {
-                s_total = array_total(row, s_n, 0.0);
+                s_total = array_mass;
                 s_sel_v0 = cand_value(0u);
                 uint slot = param_u(row, P_SLOT);
                 float decay = clamp(param_f(row, P_ADAPT_DECAY), 0.0, 0.99);
@@ -149,9 +157,9 @@ void selector_before_draw(uint row, float agg_mass, uint scratch) {
         adaptive_reshape(row, scratch);
         return;
     }
-    if (gl_LocalInvocationID.x == 0u && tail_live()) {
-        if (sel == SELECT_MIROSTAT_V2) mirostat_v2_cut(row, agg_mass);
-        else mirostat_v1_cut(row);
+    if (tail_live()) {  // uniform: shared, after run_chain's barrier
+        if (sel == SELECT_MIROSTAT_V2) mirostat_v2_cut(row, agg_mass);  // the whole workgroup
+        else if (gl_LocalInvocationID.x == 0u) mirostat_v1_cut(row);
     }
     barrier();
 }

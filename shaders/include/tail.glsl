@@ -15,19 +15,33 @@
 // the tests allow a difference only at a threshold, or in a dynamic
 // temperature a few float steps from the twin's.
 //
-// Every function is called by the whole workgroup; decisions are taken by
-// invocation 0 into shared memory and read after a barrier.
+// Every function is called by the whole workgroup. The work over the
+// candidates is spread over it (wg_scan.glsl): masses are exact 40-bit
+// fixed-point integers (sieve_mass), so sums and cumulative sums do not
+// depend on the order of additions; a cut is the first index any invocation
+// offers (wg_first_*). Decisions are then taken by invocation 0 into shared
+// memory and read after a barrier.
 #ifndef SIEVE_TAIL_GLSL
 #define SIEVE_TAIL_GLSL
 
 #include "bitonic.glsl"
 #include "u64.glsl"
 #include "ksum.glsl"
+#include "wg_scan.glsl"
 
 const uint REST_NONE = 0u;
 const uint REST_MASKED = 1u;
 const uint REST_UNKNOWN = 2u;
 const uint REST_CUT = 3u;
+
+// 1 on a CPU device (EffectiveLimits::cpu_paths): top-p, min-p and the draw
+// (collect_tail.comp) decide on invocation 0 with serial loops, as before
+// the workgroup-wide versions. On lavapipe each barrier costs microseconds
+// (a switch through every SIMD batch of the workgroup) while a lone
+// invocation's loop over 40 candidates costs about as much as one: the
+// parallel forms' extra barriers (three to five per op) made the default
+// chain's collect_tail slower there. A GPU takes the parallel forms.
+layout(constant_id = SPEC_TAIL_SERIAL) const uint TAIL_SERIAL = 0u;
 
 shared uint s_n, s_rest, s_rest_kind, s_fallback, s_status;
 shared uint s_agg_ok;     // the array is still the whole row (the full-row aggregates describe it)
@@ -46,24 +60,21 @@ shared float s_wide_mc, s_wide_rc, s_wide_lowest;
 
 float cand_value(uint i) { return sieve_key_value(c_key[i]); }
 
+shared uint s_unsorted;  // resort_nearly_sorted: a finite entry out of canonical order
+
 // Restores canonical order after a monotone change of the values (a division
-// by t > 0 can make equal values of different keys): insertion sort by one
-// invocation, linear on a nearly sorted array. Masked (-inf) members stay at
-// the end in whatever order: no result depends on their order.
+// by t > 0 can make equal values of different keys, never reverse two): the
+// keys stay non-increasing, so only ids within a run of equal keys can be out
+// of order. The workgroup checks each adjacent pair at once (s_unsorted, set
+// to 0 by the caller before a barrier); only a row where the change made such
+// a tie is sorted again (bitonic). Masked (-inf) members stay at the end in
+// whatever order: no result depends on their order.
 void resort_nearly_sorted(uint n) {
-    if (gl_LocalInvocationID.x == 0u) {
-        for (uint i = 1u; i < n && c_key[i] != KEY_NEG_INF; ++i) {
-            uint k = c_key[i], id = c_id[i];
-            uint j = i;
-            for (; j > 0u && canonical_after(c_key[j - 1u], c_id[j - 1u], k, id); --j) {
-                c_key[j] = c_key[j - 1u];
-                c_id[j] = c_id[j - 1u];
-            }
-            c_key[j] = k;
-            c_id[j] = id;
-        }
-    }
+    for (uint i = 1u + gl_LocalInvocationID.x; i < n; i += WG)
+        if (c_key[i] != KEY_NEG_INF && canonical_after(c_key[i - 1u], c_id[i - 1u], c_key[i], c_id[i]))
+            s_unsorted = 1u;  // benign race: every writer writes the same
     barrier();
+    if (s_unsorted != 0u) sort_prefix(n);  // uniform: shared, after a barrier
 }
 
 // Everything a sampler decides is valid only without a pending fallback.
@@ -72,10 +83,42 @@ bool tail_live() { return s_fallback == 0u && s_status == STATUS_OK; }
 // The mass of entry i relative to entry 0 (the maximum).
 float cand_mass(uint i, float v0) { return exp(cand_value(i) - v0); }
 
+// A sum of 40-bit fixed-point masses as a float (/ 2^40).
+float fixed40_value(uvec2 m) { return u64_to_float(m) * 9.094947017729282e-13; }
+
+// This invocation's share of the masses of c[0, n) relative to entry 0 (every
+// WG-th entry from its own).
+uvec2 strided_mass(uint n) {
+    float v0 = cand_value(0u);
+    uvec2 part = uvec2(0u);
+    for (uint i = gl_LocalInvocationID.x; i < n; i += WG) part = u64_add(part, sieve_mass(cand_value(i), v0));
+    return part;
+}
+
 // The array's softmax total relative to its maximum, or -1 when the rest hides
-// it (invocation 0 only). Aggregates apply while the rest is untouched and the
-// temperatures applied are the ones the mass was summed at.
+// it, given `buffer_mass`, the exact masses of the n entries (the whole
+// array's when the rest is known). Aggregates apply while the rest is
+// untouched and the temperatures applied are the ones the mass was summed at.
+float array_total_from(uint row, uvec2 buffer_mass, float agg_mass) {
+    if (s_rest_kind == REST_UNKNOWN) {
+        bool summed = (param_u(row, P_ROW_FLAGS) & ROW_NEED_MASS) != 0u;
+        return (summed && s_agg_ok != 0u && s_tprod == param_f(row, P_AGG_T)) ? agg_mass : -1.0;
+    }
+    if (s_rest_kind == REST_CUT) return -1.0;
+    return fixed40_value(buffer_mass);
+}
+
+// The same, computed by the whole workgroup (s_rest_kind read by all: call it
+// after a barrier that follows its last change); every invocation gets it.
 float array_total(uint row, uint n, float agg_mass) {
+    bool rest_hides = s_rest_kind == REST_UNKNOWN || s_rest_kind == REST_CUT;
+    uvec2 mass = rest_hides ? uvec2(0u) : wg_sum_u64(strided_mass(n));  // uniform: shared
+    return array_total_from(row, mass, agg_mass);
+}
+
+// The same by one invocation (the serial paths, TAIL_SERIAL): a compensated
+// float sum, -1 when the rest hides it.
+float array_total_serial(uint row, uint n, float agg_mass) {
     if (s_rest_kind == REST_UNKNOWN) {
         bool summed = (param_u(row, P_ROW_FLAGS) & ROW_NEED_MASS) != 0u;
         return (summed && s_agg_ok != 0u && s_tprod == param_f(row, P_AGG_T)) ? agg_mass : -1.0;
@@ -112,7 +155,10 @@ void op_divide(uint row, float temperature) {
         c_key[i] = sieve_key(x);
     }
     if (overflow) s_status = STATUS_NON_FINITE;  // benign race: every writer writes the same
-    if (t == 0u) ++s_divisions;
+    if (t == 0u) {
+        ++s_divisions;
+        s_unsorted = 0u;  // resort_nearly_sorted's flag
+    }
     barrier();
     if (t == 0u && s_rest_kind != REST_NONE && s_rest_kind != REST_MASKED) {
         // The rest's values are divided too: its extreme must not overflow.
@@ -159,9 +205,9 @@ void keep_first(uint last) {
     }
 }
 
-// llama_sampler_top_p_apply: p >= 1 no-op; the smallest canonical prefix with
-// cumulative probability >= p and at least min_keep entries.
-void op_top_p(uint row, float p, uint min_keep, float agg_mass) {
+// op_top_p by invocation 0 (TAIL_SERIAL): the cumulative sum walks the
+// canonical order in a compensated float sum.
+void op_top_p_serial(uint row, float p, uint min_keep, float agg_mass) {
     bool deferred = (param_u(row, P_ROW_FLAGS) & ROW_DEFER_TOP_P) != 0u && s_rest_kind == REST_UNKNOWN &&
                     pc.wide_cap > 0u && (pc.flags & FLAG_DISTRIBUTION) == 0u;
     if (gl_LocalInvocationID.x == 0u && p < 1.0 && deferred) {
@@ -189,7 +235,7 @@ void op_top_p(uint row, float p, uint min_keep, float agg_mass) {
         s_rest_min = max(s_rest_min, s_wide_lowest);  // the survivors' lowest value (op_divide)
     } else if (gl_LocalInvocationID.x == 0u && p < 1.0) {
         uint n = s_n;
-        float total = array_total(row, n, agg_mass);
+        float total = array_total_serial(row, n, agg_mass);
         if (total < 0.0) {
             s_fallback = 1u;
         } else {
@@ -231,9 +277,103 @@ void op_top_p(uint row, float p, uint min_keep, float agg_mass) {
     barrier();
 }
 
-// llama_sampler_min_p_apply: p <= 0 no-op; keep logit >= max + logf(p), at
-// least max(1, min_keep) entries (its sorted fallback).
-void op_min_p(float p, uint min_keep) {
+// llama_sampler_top_p_apply: p >= 1 no-op; the smallest canonical prefix with
+// cumulative probability >= p and at least min_keep entries. The cumulative
+// masses are exact fixed-point sums (a prefix sum over the workgroup's
+// blocks): the cut is the first entry where the sum reaches the target, with
+// the target in the same fixed point.
+void op_top_p(uint row, float p, uint min_keep, float agg_mass) {
+    if (!(p < 1.0)) return;  // uniform
+    uint t = gl_LocalInvocationID.x;
+    bool deferred = (param_u(row, P_ROW_FLAGS) & ROW_DEFER_TOP_P) != 0u && s_rest_kind == REST_UNKNOWN &&
+                    pc.wide_cap > 0u && (pc.flags & FLAG_DISTRIBUTION) == 0u;  // uniform: shared
+    uint n = s_n;
+    float v0 = cand_value(0u);
+    uint first, end;
+    wg_block(n, first, end);
+    uvec2 part = uvec2(0u);
+    for (uint i = first; i < end; ++i) part = u64_add(part, sieve_mass(cand_value(i), v0));
+    if (t == 0u) s_first = 0xFFFFFFFFu;  // ordered before the offers by the scan's barriers
+    uvec2 mass;
+    uvec2 before = wg_exclusive_u64(part, mass);
+    if (deferred) {
+        // The row's only cut, and nothing summed its mass: the wide passes
+        // find the cut, in the buffer or past it (wide.glsl). They need the
+        // buffer at these temperatures and its mass.
+        uint keys = wide_cut_keys_at(row);
+        for (uint i = t; i < n; i += WG) wide[keys + i] = c_key[i];
+        if (t == 0u) {
+            s_rest_kind = REST_CUT;
+            s_agg_ok = 0u;
+            s_wide = 1u;
+            s_wide_divisions = s_divisions | WIDE_DEFERRED;
+            s_wide_kn = c_key[n - 1u];
+            s_wide_idn = c_id[n - 1u];
+            s_wide_mc = v0;
+            s_wide_rc = fixed40_value(mass);
+            float lowest = v0 + log((1.0 - p) * s_wide_rc / float(pc.vocab));
+            s_wide_lowest = lowest - 1e-4 * (abs(lowest) + 1.0);
+            s_rest_min = max(s_rest_min, s_wide_lowest);  // the survivors' lowest value (op_divide)
+        }
+        barrier();
+        return;
+    }
+    float total = array_total_from(row, mass, agg_mass);
+    if (total < 0.0) {  // uniform: every invocation has the same total
+        if (t == 0u) s_fallback = 1u;
+        barrier();
+        return;
+    }
+    float target_f = p * total;
+    uvec2 target = fixed40(max(target_f, 0.0));
+    // The first entry where the cumulative mass reaches the target: in the
+    // first block whose end reaches it (a later block's first entry offers
+    // too; the smallest wins).
+    if (!u64_less(u64_add(before, part), target)) {
+        uvec2 acc = before;
+        for (uint i = first; i < end; ++i) {
+            acc = u64_add(acc, sieve_mass(cand_value(i), v0));
+            if (!u64_less(acc, target)) {
+                wg_first_offer(i);
+                break;
+            }
+        }
+    }
+    uint reach = wg_first_end();
+    if (t == 0u) {
+        // The walk's rule: the first i with cum >= target and i + 1 >= min_keep;
+        // cumulative sums only grow, so past min_keep it is the first reach.
+        uint last = reach < n ? max(reach + 1u, min_keep) : 0xFFFFFFFFu;
+        bool reached = !u64_less(mass, target);
+        if (last <= n) {
+            keep_first(last);
+        } else if (s_rest_kind == REST_MASKED) {
+            // Masked members add no mass: the cut is where min_keep allows.
+            keep_first(reached ? min(max(n + 1u, min_keep), n + s_rest) : n + s_rest);
+        } else if (s_rest_kind == REST_UNKNOWN) {
+            s_rest_kind = REST_CUT;  // the cut is past the buffer
+            s_agg_ok = 0u;
+            // The array is the whole row at these temperatures: the cut
+            // is the canonical prefix whose mass reaches `target`, which
+            // wide_histogram/wide_gather find past the buffer. Mass still
+            // needed past it, and the lowest value the cut can reach
+            // (wide.glsl: L), a little lower for rounding.
+            s_wide = 1u;
+            s_wide_divisions = s_divisions;
+            s_wide_kn = c_key[n - 1u];
+            s_wide_idn = c_id[n - 1u];
+            s_wide_mc = v0;
+            s_wide_rc = target_f - fixed40_value(mass);
+            float lowest = v0 + log((1.0 - p) * total / float(pc.vocab));
+            s_wide_lowest = lowest - 1e-4 * (abs(lowest) + 1.0);
+            s_rest_min = max(s_rest_min, s_wide_lowest);  // the survivors' lowest value (op_divide)
+        }
+    }
+    barrier();
+}
+
+// op_min_p by invocation 0 (TAIL_SERIAL).
+void op_min_p_serial(float p, uint min_keep) {
     if (gl_LocalInvocationID.x == 0u && p > 0.0) {
         uint n = s_n;
         float threshold = cand_value(0u) + log(p);
@@ -273,15 +413,87 @@ void op_min_p(float p, uint min_keep) {
     barrier();
 }
 
+// llama_sampler_min_p_apply: p <= 0 no-op; keep logit >= max + logf(p), at
+// least max(1, min_keep) entries (its sorted fallback). The passing entries
+// are the ones before the first failing one after entry 0 (the walk's rule),
+// found by every invocation at once.
+void op_min_p(float p, uint min_keep) {
+    if (!(p > 0.0)) return;  // uniform
+    uint n = s_n;
+    float threshold = cand_value(0u) + log(p);
+    wg_first_begin(max(n, 1u));  // the first token always matches
+    for (uint i = 1u + gl_LocalInvocationID.x; i < n; i += WG)
+        if (!(cand_value(i) >= threshold)) wg_first_offer(i);
+    uint pass = wg_first_end();
+    if (gl_LocalInvocationID.x == 0u) {
+        uint keep = max(pass, max(min_keep, 1u));
+        if (s_floor_ok != 0u && s_rest_kind == REST_UNKNOWN) {
+            // The collect pass dropped logits below the floor (at or below
+            // this threshold) and logits below the need-th best of their
+            // chunk. A passing logit dropped the second way leaves a chunk
+            // with `need` passing ones, so the buffer would be full of them:
+            // if it is not (pass < n or n < need), every passing logit is
+            // here and the rest fails. Below the threshold the buffer holds
+            // whatever came before the floor rose, no prefix: min_keep cannot
+            // reach into it.
+            if (pass < n || n < s_need) {
+                s_rest = 0u;
+                s_rest_kind = REST_NONE;
+                if (keep > pass) s_fallback = 1u;
+                keep = pass;
+            } else {
+                s_fallback = 1u;
+            }
+        }
+        s_floor_ok = 0u;
+        if (pass < n || s_rest_kind == REST_NONE || s_rest_kind == REST_MASKED) {
+            if (s_rest_kind == REST_NONE || s_rest_kind == REST_MASKED) keep = min(keep, n + s_rest);
+            if (keep <= n || s_rest_kind == REST_MASKED) keep_first(keep);
+            else s_fallback = 1u;  // min_keep reaches past the buffer
+        } else {
+            s_rest_kind = REST_CUT;  // every buffered entry passes: the cut is further
+            s_agg_ok = 0u;
+            s_wide = 0u;  // two cuts past the buffer: the wide passes find one
+            if (keep > n) s_fallback = 1u;
+        }
+    }
+    barrier();
+}
+
 // llama_sampler_top_n_sigma_apply: n <= 0 or size <= 1 no-op; mask (-inf) the
 // logits below max - n * sigma (mean and sigma over the finite logits).
 void op_top_n_sigma(float nsig, Agg agg) {
     uint t = gl_LocalInvocationID.x;
+    uint n = s_n;
+    bool tiny = s_rest_kind != REST_CUT && n + s_rest <= 1u;
+    bool applies = nsig > 0.0 && !tiny;  // uniform: shared, after a barrier
+    // The array's own mean and sigma when every member is known: two
+    // compensated sums over the workgroup (the twin sums in double).
+    float local_mean = 0.0, local_sigma = 0.0, local_count = 0.0;
+    if (applies && (s_rest_kind == REST_NONE || s_rest_kind == REST_MASKED)) {
+        vec2 sum = vec2(0.0);
+        uint count = 0u;
+        for (uint i = t; i < n; i += WG) {
+            float v = cand_value(i);
+            if (isinf(v)) continue;
+            ksum_add(sum, v);
+            ++count;
+        }
+        float total = wg_sum_ksum(sum);
+        local_count = float(wg_sum_u64(uvec2(count, 0u)).x);
+        local_mean = local_count > 0.0 ? total / local_count : 0.0;
+        vec2 acc = vec2(0.0);
+        for (uint i = t; i < n; i += WG) {
+            float v = cand_value(i);
+            if (isinf(v)) continue;
+            ksum_add(acc, (v - local_mean) * (v - local_mean));
+        }
+        float m2 = wg_sum_ksum(acc);
+        local_sigma = local_count > 0.0 ? sqrt(m2 / local_count) : 0.0;
+    }
     if (t == 0u) {
         s_total = NEG_INF;  // the threshold, -inf = nothing to do
-        uint n = s_n;
-        bool tiny = s_rest_kind != REST_CUT && n + s_rest <= 1u;
-        if (nsig > 0.0 && !tiny) {
+        if (applies) {
             float mean, sigma;
             bool ok = true;
             if (s_rest_kind == REST_UNKNOWN) {
@@ -291,23 +503,9 @@ void op_top_n_sigma(float nsig, Agg agg) {
             } else if (s_rest_kind == REST_CUT) {
                 ok = false;
             } else {
-                float sum = 0.0, count = 0.0;
-                for (uint i = 0u; i < n; ++i) {
-                    float v = cand_value(i);
-                    if (isinf(v)) continue;
-                    sum += v;
-                    count += 1.0;
-                }
-                mean = count > 0.0 ? sum / count : 0.0;
-                float acc = 0.0;
-                for (uint i = 0u; i < n; ++i) {
-                    float v = cand_value(i);
-                    if (isinf(v)) continue;
-                    acc += (v - mean) * (v - mean);
-                }
-                sigma = count > 0.0 ? sqrt(acc / count) : 0.0;
-                ok = count > 0.0;
-                if (count == 0.0) ok = false;
+                mean = local_mean;
+                sigma = local_sigma;
+                ok = local_count > 0.0;
             }
             if (!ok && s_rest_kind != REST_NONE && s_rest_kind != REST_MASKED) s_fallback = 1u;
             if (ok) {
@@ -334,90 +532,95 @@ void op_top_n_sigma(float nsig, Agg agg) {
 // of the leading entries with p >= threshold, when min_keep allows.
 void op_xtc(uint row, float probability, float threshold, uint min_keep, uint coin_u32, float agg_mass) {
     uint t = gl_LocalInvocationID.x;
-    if (t == 0u) {
-        s_total = 0.0;  // entries to drop
-        uint n = s_n;
-        bool small = s_rest_kind != REST_CUT && n + s_rest < 2u;
-        float coin = float(coin_u32) * 2.3283064365386963e-10;
-        if (!(probability <= 0.0 || threshold > 0.5 || small || coin > probability)) {
-            float total = array_total(row, n, agg_mass);
-            if (total < 0.0) {
-                s_fallback = 1u;
-            } else {
-                float v0 = cand_value(0u);
-                uint pos_last = 0u;
-                bool to_end = true;
-                for (uint i = 0u; i < n; ++i) {
-                    if (cand_mass(i, v0) >= threshold * total) {
-                        pos_last = i;
-                    } else {
-                        to_end = false;
-                        break;
-                    }
-                }
-                if (to_end && s_rest_kind == REST_UNKNOWN) {
-                    s_fallback = 1u;  // the leading run may go on past the buffer
-                } else if (n + s_rest - pos_last >= min_keep && pos_last > 0u) {
-                    s_total = float(pos_last);
-                    s_agg_ok = 0u;  // the full-row mass no longer describes the array
-                }
-            }
+    uint n = s_n;
+    bool small = s_rest_kind != REST_CUT && n + s_rest < 2u;
+    float coin = float(coin_u32) * 2.3283064365386963e-10;
+    if (probability <= 0.0 || threshold > 0.5 || small || coin > probability) return;  // uniform: shared, after a barrier
+    float total = array_total(row, n, agg_mass);
+    if (total < 0.0) {  // uniform
+        if (t == 0u) s_fallback = 1u;
+        barrier();
+        return;
+    }
+    // The leading run of entries with p >= threshold ends before the first
+    // entry that fails (the walk's rule), found by every invocation at once.
+    float v0 = cand_value(0u);
+    wg_first_begin(n);
+    for (uint i = t; i < n; i += WG)
+        if (!(cand_mass(i, v0) >= threshold * total)) wg_first_offer(i);
+    uint fails = wg_first_end();
+    bool to_end = fails == n;
+    uint pos_last = fails == 0u ? 0u : fails - 1u;
+    uint drop = 0u;
+    if (to_end && s_rest_kind == REST_UNKNOWN) {
+        if (t == 0u) s_fallback = 1u;  // the leading run may go on past the buffer
+    } else if (n + s_rest - pos_last >= min_keep && pos_last > 0u) {
+        drop = pos_last;
+    }
+    // The shift, WG entries at a time: each reads its entry, then (after a
+    // barrier) writes it; a later round reads only entries no round wrote.
+    for (uint base = 0u; base + drop < n && drop > 0u; base += WG) {
+        uint i = base + t;
+        bool moves = i + drop < n;
+        uint k = 0u, id = 0u;
+        if (moves) {
+            k = c_key[i + drop];
+            id = c_id[i + drop];
+        }
+        barrier();
+        if (moves) {
+            c_key[i] = k;
+            c_id[i] = id;
         }
     }
-    barrier();
-    uint drop = uint(s_total);
-    if (drop > 0u && t == 0u) {
-        uint n = s_n;
-        for (uint i = 0u; i + drop < n; ++i) {
-            c_key[i] = c_key[i + drop];
-            c_id[i] = c_id[i + drop];
-        }
+    if (t == 0u && drop > 0u) {
         s_n = n - drop;
+        s_agg_ok = 0u;  // the full-row mass no longer describes the array
     }
     barrier();
 }
 
-// Probability and entropy over the whole array (invocation 0): every member
-// known (REST_NONE or REST_MASKED, whose members have p = 0). The sum is
-// compensated: tie groups add the same term hundreds of times, whose rounding
-// errors in a plain float sum do not cancel (2048 tied logits once moved the
-// entropy, and dynamic temperature with it, by 3e-5 relative).
+// Probability and entropy over the whole array (the whole workgroup; every
+// invocation gets it): every member known (REST_NONE or REST_MASKED, whose
+// members have p = 0). The sums are compensated: tie groups add the same term
+// hundreds of times, whose rounding errors in a plain float sum do not cancel
+// (2048 tied logits once moved the entropy, and dynamic temperature with it,
+// by 3e-5 relative).
 float array_entropy(uint n, float total) {
     float v0 = cand_value(0u);
     vec2 h = vec2(0.0);
-    for (uint i = 0u; i < n; ++i) {
+    for (uint i = gl_LocalInvocationID.x; i < n; i += WG) {
         float q = cand_mass(i, v0) / total;
         // A subnormal p counts as 0 on every device (the twin's rule: dynatemp.cpp).
         if (q >= FLT_MIN_NORMAL) ksum_add(h, -q * log(q));
     }
-    return h.x;
+    return wg_sum_ksum(h);
 }
 
 // llama_sampler_typical_apply (with the twin's 0 * log 0 = 0): rank by
 // |-log p - H|, keep until the cumulative probability is > p with at least
 // min_keep entries. Ranking sorts (score, canonical index) in c_key/c_id; the
-// entries wait in the row's scratch (candidates buffer) meanwhile.
+// entries wait in the row's scratch (candidates buffer) meanwhile. The
+// cumulative probability is an exact fixed-point prefix sum of the masses in
+// score order, compared with p * total in the same fixed point.
 void op_typical(uint row, float p, uint min_keep, uint scratch) {
     uint t = gl_LocalInvocationID.x;
     if (!(p < 1.0)) return;  // uniform
-    if (t == 0u) {
-        s_total = -1.0;
-        if (s_rest_kind == REST_UNKNOWN || s_rest_kind == REST_CUT) s_fallback = 1u;
-        else s_total = array_total(row, s_n, 0.0);
+    if (s_rest_kind == REST_UNKNOWN || s_rest_kind == REST_CUT) {  // uniform: shared, after a barrier
+        if (t == 0u) s_fallback = 1u;
+        barrier();
+        return;
     }
-    barrier();
-    if (s_fallback != 0u) return;  // uniform
     uint n = s_n;
-    float total = s_total;
+    float total = array_total(row, n, 0.0);
     float v0 = cand_value(0u);
-    if (t == 0u) s_rest_min = array_entropy(n, total);  // scratch: H (s_rest_min unused without a rest)
+    float h = array_entropy(n, total);
     for (uint i = t; i < n; i += WG) {
         candidates[scratch + 2u * i] = c_key[i];
         candidates[scratch + 2u * i + 1u] = c_id[i];
     }
     memoryBarrierBuffer();
     barrier();
-    float h = s_rest_min;
     for (uint i = t; i < n; i += WG) {
         float q = cand_mass(i, v0) / total;
         // Ascending score = descending key of its complement; p = 0 ranks last.
@@ -426,22 +629,35 @@ void op_typical(uint row, float p, uint min_keep, uint scratch) {
     }
     barrier();
     sort_prefix(n);
-    if (t == 0u) {
-        vec2 acc = vec2(0.0);
-        uint last = 0xFFFFFFFFu;
-        for (uint j = 0u; j < n; ++j) {
-            uint idx = c_id[j];
-            ksum_add(acc, exp(sieve_key_value(candidates[scratch + 2u * idx]) - v0) / total);
-            float cum = acc.x;
-            if (cum > p && (min_keep == 0u || j + 1u >= min_keep)) {
-                last = j + 1u;
+    uint first, end;
+    wg_block(n, first, end);
+    uvec2 part = uvec2(0u);
+    for (uint j = first; j < end; ++j)
+        part = u64_add(part, sieve_mass(sieve_key_value(candidates[scratch + 2u * c_id[j]]), v0));
+    if (t == 0u) s_first = 0xFFFFFFFFu;  // ordered before the offers by the scan's barriers
+    uvec2 mass;
+    uvec2 before = wg_exclusive_u64(part, mass);
+    uvec2 target = fixed40(max(p * total, 0.0));
+    // The first j where the cumulative mass passes the target.
+    if (u64_less(target, u64_add(before, part))) {
+        uvec2 acc = before;
+        for (uint j = first; j < end; ++j) {
+            acc = u64_add(acc, sieve_mass(sieve_key_value(candidates[scratch + 2u * c_id[j]]), v0));
+            if (u64_less(target, acc)) {
+                wg_first_offer(j);
                 break;
             }
         }
-        if (last == 0xFFFFFFFFu) {
+    }
+    uint over = wg_first_end();
+    if (t == 0u) {
+        // The walk's rule: the first j with cum > p and j + 1 >= min_keep;
+        // cumulative sums only grow, so past min_keep it is the first one over.
+        uint last = over < n ? max(over + 1u, min_keep) : 0xFFFFFFFFu;
+        if (last > n) {
             // Into the masked rest (p = 0 members, ranked last), or everything.
             uint size = n + s_rest;
-            last = acc.x > p ? min(max(n + 1u, min_keep), size) : size;
+            last = u64_less(target, mass) ? min(max(n + 1u, min_keep), size) : size;
         }
         s_total = float(last);
     }
@@ -470,20 +686,20 @@ void op_typical(uint row, float p, uint min_keep, uint scratch) {
 // members count); no-op with one entry. Then the division (or greedy masking).
 void op_dynatemp(uint row, float temperature, float range, float exponent) {
     uint t = gl_LocalInvocationID.x;
+    bool rest_hides = s_rest_kind == REST_UNKNOWN || s_rest_kind == REST_CUT;  // uniform: shared, after a barrier
+    uint n = s_n, size = n + s_rest;
+    float h = 0.0;
+    if (!rest_hides && size > 1u) h = array_entropy(n, array_total(row, n, 0.0));
     if (t == 0u) {
         s_wide = 0u;  // its divisor is not the row's temperature
         s_total = NEG_INF;  // no-op marker
-        if (s_rest_kind == REST_UNKNOWN || s_rest_kind == REST_CUT) {
+        if (rest_hides) {
             s_fallback = 1u;
-        } else {
-            uint n = s_n, size = n + s_rest;
-            if (size > 1u) {
-                float min_t = max(0.0, temperature - range), max_t = temperature + range;
-                float h = array_entropy(n, array_total(row, n, 0.0));
-                float base = h / log(float(size));
-                float f = base > 0.0 ? pow(base, exponent) : (exponent > 0.0 ? 0.0 : (exponent == 0.0 ? 1.0 : uintBitsToFloat(0x7F800000u)));
-                s_total = min_t + (max_t - min_t) * f;
-            }
+        } else if (size > 1u) {
+            float min_t = max(0.0, temperature - range), max_t = temperature + range;
+            float base = h / log(float(size));
+            float f = base > 0.0 ? pow(base, exponent) : (exponent > 0.0 ? 0.0 : (exponent == 0.0 ? 1.0 : uintBitsToFloat(0x7F800000u)));
+            s_total = min_t + (max_t - min_t) * f;
         }
     }
     barrier();
@@ -514,9 +730,11 @@ void run_op(uint row, uint op, Agg agg, uint scratch) {
     } else if (op == OP_TOP_K) {
         op_top_k(int(param_u(row, P_TOP_K)));
     } else if (op == OP_TOP_P) {
-        op_top_p(row, param_f(row, P_TOP_P), min_keep, agg.msum);
+        if (TAIL_SERIAL != 0u) op_top_p_serial(row, param_f(row, P_TOP_P), min_keep, agg.msum);
+        else op_top_p(row, param_f(row, P_TOP_P), min_keep, agg.msum);
     } else if (op == OP_MIN_P) {
-        op_min_p(param_f(row, P_MIN_P), min_keep);
+        if (TAIL_SERIAL != 0u) op_min_p_serial(param_f(row, P_MIN_P), min_keep);
+        else op_min_p(param_f(row, P_MIN_P), min_keep);
     } else if (op == OP_TYPICAL) {
         op_typical(row, param_f(row, P_TYPICAL), min_keep, scratch);
     } else if (op == OP_TOP_N_SIGMA) {

@@ -20,7 +20,6 @@
 // STATUS_FALLBACK, step, count x (id, p bits)] in canonical order.
 layout(std430, set = 0, binding = BINDING_OUTPUT) writeonly buffer DistOut { uint dist_out[]; };
 
-shared uvec2 s_part[WG];  // the draw's block sums
 shared uint s_at[MAX_ROW_CHUNKS], s_len[MAX_ROW_CHUNKS];  // the merge's lists
 shared uint s_from[MAX_ROW_CHUNKS + 1u];  // sort_chunk_lists: where each list's entries start, counted in order
 
@@ -176,8 +175,9 @@ void write_distribution(uint row, uint n, float total, uint step) {
     }
     bool greedy = (pc.flags & FLAG_GREEDY) != 0u;
     float v0 = cand_value(0u);
-    uint count = 0u;
-    for (uint i = 0u; i < n; ++i) count += (greedy ? i == 0u : c_key[i] != KEY_NEG_INF) ? 1u : 0u;
+    uint finite = 0u;
+    for (uint i = t; i < n; i += WG) finite += c_key[i] != KEY_NEG_INF ? 1u : 0u;
+    uint count = greedy ? min(n, 1u) : wg_sum_u64(uvec2(finite, 0u)).x;  // uniform: the flags
     if (t == 0u) {
         dist_out[base] = count;
         dist_out[base + 1u] = step;
@@ -199,10 +199,9 @@ void hand_to_wide(uint row, uint n) {
         wide[buf + 2u * i] = c_key[i];
         wide[buf + 2u * i + 1u] = c_id[i];
     }
+    uvec2 bd = wg_sum_u64(strided_mass(n));
     if (t != 0u) return;
     float v0 = cand_value(0u);
-    uvec2 bd = uvec2(0u);
-    for (uint i = 0u; i < n; ++i) bd = u64_add(bd, sieve_mass(cand_value(i), v0));
     float vn = sieve_key_value(s_wide_kn);
     float lowest = min(s_wide_lowest, vn);
     float scale = wide_scale(vn - lowest, max(abs(vn), abs(lowest)), false);  // the bins' grid (wide.glsl: wide_bin)
@@ -222,6 +221,54 @@ void hand_to_wide(uint row, uint n) {
     // The wide passes split a row into the slots' chunks (gpu_plan.hpp:
     // wide_chunk_size), whatever the collect pass did.
     atomicMax(dispatch_args[pc.args_base + WIDE_HIST_ARGS], pc.n_chunks);
+}
+
+// The draw on a CPU device (TAIL_SERIAL): the array's exact masses in blocks
+// of `per` entries, one block an invocation; then invocation 0 finds the
+// block and the entry within it where the target falls: the serial walk's
+// entry, with the sums of whole blocks taken at once (exact integers: any
+// order gives the same). One barrier, where the workgroup-wide search takes
+// three.
+void draw_serial(uint row, uint n, bool whole, uint step, uint region) {
+    uint t = gl_LocalInvocationID.x;
+    float v0 = cand_value(0u);
+    uint per = (n + WG - 1u) / WG;
+    uint first = min(t * per, n), end = min(first + per, n);
+    uvec2 part = uvec2(0u);
+    for (uint i = first; i < end; ++i) part = u64_add(part, sieve_mass(cand_value(i), v0));
+    s_scan[t] = part;
+    barrier();
+    if (t != 0u) return;
+    float total = s_total;
+    uvec2 exact = uvec2(0u);
+    if (whole)
+        for (uint b = 0u; b < WG; ++b) exact = u64_add(exact, s_scan[b]);
+    else
+        exact = fixed40(total);
+    if (whole) total = u64_to_float(exact) * 9.094947017729282e-13;  // / 2^40
+    uvec2 target = u64_mul_u32_shr32(exact, row_uniform(row));
+    uint block = 0u;
+    for (; block < WG; ++block) {
+        if (u64_less(target, s_scan[block])) break;
+        target = u64_sub(target, s_scan[block]);
+    }
+    if (block == WG) {  // past every entry: the draw falls past the buffer (never for a whole array)
+        write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, 1u);
+        advance_step(row, step);
+        return;
+    }
+    uint token = 0xFFFFFFFFu;
+    uvec2 q = uvec2(0u);
+    for (uint i = block * per; i < min(block * per + per, n); ++i) {
+        q = sieve_mass(cand_value(i), v0);
+        token = c_id[i];
+        if (u64_less(target, q)) break;  // reached: the block's sum exceeds the target
+        target = u64_sub(target, q);
+    }
+    float p = u64_to_float(q) * 9.094947017729282e-13 / total;
+    selector_learn(row, token, p, region);
+    write_result(row, token, p, log(p), STATUS_OK, step, 1u);
+    advance_step(row, step);
 }
 
 void main() {
@@ -314,13 +361,15 @@ void main() {
     bool listing = (pc.flags & FLAG_DISTRIBUTION) != 0u;
     // The float total: the distribution's, or the draw's past the buffer (a
     // whole array's draw sums exact masses below instead).
-    if (t == 0u && tail_live() && !greedy && (listing || !whole)) {
+    if (tail_live() && !greedy && (listing || !whole)) {  // uniform: shared, after a barrier
         float total = array_total(row, n, a.msum);
-        if (total < 0.0) s_fallback = 1u;
-        // A listing names every survivor: with survivors past the buffer
-        // (no cut bounds the array) the twin lists them.
-        if (listing && !whole) s_fallback = 1u;
-        s_total = total;
+        if (t == 0u) {
+            if (total < 0.0) s_fallback = 1u;
+            // A listing names every survivor: with survivors past the buffer
+            // (no cut bounds the array) the twin lists them.
+            if (listing && !whole) s_fallback = 1u;
+            s_total = total;
+        }
     }
     barrier();
     if (listing) {
@@ -343,39 +392,39 @@ void main() {
         advance_step(row, step);
         return;
     }
-    // The draw: the array's exact masses in blocks of `per` entries, one block
-    // an invocation; then invocation 0 finds the block and the entry within
-    // it where the target falls: the serial walk's entry, with the sums of
-    // whole blocks taken at once (exact integers: any order gives the same).
+    if (TAIL_SERIAL != 0u) {  // a CPU device: invocation 0 walks the block sums (tail.glsl: TAIL_SERIAL)
+        draw_serial(row, n, whole, step, region);
+        return;
+    }
+    // The draw: the array's exact masses in blocks of contiguous entries, one
+    // block an invocation, and their prefix sums over the workgroup
+    // (wg_scan.glsl); the invocation whose block holds the target walks it:
+    // the serial walk's entry, with the sums of whole blocks taken at once
+    // (exact integers: any order gives the same).
     float v0 = cand_value(0u);
-    uint per = (n + WG - 1u) / WG;
-    uint first = min(t * per, n), end = min(first + per, n);
+    uint first, end;
+    wg_block(n, first, end);
     uvec2 part = uvec2(0u);
     for (uint i = first; i < end; ++i) part = u64_add(part, sieve_mass(cand_value(i), v0));
-    s_part[t] = part;
-    barrier();
-    if (t != 0u) return;
+    uvec2 sum;
+    uvec2 before = wg_exclusive_u64(part, sum);
     float total = s_total;
-    uvec2 exact = uvec2(0u);
-    if (whole)
-        for (uint b = 0u; b < WG; ++b) exact = u64_add(exact, s_part[b]);
-    else
-        exact = fixed40(total);
-    if (whole) total = u64_to_float(exact) * 9.094947017729282e-13;  // / 2^40
-    uvec2 target = u64_mul_u32_shr32(exact, row_uniform(row));
-    uint block = 0u;
-    for (; block < WG; ++block) {
-        if (u64_less(target, s_part[block])) break;
-        target = u64_sub(target, s_part[block]);
-    }
-    if (block == WG) {  // past every entry: the draw falls past the buffer (never for a whole array)
+    uvec2 exact = whole ? sum : fixed40(total);
+    if (whole) total = fixed40_value(sum);
+    // The uniform of `step`, read before any invocation advanced it (not
+    // row_uniform: the invocation that draws writes the slot's step).
+    uvec2 target = u64_mul_u32_shr32(exact, sieve_uniform_u32(param_u(row, P_SEED), step, param_u(row, P_DRAW)));
+    if (!u64_less(target, sum)) {  // past every entry: the draw falls past the buffer (never for a whole array)
+        if (t != 0u) return;
         write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, 1u);
         advance_step(row, step);
         return;
     }
+    if (u64_less(target, before) || !u64_less(target, u64_add(before, part))) return;  // another block holds it
+    target = u64_sub(target, before);
     uint token = 0xFFFFFFFFu;
     uvec2 q = uvec2(0u);
-    for (uint i = block * per; i < min(block * per + per, n); ++i) {
+    for (uint i = first; i < end; ++i) {
         q = sieve_mass(cand_value(i), v0);
         token = c_id[i];
         if (u64_less(target, q)) break;  // reached: the block's sum exceeds the target
