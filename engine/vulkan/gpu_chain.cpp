@@ -129,7 +129,7 @@ void GpuChain::arm_collect(const Recording& rec) {
 }
 
 void GpuChain::account(const Recording& rec, bool ingest) {
-    counters_.count_recording(rec.plan, rec.groups, static_cast<const uint32_t*>(buffers_.args_readback.mapped));
+    counters_.count_recording(rec.plan, rec.groups, buffers_.args_for_host());
     if (ingest) counters_.count_ingest(ingest_dispatches(rec.key.rows));
     // A distribution's rows are counted at the plan's minimum (the indirect
     // levels it may add are not seen).

@@ -178,11 +178,12 @@ ChainBuffers::ChainBuffers(Device& device, Pipelines& pipelines, const ChainConf
                                          HostAccess::None, allocations_);
         // Written by each level's decision (scan.glsl, shader atomics: kept in
         // device memory) and by the host (arm_collect), read by
-        // vkCmdDispatchIndirect; copied at the end of each call into
-        // args_readback, where the host counts the dispatches that ran (a
-        // few words a call: on a discrete GPU a host read of device-local
-        // memory is an uncached PCIe round trip, about 0.9 us a word on the
-        // H200).
+        // vkCmdDispatchIndirect. On a GPU's plan it is copied at the end of
+        // each call into args_readback, where the host counts the dispatches
+        // that ran (a few words a call: on a discrete GPU a host read of
+        // device-local memory is an uncached PCIe round trip, about 0.9 us a
+        // word on the H200); a CPU device's plan reads it where it is
+        // (args_for_host).
         dispatch_args = device_.create_buffer(rows * GROUP_ARGS_WORDS * 4,
                                               storage | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT |
                                                   VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT,

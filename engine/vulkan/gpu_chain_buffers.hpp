@@ -110,6 +110,13 @@ public:
     Buffer logits, staging, params, chunk_stats, row_state, slot_state, histograms, candidates, results;
     Buffer placeholder, probabilities, dispatch_args, inputs, wide, adjust;
     Buffer args_readback;  // dispatch_args as the call's dispatches ran it, in host-cached memory
+    // Where the host reads the indirect arguments a call ran with: the copy
+    // on a GPU's plan (the recording makes it: gpu_recorder.cpp), else the
+    // arguments themselves (a CPU device's memory is the host's).
+    bool args_copied() const { return limits_.plan_type != SIEVE_DEVICE_CPU; }
+    const uint32_t* args_for_host() const {
+        return static_cast<const uint32_t*>(args_copied() ? args_readback.mapped : dispatch_args.mapped);
+    }
 
 private:
     void release();

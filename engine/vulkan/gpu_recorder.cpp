@@ -157,19 +157,25 @@ void Recorder::emit(VkCommandBuffer cmd, const Recording& rec) const {
             if (key.timestamps) vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries, query++);
         }
     }
-    // The indirect arguments the dispatches ran with, for the host's count
-    // (Submitter::account), copied where the host reads them cached.
-    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-    barrier.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
-    vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier,
-                            0, nullptr, 0, nullptr);
-    std::vector<VkBufferCopy> regions;
-    for (const RowGroup& g : rec.groups) {
-        const VkDeviceSize at = static_cast<VkDeviceSize>(g.args_base) * 4;
-        regions.push_back({at, at, GROUP_ARGS_WORDS * 4});
+    // On a GPU's plan, the indirect arguments the dispatches ran with, for
+    // the host's count (GpuChain::account), copied where the host reads them
+    // cached (ChainBuffers::args_for_host). Only plans with indirect
+    // dispatches count any.
+    const bool indirect = std::any_of(rec.plan.dispatches.begin(), rec.plan.dispatches.end(),
+                                      [](const Dispatch& d) { return d.indirect != kNotIndirect; });
+    if (buffers_.args_copied() && indirect) {
+        barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+        barrier.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
+        vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1,
+                                &barrier, 0, nullptr, 0, nullptr);
+        std::vector<VkBufferCopy> regions;
+        for (const RowGroup& g : rec.groups) {
+            const VkDeviceSize at = static_cast<VkDeviceSize>(g.args_base) * 4;
+            regions.push_back({at, at, GROUP_ARGS_WORDS * 4});
+        }
+        vk.vkCmdCopyBuffer(cmd, buffers_.dispatch_args.buffer, buffers_.args_readback.buffer,
+                           static_cast<uint32_t>(regions.size()), regions.data());
     }
-    vk.vkCmdCopyBuffer(cmd, buffers_.dispatch_args.buffer, buffers_.args_readback.buffer,
-                       static_cast<uint32_t>(regions.size()), regions.data());
     // Results, probabilities and the arguments' copy become visible to the
     // host after the fence.
     barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
