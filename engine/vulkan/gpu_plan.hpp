@@ -62,8 +62,9 @@ struct Plan {
 
 // Chunks depend on the vocabulary and the device only (on a CPU device, its
 // hardware threads), never on the row count, so a row's results are the same
-// whatever the batch. max_chunks_for sizes the buffers; chunks_for is what a
-// row gets (<= max_chunks_for).
+// whatever the batch (the one exception, collect_chunks_for_group, splits
+// only rows whose result no split changes). max_chunks_for sizes the
+// buffers; chunks_for is what a row gets (<= max_chunks_for).
 uint32_t max_chunks_for(const EffectiveLimits& limits, sieve_device_type type);
 uint32_t chunks_for(const EffectiveLimits& limits, sieve_device_type type);
 void chunking(uint32_t vocab, const EffectiveLimits& limits, sieve_device_type type, uint32_t* n_chunks,
