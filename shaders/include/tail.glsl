@@ -372,6 +372,40 @@ void op_top_p(uint row, float p, uint min_keep, float agg_mass) {
     barrier();
 }
 
+// min-p's cut once `pass` entries pass (entry 0 always does): invocation 0.
+void min_p_cut(uint pass, uint n, uint min_keep) {
+    uint keep = max(pass, max(min_keep, 1u));
+    if (s_floor_ok != 0u && s_rest_kind == REST_UNKNOWN) {
+        // The collect pass dropped logits below the floor (at or below
+        // this threshold) and logits below the need-th best of their
+        // chunk. A passing logit dropped the second way leaves a chunk
+        // with `need` passing ones, so the buffer would be full of them:
+        // if it is not (pass < n or n < need), every passing logit is
+        // here and the rest fails. Below the threshold the buffer holds
+        // whatever came before the floor rose, no prefix: min_keep cannot
+        // reach into it.
+        if (pass < n || n < s_need) {
+            s_rest = 0u;
+            s_rest_kind = REST_NONE;
+            if (keep > pass) s_fallback = 1u;
+            keep = pass;
+        } else {
+            s_fallback = 1u;
+        }
+    }
+    s_floor_ok = 0u;
+    if (pass < n || s_rest_kind == REST_NONE || s_rest_kind == REST_MASKED) {
+        if (s_rest_kind == REST_NONE || s_rest_kind == REST_MASKED) keep = min(keep, n + s_rest);
+        if (keep <= n || s_rest_kind == REST_MASKED) keep_first(keep);
+        else s_fallback = 1u;  // min_keep reaches past the buffer
+    } else {
+        s_rest_kind = REST_CUT;  // every buffered entry passes: the cut is further
+        s_agg_ok = 0u;
+        s_wide = 0u;  // two cuts past the buffer: the wide passes find one
+        if (keep > n) s_fallback = 1u;
+    }
+}
+
 // op_min_p by invocation 0 (TAIL_SERIAL).
 void op_min_p_serial(float p, uint min_keep) {
     if (gl_LocalInvocationID.x == 0u && p > 0.0) {
@@ -379,36 +413,7 @@ void op_min_p_serial(float p, uint min_keep) {
         float threshold = cand_value(0u) + log(p);
         uint pass = 1u;  // the first token always matches
         while (pass < n && cand_value(pass) >= threshold) ++pass;
-        uint keep = max(pass, max(min_keep, 1u));
-        if (s_floor_ok != 0u && s_rest_kind == REST_UNKNOWN) {
-            // The collect pass dropped logits below the floor (at or below
-            // this threshold) and logits below the need-th best of their
-            // chunk. A passing logit dropped the second way leaves a chunk
-            // with `need` passing ones, so the buffer would be full of them:
-            // if it is not (pass < n or n < need), every passing logit is
-            // here and the rest fails. Below the threshold the buffer holds
-            // whatever came before the floor rose, no prefix: min_keep cannot
-            // reach into it.
-            if (pass < n || n < s_need) {
-                s_rest = 0u;
-                s_rest_kind = REST_NONE;
-                if (keep > pass) s_fallback = 1u;
-                keep = pass;
-            } else {
-                s_fallback = 1u;
-            }
-        }
-        s_floor_ok = 0u;
-        if (pass < n || s_rest_kind == REST_NONE || s_rest_kind == REST_MASKED) {
-            if (s_rest_kind == REST_NONE || s_rest_kind == REST_MASKED) keep = min(keep, n + s_rest);
-            if (keep <= n || s_rest_kind == REST_MASKED) keep_first(keep);
-            else s_fallback = 1u;  // min_keep reaches past the buffer
-        } else {
-            s_rest_kind = REST_CUT;  // every buffered entry passes: the cut is further
-            s_agg_ok = 0u;
-            s_wide = 0u;  // two cuts past the buffer: the wide passes find one
-            if (keep > n) s_fallback = 1u;
-        }
+        min_p_cut(pass, n, min_keep);
     }
     barrier();
 }
@@ -425,38 +430,7 @@ void op_min_p(float p, uint min_keep) {
     for (uint i = 1u + gl_LocalInvocationID.x; i < n; i += WG)
         if (!(cand_value(i) >= threshold)) wg_first_offer(i);
     uint pass = wg_first_end();
-    if (gl_LocalInvocationID.x == 0u) {
-        uint keep = max(pass, max(min_keep, 1u));
-        if (s_floor_ok != 0u && s_rest_kind == REST_UNKNOWN) {
-            // The collect pass dropped logits below the floor (at or below
-            // this threshold) and logits below the need-th best of their
-            // chunk. A passing logit dropped the second way leaves a chunk
-            // with `need` passing ones, so the buffer would be full of them:
-            // if it is not (pass < n or n < need), every passing logit is
-            // here and the rest fails. Below the threshold the buffer holds
-            // whatever came before the floor rose, no prefix: min_keep cannot
-            // reach into it.
-            if (pass < n || n < s_need) {
-                s_rest = 0u;
-                s_rest_kind = REST_NONE;
-                if (keep > pass) s_fallback = 1u;
-                keep = pass;
-            } else {
-                s_fallback = 1u;
-            }
-        }
-        s_floor_ok = 0u;
-        if (pass < n || s_rest_kind == REST_NONE || s_rest_kind == REST_MASKED) {
-            if (s_rest_kind == REST_NONE || s_rest_kind == REST_MASKED) keep = min(keep, n + s_rest);
-            if (keep <= n || s_rest_kind == REST_MASKED) keep_first(keep);
-            else s_fallback = 1u;  // min_keep reaches past the buffer
-        } else {
-            s_rest_kind = REST_CUT;  // every buffered entry passes: the cut is further
-            s_agg_ok = 0u;
-            s_wide = 0u;  // two cuts past the buffer: the wide passes find one
-            if (keep > n) s_fallback = 1u;
-        }
-    }
+    if (gl_LocalInvocationID.x == 0u) min_p_cut(pass, n, min_keep);
     barrier();
 }
 
