@@ -96,8 +96,10 @@ if [[ -n $bundle ]]; then
   soname=$(objdump -p "$build/cli/sieve" | awk '$1 == "NEEDED" && $2 ~ /^libsieve/ {print $2}')
   [[ -n $soname ]] && cp -L "$build/engine/$soname" "$bundle/lib/$soname"
   command -v strip >/dev/null && strip --strip-unneeded "$bundle"/bin/* "$bundle"/lib/* 2>/dev/null || true
-  # The loader this build ran with (volk opens libvulkan.so.1).
-  loader=$(ldconfig -p 2>/dev/null | awk '$1 == "libvulkan.so.1" {print $NF; exit}')
+  # The loader this build ran with (volk opens libvulkan.so.1). The readers
+  # of a pipe read it to the end: a reader that quits early can kill the
+  # writer with SIGPIPE, which pipefail makes the script's exit (141).
+  loader=$(ldconfig -p 2>/dev/null | awk '$1 == "libvulkan.so.1" && !found {print $NF; found = 1}')
   [[ -n $loader ]] && cp -L "$loader" "$bundle/loader/libvulkan.so.1"
   # The validation layer: its manifest, pointed at the library beside it.
   manifest=''
@@ -106,7 +108,7 @@ if [[ -n $bundle ]]; then
   done
   if [[ -n $manifest ]]; then
     lib=$(grep -o '"library_path"[^,]*' "$manifest" | sed 's/.*: *"\(.*\)"/\1/')
-    [[ $lib == /* ]] || lib=$(ldconfig -p | awk -v l="$(basename "$lib")" '$1 == l {print $NF; exit}')
+    [[ $lib == /* ]] || lib=$(ldconfig -p | awk -v l="$(basename "$lib")" '$1 == l && !found {print $NF; found = 1}')
     if [[ -n $lib && -f $lib ]]; then
       gzip -c "$lib" > "$bundle/layers/libVkLayer_khronos_validation.so.gz"
       sed 's|"library_path": *"[^"]*"|"library_path": "./libVkLayer_khronos_validation.so"|' "$manifest" \
@@ -137,7 +139,7 @@ if ((bundled)); then
   gpu_tests=$root/bin/sieve_gpu_tests
   commit=$(sed -n 's/^commit=//p' "$root/BUNDLE")
   export LD_LIBRARY_PATH=$root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  if ! ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1 ' && [[ -f $root/loader/libvulkan.so.1 ]]; then
+  if ! ldconfig -p 2>/dev/null | grep 'libvulkan\.so\.1 ' >/dev/null && [[ -f $root/loader/libvulkan.so.1 ]]; then
     echo "== no Vulkan loader installed: the bundle's ($root/loader)"
     export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$root/loader
   fi
@@ -176,7 +178,7 @@ echo "== Vulkan devices"
 # then "    type T, ...".
 allow_cpu=${SIEVE_GPU_CHECK_ALLOW_CPU:-0}
 index=$("$sieve" devices | awk -v allow_cpu="$allow_cpu" '/^\[[0-9]+\]/ {i = substr($1, 2, length($1) - 2)}
-                                /^    type / && ($2 != "cpu," || allow_cpu == "1") && i != "" {print i; exit}')
+                                /^    type / && ($2 != "cpu," || allow_cpu == "1") && i != "" && !found {print i; found = 1}')
 if [[ -z $index ]]; then
   echo "gpu_check: no GPU: every Vulkan device here is a CPU implementation (lavapipe)." >&2
   echo "gpu_check: the test command (scripts/test.sh) already runs the suite on it; nothing to report." >&2
