@@ -42,7 +42,7 @@ uint32_t collect_chunks_for_group(const Plan& plan, uint32_t vocab, uint32_t row
     // Past MAX_COLLECT_CHUNKS every list must fit its share of the row's words.
     const uint32_t by_lists = std::max(limits.candidate_capacity / std::max(most_need, 1u), MAX_COLLECT_CHUNKS);
     const uint32_t n = std::min({plan.collect_slots, by_lists, std::max(target / std::max(rows, 1u), 1u)});
-    return (vocab + collect_chunk_size(vocab, n) - 1) / collect_chunk_size(vocab, n);  // the chunks that hold logits
+    return collect_chunks_holding_logits(vocab, n);
 }
 
 namespace {
@@ -67,10 +67,8 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
             const uint32_t slots = std::min(p.n_chunks, MAX_ROW_CHUNKS);
             const uint32_t n = std::min(p.n_chunks, MAX_COLLECT_CHUNKS);
             p.chunk_size = collect_chunk_size(vocab, n);
-            p.n_chunks = (vocab + p.chunk_size - 1) / p.chunk_size;
-            p.collect_slots = type == SIEVE_DEVICE_CPU
-                                  ? p.n_chunks
-                                  : (vocab + collect_chunk_size(vocab, slots) - 1) / collect_chunk_size(vocab, slots);
+            p.n_chunks = collect_chunks_holding_logits(vocab, n);
+            p.collect_slots = type == SIEVE_DEVICE_CPU ? p.n_chunks : collect_chunks_holding_logits(vocab, slots);
             // A GPU's tail sorts the lists in shared memory; ranks by binary
             // search (dependent loads) cost a CPU device less than barriers.
             // Its plain chunks keep a large need by a radix select over the

@@ -97,9 +97,15 @@ Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, b
                const EffectiveLimits& limits, sieve_device_type type, bool logprobs = false, bool wide_direct = false);
 
 // collect.glsl: collect_chunk_size, the logits per chunk of a row split into
-// n chunks (a multiple of 4). ceil(vocab / collect_chunk_size(vocab, n)) is
-// the chunks that hold logits: n itself when n came from that formula.
+// n chunks (a multiple of 4). collect_chunks_holding_logits: how many of them
+// hold logits (n itself when n came from it; the shaders take the count the
+// host arms and derive the size from it).
 inline uint32_t collect_chunk_size(uint32_t vocab, uint32_t n) { return ((vocab + n - 1) / n + 3) / 4 * 4; }
+// The chunks that hold logits when a row is split into n of that size.
+inline uint32_t collect_chunks_holding_logits(uint32_t vocab, uint32_t n) {
+    const uint32_t size = collect_chunk_size(vocab, n);
+    return (vocab + size - 1) / size;
+}
 
 // The wide passes' chunk (wide_histogram.comp, wide_gather.comp): a row in
 // plan.collect_slots chunks (the same on a CPU device as the plan's).

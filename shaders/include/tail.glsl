@@ -205,6 +205,43 @@ void keep_first(uint last) {
     }
 }
 
+// Leaves a top-p cut to the wide passes (wide.glsl), which find it past the
+// buffer (invocation 0): the buffer's last entry, its maximum, the mass still
+// needed past it (`rest`), and the lowest value the cut can reach, L, from
+// the mass `bound` (a little lower for rounding). `divisions`: the
+// temperature divisions they apply (WIDE_DEFERRED: they also sum the mass).
+void hand_cut_to_wide(uint n, float p, float v0, uint divisions, float rest, float bound) {
+    s_rest_kind = REST_CUT;
+    s_agg_ok = 0u;
+    s_wide = 1u;
+    s_wide_divisions = divisions;
+    s_wide_kn = c_key[n - 1u];
+    s_wide_idn = c_id[n - 1u];
+    s_wide_mc = v0;
+    s_wide_rc = rest;
+    float lowest = v0 + log((1.0 - p) * bound / float(pc.vocab));
+    s_wide_lowest = lowest - 1e-4 * (abs(lowest) + 1.0);
+    s_rest_min = max(s_rest_min, s_wide_lowest);  // the survivors' lowest value (op_divide)
+}
+
+// top-p's cut once the walk is done (invocation 0): `last` the entries it
+// keeps (past n: the cumulative mass did not reach the target within the
+// buffer with min_keep met), `reached` whether the buffer's mass reaches the
+// target, `rest` the mass still needed past the buffer.
+void top_p_cut(uint last, bool reached, uint n, uint min_keep, float p, float v0, float total, float rest) {
+    if (last <= n) {
+        keep_first(last);
+    } else if (s_rest_kind == REST_MASKED) {
+        // Masked members add no mass: the cut is where min_keep allows.
+        keep_first(reached ? min(max(n + 1u, min_keep), n + s_rest) : n + s_rest);
+    } else if (s_rest_kind == REST_UNKNOWN) {
+        // The array is the whole row at these temperatures: the cut is the
+        // canonical prefix whose mass reaches the target, which
+        // wide_histogram/wide_gather find past the buffer.
+        hand_cut_to_wide(n, p, v0, s_divisions, rest, total);
+    }
+}
+
 // op_top_p by invocation 0 (TAIL_SERIAL): the cumulative sum walks the
 // canonical order in a compensated float sum.
 void op_top_p_serial(uint row, float p, uint min_keep, float agg_mass) {
@@ -222,17 +259,7 @@ void op_top_p_serial(uint row, float p, uint min_keep, float agg_mass) {
             ksum_add(acc, cand_mass(i, v0));
             wide[keys + i] = c_key[i];
         }
-        s_rest_kind = REST_CUT;
-        s_agg_ok = 0u;
-        s_wide = 1u;
-        s_wide_divisions = s_divisions | WIDE_DEFERRED;
-        s_wide_kn = c_key[n - 1u];
-        s_wide_idn = c_id[n - 1u];
-        s_wide_mc = v0;
-        s_wide_rc = acc.x - acc.y;
-        float lowest = v0 + log((1.0 - p) * s_wide_rc / float(pc.vocab));
-        s_wide_lowest = lowest - 1e-4 * (abs(lowest) + 1.0);
-        s_rest_min = max(s_rest_min, s_wide_lowest);  // the survivors' lowest value (op_divide)
+        hand_cut_to_wide(n, p, v0, s_divisions | WIDE_DEFERRED, acc.x - acc.y, acc.x - acc.y);
     } else if (gl_LocalInvocationID.x == 0u && p < 1.0) {
         uint n = s_n;
         float total = array_total_serial(row, n, agg_mass);
@@ -249,29 +276,7 @@ void op_top_p_serial(uint row, float p, uint min_keep, float agg_mass) {
                     break;
                 }
             }
-            if (last != 0xFFFFFFFFu) {
-                keep_first(last);
-            } else if (s_rest_kind == REST_MASKED) {
-                // Masked members add no mass: the cut is where min_keep allows.
-                keep_first(acc.x >= target ? min(max(n + 1u, min_keep), n + s_rest) : n + s_rest);
-            } else if (s_rest_kind == REST_UNKNOWN) {
-                s_rest_kind = REST_CUT;  // the cut is past the buffer
-                s_agg_ok = 0u;
-                // The array is the whole row at these temperatures: the cut
-                // is the canonical prefix whose mass reaches `target`, which
-                // wide_histogram/wide_gather find past the buffer. Mass still
-                // needed past it, and the lowest value the cut can reach
-                // (wide.glsl: L), a little lower for rounding.
-                s_wide = 1u;
-                s_wide_divisions = s_divisions;
-                s_wide_kn = c_key[n - 1u];
-                s_wide_idn = c_id[n - 1u];
-                s_wide_mc = v0;
-                s_wide_rc = target - (acc.x - acc.y);
-                float lowest = v0 + log((1.0 - p) * total / float(pc.vocab));
-                s_wide_lowest = lowest - 1e-4 * (abs(lowest) + 1.0);
-                s_rest_min = max(s_rest_min, s_wide_lowest);  // the survivors' lowest value (op_divide)
-            }
+            top_p_cut(last, acc.x >= target, n, min_keep, p, v0, total, target - (acc.x - acc.y));
         }
     }
     barrier();
@@ -302,19 +307,7 @@ void op_top_p(uint row, float p, uint min_keep, float agg_mass) {
         // buffer at these temperatures and its mass.
         uint keys = wide_cut_keys_at(row);
         for (uint i = t; i < n; i += WG) wide[keys + i] = c_key[i];
-        if (t == 0u) {
-            s_rest_kind = REST_CUT;
-            s_agg_ok = 0u;
-            s_wide = 1u;
-            s_wide_divisions = s_divisions | WIDE_DEFERRED;
-            s_wide_kn = c_key[n - 1u];
-            s_wide_idn = c_id[n - 1u];
-            s_wide_mc = v0;
-            s_wide_rc = fixed40_value(mass);
-            float lowest = v0 + log((1.0 - p) * s_wide_rc / float(pc.vocab));
-            s_wide_lowest = lowest - 1e-4 * (abs(lowest) + 1.0);
-            s_rest_min = max(s_rest_min, s_wide_lowest);  // the survivors' lowest value (op_divide)
-        }
+        if (t == 0u) hand_cut_to_wide(n, p, v0, s_divisions | WIDE_DEFERRED, fixed40_value(mass), fixed40_value(mass));
         barrier();
         return;
     }
@@ -344,30 +337,7 @@ void op_top_p(uint row, float p, uint min_keep, float agg_mass) {
         // The walk's rule: the first i with cum >= target and i + 1 >= min_keep;
         // cumulative sums only grow, so past min_keep it is the first reach.
         uint last = reach < n ? max(reach + 1u, min_keep) : 0xFFFFFFFFu;
-        bool reached = !u64_less(mass, target);
-        if (last <= n) {
-            keep_first(last);
-        } else if (s_rest_kind == REST_MASKED) {
-            // Masked members add no mass: the cut is where min_keep allows.
-            keep_first(reached ? min(max(n + 1u, min_keep), n + s_rest) : n + s_rest);
-        } else if (s_rest_kind == REST_UNKNOWN) {
-            s_rest_kind = REST_CUT;  // the cut is past the buffer
-            s_agg_ok = 0u;
-            // The array is the whole row at these temperatures: the cut
-            // is the canonical prefix whose mass reaches `target`, which
-            // wide_histogram/wide_gather find past the buffer. Mass still
-            // needed past it, and the lowest value the cut can reach
-            // (wide.glsl: L), a little lower for rounding.
-            s_wide = 1u;
-            s_wide_divisions = s_divisions;
-            s_wide_kn = c_key[n - 1u];
-            s_wide_idn = c_id[n - 1u];
-            s_wide_mc = v0;
-            s_wide_rc = target_f - fixed40_value(mass);
-            float lowest = v0 + log((1.0 - p) * total / float(pc.vocab));
-            s_wide_lowest = lowest - 1e-4 * (abs(lowest) + 1.0);
-            s_rest_min = max(s_rest_min, s_wide_lowest);  // the survivors' lowest value (op_divide)
-        }
+        top_p_cut(last, !u64_less(mass, target), n, min_keep, p, v0, total, target_f - fixed40_value(mass));
     }
     barrier();
 }
