@@ -22,14 +22,24 @@ const char* const kChains[] = {
 };
 constexpr size_t kNumChains = sizeof kChains / sizeof *kChains;
 
-// One chain per entry of kChains, created on first use and kept.
+// One chain per entry of kChains, created on first use and kept, with the
+// parameters it was created with: each input starts from them (a parameter an
+// earlier input set would otherwise make a finding depend on the inputs
+// before it, and the kept input would not reproduce it).
+struct KeptChain {
+    std::unique_ptr<sieve_chain, void (*)(sieve_chain*)> chain{nullptr, sieve_chain_destroy};
+    struct Default {
+        int32_t row;
+        sieve_param param;
+        double value;
+    };
+    std::vector<Default> defaults;
+};
+
 sieve_chain* chain_for(size_t i) {
-    static std::unique_ptr<sieve_chain, void (*)(sieve_chain*)> chains[kNumChains] = {
-        {nullptr, sieve_chain_destroy}, {nullptr, sieve_chain_destroy}, {nullptr, sieve_chain_destroy},
-        {nullptr, sieve_chain_destroy}, {nullptr, sieve_chain_destroy}, {nullptr, sieve_chain_destroy},
-        {nullptr, sieve_chain_destroy}, {nullptr, sieve_chain_destroy}, {nullptr, sieve_chain_destroy},
-        {nullptr, sieve_chain_destroy}};
-    if (!chains[i]) {
+    static KeptChain kept[kNumChains];
+    KeptChain& k = kept[i];
+    if (!k.chain) {
         sieve_chain_desc desc;
         sieve_chain_desc_init(&desc);
         desc.samplers = kChains[i];
@@ -39,9 +49,17 @@ sieve_chain* chain_for(size_t i) {
         desc.history_capacity = 64;
         sieve_chain* c = nullptr;
         if (sieve_chain_create(cpu_context(), &desc, &c) != SIEVE_OK) fail("chain creation");
-        chains[i].reset(c);
+        k.chain.reset(c);
+        for (int32_t row = 0; row < kMaxRows; ++row)
+            for (int32_t p = 0; p <= kLastParam; ++p) {
+                double value = 0;
+                if (sieve_chain_get_param(c, row, static_cast<sieve_param>(p), &value) == SIEVE_OK)
+                    k.defaults.push_back({row, static_cast<sieve_param>(p), value});
+            }
     }
-    return chains[i].get();
+    for (const KeptChain::Default& d : k.defaults)
+        if (sieve_chain_set_param(k.chain.get(), d.row, d.param, d.value) != SIEVE_OK) fail("restoring a parameter");
+    return k.chain.get();
 }
 
 void check_distribution(sieve_chain* chain, const std::vector<float>& l, int32_t rows, int32_t vocab, int32_t row) {

@@ -104,12 +104,14 @@ inline std::vector<float> logits(FuzzedDataProvider& in, size_t n) {
     return out;
 }
 
+constexpr int32_t kLastParam = SIEVE_PARAM_ADAPTIVE_DECAY;  // sieve_param's ids are 0..kLastParam
+
 // A few sieve_chain_set_param calls with any param id, row and value; the
 // statuses are checked, failures are fine.
 inline void fuzz_params(FuzzedDataProvider& in, sieve_chain* chain, int32_t max_rows, int calls) {
     for (int i = 0; i < calls && in.remaining_bytes() > 0; ++i) {
         const int32_t row = in.ConsumeBool() ? -1 : in.ConsumeIntegralInRange<int32_t>(-2, max_rows);
-        const int32_t param = in.ConsumeProbability<float>() < 0.95f ? in.ConsumeIntegralInRange<int32_t>(0, 23)
+        const int32_t param = in.ConsumeProbability<float>() < 0.95f ? in.ConsumeIntegralInRange<int32_t>(0, kLastParam)
                                                                      : in.ConsumeIntegral<int32_t>();
         const double value = any_value(in, -2.0, 2.0);
         const sieve_status s = checked(sieve_chain_set_param(chain, row, static_cast<sieve_param>(param), value));

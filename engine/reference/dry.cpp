@@ -23,7 +23,8 @@
 // when the cap is positive; penalty = float(double(multiplier) * pow(double(base),
 // exponent)) (llama.cpp's std::pow(float, int) is the double overload), subtracted
 // from the logit in float. A candidate that heads a single-token breaker (empty
-// tail) is never penalized. sorted = false.
+// tail) is never penalized, and neither is a masked one (-inf; Sieve's rule, see
+// step 4's code). sorted = false.
 //
 // Breakers. llama_sampler_init_dry_testing takes token sequences, head first:
 // an empty sequence is skipped (with a warning); the others go into a multimap
@@ -154,6 +155,9 @@ sieve_status apply_dry_checked(CandidateArray& cur, const std::vector<int32_t>& 
         for (auto it = range.first; it != range.second && !single_token_breaker; ++it)
             single_token_breaker = it->second->size() == 1;
         if (single_token_breaker) continue;
+        // A masked member (-inf) stays masked, as in the penalties: -inf minus
+        // a penalty that overflowed to -inf (a negative multiplier) is NaN.
+        if (td.logit == -INFINITY) continue;
         int exponent = found->second - allowed;
         if (max_exponent > 0 && exponent > max_exponent) exponent = max_exponent;
         const float penalty = static_cast<float>(static_cast<double>(multiplier) *
@@ -164,7 +168,7 @@ sieve_status apply_dry_checked(CandidateArray& cur, const std::vector<int32_t>& 
         // minus an infinite penalty is -inf, which llama.cpp's cap does not prevent
         // once the multiplier exceeds about 1), but +inf or NaN (a negative
         // multiplier) would make the softmax NaN.
-        if (status == SIEVE_OK && std::isfinite(before) && (std::isnan(td.logit) || td.logit == INFINITY)) {
+        if (status == SIEVE_OK && (std::isnan(td.logit) || td.logit == INFINITY)) {
             if (message) {
                 *message = "DRY turned logit " + std::to_string(td.id) + " (" + format_float(before) + ") into " +
                            format_float(td.logit);

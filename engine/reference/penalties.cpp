@@ -16,7 +16,8 @@
 // common layer maps -1 to the context size; llama_sampler_init_penalties itself
 // clamps negative values to 0, i.e. off, which the twin does for values below -1
 // and the checks refuse). Float arithmetic exactly as llama.cpp's (the project
-// builds with -std=c++17, so no contraction into FMAs). llama.cpp's own vectors
+// builds with -std=c++17, so no contraction into FMAs), except that a masked
+// member (-inf) is left as it is (see below). llama.cpp's own vectors
 // (tests/test-sampling.cpp, test_penalties): repeat 50 with history {0} over
 // {0.2 x 5} gives {0, 0.25, 0.25, 0.25, 0.25}.
 #include "reference/detail.hpp"
@@ -53,6 +54,11 @@ sieve_status apply_penalties_checked(CandidateArray& cur, const std::vector<int3
         const auto it = count.find(td.id);
         if (it == count.end()) continue;
         const int n = it->second; // > 0
+        // A masked member (-inf) stays masked. llama.cpp's arithmetic keeps it
+        // at -inf too, except where the subtracted term is -inf or NaN (a huge
+        // negative freq/present): -inf - -inf is NaN, which would make the
+        // softmax NaN. Sieve leaves it masked there as well.
+        if (td.logit == -INFINITY) continue;
         const float before = td.logit;
         if (td.logit <= 0) {
             td.logit *= repeat;
@@ -65,7 +71,7 @@ sieve_status apply_penalties_checked(CandidateArray& cur, const std::vector<int3
         // NaN (a repeat penalty below 1 overflowing a division, negative or
         // infinite freq/present terms) would make the softmax NaN. The first
         // such logit is reported; every candidate is still penalized.
-        if (status == SIEVE_OK && std::isfinite(before) && (std::isnan(td.logit) || td.logit == INFINITY)) {
+        if (status == SIEVE_OK && (std::isnan(td.logit) || td.logit == INFINITY)) {
             if (message) {
                 *message = "penalties turned logit " + std::to_string(td.id) + " (" + format_float(before) +
                            ") into " + format_float(td.logit);

@@ -260,11 +260,13 @@ void write_table(uint row, uint base, uint hash_base, uint entries) {
         uint rank = adjust[prefix + (token >> 5u)] + bitCount(adjust[base + (token >> 5u)] & (bit - 1u));
         float f = flush_subnormal(logits[row * pc.stride + token]);
         // The row fails on NaN and +Inf (the passes read them raw); the bias
-        // first (the twin's order), then the history samplers.
+        // first (the twin's order), then the history samplers, which leave a
+        // masked (-inf) logit masked. (row_logit applies the token bitmask
+        // before it reads this table.)
         if (!isnan(f) && !(isinf(f) && f > 0.0)) {
             if (inputs != NO_INPUTS && (row_inputs[inputs + 3u + 2u * (token >> 5u)] & bit) != 0u)
                 f = apply_bias(inputs, token, f);
-            if (!isnan(f)) f = apply_history(row, o, f);
+            if (!isnan(f) && !isinf(f)) f = apply_history(row, o, f);
         }
         adjust[values + rank] = floatBitsToUint(f);
         if (in_place) logits_out[row * pc.stride + token] = f;

@@ -351,6 +351,76 @@ TEST(GpuHistoryDraws, EveryDrawSeesTheSameAdjustedRow) {
     }
 }
 
+// A masked token (a raw -inf logit, a token the bitmask disallows, a bias of
+// -inf) stays masked whatever the penalties and DRY subtract, even a term of
+// -inf, where llama.cpp's -inf - -inf would be NaN: the GPU's adjusted row
+// (ROW_PATCH, no row inputs) and its table (row inputs) both, against the twin.
+TEST(GpuHistoryMasked, MaskedTokensStayMaskedUnderInfiniteTerms) {
+    constexpr int32_t kV = 3000;
+    const char* text = "penalties;dry;top_k;temperature;dist";
+    const auto kinds = sieve_test::twin_chain(text);
+    const auto a = alphabet(kV);
+    const int32_t raw = a[0], disallowed = a[1], biased = a[2];  // boosted: the likeliest tokens
+    for (const bool inputs : {false, true}) {
+        SCOPED_TRACE(inputs ? "bitmask and bias (the table path)" : "adjusted in the row");
+        auto ctx = sieve_test::gpu_context();
+        sieve::Chain chain(ctx, sieve_test::chain_desc(text, 1, kV, 1.0f, 8));
+        auto logits = boosted_rows(Shape::Zipf, 1, kV, 21);
+        logits[static_cast<size_t>(raw)] = -INFINITY;
+        RowParams p;
+        p.seed = 9;
+        p.temperature = 1.0f;
+        p.top_k = 40;
+        p.penalty_last_n = 64;
+        p.penalty_repeat = 1.0f;
+        p.penalty_freq = -3e38f;  // count 2: the term overflows to -inf
+        p.penalty_present = inputs ? -3e38f : 0.0f;
+        p.dry_multiplier = -3e38f;  // x 10^2 below: -inf
+        p.dry_base = 10.0f;
+        p.dry_allowed_length = 1;
+        p.dry_penalty_last_n = 64;
+        // Only masked tokens in the history: a finite logit meeting these
+        // terms becomes +inf, which fails the row (tested elsewhere).
+        std::vector<int32_t> history = {raw, raw};
+        if (inputs) {
+            std::vector<uint32_t> words((kV + 31) / 32, 0xFFFFFFFFu);
+            words[static_cast<size_t>(disallowed) / 32] &= ~(1u << (disallowed % 32));
+            p.token_bitmask = words;
+            p.logit_bias = {{biased, -INFINITY}};
+            chain.set_token_bitmask(words, 0);
+            chain.set_logit_bias({biased}, {-INFINITY}, 0);
+            // DRY: "raw disallowed raw" was followed by `disallowed`.
+            history = {biased, raw, disallowed, raw, disallowed, raw};
+        }
+        set_row_params(chain, 0, p);
+        chain.accept(0, history);
+        SlotState state;
+        state.history = history;
+        const Row row{kinds, logits.data(), kV, p, &state};
+        Tally tally;
+        const auto tokens = chain.draws(logits.data(), 1, kV, 12);
+        for (int d = 0; d < 12; ++d) {
+            sieve_token got{};
+            got.token = tokens[static_cast<size_t>(d)];
+            got.status = got.token >= 0 ? SIEVE_OK : SIEVE_ERROR_NON_FINITE_LOGIT;
+            got.step = static_cast<uint32_t>(d);
+            got.seed = p.seed;
+            SlotState fresh = state;
+            got.p = sieve::ref::sample_row(kinds, logits.data(), kV, p, got.step, 0, &fresh).p;  // draws report no p
+            compare_token(got, row, got.step, &tally);
+        }
+        const sieve_token t = chain.sample(logits.data(), 1, kV)[0];
+        ASSERT_EQ(t.status, SIEVE_OK) << sieve_last_error();
+        EXPECT_TRUE(t.p > 0.0f && t.p < 1.0f) << t.p;
+        compare_token(t, row, t.step, &tally);
+        for (int32_t m : inputs ? std::vector<int32_t>{raw, disallowed, biased} : std::vector<int32_t>{raw}) {
+            EXPECT_NE(t.token, m);
+            EXPECT_EQ(std::count(tokens.begin(), tokens.end(), m), 0);
+        }
+        EXPECT_LE(tally.token_near_cdf_boundary, 1);
+    }
+}
+
 // ---- slots, on both backends ------------------------------------------------------
 
 struct Backend {

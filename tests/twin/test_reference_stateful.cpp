@@ -429,6 +429,41 @@ TEST(ReferenceStatefulDry, InfinitePenaltyMasksNegativeMultiplierFails) {
     EXPECT_NE(r.message.find("DRY"), std::string::npos) << r.message;
 }
 
+// A masked member (-inf) stays masked whatever the penalties or DRY subtract:
+// a term of -inf (a huge negative freq/present, a negative DRY multiplier that
+// overflows) would make llama.cpp's -inf - -inf a NaN, and the softmax NaN.
+// The draw is over the unmasked members, with finite probabilities.
+TEST(ReferenceStatefulMasked, MaskedMembersStayMaskedUnderInfiniteTerms) {
+    const float logits[] = {0.0f, 0.5f, -INFINITY};
+    auto expect_two_survivors = [&](const char* chain, const RowParams& params, std::vector<int32_t> history) {
+        SCOPED_TRACE(chain);
+        SlotState slot;
+        slot.history = std::move(history);
+        std::vector<Weighted> dist;
+        std::string message;
+        ASSERT_EQ(row_distribution(twin_chain(chain), logits, 3, params, &dist, &message, 0, 0, &slot), SIEVE_OK)
+            << message;
+        ASSERT_EQ(dist.size(), 2u);
+        EXPECT_EQ(dist[0].id, 1);
+        EXPECT_EQ(dist[1].id, 0);
+        for (uint32_t step = 0; step < 8; ++step) {
+            SlotState copy = slot;
+            const RowResult r = sample_row(twin_chain(chain), logits, 3, params, step, 0, &copy);
+            ASSERT_EQ(r.status, SIEVE_OK) << r.message;
+            EXPECT_NE(r.token, 2);
+            EXPECT_TRUE(r.p > 0.0f && r.p < 1.0f) << r.p;
+        }
+    };
+    // count 2 x -3e38 overflows the subtracted term to -inf; only the masked
+    // token is in the window, so no finite logit meets it.
+    expect_two_survivors("penalties", penalties_params(-1, 1.0f, -3e38f, 0.0f), {2, 2});
+    // A NaN term (count x freq = +inf, present = -inf after the overflow).
+    expect_two_survivors("penalties", penalties_params(-1, 1.0f, 3e38f, -3e38f), {2, 2});
+    // "0 2 0 2 0": the suffix "0 2 0" was followed by 2, so 2 alone gets DRY's
+    // penalty, -1e30 x 1e10^2, which overflows float to -inf.
+    expect_two_survivors("dry", dry_params(-1e30f, 1e10f, 1, -1), {0, 2, 0, 2, 0});
+}
+
 TEST(ReferenceStatefulDry, BadParameters) {
     const float logits[] = {0.0f, 1.0f, 2.0f};
     const std::vector<SamplerKind> chain = twin_chain("dry");
