@@ -18,7 +18,8 @@ namespace sieve {
 // The history samplers' per-row block (history.comp): a bitmap of
 // ceil(max_vocab / 32) words, 2^hash_bits entries of ADJ_ENTRY words (at least
 // twice the history capacity, so the table never fills), DRY's repeat counts,
-// the bitmap's prefix counts and the adjusted logits by rank (gpu_layout.h).
+// the bitmap's prefix counts, the adjusted logits by rank and the list of
+// the entries in use (gpu_layout.h).
 struct AdjustLayout {
     uint32_t hash_bits = 0;
     uint32_t bitmap_words = 0;

@@ -272,8 +272,10 @@ SIEVE_CONST uint WIDE_MAX_DIVISIONS = 4u;
 // A row's Adjust block (history.comp; engine/vulkan/gpu_chain_buffers.cpp: adjust_layout):
 // the bitmap of adjusted tokens, 2^hash_bits entries of ADJ_ENTRY words,
 // DRY's repeat counts (hist_cap words), the bitmap's prefix counts (one per
-// word) and the adjusted tokens' final logits by rank (hist_cap words): a
-// logit is looked up without a loop.
+// word), the adjusted tokens' final logits by rank (hist_cap words): a
+// logit is looked up without a loop; then the used entries (a count and up to
+// hist_cap entry indices: every key is a history token), so that the history
+// pass visits the entries in use, not all 2^hash_bits.
 SIEVE_CONST uint ADJ_ENTRY = 4u;
 SIEVE_CONST uint ADJ_KEY = 0u;       // token + 1 (0 = empty)
 SIEVE_CONST uint ADJ_COUNT = 1u;     // occurrences in the penalties' window

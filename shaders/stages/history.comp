@@ -9,7 +9,8 @@
 //
 // The block: a bitmap of the adjusted tokens (one word per 32 tokens), an
 // open-addressing hash of 2^hash_bits entries (>= 2 x the history capacity,
-// so it never fills: every key is a history token), DRY's repeat counts, and
+// so it never fills: every key is a history token) and the list of those in
+// use (the loops over entries visit only them), DRY's repeat counts, and
 // the table the passes read: the bitmap's prefix counts and each adjusted
 // token's final logit (bias included) by rank. Lookups stay here; a pass reads
 // an adjusted logit with no loop (common.glsl, row_logit).
@@ -37,7 +38,8 @@ uint rat(uint i) {
     return slot_state[g_slot + SLOT_HEADER + (g_head + pc.hist_cap - 1u - i) % pc.hist_cap];
 }
 
-// The token's entry (word offset), inserted when absent; its bitmap bit set.
+// The token's entry (word offset), inserted when absent: its bitmap bit set,
+// its index added to the used entries.
 uint adjust_insert(uint base, uint token) {
     uint mask = (1u << pc.hash_bits) - 1u;
     uint e = adjust_hash(token);
@@ -45,7 +47,11 @@ uint adjust_insert(uint base, uint token) {
     for (uint probe = 0u; probe <= mask; ++probe) {
         uint o = hash_base + e * ADJ_ENTRY;
         uint prev = atomicCompSwap(adjust[o + ADJ_KEY], 0u, token + 1u);
-        if (prev == 0u) atomicOr(adjust[base + (token >> 5u)], 1u << (token & 31u));
+        if (prev == 0u) {
+            atomicOr(adjust[base + (token >> 5u)], 1u << (token & 31u));
+            uint used = adjust_used_at(base);
+            adjust[used + 1u + atomicAdd(adjust[used], 1u)] = e;
+        }
         if (prev == 0u || prev == token + 1u) return o;
         e = (e + 1u) & mask;
     }
@@ -122,7 +128,7 @@ float dry_penalty(float multiplier, float base, uint exponent) {
 
 // DRY's penalties into the entries (llama_sampler_dry_apply, steps 1 to 4).
 // Returns early exactly where llama.cpp does (uniform: every invocation).
-void dry(uint row, uint base, uint hash_base, uint entries) {
+void dry(uint row, uint base, uint hash_base) {
     uint t = gl_LocalInvocationID.x;
     uint repeats = adjust_repeats_at(base);
     // Its window (last_n_repeat); llama.cpp returns early when the
@@ -209,8 +215,10 @@ void dry(uint row, uint base, uint hash_base, uint entries) {
     // Step 4: the penalty of each such token, exponent capped as llama.cpp caps it.
     float multiplier = param_f(row, P_DRY_MULT);
     float dry_base = param_f(row, P_DRY_BASE);
-    for (uint e = t; e < entries; e += WG) {
-        uint o = hash_base + e * ADJ_ENTRY;
+    uint used = adjust_used_at(base);
+    uint in_use = adjust[used];
+    for (uint j = t; j < in_use; j += WG) {
+        uint o = hash_base + adjust[used + 1u + j] * ADJ_ENTRY;
         uint len = adjust[o + ADJ_DRY_LEN];
         if (len == 0u) continue;
         uint exponent = len - 1u - allowed;
@@ -222,7 +230,7 @@ void dry(uint row, uint base, uint hash_base, uint entries) {
 // The table the passes read: the bitmap's prefix counts, then each adjusted
 // token's final logit at its rank. Tokens past the call's vocabulary (a
 // history from a larger one) are never read: their value is left at 0.
-void write_table(uint row, uint base, uint hash_base, uint entries) {
+void write_table(uint row, uint base, uint hash_base) {
     uint t = gl_LocalInvocationID.x;
     uint words = (pc.vocab + 31u) / 32u;
     uint per = (words + WG - 1u) / WG;
@@ -251,10 +259,12 @@ void write_table(uint row, uint base, uint hash_base, uint entries) {
     uint values = adjust_values_at(base);
     uint inputs = (param_u(row, P_ROW_FLAGS) & ROW_HAS_INPUTS) != 0u ? param_u(row, P_INPUTS) : NO_INPUTS;
     bool in_place = (param_u(row, P_ROW_FLAGS) & ROW_PATCH) != 0u;
-    for (uint e = t; e < entries; e += WG) {
-        uint o = hash_base + e * ADJ_ENTRY;
+    uint used = adjust_used_at(base);
+    uint in_use = adjust[used];
+    for (uint j = t; j < in_use; j += WG) {
+        uint o = hash_base + adjust[used + 1u + j] * ADJ_ENTRY;
         uint key = adjust[o + ADJ_KEY];
-        if (key == 0u || key - 1u >= pc.vocab) continue;
+        if (key - 1u >= pc.vocab) continue;
         uint token = key - 1u;
         uint bit = 1u << (token & 31u);
         uint rank = adjust[prefix + (token >> 5u)] + bitCount(adjust[base + (token >> 5u)] & (bit - 1u));
@@ -277,22 +287,23 @@ void main() {
     uint row = pc.row_base + gl_WorkGroupID.y;
     uint t = gl_LocalInvocationID.x;
     uint base = row * adjust_row_words();
-    uint entries = 1u << pc.hash_bits;
     uint hash_base = base + pc.bitmap_words;
 
-    // What the row's previous call set, cleared: its entries and their bits.
-    for (uint e = t; e < entries; e += WG) {
-        uint o = hash_base + e * ADJ_ENTRY;
-        uint key = adjust[o + ADJ_KEY];
-        if (key != 0u) {
-            uint token = key - 1u;
-            atomicAnd(adjust[base + (token >> 5u)], ~(1u << (token & 31u)));
-            adjust[o + ADJ_KEY] = 0u;
-            adjust[o + ADJ_COUNT] = 0u;
-            adjust[o + ADJ_DRY] = 0u;
-            adjust[o + ADJ_DRY_LEN] = 0u;
-        }
+    // What the row's previous call set, cleared: its used entries, their bits,
+    // then their count (once every invocation has read it).
+    uint used = adjust_used_at(base);
+    uint in_use = adjust[used];
+    for (uint j = t; j < in_use; j += WG) {
+        uint o = hash_base + adjust[used + 1u + j] * ADJ_ENTRY;
+        uint token = adjust[o + ADJ_KEY] - 1u;
+        atomicAnd(adjust[base + (token >> 5u)], ~(1u << (token & 31u)));
+        adjust[o + ADJ_KEY] = 0u;
+        adjust[o + ADJ_COUNT] = 0u;
+        adjust[o + ADJ_DRY] = 0u;
+        adjust[o + ADJ_DRY_LEN] = 0u;
     }
+    barrier();
+    if (t == 0u) adjust[used] = 0u;
     // Buffer writes of this workgroup before its later reads and atomics.
     memoryBarrierBuffer();
     barrier();
@@ -310,8 +321,8 @@ void main() {
     uint pen_n = min(g_count, param_u(row, P_PEN_LAST_N));
     for (uint j = t; j < pen_n; j += WG) atomicAdd(adjust[adjust_insert(base, rat(j)) + ADJ_COUNT], 1u);
 
-    dry(row, base, hash_base, entries);
+    dry(row, base, hash_base);
     memoryBarrierBuffer();
     barrier();
-    write_table(row, base, hash_base, entries);
+    write_table(row, base, hash_base);
 }
