@@ -148,6 +148,48 @@ TEST(GpuVsTwinTies, HugeTieGroupsPickByLowerId) {
     }
 }
 
+// A division by the temperature can make two different logits equal; the
+// pair then takes canonical order again, the lower id first, although the
+// larger logit came first before. Here the two tokens hold nearly all the mass
+// and the larger logit has the higher id, so a draw that kept the order from
+// before the division would pick the other token whenever the uniform falls in
+// the first half. No near-tie allowance: the twin's order is exact.
+TEST(GpuVsTwinTies, TiesTheTemperatureMakesTakeTheLowerIdFirst) {
+    const float t = 1.7f;
+    float low = 1.99f;  // the first float whose quotient equals its successor's
+    while (!(low / t == std::nextafter(low, 3.0f) / t)) low = std::nextafter(low, 3.0f);
+    const float high = std::nextafter(low, 3.0f);
+    ASSERT_LT(low, 2.0f);
+    ASSERT_EQ(low / t, high / t);
+    const int32_t vocab = 5000;
+    std::vector<float> logits(static_cast<size_t>(vocab));
+    for (int32_t i = 0; i < vocab; ++i) logits[static_cast<size_t>(i)] = -40.0f - 0.001f * static_cast<float>(i % 97);
+    logits[1200] = low;
+    logits[3700] = high;  // first before the division, second after it
+    for (const char* text : {"top_k;temperature;dist", "top_k;top_p;min_p;temperature;dist"}) {
+        SCOPED_TRACE(text);
+        auto gpu = sieve_test::gpu_context();
+        sieve::Chain chain(gpu, sieve_test::chain_desc(text, 1, vocab, t, 11));
+        const auto kinds = sieve_test::twin_chain(text);
+        sieve::ref::RowParams params;
+        params.temperature = t;
+        params.seed = 11;
+        int first_half = 0;
+        for (uint32_t step = 0; step < 16; ++step) {
+            const auto got = chain.sample(logits.data(), 1, vocab);
+            const auto want = sieve::ref::sample_row(kinds, logits.data(), vocab, params, step);
+            ASSERT_EQ(got[0].status, SIEVE_OK) << sieve_last_error();
+            ASSERT_EQ(want.status, SIEVE_OK) << want.message;
+            EXPECT_EQ(got[0].token, want.token) << "step " << step;
+            EXPECT_NEAR(got[0].p, want.p, 1e-6f);
+            first_half += want.token == 1200;
+        }
+        // Both orders are exercised: the test can tell them apart.
+        EXPECT_GT(first_half, 0);
+        EXPECT_LT(first_half, 16);
+    }
+}
+
 // row_stats reads rows of whole vec4s four logits at a time and a chunk's
 // unaligned ends one by one: at vocab 5004 two chunks split at 2502, inside a
 // vec4. The maximum at each position around the split and the row's ends is
