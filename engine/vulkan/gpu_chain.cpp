@@ -323,9 +323,18 @@ std::vector<sieve_stage_estimate> GpuChain::plan_estimate(int32_t rows, int32_t 
     const uint32_t r = static_cast<uint32_t>(rows);
     const CallAnalysis call = analyse_call(RecordingKind::Sample, r);
     Recording rec = recorder_.describe(key_for(call, RecordingKind::Sample, static_cast<uint32_t>(vocab), nullptr, false));
-    if (baseline) {  // the plan's chunks everywhere, the tail's ranks
+    if (baseline) {  // the plan's chunks everywhere, the tail's ranks, one history workgroup per row
         rec.plan.flags &= ~(FLAG_SORT_MERGE | FLAG_RADIX_CHUNKS);
         rec.plan.collect_slots = rec.plan.n_chunks;
+        if (rec.plan.history_groups > 1) {
+            auto& ds = rec.plan.dispatches;
+            ds.erase(std::remove_if(ds.begin(), ds.end(),
+                                    [](const Dispatch& d) { return d.stage == Stage::History && d.level == HISTORY_CLEAR; }),
+                     ds.end());
+            for (Dispatch& d : ds)
+                if (d.stage == Stage::History) d.level = HISTORY_WHOLE;
+            rec.plan.history_groups = 1;
+        }
     }
     EstimateInputs in;
     in.capacity = limits_.candidate_capacity;

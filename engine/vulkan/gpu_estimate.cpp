@@ -50,7 +50,14 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
     }
     case Stage::WideHistogram: return {M::kWideHistogramUsPerLogit * chunk, chunk, true};
     case Stage::WideGather: return {M::kWideGatherUsPerLogit * chunk, chunk, true};
-    case Stage::History: return {M::kHistoryUs + M::kHistoryUsPerToken * in.history_tokens, 0, true};
+    case Stage::History: {
+        // The clearing dispatch of a split pass: the previous call's entries,
+        // no history walked (stated). Otherwise the fixed part and this
+        // workgroup's share of the window.
+        if (d.level == glsl::HISTORY_CLEAR) return {M::kOtherPassUs, 0, false};
+        const uint32_t groups = d.level == glsl::HISTORY_BUILD ? std::max(p.history_groups, 1u) : 1u;
+        return {M::kHistoryUs + M::kHistoryUsPerToken * std::ceil(double(in.history_tokens) / groups), 0, true};
+    }
     case Stage::RowStats: return {M::kRowStatsUs + read, chunk, false};
     case Stage::MassHistogram: return {M::kMassHistogramUs + read, chunk, false};
     case Stage::Gather: return {M::kGatherUs + read, chunk, false};
@@ -85,7 +92,9 @@ std::vector<StageEstimate> estimate_plan(const EstimateInputs& in) {
             const RowGroup& g = (*in.groups)[gi];
             const uint32_t chunks = gi < in.collect_chunks.size() ? in.collect_chunks[gi] : p.n_chunks;
             const Work w = work_of(d, in, chunks);
-            const uint32_t per_row = !d.per_chunk ? 1u : collect ? chunks : wide ? p.collect_slots : p.n_chunks;
+            const uint32_t per_row = collect && d.per_chunk ? chunks
+                                     : wide && d.per_chunk  ? p.collect_slots
+                                                            : workgroups_per_row(p, d);
             const uint32_t groups = runs ? g.rows * per_row : 0u;
             e.workgroups += groups;
             if (groups == 0) {

@@ -147,12 +147,29 @@ uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type, u
     return static_cast<uint32_t>(std::clamp<uint64_t>(fit, 1, rows));
 }
 
-Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, bool history, uint32_t vocab,
+uint32_t history_groups_for(uint32_t capacity, sieve_device_type type) {
+    if (type == SIEVE_DEVICE_CPU) return 1;
+    const uint32_t groups = (capacity + kHistoryPositionsPerGroup - 1) / kHistoryPositionsPerGroup;
+    return std::clamp<uint32_t>(groups, 1, MAX_ROW_CHUNKS);
+}
+
+uint32_t workgroups_per_row(const Plan& plan, const Dispatch& d) {
+    if (d.stage == Stage::History && d.level == HISTORY_BUILD) return plan.history_groups;
+    return d.per_chunk ? plan.n_chunks : 1u;
+}
+
+Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, uint32_t history_groups, uint32_t vocab,
                const EffectiveLimits& limits, sieve_device_type type, bool logprobs, bool wide_direct) {
+    const bool history = history_groups > 0;
     Plan p = make_row_plan(kind, greedy_chain, collect, wide, wide_direct && !history && !logprobs, vocab, limits, type);
-    if (history) {
-        p.dispatches.insert(p.dispatches.begin(), Dispatch{Stage::History, 0, false});
+    p.history_groups = history_groups;
+    if (history_groups == 1) {
+        p.dispatches.insert(p.dispatches.begin(), Dispatch{Stage::History, HISTORY_WHOLE, false});
         p.min_dispatches += 1;
+    } else if (history_groups > 1) {
+        p.dispatches.insert(p.dispatches.begin(), {Dispatch{Stage::History, HISTORY_CLEAR, false},
+                                                   Dispatch{Stage::History, HISTORY_BUILD, false}});
+        p.min_dispatches += 2;
     }
     if (logprobs && kind == RecordingKind::Sample) {
         p.dispatches.insert(p.dispatches.begin(), Dispatch{Stage::RawStats, 0, true});

@@ -58,6 +58,7 @@ struct Plan {
     uint32_t min_row_passes = 1;  // full-row reads when the first level resolves the draw
     uint32_t min_dispatches = 1;  // dispatches that launch workgroups in that case
     bool wide_direct = false;     // the wide passes alone (wide.glsl: WIDE_DIRECT)
+    uint32_t history_groups = 0;  // the history pass's building workgroups per row (0: no history pass)
 };
 
 // Chunks depend on the vocabulary and the device only (on a CPU device, its
@@ -85,15 +86,30 @@ uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type, u
 // wide: the chain holds top-p, whose cut may fall past the candidate buffer:
 // two more passes, launched indirectly only for rows that need them
 // (wide.glsl).
-// history: some row's penalties or DRY act: the history pass (history.comp,
-// one workgroup per row, reading the slot's history, not the row) runs first.
+// history_groups: some row's penalties or DRY act (0: none does): the history
+// pass (history.comp, reading the slot's history, not the row) runs first, as
+// one dispatch of one workgroup per row, or, with more than one group
+// (history_groups_for), a clearing dispatch then a building one of that many
+// workgroups per row.
 // logprobs: the chain asks for raw log-probabilities: raw_stats.comp (one
 // more pass over the row, per chunk) runs before everything.
 // wide_direct: every row's only cut is a top-p the wide passes finish from
 // the row itself (row_analysis.hpp: RowAnalysis::wide_direct; a CPU device): they run
 // alone, two passes instead of the collect pass, its tail and two more
 // (not with history or logprobs).
-Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, bool history, uint32_t vocab,
+// The history pass's workgroups per row for a history ring of `capacity`
+// tokens: one on a CPU device (its plan: every workgroup is a thread's serial
+// work, and one dispatch costs less than two); on a GPU one per
+// kHistoryPositionsPerGroup positions, so no workgroup walks a long history
+// alone, at most MAX_ROW_CHUNKS.
+inline constexpr uint32_t kHistoryPositionsPerGroup = 64;
+uint32_t history_groups_for(uint32_t capacity, sieve_device_type type);
+
+// The grid x of a direct dispatch of the plan: its chunks, the history
+// pass's building workgroups, or one per row.
+uint32_t workgroups_per_row(const Plan& plan, const Dispatch& d);
+
+Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, uint32_t history_groups, uint32_t vocab,
                const EffectiveLimits& limits, sieve_device_type type, bool logprobs = false, bool wide_direct = false);
 
 // collect.glsl: collect_chunk_size, the logits per chunk of a row split into

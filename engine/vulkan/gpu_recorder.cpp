@@ -17,7 +17,9 @@ Recorder::Recorder(Device& device, Pipelines& pipelines, ChainBuffers& buffers, 
 Recording Recorder::describe(const RecordingKey& key) const {
     Recording rec;
     rec.key = key;
-    rec.plan = make_plan(key.kind, chain_.greedy, key.collect, key.wide, key.history, key.vocab, limits_, type_,
+    const uint32_t history_groups =
+        key.history ? history_groups_for(static_cast<uint32_t>(config_.history_capacity), type_) : 0u;
+    rec.plan = make_plan(key.kind, chain_.greedy, key.collect, key.wide, history_groups, key.vocab, limits_, type_,
                          key.logprobs, key.wide_direct);
     if (rec.plan.dispatches.size() > kMaxPlanDispatches) fail(SIEVE_ERROR_INTERNAL, "plan longer than the timestamp pool");
     // Row groups never straddle a window.
@@ -142,7 +144,7 @@ void Recorder::emit(VkCommandBuffer cmd, const Recording& rec) const {
             vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
             vk.vkCmdPushConstants(cmd, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), &pc);
             if (d.indirect == kNotIndirect)
-                vk.vkCmdDispatch(cmd, d.per_chunk ? rec.plan.n_chunks : 1u, g.rows, 1);
+                vk.vkCmdDispatch(cmd, workgroups_per_row(rec.plan, d), g.rows, 1);
             else
                 vk.vkCmdDispatchIndirect(cmd, buffers_.dispatch_args.buffer,
                                          static_cast<VkDeviceSize>(g.args_base + d.indirect) * 4);

@@ -1,5 +1,5 @@
-// "Last workgroup" handoff: each chunk workgroup of a row, after writing its
-// part, counts itself in; the one that arrives last does the row's next step
+// "Last workgroup" handoff: each chunk workgroup of a row (`arrivals` of them),
+// after writing its part, counts itself in; the one that arrives last does the row's next step
 // with everybody's results. Nobody waits for anybody, so it needs no forward-
 // progress guarantee (unlike a decoupled look-back), the same pattern as
 // AMD FidelityFX SPD's global atomic counter. The last one resets the counter
@@ -17,7 +17,7 @@ shared uint s_arrived;
 #ifdef SIEVE_MEMORY_MODEL
 // Vulkan memory model (the spec's "Memory Model" appendix): release on the
 // arrival, acquire by the last workgroup, both at device scope.
-bool last_to_arrive(uint row) {
+bool last_to_arrive_of(uint row, uint arrivals) {
     // Every invocation's buffer writes happen-before invocation 0's atomic: a
     // workgroup control barrier whose memory semantics are a device-scope
     // release (and acquire) of buffer memory, with the writes made available.
@@ -34,7 +34,7 @@ bool last_to_arrive(uint row) {
     // visible to every invocation that reads them next.
     controlBarrier(gl_ScopeWorkgroup, gl_ScopeDevice, gl_StorageSemanticsBuffer | gl_StorageSemanticsShared,
                    gl_SemanticsAcquireRelease | gl_SemanticsMakeAvailable | gl_SemanticsMakeVisible);
-    const bool last = s_arrived == pc.n_chunks - 1u;
+    const bool last = s_arrived == arrivals - 1u;
     if (last && gl_LocalInvocationID.x == 0u) row_state[row * ROW_STRIDE + R_ARRIVE] = 0u;
     return last;  // uniform in the workgroup
 }
@@ -48,13 +48,13 @@ bool last_to_arrive(uint row) {
 // final count (through barrier()), memoryBarrierBuffer() orders the coherent
 // reads that follow after the count. This is the pattern of CUDA's
 // threadFenceReduction (__threadfence, atomicInc, __syncthreads) and of SPD.
-bool last_to_arrive(uint row) {
+bool last_to_arrive_of(uint row, uint arrivals) {
     // Make this workgroup's writes visible before it is counted.
     memoryBarrierBuffer();
     barrier();
     if (gl_LocalInvocationID.x == 0u) s_arrived = atomicAdd(row_state[row * ROW_STRIDE + R_ARRIVE], 1u);
     barrier();
-    bool last = s_arrived == pc.n_chunks - 1u;
+    bool last = s_arrived == arrivals - 1u;
     if (last) {
         memoryBarrierBuffer();  // and see the others' before reading them
         if (gl_LocalInvocationID.x == 0u) row_state[row * ROW_STRIDE + R_ARRIVE] = 0u;
@@ -62,5 +62,8 @@ bool last_to_arrive(uint row) {
     return last;  // uniform in the workgroup
 }
 #endif
+
+// The row's chunk workgroups (pc.n_chunks) arrive.
+bool last_to_arrive(uint row) { return last_to_arrive_of(row, pc.n_chunks); }
 
 #endif

@@ -24,7 +24,7 @@ using uint = uint32_t;
     FIELD(stride)       /* floats between rows */ \
     FIELD(chunk_size)   /* logits per workgroup chunk (fixed by vocab, never by rows) */ \
     FIELD(n_chunks)     /* chunks per row */ \
-    FIELD(level)        /* selection level of this dispatch (histogram) */ \
+    FIELD(level)        /* selection level of this dispatch (histogram); the history pass's phase (HISTORY_*) */ \
     FIELD(flags)        /* FLAG_* */ \
     FIELD(row_base)     /* first row of this dispatch's row group (workgroup y = row - row_base) */ \
     FIELD(args_base)    /* this row group's indirect dispatch arguments (words) */ \
@@ -281,6 +281,14 @@ SIEVE_CONST uint ADJ_KEY = 0u;       // token + 1 (0 = empty)
 SIEVE_CONST uint ADJ_COUNT = 1u;     // occurrences in the penalties' window
 SIEVE_CONST uint ADJ_DRY = 2u;       // float: DRY's penalty (0 when none)
 SIEVE_CONST uint ADJ_DRY_LEN = 3u;   // DRY's longest repeat the token extends, + 1 (0 = none)
+
+// The history pass's phases (history.comp; the push constant `level`): one
+// workgroup per row clears and builds, or a clearing dispatch then a building
+// one of several workgroups per row (a GPU's plan: gpu_plan.cpp,
+// history_groups_for).
+SIEVE_CONST uint HISTORY_WHOLE = 0u;
+SIEVE_CONST uint HISTORY_CLEAR = 1u;
+SIEVE_CONST uint HISTORY_BUILD = 2u;
 
 // A row without a bias/bitmask block or DRY breakers (P_INPUTS, P_BREAKERS).
 SIEVE_CONST uint NO_INPUTS = 0xFFFFFFFFu;

@@ -15,6 +15,7 @@
 // token's final logit (bias included) by rank. Lookups stay here; a pass reads
 // an adjusted logit with no loop (common.glsl, row_logit).
 #include "common.glsl"
+#include "arrive.glsl"
 
 shared uint s_restart;  // the most recent history position where a breaker ends
 shared uint s_part[WG];  // the prefix counts' per-invocation sums
@@ -126,49 +127,85 @@ float dry_penalty(float multiplier, float base, uint exponent) {
     return multiplier * r;
 }
 
-// DRY's penalties into the entries (llama_sampler_dry_apply, steps 1 to 4).
-// Returns early exactly where llama.cpp does (uniform: every invocation).
-void dry(uint row, uint base, uint hash_base) {
+// This workgroup's share [lo, hi) of n positions: contiguous blocks, one per
+// workgroup of the row (gl_NumWorkGroups.x; one on a CPU device's plan).
+uvec2 my_share(uint n) {
+    uint per = (n + gl_NumWorkGroups.x - 1u) / gl_NumWorkGroups.x;
+    uint lo = min(gl_WorkGroupID.x * per, n);
+    return uvec2(lo, min(lo + per, n));
+}
+
+// llama_sampler_dry_apply's step 1: the most recent breaker limits the repeat
+// length (rep_limit; n when none ends in the window). Every workgroup of the
+// row finds it, scanning from the newest position one block of WG positions at
+// a time, and stops at the first block with a match: the smallest position
+// wins, whatever block order the workgroups run in.
+uint dry_rep_limit(uint n, uint breakers) {
+    if (breakers == NO_INPUTS) return n;
     uint t = gl_LocalInvocationID.x;
-    uint repeats = adjust_repeats_at(base);
+    for (uint from = 0u; from < n; from += WG) {
+        if (t == 0u) s_restart = 0xFFFFFFFFu;
+        barrier();
+        uint i = from + t;
+        if (i < n) {
+            int m = breaker_match(breakers, i);
+            if (m >= 0) atomicMin(s_restart, (i << 16u) | uint(m));  // i < 2^16: the capacity's bound
+        }
+        barrier();
+        uint found = s_restart;
+        barrier();  // every invocation has read it before the next block resets it
+        if (found != 0xFFFFFFFFu) return (found >> 16u) - (found & 0xFFFFu);  // uniform: shared, after a barrier
+    }
+    return n;
+}
+
+// The token that follows a repeat of `len` ending k positions before the
+// present (rat(k - 1)) would extend it: it keeps its longest repeat
+// (llama_sampler_dry_apply's step 3; single-token breakers never get a penalty).
+void dry_extends(uint base, uint breakers, uint allowed, uint k, uint len) {
+    if (len < allowed) return;
+    uint token = rat(k - 1u);
+    if (single_token_breaker(breakers, token)) return;
+    atomicMax(adjust[adjust_insert(base, token) + ADJ_DRY_LEN], len + 1u);
+}
+
+// DRY's steps 1 to 3 over this workgroup's positions: each token a repeat
+// would extend, with its longest repeat, in its entry. Returns early exactly
+// where llama.cpp does (uniform: every workgroup of the row decides alike).
+void dry_repeats(uint row, uint base) {
+    uint t = gl_LocalInvocationID.x;
     // Its window (last_n_repeat); llama.cpp returns early when the
     // window is not longer than allowed_length.
     uint n = min(g_count, param_u(row, P_DRY_LAST_N));
     uint allowed = param_u(row, P_DRY_ALLOWED);
     if (n <= allowed) return;
     uint breakers = param_u(row, P_BREAKERS);
-
-    // Step 1: the most recent breaker limits the repeat length (rep_limit).
-    if (t == 0u) s_restart = 0xFFFFFFFFu;
-    barrier();
-    if (breakers != NO_INPUTS) {
-        for (uint i = t; i < n; i += WG) {
-            int m = breaker_match(breakers, i);
-            if (m >= 0) atomicMin(s_restart, (i << 16u) | uint(m));  // i < 2^16: the capacity's bound
-        }
-    }
-    barrier();
-    uint rep_limit = n;
-    if (s_restart != 0xFFFFFFFFu) rep_limit = (s_restart >> 16u) - (s_restart & 0xFFFFu);
-    if (rep_limit < allowed) return;  // uniform: shared value after the barrier
+    uint rep_limit = dry_rep_limit(n, breakers);
+    if (rep_limit < allowed) return;
 
     // Step 2: each position's repeat count min(Z[k], rep_limit): the longest
     // common prefix of the history read backwards from the present and from k
     // tokens earlier. llama.cpp computes it with the reverse Z-algorithm (the
     // same values, linear but sequential). Lengths beyond allowed_length + the
     // exponent cap give the same penalty, so with a cap every invocation
-    // compares its positions directly, at most `cap` tokens each; without one
-    // (base <= 1.000001) the Z-algorithm runs in one invocation.
+    // compares its positions directly, at most `cap` tokens each, and applies
+    // step 3 at once; without one (base <= 1.000001) the Z-algorithm runs in
+    // one invocation of the row's first workgroup, which then takes step 3.
     uint max_exp = param_u(row, P_DRY_MAX_EXP);
     uint cap = max_exp > 0u ? min(rep_limit, allowed + max_exp) : rep_limit;
     if (cap <= DIRECT_LCP_LIMIT) {
-        for (uint k = 1u + t; k < n; k += WG) {
+        uvec2 share = my_share(n);
+        for (uint k = max(share.x, 1u) + t; k < share.y; k += WG) {
             uint limit = min(n - k, cap);
             uint m = 0u;
             while (m < limit && rat(m) == rat(m + k)) ++m;
-            adjust[repeats + n - 1u - k] = m;
+            dry_extends(base, breakers, allowed, k, m);
         }
-    } else if (t == 0u) {
+        return;
+    }
+    if (gl_WorkGroupID.x != 0u) return;
+    uint repeats = adjust_repeats_at(base);
+    if (t == 0u) {
         uint last = n - 1u;
         uint rt = 0u, lt = 0u;
         for (uint k = 1u; k < n; ++k) {
@@ -198,21 +235,15 @@ void dry(uint row, uint base, uint hash_base) {
     }
     memoryBarrierBuffer();
     barrier();
+    for (uint k = 1u + t; k < n; k += WG) dry_extends(base, breakers, allowed, k, adjust[repeats + n - 1u - k]);
+}
 
-    // Step 3: each repeat of at least allowed_length makes the token after it
-    // a continuation; a token keeps its longest (single-token breakers never
-    // get a penalty).
-    for (uint i = t; i + 1u < n; i += WG) {
-        uint len = adjust[repeats + i];
-        if (len < allowed) continue;
-        uint token = rat(n - 2u - i);
-        if (single_token_breaker(breakers, token)) continue;
-        atomicMax(adjust[adjust_insert(base, token) + ADJ_DRY_LEN], len + 1u);
-    }
-    memoryBarrierBuffer();
-    barrier();
-
-    // Step 4: the penalty of each such token, exponent capped as llama.cpp caps it.
+// DRY's step 4: the penalty of each token a repeat extends, exponent capped as
+// llama.cpp caps it.
+void dry_penalties(uint row, uint base, uint hash_base) {
+    uint t = gl_LocalInvocationID.x;
+    uint allowed = param_u(row, P_DRY_ALLOWED);
+    uint max_exp = param_u(row, P_DRY_MAX_EXP);
     float multiplier = param_f(row, P_DRY_MULT);
     float dry_base = param_f(row, P_DRY_BASE);
     uint used = adjust_used_at(base);
@@ -283,14 +314,10 @@ void write_table(uint row, uint base, uint hash_base) {
     }
 }
 
-void main() {
-    uint row = pc.row_base + gl_WorkGroupID.y;
+// What the row's previous call set, cleared: its used entries, their bits,
+// then their count (once every invocation has read it).
+void clear_previous(uint base, uint hash_base) {
     uint t = gl_LocalInvocationID.x;
-    uint base = row * adjust_row_words();
-    uint hash_base = base + pc.bitmap_words;
-
-    // What the row's previous call set, cleared: its used entries, their bits,
-    // then their count (once every invocation has read it).
     uint used = adjust_used_at(base);
     uint in_use = adjust[used];
     for (uint j = t; j < in_use; j += WG) {
@@ -307,7 +334,22 @@ void main() {
     // Buffer writes of this workgroup before its later reads and atomics.
     memoryBarrierBuffer();
     barrier();
-    if ((param_u(row, P_ROW_FLAGS) & ROW_ADJUST) == 0u) return;
+}
+
+// pc.level is the pass's phase: HISTORY_WHOLE (one workgroup per row clears
+// and builds), or, where a GPU's plan splits the history over workgroups,
+// HISTORY_CLEAR (one per row) then HISTORY_BUILD (gl_NumWorkGroups.x per row,
+// each a share of the positions; the last to arrive finishes the row). The
+// clearing is its own dispatch there: it must be complete before any
+// workgroup of the row inserts.
+void main() {
+    uint row = pc.row_base + gl_WorkGroupID.y;
+    uint t = gl_LocalInvocationID.x;
+    uint base = row * adjust_row_words();
+    uint hash_base = base + pc.bitmap_words;
+
+    if (pc.level != HISTORY_BUILD) clear_previous(base, hash_base);
+    if (pc.level == HISTORY_CLEAR || (param_u(row, P_ROW_FLAGS) & ROW_ADJUST) == 0u) return;
 
     g_slot = param_u(row, P_SLOT);
     g_head = slot_state[g_slot + S_HEAD];
@@ -318,10 +360,15 @@ void main() {
     g_count = min(slot_state[g_slot + S_COUNT] + g_prefix_len, pc.hist_cap);
 
     // Penalties: each token's count over the window (llama.cpp's token_count).
-    uint pen_n = min(g_count, param_u(row, P_PEN_LAST_N));
-    for (uint j = t; j < pen_n; j += WG) atomicAdd(adjust[adjust_insert(base, rat(j)) + ADJ_COUNT], 1u);
+    uvec2 share = my_share(min(g_count, param_u(row, P_PEN_LAST_N)));
+    for (uint j = share.x + t; j < share.y; j += WG) atomicAdd(adjust[adjust_insert(base, rat(j)) + ADJ_COUNT], 1u);
 
-    dry(row, base, hash_base);
+    dry_repeats(row, base);
+    // Every workgroup's entries complete: the last one to arrive finishes.
+    memoryBarrierBuffer();
+    barrier();
+    if (gl_NumWorkGroups.x > 1u && !last_to_arrive_of(row, gl_NumWorkGroups.x)) return;
+    dry_penalties(row, base, hash_base);
     memoryBarrierBuffer();
     barrier();
     write_table(row, base, hash_base);

@@ -255,17 +255,28 @@ TEST(GpuHistoryConstrained, TokensFedBackAgreeWithTwin) {
     run_history_case({"penalties;dry;top_k;temperature", 32000, Shape::Zipf, "both"}, Profile::Constrained, 12);
 }
 
-// The dispatch figures: the history pass adds one dispatch (one workgroup per
-// row) and no full-row pass; rows with the samplers off add nothing.
+// The dispatch figures: the history pass adds no full-row pass, and one
+// dispatch of one workgroup per row on a CPU device's plan; a GPU's splits a
+// long history (4096 tokens: 64 workgroups per row, after a clearing
+// dispatch). Rows with the samplers off add nothing.
 TEST(GpuHistoryPlan, OneDispatchNoRowPass) {
     auto ctx = sieve_test::gpu_context();
     const char* chain_text = "penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature";
-    sieve::Chain chain(ctx, sieve_test::chain_desc(chain_text, 1, 151936, 0.8f, 3));
+    auto desc = sieve_test::chain_desc(chain_text, 1, 151936, 0.8f, 3);
+    desc.history_capacity(4096);
+    sieve::Chain chain(ctx, desc);
     const auto off = chain.plan_figures(1, 151936);
     set_row_params(chain, 0, history_params("both", 151936));
     const auto on = chain.plan_figures(1, 151936);
-    EXPECT_EQ(on.first, off.first + 1);
+    const sieve_device_info info = ctx.device_info();
+    const bool cpu_plan = info.type == SIEVE_DEVICE_CPU && !(info.profile & SIEVE_PROFILE_GPU);
+    EXPECT_EQ(on.first, off.first + (cpu_plan ? 1u : 2u));
     EXPECT_EQ(on.second, off.second);
+    std::vector<uint32_t> history_groups;
+    for (const sieve_stage_estimate& e : chain.plan_estimate(1, 151936))
+        if (std::string(e.stage) == "history") history_groups.push_back(e.workgroups);
+    const std::vector<uint32_t> expected = cpu_plan ? std::vector<uint32_t>{1u} : std::vector<uint32_t>{1u, 64u};
+    EXPECT_EQ(history_groups, expected);
     chain.accept(0, prompt(151936, 0, 64));
     const auto logits = boosted_rows(Shape::Zipf, 1, 151936, 4);
     const auto before = chain.counters();
