@@ -147,10 +147,11 @@ uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type, u
     return static_cast<uint32_t>(std::clamp<uint64_t>(fit, 1, rows));
 }
 
-uint32_t history_groups_for(uint32_t capacity, sieve_device_type type) {
-    if (type == SIEVE_DEVICE_CPU) return 1;
-    const uint32_t groups = (capacity + kHistoryPositionsPerGroup - 1) / kHistoryPositionsPerGroup;
-    return std::clamp<uint32_t>(groups, 1, MAX_ROW_CHUNKS);
+uint32_t history_groups_for(uint32_t capacity, uint32_t rows, const EffectiveLimits& limits) {
+    if (limits.plan_type == SIEVE_DEVICE_CPU) return 1;
+    const uint32_t by_history = (capacity + kHistoryPositionsPerGroup - 1) / kHistoryPositionsPerGroup;
+    const uint32_t by_device = 2 * std::max(limits.compute_units, 1u) / std::max(rows, 1u);
+    return std::clamp<uint32_t>(std::min({by_history, by_device, MAX_ROW_CHUNKS}), 1, MAX_ROW_CHUNKS);
 }
 
 uint32_t workgroups_per_row(const Plan& plan, const Dispatch& d) {

@@ -98,12 +98,14 @@ uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type, u
 // alone, two passes instead of the collect pass, its tail and two more
 // (not with history or logprobs).
 // The history pass's workgroups per row for a history ring of `capacity`
-// tokens: one on a CPU device (its plan: every workgroup is a thread's serial
-// work, and one dispatch costs less than two); on a GPU one per
-// kHistoryPositionsPerGroup positions, so no workgroup walks a long history
-// alone, at most MAX_ROW_CHUNKS.
+// tokens and `rows` rows: one on a CPU device (its plan: every workgroup is a
+// thread's serial work, and one dispatch costs less than two); on a GPU one
+// per kHistoryPositionsPerGroup positions, so no workgroup walks a long
+// history alone, but no more than about two workgroups per compute unit over
+// the rows (as collect_chunks_for_group) and MAX_ROW_CHUNKS. Any split gives
+// the same table (counts and maxima), so the batch may decide it.
 inline constexpr uint32_t kHistoryPositionsPerGroup = 64;
-uint32_t history_groups_for(uint32_t capacity, sieve_device_type type);
+uint32_t history_groups_for(uint32_t capacity, uint32_t rows, const EffectiveLimits& limits);
 
 // The grid x of a direct dispatch of the plan: its chunks, the history
 // pass's building workgroups, or one per row.

@@ -18,7 +18,7 @@ Recording Recorder::describe(const RecordingKey& key) const {
     Recording rec;
     rec.key = key;
     const uint32_t history_groups =
-        key.history ? history_groups_for(static_cast<uint32_t>(config_.history_capacity), type_) : 0u;
+        key.history ? history_groups_for(static_cast<uint32_t>(config_.history_capacity), key.rows, limits_) : 0u;
     rec.plan = make_plan(key.kind, chain_.greedy, key.collect, key.wide, history_groups, key.vocab, limits_, type_,
                          key.logprobs, key.wide_direct);
     if (rec.plan.dispatches.size() > kMaxPlanDispatches) fail(SIEVE_ERROR_INTERNAL, "plan longer than the timestamp pool");

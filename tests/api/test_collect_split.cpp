@@ -90,3 +90,37 @@ TEST(CollectSplit, EverySplitFitsTheSlotsTheBufferAndHoldsLogitsInEveryChunk) {
 }
 
 } // namespace
+
+namespace {
+
+// The history pass's split (history_groups_for): one workgroup per 64
+// positions of the capacity on a GPU, at most about two workgroups per
+// compute unit over the rows and 64 a row; one on a CPU device. The plan
+// then clears in its own dispatch and builds with that many workgroups.
+TEST(HistorySplit, AGpuSplitsALongHistoryByTheCapacityAndTheBatch) {
+    const EffectiveLimits h200 = gpu_limits(4096, 132);
+    EXPECT_EQ(sieve::history_groups_for(4096, 1, h200), 64u);
+    EXPECT_EQ(sieve::history_groups_for(4096, 8, h200), 33u);
+    EXPECT_EQ(sieve::history_groups_for(4096, 64, h200), 4u);
+    EXPECT_EQ(sieve::history_groups_for(4096, 256, h200), 1u);
+    EXPECT_EQ(sieve::history_groups_for(64, 1, h200), 1u);
+    EXPECT_EQ(sieve::history_groups_for(65, 1, h200), 2u);
+    EXPECT_EQ(sieve::history_groups_for(1u << 16, 1, h200), 64u);
+    EXPECT_EQ(sieve::history_groups_for(4096, 1, gpu_limits(4096, 132, SIEVE_DEVICE_CPU)), 1u);
+
+    using sieve::Stage;
+    const auto history_levels = [&](uint32_t groups) {
+        const Plan p = sieve::make_plan(sieve::RecordingKind::Sample, false, true, false, groups, 151936, h200,
+                                        h200.plan_type);
+        std::vector<std::pair<uint32_t, uint32_t>> out;  // (level, workgroups per row)
+        for (const sieve::Dispatch& d : p.dispatches)
+            if (d.stage == Stage::History) out.emplace_back(d.level, sieve::workgroups_per_row(p, d));
+        return out;
+    };
+    using Levels = std::vector<std::pair<uint32_t, uint32_t>>;
+    EXPECT_EQ(history_levels(0), Levels{});
+    EXPECT_EQ(history_levels(1), (Levels{{sieve::glsl::HISTORY_WHOLE, 1u}}));
+    EXPECT_EQ(history_levels(33), (Levels{{sieve::glsl::HISTORY_CLEAR, 1u}, {sieve::glsl::HISTORY_BUILD, 33u}}));
+}
+
+} // namespace
