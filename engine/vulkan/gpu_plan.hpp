@@ -80,6 +80,20 @@ void chunking(uint32_t vocab, const EffectiveLimits& limits, sieve_device_type t
 // Results do not depend on it: a row's work is the same in any group.
 uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type, uint32_t row_passes);
 
+// The history pass's workgroups per row for a history ring of `capacity`
+// tokens and `rows` rows: one on a CPU device (its plan: every workgroup is a
+// thread's serial work, and one dispatch costs less than two); on a GPU one
+// per kHistoryPositionsPerGroup positions, so no workgroup walks a long
+// history alone, but no more than about two workgroups per compute unit over
+// the rows (as collect_chunks_for_group) and MAX_ROW_CHUNKS. Any split gives
+// the same table (counts and maxima), so the batch may decide it.
+inline constexpr uint32_t kHistoryPositionsPerGroup = 64;
+uint32_t history_groups_for(uint32_t capacity, uint32_t rows, const EffectiveLimits& limits);
+
+// The grid x of a direct dispatch of the plan: its chunks, the history
+// pass's building workgroups, or one per row.
+uint32_t workgroups_per_row(const Plan& plan, const Dispatch& d);
+
 // collect: the chain has truncating samplers (or a dynamic temperature): one
 // collect dispatch whose last workgroup runs the chain on the row's top
 // candidates (collect.comp, tail.glsl). Otherwise the selection levels.
@@ -97,20 +111,6 @@ uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type, u
 // the row itself (row_analysis.hpp: RowAnalysis::wide_direct; a CPU device): they run
 // alone, two passes instead of the collect pass, its tail and two more
 // (not with history or logprobs).
-// The history pass's workgroups per row for a history ring of `capacity`
-// tokens and `rows` rows: one on a CPU device (its plan: every workgroup is a
-// thread's serial work, and one dispatch costs less than two); on a GPU one
-// per kHistoryPositionsPerGroup positions, so no workgroup walks a long
-// history alone, but no more than about two workgroups per compute unit over
-// the rows (as collect_chunks_for_group) and MAX_ROW_CHUNKS. Any split gives
-// the same table (counts and maxima), so the batch may decide it.
-inline constexpr uint32_t kHistoryPositionsPerGroup = 64;
-uint32_t history_groups_for(uint32_t capacity, uint32_t rows, const EffectiveLimits& limits);
-
-// The grid x of a direct dispatch of the plan: its chunks, the history
-// pass's building workgroups, or one per row.
-uint32_t workgroups_per_row(const Plan& plan, const Dispatch& d);
-
 Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, uint32_t history_groups, uint32_t vocab,
                const EffectiveLimits& limits, sieve_device_type type, bool logprobs = false, bool wide_direct = false);
 

@@ -27,7 +27,7 @@ EffectiveLimits gpu_limits(uint32_t capacity, uint32_t compute_units, sieve_devi
 }
 
 Plan collect_plan(uint32_t vocab, const EffectiveLimits& limits) {
-    return sieve::make_plan(sieve::RecordingKind::Sample, false, true, false, false, vocab, limits, limits.plan_type);
+    return sieve::make_plan(sieve::RecordingKind::Sample, false, true, false, 0u, vocab, limits, limits.plan_type);
 }
 
 TEST(CollectSplit, AnH200SplitsOneRowOfTheDefaultChainInto64Chunks) {

@@ -172,7 +172,7 @@ TEST(Profiles, GpuProfileRecordsTheDiscreteGpuPlan) {
             const int32_t vocab = 151936;
             sieve::Chain chain(gpu, sieve_test::chain_desc(c.samplers, rows, vocab, 0.8f, 7));
             const sieve::Plan plan =
-                sieve::make_plan(sieve::RecordingKind::Sample, c.greedy, c.collect, false, false,
+                sieve::make_plan(sieve::RecordingKind::Sample, c.greedy, c.collect, false, 0u,
                                  static_cast<uint32_t>(vocab), want, want.plan_type, false, false);
             EXPECT_EQ(sieve::rows_per_group(static_cast<uint32_t>(rows), vocab, want.plan_type, plan.min_row_passes),
                       static_cast<uint32_t>(rows));  // a GPU reads all rows in one group
