@@ -101,7 +101,8 @@ void print_header(std::ostream& out, const Device& device, const std::vector<std
         << " warm-up (a case stops early after 8 s on the device, " << fixed(o.twin_budget_s, 1)
         << " s on the twin, never before " << kMinTokens << " tokens); GPU stages from a separate run of "
         << o.profile_tokens
-        << " profiled tokens (timestamps add their own cost)\n";
+        << " profiled tokens (on a GPU after " << fixed(kClockWarmupGpuS * 1000, 0)
+        << " ms of back-to-back calls; timestamps add their own cost)\n";
     if (std::any_of(cases.begin(), cases.end(), [](const BenchCase& c) { return !c.verify.empty(); }))
         out << "verify_* cases: per step (one sieve_verify call for every sequence's drafts; a token above is a step), "
                "against drafts + 1 sieve_sample calls per step, alternating in blocks of "

@@ -140,13 +140,18 @@ ChainBuffers::ChainBuffers(Device& device, Pipelines& pipelines, const ChainConf
     try {
         const bool uma = device_.unified_memory();
         const VkBufferUsageFlags texel_usage = VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT;
-        logits = device_.create_buffer(rows * vocab * 4, storage | texel_usage | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+        // A transfer destination for the upload, and a source for reading
+        // back the rows the twin finishes (device_host_rows).
+        logits = device_.create_buffer(rows * vocab * 4,
+                                       storage | texel_usage | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
+                                           VK_BUFFER_USAGE_TRANSFER_SRC_BIT,
                                        uma ? HostAccess::Writes : HostAccess::None, allocations_);
         // The upload's source, and where the host reads back rows the twin
         // finishes from the app's buffer (device_host_rows): system memory.
         if (!uma)
-            staging = device_.create_buffer(rows * vocab * 4, VK_BUFFER_USAGE_TRANSFER_SRC_BIT, HostAccess::Reads,
-                                            allocations_);
+            staging = device_.create_buffer(rows * vocab * 4,
+                                            VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                                            HostAccess::Reads, allocations_);
         params = device_.create_buffer(rows * PARAM_STRIDE * 4, storage, HostAccess::Writes, allocations_);
         chunk_stats = device_.create_buffer(rows * max_chunks * CHUNK_STRIDE * 4, storage, HostAccess::None, allocations_);
         row_state = device_.create_buffer(rows * ROW_STRIDE * 4, storage | VK_BUFFER_USAGE_TRANSFER_DST_BIT, HostAccess::None,

@@ -18,4 +18,14 @@ struct PhiloxCase {
 // context's device (throws Failure for a CPU context).
 std::vector<std::array<uint32_t, 4>> philox_on_device(sieve_context* context, const std::vector<PhiloxCase>& cases);
 
+struct DivisionCase {
+    float x = 0, y = 1;
+    int32_t skew = 0;  // ulps the start quotient is moved from the device's x / y
+};
+
+// division.glsl's correct_quotient(x, y, start) for each case on the context's
+// device, the start `skew` ulps from the device's own quotient (throws Failure
+// for a CPU context).
+std::vector<float> quotients_on_device(sieve_context* context, const std::vector<DivisionCase>& cases);
+
 } // namespace sieve

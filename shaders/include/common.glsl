@@ -30,6 +30,7 @@
                                  gl_StorageSemanticsShared | gl_StorageSemanticsBuffer, gl_SemanticsAcquireRelease)
 #endif
 
+#include "division.glsl"
 
 // Workgroup size and candidate capacity come from the device's limits (and the
 // constrained profile), never from an assumed subgroup size.
@@ -58,6 +59,11 @@ layout(constant_id = SPEC_CHAIN_SELECTOR) const uint CHAIN_SELECTOR = 0u;
 // the bins. A GPU keeps the selects: an indexed array there would leave the
 // registers.
 layout(constant_id = SPEC_INDEXED_BINS) const uint INDEXED_BINS = 0u;
+// 1 where the device's float division may be inexact (every device but a CPU
+// implementation, whose vector division is IEEE's, whatever the profile):
+// sieve_div corrects each quotient llama.cpp computes by a division
+// (division.glsl; tests/gpu/test_gpu_division.cpp checks the correction).
+layout(constant_id = SPEC_EXACT_DIVISION) const uint EXACT_DIVISION = 1u;
 #define CHAIN_OP(o) ((((o) < 8u ? CHAIN_OPS_LO : CHAIN_OPS_HI) >> (4u * ((o) % 8u))) & 15u)
 // Whether the chain holds min-p (OP_MIN_P = 4 in some nibble): only then does
 // the collect pass track the running maximum for min-p's floor.
@@ -108,11 +114,17 @@ const uint KEY_POS_INF = 0xFF800000u;  // sieve_key(+inf); NaNs fall outside [KE
 
 float row_scale(uint row) { return uintBitsToFloat(params[row * PARAM_STRIDE + P_SCALE]); }
 
+// x / y rounded as IEEE rounds it, as the twin and llama.cpp divide.
+float sieve_div(float x, float y) {
+    float q = x / y;
+    return EXACT_DIVISION != 0u ? correct_quotient(x, y, q) : q;
+}
+
 // The logit the draw sees: divided by the temperature exactly as llama.cpp's
 // temperature sampler does (one float division), so that keys, ties and masses
 // are those of the twin's candidate array. scale <= 0 is greedy masking, which
 // keeps the raw order.
-float scaled_logit(float f, float scale) { return scale > 0.0 ? f / scale : f; }
+float scaled_logit(float f, float scale) { return scale > 0.0 ? sieve_div(f, scale) : f; }
 
 // The mass of a scaled logit x in 40-bit fixed point relative to the row's
 // maximal scaled logit M: trunc(exp(x - M) * 2^40) as (lo, hi). Exact integer

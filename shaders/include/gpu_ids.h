@@ -41,6 +41,7 @@
 #define SPEC_WIDE_ROWS_X4 12     // wide_histogram.comp, wide_gather.comp: WIDE_ROWS_X4
 #define SPEC_INGEST_KIND 13      // ingest.comp: INGEST_KIND
 #define SPEC_TAIL_SERIAL 14      // tail.glsl: TAIL_SERIAL
-#define SPEC_COUNT 15
+#define SPEC_EXACT_DIVISION 15   // common.glsl: EXACT_DIVISION
+#define SPEC_COUNT 16
 
 #endif

@@ -150,7 +150,7 @@ void op_divide(uint row, float temperature) {
     for (uint i = t; i < n; i += WG) {
         float v = cand_value(i);
         if (isinf(v)) continue;
-        float x = v / temperature;
+        float x = sieve_div(v, temperature);
         overflow = overflow || isinf(x);
         c_key[i] = sieve_key(x);
     }
@@ -165,7 +165,7 @@ void op_divide(uint row, float temperature) {
         // Past a top-p cut (REST_CUT) the extreme is a bound, L, below the
         // survivors: only the CPU twin can tell whether one overflows (the
         // twin divides survivors only, as llama.cpp's array holds them).
-        float x = s_rest_min / temperature;
+        float x = sieve_div(s_rest_min, temperature);
         if (isinf(x) && !isinf(s_rest_min)) {
             if (s_rest_kind == REST_CUT) s_fallback = 1u;
             else s_status = STATUS_NON_FINITE;

@@ -107,7 +107,7 @@ float apply_history(uint row, uint o, float f) {
     if ((flags & ROW_DRY_FIRST) != 0u) x = x - dry;
     if (count > 0u) {
         precise float repeat = param_f(row, P_REPEAT);
-        x = x <= 0.0 ? x * repeat : x / repeat;
+        x = x <= 0.0 ? x * repeat : sieve_div(x, repeat);
         precise float sub = float(count) * param_f(row, P_FREQ) + param_f(row, P_PRESENT);
         x = x - sub;
     }

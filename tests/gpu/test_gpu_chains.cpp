@@ -620,6 +620,13 @@ TEST(GpuChainCollectPaths, RowsSplitByTheBatchEqualTheTwin) {
     auto options = sieve_test::gpu_options();
     options.profile("gpu");
     sieve::Context gpu(options);
+    // The batch check's count is pinned to the stand-in's 32 units: a real
+    // GPU's own count (132 on an H200) splits 64 rows too.
+    auto pinned_units = [&] {
+        sieve_test::ScopedEnv units("SIEVE_COMPUTE_UNITS", "32");
+        return sieve::Context(options);
+    };
+    sieve::Context pinned = pinned_units();
     const uint32_t plan_chunks = 8;  // MAX_COLLECT_CHUNKS: what 151936 and 32000 take unsplit
     for (const char* chain_text : {kDefaultOrder, "top_k;temperature", "min_p;temperature"}) {
         const auto kinds = sieve_test::twin_chain(chain_text);
@@ -651,8 +658,8 @@ TEST(GpuChainCollectPaths, RowsSplitByTheBatchEqualTheTwin) {
                     }
                 }
             }
-            // 64 rows fill the stand-in's 32 units twice over: one chunk a row.
-            sieve::Chain batch(gpu, sieve_test::chain_desc(chain_text, 64, vocab, 1.0f, 64));
+            // 64 rows fill 32 units twice over: one chunk a row.
+            sieve::Chain batch(pinned, sieve_test::chain_desc(chain_text, 64, vocab, 1.0f, 64));
             EXPECT_EQ(stage_workgroups(batch, 64, vocab, "collect_plain"), 64u) << chain_text;
         }
     }
