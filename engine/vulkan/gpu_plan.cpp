@@ -41,7 +41,7 @@ uint32_t collect_chunks_for_group(const Plan& plan, uint32_t vocab, uint32_t row
     const uint32_t target = 2 * std::max(limits.compute_units, 1u);  // workgroups over the group
     // Past MAX_COLLECT_CHUNKS every list must fit its share of the row's words.
     const uint32_t by_lists = std::max(limits.candidate_capacity / std::max(most_need, 1u), MAX_COLLECT_CHUNKS);
-    const uint32_t n = std::min({plan.collect_slots, by_lists, std::max(target / std::max(rows, 1u), 1u)});
+    const uint32_t n = std::min({plan.collect_slots, by_lists, kMostSplitChunks, std::max(target / std::max(rows, 1u), 1u)});
     return collect_chunks_holding_logits(vocab, n);
 }
 

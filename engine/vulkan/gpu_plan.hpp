@@ -137,11 +137,16 @@ inline uint32_t wide_chunk_size(const Plan& plan, uint32_t vocab) {
 // full-row aggregates, so how a row is split changes no result): about two
 // workgroups per compute unit over the group (many chunks at batch 1, one a
 // row at large batches), at most the chunk statistics' slots
-// (plan.collect_slots), and past MAX_COLLECT_CHUNKS only as many as keep
+// (plan.collect_slots) and kMostSplitChunks, and past MAX_COLLECT_CHUNKS only as many as keep
 // every list in its share of the row's words (chunks x most_need <= CAP,
 // collect.glsl: chunk_list_at).
 uint32_t collect_chunks_for_group(const Plan& plan, uint32_t vocab, uint32_t rows, uint32_t most_need, bool plain,
                                   const EffectiveLimits& limits);
+// The most chunks a split row takes: the tail merges their lists on one
+// workgroup, so more chunks than this cost the tail more than they save the
+// chunks (an H200 at batch 1: 32 chunks about 20 us under 64 for the default
+// chain, min-p, top-p and penalties; docs/perf-log.md).
+constexpr uint32_t kMostSplitChunks = 32;
 
 // wide.glsl: a row's words in the wide buffer for a list of `list` entries.
 constexpr uint32_t kMaxWideList = 65536;

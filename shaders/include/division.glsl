@@ -48,7 +48,7 @@ float correct_quotient(float x, float y, float q) {
         if (!(ax >= RESIDUAL_MIN && aq <= SPLIT_MAX)) return q;
     }
     float r = division_residual(ax, aq, ay);  // > 0: the true quotient is above aq
-    for (int i = 0; i < 4 && r != 0.0; ++i) {
+    for (int i = 0; i < 8 && r != 0.0; ++i) {
         bool up = r > 0.0;
         float an = uintBitsToFloat(floatBitsToUint(aq) + (up ? 1u : 0xFFFFFFFFu));
         float rn = division_residual(ax, an, ay);

@@ -2,7 +2,7 @@
 // (collect_chunks_for_group, gpu_plan.hpp): on a GPU plan, plain rows take
 // about two workgroups per compute unit over the group (more chunks than the
 // plan's at small batches, fewer at large ones), never more than the
-// statistics' slots, never so many that a list outgrows its share of the
+// statistics' slots or kMostSplitChunks, never so many that a list outgrows its share of the
 // row's words, and always a count whose chunks all hold logits in the
 // shaders' formula (collect.glsl: collect_chunk_size).
 #include "vulkan/gpu_plan.hpp"
@@ -30,14 +30,18 @@ Plan collect_plan(uint32_t vocab, const EffectiveLimits& limits) {
     return sieve::make_plan(sieve::RecordingKind::Sample, false, true, false, 0u, vocab, limits, limits.plan_type);
 }
 
-TEST(CollectSplit, AnH200SplitsOneRowOfTheDefaultChainInto64Chunks) {
+TEST(CollectSplit, AnH200SplitsOneRowOfTheDefaultChainInto32Chunks) {
     const EffectiveLimits h200 = gpu_limits(4096, 132);
     const Plan p = collect_plan(151936, h200);
     EXPECT_EQ(p.n_chunks, 8u);
     EXPECT_EQ(p.collect_slots, 64u);
-    EXPECT_EQ(sieve::collect_chunks_for_group(p, 151936, 1, 40, true, h200), 64u);
-    // Eight rows: about two workgroups per SM over the group.
-    EXPECT_EQ(sieve::collect_chunks_for_group(p, 151936, 8, 40, true, h200), 33u);
+    // One row: 264 workgroups would fit the SMs, but the tail merges 32 lists at most.
+    EXPECT_EQ(sieve::collect_chunks_for_group(p, 151936, 1, 40, true, h200), sieve::kMostSplitChunks);
+    EXPECT_EQ(sieve::kMostSplitChunks, 32u);
+    // Eight rows: about two workgroups per SM over the group (33), capped.
+    EXPECT_EQ(sieve::collect_chunks_for_group(p, 151936, 8, 40, true, h200), 32u);
+    // Sixteen rows: 16 chunks a row.
+    EXPECT_EQ(sieve::collect_chunks_for_group(p, 151936, 16, 40, true, h200), 16u);
     // 64 rows: 4 chunks a row; 256 rows: one.
     EXPECT_EQ(sieve::collect_chunks_for_group(p, 151936, 64, 40, true, h200), 4u);
     EXPECT_EQ(sieve::collect_chunks_for_group(p, 151936, 256, 40, true, h200), 1u);
@@ -71,6 +75,7 @@ TEST(CollectSplit, EverySplitFitsTheSlotsTheBufferAndHoldsLogitsInEveryChunk) {
                                      std::to_string(need) + ": " + std::to_string(n) + " chunks");
                         ASSERT_GE(n, 1u);
                         ASSERT_LE(n, p.collect_slots);
+                        ASSERT_LE(n, sieve::kMostSplitChunks);
                         const uint32_t size = sieve::collect_chunk_size(vocab, n);
                         EXPECT_EQ(size % 4, 0u);
                         EXPECT_EQ((vocab + size - 1) / size, n) << "a chunk without logits";
