@@ -11,11 +11,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -102,6 +105,45 @@ TEST(GpuCheck, WritesOneReportWithDeviceTestsAndBench) {
     for (const auto& c : verify) {
         EXPECT_EQ(c.at("name").get<std::string>().rfind("verify_match_d4/default/peaked/v151936/b", 0), 0u);
         EXPECT_TRUE(c.contains("verify"));
+    }
+}
+
+// --shards N runs the tests in N processes and merges their reports: every
+// test once, the counts summed.
+TEST(GpuCheck, ShardedTestsMergeIntoOneReport) {
+    if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3 on this machine";
+    const fs::path dir = temp_dir("sharded");
+    const fs::path report = dir / "report.json";
+    const auto r = sieve_test::run_program(
+        "/usr/bin/env", "SIEVE_GPU_CHECK_ALLOW_CPU=1 bash '" + script() + "' --no-setup --build-dir '" +
+                            std::string(SIEVE_BUILD_DIR) + "' --out '" + report.string() +
+                            "' --shards 2 --filter 'PhiloxGpu.*:GpuSteadyState.NoRecordingNoAllocationPerToken'"
+                            " --bench-case default/zipf/v32000/b1 --verify-case verify_match_d4/default/peaked/v151936/b1"
+                            " --tokens 10",
+        dir);
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    const auto doc = nlohmann::json::parse(sieve_test::read_text(report.string()));
+    EXPECT_EQ(doc.at("tests_exit_status"), 0);
+    const auto& tests = doc.at("tests");
+    EXPECT_EQ(tests.at("shards").get<int>(), 2);
+    EXPECT_EQ(tests.at("failures").get<int>(), 0);
+    std::vector<std::string> names;
+    for (const auto& suite : tests.at("testsuites"))
+        for (const auto& t : suite.at("testsuite")) names.push_back(suite.at("name").get<std::string>() + "." + t.at("name").get<std::string>());
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(std::adjacent_find(names.begin(), names.end()), names.end()) << "a test ran in two shards";
+    EXPECT_EQ(static_cast<int>(names.size()), tests.at("tests").get<int>());
+    EXPECT_EQ(names.size(), 3u) << "PhiloxGpu's two tests and the steady-state test";
+}
+
+// --shards takes a whole number of processes.
+TEST(GpuCheck, ShardsAreAWholeNumber) {
+    const fs::path dir = temp_dir("shards_usage");
+    for (const char* bad : {"0", "x", "-2", "100"}) {
+        const auto r = sieve_test::run_program("/usr/bin/env",
+                                               "bash '" + script() + "' --no-setup --shards " + bad, dir);
+        EXPECT_EQ(r.code, 2) << bad;
+        EXPECT_NE(r.err.find("--shards"), std::string::npos) << r.err;
     }
 }
 
