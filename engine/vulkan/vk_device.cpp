@@ -4,10 +4,17 @@
 #include "vulkan/vk_check.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
 namespace sieve {
+
+namespace {
+std::atomic<bool> g_stage_memory_for_tests{false};
+} // namespace
+
+bool stage_memory_for_tests(bool on) { return g_stage_memory_for_tests.exchange(on); }
 
 int32_t resolve_wait_spin(int32_t option) {
     if (option >= 0) return option;
@@ -116,6 +123,7 @@ void Device::init(const sieve_context_options& options, uint32_t enabled_feature
                 unified_memory_ = true;
         }
     }
+    if (g_stage_memory_for_tests.load()) unified_memory_ = false;
 }
 
 Device::~Device() {

@@ -24,6 +24,12 @@ constexpr uint64_t kMinStorageBufferRangeCap = 4u << 20;
 // malformed value fails: SIEVE_ERROR_INVALID_ARGUMENT), else the default.
 int32_t resolve_wait_spin(int32_t option);
 
+// Tests only: contexts created while this is set take a discrete GPU's memory
+// path on a device with unified memory, the logits uploaded through a staging
+// buffer and the rows the twin finishes read back by a copy (lavapipe would
+// never record either). Returns the previous setting.
+bool stage_memory_for_tests(bool on);
+
 // Limits and features after the profile and the context's caps are applied
 // (device_profile.hpp: shape_limits): what every pipeline and plan is built for.
 // sieve_device_info.compute_units of a discrete or virtual GPU whose count no
