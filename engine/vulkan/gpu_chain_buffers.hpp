@@ -89,6 +89,11 @@ public:
     size_t row_at(uint32_t r, uint64_t max_elems, uint64_t call_elems) const {
         return static_cast<size_t>((r / windows_.rows) * windows_.rows * max_elems + (r % windows_.rows) * call_elems);
     }
+    // The bytes of the logits buffer a call of `rows` rows of `vocab` logits
+    // spans, from its start (what the upload and the read-back copy).
+    uint64_t call_logits_bytes(uint32_t rows, uint64_t max_vocab, uint32_t vocab) const {
+        return (row_at(rows - 1, max_vocab, vocab) + vocab) * 4ull;
+    }
 
     // Records the first fill: row state (arrival counters) and the history
     // blocks start at 0.

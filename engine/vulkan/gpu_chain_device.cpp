@@ -50,7 +50,8 @@ GpuChain::HostRowFn GpuChain::device_host_rows(const DeviceInput& input, uint32_
         if (!host) {
             VkCommandBuffer ingest = input.in_place ? device_input_.ingest_command(input.source) : input.ingest;
             if (input.in_place) counters_.count_ingest(ingest_dispatches(rows));
-            host = device_input_.rows_on_host(ingest);
+            host = device_input_.rows_on_host(
+                ingest, buffers_.call_logits_bytes(rows, static_cast<uint64_t>(config_.max_vocab), vocab));
         }
         return host + buffers_.row_at(static_cast<uint32_t>(i), static_cast<uint64_t>(config_.max_vocab), vocab);
     };

@@ -68,10 +68,16 @@ VkCommandBuffer DeviceInputs::ingest_command(const IngestSource& src) {
     return ingest;
 }
 
-const float* DeviceInputs::rows_on_host(VkCommandBuffer ingest) {
+const float* DeviceInputs::rows_on_host(VkCommandBuffer ingest, uint64_t bytes) {
     const auto& vk = device_.vk();
     std::vector<VkCommandBuffer> cmds{ingest};
     if (!device_.unified_memory()) {
+        // Only the call's rows cross to the host, not the buffer's capacity
+        // (the last read-back has finished: each call awaits its own).
+        if (readback_ && readback_bytes_ != bytes) {
+            vk.vkFreeCommandBuffers(device_.handle(), submitter_.command_pool(), 1, &readback_);
+            readback_ = VK_NULL_HANDLE;
+        }
         if (!readback_) {
             readback_ = device_.allocate_command_buffer(submitter_.command_pool());
             VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
@@ -81,7 +87,8 @@ const float* DeviceInputs::rows_on_host(VkCommandBuffer ingest) {
             barrier.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
             vk.vkCmdPipelineBarrier(readback_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1,
                                     &barrier, 0, nullptr, 0, nullptr);
-            VkBufferCopy region{0, 0, buffers_.logits.size};
+            VkBufferCopy region{0, 0, bytes};
+            readback_bytes_ = bytes;
             vk.vkCmdCopyBuffer(readback_, buffers_.logits.buffer, buffers_.staging.buffer, 1, &region);
             barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
             barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;

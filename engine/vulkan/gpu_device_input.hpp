@@ -45,7 +45,7 @@ public:
     // Rows the GPU hands to the twin need their logits on the host: the ingest
     // pass runs again (the history pass may have patched Sieve's copy) and
     // the rows are read from the mapped buffer (or a staging copy of it).
-    const float* rows_on_host(VkCommandBuffer ingest);
+    const float* rows_on_host(VkCommandBuffer ingest, uint64_t bytes);
     // The token copy into the app's buffer (recorded when the target changes).
     VkCommandBuffer token_copy(const TokenTarget& target);
     // Forget the app's buffers (their command buffers name them).
@@ -59,6 +59,7 @@ private:
     std::unique_ptr<Ingest> ingest_;     // made on first use
     std::unique_ptr<TokenCopy> tokens_;  // made on first use
     VkCommandBuffer readback_ = VK_NULL_HANDLE;  // logits -> staging (rows_on_host without unified memory)
+    uint64_t readback_bytes_ = 0;                // what readback_ copies: the call's rows, recorded again when they change
 };
 
 } // namespace sieve

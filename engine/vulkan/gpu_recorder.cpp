@@ -85,8 +85,8 @@ void Recorder::emit(VkCommandBuffer cmd, const Recording& rec) const {
                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier, 0,
                             nullptr, 0, nullptr);
     if (!device_.unified_memory() && !key.device_input) {
-        VkBufferCopy region{
-            0, 0, (buffers_.row_at(key.rows - 1, static_cast<uint64_t>(config_.max_vocab), key.vocab) + key.vocab) * 4ull};
+        VkBufferCopy region{0, 0,
+                            buffers_.call_logits_bytes(key.rows, static_cast<uint64_t>(config_.max_vocab), key.vocab)};
         vk.vkCmdCopyBuffer(cmd, buffers_.staging.buffer, buffers_.logits.buffer, 1, &region);
         barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
         barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT;

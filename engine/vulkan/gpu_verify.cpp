@@ -174,7 +174,9 @@ void GpuChain::verify_in_waves(const LogitsView& logits, const std::vector<Draft
 std::vector<float> GpuChain::rows_from_device(const sieve_vulkan_logits& in) {
     submitter_.wait_pending();
     const uint32_t rows = static_cast<uint32_t>(in.rows), vocab = static_cast<uint32_t>(in.vocab);
-    const float* host = device_input_.rows_on_host(device_input_.ingest_command(device_input_.source(in)));
+    const float* host = device_input_.rows_on_host(
+        device_input_.ingest_command(device_input_.source(in)),
+        buffers_.call_logits_bytes(rows, static_cast<uint64_t>(config_.max_vocab), vocab));
     counters_.count_ingest(ingest_dispatches(rows));
     counters_.count_row_passes(rows);
     std::vector<float> packed(static_cast<size_t>(rows) * vocab);
