@@ -44,7 +44,8 @@ public:
     void emit_ingest(VkCommandBuffer cmd) { ingest_->emit(cmd); }
     // Rows the GPU hands to the twin need their logits on the host: the ingest
     // pass runs again (the history pass may have patched Sieve's copy) and
-    // the rows are read from the mapped buffer (or a staging copy of it).
+    // the rows are read from the mapped buffer (or a staging copy of its
+    // first `bytes`, the call's rows: ChainBuffers::call_logits_bytes).
     const float* rows_on_host(VkCommandBuffer ingest, uint64_t bytes);
     // The token copy into the app's buffer (recorded when the target changes).
     VkCommandBuffer token_copy(const TokenTarget& target);

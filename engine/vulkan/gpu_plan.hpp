@@ -137,9 +137,9 @@ inline uint32_t wide_chunk_size(const Plan& plan, uint32_t vocab) {
 // full-row aggregates, so how a row is split changes no result): about two
 // workgroups per compute unit over the group (many chunks at batch 1, one a
 // row at large batches), at most the chunk statistics' slots
-// (plan.collect_slots) and kMostSplitChunks, and past MAX_COLLECT_CHUNKS only as many as keep
-// every list in its share of the row's words (chunks x most_need <= CAP,
-// collect.glsl: chunk_list_at).
+// (plan.collect_slots) and kMostSplitChunks, and past MAX_COLLECT_CHUNKS only
+// as many as keep every list in its share of the row's words (chunks x
+// most_need <= CAP, collect.glsl: chunk_list_at).
 uint32_t collect_chunks_for_group(const Plan& plan, uint32_t vocab, uint32_t rows, uint32_t most_need, bool plain,
                                   const EffectiveLimits& limits);
 // The most chunks a split row takes: the tail merges their lists on one
