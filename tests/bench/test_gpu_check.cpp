@@ -39,6 +39,19 @@ fs::path temp_dir(const char* name) {
     return dir;
 }
 
+// The check from this build with lavapipe standing in for a GPU: two Philox
+// tests and the steady-state test, one bench case, the verify case given,
+// 10 tokens; `extra`: more arguments.
+sieve_test::Proc run_check_on_cpu(const fs::path& dir, const fs::path& report, const std::string& verify_case,
+                                  const std::string& extra = "") {
+    return sieve_test::run_program(
+        "/usr/bin/env", "SIEVE_GPU_CHECK_ALLOW_CPU=1 bash '" + script() + "' --no-setup --build-dir '" +
+                            std::string(SIEVE_BUILD_DIR) + "' --out '" + report.string() + "' " + extra +
+                            " --filter 'PhiloxGpu.*:GpuSteadyState.NoRecordingNoAllocationPerToken'"
+                            " --bench-case default/zipf/v32000/b1 --verify-case " + verify_case + " --tokens 10",
+        dir);
+}
+
 TEST(GpuCheck, RefusesAMachineWithoutAGpu) {
     if (!only_cpu_devices()) GTEST_SKIP() << "this machine has a GPU: the refusal cannot happen here";
     const fs::path dir = temp_dir("refuse");
@@ -61,13 +74,7 @@ TEST(GpuCheck, UnknownArgumentIsAUsageError) {
 TEST(GpuCheck, WritesOneReportWithDeviceTestsAndBench) {
     const fs::path dir = temp_dir("report");
     const fs::path report = dir / "report.json";
-    const auto r = sieve_test::run_program(
-        "/usr/bin/env", "SIEVE_GPU_CHECK_ALLOW_CPU=1 bash '" + script() + "' --no-setup --build-dir '" +
-                            std::string(SIEVE_BUILD_DIR) + "' --out '" + report.string() +
-                            "' --filter 'PhiloxGpu.*:GpuSteadyState.NoRecordingNoAllocationPerToken'"
-                            " --bench-case default/zipf/v32000/b1 --verify-case verify_match_d4/default/peaked/v151936/b"
-                            " --tokens 10",
-        dir);
+    const auto r = run_check_on_cpu(dir, report, "verify_match_d4/default/peaked/v151936/b");
     ASSERT_EQ(r.code, 0) << r.out << r.err;
     const auto doc = nlohmann::json::parse(sieve_test::read_text(report.string()));
     EXPECT_EQ(doc.at("schema"), "sieve-gpu-check/1");
@@ -114,13 +121,7 @@ TEST(GpuCheck, ShardedTestsMergeIntoOneReport) {
     if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3 on this machine";
     const fs::path dir = temp_dir("sharded");
     const fs::path report = dir / "report.json";
-    const auto r = sieve_test::run_program(
-        "/usr/bin/env", "SIEVE_GPU_CHECK_ALLOW_CPU=1 bash '" + script() + "' --no-setup --build-dir '" +
-                            std::string(SIEVE_BUILD_DIR) + "' --out '" + report.string() +
-                            "' --shards 2 --filter 'PhiloxGpu.*:GpuSteadyState.NoRecordingNoAllocationPerToken'"
-                            " --bench-case default/zipf/v32000/b1 --verify-case verify_match_d4/default/peaked/v151936/b1"
-                            " --tokens 10",
-        dir);
+    const auto r = run_check_on_cpu(dir, report, "verify_match_d4/default/peaked/v151936/b1", "--shards 2");
     ASSERT_EQ(r.code, 0) << r.out << r.err;
     const auto doc = nlohmann::json::parse(sieve_test::read_text(report.string()));
     EXPECT_EQ(doc.at("tests_exit_status"), 0);
