@@ -123,7 +123,9 @@ ChainConfig make_chain_config(const sieve_chain_desc& desc) {
     if (s != SIEVE_OK) fail(s, message);
     c.max_rows = desc.max_rows;
     c.max_vocab = desc.max_vocab;
-    c.temperature = desc.temperature;
+    // A subnormal temperature reads as 0 (greedy masking), as a subnormal
+    // logit does: a device may flush it (docs/semantics.md).
+    c.temperature = ref::flush_subnormal(desc.temperature);
     c.seed = desc.seed;
     c.min_keep = desc.min_keep;
     c.max_slots = desc.max_slots > 0 ? desc.max_slots : desc.max_rows;
@@ -166,7 +168,7 @@ void ChainImpl::set_one(int32_t row, sieve_param param, double value) {
     switch (param) {
     case SIEVE_PARAM_TEMPERATURE:
         if (std::fabs(value) > 3.0e38) fail(SIEVE_ERROR_INVALID_PARAMETER, "temperature out of float range");
-        r.temperature = static_cast<float>(value);
+        r.temperature = ref::flush_subnormal(static_cast<float>(value));  // as on creation
         return;
     case SIEVE_PARAM_SEED:
         if (value < 0 || value > 4294967295.0 || value != std::floor(value))

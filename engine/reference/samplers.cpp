@@ -29,6 +29,9 @@ CandidateArray make_candidates(const float* logits, int32_t vocab) {
 void apply_temperature(CandidateArray& cur, float temperature) {
     auto& data = cur.data;
     if (data.empty()) return;
+    // Sieve's rule: a subnormal temperature, given or dynamic, is 0 (a device
+    // may flush it; llama.cpp would divide and overflow).
+    temperature = flush_subnormal(temperature);
     // The twin's `sorted` means "in canonical order": a division can merge
     // neighbouring logits out of id order, masking reorders, so later cuts sort again.
     cur.sorted = false;
@@ -49,6 +52,7 @@ int64_t greedy_index(const CandidateArray& cur) { return detail::first_max_index
 namespace detail {
 
 sieve_status apply_temperature_checked(CandidateArray& cur, float temperature, std::string* message) {
+    temperature = flush_subnormal(temperature);  // apply_temperature's rule
     if (std::isnan(temperature) || std::isinf(temperature)) {
         if (message) *message = "temperature " + format_float(temperature) + " is not finite";
         return SIEVE_ERROR_INVALID_PARAMETER;

@@ -644,6 +644,9 @@ void op_dynatemp(uint row, float temperature, float range, float exponent) {
             float base = h / log(float(size));
             float f = base > 0.0 ? pow(base, exponent) : (exponent > 0.0 ? 0.0 : (exponent == 0.0 ? 1.0 : uintBitsToFloat(0x7F800000u)));
             s_total = min_t + (max_t - min_t) * f;
+            // Below float's normal range it is 0 (greedy masking) on every
+            // device, flushing or not (the twin's rule: apply_temperature).
+            if (abs(s_total) < FLT_MIN_NORMAL) s_total = 0.0;
         }
     }
     barrier();

@@ -147,6 +147,46 @@ TEST_P(EdgeCases, DynamicTemperatureOfADominatedRowIsTheMinimum) {
     }
 }
 
+// A dynamic temperature below float's smallest normal (fuzz_diff's finding:
+// 7.2e-39, which the twin divided by and overflowed while lavapipe, flushing
+// it, masked greedily): both backends read it as 0, the greedy masking of a
+// temperature <= 0. Here one logit of 40 over 999 zeros gives the entropy
+// 2.5e-14 of its maximum and dyn_temp = 2 * (2.5e-14)^3 = 3.2e-41.
+TEST_P(EdgeCases, SubnormalDynamicTemperatureIsZero) {
+    std::vector<float> logits(1000, 0.0f);
+    logits[123] = 40.0f;
+    for (const char* samplers : {"temperature;dist", "temperature;top_k;dist"}) {
+        SCOPED_TRACE(samplers);
+        sieve::Chain c = chain(samplers, 1000, 1.0f);
+        c.set(SIEVE_PARAM_DYNATEMP_RANGE, 1.0);
+        c.set(SIEVE_PARAM_DYNATEMP_EXPONENT, 3.0);
+        const auto t = c.sample(logits.data(), 1, 1000);
+        EXPECT_EQ(t[0].status, SIEVE_OK) << sieve_last_error();
+        EXPECT_EQ(t[0].token, 123);
+        expect_dist(c.distribution(logits.data(), 1, 1000, 0), {{123, 1.0f}});
+    }
+}
+
+// A subnormal temperature reads as 0 (greedy masking), as a subnormal logit
+// does: a device that flushes it would otherwise mask where the twin divides
+// and overflows.
+TEST_P(EdgeCases, SubnormalTemperatureIsZero) {
+    const std::vector<float> logits = {0.5f, 2.0f, -1.0f, 2.0f, 1.0f};
+    for (float temperature : {1.0e-40f, -1.0e-40f}) {
+        SCOPED_TRACE(temperature);
+        sieve::Chain c = chain("temperature;dist", 5, temperature);
+        const auto t = c.sample(logits.data(), 1, 5);
+        EXPECT_EQ(t[0].status, SIEVE_OK) << sieve_last_error();
+        EXPECT_EQ(t[0].token, 1);
+        expect_dist(c.distribution(logits.data(), 1, 5, 0), {{1, 1.0f}});
+        EXPECT_EQ(c.get_param(SIEVE_PARAM_TEMPERATURE, 0), 0.0);
+        c.set(SIEVE_PARAM_TEMPERATURE, 2.0);
+        c.set(SIEVE_PARAM_TEMPERATURE, temperature);  // set, not created
+        EXPECT_EQ(c.get_param(SIEVE_PARAM_TEMPERATURE, 0), 0.0);
+        EXPECT_EQ(c.sample(logits.data(), 1, 5)[0].token, 1);
+    }
+}
+
 // ---- 2. Subnormal logits ------------------------------------------------------
 // A device may flush denormals (Vulkan), so both backends read a subnormal
 // logit as a zero of its sign: 1.5e-43 among zeros is a tie, and greedy
