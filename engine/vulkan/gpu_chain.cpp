@@ -342,6 +342,7 @@ std::vector<sieve_stage_estimate> GpuChain::plan_estimate(int32_t rows, int32_t 
     in.groups = &rec.groups;
     in.vocab = static_cast<uint32_t>(vocab);
     in.chain_ops = chain_.ops;
+    in.baseline_shaders = baseline;
     // What each row keeps and which collect variant it takes, as the call
     // would write them (write_params).
     in.collect_plain = rec.key.inputs == InputsMode::None && rec.rows_of_whole_vec4s();

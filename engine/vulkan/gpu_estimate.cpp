@@ -13,7 +13,7 @@ using M = EstimateModel;
 struct Work {
     double serial_us = 0;
     double logits = 0;   // logits the workgroup reads
-    bool heavy = false;  // holds much shared memory: kHeavyPerSm resident per SM
+    double per_sm = M::kLightPerSm;  // resident per SM: kHeavyPerSm where it holds much shared memory
 };
 
 // The bitonic stages of sorting n entries padded to a power of two.
@@ -22,6 +22,10 @@ double sort_stages(uint32_t n) {
     while ((1u << lg) < n) ++lg;
     return lg * (lg + 1) / 2.0;
 }
+
+// A 256-wide workgroup's bitonic sort of n entries: its stages times the
+// compare-exchanges each invocation makes per stage.
+double sort_us(uint32_t n) { return M::kUsPerSortExchange * sort_stages(n) * std::ceil(n / 512.0); }
 
 // `chunks`: the chunks the group's collect pass splits a row into.
 Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
@@ -36,33 +40,35 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
     switch (d.stage) {
     case Stage::CollectPlain:
         if ((p.flags & glsl::FLAG_RADIX_CHUNKS) && in.need > M::kPickLimit)
-            return {4 * M::kUsPerSelectLevel + 5 * read + M::kUsPerSortStage * sort_stages(in.capacity), chunk, true};
-        return {M::kCollectUs + M::kCollectUsPerNeed * in.need + read, chunk, true};
+            return {4 * M::kUsPerSelectLevel + M::kRadixChunkReads * read + sort_us(in.capacity), chunk, M::kHeavyPerSm};
+        [[fallthrough]];
     case Stage::Collect:
-        return {M::kCollectUs + M::kCollectUsPerNeed * in.need + read, chunk, true};
+        if (in.baseline_shaders) return {M::kCollectUs + M::kCollectUsPerNeed * in.need + read, chunk, M::kHeavyPerSm};
+        return {M::kPicksUs + read, chunk, M::kPicksPerSm};
     case Stage::CollectTail: {
+        if (!(p.flags & glsl::FLAG_SORT_MERGE))  // ranks by binary searches (a CPU plan's, and 30de833's)
+            return {M::kTailUs + M::kTailUsPerOp * in.chain_ops + M::kTailUsPerNeed * in.need, 0, M::kHeavyPerSm};
         const uint32_t entries = chunks * in.need;  // the lists' entries, at most
-        const double merge = !(p.flags & glsl::FLAG_SORT_MERGE) ? M::kTailUsPerNeed * in.need
-                             : entries <= in.capacity
-                                 ? M::kUsPerSortStage * sort_stages(entries)
-                                 : 4 * M::kUsPerSelectLevel + M::kUsPerSortStage * sort_stages(in.capacity);
-        return {M::kTailUs + M::kTailUsPerOp * in.chain_ops + merge, 0, true};
+        const double merge = entries <= in.capacity ? sort_us(entries)
+                                                    : 4 * M::kUsPerSelectLevel + sort_us(in.capacity);
+        return {M::kSortTailUs + M::kSortTailUsPerOp * in.chain_ops + merge, 0, M::kHeavyPerSm};
     }
-    case Stage::WideHistogram: return {M::kWideHistogramUsPerLogit * chunk, chunk, true};
-    case Stage::WideGather: return {M::kWideGatherUsPerLogit * chunk, chunk, true};
+    case Stage::WideHistogram: return {M::kWideHistogramUsPerLogit * chunk, chunk, M::kHeavyPerSm};
+    case Stage::WideGather: return {M::kWideGatherUsPerLogit * chunk, chunk, M::kHeavyPerSm};
     case Stage::History: {
         // The clearing dispatch of a split pass: the previous call's entries,
         // no history walked (stated). Otherwise the fixed part and this
         // workgroup's share of the window.
-        if (d.level == glsl::HISTORY_CLEAR) return {M::kOtherPassUs, 0, false};
+        if (d.level == glsl::HISTORY_CLEAR) return {M::kOtherPassUs, 0, M::kLightPerSm};
         const uint32_t groups = d.level == glsl::HISTORY_BUILD ? std::max(p.history_groups, 1u) : 1u;
-        return {M::kHistoryUs + M::kHistoryUsPerToken * std::ceil(double(in.history_tokens) / groups), 0, true};
+        const double fixed = in.baseline_shaders ? M::kHistoryUs : M::kGpuHistoryUs;
+        return {fixed + M::kHistoryUsPerToken * std::ceil(double(in.history_tokens) / groups), 0, M::kHeavyPerSm};
     }
-    case Stage::RowStats: return {M::kRowStatsUs + read, chunk, false};
-    case Stage::MassHistogram: return {M::kMassHistogramUs + read, chunk, false};
-    case Stage::Gather: return {M::kGatherUs + read, chunk, false};
-    case Stage::Finalize: return {M::kOtherPassUs + read, chunk, true};
-    default: return {M::kOtherPassUs + read, chunk, false};
+    case Stage::RowStats: return {M::kRowStatsUs + read, chunk, M::kLightPerSm};
+    case Stage::MassHistogram: return {M::kMassHistogramUs + read, chunk, M::kLightPerSm};
+    case Stage::Gather: return {M::kGatherUs + read, chunk, M::kLightPerSm};
+    case Stage::Finalize: return {M::kOtherPassUs + read, chunk, M::kHeavyPerSm};
+    default: return {M::kOtherPassUs + read, chunk, M::kLightPerSm};
     }
 }
 
@@ -103,7 +109,7 @@ std::vector<StageEstimate> estimate_plan(const EstimateInputs& in) {
             }
             // Workgroups run in waves of what the SMs hold at once; the device's
             // bandwidth bounds the whole dispatch's read from below.
-            const double resident = M::kSms * (w.heavy ? M::kHeavyPerSm : M::kLightPerSm);
+            const double resident = M::kSms * w.per_sm;
             const double waves = std::ceil(groups / resident);
             const double bytes = w.logits * 4.0 * groups;
             e.est_us += M::kLaunchUs + std::max(waves * w.serial_us, bytes / M::kBytesPerUs);

@@ -1,9 +1,10 @@
 // An estimate of each dispatch's GPU time on the reference GPU (an NVIDIA H200,
 // 132 SMs) from what the plan knows: its workgroups, the logits the busiest
 // workgroup reads, its serial steps and the launch. Constants fitted to the
-// H200 stage times of commit 30de833 (docs/architecture/estimate.md). An
-// estimate, never a measurement: it is how designs are compared where no GPU
-// is lent.
+// H200 stage times of commits 30de833 (the shaders it had) and 521950c (the
+// rebuilt collect, tail and history passes; docs/architecture/estimate.md).
+// An estimate, never a measurement: it is how designs are compared where no
+// GPU is lent.
 #pragma once
 
 #include "vulkan/gpu_plan.hpp"
@@ -23,6 +24,10 @@ struct EstimateInputs {
     uint32_t chain_ops = 0;       // samplers before the draw, penalties and DRY left out (the tail runs each)
     uint32_t history_tokens = 0;  // the longest history window the history pass reads
     bool collect_plain = true;    // the host arms collect.comp's plain variant (else the general one)
+    // The shaders of commit 30de833 (its collect select, its history pass
+    // visiting every hash entry), which its constants were fitted to; else
+    // today's, fitted to 521950c.
+    bool baseline_shaders = false;
     // Per row group (as `groups`): the chunks its collect pass splits a row
     // into (collect_chunks_for_group); empty: the plan's n_chunks.
     std::vector<uint32_t> collect_chunks;
@@ -49,28 +54,41 @@ struct EstimateModel {
     static constexpr double kLaunchUs = 5.0;              // a dispatch with its barrier and timestamp, empty or not
     static constexpr double kBytesPerUs = 4.3e6;          // device bandwidth: 4.3 TB/s (a bound, not fitted)
     static constexpr double kReadUsPerLogit = 0.00066;    // one workgroup reading its chunk (latency-bound)
+    // 30de833's shaders (baseline_shaders):
     static constexpr double kCollectUs = 59.3;            // collect.comp's fixed serial work per chunk
     static constexpr double kCollectUsPerNeed = 0.20;     // ... per candidate kept (compactions, the sorted list)
     static constexpr double kTailUs = 17.5;               // collect_tail.comp per row
     static constexpr double kTailUsPerOp = 17.0;          // ... per op of the chain
     static constexpr double kTailUsPerNeed = 0.71;        // ... per candidate merged and run through the chain
-    // A GPU plan's tail (FLAG_SORT_MERGE) sorts the chunks' lists in shared
-    // memory (sort_chunk_lists) instead of ranking each entry by binary
-    // searches over the other lists: per bitonic stage (a barrier and at most
-    // CAP / 2 / WG compare-exchanges per invocation), and per radix level when
-    // the lists outgrow the buffer (a histogram of their entries, independent
-    // loads, two barriers), in place of the per-candidate term. A GPU plan's
-    // chunks with a need past the register picks (FLAG_RADIX_CHUNKS,
-    // radix_chunk): four levels, each reading the chunk, one more read to
-    // gather and a sort of the buffer, in place of collect's terms. Stated,
-    // not fitted: no GPU has run them.
-    static constexpr double kUsPerSortStage = 0.15;
-    static constexpr double kUsPerSelectLevel = 3.0;
-    static constexpr uint32_t kPickLimit = 512;  // collect.comp's PICK_LIMIT at 256-wide workgroups
-    static constexpr double kWideHistogramUsPerLogit = 0.00858;
-    static constexpr double kWideGatherUsPerLogit = 0.0211;
     static constexpr double kHistoryUs = 47.1;            // history.comp per row
     static constexpr double kHistoryUsPerToken = 0.0839;  // ... per history token in its window
+    // Today's shaders, fitted to 521950c at one row (the stage times at 64
+    // rows summed past the wall clock and were left out). collect.comp's
+    // register picks (need <= kPickLimit): a fixed term, the read; no term
+    // per candidate kept (every case kept 64: nothing told it apart).
+    static constexpr double kPicksUs = 14.0;
+    // ... two resident per SM (fitted: 256 workgroups at 64 and 256 rows took
+    // one wave's time, 23 and 28 us).
+    static constexpr double kPicksPerSm = 2;
+    // A GPU plan's chunks with a need past the register picks
+    // (FLAG_RADIX_CHUNKS, radix_chunk): four levels and a gather re-read a
+    // chunk the first read left in cache, counted as two reads, and a sort of
+    // the buffer.
+    static constexpr double kRadixChunkReads = 2.0;
+    // A GPU plan's tail (FLAG_SORT_MERGE) sorts the chunks' lists in shared
+    // memory (sort_chunk_lists): per bitonic stage, ceil(n / 2 / 256)
+    // compare-exchanges per invocation (16 chunks' lists took 34 us, 32
+    // chunks' 48); past the buffer, selection levels first; a fixed term and
+    // one per op of the chain.
+    static constexpr double kSortTailUs = 8.0;
+    static constexpr double kSortTailUsPerOp = 3.25;
+    static constexpr double kUsPerSortExchange = 0.065;
+    static constexpr double kUsPerSelectLevel = 0.0;  // fitted: no cost told apart from the sort
+    static constexpr uint32_t kPickLimit = 512;  // collect.comp's PICK_LIMIT at 256-wide workgroups
+    // history.comp now visits only the hash entries in use.
+    static constexpr double kGpuHistoryUs = 20.0;
+    static constexpr double kWideHistogramUsPerLogit = 0.00858;
+    static constexpr double kWideGatherUsPerLogit = 0.0211;
     static constexpr double kRowStatsUs = 5.7;            // per chunk, besides the read
     static constexpr double kMassHistogramUs = 25.4;
     static constexpr double kGatherUs = 6.8;

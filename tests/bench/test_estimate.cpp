@@ -14,6 +14,7 @@
 
 #include <sieve/sieve.hpp>
 
+#include <cstdio>
 #include <string>
 
 namespace {
@@ -75,6 +76,51 @@ TEST(Estimate, ReproducesTheH200StageTimesWithinTwiceOfThePlanOf30de833) {
         }
         EXPECT_GE(est_total, 0.5 * gpu_total) << name;
         EXPECT_LE(est_total, 2.0 * gpu_total) << name;
+    }
+    EXPECT_GE(stages, 40);
+}
+
+// Today's shaders against the H200's run of 521950c (the same plan as today's:
+// docs/gpu-runs/h200-2026-11-27-521950c/dev_b1.json, the raw file), with the
+// H200's 132 SMs, which decide how rows split into chunks. Every case of that
+// run's default suite but the 8-row one at v32000, whose collect pass took
+// 57 us where 16 chunks of one row took 39 and 32 chunks of 8 rows at
+// v151936 36 (estimate.md).
+TEST(Estimate, ReproducesTheH200StageTimesWithinTwiceOfThePlanOf521950c) {
+    const json run = json::parse(sieve_test::read_text(std::string(SIEVE_SOURCE_DIR) +
+                                                       "/docs/gpu-runs/h200-2026-11-27-521950c/dev_b1.json"));
+    ASSERT_GE(run["cases"].size(), 10u);
+    sieve_test::ScopedEnv units("SIEVE_COMPUTE_UNITS", "132");
+    const sieve_cli::Device device = gpu_profile_device();
+    const std::vector<BenchCase> suite = sieve_cli::suite_cases("default", sieve_cli::SamplingOptions{});
+    int stages = 0;
+    for (const json& rc : run["cases"]) {
+        const std::string name = rc["name"];
+        if (name == "default/zipf/v32000/b8") continue;
+        const BenchCase* c = find_case(suite, name);
+        ASSERT_NE(c, nullptr) << name << " is no longer a case of the default suite";
+        sieve::Chain chain = sieve_cli::make_chain(device, c->sampling, c->rows, c->vocab);
+        const std::vector<sieve_stage_estimate> est = chain.plan_estimate(c->rows, c->vocab);
+        const json& measured = rc["stages"];
+        ASSERT_EQ(est.size(), measured.size()) << name << ": the plan's dispatches differ from the H200's";
+        double est_total = 0, gpu_total = 0;
+        for (size_t i = 0; i < est.size(); ++i) {
+            const std::string stage = measured[i]["stage"];
+            const double gpu_us = measured[i]["gpu_us"];
+            EXPECT_EQ(std::string(est[i].stage), stage) << name << " dispatch " << i;
+            EXPECT_EQ(est[i].level, measured[i]["level"].get<uint32_t>()) << name << " dispatch " << i;
+            EXPECT_EQ(est[i].workgroups, rc["estimate"][i]["workgroups"].get<uint32_t>()) << name << " " << stage;
+            EXPECT_GE(est[i].est_us, 0.5 * gpu_us) << name << " " << stage << " L" << est[i].level << ": est "
+                                                    << est[i].est_us << " us, H200 " << gpu_us << " us";
+            EXPECT_LE(est[i].est_us, 2.0 * gpu_us) << name << " " << stage << " L" << est[i].level << ": est "
+                                                    << est[i].est_us << " us, H200 " << gpu_us << " us";
+            est_total += est[i].est_us;
+            gpu_total += gpu_us;
+            ++stages;
+        }
+        EXPECT_GE(est_total, 0.5 * gpu_total) << name;
+        EXPECT_LE(est_total, 2.0 * gpu_total) << name;
+        std::printf("%-36s est %7.1f us, H200 %7.1f us\n", name.c_str(), est_total, gpu_total);
     }
     EXPECT_GE(stages, 40);
 }
