@@ -65,6 +65,13 @@ RecordingKey GpuChain::key_for(const CallAnalysis& call, RecordingKind kind, uin
     key.wide = call.wide;
     // The wide passes alone need rows bigger than the buffer (make_plan).
     key.wide_direct = call.wide_direct && vocab > limits_.candidate_capacity;
+    // arm_collect's choice, over the call: every row plain, every group is;
+    // none, none is; else the plan keeps both.
+    bool plain = false, general = false;
+    for (const RowAnalysis& a : call.rows) (key.row_takes_plain(a) ? plain : general) = true;
+    key.collect_variants = plain && general ? CollectVariants::Both
+                           : plain         ? CollectVariants::Plain
+                                           : CollectVariants::General;
     return key;
 }
 
@@ -110,15 +117,16 @@ void GpuChain::write_params(bool commit) {
 // previous submission, which read them.
 void GpuChain::arm_collect(const Recording& rec) {
     if (std::none_of(rec.plan.dispatches.begin(), rec.plan.dispatches.end(),
-                     [](const Dispatch& d) { return d.stage == Stage::CollectPlain; }))
+                     [](const Dispatch& d) { return d.stage == Stage::CollectPlain || d.stage == Stage::Collect; }) ||
+        rec.plan.small)
         return;
     auto* args = static_cast<uint32_t*>(buffers_.dispatch_args.mapped);
     for (const RowGroup& g : rec.groups) {
-        bool plain = rec.key.inputs == InputsMode::None && rec.rows_of_whole_vec4s();
+        bool plain = true;
         const uint32_t first = g.window * buffers_.windows().rows + g.row_base;
         uint32_t most_need = 1;
         for (uint32_t r = first; plain && r < first + g.rows; ++r) {
-            plain = call_.rows[r].collect_plain;
+            plain = rec.key.row_takes_plain(call_.rows[r]);
             most_need = std::max(most_need, std::clamp(call_.rows[r].need, 1u, limits_.candidate_capacity / 2));
         }
         const uint32_t chunks = collect_chunks_for_group(rec.plan, rec.key.vocab, g.rows, most_need, plain, limits_);
@@ -319,10 +327,14 @@ void GpuChain::plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, u
     *row_passes = rec.plan.min_row_passes;
 }
 
-std::vector<sieve_stage_estimate> GpuChain::plan_estimate(int32_t rows, int32_t vocab, bool baseline) const {
+std::vector<sieve_stage_estimate> GpuChain::plan_estimate(int32_t rows, int32_t vocab, ShaderSet shaders) const {
+    const bool baseline = shaders == ShaderSet::Of30de833;
     const uint32_t r = static_cast<uint32_t>(rows);
     const CallAnalysis call = analyse_call(RecordingKind::Sample, r);
-    Recording rec = recorder_.describe(key_for(call, RecordingKind::Sample, static_cast<uint32_t>(vocab), nullptr, false));
+    RecordingKey key = key_for(call, RecordingKind::Sample, static_cast<uint32_t>(vocab), nullptr, false);
+    // The measured runs recorded both collect variants, one left empty.
+    if (shaders != ShaderSet::Today) key.collect_variants = CollectVariants::Both;
+    Recording rec = recorder_.describe(key);
     if (baseline) {  // the plan's chunks everywhere, the tail's ranks, one history workgroup per row
         rec.plan.flags &= ~(FLAG_SORT_MERGE | FLAG_RADIX_CHUNKS);
         rec.plan.collect_slots = rec.plan.n_chunks;
@@ -342,15 +354,15 @@ std::vector<sieve_stage_estimate> GpuChain::plan_estimate(int32_t rows, int32_t 
     in.groups = &rec.groups;
     in.vocab = static_cast<uint32_t>(vocab);
     in.chain_ops = chain_.ops;
-    in.baseline_shaders = baseline;
+    in.shaders = shaders;
     // What each row keeps and which collect variant it takes, as the call
     // would write them (write_params).
-    in.collect_plain = rec.key.inputs == InputsMode::None && rec.rows_of_whole_vec4s();
+    in.collect_plain = true;
     const uint32_t capacity = history_capacity();
     for (uint32_t i = 0; i < r; ++i) {
         const RowAnalysis& a = call.rows[i];
         in.need = std::max(in.need, std::clamp(a.need, 1u, std::max(limits_.candidate_capacity / 2, 1u)));
-        in.collect_plain = in.collect_plain && a.collect_plain;
+        in.collect_plain = in.collect_plain && rec.key.row_takes_plain(a);
         auto window = [&](int32_t last_n) { return last_n < 0 ? capacity : std::min(static_cast<uint32_t>(last_n), capacity); };
         if (a.penalties) in.history_tokens = std::max(in.history_tokens, window(rows_[i].penalty_last_n));
         if (a.dry) in.history_tokens = std::max(in.history_tokens, window(rows_[i].dry_penalty_last_n));

@@ -15,6 +15,7 @@
 #include "vulkan/gpu_chain_buffers.hpp"
 #include "vulkan/gpu_context.hpp"
 #include "vulkan/gpu_device_input.hpp"
+#include "vulkan/gpu_estimate.hpp"
 #include "vulkan/gpu_params.hpp"
 #include "vulkan/gpu_recorder.hpp"
 #include "vulkan/gpu_results.hpp"
@@ -64,13 +65,13 @@ public:
     sieve_counters counters() const override;
     void plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, uint32_t* row_passes) const override;
     std::vector<sieve_stage_estimate> plan_estimate(int32_t rows, int32_t vocab) const override {
-        return plan_estimate(rows, vocab, false);
+        return plan_estimate(rows, vocab, ShaderSet::Today);
     }
-    // baseline: the plan as the reference GPU's baseline (commit 30de833) ran
-    // it, which the estimate's constants were fitted to: rows at the plan's
-    // chunks in every pass, the tail merging by ranks
-    // (tests/bench/test_estimate.cpp).
-    std::vector<sieve_stage_estimate> plan_estimate(int32_t rows, int32_t vocab, bool baseline) const;
+    // With the shaders of a measured run (tests/bench/test_estimate.cpp).
+    // 30de833's also runs the plan as that baseline did: rows at the plan's
+    // chunks in every pass, the tail merging by ranks, one history workgroup
+    // per row.
+    std::vector<sieve_stage_estimate> plan_estimate(int32_t rows, int32_t vocab, ShaderSet shaders) const;
     void set_profiling(bool enabled) override { submitter_.set_profiling(enabled); }
     std::vector<sieve_stage_time> stage_times() const override { return submitter_.stage_times(); }
     // The row windows its buffers are bound in (gpu_chain_buffers.hpp): for

@@ -40,17 +40,21 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
     switch (d.stage) {
     case Stage::CollectPlain:
         if ((p.flags & glsl::FLAG_RADIX_CHUNKS) && in.need > M::kPickLimit)
-            return {4 * M::kUsPerSelectLevel + M::kRadixChunkReads * read + sort_us(in.capacity), chunk, M::kHeavyPerSm};
+            return {4 * M::kUsPerSelectLevelOf521950c + M::kRadixChunkReads * read + sort_us(in.capacity), chunk,
+                    M::kHeavyPerSm};
         [[fallthrough]];
     case Stage::Collect:
-        if (in.baseline_shaders) return {M::kCollectUs + M::kCollectUsPerNeed * in.need + read, chunk, M::kHeavyPerSm};
+        if (in.shaders == ShaderSet::Of30de833) return {M::kCollectUs + M::kCollectUsPerNeed * in.need + read, chunk, M::kHeavyPerSm};
         return {M::kPicksUs + read, chunk, M::kPicksPerSm};
     case Stage::CollectTail: {
         if (!(p.flags & glsl::FLAG_SORT_MERGE))  // ranks by binary searches (a CPU plan's, and 30de833's)
             return {M::kTailUs + M::kTailUsPerOp * in.chain_ops + M::kTailUsPerNeed * in.need, 0, M::kHeavyPerSm};
         const uint32_t entries = chunks * in.need;  // the lists' entries, at most
-        const double merge = entries <= in.capacity ? sort_us(entries)
-                                                    : 4 * M::kUsPerSelectLevel + sort_us(in.capacity);
+        double merge = entries <= in.capacity ? sort_us(entries)
+                                              : 4 * M::kUsPerSelectLevelOf521950c + sort_us(in.capacity);
+        const uint32_t limit = std::min(std::max(2 * in.need, 256u), in.capacity);  // sort_chunk_lists
+        if (in.shaders == ShaderSet::Today && entries > limit)
+            merge = M::kSelectLevels * M::kUsPerSelectLevel + sort_us(limit);
         return {M::kSortTailUs + M::kSortTailUsPerOp * in.chain_ops + merge, 0, M::kHeavyPerSm};
     }
     case Stage::WideHistogram: return {M::kWideHistogramUsPerLogit * chunk, chunk, M::kHeavyPerSm};
@@ -61,7 +65,7 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
         // workgroup's share of the window.
         if (d.level == glsl::HISTORY_CLEAR) return {M::kOtherPassUs, 0, M::kLightPerSm};
         const uint32_t groups = d.level == glsl::HISTORY_BUILD ? std::max(p.history_groups, 1u) : 1u;
-        const double fixed = in.baseline_shaders ? M::kHistoryUs : M::kGpuHistoryUs;
+        const double fixed = in.shaders == ShaderSet::Of30de833 ? M::kHistoryUs : M::kGpuHistoryUs;
         return {fixed + M::kHistoryUsPerToken * std::ceil(double(in.history_tokens) / groups), 0, M::kHeavyPerSm};
     }
     case Stage::RowStats: return {M::kRowStatsUs + read, chunk, M::kLightPerSm};

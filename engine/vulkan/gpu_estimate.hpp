@@ -14,6 +14,12 @@
 
 namespace sieve {
 
+// The shaders a plan is estimated with: those a measured run had, whose
+// figures the constants were fitted to (30de833: its collect select, its
+// history pass visiting every hash entry; 521950c: the tail sorting the
+// lists whole), or today's.
+enum class ShaderSet { Of30de833, Of521950c, Today };
+
 // What a call's plan is estimated from, beyond the plan and its row groups.
 struct EstimateInputs {
     const Plan* plan = nullptr;
@@ -24,10 +30,7 @@ struct EstimateInputs {
     uint32_t chain_ops = 0;       // samplers before the draw, penalties and DRY left out (the tail runs each)
     uint32_t history_tokens = 0;  // the longest history window the history pass reads
     bool collect_plain = true;    // the host arms collect.comp's plain variant (else the general one)
-    // The shaders of commit 30de833 (its collect select, its history pass
-    // visiting every hash entry), which its constants were fitted to; else
-    // today's, fitted to 521950c.
-    bool baseline_shaders = false;
+    ShaderSet shaders = ShaderSet::Today;
     // Per row group (as `groups`): the chunks its collect pass splits a row
     // into (collect_chunks_for_group); empty: the plan's n_chunks.
     std::vector<uint32_t> collect_chunks;
@@ -54,7 +57,7 @@ struct EstimateModel {
     static constexpr double kLaunchUs = 5.0;              // a dispatch with its barrier and timestamp, empty or not
     static constexpr double kBytesPerUs = 4.3e6;          // device bandwidth: 4.3 TB/s (a bound, not fitted)
     static constexpr double kReadUsPerLogit = 0.00066;    // one workgroup reading its chunk (latency-bound)
-    // 30de833's shaders (baseline_shaders):
+    // 30de833's shaders (ShaderSet::Of30de833):
     static constexpr double kCollectUs = 59.3;            // collect.comp's fixed serial work per chunk
     static constexpr double kCollectUsPerNeed = 0.20;     // ... per candidate kept (compactions, the sorted list)
     static constexpr double kTailUs = 17.5;               // collect_tail.comp per row
@@ -71,19 +74,25 @@ struct EstimateModel {
     // one wave's time, 23 and 28 us).
     static constexpr double kPicksPerSm = 2;
     // A GPU plan's chunks with a need past the register picks
-    // (FLAG_RADIX_CHUNKS, radix_chunk): four levels and a gather re-read a
-    // chunk the first read left in cache, counted as two reads, and a sort of
-    // the buffer.
+    // (FLAG_RADIX_CHUNKS, radix_chunk): four levels (521950c's level cost)
+    // and a gather re-read a chunk the first read left in cache, counted as
+    // two reads, and a sort of the buffer.
     static constexpr double kRadixChunkReads = 2.0;
     // A GPU plan's tail (FLAG_SORT_MERGE) sorts the chunks' lists in shared
     // memory (sort_chunk_lists): per bitonic stage, ceil(n / 2 / 256)
     // compare-exchanges per invocation (16 chunks' lists took 34 us, 32
-    // chunks' 48); past the buffer, selection levels first; a fixed term and
-    // one per op of the chain.
+    // chunks' 48); a fixed term and one per op of the chain. 521950c's
+    // selected first only past the buffer (its levels' cost was not told
+    // apart from the sort's: 0); today's selects past max(2 need, 256)
+    // entries and sorts what the select keeps, about twice the need: a level
+    // is two reads of the lists' entries and four barriers (stated, not
+    // fitted: no GPU has run it).
     static constexpr double kSortTailUs = 8.0;
     static constexpr double kSortTailUsPerOp = 3.25;
     static constexpr double kUsPerSortExchange = 0.065;
-    static constexpr double kUsPerSelectLevel = 0.0;  // fitted: no cost told apart from the sort
+    static constexpr double kUsPerSelectLevelOf521950c = 0.0;
+    static constexpr double kUsPerSelectLevel = 1.5;
+    static constexpr double kSelectLevels = 2;  // 8 bits a level: the sign and exponent, then the mantissa's top
     static constexpr uint32_t kPickLimit = 512;  // collect.comp's PICK_LIMIT at 256-wide workgroups
     // history.comp now visits only the hash entries in use.
     static constexpr double kGpuHistoryUs = 20.0;

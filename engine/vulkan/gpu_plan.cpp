@@ -48,7 +48,7 @@ uint32_t collect_chunks_for_group(const Plan& plan, uint32_t vocab, uint32_t row
 namespace {
 
 Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, bool direct, uint32_t vocab,
-                   const EffectiveLimits& limits, sieve_device_type type) {
+                   const EffectiveLimits& limits, sieve_device_type type, CollectVariants variants) {
     Plan p;
     chunking(vocab, limits, type, &p.n_chunks, &p.chunk_size);
     if (greedy_chain) p.flags |= FLAG_GREEDY;
@@ -79,7 +79,8 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
         // the draw (collect_tail.comp). Chunks of a big row run one of two
         // variants of collect.comp, which the host arms per row group each
         // call (gpu_chain.cpp: arm_collect): the plain one when every row of
-        // the group can take it, else the general one.
+        // the group can take it, else the general one. Only the variants the
+        // call's groups take are recorded.
         // Direct rows (wide.glsl: WIDE_DIRECT): the wide passes alone, the
         // histogram armed by the host, its last workgroup arming the gather.
         if (direct && wide && !p.small && !greedy_chain && kind == RecordingKind::Sample) {
@@ -91,9 +92,12 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
         }
         if (p.small)
             p.dispatches = {{Stage::Collect, 0, false}};
-        else
-            p.dispatches = {{Stage::CollectPlain, 0, true, COLLECT_PLAIN_ARGS},
-                            {Stage::Collect, 0, true, COLLECT_GENERAL_ARGS}};
+        else {
+            if (variants != CollectVariants::General)
+                p.dispatches.push_back({Stage::CollectPlain, 0, true, COLLECT_PLAIN_ARGS});
+            if (variants != CollectVariants::Plain)
+                p.dispatches.push_back({Stage::Collect, 0, true, COLLECT_GENERAL_ARGS});
+        }
         p.dispatches.push_back({Stage::CollectTail, 0, false});
         // A top-p cut past the buffer: wide_histogram and wide_gather, armed
         // by the rows that need them (zero workgroups otherwise).
@@ -160,9 +164,11 @@ uint32_t workgroups_per_row(const Plan& plan, const Dispatch& d) {
 }
 
 Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, uint32_t history_groups, uint32_t vocab,
-               const EffectiveLimits& limits, sieve_device_type type, bool logprobs, bool wide_direct) {
+               const EffectiveLimits& limits, sieve_device_type type, bool logprobs, bool wide_direct,
+               CollectVariants variants) {
     const bool history = history_groups > 0;
-    Plan p = make_row_plan(kind, greedy_chain, collect, wide, wide_direct && !history && !logprobs, vocab, limits, type);
+    Plan p = make_row_plan(kind, greedy_chain, collect, wide, wide_direct && !history && !logprobs, vocab, limits, type,
+                           variants);
     p.history_groups = history_groups;
     if (history_groups == 1) {
         p.dispatches.insert(p.dispatches.begin(), Dispatch{Stage::History, HISTORY_WHOLE, false});

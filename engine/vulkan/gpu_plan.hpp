@@ -94,6 +94,12 @@ uint32_t history_groups_for(uint32_t capacity, uint32_t rows, const EffectiveLim
 // pass's building workgroups, or one per row.
 uint32_t workgroups_per_row(const Plan& plan, const Dispatch& d);
 
+// Which of collect.comp's two variants a call's row groups take
+// (gpu_chain.cpp: arm_collect): a plan records only those, since an empty
+// indirect dispatch is not free (4 us on an H200, 8 at 64 rows: the unarmed
+// variant of 521950c's plan).
+enum class CollectVariants : uint8_t { Both, Plain, General };
+
 // collect: the chain has truncating samplers (or a dynamic temperature): one
 // collect dispatch whose last workgroup runs the chain on the row's top
 // candidates (collect.comp, tail.glsl). Otherwise the selection levels.
@@ -111,8 +117,11 @@ uint32_t workgroups_per_row(const Plan& plan, const Dispatch& d);
 // the row itself (row_analysis.hpp: RowAnalysis::wide_direct; a CPU device): they run
 // alone, two passes instead of the collect pass, its tail and two more
 // (not with history or logprobs).
+// variants: collect.comp's variants the plan records (a big row's; a small
+// row has one).
 Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, uint32_t history_groups, uint32_t vocab,
-               const EffectiveLimits& limits, sieve_device_type type, bool logprobs = false, bool wide_direct = false);
+               const EffectiveLimits& limits, sieve_device_type type, bool logprobs = false, bool wide_direct = false,
+               CollectVariants variants = CollectVariants::Both);
 
 // collect.glsl: collect_chunk_size, the logits per chunk of a row split into
 // n chunks (a multiple of 4). collect_chunks_holding_logits: how many of them

@@ -20,7 +20,7 @@ Recording Recorder::describe(const RecordingKey& key) const {
     const uint32_t history_groups =
         key.history ? history_groups_for(static_cast<uint32_t>(config_.history_capacity), key.rows, limits_) : 0u;
     rec.plan = make_plan(key.kind, chain_.greedy, key.collect, key.wide, history_groups, key.vocab, limits_, type_,
-                         key.logprobs, key.wide_direct);
+                         key.logprobs, key.wide_direct, key.collect_variants);
     if (rec.plan.dispatches.size() > kMaxPlanDispatches) fail(SIEVE_ERROR_INTERNAL, "plan longer than the timestamp pool");
     // Row groups never straddle a window.
     const RowWindows& windows = buffers_.windows();
@@ -139,7 +139,7 @@ void Recorder::emit(VkCommandBuffer cmd, const Recording& rec) const {
             VkPipeline pipeline =
                 collect_stage ? pipelines_.collect(d.stage, chain_.chain_ops, chain_.selector, key.inputs,
                                                    rec.plan.small, texel)
-                              : pipelines_.get(d.stage, key.inputs, rec.rows_of_whole_vec4s(), texel,
+                              : pipelines_.get(d.stage, key.inputs, key.rows_of_whole_vec4s(), texel,
                                                chain_.wide_divisions, rec.plan.wide_direct);
             vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
             vk.vkCmdPushConstants(cmd, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), &pc);

@@ -29,10 +29,21 @@ struct RecordingKey {
     bool logprobs = false;     // raw_stats.comp runs first
     bool wide = false;         // the wide passes are recorded (some row may take them)
     bool wide_direct = false;  // the wide passes alone, from the rows (make_plan, wide.glsl: WIDE_DIRECT)
+    CollectVariants collect_variants = CollectVariants::Both;  // collect.comp's the row groups take
+
+    // Every row starts at a multiple of 4 logits and holds whole vec4s: the
+    // passes' four-at-a-time variants may read them (the app's rows, bound in
+    // place, have their own stride).
+    bool rows_of_whole_vec4s() const { return vocab % 4 == 0 && stride % 4 == 0; }
+    // Whether collect.comp's plain variant may read a row of this call: its
+    // analysis allows it (no full-row sums), no bias or bitmask, whole vec4s.
+    bool row_takes_plain(const RowAnalysis& a) const {
+        return a.collect_plain && inputs == InputsMode::None && rows_of_whole_vec4s();
+    }
 
     auto tie() const {
         return std::tie(kind, rows, vocab, timestamps, collect, inputs, history, device_input, logprobs, app_rows,
-                        stride, wide_direct, wide);
+                        stride, wide_direct, wide, collect_variants);
     }
     bool operator<(const RecordingKey& o) const { return tie() < o.tie(); }
 };
@@ -46,10 +57,6 @@ struct Recording {
     // yet known): where Submitter::await starts polling.
     mutable double wait_ns = 0.0;
 
-    // Every row starts at a multiple of 4 logits and holds whole vec4s: the
-    // passes' four-at-a-time variants may read them (the app's rows, bound in
-    // place, have their own stride).
-    bool rows_of_whole_vec4s() const { return key.vocab % 4 == 0 && key.stride % 4 == 0; }
 };
 
 class Recorder {

@@ -79,11 +79,15 @@ uint merge_chunk_lists(uint row, uint need, uint n_chunks) {
 // over lists of up to CAP / 2). Instead the lists' entries are copied into
 // c_key/c_id, each invocation copying entries of any list (independent
 // loads: one memory latency, not one a list), and sorted in shared memory: a
-// fixed number of barriers, no serial work. Lists longer together than the
-// buffer (top-k in the thousands) first find the key the row's need-th entry
-// has by a radix select over them (8 bits a level, counts by shared atomics),
-// then copy only the entries at or above it; should more than CAP share the
-// last level's key (a huge tie group), the ranks merge them instead.
+// fixed number of barriers, no serial work. Only the row's first `need`
+// entries are kept, so lists longer together than twice the need (at least
+// 256) first find the key the row's need-th entry has by a radix select over
+// them (8 bits a level, counts by shared atomics), then copy and sort only
+// the entries at or above it: at one row the default chain's 32 lists of 40
+// sorted 1280 entries (66 bitonic stages of 4 compare-exchanges an
+// invocation) where the row keeps 40. Should the select not get under its
+// limit (a tie group), the lists are sorted whole, or where they outgrow the
+// buffer, the ranks merge them.
 shared uint s_kept;
 
 // The word offset of the row's j-th list entry, counting list by list (after
@@ -98,32 +102,13 @@ uint list_entry_at(uint j, uint n_chunks) {
     return s_at[lo] + 2u * (j - s_from[lo]);
 }
 
-uint sort_chunk_lists(uint row, uint need, uint n_chunks) {
+// The lists' entries from the key the row's need-th entry has on, into
+// c_key/c_id (unsorted), if at most `limit` (need <= limit < total): their
+// count, else 0xFFFFFFFF. The lowest key tau with at most `limit` entries at
+// or above it and at least `need` (some bin always reaches need: total >
+// need). The whole workgroup; ends with a barrier.
+uint select_top_entries(uint need, uint limit, uint total, uint n_chunks) {
     uint t = gl_LocalInvocationID.x;
-    locate_chunk_lists(row, need, n_chunks);
-    if (t == 0u) {
-        uint at = 0u;
-        for (uint c = 0u; c < n_chunks; ++c) {
-            s_from[c] = at;
-            at += s_len[c];
-        }
-        s_from[n_chunks] = at;
-        s_kept = 0u;
-    }
-    barrier();
-    uint total = s_from[n_chunks];
-    if (total <= CAP) {
-        for (uint j = t; j < total; j += WG) {
-            uint at = list_entry_at(j, n_chunks);
-            c_key[j] = candidates[at];
-            c_id[j] = candidates[at + 1u];
-        }
-        barrier();
-        sort_prefix(total);
-        return min(total, need);
-    }
-    // The lowest key tau with at most CAP entries at or above it and at least
-    // `need` (need <= CAP / 2 < total: some bin always reaches it).
     uint prefix = 0u, above = 0u, tau = 0u;
     bool fits = false;
     for (int shift = 24; shift >= 0 && !fits; shift -= 8) {  // uniform
@@ -138,12 +123,14 @@ uint sort_chunk_lists(uint row, uint need, uint n_chunks) {
         select_bin(above, need);
         uint bin = s_sel_bin;
         prefix = (prefix << 8u) | bin;
-        fits = s_sel_above + c_id[bin] <= CAP;
+        fits = s_sel_above + c_id[bin] <= limit;
         above = s_sel_above;
         tau = prefix << uint(shift);
         barrier();  // the bins are cleared or overwritten next
     }
-    if (!fits) return merge_chunk_lists(row, need, n_chunks);
+    if (!fits) return 0xFFFFFFFFu;  // uniform
+    if (t == 0u) s_kept = 0u;
+    barrier();
     for (uint j = t; j < total; j += WG) {
         uint at = list_entry_at(j, n_chunks);
         uint k = candidates[at];
@@ -154,9 +141,41 @@ uint sort_chunk_lists(uint row, uint need, uint n_chunks) {
         }
     }
     barrier();
-    uint kept = s_kept;
-    sort_prefix(kept);
-    return min(kept, need);
+    return s_kept;
+}
+
+uint sort_chunk_lists(uint row, uint need, uint n_chunks) {
+    uint t = gl_LocalInvocationID.x;
+    locate_chunk_lists(row, need, n_chunks);
+    if (t == 0u) {
+        uint at = 0u;
+        for (uint c = 0u; c < n_chunks; ++c) {
+            s_from[c] = at;
+            at += s_len[c];
+        }
+        s_from[n_chunks] = at;
+    }
+    barrier();
+    uint total = s_from[n_chunks];
+    uint limit = min(max(2u * need, 256u), CAP);  // need <= CAP / 2
+    if (total > limit) {  // uniform
+        uint kept = select_top_entries(need, limit, total, n_chunks);
+        if (kept != 0xFFFFFFFFu) {
+            sort_prefix(kept);
+            return min(kept, need);
+        }
+    }
+    if (total <= CAP) {
+        for (uint j = t; j < total; j += WG) {
+            uint at = list_entry_at(j, n_chunks);
+            c_key[j] = candidates[at];
+            c_id[j] = candidates[at + 1u];
+        }
+        barrier();
+        sort_prefix(total);
+        return min(total, need);
+    }
+    return merge_chunk_lists(row, need, n_chunks);
 }
 
 void write_distribution(uint row, uint n, float total, uint step) {

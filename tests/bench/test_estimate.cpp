@@ -57,7 +57,7 @@ TEST(Estimate, ReproducesTheH200StageTimesWithinTwiceOfThePlanOf30de833) {
         sieve::Chain chain = sieve_cli::make_chain(device, c->sampling, c->rows, c->vocab);
         // The plan as 30de833 ran it (rows at the plan's chunks, the tail's
         // ranks): what the H200 measured.
-        const std::vector<sieve_stage_estimate> est = sieve_test::baseline_plan_estimate(chain, c->rows, c->vocab);
+        const std::vector<sieve_stage_estimate> est = sieve_test::plan_estimate_as_run(chain, c->rows, c->vocab, "30de833");
         const json& measured = fc["stages"];
         ASSERT_EQ(est.size(), measured.size()) << name << ": the plan's dispatches differ from the H200's";
         double est_total = 0, gpu_total = 0;
@@ -80,7 +80,7 @@ TEST(Estimate, ReproducesTheH200StageTimesWithinTwiceOfThePlanOf30de833) {
     EXPECT_GE(stages, 40);
 }
 
-// Today's shaders against the H200's run of 521950c (the same plan as today's:
+// 521950c's shaders against the H200's run of 521950c (today's plan:
 // docs/gpu-runs/h200-2026-11-27-521950c/dev_b1.json, the raw file), with the
 // H200's 132 SMs, which decide how rows split into chunks. Every case of that
 // run's default suite but the 8-row one at v32000, whose collect pass took
@@ -100,7 +100,8 @@ TEST(Estimate, ReproducesTheH200StageTimesWithinTwiceOfThePlanOf521950c) {
         const BenchCase* c = find_case(suite, name);
         ASSERT_NE(c, nullptr) << name << " is no longer a case of the default suite";
         sieve::Chain chain = sieve_cli::make_chain(device, c->sampling, c->rows, c->vocab);
-        const std::vector<sieve_stage_estimate> est = chain.plan_estimate(c->rows, c->vocab);
+        const std::vector<sieve_stage_estimate> est =
+            sieve_test::plan_estimate_as_run(chain, c->rows, c->vocab, "521950c");
         const json& measured = rc["stages"];
         ASSERT_EQ(est.size(), measured.size()) << name << ": the plan's dispatches differ from the H200's";
         double est_total = 0, gpu_total = 0;
@@ -161,16 +162,27 @@ TEST(Estimate, RanksTheGpuPlanAheadOfTheBaselineAtOneRow) {
     const sieve_cli::Device device = gpu_profile_device();
     sieve_cli::SamplingOptions o;
     sieve::Chain chain = sieve_cli::make_chain(device, o, 1, 151936);
-    const auto now = chain.plan_estimate(1, 151936), then = sieve_test::baseline_plan_estimate(chain, 1, 151936);
+    const auto now = chain.plan_estimate(1, 151936), then = sieve_test::plan_estimate_as_run(chain, 1, 151936, "30de833");
     EXPECT_LT(total_us(now, "collect_plain"), total_us(then, "collect_plain"));
     EXPECT_LT(total_us(now, "collect_tail"), total_us(then, "collect_tail"));
     o.samplers = "top_k;temperature";
     o.top_k = 1000;
     sieve::Chain k1000 = sieve_cli::make_chain(device, o, 1, 151936);
     EXPECT_LT(2 * total_us(k1000.plan_estimate(1, 151936), "collect_tail"),
-              total_us(sieve_test::baseline_plan_estimate(k1000, 1, 151936), "collect_tail"));
+              total_us(sieve_test::plan_estimate_as_run(k1000, 1, 151936, "30de833"), "collect_tail"));
     EXPECT_LT(2 * total_us(k1000.plan_estimate(1, 151936), "collect_plain"),
-              total_us(sieve_test::baseline_plan_estimate(k1000, 1, 151936), "collect_plain"));
+              total_us(sieve_test::plan_estimate_as_run(k1000, 1, 151936, "30de833"), "collect_plain"));
+}
+
+// Today's tail selects the row's top entries before it sorts (an estimate:
+// its level cost is stated); 521950c's sorted the lists whole below the buffer.
+TEST(Estimate, RanksTodaysTailAheadOf521950cs) {
+    sieve_test::ScopedEnv units("SIEVE_COMPUTE_UNITS", "132");
+    const sieve_cli::Device device = gpu_profile_device();
+    sieve::Chain chain = sieve_cli::make_chain(device, sieve_cli::SamplingOptions{}, 1, 151936);
+    const double today = total_us(chain.plan_estimate(1, 151936), "collect_tail");
+    const double then = total_us(sieve_test::plan_estimate_as_run(chain, 1, 151936, "521950c"), "collect_tail");
+    EXPECT_LT(today + 5.0, then);
 }
 
 TEST(Estimate, TheCpuBackendHasNoPlan) {

@@ -670,7 +670,6 @@ TEST(GpuChainCollectPaths, RowsSplitByTheBatchEqualTheTwin) {
     sieve::Chain summed(gpu, sieve_test::chain_desc("top_n_sigma;temperature", 1, 151936, 1.0f, 1));
     set_row(summed, 0, preset("active"));
     EXPECT_EQ(stage_workgroups(summed, 1, 151936, "collect"), plan_chunks);
-    EXPECT_EQ(stage_workgroups(summed, 1, 151936, "collect_plain"), 0u);
     // The wide passes sum the row's mass: every row in the slots' chunks
     // (64 at 151936 at the gpu profile's workgroup size), at any batch.
     for (int32_t rows : {1, 64}) {
@@ -683,6 +682,66 @@ TEST(GpuChainCollectPaths, RowsSplitByTheBatchEqualTheTwin) {
     sieve::Context narrow(options);
     sieve::Chain chain(narrow, sieve_test::chain_desc(kDefaultOrder, 1, 151936, 1.0f, 1));
     EXPECT_EQ(stage_workgroups(chain, 1, 151936, "collect_plain"), 2u);
+}
+
+// The stages of a plan (sieve_chain_plan_estimate), by name.
+std::vector<std::string> plan_stages(const sieve::Chain& chain, int32_t rows, int32_t vocab) {
+    std::vector<std::string> names;
+    for (const sieve_stage_estimate& e : chain.plan_estimate(rows, vocab)) names.push_back(e.stage);
+    return names;
+}
+
+bool has(const std::vector<std::string>& names, const char* name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// A plan records only the collect variants the call's rows take (an empty
+// indirect dispatch costs a GPU its launch): plain rows the plain one, a
+// top-n-sigma row or a logit bias the general one, a mix both; each row's
+// tokens equal the twin's as the variants change from call to call (set_row
+// sets the seed: each step starts the rows' streams again), which records
+// once per set of variants.
+TEST(GpuChainCollectPaths, PlansRecordTheVariantsTheRowsTake) {
+    auto options = sieve_test::gpu_options();
+    options.profile("gpu");
+    sieve::Context gpu(options);
+    const int32_t rows = 2, vocab = 32000;
+    const char* chain_text = "top_n_sigma;top_k;temperature;dist";
+    const auto kinds = sieve_test::twin_chain(chain_text);
+    ASSERT_FALSE(kinds.empty());
+    sieve::Chain chain(gpu, sieve_test::chain_desc(chain_text, rows, vocab, 1.0f, 1));
+    RowParams plain = preset("active"), summed = preset("active");
+    plain.top_n_sigma = -1.0f;  // off: no full-row sums
+    summed.top_n_sigma = 2.0f;
+    const auto logits = sieve_test::make_rows(Shape::Zipf, rows, vocab, 77);
+    Tally tally;
+    struct Step {
+        const char* what;
+        RowParams first, second;
+        bool plain_variant, general_variant;
+    };
+    const Step steps[] = {{"plain rows", plain, plain, true, false},
+                          {"summed rows", summed, summed, false, true},
+                          {"one of each", plain, summed, true, true},
+                          {"plain rows again", plain, plain, true, false}};
+    uint64_t recordings = 0;
+    for (const Step& s : steps) {
+        SCOPED_TRACE(s.what);
+        const std::vector<RowParams> params = {s.first, s.second};
+        for (int32_t r = 0; r < rows; ++r) set_row(chain, r, params[static_cast<size_t>(r)]);
+        const auto stages = plan_stages(chain, rows, vocab);
+        EXPECT_EQ(has(stages, "collect_plain"), s.plain_variant);
+        EXPECT_EQ(has(stages, "collect"), s.general_variant);
+        recordings = chain.counters().recordings;
+        run_and_compare(chain, kinds, logits, rows, vocab, params, 1, &tally);
+    }
+    EXPECT_EQ(chain.counters().recordings, recordings) << "the last step reuses the first's recordings";
+    // A logit bias (the call's inputs) keeps every row from the plain variant.
+    chain.set_logit_bias({5}, {1.5f}, 0);
+    const auto biased = plan_stages(chain, rows, vocab);
+    EXPECT_FALSE(has(biased, "collect_plain"));
+    EXPECT_TRUE(has(biased, "collect"));
+    expect_rare(tally);
 }
 
 // Top-k in the hundreds past the register picks: the deep probe's threshold

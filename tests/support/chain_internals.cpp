@@ -1,10 +1,13 @@
-// row_windows and baseline_plan_estimate (test_support.hpp): reach into the
+// row_windows and plan_estimate_as_run (test_support.hpp): reach into the
 // chain's implementation, which the tests link statically, for what no public
 // call reports.
 #include "test_support.hpp"
 
 #include "chain/context.hpp"
 #include "vulkan/gpu_chain.hpp"
+
+#include <stdexcept>
+#include <string>
 
 namespace sieve_test {
 
@@ -14,10 +17,13 @@ Windows row_windows(const sieve::Chain& chain) {
     return {gpu->row_windows().count, gpu->row_windows().rows};
 }
 
-std::vector<sieve_stage_estimate> baseline_plan_estimate(const sieve::Chain& chain, int32_t rows, int32_t vocab) {
+std::vector<sieve_stage_estimate> plan_estimate_as_run(const sieve::Chain& chain, int32_t rows, int32_t vocab,
+                                                       const std::string& commit) {
     const auto* gpu = dynamic_cast<const sieve::GpuChain*>(chain.get()->impl.get());
     if (!gpu) return {};
-    return gpu->plan_estimate(rows, vocab, true);
+    if (commit != "30de833" && commit != "521950c") throw std::invalid_argument("no estimate fitted to " + commit);
+    return gpu->plan_estimate(rows, vocab,
+                              commit == "30de833" ? sieve::ShaderSet::Of30de833 : sieve::ShaderSet::Of521950c);
 }
 
 } // namespace sieve_test

@@ -70,10 +70,11 @@ struct Windows {
 };
 Windows row_windows(const sieve::Chain& chain);
 
-// sieve_chain_plan_estimate of the plan as the estimate's reference run
-// (commit 30de833) had it: rows at the plan's chunks, the tail merging by
-// ranks (GpuChain::plan_estimate). Empty for a CPU chain.
-std::vector<sieve_stage_estimate> baseline_plan_estimate(const sieve::Chain& chain, int32_t rows, int32_t vocab);
+// sieve_chain_plan_estimate with the shaders of a measured run, "30de833"
+// (also its plan: rows at the plan's chunks, the tail merging by ranks) or
+// "521950c" (GpuChain::plan_estimate). Empty for a CPU chain.
+std::vector<sieve_stage_estimate> plan_estimate_as_run(const sieve::Chain& chain, int32_t rows, int32_t vocab,
+                                                       const std::string& commit);
 
 inline sieve::Context cpu_context() {
     sieve::ContextOptions o;
