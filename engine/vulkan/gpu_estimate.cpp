@@ -44,7 +44,8 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
                     M::kHeavyPerSm};
         [[fallthrough]];
     case Stage::Collect:
-        if (in.shaders == ShaderSet::Of30de833) return {M::kCollectUs + M::kCollectUsPerNeed * in.need + read, chunk, M::kHeavyPerSm};
+        if (in.shaders == ShaderSet::Of30de833)
+            return {M::kCollectUs + M::kCollectUsPerNeed * in.need + read, chunk, M::kHeavyPerSm};
         return {M::kPicksUs + read, chunk, M::kPicksPerSm};
     case Stage::CollectTail: {
         if (!(p.flags & glsl::FLAG_SORT_MERGE))  // ranks by binary searches (a CPU plan's, and 30de833's)

@@ -65,8 +65,9 @@ struct EstimateModel {
     static constexpr double kTailUsPerNeed = 0.71;        // ... per candidate merged and run through the chain
     static constexpr double kHistoryUs = 47.1;            // history.comp per row
     static constexpr double kHistoryUsPerToken = 0.0839;  // ... per history token in its window
-    // Today's shaders, fitted to 521950c at one row (the stage times at 64
-    // rows summed past the wall clock and were left out). collect.comp's
+    // Today's shaders, fitted to 521950c's default suite (its 64-row run at
+    // v151936 summed its stage times past the wall clock and was left out;
+    // estimate.md). collect.comp's
     // register picks (need <= kPickLimit): a fixed term, the read; no term
     // per candidate kept (every case kept 64: nothing told it apart).
     static constexpr double kPicksUs = 14.0;
@@ -92,7 +93,7 @@ struct EstimateModel {
     static constexpr double kUsPerSortExchange = 0.065;
     static constexpr double kUsPerSelectLevelOf521950c = 0.0;
     static constexpr double kUsPerSelectLevel = 1.5;
-    static constexpr double kSelectLevels = 2;  // 8 bits a level: the sign and exponent, then the mantissa's top
+    static constexpr double kSelectLevels = 2;  // 8 bits a level: the sign and 7 exponent bits, then 8 more
     static constexpr uint32_t kPickLimit = 512;  // collect.comp's PICK_LIMIT at 256-wide workgroups
     // history.comp now visits only the hash entries in use.
     static constexpr double kGpuHistoryUs = 20.0;

@@ -57,7 +57,8 @@ TEST(Estimate, ReproducesTheH200StageTimesWithinTwiceOfThePlanOf30de833) {
         sieve::Chain chain = sieve_cli::make_chain(device, c->sampling, c->rows, c->vocab);
         // The plan as 30de833 ran it (rows at the plan's chunks, the tail's
         // ranks): what the H200 measured.
-        const std::vector<sieve_stage_estimate> est = sieve_test::plan_estimate_as_run(chain, c->rows, c->vocab, "30de833");
+        const std::vector<sieve_stage_estimate> est =
+            sieve_test::plan_estimate_as_run(chain, c->rows, c->vocab, "30de833");
         const json& measured = fc["stages"];
         ASSERT_EQ(est.size(), measured.size()) << name << ": the plan's dispatches differ from the H200's";
         double est_total = 0, gpu_total = 0;
@@ -80,12 +81,12 @@ TEST(Estimate, ReproducesTheH200StageTimesWithinTwiceOfThePlanOf30de833) {
     EXPECT_GE(stages, 40);
 }
 
-// 521950c's shaders against the H200's run of 521950c (today's plan:
-// docs/gpu-runs/h200-2026-11-27-521950c/dev_b1.json, the raw file), with the
-// H200's 132 SMs, which decide how rows split into chunks. Every case of that
-// run's default suite but the 8-row one at v32000, whose collect pass took
-// 57 us where 16 chunks of one row took 39 and 32 chunks of 8 rows at
-// v151936 36 (estimate.md).
+// 521950c's shaders and plan (both collect variants recorded) against the
+// H200's run of 521950c (docs/gpu-runs/h200-2026-11-27-521950c/dev_b1.json,
+// the raw file), with the H200's 132 SMs, which decide how rows split into
+// chunks. Every case of that run's default suite but the 8-row one at
+// v32000, whose collect pass took 57 us where 16 chunks of one row took 39
+// and 32 chunks of 8 rows at v151936 36 (estimate.md).
 TEST(Estimate, ReproducesTheH200StageTimesWithinTwiceOfThePlanOf521950c) {
     const json run = json::parse(sieve_test::read_text(std::string(SIEVE_SOURCE_DIR) +
                                                        "/docs/gpu-runs/h200-2026-11-27-521950c/dev_b1.json"));
@@ -162,7 +163,8 @@ TEST(Estimate, RanksTheGpuPlanAheadOfTheBaselineAtOneRow) {
     const sieve_cli::Device device = gpu_profile_device();
     sieve_cli::SamplingOptions o;
     sieve::Chain chain = sieve_cli::make_chain(device, o, 1, 151936);
-    const auto now = chain.plan_estimate(1, 151936), then = sieve_test::plan_estimate_as_run(chain, 1, 151936, "30de833");
+    const auto now = chain.plan_estimate(1, 151936);
+    const auto then = sieve_test::plan_estimate_as_run(chain, 1, 151936, "30de833");
     EXPECT_LT(total_us(now, "collect_plain"), total_us(then, "collect_plain"));
     EXPECT_LT(total_us(now, "collect_tail"), total_us(then, "collect_tail"));
     o.samplers = "top_k;temperature";
