@@ -53,7 +53,8 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
         const uint32_t entries = chunks * in.need;  // the lists' entries, at most
         double merge = entries <= in.capacity ? sort_us(entries)
                                               : 4 * M::kUsPerSelectLevelOf521950c + sort_us(in.capacity);
-        const uint32_t limit = std::min(std::max(2 * in.need, 256u), in.capacity);  // sort_chunk_lists
+        const uint32_t limit = std::min(std::max(glsl::TAIL_SELECT_PER_NEED * in.need, glsl::TAIL_SELECT_LEAST),
+                                        in.capacity);  // sort_chunk_lists
         if (in.shaders == ShaderSet::Today && entries > limit)
             merge = M::kSelectLevels * M::kUsPerSelectLevel + sort_us(limit);
         return {M::kSortTailUs + M::kSortTailUsPerOp * in.chain_ops + merge, 0, M::kHeavyPerSm};

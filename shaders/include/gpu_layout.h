@@ -256,9 +256,15 @@ SIEVE_CONST uint MAX_RAW_LOGPROBS = 20u;  // SIEVE_MAX_TOP_LOGPROBS
 // A row's words in the candidates buffer (collect.glsl): up to
 // MAX_COLLECT_CHUNKS chunks' lists of CAP / 2 (key, id) pairs, or, on a GPU,
 // up to MAX_ROW_CHUNKS chunks of rows that keep few candidates (chunks x need
-// <= CAP: each list fits its share, and the tail sorts them all at once).
+// <= CAP: each list fits its share, and the tail merges them at once).
 SIEVE_CONST uint MAX_COLLECT_CHUNKS = 8u;
 SIEVE_CONST uint MAX_ROW_CHUNKS = 64u;
+// A GPU tail's merge (collect_tail.comp: sort_chunk_lists) sorts the lists
+// whole up to min(max(TAIL_SELECT_PER_NEED x need, TAIL_SELECT_LEAST), CAP)
+// entries; past that a radix select narrows them to it first. The estimate
+// (gpu_estimate.cpp) prices the same limit.
+SIEVE_CONST uint TAIL_SELECT_PER_NEED = 2u;
+SIEVE_CONST uint TAIL_SELECT_LEAST = 256u;
 // The group's collect.comp variants' VkDispatchIndirectCommand (words of its
 // indirect arguments, armed by the host before each submission: gpu_chain.cpp
 // arm_collect): x is the chunks a row of the group is split into, 0 in the

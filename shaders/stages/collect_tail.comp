@@ -157,7 +157,7 @@ uint sort_chunk_lists(uint row, uint need, uint n_chunks) {
     }
     barrier();
     uint total = s_from[n_chunks];
-    uint limit = min(max(2u * need, 256u), CAP);  // need <= CAP / 2
+    uint limit = min(max(TAIL_SELECT_PER_NEED * need, TAIL_SELECT_LEAST), CAP);  // need <= CAP / 2
     if (total > limit) {  // uniform
         uint kept = select_top_entries(need, limit, total, n_chunks);
         if (kept != 0xFFFFFFFFu) {

@@ -43,6 +43,36 @@ const BenchCase* find_case(const std::vector<BenchCase>& cases, const std::strin
     return nullptr;
 }
 
+// Each stage's estimate, and the case's sum, within 2x of the stage times a
+// GPU run measured (a bench JSON case's "stages"), the plan's dispatches in
+// the run's order; with `launched` (that case's "estimate"), the workgroups
+// too. Returns the stages compared.
+int expect_within_twice(const std::string& name, const std::vector<sieve_stage_estimate>& est,
+                        const json& measured, const json* launched = nullptr) {
+    EXPECT_EQ(est.size(), measured.size()) << name << ": the plan's dispatches differ from the H200's";
+    if (est.size() != measured.size()) return 0;
+    double est_total = 0, gpu_total = 0;
+    for (size_t i = 0; i < est.size(); ++i) {
+        const std::string stage = measured[i]["stage"];
+        const double gpu_us = measured[i]["gpu_us"];
+        EXPECT_EQ(std::string(est[i].stage), stage) << name << " dispatch " << i;
+        EXPECT_EQ(est[i].level, measured[i]["level"].get<uint32_t>()) << name << " dispatch " << i;
+        if (launched) {
+            EXPECT_EQ(est[i].workgroups, (*launched)[i]["workgroups"].get<uint32_t>()) << name << " " << stage;
+        }
+        EXPECT_GE(est[i].est_us, 0.5 * gpu_us) << name << " " << stage << " L" << est[i].level << ": est "
+                                                << est[i].est_us << " us, H200 " << gpu_us << " us";
+        EXPECT_LE(est[i].est_us, 2.0 * gpu_us) << name << " " << stage << " L" << est[i].level << ": est "
+                                                << est[i].est_us << " us, H200 " << gpu_us << " us";
+        est_total += est[i].est_us;
+        gpu_total += gpu_us;
+    }
+    EXPECT_GE(est_total, 0.5 * gpu_total) << name;
+    EXPECT_LE(est_total, 2.0 * gpu_total) << name;
+    std::printf("%-36s est %7.1f us, H200 %7.1f us\n", name.c_str(), est_total, gpu_total);
+    return static_cast<int>(est.size());
+}
+
 TEST(Estimate, ReproducesTheH200StageTimesWithinTwiceOfThePlanOf30de833) {
     const json fx = fixture();
     ASSERT_TRUE(fx.contains("source"));
@@ -57,26 +87,8 @@ TEST(Estimate, ReproducesTheH200StageTimesWithinTwiceOfThePlanOf30de833) {
         sieve::Chain chain = sieve_cli::make_chain(device, c->sampling, c->rows, c->vocab);
         // The plan as 30de833 ran it (rows at the plan's chunks, the tail's
         // ranks): what the H200 measured.
-        const std::vector<sieve_stage_estimate> est =
-            sieve_test::plan_estimate_as_run(chain, c->rows, c->vocab, "30de833");
-        const json& measured = fc["stages"];
-        ASSERT_EQ(est.size(), measured.size()) << name << ": the plan's dispatches differ from the H200's";
-        double est_total = 0, gpu_total = 0;
-        for (size_t i = 0; i < est.size(); ++i) {
-            const std::string stage = measured[i]["stage"];
-            const double gpu_us = measured[i]["gpu_us"];
-            EXPECT_EQ(std::string(est[i].stage), stage) << name << " dispatch " << i;
-            EXPECT_EQ(est[i].level, measured[i]["level"].get<uint32_t>()) << name << " dispatch " << i;
-            EXPECT_GE(est[i].est_us, 0.5 * gpu_us) << name << " " << stage << " L" << est[i].level << ": est "
-                                                    << est[i].est_us << " us, H200 " << gpu_us << " us";
-            EXPECT_LE(est[i].est_us, 2.0 * gpu_us) << name << " " << stage << " L" << est[i].level << ": est "
-                                                    << est[i].est_us << " us, H200 " << gpu_us << " us";
-            est_total += est[i].est_us;
-            gpu_total += gpu_us;
-            ++stages;
-        }
-        EXPECT_GE(est_total, 0.5 * gpu_total) << name;
-        EXPECT_LE(est_total, 2.0 * gpu_total) << name;
+        stages += expect_within_twice(name, sieve_test::plan_estimate_as_run(chain, c->rows, c->vocab, "30de833"),
+                                      fc["stages"]);
     }
     EXPECT_GE(stages, 40);
 }
@@ -101,28 +113,8 @@ TEST(Estimate, ReproducesTheH200StageTimesWithinTwiceOfThePlanOf521950c) {
         const BenchCase* c = find_case(suite, name);
         ASSERT_NE(c, nullptr) << name << " is no longer a case of the default suite";
         sieve::Chain chain = sieve_cli::make_chain(device, c->sampling, c->rows, c->vocab);
-        const std::vector<sieve_stage_estimate> est =
-            sieve_test::plan_estimate_as_run(chain, c->rows, c->vocab, "521950c");
-        const json& measured = rc["stages"];
-        ASSERT_EQ(est.size(), measured.size()) << name << ": the plan's dispatches differ from the H200's";
-        double est_total = 0, gpu_total = 0;
-        for (size_t i = 0; i < est.size(); ++i) {
-            const std::string stage = measured[i]["stage"];
-            const double gpu_us = measured[i]["gpu_us"];
-            EXPECT_EQ(std::string(est[i].stage), stage) << name << " dispatch " << i;
-            EXPECT_EQ(est[i].level, measured[i]["level"].get<uint32_t>()) << name << " dispatch " << i;
-            EXPECT_EQ(est[i].workgroups, rc["estimate"][i]["workgroups"].get<uint32_t>()) << name << " " << stage;
-            EXPECT_GE(est[i].est_us, 0.5 * gpu_us) << name << " " << stage << " L" << est[i].level << ": est "
-                                                    << est[i].est_us << " us, H200 " << gpu_us << " us";
-            EXPECT_LE(est[i].est_us, 2.0 * gpu_us) << name << " " << stage << " L" << est[i].level << ": est "
-                                                    << est[i].est_us << " us, H200 " << gpu_us << " us";
-            est_total += est[i].est_us;
-            gpu_total += gpu_us;
-            ++stages;
-        }
-        EXPECT_GE(est_total, 0.5 * gpu_total) << name;
-        EXPECT_LE(est_total, 2.0 * gpu_total) << name;
-        std::printf("%-36s est %7.1f us, H200 %7.1f us\n", name.c_str(), est_total, gpu_total);
+        stages += expect_within_twice(name, sieve_test::plan_estimate_as_run(chain, c->rows, c->vocab, "521950c"),
+                                      rc["stages"], &rc["estimate"]);
     }
     EXPECT_GE(stages, 40);
 }
