@@ -49,7 +49,7 @@ CallAnalysis GpuChain::analyse_call(RecordingKind kind, uint32_t rows) const {
 }
 
 RecordingKey GpuChain::key_for(const CallAnalysis& call, RecordingKind kind, uint32_t vocab, const DeviceInput* input,
-                               bool timestamps) const {
+                               bool timestamps, bool waited) const {
     RecordingKey key;
     key.kind = kind;
     key.rows = static_cast<uint32_t>(call.rows.size());
@@ -72,6 +72,13 @@ RecordingKey GpuChain::key_for(const CallAnalysis& call, RecordingKind kind, uin
     key.collect_variants = plain && general ? CollectVariants::Both
                            : plain         ? CollectVariants::Plain
                                            : CollectVariants::General;
+    // A CPU device's plan keeps them inline: an empty level costs it little,
+    // a second submission more.
+    key.key_levels = waited && limits_.plan_type != SIEVE_DEVICE_CPU && kind == RecordingKind::Sample &&
+                             !call.collect && !chain_.greedy && vocab > limits_.candidate_capacity &&
+                             key.rows <= kKeyLevelsApartMostRows
+                         ? KeyLevels::Apart
+                         : KeyLevels::Inline;
     return key;
 }
 
@@ -136,14 +143,22 @@ void GpuChain::arm_collect(const Recording& rec) {
     }
 }
 
-void GpuChain::account(const Recording& rec, bool ingest) {
-    counters_.count_recording(rec.plan, rec.groups, buffers_.args_for_host());
+void GpuChain::account(const Recording& rec, bool ingest, bool deep) {
+    const Plan& plan = deep ? rec.deep_plan : rec.plan;
+    counters_.count_recording(plan, rec.groups, buffers_.args_for_host());
     if (ingest) counters_.count_ingest(ingest_dispatches(rec.key.rows));
     // A distribution's rows are counted at the plan's minimum (the indirect
     // levels it may add are not seen).
     if (rec.key.kind == RecordingKind::Distribution)
-        counters_.count_row_passes((static_cast<uint64_t>(rec.plan.min_row_passes) + (ingest ? 1 : 0)) * rec.key.rows);
-    if (rec.key.timestamps) submitter_.read_stage_times(rec.plan, rec.groups);
+        counters_.count_row_passes((static_cast<uint64_t>(plan.min_row_passes) + (ingest ? 1 : 0)) * rec.key.rows);
+    // The key levels' stages follow the first part's.
+    if (rec.key.timestamps) submitter_.read_stage_times(plan, rec.groups, deep);
+}
+
+bool GpuChain::deep_levels_armed(const Recording& rec) const {
+    const uint32_t* args = buffers_.args_for_host();
+    return std::any_of(rec.groups.begin(), rec.groups.end(),
+                       [&](const RowGroup& g) { return args[g.args_base + histogram_args(1)] != 0; });
 }
 
 void GpuChain::submit_and_wait(const Recording& rec, VkCommandBuffer prefix) {
@@ -151,6 +166,12 @@ void GpuChain::submit_and_wait(const Recording& rec, VkCommandBuffer prefix) {
     submitter_.submit(prefix ? cmds : cmds + 1, prefix ? 2 : 1, nullptr);
     submitter_.await(kWaitTimeoutNs, "sampling did not finish within the wait timeout", &rec.wait_ns);
     account(rec, prefix != VK_NULL_HANDLE);
+    if (!rec.has_deep() || !deep_levels_armed(rec)) return;
+    // Rows whose level-0 bin holds more than CAP logits are still active:
+    // the first part's gather left them (their results unwritten).
+    submitter_.submit(&rec.deep_cmd, 1, nullptr);
+    submitter_.await(kWaitTimeoutNs, "sampling did not finish within the wait timeout", &rec.deep_wait_ns);
+    account(rec, false, true);
 }
 
 void GpuChain::check_history_order(uint32_t rows) const {
@@ -205,7 +226,7 @@ sieve_status GpuChain::sample(const LogitsView& logits, int32_t draws, int32_t* 
     const uint32_t r = static_cast<uint32_t>(logits.rows), v = static_cast<uint32_t>(logits.vocab);
     call_ = analyse_call(RecordingKind::Sample, r);
     const Recording& rec =
-        recorder_.recording(key_for(call_, RecordingKind::Sample, v, nullptr, submitter_.profiling()));
+        recorder_.recording(key_for(call_, RecordingKind::Sample, v, nullptr, submitter_.profiling(), true));
     upload(logits);
     write_params(commit);
     arm_collect(rec);
@@ -239,7 +260,7 @@ sieve_status GpuChain::distributions(const LogitsView& logits, const std::vector
     buffers_.ensure_distribution_output();
     const uint32_t r = static_cast<uint32_t>(rows), v = static_cast<uint32_t>(vocab);
     call_ = analyse_call(RecordingKind::Distribution, r);
-    const RecordingKey key = key_for(call_, RecordingKind::Distribution, v, nullptr, submitter_.profiling());
+    const RecordingKey key = key_for(call_, RecordingKind::Distribution, v, nullptr, submitter_.profiling(), true);
     const Recording& rec = recorder_.recording(key);
     upload(logits);
     write_params(false);
@@ -322,7 +343,7 @@ sieve_counters GpuChain::counters() const {
 void GpuChain::plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, uint32_t* row_passes) const {
     const CallAnalysis call = analyse_call(RecordingKind::Sample, static_cast<uint32_t>(rows));
     const Recording rec =
-        recorder_.describe(key_for(call, RecordingKind::Sample, static_cast<uint32_t>(vocab), nullptr, false));
+        recorder_.describe(key_for(call, RecordingKind::Sample, static_cast<uint32_t>(vocab), nullptr, false, true));
     *dispatches = rec.plan.min_dispatches * static_cast<uint32_t>(rec.groups.size());
     *row_passes = rec.plan.min_row_passes;
 }
@@ -331,9 +352,13 @@ std::vector<sieve_stage_estimate> GpuChain::plan_estimate(int32_t rows, int32_t 
     const bool baseline = shaders == ShaderSet::Of30de833;
     const uint32_t r = static_cast<uint32_t>(rows);
     const CallAnalysis call = analyse_call(RecordingKind::Sample, r);
-    RecordingKey key = key_for(call, RecordingKind::Sample, static_cast<uint32_t>(vocab), nullptr, false);
-    // The measured runs recorded both collect variants, one left empty.
-    if (shaders != ShaderSet::Today) key.collect_variants = CollectVariants::Both;
+    RecordingKey key = key_for(call, RecordingKind::Sample, static_cast<uint32_t>(vocab), nullptr, false, true);
+    // The measured runs recorded both collect variants, one left empty, and
+    // the key levels inline.
+    if (shaders != ShaderSet::Today) {
+        key.collect_variants = CollectVariants::Both;
+        key.key_levels = KeyLevels::Inline;
+    }
     Recording rec = recorder_.describe(key);
     if (baseline) {  // the plan's chunks everywhere, the tail's ranks, one history workgroup per row
         rec.plan.flags &= ~(FLAG_SORT_MERGE | FLAG_RADIX_CHUNKS);

@@ -90,9 +90,12 @@ private:
     // what every decision below reads.
     CallAnalysis analyse_call(RecordingKind kind, uint32_t rows) const;
     // What a call of the analysed rows x `vocab` records; input: where its
-    // logits come from (null: the host, through the upload).
+    // logits come from (null: the host, through the upload); waited: the
+    // chain submits the call and waits for it itself (submit_and_wait), so a
+    // GPU's plan may keep its key levels apart (KeyLevels), else the app
+    // submits or syncs it and everything is in the one command buffer.
     RecordingKey key_for(const CallAnalysis& call, RecordingKind kind, uint32_t vocab, const DeviceInput* input,
-                         bool timestamps) const;
+                         bool timestamps, bool waited) const;
     void check_history_order(uint32_t rows) const;
 
     void upload(const LogitsView& logits);
@@ -100,13 +103,21 @@ private:
     // join their slots' histories.
     void write_params(bool commit);
     void arm_collect(const Recording& rec);
+    // Submits the recording (after prefix, the ingest pass, if any), waits,
+    // counts it; then, where the recording keeps its key levels apart and
+    // level 0 left some row's bin larger than the candidate buffer, its key
+    // levels' part the same way.
     void submit_and_wait(const Recording& rec, VkCommandBuffer prefix = VK_NULL_HANDLE);
+    // Whether the recording's first part armed key level 1 for a row group
+    // (the arguments as the host reads them after the wait).
+    bool deep_levels_armed(const Recording& rec) const;
     // The one count of a call's device work once it finished
     // (GpuCounters): the recording's dispatches that launched, the ingest
     // pass that brought its rows in (ingest), and a distribution's row
     // passes (it has no per-row results: the plan's minimum, and the ingest
     // pass's read). A sampled row's passes come from its result (finish_rows).
-    void account(const Recording& rec, bool ingest);
+    // deep: the recording's key levels' part (Recording::deep_plan).
+    void account(const Recording& rec, bool ingest, bool deep = false);
 
     // The call's rows after its device work, the one loop over them: each
     // row's result, or the twin's for the rows the GPU left to it (their

@@ -67,7 +67,7 @@ sieve_status GpuChain::finish_device_input(uint32_t r, uint32_t v, const DeviceI
 }
 
 const Recording& GpuChain::run_device_input(RecordingKind kind, uint32_t vocab, const DeviceInput& input) {
-    const Recording& rec = recorder_.recording(key_for(call_, kind, vocab, &input, submitter_.profiling()));
+    const Recording& rec = recorder_.recording(key_for(call_, kind, vocab, &input, submitter_.profiling(), true));
     arm_collect(rec);
     submit_and_wait(rec, input.ingest);
     return rec;
@@ -94,7 +94,7 @@ void GpuChain::launch(RecordingKind kind, uint32_t r, uint32_t v, DeviceInput in
     if (cmd) {
         // The same commands as the chain's own recording, minus the timestamps
         // (the query pool is the chain's, read only after its own fences).
-        Recording rec = recorder_.describe(key_for(call_, kind, v, &input, false));
+        Recording rec = recorder_.describe(key_for(call_, kind, v, &input, false, false));
         arm_collect(rec);
         if (!input.in_place) device_input_.emit_ingest(cmd);
         recorder_.emit(cmd, rec);
@@ -103,7 +103,7 @@ void GpuChain::launch(RecordingKind kind, uint32_t r, uint32_t v, DeviceInput in
         in_flight_ = InFlight{true, std::move(rec), std::move(input), std::move(verify)};
         return;
     }
-    const Recording& rec = recorder_.recording(key_for(call_, kind, v, &input, submitter_.profiling()));
+    const Recording& rec = recorder_.recording(key_for(call_, kind, v, &input, submitter_.profiling(), false));
     arm_collect(rec);
     VkCommandBuffer cmds[3];
     uint32_t n = 0;

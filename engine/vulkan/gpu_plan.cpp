@@ -48,7 +48,7 @@ uint32_t collect_chunks_for_group(const Plan& plan, uint32_t vocab, uint32_t row
 namespace {
 
 Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, bool direct, uint32_t vocab,
-                   const EffectiveLimits& limits, sieve_device_type type, CollectVariants variants) {
+                   const EffectiveLimits& limits, sieve_device_type type, CollectVariants variants, KeyLevels levels) {
     Plan p;
     chunking(vocab, limits, type, &p.n_chunks, &p.chunk_size);
     if (greedy_chain) p.flags |= FLAG_GREEDY;
@@ -128,11 +128,13 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
     if (!greedy_chain) {
         // Level 0 (its last workgroup per row takes the level's decision), key
         // levels recorded for the worst case (8 x 4 bits) but launched
-        // indirectly: a level no row needs gets zero workgroups. Then the
-        // gather, whose last workgroup per row draws the token.
+        // indirectly: a level no row needs gets zero workgroups (Inline), or
+        // recorded apart (deep_levels_plan). Then the gather, whose last
+        // workgroup per row draws the token.
         p.dispatches.push_back({Stage::MassHistogram, 0, true});
-        for (uint32_t level = 1; level <= KEY_LEVELS; ++level)
-            p.dispatches.push_back({Stage::MassHistogram, level, true, histogram_args(level)});
+        if (levels == KeyLevels::Inline)
+            for (uint32_t level = 1; level <= KEY_LEVELS; ++level)
+                p.dispatches.push_back({Stage::MassHistogram, level, true, histogram_args(level)});
         p.dispatches.push_back({Stage::Gather, 0, true});
     }
     p.min_row_passes = greedy_chain ? 1 : 3;
@@ -165,10 +167,10 @@ uint32_t workgroups_per_row(const Plan& plan, const Dispatch& d) {
 
 Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, uint32_t history_groups, uint32_t vocab,
                const EffectiveLimits& limits, sieve_device_type type, bool logprobs, bool wide_direct,
-               CollectVariants variants) {
+               CollectVariants variants, KeyLevels levels) {
     const bool history = history_groups > 0;
     Plan p = make_row_plan(kind, greedy_chain, collect, wide, wide_direct && !history && !logprobs, vocab, limits, type,
-                           variants);
+                           variants, levels);
     p.history_groups = history_groups;
     if (history_groups == 1) {
         p.dispatches.insert(p.dispatches.begin(), Dispatch{Stage::History, HISTORY_WHOLE, false});
@@ -183,6 +185,21 @@ Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, u
         p.min_dispatches += 1;
         p.min_row_passes += 1;
     }
+    return p;
+}
+
+Plan deep_levels_plan(const Plan& first) {
+    Plan p;
+    p.n_chunks = first.n_chunks;
+    p.chunk_size = first.chunk_size;
+    p.collect_slots = first.collect_slots;
+    p.flags = first.flags;
+    for (uint32_t level = 1; level <= KEY_LEVELS; ++level)
+        p.dispatches.push_back({Stage::MassHistogram, level, true, histogram_args(level)});
+    p.dispatches.push_back({Stage::Gather, 0, true});
+    // Submitted only when a row needs level 1: that level and the gather.
+    p.min_row_passes = 2;
+    p.min_dispatches = 2;
     return p;
 }
 

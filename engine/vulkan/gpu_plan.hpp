@@ -100,6 +100,24 @@ uint32_t workgroups_per_row(const Plan& plan, const Dispatch& d);
 // variant of 521950c's plan).
 enum class CollectVariants : uint8_t { Both, Plain, General };
 
+// Where a selection chain's key levels 1..KEY_LEVELS are recorded (rows
+// without truncation, whose level 0 may leave more than CAP logits in its
+// bin). Inline: in the call's recording, launched indirectly, zero
+// workgroups when no row needs them (a CPU device's plan, and every call the
+// app submits or waits on itself). Apart: in a second command buffer of the
+// same recording (deep_levels_plan), which the host submits after the first
+// only when level 0 armed level 1 for some row: a GPU pays about 4 us for
+// each recorded level even when it launches nothing (8 levels, a third of
+// dist's GPU time on an H200), and a row needs level 1 rarely (3.5% of the
+// zipf rows there). Results are the same either way.
+enum class KeyLevels : uint8_t { Inline, Apart };
+// The most rows a call keeps its key levels apart for. The second
+// submission costs a submit and a wait (30-50 us on the H200) and a gather
+// again, and a call needs it when any of its rows does: at 3.5% a row, a
+// quarter of 8-row calls and 90% of 64-row calls, where the empty levels
+// (4-8 us each) cost less than that.
+constexpr uint32_t kKeyLevelsApartMostRows = 8;
+
 // collect: the chain has truncating samplers (or a dynamic temperature): one
 // collect dispatch whose last workgroup runs the chain on the row's top
 // candidates (collect.comp, tail.glsl). Otherwise the selection levels.
@@ -119,9 +137,17 @@ enum class CollectVariants : uint8_t { Both, Plain, General };
 // (not with history or logprobs).
 // variants: collect.comp's variants the plan records (a big row's; a small
 // row has one).
+// levels: where a selection chain's key levels go (KeyLevels).
 Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, uint32_t history_groups, uint32_t vocab,
                const EffectiveLimits& limits, sieve_device_type type, bool logprobs = false, bool wide_direct = false,
-               CollectVariants variants = CollectVariants::Both);
+               CollectVariants variants = CollectVariants::Both, KeyLevels levels = KeyLevels::Inline);
+
+// The second part of a selection plan made with KeyLevels::Apart: key levels
+// 1..KEY_LEVELS (indirect, armed by the level before) and the gather again,
+// whose rows drawn by the first part's gather return at once (their phase is
+// PHASE_DONE). It starts from where the first part left the rows: no history
+// pass, no statistics, and the levels' arguments as level 0 armed them.
+Plan deep_levels_plan(const Plan& first);
 
 // collect.glsl: collect_chunk_size, the logits per chunk of a row split into
 // n chunks (a multiple of 4). collect_chunks_holding_logits: how many of them

@@ -20,8 +20,13 @@ Recording Recorder::describe(const RecordingKey& key) const {
     const uint32_t history_groups =
         key.history ? history_groups_for(static_cast<uint32_t>(config_.history_capacity), key.rows, limits_) : 0u;
     rec.plan = make_plan(key.kind, chain_.greedy, key.collect, key.wide, history_groups, key.vocab, limits_, type_,
-                         key.logprobs, key.wide_direct, key.collect_variants);
+                         key.logprobs, key.wide_direct, key.collect_variants, key.key_levels);
     if (rec.plan.dispatches.size() > kMaxPlanDispatches) fail(SIEVE_ERROR_INTERNAL, "plan longer than the timestamp pool");
+    const bool selection_levels =
+        std::any_of(rec.plan.dispatches.begin(), rec.plan.dispatches.end(),
+                    [](const Dispatch& d) { return d.stage == Stage::MassHistogram && d.level == 0; });
+    if (key.key_levels == KeyLevels::Apart && selection_levels && key.kind == RecordingKind::Sample)
+        rec.deep_plan = deep_levels_plan(rec.plan);
     // Row groups never straddle a window.
     const RowWindows& windows = buffers_.windows();
     const uint32_t per_group = rows_per_group(key.rows, key.vocab, type_, rec.plan.min_row_passes);
@@ -44,6 +49,12 @@ const Recording& Recorder::recording(const RecordingKey& key) {
     vk_check(vk.vkBeginCommandBuffer(rec.cmd, &bi), "vkBeginCommandBuffer");
     emit(rec.cmd, rec);
     vk_check(vk.vkEndCommandBuffer(rec.cmd), "vkEndCommandBuffer");
+    if (rec.has_deep()) {
+        rec.deep_cmd = device_.allocate_command_buffer(submitter_.command_pool());
+        vk_check(vk.vkBeginCommandBuffer(rec.deep_cmd, &bi), "vkBeginCommandBuffer");
+        emit_deep(rec.deep_cmd, rec);
+        vk_check(vk.vkEndCommandBuffer(rec.deep_cmd), "vkEndCommandBuffer");
+    }
     ++counters_.recordings;
     return by_key_.emplace(key, rec).first->second;
 }
@@ -52,6 +63,8 @@ void Recorder::drop_app_row_recordings() {
     for (auto it = by_key_.begin(); it != by_key_.end();) {
         if (it->second.key.app_rows) {
             device_.vk().vkFreeCommandBuffers(device_.handle(), submitter_.command_pool(), 1, &it->second.cmd);
+            if (it->second.deep_cmd)
+                device_.vk().vkFreeCommandBuffers(device_.handle(), submitter_.command_pool(), 1, &it->second.deep_cmd);
             it = by_key_.erase(it);
         } else {
             ++it;
@@ -109,7 +122,31 @@ void Recorder::emit(VkCommandBuffer cmd, const Recording& rec) const {
     vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT, 0, 1, &barrier,
                             0, nullptr, 0, nullptr);
-    const uint32_t n_queries = static_cast<uint32_t>(rec.plan.dispatches.size() * rec.groups.size()) + 1;
+    emit_passes(cmd, rec, rec.plan);
+}
+
+void Recorder::emit_deep(VkCommandBuffer cmd, const Recording& rec) const {
+    // The first part's shader writes (row state, histograms, the next
+    // level's indirect arguments) and its arguments' copy, earlier in
+    // submission order, before this part's passes and copy. Nothing is reset:
+    // the levels continue from the arguments level 0 armed.
+    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                            VK_ACCESS_TRANSFER_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                            VK_ACCESS_INDIRECT_COMMAND_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    device_.vk().vkCmdPipelineBarrier(
+        cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1,
+        &barrier, 0, nullptr, 0, nullptr);
+    emit_passes(cmd, rec, rec.deep_plan);
+}
+
+void Recorder::emit_passes(VkCommandBuffer cmd, const Recording& rec, const Plan& plan) const {
+    const auto& vk = device_.vk();
+    const RecordingKey& key = rec.key;
+    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    const uint32_t n_queries = static_cast<uint32_t>(plan.dispatches.size() * rec.groups.size()) + 1;
     VkQueryPool queries = submitter_.queries();
     if (key.timestamps) {
         vk.vkCmdResetQueryPool(cmd, queries, 0, n_queries);
@@ -123,7 +160,7 @@ void Recorder::emit(VkCommandBuffer cmd, const Recording& rec) const {
     for (const RowGroup& g : rec.groups) {
         VkDescriptorSet set = buffers_.set(sets, g.window);
         vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_.layout(), 0, 1, &set, 0, nullptr);
-        for (const Dispatch& d : rec.plan.dispatches) {
+        for (const Dispatch& d : plan.dispatches) {
             const bool collect_stage =
                 d.stage == Stage::Collect || d.stage == Stage::CollectPlain || d.stage == Stage::CollectTail;
             // The collect passes index the chunk statistics by the slots a row
@@ -131,20 +168,20 @@ void Recorder::emit(VkCommandBuffer cmd, const Recording& rec) const {
             // collect.glsl); the wide passes split a row into that many; the
             // others take the plan's chunks.
             const bool wide_stage = d.stage == Stage::WideHistogram || d.stage == Stage::WideGather;
-            Push pc{key.vocab, key.stride, wide_stage ? wide_chunk_size(rec.plan, key.vocab) : rec.plan.chunk_size,
-                    collect_stage || wide_stage ? rec.plan.collect_slots : rec.plan.n_chunks, d.level, rec.plan.flags,
+            Push pc{key.vocab, key.stride, wide_stage ? wide_chunk_size(plan, key.vocab) : plan.chunk_size,
+                    collect_stage || wide_stage ? plan.collect_slots : plan.n_chunks, d.level, plan.flags,
                     g.row_base, g.args_base, key.wide ? buffers_.wide_cap() : 0u,
                     static_cast<uint32_t>(config_.history_capacity), adjust.hash_bits, adjust.bitmap_words};
             const bool texel = buffers_.texel() && !key.app_rows;  // the chain's own logits (create_texel_views)
             VkPipeline pipeline =
                 collect_stage ? pipelines_.collect(d.stage, chain_.chain_ops, chain_.selector, key.inputs,
-                                                   rec.plan.small, texel)
+                                                   plan.small, texel)
                               : pipelines_.get(d.stage, key.inputs, key.rows_of_whole_vec4s(), texel,
-                                               chain_.wide_divisions, rec.plan.wide_direct);
+                                               chain_.wide_divisions, plan.wide_direct);
             vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
             vk.vkCmdPushConstants(cmd, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), &pc);
             if (d.indirect == kNotIndirect)
-                vk.vkCmdDispatch(cmd, workgroups_per_row(rec.plan, d), g.rows, 1);
+                vk.vkCmdDispatch(cmd, workgroups_per_row(plan, d), g.rows, 1);
             else
                 vk.vkCmdDispatchIndirect(cmd, buffers_.dispatch_args.buffer,
                                          static_cast<VkDeviceSize>(g.args_base + d.indirect) * 4);
@@ -160,11 +197,12 @@ void Recorder::emit(VkCommandBuffer cmd, const Recording& rec) const {
         }
     }
     // On a GPU's plan, the indirect arguments the dispatches ran with, for
-    // the host's count (GpuChain::account), copied where the host reads them
-    // cached (ChainBuffers::args_for_host). Only plans with indirect
-    // dispatches count any.
-    const bool indirect = std::any_of(rec.plan.dispatches.begin(), rec.plan.dispatches.end(),
-                                      [](const Dispatch& d) { return d.indirect != kNotIndirect; });
+    // the host's count (GpuChain::account) and its choice to submit the key
+    // levels' part (GpuChain::deep_levels_armed), copied where the host reads
+    // them cached (ChainBuffers::args_for_host). Only plans with indirect
+    // dispatches, or a key levels' part, read any.
+    const bool indirect = rec.has_deep() || std::any_of(plan.dispatches.begin(), plan.dispatches.end(),
+                                                        [](const Dispatch& d) { return d.indirect != kNotIndirect; });
     if (buffers_.args_copied() && indirect) {
         barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
         barrier.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;

@@ -30,6 +30,7 @@ struct RecordingKey {
     bool wide = false;         // the wide passes are recorded (some row may take them)
     bool wide_direct = false;  // the wide passes alone, from the rows (make_plan, wide.glsl: WIDE_DIRECT)
     CollectVariants collect_variants = CollectVariants::Both;  // collect.comp's the row groups take
+    KeyLevels key_levels = KeyLevels::Inline;  // a selection chain's key levels: in the plan or apart
 
     // Every row starts at a multiple of 4 logits and holds whole vec4s: the
     // passes' four-at-a-time variants may read them (the app's rows, bound in
@@ -43,7 +44,7 @@ struct RecordingKey {
 
     auto tie() const {
         return std::tie(kind, rows, vocab, timestamps, collect, inputs, history, device_input, logprobs, app_rows,
-                        stride, wide_direct, wide, collect_variants);
+                        stride, wide_direct, wide, collect_variants, key_levels);
     }
     bool operator<(const RecordingKey& o) const { return tie() < o.tie(); }
 };
@@ -56,7 +57,13 @@ struct Recording {
     // How long a blocking wait on this recording usually takes (ns, 0 = not
     // yet known): where Submitter::await starts polling.
     mutable double wait_ns = 0.0;
-
+    // KeyLevels::Apart: the key levels' part (deep_levels_plan), its own
+    // command buffer and wait, submitted only when level 0 armed level 1
+    // (GpuChain::submit_and_wait). No dispatches otherwise.
+    Plan deep_plan;
+    VkCommandBuffer deep_cmd = VK_NULL_HANDLE;
+    mutable double deep_wait_ns = 0.0;
+    bool has_deep() const { return !deep_plan.dispatches.empty(); }
 };
 
 class Recorder {
@@ -72,11 +79,20 @@ public:
     // (sieve_chain_record): every barrier the passes need, from the previous
     // call's work at the start to the host's reads of the results at the end.
     void emit(VkCommandBuffer cmd, const Recording& rec) const;
+    // The key levels' part of a recording that has one (Recording::deep_plan):
+    // after the first part's submission, from the row state and indirect
+    // arguments it left.
+    void emit_deep(VkCommandBuffer cmd, const Recording& rec) const;
     // Frees the recordings that bind the app's rows (their sets are about to
     // be rewritten; recorded again on their next use). Nothing may be pending.
     void drop_app_row_recordings();
 
 private:
+    // A plan's dispatches over the row groups (timestamps after each when the
+    // key asks), then the arguments' copy for the host's count and the
+    // barrier that makes the results visible to the host.
+    void emit_passes(VkCommandBuffer cmd, const Recording& rec, const Plan& plan) const;
+
     Device& device_;
     Pipelines& pipelines_;
     ChainBuffers& buffers_;

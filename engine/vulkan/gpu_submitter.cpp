@@ -148,7 +148,7 @@ void Submitter::wait_pending() {
     if (pending_) await(kWaitTimeoutNs, "the previous submission is still running");
 }
 
-void Submitter::read_stage_times(const Plan& plan, const std::vector<RowGroup>& groups) {
+void Submitter::read_stage_times(const Plan& plan, const std::vector<RowGroup>& groups, bool append) {
     const auto& vk = device_.vk();
     // One figure per stage of the plan, summed over the row groups.
     const size_t per_group = plan.dispatches.size();
@@ -157,14 +157,16 @@ void Submitter::read_stage_times(const Plan& plan, const std::vector<RowGroup>& 
     vk_check(vk.vkGetQueryPoolResults(device_.handle(), queries_, 0, n, n * sizeof(uint64_t), ticks.data(),
                                       sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
              "vkGetQueryPoolResults");
-    stage_times_.assign(per_group, sieve_stage_time{});
+    const size_t first = append ? stage_times_.size() : 0;
+    stage_times_.resize(first + per_group);
     for (size_t i = 0; i < per_group; ++i) {
-        std::snprintf(stage_times_[i].stage, sizeof(stage_times_[i].stage), "%s",
-                      stage_name(plan.dispatches[i].stage));
-        stage_times_[i].level = plan.dispatches[i].level;
+        sieve_stage_time& t = stage_times_[first + i];
+        t = sieve_stage_time{};
+        std::snprintf(t.stage, sizeof(t.stage), "%s", stage_name(plan.dispatches[i].stage));
+        t.level = plan.dispatches[i].level;
     }
     for (uint32_t q = 0; q + 1 < n; ++q)
-        stage_times_[q % per_group].gpu_us +=
+        stage_times_[first + q % per_group].gpu_us +=
             static_cast<double>(ticks[q + 1] - ticks[q]) * device_.limits().timestamp_period_ns / 1000.0;
 }
 

@@ -48,8 +48,9 @@ public:
     void set_profiling(bool enabled);
     bool profiling() const { return profiling_; }
     VkQueryPool queries() const { return queries_; }
-    // After a recording with timestamps ran: its stage times.
-    void read_stage_times(const Plan& plan, const std::vector<RowGroup>& groups);
+    // After a recording with timestamps ran: its stage times (append: after
+    // those read last, for a call's second submission).
+    void read_stage_times(const Plan& plan, const std::vector<RowGroup>& groups, bool append = false);
     const std::vector<sieve_stage_time>& stage_times() const { return stage_times_; }
 
 private:

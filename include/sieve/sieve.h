@@ -557,7 +557,8 @@ SIEVE_API sieve_status sieve_chain_candidates(sieve_chain* chain, const sieve_lo
  * mirostat's mu and adaptive-p's average carry from position to position.
  *
  * On the Vulkan backend a call is one submission: every position of every
- * sequence is a row of one grid. The exception is the match mode of a chain
+ * sequence is a row of one grid (on a GPU, a second one when a chain without
+ * truncation needs its deeper selection levels for some row). The exception is the match mode of a chain
  * with mirostat, mirostat_v2 or adaptive_p, whose position i needs the learnt
  * state position i - 1 left: one submission per position, every sequence's
  * position i in the same one.
@@ -628,7 +629,7 @@ SIEVE_API sieve_status sieve_verify(sieve_chain* chain, const sieve_logits* logi
  * nothing. */
 typedef struct sieve_counters {
     uint64_t submits;
-    uint64_t recordings;        /* command buffers recorded */
+    uint64_t recordings;        /* call shapes recorded (their command buffers, once each) */
     uint64_t dispatches;        /* dispatches submitted (summed over submits) */
     uint64_t allocations;       /* device memory allocations */
     uint64_t row_passes;        /* full-row reads submitted (per row, summed) */

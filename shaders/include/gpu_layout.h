@@ -215,7 +215,7 @@ SIEVE_CONST uint R_WIDE_TOP = 32u;     // float: bin 0's grid index, floor(v_n s
 SIEVE_CONST uint PHASE_ACTIVE = 1u;  // levels still narrowing
 SIEVE_CONST uint PHASE_GATHER = 2u;  // the bin fits the candidate buffer
 SIEVE_CONST uint PHASE_TIE = 3u;     // > CAP members with one identical key
-SIEVE_CONST uint PHASE_DONE = 4u;    // greedy or failed: nothing left to select
+SIEVE_CONST uint PHASE_DONE = 4u;    // greedy, failed or drawn: nothing left to select
 
 // Indirect dispatch arguments (VkDispatchIndirectCommand x, y, z) of a row
 // group, in words from pc.args_base: the wide passes' (wide.glsl), then those

@@ -90,6 +90,9 @@ void main() {
     }
     if (!last_to_arrive(row)) return;
 
+    // Drawn below: a later gather of the same call (the key levels' part of a
+    // GPU's plan, gpu_plan.hpp: deep_levels_plan) leaves the row alone.
+    if (t == 0u) row_state[o + R_PHASE] = PHASE_DONE;
     uint passes = row_state[o + R_PASSES] + 1u;  // + this pass
     if (phase == PHASE_TIE) {
         draw_tie(row, passes);

@@ -33,7 +33,10 @@ TEST(GpuSteadyState, NoRecordingNoAllocationPerToken) {
             auto [dispatches, passes] = chain.plan_figures(rows, vocab);
             EXPECT_EQ(after.recordings, warm.recordings) << samplers << " re-recorded in steady state";
             EXPECT_EQ(after.allocations, warm.allocations) << samplers << " allocated in steady state";
-            EXPECT_EQ(after.submits, warm.submits + tokens);
+            // One submission a call; on a GPU's plan a second for a call
+            // whose row needs the key levels (gpu_plan.hpp: KeyLevels::Apart).
+            EXPECT_GE(after.submits, warm.submits + tokens);
+            EXPECT_LE(after.submits, warm.submits + 2 * tokens);
             // Executed dispatches: at least the plan's minimum per token (more
             // when a row needs further selection levels).
             EXPECT_GE(after.dispatches, warm.dispatches + static_cast<uint64_t>(tokens) * dispatches);

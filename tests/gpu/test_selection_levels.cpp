@@ -1,0 +1,181 @@
+// A GPU's plan keeps a selection chain's key levels apart (gpu_plan.hpp:
+// KeyLevels::Apart): the call's first submission runs the statistics, level 0
+// and the gather; only when level 0 left some row's bin larger than the
+// candidate buffer does the chain submit the key levels and the gather again.
+// The rows drawn first must stay as drawn (their phase PHASE_DONE), the rows
+// left must be finished, and both must equal the twin. The gpu profile makes
+// any device record a GPU's plan.
+#include "app_logits.hpp"
+#include "reference/reference.hpp"
+#include "test_support.hpp"
+#include "twin_compare.hpp"
+#include "vulkan/gpu_plan.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+using sieve_test::Shape;
+
+sieve::Context gpu_plan_context() {
+    sieve::ContextOptions o = sieve_test::gpu_options();
+    o.profile("gpu");
+    return sieve::Context(o);
+}
+
+// A peaked row's level-0 bin holds its one large logit; a flat row (logits
+// within about 0.2 of each other) spreads its mass over every bin, each with
+// thousands of logits: level 1 and more.
+enum class Row { Peaked, Flat };
+
+std::vector<float> rows_of(const std::vector<Row>& kinds, int32_t vocab, uint32_t call) {
+    std::vector<float> out;
+    for (size_t r = 0; r < kinds.size(); ++r) {
+        const uint32_t seed = 101u * call + static_cast<uint32_t>(r);
+        std::vector<float> row = sieve_test::make_row(Shape::Gaussian, vocab, seed);
+        if (kinds[r] == Row::Flat)
+            for (float& x : row) x *= 0.025f;
+        else
+            row[seed % row.size()] = 25.0f;
+        out.insert(out.end(), row.begin(), row.end());
+    }
+    return out;
+}
+
+TEST(SelectionLevels, KeyLevelsApartRunOnlyForCallsWhoseRowsNeedThem) {
+    auto gpu = gpu_plan_context();
+    const int32_t rows = 3, vocab = 151936;
+    const float temperature = 0.8f;
+    const std::string samplers = "temperature;dist";
+    ASSERT_LT(static_cast<int32_t>(gpu.device_info().candidate_capacity), vocab);
+    sieve::Chain chain(gpu, sieve_test::chain_desc(samplers, rows, vocab, temperature, 5));
+    for (int32_t r = 0; r < rows; ++r) chain.set(SIEVE_PARAM_SEED, 40u + r, r);
+    const auto kinds = sieve_test::twin_chain(samplers);
+
+    // The plan's own figures: stats, level 0, gather (the levels are not in
+    // the first part).
+    EXPECT_EQ(chain.plan_figures(rows, vocab), std::make_pair(3u, 3u));
+    chain.set_profiling(true);
+
+    // The mixed calls put rows the first gather draws beside rows the second
+    // one draws, in one row group.
+    struct Call {
+        std::vector<Row> rows;
+        bool deep;
+    };
+    const Call calls[] = {{{Row::Peaked, Row::Peaked, Row::Peaked}, false},
+                          {{Row::Peaked, Row::Flat, Row::Peaked}, true},
+                          {{Row::Flat, Row::Peaked, Row::Flat}, true},
+                          {{Row::Peaked, Row::Peaked, Row::Peaked}, false}};
+    sieve_test::twin::Tally tally;
+    uint32_t step = 0;
+    for (const Call& call : calls) {
+        SCOPED_TRACE("call " + std::to_string(step));
+        const std::vector<float> logits = rows_of(call.rows, vocab, step);
+        const sieve_counters before = chain.counters();
+        const std::vector<sieve_token> got = chain.sample(logits.data(), rows, vocab);
+        const sieve_counters after = chain.counters();
+        EXPECT_EQ(after.submits - before.submits, call.deep ? 2u : 1u);
+        EXPECT_EQ(after.recordings, 1u);  // both parts recorded with the first call
+        EXPECT_EQ(after.cpu_fallback_rows, before.cpu_fallback_rows);
+        // The second part: level 1 at least and the gather again.
+        EXPECT_GE(after.dispatches - before.dispatches, call.deep ? 5u : 3u);
+        if (!call.deep) {
+            EXPECT_EQ(after.dispatches - before.dispatches, 3u);
+        }
+        // Its stages follow the first part's: level 1 comes after the first
+        // gather, and only in a deep call.
+        const std::vector<sieve_stage_time> stages = chain.stage_times();
+        ASSERT_GE(stages.size(), 3u);
+        EXPECT_EQ(std::string(stages[2].stage), "gather");
+        const bool levels = stages.size() > 3 && std::string(stages[3].stage) == "mass_histogram" && stages[3].level == 1;
+        EXPECT_EQ(levels, call.deep);
+        for (int32_t r = 0; r < rows; ++r) {
+            SCOPED_TRACE("row " + std::to_string(r));
+            sieve::ref::RowParams params;
+            params.temperature = temperature;
+            params.seed = 40u + static_cast<uint32_t>(r);
+            const float* row = logits.data() + static_cast<size_t>(r) * vocab;
+            sieve_test::twin::compare_token(got[static_cast<size_t>(r)],
+                                            sieve_test::twin::Row{kinds, row, vocab, params}, step, &tally);
+            // A row's passes: stats, level 0, gather; a flat row's key levels
+            // besides.
+            if (call.rows[static_cast<size_t>(r)] == Row::Peaked)
+                EXPECT_EQ(got[static_cast<size_t>(r)].row_passes, 3u);
+            else
+                EXPECT_GT(got[static_cast<size_t>(r)].row_passes, 3u);
+        }
+        ++step;
+    }
+    EXPECT_LE(tally.token_near_cdf_boundary + tally.token_near_tie_order, 1);
+}
+
+// A call of more rows than kKeyLevelsApartMostRows would need the second
+// submission almost always: its recording keeps the levels inline.
+TEST(SelectionLevels, ManyRowsKeepTheKeyLevelsInline) {
+    auto gpu = gpu_plan_context();
+    const int32_t rows = static_cast<int32_t>(sieve::kKeyLevelsApartMostRows) + 1, vocab = 151936;
+    const float temperature = 0.8f;
+    sieve::Chain chain(gpu, sieve_test::chain_desc("temperature;dist", rows, vocab, temperature, 5));
+    std::vector<Row> kinds(static_cast<size_t>(rows), Row::Peaked);
+    kinds[3] = Row::Flat;
+    const std::vector<float> logits = rows_of(kinds, vocab, 7);
+    const sieve_counters before = chain.counters();
+    const std::vector<sieve_token> got = chain.sample(logits.data(), rows, vocab);
+    EXPECT_EQ(chain.counters().submits - before.submits, 1u);
+    EXPECT_GT(got[3].row_passes, 3u);
+    // And the same rows as the first of a call of eight (apart) give the
+    // same token bit for bit.
+    const int32_t apart_rows = static_cast<int32_t>(sieve::kKeyLevelsApartMostRows);
+    sieve::Chain apart(gpu, sieve_test::chain_desc("temperature;dist", apart_rows, vocab, temperature, 5));
+    const sieve_counters apart_before = apart.counters();
+    const std::vector<sieve_token> want = apart.sample(logits.data(), apart_rows, vocab);
+    EXPECT_EQ(apart.counters().submits - apart_before.submits, 2u);
+    for (int32_t r = 0; r < apart_rows; ++r) {
+        SCOPED_TRACE("row " + std::to_string(r));
+        EXPECT_EQ(got[static_cast<size_t>(r)].token, want[static_cast<size_t>(r)].token);
+        EXPECT_EQ(got[static_cast<size_t>(r)].p, want[static_cast<size_t>(r)].p);
+        EXPECT_EQ(got[static_cast<size_t>(r)].row_passes, want[static_cast<size_t>(r)].row_passes);
+    }
+}
+
+// The app's own submissions (sieve_sample_vulkan_async, sieve_chain_record)
+// are not the chain's to continue: their recordings keep the key levels in
+// the one command buffer. The async call and the blocking one (two parts)
+// give the same tokens bit for bit, as the host input does.
+TEST(SelectionLevels, AsyncCallsKeepTheKeyLevelsInlineAndAgree) {
+    sieve_test::AppDevice app;
+    const sieve_vulkan_device handles = app.handles(0);
+    sieve::ContextOptions options;
+    options.on_message(sieve_test::count_validation_message, nullptr).profile("gpu");
+    sieve_context* raw = nullptr;
+    ASSERT_EQ(sieve_context_create_vulkan(&handles, &options.raw, &raw), SIEVE_OK) << sieve_last_error();
+    sieve::Context ctx(raw);
+    const int32_t rows = 2, vocab = 151936;
+    sieve_test::AppLogits a = sieve_test::make_app_logits(app, SIEVE_DTYPE_F32, Shape::Ties, rows, vocab, vocab, 0, 9);
+    auto desc = sieve_test::chain_desc("temperature;dist", rows, vocab, 0.8f, 11);
+    sieve::Chain async(ctx, desc), blocking(ctx, desc), host(ctx, desc);
+    app.copy_on_queue(a.staging, a.tensor);
+    for (int step = 0; step < 2; ++step) {
+        SCOPED_TRACE("step " + std::to_string(step));
+        const sieve_counters async_before = async.counters(), blocking_before = blocking.counters();
+        ASSERT_EQ(sieve_sample_vulkan_async(async.get(), &a.desc, nullptr), SIEVE_OK) << sieve_last_error();
+        std::vector<sieve_token> got(rows);
+        ASSERT_EQ(sieve_chain_wait(async.get(), 120ull * 1000 * 1000 * 1000, got.data()), SIEVE_OK)
+            << sieve_last_error();
+        const std::vector<sieve_token> want = sieve_test::sample_vulkan(blocking, a.desc);
+        sieve_test::expect_same(got, want);
+        sieve_test::expect_same(got, host.sample(a.host));
+        // Rows of six values, each held by about 25000 logits, need level 1:
+        // one submission async (the levels ran in it), two blocking.
+        EXPECT_EQ(async.counters().submits - async_before.submits, 1u);
+        EXPECT_EQ(blocking.counters().submits - blocking_before.submits, 2u);
+        EXPECT_GT(async.counters().dispatches - async_before.dispatches, 3u);
+        for (const sieve_token& t : got) EXPECT_GT(t.row_passes, 3u);
+    }
+}
+
+} // namespace
