@@ -75,8 +75,7 @@ RecordingKey GpuChain::key_for(const CallAnalysis& call, RecordingKind kind, uin
     // A CPU device's plan keeps them inline: an empty level costs it little,
     // a second submission more.
     key.key_levels = waited && limits_.plan_type != SIEVE_DEVICE_CPU && kind == RecordingKind::Sample &&
-                             !call.collect && !chain_.greedy && vocab > limits_.candidate_capacity &&
-                             key.rows <= kKeyLevelsApartMostRows
+                             !call.collect && !chain_.greedy && vocab > limits_.candidate_capacity
                          ? KeyLevels::Apart
                          : KeyLevels::Inline;
     return key;
@@ -143,16 +142,14 @@ void GpuChain::arm_collect(const Recording& rec) {
     }
 }
 
-void GpuChain::account(const Recording& rec, bool ingest, bool deep) {
-    const Plan& plan = deep ? rec.deep_plan : rec.plan;
+void GpuChain::account(const Recording& rec, const Plan& plan, bool ingest, bool append_stages) {
     counters_.count_recording(plan, rec.groups, buffers_.args_for_host());
     if (ingest) counters_.count_ingest(ingest_dispatches(rec.key.rows));
     // A distribution's rows are counted at the plan's minimum (the indirect
     // levels it may add are not seen).
     if (rec.key.kind == RecordingKind::Distribution)
         counters_.count_row_passes((static_cast<uint64_t>(plan.min_row_passes) + (ingest ? 1 : 0)) * rec.key.rows);
-    // The key levels' stages follow the first part's.
-    if (rec.key.timestamps) submitter_.read_stage_times(plan, rec.groups, deep);
+    if (rec.key.timestamps) submitter_.read_stage_times(plan, rec.groups, append_stages);
 }
 
 bool GpuChain::deep_levels_armed(const Recording& rec) const {
@@ -162,16 +159,22 @@ bool GpuChain::deep_levels_armed(const Recording& rec) const {
 }
 
 void GpuChain::submit_and_wait(const Recording& rec, VkCommandBuffer prefix) {
-    const VkCommandBuffer cmds[2] = {prefix, rec.cmd};
+    const bool whole = rec.has_deep() && rec.deep_rate > kWholeAboveDeepRate;
+    const VkCommandBuffer cmds[2] = {prefix, whole ? rec.whole_cmd : rec.cmd};
     submitter_.submit(prefix ? cmds : cmds + 1, prefix ? 2 : 1, nullptr);
-    submitter_.await(kWaitTimeoutNs, "sampling did not finish within the wait timeout", &rec.wait_ns);
-    account(rec, prefix != VK_NULL_HANDLE);
-    if (!rec.has_deep() || !deep_levels_armed(rec)) return;
+    submitter_.await(kWaitTimeoutNs, "sampling did not finish within the wait timeout",
+                     whole ? &rec.whole_wait_ns : &rec.wait_ns);
+    account(rec, whole ? rec.whole_plan : rec.plan, prefix != VK_NULL_HANDLE, false);
+    if (!rec.has_deep()) return;
+    // Either way level 0 armed level 1 where a row needs it.
+    const bool armed = deep_levels_armed(rec);
+    rec.deep_rate += ((armed ? 1.0 : 0.0) - rec.deep_rate) * kDeepRateWeight;
+    if (whole || !armed) return;
     // Rows whose level-0 bin holds more than CAP logits are still active:
     // the first part's gather left them (their results unwritten).
     submitter_.submit(&rec.deep_cmd, 1, nullptr);
     submitter_.await(kWaitTimeoutNs, "sampling did not finish within the wait timeout", &rec.deep_wait_ns);
-    account(rec, false, true);
+    account(rec, rec.deep_plan, false, true);
 }
 
 void GpuChain::check_history_order(uint32_t rows) const {

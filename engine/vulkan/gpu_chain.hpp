@@ -106,7 +106,8 @@ private:
     // Submits the recording (after prefix, the ingest pass, if any), waits,
     // counts it; then, where the recording keeps its key levels apart and
     // level 0 left some row's bin larger than the candidate buffer, its key
-    // levels' part the same way.
+    // levels' part the same way. A recording whose recent calls needed them
+    // often (Recording::deep_rate) runs its whole plan at once instead.
     void submit_and_wait(const Recording& rec, VkCommandBuffer prefix = VK_NULL_HANDLE);
     // Whether the recording's first part armed key level 1 for a row group
     // (the arguments as the host reads them after the wait).
@@ -116,8 +117,10 @@ private:
     // pass that brought its rows in (ingest), and a distribution's row
     // passes (it has no per-row results: the plan's minimum, and the ingest
     // pass's read). A sampled row's passes come from its result (finish_rows).
-    // deep: the recording's key levels' part (Recording::deep_plan).
-    void account(const Recording& rec, bool ingest, bool deep = false);
+    // plan: the recording's part that ran (Recording: plan, deep_plan,
+    // whole_plan); append_stages: its stage times follow the call's first
+    // part's.
+    void account(const Recording& rec, const Plan& plan, bool ingest, bool append_stages);
 
     // The call's rows after its device work, the one loop over them: each
     // row's result, or the twin's for the rows the GPU left to it (their

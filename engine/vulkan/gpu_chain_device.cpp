@@ -128,7 +128,7 @@ void GpuChain::check_finisher(bool verify, bool recorded) const {
 GpuChain::InFlight GpuChain::take_in_flight() {
     InFlight call = std::move(*in_flight_);
     in_flight_.reset();
-    account(call.rec, !call.input.in_place);
+    account(call.rec, call.rec.plan, !call.input.in_place, false);
     return call;
 }
 

@@ -108,15 +108,19 @@ enum class CollectVariants : uint8_t { Both, Plain, General };
 // same recording (deep_levels_plan), which the host submits after the first
 // only when level 0 armed level 1 for some row: a GPU pays about 4 us for
 // each recorded level even when it launches nothing (8 levels, a third of
-// dist's GPU time on an H200), and a row needs level 1 rarely (3.5% of the
-// zipf rows there). Results are the same either way.
+// dist's GPU time on an H200), while a call needed level 1 rarely there (3.5%
+// of one-row calls, 5.5% of 64-row calls on its zipf rows). Such a recording
+// also holds the whole plan in one command buffer, which the host submits
+// instead while the recording's recent calls needed the levels often
+// (kWholeAboveDeepRate). Results are the same either way.
 enum class KeyLevels : uint8_t { Inline, Apart };
-// The most rows a call keeps its key levels apart for. The second
-// submission costs a submit and a wait (30-50 us on the H200) and a gather
-// again, and a call needs it when any of its rows does: at 3.5% a row, a
-// quarter of 8-row calls and 90% of 64-row calls, where the empty levels
-// (4-8 us each) cost less than that.
-constexpr uint32_t kKeyLevelsApartMostRows = 8;
+// Past this share of recent calls needing the key levels, a recording with
+// them apart runs its whole plan: the second submission costs a submit and
+// a wait (30-50 us on the H200) and a gather again, about twice the empty
+// levels (4 us each) it saves the calls that do not need them.
+constexpr double kWholeAboveDeepRate = 0.25;
+// The weight of a call in that share (a running mean over about 8 calls).
+constexpr double kDeepRateWeight = 1.0 / 8.0;
 
 // collect: the chain has truncating samplers (or a dynamic temperature): one
 // collect dispatch whose last workgroup runs the chain on the row's top

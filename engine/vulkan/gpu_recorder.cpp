@@ -25,8 +25,11 @@ Recording Recorder::describe(const RecordingKey& key) const {
     const bool selection_levels =
         std::any_of(rec.plan.dispatches.begin(), rec.plan.dispatches.end(),
                     [](const Dispatch& d) { return d.stage == Stage::MassHistogram && d.level == 0; });
-    if (key.key_levels == KeyLevels::Apart && selection_levels && key.kind == RecordingKind::Sample)
+    if (key.key_levels == KeyLevels::Apart && selection_levels && key.kind == RecordingKind::Sample) {
         rec.deep_plan = deep_levels_plan(rec.plan);
+        rec.whole_plan = make_plan(key.kind, chain_.greedy, key.collect, key.wide, history_groups, key.vocab, limits_,
+                                   type_, key.logprobs, key.wide_direct, key.collect_variants, KeyLevels::Inline);
+    }
     // Row groups never straddle a window.
     const RowWindows& windows = buffers_.windows();
     const uint32_t per_group = rows_per_group(key.rows, key.vocab, type_, rec.plan.min_row_passes);
@@ -54,6 +57,10 @@ const Recording& Recorder::recording(const RecordingKey& key) {
         vk_check(vk.vkBeginCommandBuffer(rec.deep_cmd, &bi), "vkBeginCommandBuffer");
         emit_deep(rec.deep_cmd, rec);
         vk_check(vk.vkEndCommandBuffer(rec.deep_cmd), "vkEndCommandBuffer");
+        rec.whole_cmd = device_.allocate_command_buffer(submitter_.command_pool());
+        vk_check(vk.vkBeginCommandBuffer(rec.whole_cmd, &bi), "vkBeginCommandBuffer");
+        emit(rec.whole_cmd, rec, &rec.whole_plan);
+        vk_check(vk.vkEndCommandBuffer(rec.whole_cmd), "vkEndCommandBuffer");
     }
     ++counters_.recordings;
     return by_key_.emplace(key, rec).first->second;
@@ -63,8 +70,8 @@ void Recorder::drop_app_row_recordings() {
     for (auto it = by_key_.begin(); it != by_key_.end();) {
         if (it->second.key.app_rows) {
             device_.vk().vkFreeCommandBuffers(device_.handle(), submitter_.command_pool(), 1, &it->second.cmd);
-            if (it->second.deep_cmd)
-                device_.vk().vkFreeCommandBuffers(device_.handle(), submitter_.command_pool(), 1, &it->second.deep_cmd);
+            for (VkCommandBuffer part : {it->second.deep_cmd, it->second.whole_cmd})
+                if (part) device_.vk().vkFreeCommandBuffers(device_.handle(), submitter_.command_pool(), 1, &part);
             it = by_key_.erase(it);
         } else {
             ++it;
@@ -72,7 +79,7 @@ void Recorder::drop_app_row_recordings() {
     }
 }
 
-void Recorder::emit(VkCommandBuffer cmd, const Recording& rec) const {
+void Recorder::emit(VkCommandBuffer cmd, const Recording& rec, const Plan* plan) const {
     const auto& vk = device_.vk();
     const RecordingKey& key = rec.key;
     VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
@@ -122,7 +129,7 @@ void Recorder::emit(VkCommandBuffer cmd, const Recording& rec) const {
     vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT, 0, 1, &barrier,
                             0, nullptr, 0, nullptr);
-    emit_passes(cmd, rec, rec.plan);
+    emit_passes(cmd, rec, plan ? *plan : rec.plan);
 }
 
 void Recorder::emit_deep(VkCommandBuffer cmd, const Recording& rec) const {

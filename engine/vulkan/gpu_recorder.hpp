@@ -63,6 +63,13 @@ struct Recording {
     Plan deep_plan;
     VkCommandBuffer deep_cmd = VK_NULL_HANDLE;
     mutable double deep_wait_ns = 0.0;
+    // ... and the whole plan in one command buffer (as KeyLevels::Inline
+    // records it), submitted instead while deep_rate, the share of recent
+    // calls that needed level 1, is above kWholeAboveDeepRate.
+    Plan whole_plan;
+    VkCommandBuffer whole_cmd = VK_NULL_HANDLE;
+    mutable double whole_wait_ns = 0.0;
+    mutable double deep_rate = 0.0;
     bool has_deep() const { return !deep_plan.dispatches.empty(); }
 };
 
@@ -78,7 +85,8 @@ public:
     // The plan's commands, into the chain's own command buffer or the app's
     // (sieve_chain_record): every barrier the passes need, from the previous
     // call's work at the start to the host's reads of the results at the end.
-    void emit(VkCommandBuffer cmd, const Recording& rec) const;
+    // plan: one of the recording's (its whole_plan), else rec.plan.
+    void emit(VkCommandBuffer cmd, const Recording& rec, const Plan* plan = nullptr) const;
     // The key levels' part of a recording that has one (Recording::deep_plan):
     // after the first part's submission, from the row state and indirect
     // arguments it left.

@@ -1,7 +1,8 @@
 // A GPU's plan keeps a selection chain's key levels apart (gpu_plan.hpp:
 // KeyLevels::Apart): the call's first submission runs the statistics, level 0
 // and the gather; only when level 0 left some row's bin larger than the
-// candidate buffer does the chain submit the key levels and the gather again.
+// candidate buffer does the chain submit the key levels and the gather again
+// (or, while its calls keep needing them, the whole plan at once).
 // The rows drawn first must stay as drawn (their phase PHASE_DONE), the rows
 // left must be finished, and both must equal the twin. The gpu profile makes
 // any device record a GPU's plan.
@@ -9,7 +10,6 @@
 #include "reference/reference.hpp"
 #include "test_support.hpp"
 #include "twin_compare.hpp"
-#include "vulkan/gpu_plan.hpp"
 
 #include <gtest/gtest.h>
 
@@ -113,33 +113,52 @@ TEST(SelectionLevels, KeyLevelsApartRunOnlyForCallsWhoseRowsNeedThem) {
     EXPECT_LE(tally.token_near_cdf_boundary + tally.token_near_tie_order, 1);
 }
 
-// A call of more rows than kKeyLevelsApartMostRows would need the second
-// submission almost always: its recording keeps the levels inline.
-TEST(SelectionLevels, ManyRowsKeepTheKeyLevelsInline) {
+// A recording whose calls keep needing the key levels runs its whole plan
+// in one submission (Recording::deep_rate past kWholeAboveDeepRate), and goes
+// back to two parts once they stop: the same tokens either way, and nothing
+// recorded again.
+TEST(SelectionLevels, CallsThatKeepNeedingTheLevelsRunThemInOneSubmission) {
     auto gpu = gpu_plan_context();
-    const int32_t rows = static_cast<int32_t>(sieve::kKeyLevelsApartMostRows) + 1, vocab = 151936;
+    const int32_t rows = 2, vocab = 151936;
     const float temperature = 0.8f;
-    sieve::Chain chain(gpu, sieve_test::chain_desc("temperature;dist", rows, vocab, temperature, 5));
-    std::vector<Row> kinds(static_cast<size_t>(rows), Row::Peaked);
-    kinds[3] = Row::Flat;
-    const std::vector<float> logits = rows_of(kinds, vocab, 7);
-    const sieve_counters before = chain.counters();
-    const std::vector<sieve_token> got = chain.sample(logits.data(), rows, vocab);
-    EXPECT_EQ(chain.counters().submits - before.submits, 1u);
-    EXPECT_GT(got[3].row_passes, 3u);
-    // And the same rows as the first of a call of eight (apart) give the
-    // same token bit for bit.
-    const int32_t apart_rows = static_cast<int32_t>(sieve::kKeyLevelsApartMostRows);
-    sieve::Chain apart(gpu, sieve_test::chain_desc("temperature;dist", apart_rows, vocab, temperature, 5));
-    const sieve_counters apart_before = apart.counters();
-    const std::vector<sieve_token> want = apart.sample(logits.data(), apart_rows, vocab);
-    EXPECT_EQ(apart.counters().submits - apart_before.submits, 2u);
-    for (int32_t r = 0; r < apart_rows; ++r) {
-        SCOPED_TRACE("row " + std::to_string(r));
-        EXPECT_EQ(got[static_cast<size_t>(r)].token, want[static_cast<size_t>(r)].token);
-        EXPECT_EQ(got[static_cast<size_t>(r)].p, want[static_cast<size_t>(r)].p);
-        EXPECT_EQ(got[static_cast<size_t>(r)].row_passes, want[static_cast<size_t>(r)].row_passes);
-    }
+    const std::string samplers = "temperature;dist";
+    sieve::Chain chain(gpu, sieve_test::chain_desc(samplers, rows, vocab, temperature, 5));
+    for (int32_t r = 0; r < rows; ++r) chain.set(SIEVE_PARAM_SEED, 80u + r, r);
+    const auto kinds = sieve_test::twin_chain(samplers);
+    sieve_test::twin::Tally tally;
+    std::vector<uint64_t> submits;
+    uint32_t step = 0;
+    auto call = [&](Row second) {
+        const std::vector<float> logits = rows_of({Row::Peaked, second}, vocab, step);
+        const uint64_t before = chain.counters().submits;
+        const std::vector<sieve_token> got = chain.sample(logits.data(), rows, vocab);
+        submits.push_back(chain.counters().submits - before);
+        for (int32_t r = 0; r < rows; ++r) {
+            SCOPED_TRACE("call " + std::to_string(step) + " row " + std::to_string(r));
+            sieve::ref::RowParams params;
+            params.temperature = temperature;
+            params.seed = 80u + static_cast<uint32_t>(r);
+            sieve_test::twin::compare_token(got[static_cast<size_t>(r)],
+                                            sieve_test::twin::Row{kinds, logits.data() + static_cast<size_t>(r) * vocab,
+                                                                  vocab, params},
+                                            step, &tally);
+        }
+        ++step;
+    };
+    // Flat rows every call: two submissions until the share passes a
+    // quarter (three calls at a weight of 1/8), then one.
+    for (int i = 0; i < 8; ++i) call(Row::Flat);
+    EXPECT_EQ(submits[0], 2u);
+    EXPECT_EQ(submits[1], 2u);
+    for (size_t i = 4; i < submits.size(); ++i) EXPECT_EQ(submits[i], 1u) << "flat call " << i;
+    // Peaked rows only: one submission whatever the share; once it has
+    // fallen, a flat row takes two parts again.
+    for (int i = 0; i < 16; ++i) call(Row::Peaked);
+    for (size_t i = 8; i < submits.size(); ++i) EXPECT_EQ(submits[i], 1u) << "peaked call " << i;
+    call(Row::Flat);
+    EXPECT_EQ(submits.back(), 2u);
+    EXPECT_EQ(chain.counters().recordings, 1u);
+    EXPECT_LE(tally.token_near_cdf_boundary + tally.token_near_tie_order, 1);
 }
 
 // The app's own submissions (sieve_sample_vulkan_async, sieve_chain_record)
