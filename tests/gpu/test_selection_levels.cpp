@@ -27,7 +27,7 @@ sieve::Context gpu_plan_context() {
 }
 
 // A peaked row's level-0 bin holds its one large logit; a flat row (logits
-// within about 0.2 of each other) spreads its mass over every bin, each with
+// of standard deviation 0.05) spreads its mass over the bins, each with
 // thousands of logits: level 1 and more.
 enum class Row { Peaked, Flat };
 
