@@ -363,6 +363,10 @@ std::vector<sieve_stage_estimate> GpuChain::plan_estimate(int32_t rows, int32_t 
         key.key_levels = KeyLevels::Inline;
     }
     Recording rec = recorder_.describe(key);
+    // The measured runs split greedy rows as the other plans' statistics
+    // (chunking), whatever the batch.
+    if (shaders != ShaderSet::Today && row_stats_only(rec.plan))
+        chunking(static_cast<uint32_t>(vocab), limits_, limits_.plan_type, &rec.plan.n_chunks, &rec.plan.chunk_size);
     if (baseline) {  // the plan's chunks everywhere, the tail's ranks, one history workgroup per row
         rec.plan.flags &= ~(FLAG_SORT_MERGE | FLAG_RADIX_CHUNKS);
         rec.plan.collect_slots = rec.plan.n_chunks;

@@ -188,6 +188,21 @@ Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, u
     return p;
 }
 
+bool row_stats_only(const Plan& p) {
+    const auto& ds = p.dispatches;
+    return std::any_of(ds.begin(), ds.end(), [](const Dispatch& d) { return d.stage == Stage::RowStats; }) &&
+           std::all_of(ds.begin(), ds.end(),
+                       [](const Dispatch& d) { return d.stage == Stage::RowStats || d.stage == Stage::History; });
+}
+
+void split_greedy_for_batch(Plan* p, uint32_t rows, uint32_t vocab, const EffectiveLimits& limits) {
+    if (limits.plan_type == SIEVE_DEVICE_CPU || p->small || !row_stats_only(*p)) return;
+    const uint32_t target = 2 * std::max(limits.compute_units, 1u) / std::max(rows, 1u);
+    const uint32_t n = std::clamp(target, 1u, p->n_chunks);
+    p->chunk_size = (vocab + n - 1) / n;
+    p->n_chunks = (vocab + p->chunk_size - 1) / p->chunk_size;
+}
+
 Plan deep_levels_plan(const Plan& first) {
     Plan p;
     p.n_chunks = first.n_chunks;

@@ -146,6 +146,17 @@ Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, u
                const EffectiveLimits& limits, sieve_device_type type, bool logprobs = false, bool wide_direct = false,
                CollectVariants variants = CollectVariants::Both, KeyLevels levels = KeyLevels::Inline);
 
+// A GPU's greedy plan (row statistics alone, after the history pass if any)
+// splits each row into about two workgroups per compute unit over the call's
+// rows, at most the plan's chunks: many a row at batch 1, one or a few at
+// large batches. Its figures (maxima, first ids, counts) are the same for
+// any split, so the batch may decide it; a plan that sums anything over the
+// chunks (the selection levels, logprobs) keeps the batch-independent
+// chunking. A CPU device's plan is left as it is.
+void split_greedy_for_batch(Plan* plan, uint32_t rows, uint32_t vocab, const EffectiveLimits& limits);
+// The plan is row statistics alone (after the history pass if any).
+bool row_stats_only(const Plan& plan);
+
 // The second part of a selection plan made with KeyLevels::Apart: key levels
 // 1..KEY_LEVELS (indirect, armed by the level before) and the gather again,
 // whose rows drawn by the first part's gather return at once (their phase is

@@ -129,3 +129,30 @@ TEST(HistorySplit, AGpuSplitsALongHistoryByTheCapacityAndTheBatch) {
 }
 
 } // namespace
+
+// Greedy plans (row statistics alone) split by the batch as the plain collect
+// pass does: their figures do not depend on the split. dist's plan, whose
+// level sums do, keeps the plan's chunks.
+TEST(GreedySplit, AnH200SplitsGreedyRowsByTheBatch) {
+    const EffectiveLimits h200 = gpu_limits(4096, 132);
+    auto greedy = [&](uint32_t rows, bool greedy_chain, const EffectiveLimits& limits) {
+        Plan p = sieve::make_plan(sieve::RecordingKind::Sample, greedy_chain, false, false, 0u, 151936, limits,
+                                  limits.plan_type);
+        sieve::split_greedy_for_batch(&p, rows, 151936, limits);
+        return p;
+    };
+    EXPECT_EQ(greedy(1, true, h200).n_chunks, 64u);  // the plan's chunks (264 would exceed them)
+    EXPECT_EQ(greedy(4, true, h200).n_chunks, 64u);
+    EXPECT_EQ(greedy(16, true, h200).n_chunks, 16u);
+    EXPECT_EQ(greedy(64, true, h200).n_chunks, 4u);
+    EXPECT_EQ(greedy(256, true, h200).n_chunks, 1u);
+    const Plan p64 = greedy(64, true, h200);
+    EXPECT_GE(p64.n_chunks * p64.chunk_size, 151936u);
+    EXPECT_LT((p64.n_chunks - 1) * p64.chunk_size, 151936u);  // every chunk holds logits
+    // dist: the same statistics pass, then sums over the chunks.
+    EXPECT_EQ(greedy(64, false, h200).n_chunks, 64u);
+    // A CPU device keeps its plan.
+    const EffectiveLimits cpu = gpu_limits(2048, 2, SIEVE_DEVICE_CPU);
+    const Plan own = sieve::make_plan(sieve::RecordingKind::Sample, true, false, false, 0u, 151936, cpu, cpu.plan_type);
+    EXPECT_EQ(greedy(64, true, cpu).n_chunks, own.n_chunks);
+}
