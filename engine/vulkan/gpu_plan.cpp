@@ -47,6 +47,14 @@ uint32_t collect_chunks_for_group(const Plan& plan, uint32_t vocab, uint32_t row
 
 namespace {
 
+// Key levels 1..KEY_LEVELS, each launched by the level before (indirect), then
+// the gather, whose last workgroup per row draws the token.
+void append_key_levels_and_gather(Plan* p) {
+    for (uint32_t level = 1; level <= KEY_LEVELS; ++level)
+        p->dispatches.push_back({Stage::MassHistogram, level, true, histogram_args(level)});
+    p->dispatches.push_back({Stage::Gather, 0, true});
+}
+
 Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, bool direct, uint32_t vocab,
                    const EffectiveLimits& limits, sieve_device_type type, CollectVariants variants, KeyLevels levels) {
     Plan p;
@@ -133,9 +141,9 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
         // workgroup per row draws the token.
         p.dispatches.push_back({Stage::MassHistogram, 0, true});
         if (levels == KeyLevels::Inline)
-            for (uint32_t level = 1; level <= KEY_LEVELS; ++level)
-                p.dispatches.push_back({Stage::MassHistogram, level, true, histogram_args(level)});
-        p.dispatches.push_back({Stage::Gather, 0, true});
+            append_key_levels_and_gather(&p);
+        else
+            p.dispatches.push_back({Stage::Gather, 0, true});
     }
     p.min_row_passes = greedy_chain ? 1 : 3;
     p.min_dispatches = greedy_chain ? 1 : 3;
@@ -209,9 +217,7 @@ Plan deep_levels_plan(const Plan& first) {
     p.chunk_size = first.chunk_size;
     p.collect_slots = first.collect_slots;
     p.flags = first.flags;
-    for (uint32_t level = 1; level <= KEY_LEVELS; ++level)
-        p.dispatches.push_back({Stage::MassHistogram, level, true, histogram_args(level)});
-    p.dispatches.push_back({Stage::Gather, 0, true});
+    append_key_levels_and_gather(&p);
     // Submitted only when a row needs level 1: that level and the gather.
     p.min_row_passes = 2;
     p.min_dispatches = 2;

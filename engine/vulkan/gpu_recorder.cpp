@@ -4,6 +4,7 @@
 #include "vulkan/vk_check.hpp"
 
 #include <algorithm>
+#include <functional>
 
 namespace sieve {
 
@@ -48,20 +49,19 @@ const Recording& Recorder::recording(const RecordingKey& key) {
     if (it != by_key_.end()) return it->second;
     Recording rec = describe(key);
     const auto& vk = device_.vk();
-    rec.cmd = device_.allocate_command_buffer(submitter_.command_pool());
-    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    vk_check(vk.vkBeginCommandBuffer(rec.cmd, &bi), "vkBeginCommandBuffer");
-    emit(rec.cmd, rec);
-    vk_check(vk.vkEndCommandBuffer(rec.cmd), "vkEndCommandBuffer");
+    // One of the recording's command buffers, allocated and filled.
+    auto record = [&](const std::function<void(VkCommandBuffer)>& fill) {
+        VkCommandBuffer cmd = device_.allocate_command_buffer(submitter_.command_pool());
+        VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+        vk_check(vk.vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer");
+        fill(cmd);
+        vk_check(vk.vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+        return cmd;
+    };
+    rec.cmd = record([&](VkCommandBuffer cmd) { emit(cmd, rec); });
     if (rec.has_deep()) {
-        rec.deep_cmd = device_.allocate_command_buffer(submitter_.command_pool());
-        vk_check(vk.vkBeginCommandBuffer(rec.deep_cmd, &bi), "vkBeginCommandBuffer");
-        emit_deep(rec.deep_cmd, rec);
-        vk_check(vk.vkEndCommandBuffer(rec.deep_cmd), "vkEndCommandBuffer");
-        rec.whole_cmd = device_.allocate_command_buffer(submitter_.command_pool());
-        vk_check(vk.vkBeginCommandBuffer(rec.whole_cmd, &bi), "vkBeginCommandBuffer");
-        emit(rec.whole_cmd, rec, &rec.whole_plan);
-        vk_check(vk.vkEndCommandBuffer(rec.whole_cmd), "vkEndCommandBuffer");
+        rec.deep_cmd = record([&](VkCommandBuffer cmd) { emit_deep(cmd, rec); });
+        rec.whole_cmd = record([&](VkCommandBuffer cmd) { emit(cmd, rec, &rec.whole_plan); });
     }
     ++counters_.recordings;
     return by_key_.emplace(key, rec).first->second;
