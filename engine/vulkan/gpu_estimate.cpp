@@ -8,6 +8,10 @@ namespace {
 
 using M = EstimateModel;
 
+// A GPU plan's workgroup size (device_profile.cpp), which sets how many
+// chunks' bins level 0's last workgroup reads at once.
+constexpr double kWorkgroup = 256;
+
 // One workgroup's serial time for a dispatch: its fixed steps, those that
 // grow with what it keeps or runs, and the read of its share of the row.
 struct Work {
@@ -48,6 +52,10 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
             return {M::kCollectUs + M::kCollectUsPerNeed * in.need + read, chunk, M::kHeavyPerSm};
         return {M::kPicksUs + read, chunk, M::kPicksPerSm};
     case Stage::CollectTail: {
+        // The aggregates' merge (collect_tail.comp: merge_chunk_aggs): today
+        // one read for rows that need them, none for the others, where
+        // 521950c's fitted figure waited for one a chunk.
+        const double aggregate_reads = in.shaders != ShaderSet::Today ? 0.0 : (in.aggregates ? 1.0 : 0.0) - chunks;
         if (!(p.flags & glsl::FLAG_SORT_MERGE))  // ranks by binary searches (a CPU plan's, and 30de833's)
             return {M::kTailUs + M::kTailUsPerOp * in.chain_ops + M::kTailUsPerNeed * in.need, 0, M::kHeavyPerSm};
         const uint32_t entries = chunks * in.need;  // the lists' entries, at most
@@ -57,7 +65,8 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
                                         in.capacity);  // sort_chunk_lists
         if (in.shaders == ShaderSet::Today && entries > limit)
             merge = M::kSelectLevels * M::kUsPerSelectLevel + sort_us(limit);
-        return {M::kSortTailUs + M::kSortTailUsPerOp * in.chain_ops + merge, 0, M::kHeavyPerSm};
+        return {M::kSortTailUs + M::kChunkReadUs * aggregate_reads + M::kSortTailUsPerOp * in.chain_ops + merge, 0,
+                M::kHeavyPerSm};
     }
     case Stage::WideHistogram: return {M::kWideHistogramUsPerLogit * chunk, chunk, M::kHeavyPerSm};
     case Stage::WideGather: return {M::kWideGatherUsPerLogit * chunk, chunk, M::kHeavyPerSm};
@@ -71,7 +80,13 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
         return {fixed + M::kHistoryUsPerToken * std::ceil(double(in.history_tokens) / groups), 0, M::kHeavyPerSm};
     }
     case Stage::RowStats: return {M::kRowStatsUs + read, chunk, M::kLightPerSm};
-    case Stage::MassHistogram: return {M::kMassHistogramUs + read, chunk, M::kLightPerSm};
+    case Stage::MassHistogram: {
+        // The last workgroup's reads of the chunks' bins (scan.glsl): today a
+        // batch of WG / 4 chunks at once, where the fitted figure waited for
+        // one read a chunk.
+        const double saved = in.shaders != ShaderSet::Today ? 0.0 : p.n_chunks - std::ceil(p.n_chunks / (kWorkgroup / 4.0));
+        return {M::kMassHistogramUs - M::kChunkReadUs * saved + read, chunk, M::kLightPerSm};
+    }
     case Stage::Gather: return {M::kGatherUs + read, chunk, M::kLightPerSm};
     case Stage::Finalize: return {M::kOtherPassUs + read, chunk, M::kHeavyPerSm};
     default: return {M::kOtherPassUs + read, chunk, M::kLightPerSm};

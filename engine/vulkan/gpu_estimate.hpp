@@ -30,6 +30,7 @@ struct EstimateInputs {
     uint32_t chain_ops = 0;       // samplers before the draw, penalties and DRY left out (the tail runs each)
     uint32_t history_tokens = 0;  // the longest history window the history pass reads
     bool collect_plain = true;    // the host arms collect.comp's plain variant (else the general one)
+    bool aggregates = false;      // some row's chain reads the full-row aggregates (ROW_NEED_SIGMA, ROW_NEED_MASS)
     ShaderSet shaders = ShaderSet::Today;
     // Per row group (as `groups`): the chunks its collect pass splits a row
     // into (collect_chunks_for_group); empty: the plan's n_chunks.
@@ -88,6 +89,10 @@ struct EstimateModel {
     // entries and sorts what the select keeps, about twice the need: a level
     // is two reads of the lists' entries and four barriers (stated, not
     // fitted: no GPU has run it).
+    // ... its fitted terms hold the aggregates' merge, which 521950c's
+    // invocation 0 read chunk by chunk for every row; today's tail reads
+    // them at once, only for rows whose chain needs them: its estimate is
+    // 521950c's less kChunkReadUs a read it no longer waits for.
     static constexpr double kSortTailUs = 8.0;
     static constexpr double kSortTailUsPerOp = 3.25;
     static constexpr double kUsPerSortExchange = 0.065;
@@ -100,6 +105,14 @@ struct EstimateModel {
     static constexpr double kWideHistogramUsPerLogit = 0.00858;
     static constexpr double kWideGatherUsPerLogit = 0.0211;
     static constexpr double kRowStatsUs = 5.7;            // per chunk, besides the read
+    // The last workgroup's dependent read of what one chunk left (an L2
+    // round trip): stated, from mass_histogram level 0 against row_stats
+    // over the same 64 chunks at one row (33.5 against 17.3 us at 521950c),
+    // less about 3 us for the bins' tree and the searches, over 64 chunks.
+    // 521950c's last workgroups read the chunks' results one chunk at a
+    // time; today's read a batch of chunks at once (plan.md): today's
+    // estimate of a pass is the fitted one less the reads it saves.
+    static constexpr double kChunkReadUs = 0.2;
     static constexpr double kMassHistogramUs = 25.4;
     static constexpr double kGatherUs = 6.8;
     static constexpr double kOtherPassUs = 6.0;           // passes without an H200 figure (stated, not fitted)

@@ -74,6 +74,9 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
             // chunks the vocabulary takes.
             const uint32_t slots = std::min(p.n_chunks, MAX_ROW_CHUNKS);
             const uint32_t n = std::min(p.n_chunks, MAX_COLLECT_CHUNKS);
+            // collect_tail.comp's merge_chunk_aggs holds these chunks' aggregates
+            // in WG / 2 shared slots, at the smallest workgroup (device_profile.cpp: 32).
+            static_assert(MAX_COLLECT_CHUNKS <= 32 / 2, "merge_chunk_aggs: the chunks at the smallest workgroup");
             p.chunk_size = collect_chunk_size(vocab, n);
             p.n_chunks = collect_chunks_holding_logits(vocab, n);
             p.collect_slots = type == SIEVE_DEVICE_CPU ? p.n_chunks : collect_chunks_holding_logits(vocab, slots);

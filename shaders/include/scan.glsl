@@ -8,6 +8,16 @@
 #ifndef SIEVE_SCAN_GLSL
 #define SIEVE_SCAN_GLSL
 
+// mass_histogram.comp's tree of the per-invocation bins (each step, the upper
+// half hands its bins to the lower half: WG * 64 bytes), then scan_level's
+// batches of the chunks' bins.
+shared uint s_a[WG / 2u][BINS];
+shared uint s_b[WG / 2u][BINS];
+
+// Chunks whose bins one batch holds: a chunk's 2 x BINS words in each of s_a
+// (mass, count) and s_b (smallest, largest key).
+const uint SCAN_BATCH = WG / 4u;
+
 shared float s_bin_mass[BINS];
 shared uint s_bin_count[BINS];
 shared uint s_bin_kmin[BINS];
@@ -18,20 +28,39 @@ void arm(uint args, uint groups) { atomicMax(dispatch_args[pc.args_base + args],
 void scan_level(uint row, uint level) {
     uint t = gl_LocalInvocationID.x;
     uint o = row * ROW_STRIDE;
-    for (uint b = t; b < BINS; b += WG) {
-        float mass = 0.0;
-        uint count = 0u, kmin = 0xFFFFFFFFu, kmax = 0u;
-        for (uint c = 0u; c < pc.n_chunks; ++c) {
-            uint h = ((row * pc.n_chunks + c) * BINS + b) * HIST_STRIDE;
-            mass += uintBitsToFloat(histograms[h + H_MASS]);
-            count += histograms[h + H_COUNT];
-            kmin = min(kmin, histograms[h + H_KEY_MIN]);
-            kmax = max(kmax, histograms[h + H_KEY_MAX]);
+    // Bin t's sums (WG >= 32 > BINS: device_profile.cpp). The chunks' bins
+    // are read by the whole workgroup at once, a batch of chunks at a time,
+    // into shared memory: one memory latency a batch, where one invocation a
+    // bin walking the chunks waited one a chunk (64 on an H200). The sums
+    // then take them in chunk order, as before.
+    float bin_mass = 0.0;
+    uint bin_count = 0u, bin_kmin = 0xFFFFFFFFu, bin_kmax = 0u;
+    for (uint c0 = 0u; c0 < pc.n_chunks; c0 += SCAN_BATCH) {
+        uint chunks = min(SCAN_BATCH, pc.n_chunks - c0);
+        for (uint i = t; i < chunks * BINS; i += WG) {
+            uint k = i / BINS, b = i % BINS;
+            uint h = ((row * pc.n_chunks + c0 + k) * BINS + b) * HIST_STRIDE;
+            s_a[2u * k][b] = histograms[h + H_MASS];
+            s_a[2u * k + 1u][b] = histograms[h + H_COUNT];
+            s_b[2u * k][b] = histograms[h + H_KEY_MIN];
+            s_b[2u * k + 1u][b] = histograms[h + H_KEY_MAX];
         }
-        s_bin_mass[b] = mass;
-        s_bin_count[b] = count;
-        s_bin_kmin[b] = kmin;
-        s_bin_kmax[b] = kmax;
+        barrier();
+        if (t < BINS) {
+            for (uint k = 0u; k < chunks; ++k) {
+                bin_mass += uintBitsToFloat(s_a[2u * k][t]);
+                bin_count += s_a[2u * k + 1u][t];
+                bin_kmin = min(bin_kmin, s_b[2u * k][t]);
+                bin_kmax = max(bin_kmax, s_b[2u * k + 1u][t]);
+            }
+        }
+        barrier();  // the next batch overwrites them
+    }
+    if (t < BINS) {
+        s_bin_mass[t] = bin_mass;
+        s_bin_count[t] = bin_count;
+        s_bin_kmin[t] = bin_kmin;
+        s_bin_kmax[t] = bin_kmax;
     }
     barrier();
     if (t != 0u) return;

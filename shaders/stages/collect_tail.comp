@@ -178,6 +178,31 @@ uint sort_chunk_lists(uint row, uint need, uint n_chunks) {
     return merge_chunk_lists(row, need, n_chunks);
 }
 
+// The row's aggregates, its chunks' combined in chunk order (agg_combine),
+// in invocation 0. The whole workgroup reads the chunks' aggregates at once
+// into red_agg: one memory latency, where invocation 0 alone waited one a
+// chunk. Rows with aggregates take collect.comp's general variant, at most
+// MAX_COLLECT_CHUNKS chunks (gpu_plan.cpp), which red_agg holds at any
+// workgroup size (WG / 2 >= 16: device_profile.cpp).
+Agg merge_chunk_aggs(uint row, uint n_chunks) {
+    uint t = gl_LocalInvocationID.x;
+    if (t < n_chunks) {
+        Agg a = read_agg((row * pc.n_chunks + t) * CHUNK_STRIDE);
+        red_agg[0][t] = a.count;
+        red_agg[1][t] = a.mean;
+        red_agg[2][t] = a.m2;
+        red_agg[3][t] = a.mmax;
+        red_agg[4][t] = a.msum;
+    }
+    barrier();
+    Agg m = agg_empty();
+    if (t == 0u)
+        for (uint c = 0u; c < n_chunks; ++c)
+            m = agg_combine(m, Agg(red_agg[0][c], red_agg[1][c], red_agg[2][c], red_agg[3][c], red_agg[4][c]));
+    barrier();  // the caller's result overwrites them
+    return m;
+}
+
 void write_distribution(uint row, uint n, float total, uint step) {
     uint base = row * (2u * pc.stride + 2u);
     uint t = gl_LocalInvocationID.x;
@@ -315,9 +340,10 @@ void main() {
         a = agg_empty();
         barrier();
     } else {
+        // A chain that reads no aggregates left every chunk's empty (collect.comp).
+        Agg m = (row_flags & (ROW_NEED_SIGMA | ROW_NEED_MASS)) != 0u ? merge_chunk_aggs(row, min(n_chunks, MAX_COLLECT_CHUNKS))
+                                                                    : agg_empty();
         if (t == 0u) {
-            Agg m = agg_empty();
-            for (uint c = 0u; c < n_chunks; ++c) m = agg_combine(m, read_agg((row * pc.n_chunks + c) * CHUNK_STRIDE));
             red_agg[0][0] = m.count;
             red_agg[1][0] = m.mean;
             red_agg[2][0] = m.m2;

@@ -16,11 +16,6 @@
 #include "scan.glsl"
 #include "stretch.glsl"
 
-// Tree reduction of the per-invocation bins: each step, the upper half hands
-// its bins to the lower half (shared memory: WG * 64 bytes).
-shared uint s_a[WG / 2u][BINS];
-shared uint s_b[WG / 2u][BINS];
-
 void main() {
     uint row = pc.row_base + gl_WorkGroupID.y;
     bind_row(row);
@@ -99,8 +94,8 @@ void main() {
         }
     }
 
-    // Two rounds of the tree through the same shared arrays: mass and count,
-    // then (key levels) the key range.
+    // Two rounds of the tree through the same shared arrays (scan.glsl's s_a,
+    // s_b): mass and count, then (key levels) the key range.
     for (uint half_size = WG / 2u; half_size > 0u; half_size >>= 1u) {
         if (t >= half_size && t < 2u * half_size) {
             [[unroll]] for (uint b = 0u; b < BINS; ++b) {

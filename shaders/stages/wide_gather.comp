@@ -364,12 +364,30 @@ void resolve(uint row) {
     //    before the run (summed by the chunks), the run's bins, the bins
     //    between it and b* (summed), b*'s kept part. A target in a summed
     //    stretch means the histogram's bounds failed: the CPU twin.
-    if (t == 0u) {
-        vec2 outside = vec2(0.0);
-        for (uint c = 0u; c < pc.n_chunks; ++c) {
-            uint h = wide_hist_at(row, c);
-            outside += vec2(uintBitsToFloat(histograms[h + 1u]), uintBitsToFloat(histograms[h + HIST_STRIDE + 1u]));
+    //    The chunks' sums outside the run and the buffer's entries are read
+    //    by the whole workgroup at once, into s_outside (WG chunks a batch)
+    //    and c_key/c_id (the buffer holds at most CAP / 2; select_member
+    //    fills them anew); invocation 0 adds and walks them in the order it
+    //    always did, without a memory latency per chunk or entry.
+    uint n = row_state[o + R_WIDE_N];
+    uint buf = wide_buffer_at(row);
+    for (uint i = t; i < n; i += WG) {
+        c_key[i] = wide[buf + 2u * i];
+        c_id[i] = wide[buf + 2u * i + 1u];
+    }
+    vec2 outside = vec2(0.0);
+    for (uint c0 = 0u; c0 < pc.n_chunks; c0 += WG) {
+        uint chunks = min(WG, pc.n_chunks - c0);
+        if (t < chunks) {
+            uint h = wide_hist_at(row, c0 + t);
+            s_outside[t] = vec2(uintBitsToFloat(histograms[h + 1u]), uintBitsToFloat(histograms[h + HIST_STRIDE + 1u]));
         }
+        barrier();
+        if (t == 0u)
+            for (uint k = 0u; k < chunks; ++k) outside += s_outside[k];
+        barrier();  // the next batch overwrites them
+    }
+    if (t == 0u) {
         float total = uintBitsToFloat(row_state[o + R_WIDE_BD]) + outside.x;
         for (uint b = g_clo; b < g_cend; ++b) total += u64_to_float(uvec2(w_lo[b], w_hi[b])) * 9.094947017729282e-13;  // / 2^40
         total += outside.y;
@@ -378,14 +396,12 @@ void resolve(uint row) {
         float u = float(row_uniform(row)) * 2.3283064365386963e-10;
         uvec2 tg = fixed40(u * total);
         w_in_buffer = 0u;
-        uint n = row_state[o + R_WIDE_N];
-        uint buf = wide_buffer_at(row);
         for (uint i = 0u; i < n && w_in_buffer == 0u; ++i) {
-            uvec2 q = sieve_mass(sieve_key_value(wide[buf + 2u * i]), g_md);
+            uvec2 q = sieve_mass(sieve_key_value(c_key[i]), g_md);
             if (q == uvec2(0u)) continue;
             if (u64_less(tg, q)) {
                 w_in_buffer = 1u;
-                w_token = wide[buf + 2u * i + 1u];
+                w_token = c_id[i];
                 w_q = q;
             } else {
                 tg = u64_sub(tg, q);

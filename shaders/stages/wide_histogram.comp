@@ -37,20 +37,44 @@ layout(constant_id = SPEC_WIDE_ROWS_X4) const uint WIDE_ROWS_X4 = 0u;
 const uint WIDE_COLS = WIDE_BINS < 64u ? WIDE_BINS : 64u;
 shared uint s_ab[WG][WIDE_COLS];
 
+// The last workgroup's reads of what the row's chunks and its buffer left in
+// device memory: the whole workgroup copies them into s_ab at once, up to
+// STAGE_WORDS words a batch, and invocation 0 takes them from there in the
+// order it always did (the same sums). One memory latency a batch, where
+// invocation 0 alone waited one a chunk or a buffer entry (64 chunks at one
+// row on an H200, and the buffer's entries before the cut).
+const uint STAGE_WORDS = WG * WIDE_COLS;
+uint staged(uint i) { return s_ab[i / WIDE_COLS][i % WIDE_COLS]; }
+void stage(uint i, uint word) { s_ab[i / WIDE_COLS][i % WIDE_COLS] = word; }
+
+// The buffer's entries [i0, i0 + m) (key, id pairs: 2 m <= STAGE_WORDS) at i.
+void stage_buffer(uint buf, uint i0, uint m) {
+    for (uint i = gl_LocalInvocationID.x; i < 2u * m; i += WG) stage(i, wide[buf + 2u * i0 + i]);
+    barrier();
+}
+
+shared uint s_cut;    // cut_in_buffer: the entries the cut keeps (0: none yet)
+shared uint s_found;  // ... the row is done (a fallback), or the draw's walk reached its entry
+
 // A deferred row (ROW_DEFER_TOP_P): the total is the buffer's mass, the bins'
 // and the mass below L (fixed order, compensated). top-p's target p * total
 // is first looked for in the buffer (llama.cpp: the first entry whose
 // cumulative mass reaches it, with at least min_keep entries); there, the
 // survivors are a prefix of the buffer and the draw happens here, by exact
 // masses as in collect.comp. Else R_WIDE_RC becomes what the bins must
-// still cover and the row goes on as any other.
+// still cover and the row goes on as any other. The whole workgroup (mc,
+// below: invocation 0's); the answer is the same in every invocation.
 bool cut_in_buffer(uint row, float mc[WIDE_BINS], float below) {
+    uint t = gl_LocalInvocationID.x;
     uint o = row * ROW_STRIDE;
-    float bc = uintBitsToFloat(row_state[o + R_WIDE_RC]);
-    vec2 total = vec2(bc, 0.0);
-    for (uint b = 0u; b < WIDE_BINS; ++b) ksum_add(total, mc[b]);
-    ksum_add(total, below);
-    float target = param_f(row, P_TOP_P) * (total.x - total.y);
+    float target = 0.0;
+    if (t == 0u) {
+        float bc = uintBitsToFloat(row_state[o + R_WIDE_RC]);
+        vec2 total = vec2(bc, 0.0);
+        for (uint b = 0u; b < WIDE_BINS; ++b) ksum_add(total, mc[b]);
+        ksum_add(total, below);
+        target = param_f(row, P_TOP_P) * (total.x - total.y);
+    }
     float mcx = uintBitsToFloat(row_state[o + R_WIDE_MC]);
     float mdx = uintBitsToFloat(row_state[o + R_WIDE_MD]);
     uint n = row_state[o + R_WIDE_N];
@@ -58,37 +82,77 @@ bool cut_in_buffer(uint row, float mc[WIDE_BINS], float below) {
     uint keys = wide_cut_keys_at(row);
     vec2 acc = vec2(0.0);
     uint last = 0u;
-    for (uint i = 0u; i < n && last == 0u; ++i) {
-        ksum_add(acc, exp(sieve_key_value(wide[keys + i]) - mcx));
-        if (acc.x >= target && i + 1u >= min_keep) last = i + 1u;
-    }
-    if (last == 0u) {
-        if (acc.x >= target) {  // min_keep reaches past the buffer: ranks, not masses
-            wide_fallback(row, 2u);
-            return true;
+    if (t == 0u) s_cut = 0u;
+    barrier();
+    for (uint i0 = 0u; i0 < n; i0 += STAGE_WORDS) {
+        uint m = min(STAGE_WORDS, n - i0);
+        for (uint i = t; i < m; i += WG) stage(i, wide[keys + i0 + i]);
+        barrier();
+        if (t == 0u) {
+            for (uint i = 0u; i < m && last == 0u; ++i) {
+                ksum_add(acc, exp(sieve_key_value(staged(i)) - mcx));
+                if (acc.x >= target && i0 + i + 1u >= min_keep) last = i0 + i + 1u;
+            }
+            s_cut = last;
         }
-        row_state[o + R_WIDE_RC] = floatBitsToUint(target - (acc.x - acc.y));
-        return false;
+        barrier();
+        if (s_cut != 0u) break;  // uniform: shared, after a barrier
     }
+    last = s_cut;
+    if (last == 0u) {  // uniform
+        if (t == 0u) {
+            s_found = acc.x >= target ? 1u : 0u;
+            if (acc.x >= target) {  // min_keep reaches past the buffer: ranks, not masses
+                wide_fallback(row, 2u);
+            } else {
+                row_state[o + R_WIDE_RC] = floatBitsToUint(target - (acc.x - acc.y));
+            }
+        }
+        barrier();
+        return s_found != 0u;
+    }
+    // The draw over the buffer's first `last` entries: their exact masses'
+    // sum, then the walk to the target, each over the staged entries.
     uint buf = wide_buffer_at(row);
+    uint pairs = STAGE_WORDS / 2u;
     uvec2 exact = uvec2(0u);
-    for (uint i = 0u; i < last; ++i) exact = u64_add(exact, sieve_mass(sieve_key_value(wide[buf + 2u * i]), mdx));
-    uvec2 tg = u64_mul_u32_shr32(exact, row_uniform(row));
+    for (uint i0 = 0u; i0 < last; i0 += pairs) {
+        uint m = min(pairs, last - i0);
+        stage_buffer(buf, i0, m);
+        if (t == 0u)
+            for (uint i = 0u; i < m; ++i) exact = u64_add(exact, sieve_mass(sieve_key_value(staged(2u * i)), mdx));
+        barrier();  // the next batch overwrites them
+    }
+    uvec2 tg = uvec2(0u);
+    if (t == 0u) {
+        tg = u64_mul_u32_shr32(exact, row_uniform(row));
+        s_found = 0u;  // read after stage_buffer's barrier
+    }
     uint token = 0xFFFFFFFFu;
     uvec2 q = uvec2(0u);
-    for (uint i = 0u; i < last; ++i) {
-        uvec2 qi = sieve_mass(sieve_key_value(wide[buf + 2u * i]), mdx);
-        if (qi == uvec2(0u)) continue;
-        token = wide[buf + 2u * i + 1u];
-        q = qi;
-        if (u64_less(tg, qi)) break;
-        tg = u64_sub(tg, qi);
+    for (uint i0 = 0u; i0 < last; i0 += pairs) {
+        uint m = min(pairs, last - i0);
+        stage_buffer(buf, i0, m);
+        if (t == 0u) {
+            for (uint i = 0u; i < m && s_found == 0u; ++i) {
+                uvec2 qi = sieve_mass(sieve_key_value(staged(2u * i)), mdx);
+                if (qi == uvec2(0u)) continue;
+                token = staged(2u * i + 1u);
+                q = qi;
+                if (u64_less(tg, qi)) s_found = 1u;  // reached
+                else tg = u64_sub(tg, qi);
+            }
+        }
+        barrier();
+        if (s_found != 0u) break;  // uniform: shared, after a barrier
     }
-    float p = u64_to_float(q) / u64_to_float(exact);
-    uint step = row_step(row);
-    write_result(row, token, p, log(p), STATUS_OK, step, 2u);
-    advance_step(row, step);
-    row_state[o + R_WIDE_PHASE] = WIDE_NONE;
+    if (t == 0u) {
+        float p = u64_to_float(q) / u64_to_float(exact);
+        uint step = row_step(row);
+        write_result(row, token, p, log(p), STATUS_OK, step, 2u);
+        advance_step(row, step);
+        row_state[o + R_WIDE_PHASE] = WIDE_NONE;
+    }
     return true;
 }
 
@@ -178,20 +242,34 @@ void choose(uint row, float mc[WIDE_BINS]) {
     atomicMax(dispatch_args[pc.args_base + WIDE_GATHER_ARGS], pc.n_chunks);
 }
 
-// Invocation 0, a row after the buffer (the collect tail armed it): the
-// chunks' bins added in chunk order.
+// A row after the buffer (the collect tail armed it): the chunks' bins added
+// in chunk order (invocation 0, from the staged words: a chunk's bins'
+// masses, then its mass below L). The whole workgroup.
 void decide(uint row) {
+    uint t = gl_LocalInvocationID.x;
     uint o = row * ROW_STRIDE;
     float mc[WIDE_BINS];
     for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] = 0.0;
     float below = 0.0;
-    for (uint c = 0u; c < pc.n_chunks; ++c) {
-        uint h = wide_hist_at(row, c);
-        for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] += uintBitsToFloat(histograms[h + HIST_STRIDE * b + 0u]);
-        below += uintBitsToFloat(histograms[h + 3u]);
+    const uint per = WIDE_BINS + 1u;
+    const uint batch = STAGE_WORDS / per;
+    for (uint c0 = 0u; c0 < pc.n_chunks; c0 += batch) {
+        uint chunks = min(batch, pc.n_chunks - c0);
+        for (uint i = t; i < chunks * per; i += WG) {
+            uint k = i / per, w = i % per;
+            stage(i, histograms[wide_hist_at(row, c0 + k) + (w < WIDE_BINS ? HIST_STRIDE * w : 3u)]);
+        }
+        barrier();
+        if (t == 0u) {
+            for (uint k = 0u; k < chunks; ++k) {
+                for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] += uintBitsToFloat(staged(k * per + b));
+                below += uintBitsToFloat(staged(k * per + WIDE_BINS));
+            }
+        }
+        barrier();  // the next batch overwrites them
     }
-    if ((row_state[o + R_WIDE_NT] & WIDE_DEFERRED) != 0u && cut_in_buffer(row, mc, below)) return;
-    choose(row, mc);
+    if ((row_state[o + R_WIDE_NT] & WIDE_DEFERRED) != 0u && cut_in_buffer(row, mc, below)) return;  // uniform
+    if (t == 0u) choose(row, mc);
 }
 
 // A direct row's grid (wide.glsl: WIDE_DIRECT): the window ln(V / (1 - p)) + 1
@@ -212,12 +290,16 @@ float direct_max(uint max_key, uint row, uint n_cut) {
                   : NEG_INF;
 }
 
-// Invocation 0, a direct row (s: the chunks' statistics merged): the row's
-// status as the collect tail finds it (NaN or +inf, every logit masked, a
-// finite logit the temperatures make infinite), then its chunks' bins
-// shifted onto the row's grid (whole bins: the grid is exact) and scaled to
-// the row's maximum, in chunk order, the total, and what the gather needs.
+// A direct row (s: the chunks' statistics merged): the row's status as the
+// collect tail finds it (NaN or +inf, every logit masked, a finite logit the
+// temperatures make infinite), then its chunks' bins shifted onto the row's
+// grid (whole bins: the grid is exact) and scaled to the row's maximum, in
+// chunk order (invocation 0, from the staged words: a chunk's largest key,
+// its bins' masses, its mass below L), the total, and what the gather needs.
+// The whole workgroup (the status and the grid are the same in every
+// invocation: s and the row's parameters).
 void decide_direct(uint row, RowStats s) {
+    uint t = gl_LocalInvocationID.x;
     uint o = row * ROW_STRIDE;
     uint step = row_step(row);
     float temperature = param_f(row, P_TEMPERATURE);
@@ -228,9 +310,12 @@ void decide_direct(uint row, RowStats s) {
     // grow the magnitudes or only shrink them, so the last one tells.
     float md = wide_divide(sieve_key_value(s.max_key), temperature, n_all, n_all);
     if (status == STATUS_OK && isinf(md)) status = STATUS_NON_FINITE;
-    row_state[o + R_STATUS] = status;
-    row_state[o + R_FIRST_BAD] = s.first_bad;
-    if (status != STATUS_OK) {
+    if (t == 0u) {
+        row_state[o + R_STATUS] = status;
+        row_state[o + R_FIRST_BAD] = s.first_bad;
+    }
+    if (status != STATUS_OK) {  // uniform
+        if (t != 0u) return;
         write_result(row, 0xFFFFFFFFu, 0.0, 0.0, status, step, 1u);
         row_state[o + R_WIDE_PHASE] = WIDE_NONE;
         return;
@@ -243,25 +328,38 @@ void decide_direct(uint row, RowStats s) {
     // survivor, overflowing at the draw's temperatures: whether a survivor
     // does, only the CPU twin can tell.
     if (!wide_grid_fits(lowest, m, scale) || isinf(wide_divide(lowest, temperature, n_all - n_cut, n_all))) {
-        wide_fallback(row, 1u);
+        if (t == 0u) wide_fallback(row, 1u);  // uniform
         return;
     }
     float mc[WIDE_BINS];
     for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] = 0.0;
     vec2 below = vec2(0.0);  // compensated: the total's smallest part
-    for (uint c = 0u; c < pc.n_chunks; ++c) {
-        float mcc = direct_max(chunk_stats[(row * pc.n_chunks + c) * CHUNK_STRIDE + C_MAX_KEY], row, n_cut);
-        if (isinf(mcc)) continue;  // no finite logit in the chunk
-        float f = exp(mcc - m);
-        uint shift = uint(top - wide_grid(mcc, scale));
-        uint h = wide_hist_at(row, c);
-        for (uint b = 0u; b < WIDE_BINS; ++b) {
-            float x = uintBitsToFloat(histograms[h + HIST_STRIDE * b + 0u]) * f;
-            if (b + shift < WIDE_BINS) mc[b + shift] += x;
-            else ksum_add(below, x);
+    const uint per = WIDE_BINS + 2u;
+    const uint batch = STAGE_WORDS / per;
+    for (uint c0 = 0u; c0 < pc.n_chunks; c0 += batch) {
+        uint chunks = min(batch, pc.n_chunks - c0);
+        for (uint i = t; i < chunks * per; i += WG) {
+            uint k = i / per, w = i % per;
+            uint h = wide_hist_at(row, c0 + k);
+            stage(i, w == 0u ? chunk_stats[(row * pc.n_chunks + c0 + k) * CHUNK_STRIDE + C_MAX_KEY]
+                             : histograms[h + (w <= WIDE_BINS ? HIST_STRIDE * (w - 1u) : 3u)]);
         }
-        ksum_add(below, uintBitsToFloat(histograms[h + 3u]) * f);
+        barrier();
+        for (uint k = 0u; k < chunks && t == 0u; ++k) {
+            float mcc = direct_max(staged(k * per), row, n_cut);
+            if (isinf(mcc)) continue;  // no finite logit in the chunk
+            float f = exp(mcc - m);
+            uint shift = uint(top - wide_grid(mcc, scale));
+            for (uint b = 0u; b < WIDE_BINS; ++b) {
+                float x = uintBitsToFloat(staged(k * per + 1u + b)) * f;
+                if (b + shift < WIDE_BINS) mc[b + shift] += x;
+                else ksum_add(below, x);
+            }
+            ksum_add(below, uintBitsToFloat(staged(k * per + 1u + WIDE_BINS)) * f);
+        }
+        barrier();  // the next batch overwrites them
     }
+    if (t != 0u) return;
     vec2 total = below;
     for (uint b = 0u; b < WIDE_BINS; ++b) ksum_add(total, mc[b]);
     float p = param_f(row, P_TOP_P);
@@ -478,9 +576,8 @@ void main() {
     }
     if (!last_to_arrive(row)) return;
     if (WIDE_DIRECT != 0u) {
-        RowStats s = merge_chunk_stats(row, pc.n_chunks);
-        if (t == 0u) decide_direct(row, s);
-    } else if (t == 0u) {
+        decide_direct(row, merge_chunk_stats(row, pc.n_chunks));
+    } else {
         decide(row);
     }
 }
