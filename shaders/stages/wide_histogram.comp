@@ -53,6 +53,22 @@ void stage_buffer(uint buf, uint i0, uint m) {
     barrier();
 }
 
+// A chunk's staged words (stage_chunks): its largest raw key first where
+// `with_max` (a direct row's), then its bins' masses, then its mass below L.
+uint chunk_words(bool with_max) { return WIDE_BINS + (with_max ? 2u : 1u); }
+
+// Chunks [c0, c0 + chunks) of the row, chunk_words(with_max) words each.
+void stage_chunks(uint row, uint c0, uint chunks, bool with_max) {
+    uint lead = with_max ? 1u : 0u, per = chunk_words(with_max);
+    for (uint i = gl_LocalInvocationID.x; i < chunks * per; i += WG) {
+        uint k = i / per, w = i % per;
+        uint h = wide_hist_at(row, c0 + k);
+        stage(i, w < lead ? chunk_stats[(row * pc.n_chunks + c0 + k) * CHUNK_STRIDE + C_MAX_KEY]
+                          : histograms[h + (w - lead < WIDE_BINS ? HIST_STRIDE * (w - lead) : 3u)]);
+    }
+    barrier();
+}
+
 shared uint s_cut;    // cut_in_buffer: the entries the cut keeps (0: none yet)
 shared uint s_found;  // ... the row is done (a fallback), or the draw's walk reached its entry
 
@@ -112,7 +128,8 @@ bool cut_in_buffer(uint row, float mc[WIDE_BINS], float below) {
         return s_found != 0u;
     }
     // The draw over the buffer's first `last` entries: their exact masses'
-    // sum, then the walk to the target, each over the staged entries.
+    // sum, then the walk to the target, each over the staged entries (the
+    // walk reads them again only where they took more than one batch).
     uint buf = wide_buffer_at(row);
     uint pairs = STAGE_WORDS / 2u;
     uvec2 exact = uvec2(0u);
@@ -126,13 +143,13 @@ bool cut_in_buffer(uint row, float mc[WIDE_BINS], float below) {
     uvec2 tg = uvec2(0u);
     if (t == 0u) {
         tg = u64_mul_u32_shr32(exact, row_uniform(row));
-        s_found = 0u;  // read after stage_buffer's barrier
+        s_found = 0u;  // read by the others after the walk's barrier
     }
     uint token = 0xFFFFFFFFu;
     uvec2 q = uvec2(0u);
     for (uint i0 = 0u; i0 < last; i0 += pairs) {
         uint m = min(pairs, last - i0);
-        stage_buffer(buf, i0, m);
+        if (last > pairs) stage_buffer(buf, i0, m);  // else still staged by the sum, after its barrier
         if (t == 0u) {
             for (uint i = 0u; i < m && s_found == 0u; ++i) {
                 uvec2 qi = sieve_mass(sieve_key_value(staged(2u * i)), mdx);
@@ -251,15 +268,11 @@ void decide(uint row) {
     float mc[WIDE_BINS];
     for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] = 0.0;
     float below = 0.0;
-    const uint per = WIDE_BINS + 1u;
+    const uint per = chunk_words(false);
     const uint batch = STAGE_WORDS / per;
     for (uint c0 = 0u; c0 < pc.n_chunks; c0 += batch) {
         uint chunks = min(batch, pc.n_chunks - c0);
-        for (uint i = t; i < chunks * per; i += WG) {
-            uint k = i / per, w = i % per;
-            stage(i, histograms[wide_hist_at(row, c0 + k) + (w < WIDE_BINS ? HIST_STRIDE * w : 3u)]);
-        }
-        barrier();
+        stage_chunks(row, c0, chunks, false);
         if (t == 0u) {
             for (uint k = 0u; k < chunks; ++k) {
                 for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] += uintBitsToFloat(staged(k * per + b));
@@ -334,17 +347,11 @@ void decide_direct(uint row, RowStats s) {
     float mc[WIDE_BINS];
     for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] = 0.0;
     vec2 below = vec2(0.0);  // compensated: the total's smallest part
-    const uint per = WIDE_BINS + 2u;
+    const uint per = chunk_words(true);
     const uint batch = STAGE_WORDS / per;
     for (uint c0 = 0u; c0 < pc.n_chunks; c0 += batch) {
         uint chunks = min(batch, pc.n_chunks - c0);
-        for (uint i = t; i < chunks * per; i += WG) {
-            uint k = i / per, w = i % per;
-            uint h = wide_hist_at(row, c0 + k);
-            stage(i, w == 0u ? chunk_stats[(row * pc.n_chunks + c0 + k) * CHUNK_STRIDE + C_MAX_KEY]
-                             : histograms[h + (w <= WIDE_BINS ? HIST_STRIDE * (w - 1u) : 3u)]);
-        }
-        barrier();
+        stage_chunks(row, c0, chunks, true);
         for (uint k = 0u; k < chunks && t == 0u; ++k) {
             float mcc = direct_max(staged(k * per), row, n_cut);
             if (isinf(mcc)) continue;  // no finite logit in the chunk
