@@ -16,7 +16,9 @@
 # one process took about 290), runs `sieve bench` there (its default suite, then its verify
 # suite: speculative decoding's sieve_verify against sieve_sample position by
 # position; then the default suite and 64 rows of the vocab-151936 cases with
-# the logits already in device memory, --input device), the project's PyTorch
+# the logits already in device memory, --input device, and its one-row cases
+# again with the host's wait asleep and polling: SIEVE_WAIT_SPIN_US 0 and
+# 1000), the project's PyTorch
 # peer where python3 imports a CUDA-enabled torch (tools/torch_peer), and
 # writes one report, sieve-gpu-check.json by default: the devices (name, type,
 # driver, Vulkan version, subgroup size, features), the device checked, every
@@ -245,6 +247,20 @@ b64_case=${bench_case:-zipf/v151936}
   --json-out "$work/bench_device_b64.json"
 device_b64_status=$?
 part_done device_bench
+# The fixed cost by how the host waits (issue 34, item 3): the one-row cases
+# again, waiting asleep on the fence (SIEVE_WAIT_SPIN_US=0, the calibration's
+# empty submit too) and polling it from the submit (a window of 1000 us, longer
+# than these calls), beside bench_device's default (asleep until about the
+# usual finish less 20 us, then polling).
+echo "== sieve bench --input device: the host's wait asleep, then polling from the submit"
+wait_case=${bench_case:-zipf/v151936/b1}
+SIEVE_WAIT_SPIN_US=0 "$sieve" bench --input device --case "$wait_case" --tokens "$tokens" \
+  --json-out "$work/bench_wait_sleep.json" > /dev/null
+wait_status=$?
+SIEVE_WAIT_SPIN_US=1000 "$sieve" bench --input device --case "$wait_case" --tokens "$tokens" \
+  --json-out "$work/bench_wait_poll.json" > /dev/null
+((wait_status |= $?))
+part_done wait_bench
 # The PyTorch peer on the same GPU (tools/torch_peer): skipped, exit 0, where
 # python3 has no CUDA-enabled torch.
 echo "== the PyTorch peer (skipped where python3 has no CUDA torch)"
@@ -261,7 +277,7 @@ else
 fi
 part_done torch
 set -e
-for f in tests bench verify bench_device bench_device_b64 torch_table; do
+for f in tests bench verify bench_device bench_device_b64 bench_wait_sleep bench_wait_poll torch_table; do
   [[ -s $work/$f.json ]] || echo null > "$work/$f.json"
 done
 torch_lines=$(grep -v '^[[:space:]]*$' "$work/torch.jsonl" 2>/dev/null | paste -sd, -)
@@ -282,6 +298,9 @@ torch_lines=$(grep -v '^[[:space:]]*$' "$work/torch.jsonl" 2>/dev/null | paste -
   echo " \"bench_device\": $(cat "$work/bench_device.json"),"
   echo " \"bench_device_b64_exit_status\": $device_b64_status,"
   echo " \"bench_device_b64\": $(cat "$work/bench_device_b64.json"),"
+  echo " \"bench_wait_exit_status\": $wait_status,"
+  echo " \"bench_wait_sleep\": $(cat "$work/bench_wait_sleep.json"),"
+  echo " \"bench_wait_poll\": $(cat "$work/bench_wait_poll.json"),"
   echo " \"torch_exit_status\": $torch_status,"
   echo " \"torch\": {\"lines\": [${torch_lines}], \"table\": $(cat "$work/torch_table.json")},"
   echo " \"verify_bench_exit_status\": $verify_status,"
@@ -291,7 +310,8 @@ torch_lines=$(grep -v '^[[:space:]]*$' "$work/torch.jsonl" 2>/dev/null | paste -
 
 failed=$(grep -c '^\[  FAILED  \] [A-Za-z]' "$work/tests.log" || true)
 echo "== report: $out (tests exit status $tests_status, $failed failed; bench exit status $bench_status, verify bench" \
-  "$verify_status, device-input bench $device_status and $device_b64_status, torch peer $torch_status)"
-if ((tests_status != 0 || bench_status != 0 || verify_status != 0 || device_status != 0 || device_b64_status != 0)); then
+  "$verify_status, device-input bench $device_status and $device_b64_status, waits $wait_status, torch peer $torch_status)"
+if ((tests_status != 0 || bench_status != 0 || verify_status != 0 || device_status != 0 || device_b64_status != 0 ||
+     wait_status != 0)); then
   exit 1
 fi

@@ -5,6 +5,7 @@
 // call only, so it touches no chain and no shared pipeline state.
 #include "vulkan/calibration.hpp"
 #include "api/error.hpp"
+#include "vulkan/fence_wait.hpp"
 #include "vulkan/gpu_plan.hpp"
 #include "vulkan/standalone_kernel.hpp"
 #include "vulkan/vk_check.hpp"
@@ -22,7 +23,9 @@ namespace sieve {
 namespace {
 
 constexpr uint64_t kWaitNs = 30ull * 1000 * 1000 * 1000;
-constexpr int32_t kWarmup = 3;
+// Enough for the waits' expectations to settle (fence_wait.cpp: E falls by W
+// a wait from a first wait asleep).
+constexpr int32_t kWarmup = 8;
 
 double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
@@ -53,8 +56,12 @@ struct PassPush {
     uint32_t row_vec4, chunk_vec4, n_chunks;
 };
 
-// Submits `cmd` and waits; returns the wall time in microseconds.
-double submit_wait(Objects& o, VkCommandBuffer cmd) {
+// Submits `cmd` and waits as a sampling call waits for its submission
+// (fence_wait.hpp: asleep until about the time such waits took, then polling:
+// `expected_ns`, learned over the warm-up); returns the wall time in
+// microseconds. Waiting asleep instead measured a floor no call pays (an
+// NVIDIA H200: 50 us, where a greedy call took 35 us in all).
+double submit_wait(Objects& o, VkCommandBuffer cmd, double* expected_ns) {
     const auto& vk = o.device.vk();
     vk_check(vk.vkResetFences(o.device.handle(), 1, &o.fence), "vkResetFences");
     VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
@@ -62,7 +69,7 @@ double submit_wait(Objects& o, VkCommandBuffer cmd) {
     si.pCommandBuffers = &cmd;
     const auto t0 = std::chrono::steady_clock::now();
     vk_check(o.device.submit(si, o.fence), "vkQueueSubmit (calibration)");
-    const VkResult r = vk.vkWaitForFences(o.device.handle(), 1, &o.fence, VK_TRUE, kWaitNs);
+    const VkResult r = wait_for_fence(o.device, o.fence, kWaitNs, expected_ns);
     const auto t1 = std::chrono::steady_clock::now();
     if (r == VK_TIMEOUT) fail(SIEVE_ERROR_TIMEOUT, "calibration did not finish within the wait timeout");
     vk_check(r, "vkWaitForFences (calibration)");
@@ -137,16 +144,17 @@ sieve_calibration calibrate(Device& device, uint32_t vocab, uint32_t rows, uint3
                             nullptr, 0, nullptr);
     vk_check(vk.vkEndCommandBuffer(pass), "vkEndCommandBuffer");
 
-    submit_wait(o, fill);
+    submit_wait(o, fill, nullptr);
     std::vector<double> submit_us, pass_us;
+    double empty_ns = 0, pass_ns = 0;  // each wait's expectation, as a recording's (GpuChain)
     for (int32_t i = 0; i < kWarmup; ++i) {
-        submit_wait(o, empty);
-        submit_wait(o, pass);
+        submit_wait(o, empty, &empty_ns);
+        submit_wait(o, pass, &pass_ns);
     }
     // Interleaved, so a change of clock or load during the call hits both alike.
     for (uint32_t i = 0; i < iterations; ++i) {
-        submit_us.push_back(submit_wait(o, empty));
-        pass_us.push_back(submit_wait(o, pass));
+        submit_us.push_back(submit_wait(o, empty, &empty_ns));
+        pass_us.push_back(submit_wait(o, pass, &pass_ns));
     }
     sieve_calibration c{};
     c.submit_us = median(submit_us);

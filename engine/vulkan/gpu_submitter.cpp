@@ -1,11 +1,9 @@
 #include "vulkan/gpu_submitter.hpp"
 
+#include "vulkan/fence_wait.hpp"
 #include "vulkan/vk_check.hpp"
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <thread>
 
 namespace sieve {
 
@@ -92,50 +90,10 @@ void Submitter::submit(const VkCommandBuffer* cmds, uint32_t n, const sieve_vulk
 }
 
 void Submitter::await(uint64_t timeout_ns, const char* what, double* wait_ns) {
-    const auto& vk = device_.vk();
-    using Clock = std::chrono::steady_clock;
-    const auto start = Clock::now();
-    // A thread that sleeps on the fence can wake tens of microseconds after
-    // the device finished. With a window W (wait_spin_us) and a recording
-    // whose waits are known to take about E, the thread sleeps until E - W,
-    // then polls the fence, yielding, until E + W at most, then sleeps again:
-    // at most 2W of polling a call, near its end, when a CPU device's own
-    // threads have mostly finished (the last pass of a call is mostly one
-    // workgroup). On lavapipe, 2 cores, W = 20: llama.cpp's default chain
-    // at vocab 151936 about 320 -> 300 us per token; polling from the start
-    // instead made top_p;temperature bimodal (the poller took a core from the
-    // device's threads). Waits with nothing known sleep at once.
-    const double window = device_.wait_spin_us() * 1000.0;
-    bool done = false;
-    if (wait_ns && *wait_ns > 0.0 && window > 0.0) {
-        const double sleep_ns = std::min(*wait_ns - window, static_cast<double>(timeout_ns));
-        if (sleep_ns > 0.0)
-            done = vk.vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, static_cast<uint64_t>(sleep_ns)) ==
-                   VK_SUCCESS;
-        const auto until = start + std::chrono::nanoseconds(static_cast<int64_t>(
-                                       std::min(*wait_ns + window, static_cast<double>(timeout_ns))));
-        while (!done && Clock::now() < until) {
-            const VkResult status = vk.vkGetFenceStatus(device_.handle(), fence_);
-            if (status != VK_NOT_READY && status != VK_SUCCESS) break;  // the wait below reports it
-            done = status == VK_SUCCESS;
-            if (!done) std::this_thread::yield();
-        }
-    }
-    if (!done) {
-        const uint64_t spent = static_cast<uint64_t>(std::chrono::nanoseconds(Clock::now() - start).count());
-        VkResult r = vk.vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, timeout_ns - std::min(spent, timeout_ns));
-        if (r == VK_TIMEOUT) fail(SIEVE_ERROR_TIMEOUT, what);
-        vk_check(r, "vkWaitForFences");
-    }
-    if (wait_ns) {
-        // Follows the shorter waits closely and the longer ones slowly: a
-        // wait that slept to the end measured the wake-up too, and one slow
-        // call should not move the polling away from the usual finish.
-        const double took = static_cast<double>(std::chrono::nanoseconds(Clock::now() - start).count());
-        double& e = *wait_ns;
-        e = e <= 0.0 ? took : took < e ? 0.5 * (e + took) : e + (took - e) / 16.0;
-    }
-    vk.vkResetFences(device_.handle(), 1, &fence_);
+    const VkResult r = wait_for_fence(device_, fence_, timeout_ns, wait_ns);
+    if (r == VK_TIMEOUT) fail(SIEVE_ERROR_TIMEOUT, what);
+    vk_check(r, "vkWaitForFences");
+    device_.vk().vkResetFences(device_.handle(), 1, &fence_);
     pending_ = false;
 }
 

@@ -260,7 +260,8 @@ typedef struct sieve_context_options {
      * the call sleeps until E - W, polls (yielding the thread between polls)
      * until E + W at most, then sleeps again: at most 2 W of polling a call.
      * The first call of a shape, and waits that are not a sampling call's
-     * (sieve_chain_wait, ...), sleep at once. 0 = never poll; -1 = env
+     * (sieve_chain_wait, ...), sleep at once; sieve_context_calibrate waits
+     * as the calls do, so its floor is theirs. 0 = never poll; -1 = env
      * SIEVE_WAIT_SPIN_US, else 20; at most 1000000. A window longer than the
      * call polls from the start, which on a CPU device (lavapipe, 2 cores)
      * competes with the device's own threads: 2000 made top_p;temperature
@@ -686,7 +687,8 @@ SIEVE_API sieve_status sieve_chain_plan_estimate(const sieve_chain* chain, int32
 
 /* What the device costs at the least: the figures `sieve bench` divides a case's
  * latency by (docs/bench.md). Measured with wall-clock host timers, each the
- * median over `iterations` submit-and-waits after a short warm-up:
+ * median over `iterations` submit-and-waits after a short warm-up, the host
+ * waiting as a sampling call waits (sieve_context_options.wait_spin_us):
  *   submit_us      an empty command buffer submitted and waited for;
  *   pass_total_us  one bare pass over rows x vocab f32 logits in device memory
  *                  (shaders/stages/calibrate.comp: a vec4 max-reduction per chunk,

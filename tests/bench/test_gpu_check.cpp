@@ -99,6 +99,13 @@ TEST(GpuCheck, WritesOneReportWithDeviceTestsAndBench) {
     ASSERT_EQ(doc.at("bench_device").at("cases").size(), 1u);
     EXPECT_EQ(doc.at("bench_device").at("input"), "device");
     EXPECT_EQ(doc.at("bench_device_b64").at("cases").at(0).at("name"), "default/zipf/v32000/b64");
+    // The one-row case again, the host waiting asleep and polling from the submit.
+    EXPECT_EQ(doc.at("bench_wait_exit_status"), 0);
+    for (const char* wait : {"bench_wait_sleep", "bench_wait_poll"}) {
+        ASSERT_EQ(doc.at(wait).at("cases").size(), 1u) << wait;
+        EXPECT_EQ(doc.at(wait).at("cases").at(0).at("name"), "default/zipf/v32000/b1") << wait;
+        EXPECT_EQ(doc.at(wait).at("input"), "device") << wait;
+    }
     // The PyTorch peer: figures where torch has CUDA, else one line saying why not.
     EXPECT_EQ(doc.at("torch_exit_status"), 0);
     ASSERT_FALSE(doc.at("torch").at("lines").empty());
@@ -215,7 +222,7 @@ TEST(GpuCheck, BundleRunsWithoutTheCheckout) {
     EXPECT_EQ(doc.at("commit").get<std::string>().size(), 40u) << doc.at("commit");
     EXPECT_GE(doc.at("tests").at("tests").get<int>(), 1);
     EXPECT_EQ(doc.at("tests").at("failures").get<int>(), 0);
-    for (const char* part : {"devices", "tests", "bench", "verify_bench"}) {
+    for (const char* part : {"devices", "tests", "bench", "verify_bench", "wait_bench"}) {
         EXPECT_TRUE(doc.at("seconds").contains(part)) << part;
         EXPECT_NE(r.out.find(std::string("== ") + part + ": "), std::string::npos) << part << " wall time not printed";
     }
