@@ -259,6 +259,8 @@ typedef struct sieve_context_options {
      * microseconds and calls of the same shape that recently took about E,
      * the call sleeps until E - W, polls (yielding the thread between polls)
      * until E + W at most, then sleeps again: at most 2 W of polling a call.
+     * On a device that is not a CPU, a call whose fence signaled while it
+     * slept sets E to E - W at most (its time held the wake-up too).
      * The first call of a shape, and waits that are not a sampling call's
      * (sieve_chain_wait, ...), sleep at once; sieve_context_calibrate waits
      * as the calls do, so its floor is theirs. 0 = never poll; -1 = env
