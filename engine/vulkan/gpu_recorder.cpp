@@ -7,6 +7,14 @@
 #include <functional>
 
 namespace sieve {
+namespace {
+
+bool has_indirect(const Plan& plan) {
+    return std::any_of(plan.dispatches.begin(), plan.dispatches.end(),
+                       [](const Dispatch& d) { return d.indirect != kNotIndirect; });
+}
+
+} // namespace
 
 using namespace glsl;
 
@@ -115,7 +123,13 @@ void Recorder::emit(VkCommandBuffer cmd, const Recording& rec, const Plan* plan)
                                 &barrier, 0, nullptr, 0, nullptr);
     }
     // Every indirect pass starts disarmed: x = 0 workgroups, y = its group's
-    // rows, z = 1.
+    // rows, z = 1. A plan without indirect passes (greedy's one pass) reads
+    // no arguments: it skips the transfer and its barrier.
+    const Plan& emitted = plan ? *plan : rec.plan;
+    if (!rec.has_deep() && !has_indirect(emitted)) {
+        emit_passes(cmd, rec, emitted);
+        return;
+    }
     for (const RowGroup& g : rec.groups) {
         uint32_t args[SHADER_ARGS_WORDS] = {};
         for (uint32_t i = 0; i + 3 < SHADER_ARGS_WORDS; i += 4) {
@@ -130,7 +144,7 @@ void Recorder::emit(VkCommandBuffer cmd, const Recording& rec, const Plan* plan)
     vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT, 0, 1, &barrier,
                             0, nullptr, 0, nullptr);
-    emit_passes(cmd, rec, plan ? *plan : rec.plan);
+    emit_passes(cmd, rec, emitted);
 }
 
 void Recorder::emit_deep(VkCommandBuffer cmd, const Recording& rec) const {
@@ -209,8 +223,7 @@ void Recorder::emit_passes(VkCommandBuffer cmd, const Recording& rec, const Plan
     // levels' part (GpuChain::deep_levels_armed), copied where the host reads
     // them cached (ChainBuffers::args_for_host). Only plans with indirect
     // dispatches, or a key levels' part, read any.
-    const bool indirect = rec.has_deep() || std::any_of(plan.dispatches.begin(), plan.dispatches.end(),
-                                                        [](const Dispatch& d) { return d.indirect != kNotIndirect; });
+    const bool indirect = rec.has_deep() || has_indirect(plan);
     if (buffers_.args_copied() && indirect) {
         barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
         barrier.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
