@@ -63,8 +63,11 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
                                               : 4 * M::kUsPerSelectLevelOf521950c + sort_us(in.capacity);
         const uint32_t limit = std::min(std::max(glsl::TAIL_SELECT_PER_NEED * in.need, glsl::TAIL_SELECT_LEAST),
                                         in.capacity);  // sort_chunk_lists
+        const bool staged = entries + limit + 256 <= in.capacity;  // select_top_entries
         if (in.shaders == ShaderSet::Today && entries > limit)
-            merge = M::kSelectLevels * M::kUsPerSelectLevel + sort_us(limit);
+            merge = (staged ? M::kUsPerSelectLevel + M::kSelectLevels * M::kUsPerStagedSelectLevel
+                            : M::kSelectLevels * M::kUsPerSelectLevel) +
+                    sort_us(limit);
         return {M::kSortTailUs + M::kChunkReadUs * aggregate_reads + M::kSortTailUsPerOp * in.chain_ops + merge, 0,
                 M::kHeavyPerSm};
     }

@@ -88,7 +88,10 @@ struct EstimateModel {
     // apart from the sort's: 0); today's selects past max(2 need, 256)
     // entries and sorts what the select keeps, about twice the need: a level
     // is two reads of the lists' entries and four barriers (stated, not
-    // fitted: no GPU has run it).
+    // fitted: no GPU has run it). Where the entries, the kept ones and the
+    // bins fit in the buffer together (select_top_entries), the entries are
+    // read once, with independent loads (as one level's reads, stated), and a
+    // level is its barriers alone (a third of a level, stated).
     // ... its fitted terms hold the aggregates' merge, which 521950c's
     // invocation 0 read chunk by chunk for every row; today's tail reads
     // them at once, only for rows whose chain needs them: its estimate is
@@ -98,6 +101,7 @@ struct EstimateModel {
     static constexpr double kUsPerSortExchange = 0.065;
     static constexpr double kUsPerSelectLevelOf521950c = 0.0;
     static constexpr double kUsPerSelectLevel = 1.5;
+    static constexpr double kUsPerStagedSelectLevel = 0.5;
     static constexpr double kSelectLevels = 2;  // 8 bits a level: the sign and 7 exponent bits, then 8 more
     static constexpr uint32_t kPickLimit = 512;  // collect.comp's PICK_LIMIT at 256-wide workgroups
     // history.comp now visits only the hash entries in use.

@@ -298,7 +298,7 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
         if (in2) atomicAdd(c_id[(k2 >> uint(shift)) & 255u], 1u);
         if (in3) atomicAdd(c_id[(k3 >> uint(shift)) & 255u], 1u);
         barrier();
-        select_bin(above, need);
+        select_bin(above, need, 0u);
         uint bin = s_sel_bin;
         if (bin == 0xFFFFFFFFu) {  // fewer than `need` picks: every pick
             m = s_sel_above;
@@ -423,7 +423,7 @@ bool radix_chunk(uint row, uint begin, uint end, uint need, uint list, inout uin
             }
         }
         barrier();
-        select_bin(above, need);
+        select_bin(above, need, 0u);
         uint bin = s_sel_bin;
         if (bin == 0xFFFFFFFFu) {  // fewer than `need` logits in the chunk: every one (< need <= CAP / 2)
             tau = 0u;
@@ -541,7 +541,7 @@ void deep_probe_threshold(uint row, uint begin, uint stop, uint need, bool vmap)
             if (pk[j] != 0u && (hi == 32u || (pk[j] >> hi) == prefix)) atomicAdd(c_id[(pk[j] >> uint(shift)) & 255u], 1u);
         }
         barrier();
-        select_bin(above, need);
+        select_bin(above, need, 0u);
         uint bin = s_sel_bin;
         enough = bin != 0xFFFFFFFFu;  // else fewer than `need` picks: no threshold
         prefix = (prefix << 8u) | (enough ? bin : 0u);

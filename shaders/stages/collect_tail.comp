@@ -107,23 +107,38 @@ uint list_entry_at(uint j, uint n_chunks) {
 // count, else 0xFFFFFFFF. The lowest key tau with at most `limit` entries at
 // or above it and at least `need` (some bin always reaches need: total >
 // need). The whole workgroup; ends with a barrier.
+// Where the entries, the kept ones and the bins fit in c_key/c_id together
+// (the default chain's 32 lists of 40: 1280 + 256 + 256 <= CAP), the entries
+// are read from device memory once, with independent loads, and each level
+// and the compaction read them from shared memory: each level read them
+// again from device memory, a chain of dependent round trips (the loop's
+// atomics keep the loads from overlapping). Else they are read as they are
+// needed.
 uint select_top_entries(uint need, uint limit, uint total, uint n_chunks) {
     uint t = gl_LocalInvocationID.x;
+    bool staged = total + limit + 256u <= CAP;  // uniform
+    uint bins = staged ? CAP - 256u : 0u;  // c_id[bins, bins + 256): the counts
+    if (staged)  // the first level's barrier orders these writes before its reads
+        for (uint j = t; j < total; j += WG) {
+            uint at = list_entry_at(j, n_chunks);
+            c_key[j] = candidates[at];
+            c_id[j] = candidates[at + 1u];
+        }
     uint prefix = 0u, above = 0u, tau = 0u;
     bool fits = false;
     for (int shift = 24; shift >= 0 && !fits; shift -= 8) {  // uniform
-        for (uint b = t; b < 256u; b += WG) c_id[b] = 0u;
+        for (uint b = t; b < 256u; b += WG) c_id[bins + b] = 0u;
         barrier();
         uint hi = uint(shift) + 8u;  // bits above this level's digit
         for (uint j = t; j < total; j += WG) {
-            uint k = candidates[list_entry_at(j, n_chunks)];
-            if (hi == 32u || (k >> hi) == prefix) atomicAdd(c_id[(k >> uint(shift)) & 255u], 1u);
+            uint k = staged ? c_key[j] : candidates[list_entry_at(j, n_chunks)];
+            if (hi == 32u || (k >> hi) == prefix) atomicAdd(c_id[bins + ((k >> uint(shift)) & 255u)], 1u);
         }
         barrier();
-        select_bin(above, need);
+        select_bin(above, need, bins);
         uint bin = s_sel_bin;
         prefix = (prefix << 8u) | bin;
-        fits = s_sel_above + c_id[bin] <= limit;
+        fits = s_sel_above + c_id[bins + bin] <= limit;
         above = s_sel_above;
         tau = prefix << uint(shift);
         barrier();  // the bins are cleared or overwritten next
@@ -131,6 +146,28 @@ uint select_top_entries(uint need, uint limit, uint total, uint n_chunks) {
     if (!fits) return 0xFFFFFFFFu;  // uniform
     if (t == 0u) s_kept = 0u;
     barrier();
+    if (staged) {
+        // Kept entries go past the entries (slots below limit <= CAP - 256 -
+        // total), then to the front: the two ranges do not overlap (kept <=
+        // limit < total), so the move needs no barrier between its reads and
+        // writes.
+        for (uint j = t; j < total; j += WG) {
+            uint k = c_key[j];
+            if (k >= tau) {
+                uint slot = total + atomicAdd(s_kept, 1u);
+                c_key[slot] = k;
+                c_id[slot] = c_id[j];
+            }
+        }
+        barrier();
+        uint kept = s_kept;
+        for (uint i = t; i < kept; i += WG) {
+            c_key[i] = c_key[total + i];
+            c_id[i] = c_id[total + i];
+        }
+        barrier();
+        return kept;
+    }
     for (uint j = t; j < total; j += WG) {
         uint at = list_entry_at(j, n_chunks);
         uint k = candidates[at];
