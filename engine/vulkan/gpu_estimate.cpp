@@ -63,7 +63,7 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
                                               : 4 * M::kUsPerSelectLevelOf521950c + sort_us(in.capacity);
         const uint32_t limit = std::min(std::max(glsl::TAIL_SELECT_PER_NEED * in.need, glsl::TAIL_SELECT_LEAST),
                                         in.capacity);  // sort_chunk_lists
-        const bool staged = entries + limit + 256 <= in.capacity;  // select_top_entries
+        const bool staged = entries + limit + glsl::RADIX_BINS <= in.capacity;  // select_top_entries
         if (in.shaders == ShaderSet::Today && entries > limit)
             merge = (staged ? M::kUsPerSelectLevel + M::kSelectLevels * M::kUsPerStagedSelectLevel
                             : M::kSelectLevels * M::kUsPerSelectLevel) +

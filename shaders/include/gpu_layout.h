@@ -265,6 +265,10 @@ SIEVE_CONST uint MAX_ROW_CHUNKS = 64u;
 // (gpu_estimate.cpp) prices the same limit.
 SIEVE_CONST uint TAIL_SELECT_PER_NEED = 2u;
 SIEVE_CONST uint TAIL_SELECT_LEAST = 256u;
+// The select's bins (radix.glsl: one 8-bit digit a level). The tail stages
+// its lists' entries in shared memory where they, the kept ones and the bins
+// fit in CAP together (select_top_entries); the estimate prices the same.
+SIEVE_CONST uint RADIX_BINS = 256u;
 // The group's collect.comp variants' VkDispatchIndirectCommand (words of its
 // indirect arguments, armed by the host before each submission: gpu_chain.cpp
 // arm_collect): x is the chunks a row of the group is split into, 0 in the

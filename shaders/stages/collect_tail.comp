@@ -102,6 +102,16 @@ uint list_entry_at(uint j, uint n_chunks) {
     return s_at[lo] + 2u * (j - s_from[lo]);
 }
 
+// The lists' first `total` entries into c_key/c_id in list order, each
+// invocation copying entries of any list (independent loads). No barrier.
+void copy_list_entries(uint total, uint n_chunks) {
+    for (uint j = gl_LocalInvocationID.x; j < total; j += WG) {
+        uint at = list_entry_at(j, n_chunks);
+        c_key[j] = candidates[at];
+        c_id[j] = candidates[at + 1u];
+    }
+}
+
 // The lists' entries from the key the row's need-th entry has on, into
 // c_key/c_id (unsorted), if at most `limit` (need <= limit < total): their
 // count, else 0xFFFFFFFF. The lowest key tau with at most `limit` entries at
@@ -116,18 +126,13 @@ uint list_entry_at(uint j, uint n_chunks) {
 // needed.
 uint select_top_entries(uint need, uint limit, uint total, uint n_chunks) {
     uint t = gl_LocalInvocationID.x;
-    bool staged = total + limit + 256u <= CAP;  // uniform
-    uint bins = staged ? CAP - 256u : 0u;  // c_id[bins, bins + 256): the counts
-    if (staged)  // the first level's barrier orders these writes before its reads
-        for (uint j = t; j < total; j += WG) {
-            uint at = list_entry_at(j, n_chunks);
-            c_key[j] = candidates[at];
-            c_id[j] = candidates[at + 1u];
-        }
+    bool staged = total + limit + RADIX_BINS <= CAP;  // uniform
+    uint bins = staged ? CAP - RADIX_BINS : 0u;  // c_id[bins, bins + RADIX_BINS): the counts
+    if (staged) copy_list_entries(total, n_chunks);  // the first level's barrier orders it before its reads
     uint prefix = 0u, above = 0u, tau = 0u;
     bool fits = false;
     for (int shift = 24; shift >= 0 && !fits; shift -= 8) {  // uniform
-        for (uint b = t; b < 256u; b += WG) c_id[bins + b] = 0u;
+        for (uint b = t; b < RADIX_BINS; b += WG) c_id[bins + b] = 0u;
         barrier();
         uint hi = uint(shift) + 8u;  // bits above this level's digit
         for (uint j = t; j < total; j += WG) {
@@ -147,8 +152,8 @@ uint select_top_entries(uint need, uint limit, uint total, uint n_chunks) {
     if (t == 0u) s_kept = 0u;
     barrier();
     if (staged) {
-        // Kept entries go past the entries (slots below limit <= CAP - 256 -
-        // total), then to the front: the two ranges do not overlap (kept <=
+        // Kept entries go past the entries (slots below limit <= CAP -
+        // RADIX_BINS - total), then to the front: the two ranges do not overlap (kept <=
         // limit < total), so the move needs no barrier between its reads and
         // writes.
         for (uint j = t; j < total; j += WG) {
@@ -203,11 +208,7 @@ uint sort_chunk_lists(uint row, uint need, uint n_chunks) {
         }
     }
     if (total <= CAP) {
-        for (uint j = t; j < total; j += WG) {
-            uint at = list_entry_at(j, n_chunks);
-            c_key[j] = candidates[at];
-            c_id[j] = candidates[at + 1u];
-        }
+        copy_list_entries(total, n_chunks);
         barrier();
         sort_prefix(total);
         return min(total, need);
