@@ -115,7 +115,7 @@ void GpuChain::write_params(bool commit) {
     std::memcpy(buffers_.params.mapped, p, static_cast<size_t>(rows) * PARAM_STRIDE * 4);
 }
 
-// Arms one of collect.comp's two variants per row group, from the call's
+// Arms one of collect_chunk.glsl's two variants per row group, from the call's
 // analysis: the plain one when every row of the group can take it
 // (RowAnalysis::collect_plain; no bias or bitmask in the call, rows of whole
 // vec4s), else the general one. Host-written indirect arguments, so a change
@@ -367,6 +367,8 @@ std::vector<sieve_stage_estimate> GpuChain::plan_estimate(int32_t rows, int32_t 
     // (chunking), whatever the batch.
     if (shaders != ShaderSet::Today && row_stats_only(rec.plan))
         chunking(static_cast<uint32_t>(vocab), limits_, limits_.plan_type, &rec.plan.n_chunks, &rec.plan.chunk_size);
+    // Their tail was a dispatch of its own.
+    if (shaders != ShaderSet::Today) separate_tail(&rec.plan);
     if (baseline) {  // the plan's chunks everywhere, the tail's ranks, one history workgroup per row
         rec.plan.flags &= ~(FLAG_SORT_MERGE | FLAG_RADIX_CHUNKS);
         rec.plan.collect_slots = rec.plan.n_chunks;

@@ -31,6 +31,28 @@ double sort_stages(uint32_t n) {
 // compare-exchanges each invocation makes per stage.
 double sort_us(uint32_t n) { return M::kUsPerSortExchange * sort_stages(n) * std::ceil(n / 512.0); }
 
+// The collect tail's serial work on its one workgroup per row (a dispatch of
+// its own, or the chunks' last workgroup: Plan::fused_tail).
+double tail_us(const EstimateInputs& in, uint32_t chunks) {
+    const Plan& p = *in.plan;
+    // The aggregates' merge (collect_tail.glsl: merge_chunk_aggs): today
+    // one read for rows that need them, none for the others, where
+    // 521950c's fitted figure waited for one a chunk.
+    const double aggregate_reads = in.shaders != ShaderSet::Today ? 0.0 : (in.aggregates ? 1.0 : 0.0) - chunks;
+    if (!(p.flags & glsl::FLAG_SORT_MERGE))  // ranks by binary searches (a CPU plan's, and 30de833's)
+        return M::kTailUs + M::kTailUsPerOp * in.chain_ops + M::kTailUsPerNeed * in.need;
+    const uint32_t entries = chunks * in.need;  // the lists' entries, at most
+    double merge = entries <= in.capacity ? sort_us(entries) : 4 * M::kUsPerSelectLevelOf521950c + sort_us(in.capacity);
+    const uint32_t limit =
+        std::min(std::max(glsl::TAIL_SELECT_PER_NEED * in.need, glsl::TAIL_SELECT_LEAST), in.capacity);  // sort_chunk_lists
+    const bool staged = entries + limit + glsl::RADIX_BINS <= in.capacity;  // select_top_entries
+    if (in.shaders == ShaderSet::Today && entries > limit)
+        merge = (staged ? M::kUsPerSelectLevel + M::kSelectLevels * M::kUsPerStagedSelectLevel
+                        : M::kSelectLevels * M::kUsPerSelectLevel) +
+                sort_us(limit);
+    return M::kSortTailUs + M::kChunkReadUs * aggregate_reads + M::kSortTailUsPerOp * in.chain_ops + merge;
+}
+
 // `chunks`: the chunks the group's collect pass splits a row into.
 Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
     const Plan& p = *in.plan;
@@ -41,36 +63,20 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
                          : wide       ? wide_chunk_size(p, in.vocab)
                                       : p.chunk_size;
     const double read = chunk * M::kReadUsPerLogit;
+    // A fused tail runs after the last chunk of its row, on that workgroup.
+    const double fused_tail = collect && p.fused_tail ? tail_us(in, chunks) : 0.0;
     switch (d.stage) {
     case Stage::CollectPlain:
         if ((p.flags & glsl::FLAG_RADIX_CHUNKS) && in.need > M::kPickLimit)
-            return {4 * M::kUsPerSelectLevelOf521950c + M::kRadixChunkReads * read + sort_us(in.capacity), chunk,
-                    M::kHeavyPerSm};
+            return {4 * M::kUsPerSelectLevelOf521950c + M::kRadixChunkReads * read + sort_us(in.capacity) + fused_tail,
+                    chunk, M::kHeavyPerSm};
         [[fallthrough]];
     case Stage::Collect:
         if (in.shaders == ShaderSet::Of30de833)
             return {M::kCollectUs + M::kCollectUsPerNeed * in.need + read, chunk, M::kHeavyPerSm};
-        return {M::kPicksUs + read, chunk, M::kPicksPerSm};
-    case Stage::CollectTail: {
-        // The aggregates' merge (collect_tail.comp: merge_chunk_aggs): today
-        // one read for rows that need them, none for the others, where
-        // 521950c's fitted figure waited for one a chunk.
-        const double aggregate_reads = in.shaders != ShaderSet::Today ? 0.0 : (in.aggregates ? 1.0 : 0.0) - chunks;
-        if (!(p.flags & glsl::FLAG_SORT_MERGE))  // ranks by binary searches (a CPU plan's, and 30de833's)
-            return {M::kTailUs + M::kTailUsPerOp * in.chain_ops + M::kTailUsPerNeed * in.need, 0, M::kHeavyPerSm};
-        const uint32_t entries = chunks * in.need;  // the lists' entries, at most
-        double merge = entries <= in.capacity ? sort_us(entries)
-                                              : 4 * M::kUsPerSelectLevelOf521950c + sort_us(in.capacity);
-        const uint32_t limit = std::min(std::max(glsl::TAIL_SELECT_PER_NEED * in.need, glsl::TAIL_SELECT_LEAST),
-                                        in.capacity);  // sort_chunk_lists
-        const bool staged = entries + limit + glsl::RADIX_BINS <= in.capacity;  // select_top_entries
-        if (in.shaders == ShaderSet::Today && entries > limit)
-            merge = (staged ? M::kUsPerSelectLevel + M::kSelectLevels * M::kUsPerStagedSelectLevel
-                            : M::kSelectLevels * M::kUsPerSelectLevel) +
-                    sort_us(limit);
-        return {M::kSortTailUs + M::kChunkReadUs * aggregate_reads + M::kSortTailUsPerOp * in.chain_ops + merge, 0,
-                M::kHeavyPerSm};
-    }
+        // (The tail adds little shared memory to the picks': residency as fitted, stated.)
+        return {M::kPicksUs + read + fused_tail, chunk, M::kPicksPerSm};
+    case Stage::CollectTail: return {tail_us(in, chunks), 0, M::kHeavyPerSm};
     case Stage::WideHistogram: return {M::kWideHistogramUsPerLogit * chunk, chunk, M::kHeavyPerSm};
     case Stage::WideGather: return {M::kWideGatherUsPerLogit * chunk, chunk, M::kHeavyPerSm};
     case Stage::History: {

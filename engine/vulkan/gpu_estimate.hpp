@@ -29,7 +29,7 @@ struct EstimateInputs {
     uint32_t need = 1;            // the most candidates a row's collect pass keeps (P_NEED)
     uint32_t chain_ops = 0;       // samplers before the draw, penalties and DRY left out (the tail runs each)
     uint32_t history_tokens = 0;  // the longest history window the history pass reads
-    bool collect_plain = true;    // the host arms collect.comp's plain variant (else the general one)
+    bool collect_plain = true;    // the host arms collect_chunk.glsl's plain variant (else the general one)
     bool aggregates = false;      // some row's chain reads the full-row aggregates (ROW_NEED_SIGMA, ROW_NEED_MASS)
     ShaderSet shaders = ShaderSet::Today;
     // Per row group (as `groups`): the chunks its collect pass splits a row
@@ -59,16 +59,16 @@ struct EstimateModel {
     static constexpr double kBytesPerUs = 4.3e6;          // device bandwidth: 4.3 TB/s (a bound, not fitted)
     static constexpr double kReadUsPerLogit = 0.00066;    // one workgroup reading its chunk (latency-bound)
     // 30de833's shaders (ShaderSet::Of30de833):
-    static constexpr double kCollectUs = 59.3;            // collect.comp's fixed serial work per chunk
+    static constexpr double kCollectUs = 59.3;            // collect_chunk.glsl's fixed serial work per chunk
     static constexpr double kCollectUsPerNeed = 0.20;     // ... per candidate kept (compactions, the sorted list)
-    static constexpr double kTailUs = 17.5;               // collect_tail.comp per row
+    static constexpr double kTailUs = 17.5;               // collect_tail.glsl per row
     static constexpr double kTailUsPerOp = 17.0;          // ... per op of the chain
     static constexpr double kTailUsPerNeed = 0.71;        // ... per candidate merged and run through the chain
     static constexpr double kHistoryUs = 47.1;            // history.comp per row
     static constexpr double kHistoryUsPerToken = 0.0839;  // ... per history token in its window
     // Today's shaders, fitted to 521950c's default suite (its 64-row run at
     // v151936 summed its stage times past the wall clock and was left out;
-    // estimate.md). collect.comp's
+    // estimate.md). collect_chunk.glsl's
     // register picks (need <= kPickLimit): a fixed term, the read; no term
     // per candidate kept (every case kept 64: nothing told it apart).
     static constexpr double kPicksUs = 14.0;
@@ -103,7 +103,7 @@ struct EstimateModel {
     static constexpr double kUsPerSelectLevel = 1.5;
     static constexpr double kUsPerStagedSelectLevel = 0.5;
     static constexpr double kSelectLevels = 2;  // 8 bits a level: the sign and 7 exponent bits, then 8 more
-    static constexpr uint32_t kPickLimit = 512;  // collect.comp's PICK_LIMIT at 256-wide workgroups
+    static constexpr uint32_t kPickLimit = 512;  // collect_chunk.glsl's PICK_LIMIT at 256-wide workgroups
     // history.comp now visits only the hash entries in use.
     static constexpr double kGpuHistoryUs = 20.0;
     static constexpr double kWideHistogramUsPerLogit = 0.00858;

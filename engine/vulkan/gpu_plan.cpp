@@ -69,12 +69,12 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
             p.chunk_size = vocab;
         } else {
             // At most MAX_COLLECT_CHUNKS chunks, each starting at a multiple of
-            // 4 logits (collect.comp reads plain rows four at a time). On a
+            // 4 logits (collect_chunk.glsl reads plain rows four at a time). On a
             // GPU some rows may take more (collect_chunks_for_group): the
             // chunks the vocabulary takes.
             const uint32_t slots = std::min(p.n_chunks, MAX_ROW_CHUNKS);
             const uint32_t n = std::min(p.n_chunks, MAX_COLLECT_CHUNKS);
-            // collect_tail.comp's merge_chunk_aggs holds these chunks' aggregates
+            // collect_tail.glsl's merge_chunk_aggs holds these chunks' aggregates
             // in WG / 2 shared slots, at the smallest workgroup (device_profile.cpp: 32).
             static_assert(MAX_COLLECT_CHUNKS <= 32 / 2, "merge_chunk_aggs: the chunks at the smallest workgroup");
             p.chunk_size = collect_chunk_size(vocab, n);
@@ -87,8 +87,12 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
             if (type != SIEVE_DEVICE_CPU) p.flags |= FLAG_SORT_MERGE | FLAG_RADIX_CHUNKS;
         }
         // The chunks, then one workgroup per row for the merge, the chain and
-        // the draw (collect_tail.comp). Chunks of a big row run one of two
-        // variants of collect.comp, which the host arms per row group each
+        // the draw (collect_tail.glsl): on a GPU the chunks' last workgroup
+        // of each row to finish (collect_fused.comp, no dispatch and barrier
+        // of its own), on a CPU device a dispatch of its own, which keeps the
+        // tail's code out of the chunks' shader (a CPU device runs every
+        // line under a lane mask, taken or not). Chunks of a big row run one of two
+        // variants of collect_chunk.glsl, which the host arms per row group each
         // call (gpu_chain.cpp: arm_collect): the plain one when every row of
         // the group can take it, else the general one. Only the variants the
         // call's groups take are recorded.
@@ -109,7 +113,8 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
             if (variants != CollectVariants::Plain)
                 p.dispatches.push_back({Stage::Collect, 0, true, COLLECT_GENERAL_ARGS});
         }
-        p.dispatches.push_back({Stage::CollectTail, 0, false});
+        p.fused_tail = type != SIEVE_DEVICE_CPU;
+        if (!p.fused_tail) p.dispatches.push_back({Stage::CollectTail, 0, false});
         // A top-p cut past the buffer: wide_histogram and wide_gather, armed
         // by the rows that need them (zero workgroups otherwise).
         if (wide && !p.small && !greedy_chain && kind == RecordingKind::Sample) {
@@ -117,7 +122,7 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
             p.dispatches.push_back({Stage::WideGather, 0, true, WIDE_GATHER_ARGS});
         }
         p.min_row_passes = 1;
-        p.min_dispatches = 2;
+        p.min_dispatches = p.fused_tail ? 1 : 2;
         return p;
     }
     if (kind == RecordingKind::Distribution) {
@@ -208,10 +213,21 @@ bool row_stats_only(const Plan& p) {
 
 void split_greedy_for_batch(Plan* p, uint32_t rows, uint32_t vocab, const EffectiveLimits& limits) {
     if (limits.plan_type == SIEVE_DEVICE_CPU || p->small || !row_stats_only(*p)) return;
-    const uint32_t target = 2 * std::max(limits.compute_units, 1u) / std::max(rows, 1u);
+    const uint32_t target = kGreedyWorkgroupsPerUnit * std::max(limits.compute_units, 1u) / std::max(rows, 1u);
     const uint32_t n = std::clamp(target, 1u, p->n_chunks);
     p->chunk_size = (vocab + n - 1) / n;
     p->n_chunks = (vocab + p->chunk_size - 1) / p->chunk_size;
+}
+
+void separate_tail(Plan* p) {
+    if (!p->fused_tail) return;
+    auto& ds = p->dispatches;
+    auto last_collect = std::find_if(ds.rbegin(), ds.rend(), [](const Dispatch& d) {
+        return d.stage == Stage::Collect || d.stage == Stage::CollectPlain;
+    });
+    ds.insert(last_collect.base(), Dispatch{Stage::CollectTail, 0, false});
+    p->fused_tail = false;
+    p->min_dispatches += 1;
 }
 
 Plan deep_levels_plan(const Plan& first) {

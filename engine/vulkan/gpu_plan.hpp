@@ -58,6 +58,10 @@ struct Plan {
     uint32_t min_row_passes = 1;  // full-row reads when the first level resolves the draw
     uint32_t min_dispatches = 1;  // dispatches that launch workgroups in that case
     bool wide_direct = false;     // the wide passes alone (wide.glsl: WIDE_DIRECT)
+    // A truncating chain's tail runs in the collect pass's last chunk
+    // workgroup of each row (collect_fused.comp), not as a dispatch of its
+    // own: a GPU's plan.
+    bool fused_tail = false;
     uint32_t history_groups = 0;  // the history pass's building workgroups per row (0: no history pass)
 };
 
@@ -94,7 +98,7 @@ uint32_t history_groups_for(uint32_t capacity, uint32_t rows, const EffectiveLim
 // pass's building workgroups, or one per row.
 uint32_t workgroups_per_row(const Plan& plan, const Dispatch& d);
 
-// Which of collect.comp's two variants a call's row groups take
+// Which of collect_chunk.glsl's two variants a call's row groups take
 // (gpu_chain.cpp: arm_collect): a plan records only those, since an empty
 // indirect dispatch is not free (4 us on an H200, 8 at 64 rows: the unarmed
 // variant of 521950c's plan).
@@ -124,7 +128,7 @@ constexpr double kDeepRateWeight = 1.0 / 8.0;
 
 // collect: the chain has truncating samplers (or a dynamic temperature): one
 // collect dispatch whose last workgroup runs the chain on the row's top
-// candidates (collect.comp, tail.glsl). Otherwise the selection levels.
+// candidates (collect_chunk.glsl, tail.glsl). Otherwise the selection levels.
 // wide: the chain holds top-p, whose cut may fall past the candidate buffer:
 // two more passes, launched indirectly only for rows that need them
 // (wide.glsl).
@@ -139,7 +143,7 @@ constexpr double kDeepRateWeight = 1.0 / 8.0;
 // the row itself (row_analysis.hpp: RowAnalysis::wide_direct; a CPU device): they run
 // alone, two passes instead of the collect pass, its tail and two more
 // (not with history or logprobs).
-// variants: collect.comp's variants the plan records (a big row's; a small
+// variants: collect_chunk.glsl's variants the plan records (a big row's; a small
 // row has one).
 // levels: where a selection chain's key levels go (KeyLevels).
 Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, uint32_t history_groups, uint32_t vocab,
@@ -147,15 +151,25 @@ Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, u
                CollectVariants variants = CollectVariants::Both, KeyLevels levels = KeyLevels::Inline);
 
 // A GPU's greedy plan (row statistics alone, after the history pass if any)
-// splits each row into about two workgroups per compute unit over the call's
-// rows, at most the plan's chunks: many a row at batch 1, one or a few at
-// large batches. Its figures (maxima, first ids, counts) are the same for
+// splits each row into about kGreedyWorkgroupsPerUnit workgroups per compute
+// unit over the call's rows, at most the plan's chunks: many a row at batch
+// 1, a few at large batches. Its figures (maxima, first ids, counts) are the same for
 // any split, so the batch may decide it; a plan that sums anything over the
 // chunks (the selection levels, logprobs) keeps the batch-independent
 // chunking. A CPU device's plan is left as it is.
 void split_greedy_for_batch(Plan* plan, uint32_t rows, uint32_t vocab, const EffectiveLimits& limits);
+// The row statistics pass streams its chunk with little shared memory (its
+// reduction trees): four of its workgroups fit a compute unit at once where
+// the collect pass's two do, and each reads a chunk at one workgroup's
+// latency-bound rate, so four a unit read a batch's rows in one wave, twice
+// as many loads in flight. (At 64 rows on an H200: 8 chunks a row, not 4.)
+constexpr uint32_t kGreedyWorkgroupsPerUnit = 4;
 // The plan is row statistics alone (after the history pass if any).
 bool row_stats_only(const Plan& plan);
+
+// The tail as a dispatch of its own after the collect passes, as every plan
+// had it before the fused tail (the estimate's plans of measured runs).
+void separate_tail(Plan* p);
 
 // The second part of a selection plan made with KeyLevels::Apart: key levels
 // 1..KEY_LEVELS (indirect, armed by the level before) and the gather again,
@@ -183,7 +197,7 @@ inline uint32_t wide_chunk_size(const Plan& plan, uint32_t vocab) {
 
 // The chunks a collect pass splits each row of a row group into (the
 // variant's indirect x; gpu_chain.cpp arm_collect). The plan's n_chunks,
-// except on a GPU for a group of plain rows (collect.comp's plain variant: no
+// except on a GPU for a group of plain rows (collect_chunk.glsl's plain variant: no
 // full-row aggregates, so how a row is split changes no result): about two
 // workgroups per compute unit over the group (many chunks at batch 1, one a
 // row at large batches), at most the chunk statistics' slots

@@ -29,14 +29,14 @@ struct RecordingKey {
     bool logprobs = false;     // raw_stats.comp runs first
     bool wide = false;         // the wide passes are recorded (some row may take them)
     bool wide_direct = false;  // the wide passes alone, from the rows (make_plan, wide.glsl: WIDE_DIRECT)
-    CollectVariants collect_variants = CollectVariants::Both;  // collect.comp's the row groups take
+    CollectVariants collect_variants = CollectVariants::Both;  // collect_chunk.glsl's the row groups take
     KeyLevels key_levels = KeyLevels::Inline;  // a selection chain's key levels: in the plan or apart
 
     // Every row starts at a multiple of 4 logits and holds whole vec4s: the
     // passes' four-at-a-time variants may read them (the app's rows, bound in
     // place, have their own stride).
     bool rows_of_whole_vec4s() const { return vocab % 4 == 0 && stride % 4 == 0; }
-    // Whether collect.comp's plain variant may read a row of this call: its
+    // Whether collect_chunk.glsl's plain variant may read a row of this call: its
     // analysis allows it (no full-row sums), no bias or bitmask, whole vec4s.
     bool row_takes_plain(const RowAnalysis& a) const {
         return a.collect_plain && inputs == InputsMode::None && rows_of_whole_vec4s();

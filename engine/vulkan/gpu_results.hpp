@@ -1,6 +1,6 @@
 // What the passes leave for the host, decoded: a row's result words
 // (gpu_layout.h's RES_*), its raw log-probabilities (raw_stats.comp) and a
-// distribution call's output (collect_tail.comp's list or
+// distribution call's output (collect_tail.glsl's list or
 // probabilities.comp's row).
 #pragma once
 
@@ -28,7 +28,7 @@ sieve_token decode_result(uint32_t row, const uint32_t* res, const ref::RowParam
 // token's and the top n (at most what it found).
 ref::RawLogprobs decode_raw_logprobs(const uint32_t* res, int32_t n);
 
-// A distribution of collect_tail.comp's list: [count or STATUS_FALLBACK,
+// A distribution of collect_tail.glsl's list: [count or STATUS_FALLBACK,
 // step, (id, p) x count]. Left to the twin: false, with the step in *step.
 bool decode_distribution_list(const uint32_t* words, std::vector<ref::Weighted>* out, uint32_t* step);
 // A distribution of probabilities.comp's full row: p >= 0 for the survivors,

@@ -223,18 +223,19 @@ VkPipeline Pipelines::get(Stage stage, InputsMode inputs, bool rows_x4, bool tex
 }
 
 VkPipeline Pipelines::collect(Stage stage, uint64_t ops, uint32_t selector, InputsMode inputs, bool small,
-                              bool texel) {
+                              bool texel, bool fused) {
     std::lock_guard<std::mutex> lock(collect_mutex_);
     small = small && stage == Stage::Collect;
     texel = texel && stage == Stage::CollectPlain;
-    const auto key =
-        std::make_tuple(static_cast<uint32_t>(stage), ops, selector, static_cast<uint32_t>(inputs), small, texel);
+    const bool tail = stage == Stage::CollectTail;
+    fused = fused && !tail;
+    const auto key = std::make_tuple(static_cast<uint32_t>(stage), ops, selector, static_cast<uint32_t>(inputs),
+                                     small, texel, fused);
     auto it = collect_.find(key);
     if (it != collect_.end()) return it->second;
-    const bool tail = stage == Stage::CollectTail;
-    const shaders::Spirv& code = spirv(stage);
+    const shaders::Spirv& code = fused ? fused_spirv() : spirv(stage);
     const auto& lim = device_.limits();
-    // collect.comp's COLLECT_VARIANT: 0 general, 1 plain, 2 small.
+    // collect_chunk.glsl's COLLECT_VARIANT: 0 general, 1 plain, 2 small.
     const uint32_t collect_variant = stage == Stage::CollectPlain ? 1u : small ? 2u : 0u;
     // The tail runs one workgroup per row, over a few dozen candidates and
     // mostly in one invocation; a CPU device runs each line of it once per
@@ -257,8 +258,14 @@ VkPipeline Pipelines::collect(Stage stage, uint64_t ops, uint32_t selector, Inpu
     return p;
 }
 
+const shaders::Spirv& Pipelines::fused_spirv() const {
+    // It has a last-workgroup handoff (arrive.glsl): a memory model variant too.
+    if (uses_memory_model_) return uses_subgroups_ ? shaders::collect_fused_subgroup_vmm : shaders::collect_fused_vmm;
+    return uses_subgroups_ ? shaders::collect_fused_subgroup : shaders::collect_fused;
+}
+
 const shaders::Spirv& Pipelines::spirv(Stage stage) const {
-    // Indexed by Stage (CollectPlain is collect.comp's plain variant).
+    // Indexed by Stage (CollectPlain is collect_chunk.glsl's plain variant).
     static const shaders::Spirv* const portable[] = {
         &shaders::row_stats,   &shaders::mass_histogram, &shaders::gather,      &shaders::finalize,
         &shaders::probabilities, &shaders::collect,      &shaders::wide_histogram, &shaders::wide_gather,

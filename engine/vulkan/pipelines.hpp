@@ -85,11 +85,12 @@ public:
     // A collect stage's pipeline (Collect, CollectPlain or CollectTail)
     // specialized for one chain (its ops, as row_analysis.hpp's ChainAnalysis::chain_ops
     // encodes them), built on first use and shared by the context's chains.
-    // small: the plan's rows fit the candidate buffer (collect.comp's small
+    // small: the plan's rows fit the candidate buffer (collect_chunk.glsl's small
     // variant); texel: the plain variant reads the row through the texel
-    // binding (collect.comp's TEXEL_READ).
+    // binding (TEXEL_READ); fused: Collect or CollectPlain with the tail in
+    // the last chunk workgroup (collect_fused.comp, Plan::fused_tail).
     VkPipeline collect(Stage stage, uint64_t ops, uint32_t selector, InputsMode inputs, bool small,
-                       bool texel = false);
+                       bool texel = false, bool fused = false);
     bool uses_subgroups() const { return uses_subgroups_; }
     // The handoff shaders' Vulkan memory model variants (arrive.glsl).
     bool uses_memory_model() const { return uses_memory_model_; }
@@ -109,9 +110,10 @@ private:
     bool uses_memory_model_ = false;
     std::once_flag inputs_variant_[kInputsModes];
     std::mutex collect_mutex_;
-    std::map<std::tuple<uint32_t, uint64_t, uint32_t, uint32_t, bool, bool>, VkPipeline> collect_;
+    std::map<std::tuple<uint32_t, uint64_t, uint32_t, uint32_t, bool, bool, bool>, VkPipeline> collect_;
     // The stage's embedded SPIR-V, the subgroup variant where it is used.
     const shaders::Spirv& spirv(Stage stage) const;
+    const shaders::Spirv& fused_spirv() const;  // collect_fused.comp
     void build(uint32_t variant);
     void release();
 };
@@ -151,7 +153,7 @@ struct Specialization {
     InputsMode inputs = InputsMode::None;         // SPEC_INPUTS_MODE
     uint64_t chain_ops = 0;                       // SPEC_CHAIN_OPS_LO, SPEC_CHAIN_OPS_HI
     uint32_t selector = 0;                        // SPEC_CHAIN_SELECTOR
-    uint32_t collect_variant = 0;                 // SPEC_COLLECT_VARIANT (collect.comp)
+    uint32_t collect_variant = 0;                 // SPEC_COLLECT_VARIANT (collect_chunk.glsl)
     uint32_t texel_read = 0;                      // SPEC_TEXEL_READ
     uint32_t wide_divisions = kWideAnyDivisions;  // SPEC_WIDE_DIVISIONS
     uint32_t wide_direct = 0;                     // SPEC_WIDE_DIRECT

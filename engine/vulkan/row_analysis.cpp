@@ -191,7 +191,7 @@ bool may_go_wide(const std::vector<SamplerKind>& samplers, const ref::RowParams&
     return false;
 }
 
-// collect.comp's plain variant: no full-row aggregates (want_sigma ||
+// collect_chunk.glsl's plain variant: no full-row aggregates (want_sigma ||
 // want_mass), and pick_chunk's need <= PROBE * WG (PROBE = 4), or min-p's
 // floor (ROW_FLOOR: it keeps what is at or above the floor, whatever the
 // need), and 2 * PROBE * WG <= CAP. The bias/bitmask and the vec4 map are

@@ -36,7 +36,7 @@ ChainAnalysis analyse_chain(const std::vector<ref::SamplerKind>& samplers);
 // and the call.
 struct RowContext {
     uint32_t capacity = 0;        // the device's candidate capacity
-    uint32_t workgroup_size = 0;  // the device's (collect.comp's plain variant)
+    uint32_t workgroup_size = 0;  // the device's (collect_chunk.glsl's plain variant)
     bool cpu_paths = false;       // a CPU device (the wide passes may run alone)
     // The chain has a wide buffer (top-p): a call's recording may hold the
     // wide passes; a sampling call's may let them take over a top-p that is a
@@ -49,7 +49,7 @@ struct RowContext {
 };
 
 struct RowAnalysis {
-    // The collect pass (collect.comp, tail.glsl): the candidates it keeps,
+    // The collect pass (collect_chunk.glsl, tail.glsl): the candidates it keeps,
     // the row's flags but the call's own (ROW_COMMIT, ROW_HOLD_STEP), the
     // temperature its mass is summed at, min-p's floor (ROW_FLOOR).
     uint32_t need = 0;
@@ -57,7 +57,7 @@ struct RowAnalysis {
     float agg_t = 1.0f;
     float floor = 0.0f;
     bool collect = false;        // a dynamic temperature: the collect pass even if the chain needs none
-    bool collect_plain = false;  // collect.comp's plain variant serves it (no aggregates, a need its picks hold)
+    bool collect_plain = false;  // collect_chunk.glsl's plain variant serves it (no aggregates, a need its picks hold)
     // The history pass (history.comp): penalties or DRY of the chain act on
     // this row this call.
     bool penalties = false;

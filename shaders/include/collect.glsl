@@ -1,4 +1,4 @@
-// What collect.comp (the chunks) and collect_tail.comp (the row's merge,
+// What collect_chunk.glsl (the chunks) and collect_tail.glsl (the row's merge,
 // chain and draw) share: where a chunk leaves its sorted list and statistics.
 #ifndef SIEVE_COLLECT_GLSL
 #define SIEVE_COLLECT_GLSL
@@ -19,15 +19,16 @@ uint chunk_list_at(uint row, uint c, uint n) {
     return row * ROW_WORDS + c * share;
 }
 
-// Logits per chunk of a row split into n chunks: a multiple of 4 (collect.comp
+// Logits per chunk of a row split into n chunks: a multiple of 4 (collect_chunk.glsl
 // reads plain rows four at a time). The host's collect_chunk_size
 // (gpu_plan.cpp) is the same formula: it chooses n so that every chunk holds
 // logits.
 uint collect_chunk_size(uint n) { return ((pc.vocab + n - 1u) / n + 3u) / 4u * 4u; }
 
 // The chunks the row group's collect pass split each row into (the indirect
-// x of the variant that ran; the host arms it: gpu_chain.cpp arm_collect).
-// collect.comp's workgroups read their own gl_NumWorkGroups.x instead.
+// x of the variant that ran; the host arms it: gpu_chain.cpp arm_collect),
+// for collect_tail.comp. The chunks, and a tail in their last workgroup
+// (collect_fused.comp), read their own gl_NumWorkGroups.x instead.
 uint collect_chunks() {
     if ((pc.flags & FLAG_SMALL) != 0u) return 1u;
     return max(dispatch_args[pc.args_base + COLLECT_PLAIN_ARGS], dispatch_args[pc.args_base + COLLECT_GENERAL_ARGS]);

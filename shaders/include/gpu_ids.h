@@ -16,7 +16,7 @@
 #define BINDING_HISTOGRAMS 5     // [row][chunk][bin][HIST_STRIDE]
 #define BINDING_CANDIDATES 6     // [row][MAX_COLLECT_CHUNKS * CAP]
 #define BINDING_RESULTS 7        // [row][RESULT_STRIDE]
-#define BINDING_OUTPUT 8         // a distribution's probabilities (probabilities.comp, collect_tail.comp)
+#define BINDING_OUTPUT 8         // a distribution's probabilities (probabilities.comp, collect_tail.glsl)
 #define BINDING_DISPATCH_ARGS 9  // [row group][GROUP_ARGS_WORDS], bound whole
 #define BINDING_ROW_INPUTS 10    // per row: logit bias, token bitmask, DRY breakers
 #define BINDING_WIDE 11          // per row: wide.glsl's buffer entries and list
@@ -32,7 +32,7 @@
 #define SPEC_CHAIN_OPS_LO 3      // common.glsl: CHAIN_OPS_LO
 #define SPEC_CHAIN_OPS_HI 4      // common.glsl: CHAIN_OPS_HI
 #define SPEC_CHAIN_SELECTOR 5    // common.glsl: CHAIN_SELECTOR
-#define SPEC_COLLECT_VARIANT 6   // collect.comp: COLLECT_VARIANT
+#define SPEC_COLLECT_VARIANT 6   // collect_chunk.glsl: COLLECT_VARIANT
 #define SPEC_TEXEL_READ 7        // logits4.glsl: TEXEL_READ
 #define SPEC_INDEXED_BINS 8      // common.glsl: INDEXED_BINS
 #define SPEC_WIDE_BINS 9         // wide.glsl: WIDE_BINS

@@ -45,10 +45,10 @@ layout(push_constant) uniform Push { SIEVE_PUSH_CONSTANTS(SIEVE_PUSH_FIELD) } pc
 SIEVE_CONST uint FLAG_GREEDY = 1u;   // the chain ends in greedy
 SIEVE_CONST uint FLAG_SMALL = 2u;    // the whole row fits the candidate buffer: finalize reads it directly
 SIEVE_CONST uint FLAG_DISTRIBUTION = 4u;  // sieve_chain_distribution: no result, no step advance
-// collect_tail.comp merges the chunks' lists by sorting them in shared memory
+// collect_tail.glsl merges the chunks' lists by sorting them in shared memory
 // (a GPU's plan: no dependent global loads), not by ranks (a CPU device's)
 SIEVE_CONST uint FLAG_SORT_MERGE = 8u;
-// collect.comp's plain chunks keep a `need` past the register picks by a radix
+// collect_chunk.glsl's plain chunks keep a `need` past the register picks by a radix
 // select over the chunk (a GPU's plan: re-reads are cheap, compactions not)
 SIEVE_CONST uint FLAG_RADIX_CHUNKS = 16u;
 // CHAIN_SELECTOR's values (engine/vulkan/row_analysis.cpp: ChainAnalysis::selector).
@@ -259,7 +259,7 @@ SIEVE_CONST uint MAX_RAW_LOGPROBS = 20u;  // SIEVE_MAX_TOP_LOGPROBS
 // <= CAP: each list fits its share, and the tail merges them at once).
 SIEVE_CONST uint MAX_COLLECT_CHUNKS = 8u;
 SIEVE_CONST uint MAX_ROW_CHUNKS = 64u;
-// A GPU tail's merge (collect_tail.comp: sort_chunk_lists) sorts the lists
+// A GPU tail's merge (collect_tail.glsl: sort_chunk_lists) sorts the lists
 // whole up to min(max(TAIL_SELECT_PER_NEED x need, TAIL_SELECT_LEAST), CAP)
 // entries; past that a radix select narrows them to it first. The estimate
 // (gpu_estimate.cpp) prices the same limit.
@@ -269,10 +269,10 @@ SIEVE_CONST uint TAIL_SELECT_LEAST = 256u;
 // its lists' entries in shared memory where they, the kept ones and the bins
 // fit in CAP together (select_top_entries); the estimate prices the same.
 SIEVE_CONST uint RADIX_BINS = 256u;
-// The group's collect.comp variants' VkDispatchIndirectCommand (words of its
+// The group's collect_chunk.glsl variants' VkDispatchIndirectCommand (words of its
 // indirect arguments, armed by the host before each submission: gpu_chain.cpp
 // arm_collect): x is the chunks a row of the group is split into, 0 in the
-// variant that does not run. collect_tail.comp reads the x that ran.
+// variant that does not run. collect_tail.glsl reads the x that ran.
 SIEVE_CONST uint COLLECT_PLAIN_ARGS = 72u;
 SIEVE_CONST uint COLLECT_GENERAL_ARGS = 76u;
 // The most temperature divisions the wide passes take before a cut and in
@@ -311,7 +311,7 @@ SIEVE_CONST uint NO_INPUTS = 0xFFFFFFFFu;
 // Per row group, GROUP_ARGS_WORDS of indirect dispatch arguments: words
 // [0, SHADER_ARGS_WORDS) are armed by the shaders (the wide passes' and the
 // levels'; reset by each recording), the rest by the host before each
-// submission: which of collect.comp's two variants runs and its chunks
+// submission: which of collect_chunk.glsl's two variants runs and its chunks
 // (COLLECT_PLAIN_ARGS, COLLECT_GENERAL_ARGS above).
 inline constexpr uint GROUP_ARGS_WORDS = 80u;
 // A VkDispatchIndirectCommand: x, y, z.

@@ -1,5 +1,5 @@
-// A radix select's bin choice, shared by collect.comp (a chunk's threshold)
-// and collect_tail.comp (the row's, over the chunks' lists): 256 bins of one
+// A radix select's bin choice, shared by collect_chunk.glsl (a chunk's threshold)
+// and collect_tail.glsl (the row's, over the chunks' lists): 256 bins of one
 // 8-bit digit, counted by shared atomics into c_id[bins, bins + 256)
 // (bitonic.glsl).
 #ifndef SIEVE_RADIX_GLSL

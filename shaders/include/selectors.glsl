@@ -1,4 +1,4 @@
-// The learning final samplers on the candidates (collect.comp's tail): mirostat
+// The learning final samplers on the candidates (collect_chunk.glsl's tail): mirostat
 // v1 and v2 cut the array before the draw, adaptive-p reshapes it; after the
 // draw each learns from its own token (mu, the running average), stored in the
 // row's slot when the call commits. Ports of the CPU twin

@@ -35,7 +35,7 @@ const uint REST_UNKNOWN = 2u;
 const uint REST_CUT = 3u;
 
 // 1 on a CPU device (EffectiveLimits::cpu_paths): top-p, min-p and the draw
-// (collect_tail.comp) decide on invocation 0 with serial loops, as before
+// (collect_tail.glsl) decide on invocation 0 with serial loops, as before
 // the workgroup-wide versions. On lavapipe each barrier costs microseconds
 // (a switch through every SIMD batch of the workgroup) while a lone
 // invocation's loop over 40 candidates costs about as much as one: the
@@ -45,7 +45,7 @@ layout(constant_id = SPEC_TAIL_SERIAL) const uint TAIL_SERIAL = 0u;
 
 shared uint s_n, s_rest, s_rest_kind, s_fallback, s_status;
 shared uint s_agg_ok;     // the array is still the whole row (the full-row aggregates describe it)
-shared uint s_floor_ok;   // the collect pass ran min-p's floor (collect.comp)
+shared uint s_floor_ok;   // the collect pass ran min-p's floor (collect_chunk.glsl)
 shared uint s_need;       // candidates the collect pass kept per chunk
 shared float s_tprod;     // temperatures applied while the rest is REST_UNKNOWN
 shared float s_rest_min;  // current value of the row's smallest finite logit

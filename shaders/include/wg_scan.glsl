@@ -1,5 +1,5 @@
 // Workgroup-wide sums and prefix sums over shared memory, for the tail's
-// chain (tail.glsl) and its draw (collect_tail.comp): each invocation brings
+// chain (tail.glsl) and its draw (collect_tail.glsl): each invocation brings
 // one partial (the sum of its own block of candidates), the first SCAN_GROUPS
 // invocations add them in groups of SCAN_G, then every invocation adds the
 // groups before its own and its group's partials before its own. Three

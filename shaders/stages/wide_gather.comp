@@ -487,7 +487,7 @@ void main() {
     uint j = j_first;
     if (WIDE_ROWS_X4 != 0u) {
         // Four loads a trip: a CPU device loads a vector lane by lane, each
-        // waiting on memory; independent loads overlap (collect.comp).
+        // waiting on memory; independent loads overlap (collect_chunk.glsl).
         uint q0 = (row * pc.stride + begin) / 4u;
         for (; j + 3u * RUN_LANES < j_stop; j += 4u * RUN_LANES) {
             vec4 fa = row_vec4(q0 + j), fb = row_vec4(q0 + j + RUN_LANES);

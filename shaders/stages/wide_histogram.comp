@@ -77,7 +77,7 @@ shared uint s_found;  // ... the row is done (a fallback), or the draw's walk re
 // is first looked for in the buffer (llama.cpp: the first entry whose
 // cumulative mass reaches it, with at least min_keep entries); there, the
 // survivors are a prefix of the buffer and the draw happens here, by exact
-// masses as in collect.comp. Else R_WIDE_RC becomes what the bins must
+// masses as in collect_chunk.glsl. Else R_WIDE_RC becomes what the bins must
 // still cover and the row goes on as any other. The whole workgroup (mc,
 // below: invocation 0's); the answer is the same in every invocation.
 bool cut_in_buffer(uint row, float mc[WIDE_BINS], float below) {
@@ -396,7 +396,7 @@ RowStats direct_stats(uint row, uint begin, uint end, bool vmap, uint j_first, u
     if (WIDE_ROWS_X4 != 0u) {
         // Four loads an iteration: a CPU device loads a vector lane by lane,
         // each waiting on memory; independent loads overlap (the collect
-        // pass's loop, collect.comp).
+        // pass's loop, collect_chunk.glsl).
         uint q0 = (row * pc.stride + begin) / 4u;
         for (; j + 3u * RUN_LANES < j_stop; j += 4u * RUN_LANES) {
             vec4 fa = row_vec4(q0 + j), fb = row_vec4(q0 + j + RUN_LANES);

@@ -1,0 +1,798 @@
+// The chunks of a truncating chain, in one read of the row (collect.comp, or
+// collect_fused.comp with the row's tail in the last chunk to finish). Each
+// chunk workgroup keeps the top `need` entries of its slice in canonical
+// order (key descending, ties by lower id: a total order, so the result is
+// exact) while it reads it once: entries above the running threshold (the
+// need-th best so far) are appended to shared memory, which is compacted by a
+// bitonic sort when it fills. The chunk also sums the full-row aggregates its
+// row needs (agg.glsl), and leaves its sorted list and statistics for the
+// tail (collect_tail.glsl). A row that fits the candidate buffer (FLAG_SMALL)
+// is read and sorted whole by one workgroup.
+#ifndef SIEVE_COLLECT_CHUNK_GLSL
+#define SIEVE_COLLECT_CHUNK_GLSL
+#include "common.glsl"
+#include "row.glsl"
+#include "agg.glsl"
+#include "bitonic.glsl"
+#include "collect.glsl"
+#include "radix.glsl"
+#include "stretch.glsl"
+
+// Which rows this pipeline serves (pipelines.cpp). A CPU device runs every
+// line of a shader in every workgroup under a lane mask, taken or not, so the
+// rows the host can tell apart get a variant with only their own path.
+layout(constant_id = SPEC_COLLECT_VARIANT) const uint COLLECT_VARIANT = 0u;
+const uint VARIANT_GENERAL = 0u;  // chunks of any row
+// Chunks of plain rows only (no aggregates, need <= PROBE x WG, vec4 map):
+// the host arms it for a row group whose rows all are (gpu_chain.cpp).
+const uint VARIANT_PLAIN = 1u;
+const uint VARIANT_SMALL = 2u;  // whole rows that fit the buffer (FLAG_SMALL)
+const bool PLAIN = COLLECT_VARIANT == VARIANT_PLAIN;
+
+// The logits again, four at a time (logits4.glsl): one load and one loop
+// iteration per 4 logits in the hot loop (the plain variant's register read
+// through the texel binding on a CPU device).
+#include "logits4.glsl"
+
+// The logits an invocation owns in a round, in the order it reads them: every
+// WG-th (scalar map) or every WG-th group of 4 (vec4 map).
+uint next_logit(uint i, bool vmap) { return vmap ? ((i & 3u) != 3u ? i + 1u : i + 4u * WG - 3u) : i + WG; }
+
+
+shared uint s_fill, s_has_tau, s_tau_key, s_tau_id, s_wmax_key, s_count;
+
+// Logits per invocation in a round once a threshold exists.
+const uint LONG_ROUND = 64u;
+const uint NO_RETRY = 0xFFFFFFFFu;
+
+// Appends candidate (k, i); returns i when the buffer is full (retry it after
+// the compaction), else NO_RETRY.
+uint append(uint k, uint i) {
+    uint slot = atomicAdd(s_fill, 1u);
+    if (slot >= CAP) return i;
+    c_key[slot] = k;
+    c_id[slot] = i;
+    return NO_RETRY;
+}
+
+// The key below which min-p's floor drops logits (0: none yet). Conservative:
+// rounding never drops a logit the tail would keep.
+uint floor_key(bool use_floor, float floor_offset) {
+    if (!use_floor || s_wmax_key == 0u) return 0u;
+    float wv = sieve_key_value(s_wmax_key);
+    return sieve_key(wv + floor_offset - 1e-5 * abs(wv));
+}
+
+// The probes' end: their picks at c[0, n) (n a power of two) sorted
+// canonically (a key-0 pick sorts last), the need-th best is the first
+// threshold. (Parallel: on a CPU device one invocation's loop costs far more
+// than a few dozen barriers.)
+void threshold_from_picks(uint n, uint need) {
+    barrier();
+    bitonic_sort_canonical(n);
+    if (gl_LocalInvocationID.x == 0u && c_key[need - 1u] != 0u) {
+        s_has_tau = 1u;
+        s_tau_key = c_key[need - 1u];
+        s_tau_id = c_id[need - 1u];
+    }
+    barrier();
+}
+
+// A first threshold without appending anything: each invocation keeps its
+// PROBE best logits of the first round, and the need-th best of those is the
+// threshold (each is a logit of the chunk, so it is at most the chunk's need-th
+// best: nothing the chunk's top `need` holds is ever dropped).
+// The invocations' picks are written at the end of c_key/c_id, then sorted at
+// the front (PROBE * WG <= CAP / 2, so the two never overlap).
+const uint PROBE = 4u;
+const uint PROBE_ROUND = 64u;  // logits per invocation the probe reads (a cheap loop: 4 selects each)
+const uint PROBE_AT = CAP - PROBE * WG;
+
+// Inserts (k, i) into a register list of the 4 best (descending; ids grow
+// within an invocation, so a later equal key ranks after and is not taken).
+#define PICK4(k, i)                                              \
+    {                                                            \
+        bool b0 = k > k0, b1 = k > k1, b2 = k > k2, b3 = k > k3; \
+        k3 = b2 ? k2 : (b3 ? k : k3);                            \
+        i3 = b2 ? i2 : (b3 ? i : i3);                            \
+        k2 = b1 ? k1 : (b2 ? k : k2);                            \
+        i2 = b1 ? i1 : (b2 ? i : i2);                            \
+        k1 = b0 ? k0 : (b1 ? k : k1);                            \
+        i1 = b0 ? i0 : (b1 ? i : i1);                            \
+        k0 = b0 ? k : k0;                                        \
+        i0 = b0 ? i : i0;                                        \
+    }
+
+// A vec4 of logits at vec4 index Q as one group: pick_chunk's row statistics
+// (klo, kmin1) over its logits, then PICK4 of its largest key with Q (the
+// largest key of all is k0). One insertion per 4 logits instead of one per
+// logit (lavapipe, llama.cpp's default chain at vocab 262144: 396 -> 379 us).
+#define PICK_VEC4(F4, Q)                                                      \
+    {                                                                         \
+        uint ka = sieve_key((F4).x), kb = sieve_key((F4).y);                  \
+        uint kc = sieve_key((F4).z), kd = sieve_key((F4).w);                  \
+        klo = min(min(klo, min(ka, kb)), min(kc, kd));                        \
+        kmin1 = min(min(kmin1, min(ka - (KEY_NEG_INF + 1u), kb - (KEY_NEG_INF + 1u))), \
+                    min(kc - (KEY_NEG_INF + 1u), kd - (KEY_NEG_INF + 1u)));   \
+        uint kg = max(max(ka, kb), max(kc, kd));                              \
+        uint qg = (Q);                                                        \
+        PICK4(kg, qg)                                                         \
+    }
+
+void probe_threshold(uint row, uint begin, uint stop, uint need) {
+    uint t = gl_LocalInvocationID.x;
+    uint k0 = 0u, k1 = 0u, k2 = 0u, k3 = 0u;  // descending; key 0: below every logit's
+    uint i0 = 0u, i1 = 0u, i2 = 0u, i3 = 0u;
+    for (uint i = begin + t; i < stop; i += WG) {
+        uint k = sieve_key(row_logit(row, i));
+        bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
+        k = ok ? k : 0u;
+        PICK4(k, i)
+    }
+    atomicMax(s_wmax_key, k0);  // min-p's floor starts from the first round's maximum
+    c_key[PROBE_AT + PROBE * t] = k0;
+    c_key[PROBE_AT + PROBE * t + 1u] = k1;
+    c_key[PROBE_AT + PROBE * t + 2u] = k2;
+    c_key[PROBE_AT + PROBE * t + 3u] = k3;
+    c_id[PROBE_AT + PROBE * t] = i0;
+    c_id[PROBE_AT + PROBE * t + 1u] = i1;
+    c_id[PROBE_AT + PROBE * t + 2u] = i2;
+    c_id[PROBE_AT + PROBE * t + 3u] = i3;
+    barrier();
+    for (uint j = t; j < PROBE * WG; j += WG) {  // to the front
+        c_key[j] = c_key[PROBE_AT + j];
+        c_id[j] = c_id[PROBE_AT + j];
+    }
+    threshold_from_picks(PROBE * WG, need);
+}
+
+// A picked group (maximum kg, vec4 index q) of pick_chunk: how many of its
+// logits are >= tau, and writing them from `slot` on (returns the next slot).
+// Key 0 is no pick.
+uint group_takes(uint kg, uint q, uint row4, uint tau) {
+    if (kg == 0u || kg < tau) return 0u;
+    vec4 f4 = row_vec4(row4 + q);
+    uint n = 0u;
+    [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+        uint k = sieve_key(f4[c]);
+        n += k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF && k >= tau ? 1u : 0u;
+    }
+    return n;
+}
+
+uint group_write(uint kg, uint q, uint row4, uint tau, uint slot) {
+    if (kg == 0u || kg < tau) return slot;
+    vec4 f4 = row_vec4(row4 + q);
+    [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+        uint k = sieve_key(f4[c]);
+        if (k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF && k >= tau) {
+            c_key[slot] = k;
+            c_id[slot] = 4u * q + c;
+            ++slot;
+        }
+    }
+    return slot;
+}
+
+// Most picks pick_chunk sorts (rank_sort_to_list); more go to the collecting loop.
+const uint PICK_LIMIT = 2u * WG < CAP / 2u ? 2u * WG : CAP / 2u;
+
+// Rank sort of c[0, n) (distinct entries, after a barrier) straight into the
+// chunk's list at `list`: each entry counts the entries before it in
+// canonical order and, when that rank is below `need`, writes itself there.
+// O(n^2 / WG) shared reads and no barrier: for the few dozen entries it
+// sorts, far cheaper than a bitonic sort's stages on a CPU device, where
+// every shared access of every invocation is a scalar load.
+void rank_sort_to_list(uint n, uint need, uint list) {
+    uint t = gl_LocalInvocationID.x;
+    for (uint e = t; e < n; e += WG) {
+        uint ke = c_key[e], ie = c_id[e];
+        // Larger keys first, then equal keys by lower id: the ids are read
+        // only by an invocation whose key is tied (rare in f32 rows, common
+        // in f16/bf16 ones), since each shared load is a loop over the SIMD
+        // lanes on a CPU device.
+        uint r = 0u, equal = 0u;  // equal counts the entry itself
+        for (uint j = 0u; j < n; ++j) {
+            uint kj = c_key[j];
+            r += kj > ke ? 1u : 0u;
+            equal += kj == ke ? 1u : 0u;
+        }
+        for (uint j = 0u; equal > 1u && j < n; ++j) r += c_key[j] == ke && c_id[j] < ie ? 1u : 0u;
+        if (r < need) {
+            candidates[list + 2u * r] = ke;
+            candidates[list + 2u * r + 1u] = ie;
+        }
+    }
+}
+
+// The whole chunk in one read with registers only (plain rows, vec4 map):
+// every invocation keeps the PROBE groups of 4 logits (vec4s) of its share
+// with the largest maxima (its picks: each a group's maximum and vec4 index)
+// and the row statistics. A radix select over the picks' keys (8 bits a
+// level, counts in shared memory) finds the lowest key edge tau such that at
+// least `need` picks have a key >= tau and at most PICK_LIMIT do (or the
+// exact key of the need-th pick). Each pick's key is a distinct logit of the
+// chunk, so the chunk's top `need` are >= tau, and every logit >= tau lies in
+// a group whose maximum is >= tau. An invocation whose PROBE-th pick has a
+// key >= tau may have dropped such groups: it reads its own share again and
+// takes every logit >= tau; the others read their picked groups >= tau again
+// (a vec4 each) and take their logits >= tau. So the chunk's logits >= tau,
+// rank sorted, hold its top `need`: the first `need` of them are written to
+// the chunk's list at `list` (returns true; `kept` = how many).
+// When they pass half the buffer (ties at tau), or tau is still too low
+// after the last level, the collecting loop reads the chunk again from tau
+// (returns false; a valid threshold, since `need` chunk logits are >= tau).
+bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_floor, float floor_offset,
+                inout uint bad, inout uint first_bad, inout uint kmin, inout uint kmax, out uint kept) {
+    uint t = gl_LocalInvocationID.x;
+    kept = 0u;
+    uint k0 = 0u, k1 = 0u, k2 = 0u, k3 = 0u;  // groups' maxima, descending; key 0: below every logit's
+    uint i0 = 0u, i1 = 0u, i2 = 0u, i3 = 0u;  // their vec4 indices
+    uint kmin1 = 0xFFFFFFFFu;  // min of k - (KEY_NEG_INF + 1): -inf wraps to the top
+    // NaN and +Inf only need finding here, not counting: keys above
+    // KEY_POS_INF - 1 or below KEY_NEG_INF. The loop is the pass's cost on a CPU
+    // device, so it carries two min/max per logit instead of the count, the
+    // first index and a select; the largest key is the first pick, k0.
+    // (NaN/+Inf keys may become picks: the row fails on them whatever its
+    // candidates are.)
+    uint klo = 0xFFFFFFFFu;
+    uint row4 = row * (pc.stride / 4u);
+    uint q_first, q_stop;  // contiguous stretches (stretch.glsl)
+    stretch_share(begin / 4u, end / 4u, q_first, q_stop);
+    const uint q_step = RUN_LANES;
+    // Two loads an iteration: lavapipe loads a vector lane by lane, each
+    // lane's load waiting on the previous one's; two independent loads
+    // overlap.
+    uint q = q_first;
+    for (; q + 3u * q_step < q_stop; q += 4u * q_step) {
+        vec4 fa = row_vec4(row4 + q);
+        vec4 fb = row_vec4(row4 + q + q_step);
+        vec4 fc = row_vec4(row4 + q + 2u * q_step);
+        vec4 fd = row_vec4(row4 + q + 3u * q_step);
+        PICK_VEC4(fa, q)
+        PICK_VEC4(fb, q + q_step)
+        PICK_VEC4(fc, q + 2u * q_step)
+        PICK_VEC4(fd, q + 3u * q_step)
+    }
+    for (; q + q_step < q_stop; q += 2u * q_step) {
+        vec4 fa = row_vec4(row4 + q);
+        vec4 fb = row_vec4(row4 + q + q_step);
+        PICK_VEC4(fa, q)
+        PICK_VEC4(fb, q + q_step)
+    }
+    for (; q < q_stop; q += q_step) {
+        vec4 fa = row_vec4(row4 + q);
+        PICK_VEC4(fa, q)
+    }
+    kmin = kmin1 < KEY_POS_INF - KEY_NEG_INF - 1u ? kmin1 + KEY_NEG_INF + 1u : 0xFFFFFFFFu;
+    if (CHAIN_HAS_MIN_P) kmax = max(kmax, k0);
+    // min-p's floor from the chunk's maximum (read after the select's first
+    // barrier): at or below the row's, so nothing min-p keeps is below it.
+    if (CHAIN_HAS_MIN_P && use_floor) atomicMax(s_wmax_key, kmax);
+    // This invocation saw NaN or +Inf (rare): its share again, for their count
+    // and the first one's index (a loop, so no other invocation pays for it).
+    bool saw_bad = k0 >= KEY_POS_INF || klo < KEY_NEG_INF;
+    for (uint q = q_first; saw_bad && q < q_stop; q += q_step) {
+        vec4 f4 = row_vec4(row4 + q);
+        [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+            uint k = sieve_key(f4[c]);
+            bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
+            bad += ok ? 0u : 1u;
+            first_bad = ok ? first_bad : min(first_bad, 4u * q + c);
+        }
+    }
+
+    // Radix select: bins in c_id[0, 256), the level's prefix in `prefix`.
+    uint prefix = 0u, above = 0u, m = 0xFFFFFFFFu, tau = 0u;
+    bool found = false;
+    for (int shift = 24; shift >= 0 && !found; shift -= 8) {  // uniform
+        for (uint b = t; b < 256u; b += WG) c_id[b] = 0u;
+        barrier();
+        uint hi = uint(shift) + 8u;  // bits above this level's digit
+        bool in0 = k0 != 0u && (hi == 32u || (k0 >> hi) == prefix);
+        bool in1 = k1 != 0u && (hi == 32u || (k1 >> hi) == prefix);
+        bool in2 = k2 != 0u && (hi == 32u || (k2 >> hi) == prefix);
+        bool in3 = k3 != 0u && (hi == 32u || (k3 >> hi) == prefix);
+        if (in0) atomicAdd(c_id[(k0 >> uint(shift)) & 255u], 1u);
+        if (in1) atomicAdd(c_id[(k1 >> uint(shift)) & 255u], 1u);
+        if (in2) atomicAdd(c_id[(k2 >> uint(shift)) & 255u], 1u);
+        if (in3) atomicAdd(c_id[(k3 >> uint(shift)) & 255u], 1u);
+        barrier();
+        select_bin(above, need, 0u);
+        uint bin = s_sel_bin;
+        if (bin == 0xFFFFFFFFu) {  // fewer than `need` picks: every pick
+            m = s_sel_above;
+            tau = 0u;
+            found = true;
+        } else {
+            prefix = (prefix << 8u) | bin;
+            m = s_sel_above + c_id[bin];
+            above = s_sel_above;
+            tau = prefix << uint(shift);
+            found = m <= PICK_LIMIT || shift == 0;
+        }
+        barrier();  // the bins are cleared next
+    }
+    // tau == 0 takes every pick (key 0: no logit). A min-p row (ROW_FLOOR)
+    // whose `need` is more than the picks (the survivors are bounded by the
+    // floor, not by a count) or whose need-th pick lies below the floor takes
+    // the chunk's logits at or above the floor instead: a superset of what
+    // min-p keeps, usually a few dozen, so the picks hold them all.
+    bool floored = false;
+    if (CHAIN_HAS_MIN_P && use_floor) {
+        uint kf = floor_key(true, floor_offset);
+        floored = kf > tau;
+        tau = max(tau, kf);
+    }
+    // An invocation whose 4th pick reaches tau may have dropped groups with
+    // logits >= tau: it reads its own share again (1/WG of the chunk) and
+    // takes all of them.
+    bool dropped = k3 != 0u && k3 >= tau;
+    if (t == 0u) {
+        s_fill = 0u;
+        s_count = 0u;
+        s_has_tau = tau != 0u ? 1u : 0u;
+        s_tau_key = tau;
+        s_tau_id = 0xFFFFFFFFu;  // every logit of key tau passes
+    }
+    barrier();
+    // tau still too low after the last level (m is uniform): the collecting
+    // loop reads the chunk again from tau. (A floor's count is checked below.)
+    if (m > PICK_LIMIT && !floored) return false;
+    uint mine = group_takes(k0, i0, row4, tau) + group_takes(k1, i1, row4, tau) +
+                group_takes(k2, i2, row4, tau) + group_takes(k3, i3, row4, tau);
+    if (dropped) {
+        mine = 0u;
+        for (uint q = q_first; q < q_stop; q += q_step) {
+            vec4 f4 = row_vec4(row4 + q);
+            [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+                uint k = sieve_key(f4[c]);
+                bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
+                mine += ok && k >= tau ? 1u : 0u;
+            }
+        }
+    }
+    if (mine > 0u) atomicAdd(s_count, mine);
+    barrier();
+    // More than the rank sort's half of the buffer (a big tie group at tau),
+    // or more than PICK_LIMIT over a floor (a flat row): the collecting loop
+    // reads the chunk again from tau.
+    if (s_count > (floored ? PICK_LIMIT : HALF)) return false;  // uniform
+    uint slot = mine > 0u ? atomicAdd(s_fill, mine) : 0u;
+    if (dropped) {
+        for (uint q = q_first; q < q_stop; q += q_step) {
+            vec4 f4 = row_vec4(row4 + q);
+            [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+                uint k = sieve_key(f4[c]);
+                bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
+                if (ok && k >= tau) {
+                    c_key[slot] = k;
+                    c_id[slot] = 4u * q + c;
+                    ++slot;
+                }
+            }
+        }
+    } else {
+        slot = group_write(k0, i0, row4, tau, slot);
+        slot = group_write(k1, i1, row4, tau, slot);
+        slot = group_write(k2, i2, row4, tau, slot);
+        group_write(k3, i3, row4, tau, slot);
+    }
+    barrier();
+    uint n = s_fill;
+    rank_sort_to_list(n, need, list);
+    kept = min(n, need);
+    return true;
+}
+
+// A large `need` on a GPU (FLAG_RADIX_CHUNKS; plain rows, need past
+// PICK_LIMIT, which the register picks cannot hold): a radix select over the
+// whole chunk, 8 bits a level, each level reading the chunk again (from the
+// cache: a GPU reads far faster than it compacts) and counting the keys that
+// share the prefix so far by shared atomics, until at most CAP logits are at
+// or above the level's edge tau; those are gathered and sorted, and the first
+// `need` are the chunk's list (returns true; `kept` = how many). Ties past
+// CAP at the last level's one key: the collecting loop reads the chunk again
+// (returns false). A fixed number of barriers instead of compactions that
+// grow with `need` (top-k 1000: dozens of sorts of the buffer).
+bool radix_chunk(uint row, uint begin, uint end, uint need, uint list, inout uint bad, inout uint first_bad,
+                 inout uint kmin, out uint kept) {
+    uint t = gl_LocalInvocationID.x;
+    kept = 0u;
+    uint row4 = row * (pc.stride / 4u);
+    uint q_first, q_stop;  // contiguous stretches (stretch.glsl)
+    stretch_share(begin / 4u, end / 4u, q_first, q_stop);
+    const uint q_step = RUN_LANES;
+    uint prefix = 0u, above = 0u, tau = 0u;
+    bool fits = false;
+    for (int shift = 24; shift >= 0 && !fits; shift -= 8) {  // uniform
+        for (uint b = t; b < 256u; b += WG) c_id[b] = 0u;
+        barrier();
+        uint hi = uint(shift) + 8u;  // bits above this level's digit
+        for (uint q = q_first; q < q_stop; q += q_step) {
+            vec4 f4 = row_vec4(row4 + q);
+            [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+                uint k = sieve_key(f4[c]);
+                bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;  // -inf .. finite
+                if (shift == 24) {  // the chunk's statistics, on the first read
+                    bad += ok ? 0u : 1u;
+                    first_bad = ok ? first_bad : min(first_bad, 4u * q + c);
+                    kmin = (ok && k != KEY_NEG_INF) ? min(kmin, k) : kmin;
+                }
+                if (ok && (hi == 32u || (k >> hi) == prefix)) atomicAdd(c_id[(k >> uint(shift)) & 255u], 1u);
+            }
+        }
+        barrier();
+        select_bin(above, need, 0u);
+        uint bin = s_sel_bin;
+        if (bin == 0xFFFFFFFFu) {  // fewer than `need` logits in the chunk: every one (< need <= CAP / 2)
+            tau = 0u;
+            fits = true;
+        } else {
+            prefix = (prefix << 8u) | bin;
+            fits = s_sel_above + c_id[bin] <= CAP;
+            above = s_sel_above;
+            tau = prefix << uint(shift);
+        }
+        barrier();  // the bins are cleared or overwritten next
+    }
+    if (!fits) return false;
+    if (t == 0u) s_fill = 0u;
+    barrier();
+    for (uint q = q_first; q < q_stop; q += q_step) {
+        vec4 f4 = row_vec4(row4 + q);
+        [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+            uint k = sieve_key(f4[c]);
+            if (k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF && k >= tau) {
+                uint slot = atomicAdd(s_fill, 1u);
+                c_key[slot] = k;
+                c_id[slot] = 4u * q + c;
+            }
+        }
+    }
+    barrier();
+    uint n = s_fill;
+    sort_prefix(n);
+    kept = min(n, need);
+    for (uint i = t; i < kept; i += WG) {
+        candidates[list + 2u * i] = c_key[i];
+        candidates[list + 2u * i + 1u] = c_id[i];
+    }
+    return true;
+}
+
+// A large `need` (top-k in the hundreds to CAP / 2): each invocation keeps its
+// PROBE_DEEP best picks of its whole share of the chunk in registers, and the
+// need-th best of all picks is the threshold. On LM-like rows that is close
+// to the chunk's own need-th best, so the collecting loop appends about
+// `need` logits instead of thousands (top-k 1000 at 151936: one compaction
+// instead of dozens). A pick is a logit of the chunk, or with the vec4 map a
+// group of 4's largest one (one pick per group): distinct logits either way,
+// so at least `need` chunk logits are at or above the threshold, which is at
+// most the chunk's need-th best: nothing is lost.
+const uint PROBE_DEEP = 16u;
+
+// Inserts (k, i) into the register list pk/pi (descending; ids grow within an
+// invocation, so a later equal key ranks after and is not taken), only for a
+// pick above the 16th best: rare once an invocation has seen a few dozen.
+// (On lavapipe the guard measured cheaper than unconditional selects: collect
+// stage of top-k 1000 at 151936 about 5.1-5.9 ms with it, 6.9-7.7 without.)
+// The threshold reads only pk, but pi stays: without it lavapipe's build of
+// the pass ran top-k 1000 at 151936 in 10.6 ms instead of 3.1 (2026-11-25,
+// alternating runs; not traced: the probe itself stayed cheap).
+#define DEEP_INSERT(k, i)                                                   \
+    if (k > pk[PROBE_DEEP - 1u]) {                                          \
+        [[unroll]] for (uint j = PROBE_DEEP - 1u; j > 0u; --j) {            \
+            bool here = k > pk[j], up = k > pk[j - 1u];                     \
+            pk[j] = here ? (up ? pk[j - 1u] : k) : pk[j];                   \
+            pi[j] = here ? (up ? pi[j - 1u] : i) : pi[j];                   \
+        }                                                                   \
+        bool top = k > pk[0];                                               \
+        pi[0] = top ? i : pi[0];                                            \
+        pk[0] = top ? k : pk[0];                                            \
+    }
+
+void deep_probe_threshold(uint row, uint begin, uint stop, uint need, bool vmap) {
+    uint t = gl_LocalInvocationID.x;
+    uint pk[PROBE_DEEP], pi[PROBE_DEEP];  // descending; key 0: below every logit's
+    [[unroll]] for (uint j = 0u; j < PROBE_DEEP; ++j) {
+        pk[j] = 0u;
+        pi[j] = 0u;
+    }
+    if (vmap) {
+        // Four logits a load and one insertion test per group of 4, for its
+        // largest key: the insertions, not the loads, bound this loop (top-k
+        // 1000 at 151936: 3.9 -> 3.2 ms against a test per logit, five
+        // alternating runs). Chunks start at multiples of 4 and such rows end
+        // at one.
+        uint row4 = row * (pc.stride / 4u);
+        uint q = begin / 4u + t;
+        for (; q < stop / 4u; q += WG) {
+            vec4 f4 = logits4[row4 + q];
+            uint kg = 0u;
+            [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+                uint k = sieve_key(f4[c]);
+                kg = max(kg, k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF ? k : 0u);
+            }
+            uint i = 4u * q;
+            DEEP_INSERT(kg, i)
+        }
+    } else {
+        for (uint i = begin + t; i < stop; i += WG) {
+            uint k = sieve_key(row_logit(row, i));
+            k = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF ? k : 0u;
+            DEEP_INSERT(k, i)
+        }
+    }
+    atomicMax(s_wmax_key, pk[0]);  // min-p's floor starts from the maximum seen
+
+    // The need-th largest pick key by radix select (8 bits a level, counts in
+    // c_id[0, 256) by shared atomics, one invocation walks the bins): 4
+    // levels instead of a bitonic sort of all WG x 16 picks (a barrier per
+    // stage and scalar shared accesses per lane on a CPU device). Every
+    // logit of that key passes (tau_id: all ids), so ties at it are kept.
+    uint prefix = 0u, above = 0u;
+    bool enough = true;
+    for (int shift = 24; shift >= 0 && enough; shift -= 8) {  // uniform
+        for (uint b = t; b < 256u; b += WG) c_id[b] = 0u;
+        barrier();
+        uint hi = uint(shift) + 8u;  // bits above this level's digit
+        [[unroll]] for (uint j = 0u; j < PROBE_DEEP; ++j) {
+            if (pk[j] != 0u && (hi == 32u || (pk[j] >> hi) == prefix)) atomicAdd(c_id[(pk[j] >> uint(shift)) & 255u], 1u);
+        }
+        barrier();
+        select_bin(above, need, 0u);
+        uint bin = s_sel_bin;
+        enough = bin != 0xFFFFFFFFu;  // else fewer than `need` picks: no threshold
+        prefix = (prefix << 8u) | (enough ? bin : 0u);
+        above = s_sel_above;
+        barrier();  // the bins are cleared next
+    }
+    if (t == 0u && enough && prefix != 0u) {
+        s_has_tau = 1u;
+        s_tau_key = prefix;
+        s_tau_id = 0xFFFFFFFFu;
+    }
+    barrier();
+}
+
+// Keeps the best `need` of the buffer, sorted; the need-th becomes the
+// threshold. A bitonic sort: a few dozen barriers cost less on a CPU device
+// than one invocation's loop over the entries.
+void compact(uint need) {
+    uint fill = min(s_fill, CAP);
+    sort_prefix(fill);
+    if (gl_LocalInvocationID.x == 0u) {
+        if (fill >= need) {
+            s_has_tau = 1u;
+            s_tau_key = c_key[need - 1u];
+            s_tau_id = c_id[need - 1u];
+        }
+        s_fill = min(fill, need);
+    }
+    barrier();
+}
+
+void collect_chunk() {
+    uint row = pc.row_base + gl_WorkGroupID.y;
+    bind_row(row);
+    uint chunk = gl_WorkGroupID.x;
+    uint t = gl_LocalInvocationID.x;
+    bool small = COLLECT_VARIANT == VARIANT_SMALL;
+    uint need = clamp(param_u(row, P_NEED), 1u, HALF);
+    uint row_flags = param_u(row, P_ROW_FLAGS);
+    bool want_sigma = (row_flags & ROW_NEED_SIGMA) != 0u;
+    bool want_mass = (row_flags & ROW_NEED_MASS) != 0u;
+    float agg_t = param_f(row, P_AGG_T);
+
+    RowStats s = row_stats_empty();
+    Agg a = agg_empty();
+    uint kept;  // entries of this chunk's list
+    // The chunks of this row: the host's split for the group (indirect x;
+    // 1 for a small row), each of collect_chunk_size logits.
+    uint n_chunks = gl_NumWorkGroups.x;
+    uint list = chunk_list_at(row, chunk, n_chunks);
+    bool listed = false;  // pick_chunk or radix_chunk sorted the chunk and wrote its list already
+    if (small) {
+        // The whole row (vocab <= CAP) in the buffer.
+        for (uint i = t; i < pc.vocab; i += WG) {
+            float f = row_logit(row, i);
+            row_stats_add(s, f, f, i);
+            c_key[i] = (isnan(f) || (isinf(f) && f > 0.0)) ? 0u : sieve_key(f);
+            c_id[i] = i;
+        }
+        s = wg_reduce_row_stats(s);
+        sort_prefix(pc.vocab);
+        kept = pc.vocab;
+    } else {
+        uint chunk_size = collect_chunk_size(n_chunks);
+        uint begin = chunk * chunk_size;
+        uint end = min(begin + chunk_size, pc.vocab);
+        // Compaction sorts, so it is kept small: the buffer is compacted once it
+        // holds a few times `need`, and until the first threshold exists rounds
+        // read only about 2 x need logits (the first threshold comes early).
+        uint trigger = min(CAP - WG, max(4u * need, 2u * WG));
+        uint warm_per_inv = LONG_ROUND;
+        // min-p first (ROW_FLOOR): a logit below the running maximum + ln(p) can
+        // never survive it, so it is not collected (tail.glsl: op_min_p).
+        bool use_floor = (row_flags & ROW_FLOOR) != 0u;
+        bool aggregates = !PLAIN && (want_sigma || want_mass);
+        float floor_offset = param_f(row, P_FLOOR);
+        if (t == 0u) {
+            s_fill = 0u;
+            s_has_tau = 0u;
+            s_tau_key = 0u;  // below every key a candidate can have: everything passes
+            s_tau_id = 0u;
+            s_wmax_key = 0u;
+        }
+        barrier();
+        // The hot loop does the least per logit (on a CPU device every
+        // operation counts): its key, a range test for NaN/+Inf, the smallest
+        // finite key, the threshold test. The maximum is the first candidate.
+        // Rounds are long (a barrier costs microseconds on a CPU device): an
+        // append that finds the buffer full marks where its invocation stopped
+        // appending; after the round the buffer is compacted and those
+        // invocations test their remaining logits again against the new
+        // threshold. The append counter only grows, so a logit is appended once.
+        uint bad = 0u, first_bad = 0xFFFFFFFFu, kmin = 0xFFFFFFFFu, kmax = 0u;
+        // The threshold's own logit passes the test (<= ti): a probe threshold
+        // is not in the buffer yet; a compaction's is, and is never tested again.
+        // The vec4 map: plain rows (no bias, bitmask or aggregates) whose
+        // stride is a multiple of 4 (chunks start at multiples of 4).
+        bool vmap = !ROW_INPUTS && !aggregates && (PLAIN || (pc.stride & 3u) == 0u);
+        if (PLAIN && (pc.flags & FLAG_RADIX_CHUNKS) != 0u && need > PICK_LIMIT) {  // uniform
+            listed = radix_chunk(row, begin, end, need, list, bad, first_bad, kmin, kept);
+            if (!listed) {  // the collecting loop reads the chunk again
+                bad = 0u;
+                first_bad = 0xFFFFFFFFu;
+                kmin = 0xFFFFFFFFu;
+                if (t == 0u) s_fill = 0u;
+                barrier();
+            }
+        } else if (vmap && 2u * PROBE * WG <= CAP && (PLAIN || need <= PROBE * WG)) {
+            listed = pick_chunk(row, begin, end, need, list, use_floor, floor_offset, bad, first_bad, kmin, kmax, kept);
+            if (!listed) {  // the collecting loop reads the chunk again from tau
+                bad = 0u;
+                first_bad = 0xFFFFFFFFu;
+                kmin = 0xFFFFFFFFu;
+                if (t == 0u) s_fill = 0u;
+                barrier();
+            }
+        } else if (!PLAIN && 2u * PROBE * WG <= CAP && need <= PROBE * WG)
+            probe_threshold(row, begin, min(begin + PROBE_ROUND * WG, end), need);
+        else if (!PLAIN && PROBE_DEEP * WG <= CAP && need <= PROBE_DEEP * WG)
+            deep_probe_threshold(row, begin, end, need, vmap);
+        uint base = listed ? end : begin;
+        while (base < end) {
+            uint fill = s_fill;
+            barrier();  // every invocation has read it before anyone appends
+            if (fill > trigger || (s_has_tau == 0u && fill >= need)) compact(need);
+            uint per_inv = s_has_tau != 0u ? LONG_ROUND : warm_per_inv;
+            uint stop = min(base + per_inv * WG * (vmap ? 4u : 1u), end);
+            uint first = vmap ? base + 4u * t : base + t;
+            uint tk = s_tau_key, ti = s_tau_id;
+            uint kfloor = floor_key(use_floor, floor_offset);
+            // Pass 1 over the round: statistics and how many logits this
+            // invocation will append; no memory operation but the load (a CPU
+            // device executes a rare branch's atomics under a lane mask for
+            // every logit). The aggregates' loop is a separate copy, entered
+            // only by rows that need them.
+            uint takes = 0u;
+            uint k0 = 0u, i0 = 0u;  // the last logit to append
+            if (aggregates) {
+                for (uint i = base + t; i < stop; i += WG) {
+                    float f = row_logit(row, i);
+                    uint k = sieve_key(f);
+                    bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
+                    bad += ok ? 0u : 1u;
+                    first_bad = ok ? first_bad : min(first_bad, i);
+                    kmin = (ok && k != KEY_NEG_INF) ? min(kmin, k) : kmin;
+                    if (CHAIN_HAS_MIN_P) kmax = ok ? max(kmax, k) : kmax;
+                    if (ok && k != KEY_NEG_INF) agg_add(a, f, f / agg_t, want_sigma, want_mass);
+                    bool take = ok && k >= kfloor && (k > tk || (k == tk && i <= ti));
+                    takes += take ? 1u : 0u;
+                    k0 = take ? k : k0;
+                    i0 = take ? i : i0;
+                }
+            } else if (vmap) {
+                uint row4 = row * (pc.stride / 4u);
+                for (uint q = base / 4u + t; q < stop / 4u; q += WG) {
+                    vec4 f4 = logits4[row4 + q];
+                    [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+                        uint i = 4u * q + c;
+                        uint k = sieve_key(f4[c]);
+                        bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
+                        bad += ok ? 0u : 1u;
+                        first_bad = ok ? first_bad : min(first_bad, i);
+                        kmin = (ok && k != KEY_NEG_INF) ? min(kmin, k) : kmin;
+                        if (CHAIN_HAS_MIN_P) kmax = ok ? max(kmax, k) : kmax;
+                        bool take = ok && k >= kfloor && (k > tk || (k == tk && i <= ti));
+                        takes += take ? 1u : 0u;
+                        k0 = take ? k : k0;
+                        i0 = take ? i : i0;
+                    }
+                }
+            } else {
+                for (uint i = base + t; i < stop; i += WG) {
+                    uint k = sieve_key(row_logit(row, i));
+                    // Keys of -inf .. finite: [KEY_NEG_INF, KEY_POS_INF); NaN
+                    // and +Inf fall outside (the row fails on them).
+                    bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
+                    bad += ok ? 0u : 1u;
+                    first_bad = ok ? first_bad : min(first_bad, i);
+                    kmin = (ok && k != KEY_NEG_INF) ? min(kmin, k) : kmin;
+                    if (CHAIN_HAS_MIN_P) kmax = ok ? max(kmax, k) : kmax;
+                    bool take = ok && k >= kfloor && (k > tk || (k == tk && i <= ti));
+                    takes += take ? 1u : 0u;
+                    k0 = take ? k : k0;
+                    i0 = take ? i : i0;
+                }
+            }
+            // Pass 2, only by invocations with something to append: their
+            // slots in one atomic, then the same test again over the round
+            // (cached). A logit that finds the buffer full is retried below.
+            uint slot = takes > 0u ? atomicAdd(s_fill, takes) : 0u;
+            uint retry = NO_RETRY;
+            if (takes == 1u) {  // the usual case once the threshold settled: no second read
+                if (slot < CAP) {
+                    c_key[slot] = k0;
+                    c_id[slot] = i0;
+                } else {
+                    retry = i0;
+                }
+                takes = 0u;
+            }
+            for (uint i = first; takes > 0u && i < stop; i = next_logit(i, vmap)) {
+                uint k = sieve_key(row_logit(row, i));
+                bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
+                if (ok && k >= kfloor && (k > tk || (k == tk && i <= ti))) {
+                    if (slot < CAP) {
+                        c_key[slot] = k;
+                        c_id[slot] = i;
+                    } else {
+                        retry = min(retry, i);
+                    }
+                    ++slot;
+                    --takes;
+                }
+            }
+            if (CHAIN_HAS_MIN_P) atomicMax(s_wmax_key, kmax);
+            barrier();
+            while (s_fill > CAP) {  // uniform: read after a barrier
+                compact(need);
+                tk = s_tau_key;
+                ti = s_tau_id;
+                kfloor = floor_key(use_floor, floor_offset);
+                uint from = retry;
+                retry = NO_RETRY;
+                for (uint i = from; i < stop; i = next_logit(i, vmap)) {
+                    uint k = sieve_key(row_logit(row, i));
+                    bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
+                    for (bool go = ok && k >= kfloor && (k > tk || (k == tk && i <= ti)) && retry == NO_RETRY; go; go = false)
+                        retry = append(k, i);
+                }
+                barrier();
+            }
+            base = stop;
+        }
+        s = RowStats(0u, 0xFFFFFFFFu, kmin, bad, first_bad, 0u, 0u);
+        if (!listed) compact(need);
+        s = wg_reduce_row_stats(s);
+        if (aggregates) a = wg_reduce_agg(a);
+        if (!listed) kept = s_fill;
+    }
+    // The list for collect_tail.glsl (a small row's is the whole row, sorted)
+    // and the chunk's statistics.
+    for (uint i = t; !listed && i < kept; i += WG) {
+        candidates[list + 2u * i] = c_key[i];
+        candidates[list + 2u * i + 1u] = c_id[i];
+    }
+    if (t == 0u) {
+        uint c = (row * pc.n_chunks + chunk) * CHUNK_STRIDE;
+        store_chunk_stats(row, chunk, s);
+        chunk_stats[c + C_KEPT] = kept;
+        write_agg(c, a);
+    }
+}
+
+#endif

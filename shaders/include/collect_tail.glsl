@@ -1,0 +1,522 @@
+// The tail of a truncating chain, one workgroup per row: it merges the
+// chunks' sorted lists (collect_chunk.glsl) into the row's top `need`, runs
+// the chain on them (tail.glsl) and draws, or hands the row to the wide
+// passes. On a GPU's plan the chunks' last workgroup to finish runs it
+// (collect_fused.comp: no dispatch and barrier of its own); on a CPU
+// device's plan it is a dispatch of its own (collect_tail.comp), because a
+// CPU device runs every line of a shader under a lane mask in every
+// workgroup, taken or not, so there the chunks' shader carries none of it.
+#ifndef SIEVE_COLLECT_TAIL_GLSL
+#define SIEVE_COLLECT_TAIL_GLSL
+#include "common.glsl"
+#include "row.glsl"
+#include "result.glsl"
+#include "agg.glsl"
+#include "wide.glsl"
+#include "tail.glsl"
+#include "selectors.glsl"
+#include "collect.glsl"
+#include "radix.glsl"
+
+// sieve_chain_distribution: per row, at (2 * stride + 2) words: [count or
+// STATUS_FALLBACK, step, count x (id, p bits)] in canonical order.
+layout(std430, set = 0, binding = BINDING_OUTPUT) writeonly buffer DistOut { uint dist_out[]; };
+
+shared uint s_at[MAX_ROW_CHUNKS], s_len[MAX_ROW_CHUNKS];  // the merge's lists
+shared uint s_from[MAX_ROW_CHUNKS + 1u];  // sort_chunk_lists: where each list's entries start, counted in order
+
+// The row's top `need` (canonical order) from the chunks' sorted lists, into
+// c_key/c_id; returns how many. By rank, in every invocation at once: an
+// entry's place is its index in its own list plus, in each other list, the
+// entries before it (a binary search; the order is total, ids being distinct).
+// Only a list's first `need` entries can place. (One invocation walking the
+// lists' heads cost about 30 us per token on lavapipe for 2 x 40 entries: a
+// CPU device runs each shared or buffer access of a lone invocation as a loop
+// over its SIMD lanes. Sorting them together costs a barrier per stage: about
+// 2 ms for top-k 1000.)
+// Where the row's n_chunks lists are and their first `need` entries' count.
+void locate_chunk_lists(uint row, uint need, uint n_chunks) {
+    for (uint c = gl_LocalInvocationID.x; c < n_chunks; c += WG) {
+        s_at[c] = chunk_list_at(row, c, n_chunks);
+        s_len[c] = min(chunk_stats[(row * pc.n_chunks + c) * CHUNK_STRIDE + C_KEPT], need);
+    }
+    barrier();
+}
+
+uint merge_chunk_lists(uint row, uint need, uint n_chunks) {
+    uint t = gl_LocalInvocationID.x;
+    locate_chunk_lists(row, need, n_chunks);
+    uint total = 0u;
+    for (uint c = 0u; c < n_chunks; ++c) total += s_len[c];
+    for (uint j = t; j < total; j += WG) {
+        uint c = 0u, i = j;  // entry i of list c
+        while (i >= s_len[c]) {
+            i -= s_len[c];
+            ++c;
+        }
+        uint k = candidates[s_at[c] + 2u * i], id = candidates[s_at[c] + 2u * i + 1u];
+        uint rank = i;
+        for (uint d = 0u; d < n_chunks && rank < need; ++d) {
+            if (d == c) continue;
+            uint lo = 0u, hi = s_len[d];  // list d's entries before (k, id): [0, lo)
+            while (lo < hi) {
+                uint mid = (lo + hi) >> 1u;
+                uint at = s_at[d] + 2u * mid;
+                if (canonical_after(k, id, candidates[at], candidates[at + 1u])) lo = mid + 1u;
+                else hi = mid;
+            }
+            rank += lo;
+        }
+        if (rank < need) {
+            c_key[rank] = k;
+            c_id[rank] = id;
+        }
+    }
+    barrier();
+    return min(total, need);
+}
+
+// The same on a GPU (FLAG_SORT_MERGE): ranks by binary search cost each entry
+// a chain of dependent global loads per other list (7 at 8 chunks, 63 at 64,
+// over lists of up to CAP / 2). Instead the lists' entries are copied into
+// c_key/c_id, each invocation copying entries of any list (independent
+// loads: one memory latency, not one a list), and sorted in shared memory: a
+// fixed number of barriers, no serial work. Only the row's first `need`
+// entries are kept, so lists longer together than twice the need (at least
+// 256) first find the key the row's need-th entry has by a radix select over
+// them (8 bits a level, counts by shared atomics), then copy and sort only
+// the entries at or above it: at one row the default chain's 32 lists of 40
+// sorted 1280 entries (66 bitonic stages of 4 compare-exchanges an
+// invocation) where the row keeps 40. Should the select not get under its
+// limit (a tie group), the lists are sorted whole, or where they outgrow the
+// buffer, the ranks merge them.
+shared uint s_kept;
+
+// The word offset of the row's j-th list entry, counting list by list (after
+// locate_chunk_lists and s_from).
+uint list_entry_at(uint j, uint n_chunks) {
+    uint lo = 0u, hi = n_chunks - 1u;  // the last list c with s_from[c] <= j
+    while (lo < hi) {
+        uint mid = (lo + hi + 1u) >> 1u;
+        if (s_from[mid] <= j) lo = mid;
+        else hi = mid - 1u;
+    }
+    return s_at[lo] + 2u * (j - s_from[lo]);
+}
+
+// The lists' first `total` entries into c_key/c_id in list order, each
+// invocation copying entries of any list (independent loads). No barrier.
+void copy_list_entries(uint total, uint n_chunks) {
+    for (uint j = gl_LocalInvocationID.x; j < total; j += WG) {
+        uint at = list_entry_at(j, n_chunks);
+        c_key[j] = candidates[at];
+        c_id[j] = candidates[at + 1u];
+    }
+}
+
+// The lists' entries from the key the row's need-th entry has on, into
+// c_key/c_id (unsorted), if at most `limit` (need <= limit < total): their
+// count, else 0xFFFFFFFF. The lowest key tau with at most `limit` entries at
+// or above it and at least `need` (some bin always reaches need: total >
+// need). The whole workgroup; ends with a barrier.
+// Where the entries, the kept ones and the bins fit in c_key/c_id together
+// (the default chain's 32 lists of 40: 1280 + 256 + 256 <= CAP), the entries
+// are read from device memory once, with independent loads, and each level
+// and the compaction read them from shared memory: each level read them
+// again from device memory, a chain of dependent round trips (the loop's
+// atomics keep the loads from overlapping). Else they are read as they are
+// needed.
+uint select_top_entries(uint need, uint limit, uint total, uint n_chunks) {
+    uint t = gl_LocalInvocationID.x;
+    bool staged = total + limit + RADIX_BINS <= CAP;  // uniform
+    uint bins = staged ? CAP - RADIX_BINS : 0u;  // c_id[bins, bins + RADIX_BINS): the counts
+    if (staged) copy_list_entries(total, n_chunks);  // the first level's barrier orders it before its reads
+    uint prefix = 0u, above = 0u, tau = 0u;
+    bool fits = false;
+    for (int shift = 24; shift >= 0 && !fits; shift -= 8) {  // uniform
+        for (uint b = t; b < RADIX_BINS; b += WG) c_id[bins + b] = 0u;
+        barrier();
+        uint hi = uint(shift) + 8u;  // bits above this level's digit
+        for (uint j = t; j < total; j += WG) {
+            uint k = staged ? c_key[j] : candidates[list_entry_at(j, n_chunks)];
+            if (hi == 32u || (k >> hi) == prefix) atomicAdd(c_id[bins + ((k >> uint(shift)) & 255u)], 1u);
+        }
+        barrier();
+        select_bin(above, need, bins);
+        uint bin = s_sel_bin;
+        prefix = (prefix << 8u) | bin;
+        fits = s_sel_above + c_id[bins + bin] <= limit;
+        above = s_sel_above;
+        tau = prefix << uint(shift);
+        barrier();  // the bins are cleared or overwritten next
+    }
+    if (!fits) return 0xFFFFFFFFu;  // uniform
+    if (t == 0u) s_kept = 0u;
+    barrier();
+    if (staged) {
+        // Kept entries go past the entries (slots below limit <= CAP -
+        // RADIX_BINS - total), then to the front: the two ranges do not overlap (kept <=
+        // limit < total), so the move needs no barrier between its reads and
+        // writes.
+        for (uint j = t; j < total; j += WG) {
+            uint k = c_key[j];
+            if (k >= tau) {
+                uint slot = total + atomicAdd(s_kept, 1u);
+                c_key[slot] = k;
+                c_id[slot] = c_id[j];
+            }
+        }
+        barrier();
+        uint kept = s_kept;
+        for (uint i = t; i < kept; i += WG) {
+            c_key[i] = c_key[total + i];
+            c_id[i] = c_id[total + i];
+        }
+        barrier();
+        return kept;
+    }
+    for (uint j = t; j < total; j += WG) {
+        uint at = list_entry_at(j, n_chunks);
+        uint k = candidates[at];
+        if (k >= tau) {
+            uint slot = atomicAdd(s_kept, 1u);
+            c_key[slot] = k;
+            c_id[slot] = candidates[at + 1u];
+        }
+    }
+    barrier();
+    return s_kept;
+}
+
+uint sort_chunk_lists(uint row, uint need, uint n_chunks) {
+    uint t = gl_LocalInvocationID.x;
+    locate_chunk_lists(row, need, n_chunks);
+    if (t == 0u) {
+        uint at = 0u;
+        for (uint c = 0u; c < n_chunks; ++c) {
+            s_from[c] = at;
+            at += s_len[c];
+        }
+        s_from[n_chunks] = at;
+    }
+    barrier();
+    uint total = s_from[n_chunks];
+    uint limit = min(max(TAIL_SELECT_PER_NEED * need, TAIL_SELECT_LEAST), CAP);  // need <= CAP / 2
+    if (total > limit) {  // uniform
+        uint kept = select_top_entries(need, limit, total, n_chunks);
+        if (kept != 0xFFFFFFFFu) {
+            sort_prefix(kept);
+            return min(kept, need);
+        }
+    }
+    if (total <= CAP) {
+        copy_list_entries(total, n_chunks);
+        barrier();
+        sort_prefix(total);
+        return min(total, need);
+    }
+    return merge_chunk_lists(row, need, n_chunks);
+}
+
+// The row's aggregates, its chunks' combined in chunk order (agg_combine),
+// in invocation 0. The whole workgroup reads the chunks' aggregates at once
+// into red_agg: one memory latency, where invocation 0 alone waited one a
+// chunk. Rows with aggregates take collect_chunk.glsl's general variant, at most
+// MAX_COLLECT_CHUNKS chunks (gpu_plan.cpp), which red_agg holds at any
+// workgroup size (WG / 2 >= 16: device_profile.cpp).
+Agg merge_chunk_aggs(uint row, uint n_chunks) {
+    uint t = gl_LocalInvocationID.x;
+    if (t < n_chunks) {
+        Agg a = read_agg((row * pc.n_chunks + t) * CHUNK_STRIDE);
+        red_agg[0][t] = a.count;
+        red_agg[1][t] = a.mean;
+        red_agg[2][t] = a.m2;
+        red_agg[3][t] = a.mmax;
+        red_agg[4][t] = a.msum;
+    }
+    barrier();
+    Agg m = agg_empty();
+    if (t == 0u)
+        for (uint c = 0u; c < n_chunks; ++c)
+            m = agg_combine(m, Agg(red_agg[0][c], red_agg[1][c], red_agg[2][c], red_agg[3][c], red_agg[4][c]));
+    barrier();  // the caller's result overwrites them
+    return m;
+}
+
+void write_distribution(uint row, uint n, float total, uint step) {
+    uint base = row * (2u * pc.stride + 2u);
+    uint t = gl_LocalInvocationID.x;
+    if (t == 0u) {  // the row's status, as sampling would report it
+        results[row * RESULT_STRIDE + 3u] = s_status;
+        results[row * RESULT_STRIDE + 7u] = row_state[row * ROW_STRIDE + R_FIRST_BAD];
+    }
+    if (s_fallback != 0u || s_status != STATUS_OK) {
+        if (t == 0u) {
+            dist_out[base] = s_fallback != 0u ? STATUS_FALLBACK : 0u;
+            dist_out[base + 1u] = step;
+        }
+        return;
+    }
+    bool greedy = (pc.flags & FLAG_GREEDY) != 0u;
+    float v0 = cand_value(0u);
+    uint finite = 0u;
+    for (uint i = t; i < n; i += WG) finite += c_key[i] != KEY_NEG_INF ? 1u : 0u;
+    uint count = greedy ? min(n, 1u) : wg_sum_u64(uvec2(finite, 0u)).x;  // uniform: the flags
+    if (t == 0u) {
+        dist_out[base] = count;
+        dist_out[base + 1u] = step;
+    }
+    // Finite entries form a prefix of the canonical order.
+    for (uint i = t; i < count; i += WG) {
+        dist_out[base + 2u + 2u * i] = c_id[i];
+        dist_out[base + 3u + 2u * i] = floatBitsToUint(greedy ? 1.0 : cand_mass(i, v0) / total);
+    }
+}
+
+// Leaves the row to wide_histogram and wide_gather: what the cut knows, the
+// buffer's entries at the draw's temperatures, and their mass.
+void hand_to_wide(uint row, uint n) {
+    uint t = gl_LocalInvocationID.x;
+    uint o = row * ROW_STRIDE;
+    uint buf = wide_buffer_at(row);
+    for (uint i = t; i < n; i += WG) {
+        wide[buf + 2u * i] = c_key[i];
+        wide[buf + 2u * i + 1u] = c_id[i];
+    }
+    uvec2 bd = wg_sum_u64(strided_mass(n));
+    if (t != 0u) return;
+    float v0 = cand_value(0u);
+    float vn = sieve_key_value(s_wide_kn);
+    float lowest = min(s_wide_lowest, vn);
+    float scale = wide_scale(vn - lowest, max(abs(vn), abs(lowest)), false);  // the bins' grid (wide.glsl: wide_bin)
+    row_state[o + R_WIDE_KN] = s_wide_kn;
+    row_state[o + R_WIDE_IDN] = s_wide_idn;
+    row_state[o + R_WIDE_MC] = floatBitsToUint(s_wide_mc);
+    row_state[o + R_WIDE_MD] = floatBitsToUint(v0);
+    row_state[o + R_WIDE_L] = floatBitsToUint(lowest);
+    row_state[o + R_WIDE_INVW] = floatBitsToUint(scale);
+    row_state[o + R_WIDE_TOP] = floatBitsToUint(wide_grid(vn, scale));
+    row_state[o + R_WIDE_NT] = s_wide_divisions | (s_divisions << 16u);  // (WIDE_DEFERRED in s_wide_divisions)
+    row_state[o + R_WIDE_RC] = floatBitsToUint(s_wide_rc);
+    row_state[o + R_WIDE_BD] = floatBitsToUint(u64_to_float(bd) * 9.094947017729282e-13);  // / 2^40
+    row_state[o + R_WIDE_N] = n;
+    row_state[o + R_WIDE_KEEP] = param_u(row, P_MIN_KEEP);
+    row_state[o + R_WIDE_PHASE] = WIDE_HIST;
+    // The wide passes split a row into the slots' chunks (gpu_plan.hpp:
+    // wide_chunk_size), whatever the collect pass did.
+    atomicMax(dispatch_args[pc.args_base + WIDE_HIST_ARGS], pc.n_chunks);
+}
+
+// The draw on a CPU device (TAIL_SERIAL): the array's exact masses in blocks
+// of `per` entries, one block an invocation; then invocation 0 finds the
+// block and the entry within it where the target falls: the serial walk's
+// entry, with the sums of whole blocks taken at once (exact integers: any
+// order gives the same). One barrier, where the workgroup-wide search takes
+// three.
+void draw_serial(uint row, uint n, bool whole, uint step, uint region) {
+    uint t = gl_LocalInvocationID.x;
+    float v0 = cand_value(0u);
+    uint per = (n + WG - 1u) / WG;
+    uint first = min(t * per, n), end = min(first + per, n);
+    uvec2 part = uvec2(0u);
+    for (uint i = first; i < end; ++i) part = u64_add(part, sieve_mass(cand_value(i), v0));
+    s_scan[t] = part;
+    barrier();
+    if (t != 0u) return;
+    float total = s_total;
+    uvec2 exact = uvec2(0u);
+    if (whole)
+        for (uint b = 0u; b < WG; ++b) exact = u64_add(exact, s_scan[b]);
+    else
+        exact = fixed40(total);
+    if (whole) total = u64_to_float(exact) * 9.094947017729282e-13;  // / 2^40
+    uvec2 target = u64_mul_u32_shr32(exact, row_uniform(row));
+    uint block = 0u;
+    for (; block < WG; ++block) {
+        if (u64_less(target, s_scan[block])) break;
+        target = u64_sub(target, s_scan[block]);
+    }
+    if (block == WG) {  // past every entry: the draw falls past the buffer (never for a whole array)
+        write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, 1u);
+        advance_step(row, step);
+        return;
+    }
+    uint token = 0xFFFFFFFFu;
+    uvec2 q = uvec2(0u);
+    for (uint i = block * per; i < min(block * per + per, n); ++i) {
+        q = sieve_mass(cand_value(i), v0);
+        token = c_id[i];
+        if (u64_less(target, q)) break;  // reached: the block's sum exceeds the target
+        target = u64_sub(target, q);
+    }
+    float p = u64_to_float(q) * 9.094947017729282e-13 / total;
+    selector_learn(row, token, p, region);
+    write_result(row, token, p, log(p), STATUS_OK, step, 1u);
+    advance_step(row, step);
+}
+
+void collect_tail(uint row, uint n_chunks) {
+    bind_row(row);
+    uint t = gl_LocalInvocationID.x;
+    uint o = row * ROW_STRIDE;
+    bool small = (pc.flags & FLAG_SMALL) != 0u;
+    uint need = clamp(param_u(row, P_NEED), 1u, HALF);
+    uint row_flags = param_u(row, P_ROW_FLAGS);
+    uint region = row * ROW_WORDS;
+
+    RowStats s = merge_chunk_stats(row, n_chunks);
+    Agg a;
+    uint n;
+    if (small) {
+        // The whole row, sorted, is chunk 0's list (its aggregates are empty:
+        // the tail computes what it needs from the array).
+        n = pc.vocab;
+        for (uint i = t; i < n; i += WG) {
+            c_key[i] = candidates[region + 2u * i];
+            c_id[i] = candidates[region + 2u * i + 1u];
+        }
+        a = agg_empty();
+        barrier();
+    } else {
+        // A chain that reads no aggregates left every chunk's empty (collect_chunk.glsl).
+        Agg m = (row_flags & (ROW_NEED_SIGMA | ROW_NEED_MASS)) != 0u ? merge_chunk_aggs(row, min(n_chunks, MAX_COLLECT_CHUNKS))
+                                                                    : agg_empty();
+        if (t == 0u) {
+            red_agg[0][0] = m.count;
+            red_agg[1][0] = m.mean;
+            red_agg[2][0] = m.m2;
+            red_agg[3][0] = m.mmax;
+            red_agg[4][0] = m.msum;
+        }
+        n = (pc.flags & FLAG_SORT_MERGE) != 0u ? sort_chunk_lists(row, need, n_chunks)
+                                                : merge_chunk_lists(row, need, n_chunks);
+        a = Agg(red_agg[0][0], red_agg[1][0], red_agg[2][0], red_agg[3][0], red_agg[4][0]);
+        // The row's maximum is its first candidate (canonical: the first maximal id).
+        s.max_key = c_key[0];
+        s.argmax = c_id[0];
+        s.finite = n > 0u && c_key[0] > KEY_NEG_INF ? 1u : 0u;
+    }
+
+    uint status = row_status(s);
+    uint step = row_step(row);
+    if (t == 0u) {
+        row_state[o + R_STATUS] = status;
+        row_state[o + R_FIRST_BAD] = s.first_bad;
+        s_n = n;
+        s_rest = pc.vocab - n;
+        s_rest_kind = n == pc.vocab ? REST_NONE : (c_key[n - 1u] == KEY_NEG_INF ? REST_MASKED : REST_UNKNOWN);
+        s_fallback = 0u;
+        s_status = status;
+        s_agg_ok = 1u;
+        s_tprod = 1.0;
+        s_rest_min = sieve_key_value(s.min_finite_key);
+        // Nothing was dropped for the top-need cut (n < need): the rest is
+        // exactly what the min-p floor dropped.
+        s_floor_ok = (row_flags & ROW_FLOOR) != 0u ? 1u : 0u;
+        s_need = need;
+        s_wide = 0u;
+        s_divisions = 0u;
+        row_state[o + R_WIDE_PHASE] = WIDE_NONE;
+    }
+    // The buffer reads below follow this workgroup's own writes (scratch).
+    memoryBarrierBuffer();
+    barrier();
+    if (status == STATUS_OK) run_chain(row, a, region);
+    barrier();
+    selector_before_draw(row, a.msum, region);
+
+    // The draw: greedy takes entry 0 (the first maximal logit); dist walks the
+    // canonical order by exact 40-bit masses (finalize.glsl's rule).
+    n = s_n;
+    bool greedy = (pc.flags & FLAG_GREEDY) != 0u;
+    // A top-p cut past the buffer, then only temperatures: the wide passes
+    // finish the row (wide.glsl). (--dump-dist of such a row, which lists
+    // thousands of survivors, stays with the CPU twin.)
+    bool wide_row = s_rest_kind == REST_CUT && s_wide != 0u && tail_live() && !greedy && pc.wide_cap > 0u &&
+                    (pc.flags & FLAG_DISTRIBUTION) == 0u &&  // uniform: shared, after run_chain's barrier
+                    (CHAIN_SELECTOR == SELECT_DIST || CHAIN_SELECTOR == SELECT_ADAPTIVE) &&  // mirostat's draw learns
+                    s_divisions <= WIDE_MAX_DIVISIONS;
+    if (wide_row) {
+        hand_to_wide(row, n);
+        return;
+    }
+    bool whole = s_rest_kind == REST_NONE || s_rest_kind == REST_MASKED;  // shared, after run_chain's barrier
+    bool listing = (pc.flags & FLAG_DISTRIBUTION) != 0u;
+    // The float total: the distribution's, or the draw's past the buffer (a
+    // whole array's draw sums exact masses below instead).
+    if (tail_live() && !greedy && (listing || !whole)) {  // uniform: shared, after a barrier
+        float total = array_total(row, n, a.msum);
+        if (t == 0u) {
+            if (total < 0.0) s_fallback = 1u;
+            // A listing names every survivor: with survivors past the buffer
+            // (no cut bounds the array) the twin lists them.
+            if (listing && !whole) s_fallback = 1u;
+            s_total = total;
+        }
+    }
+    barrier();
+    if (listing) {
+        write_distribution(row, n, s_total, step);
+        return;
+    }
+    if (s_status != STATUS_OK || s_fallback != 0u || greedy) {  // uniform: shared, after a barrier
+        if (t != 0u) return;
+        // A failed row fails whatever else is unsure (its step stays; a row
+        // handed to the twin advances it, the twin drawing its token).
+        if (s_status != STATUS_OK) {
+            write_result(row, 0xFFFFFFFFu, 0.0, 0.0, s_status, step, 1u);
+            return;
+        }
+        if (s_fallback != 0u) {
+            write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, 1u);
+        } else {
+            write_result(row, c_id[0], 1.0, 0.0, STATUS_OK, step, 1u);
+        }
+        advance_step(row, step);
+        return;
+    }
+    if (TAIL_SERIAL != 0u) {  // a CPU device: invocation 0 walks the block sums (tail.glsl: TAIL_SERIAL)
+        draw_serial(row, n, whole, step, region);
+        return;
+    }
+    // The draw: the array's exact masses in blocks of contiguous entries, one
+    // block an invocation, and their prefix sums over the workgroup
+    // (wg_scan.glsl); the invocation whose block holds the target walks it:
+    // the serial walk's entry, with the sums of whole blocks taken at once
+    // (exact integers: any order gives the same).
+    float v0 = cand_value(0u);
+    uint first, end;
+    wg_block(n, first, end);
+    uvec2 part = uvec2(0u);
+    for (uint i = first; i < end; ++i) part = u64_add(part, sieve_mass(cand_value(i), v0));
+    uvec2 sum;
+    uvec2 before = wg_exclusive_u64(part, sum);
+    float total = s_total;
+    uvec2 exact = whole ? sum : fixed40(total);
+    if (whole) total = fixed40_value(sum);
+    // The uniform of `step`, read before any invocation advanced it (not
+    // row_uniform: the invocation that draws writes the slot's step).
+    uvec2 target = u64_mul_u32_shr32(exact, sieve_uniform_u32(param_u(row, P_SEED), step, param_u(row, P_DRAW)));
+    if (!u64_less(target, sum)) {  // past every entry: the draw falls past the buffer (never for a whole array)
+        if (t != 0u) return;
+        write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, 1u);
+        advance_step(row, step);
+        return;
+    }
+    if (u64_less(target, before) || !u64_less(target, u64_add(before, part))) return;  // another block holds it
+    target = u64_sub(target, before);
+    uint token = 0xFFFFFFFFu;
+    uvec2 q = uvec2(0u);
+    for (uint i = first; i < end; ++i) {
+        q = sieve_mass(cand_value(i), v0);
+        token = c_id[i];
+        if (u64_less(target, q)) break;  // reached: the block's sum exceeds the target
+        target = u64_sub(target, q);
+    }
+    float p = u64_to_float(q) * 9.094947017729282e-13 / total;
+    selector_learn(row, token, p, region);
+    write_result(row, token, p, log(p), STATUS_OK, step, 1u);
+    advance_step(row, step);
+}
+
+#endif
