@@ -102,10 +102,15 @@ void shape_limits(const sieve_device_info& device, uint32_t enabled, const sieve
     // Shared memory the shaders declare (shaders/): mass_histogram's bin
     // tree takes 64 bytes per invocation; finalize/gather take 8 bytes per
     // candidate (CAP), 18 per invocation (row-stats tree, tie flags) and about
-    // 6.3 KB of fixed arrays (the draw's 32 x 16 bins). Both must fit the budget.
+    // 6.3 KB of fixed arrays (the draw's 32 x 16 bins); the collect tail (and
+    // collect_fused.comp, which holds it) 8 per candidate, up to 40 per
+    // invocation (the row-stats and aggregates' trees, the scan's partials)
+    // and up to 1.2 KB (spirv-opt with the spec constants frozen: 25676
+    // bytes at 256 and 2048, 50380 at 512 and 4096, 9228 at 128 and 512).
+    // All must fit the budget.
     wg = std::min(wg, (shared - 512) / 64);
     limits.workgroup_size = std::max(32u, floor_pow2(wg));
-    const uint32_t fixed = 18 * limits.workgroup_size + 6400;
+    const uint32_t fixed = std::max(18 * limits.workgroup_size + 6400, 40 * limits.workgroup_size + 1200);
     limits.candidate_capacity = std::clamp(floor_pow2((shared - fixed) / 8), 64u, 4096u);
     limits.features = device.features & enabled & ~options.disable_features;
     // The CPU device's own shader paths are tuned for its full limits: any

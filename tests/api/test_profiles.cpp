@@ -216,6 +216,28 @@ TEST(Profiles, CpuDevicePlanDiffersFromTheGpuPlan) {
 
 // gpu,constrained = a small phone GPU: the GPU's chunking with the constrained
 // limits and no optional features (so the portable, GLSL450-model shaders).
+// The candidate buffer leaves room for the rest of the largest shader's
+// shared memory: the collect tail's (and collect_fused.comp's) grows with the
+// workgroup, up to 40 bytes an invocation. A 48 KiB device asked for
+// 512-wide workgroups gets a buffer of 2048 (4096 and the tail's 17.6 KB
+// would need 50 KB); at 256 it keeps 4096.
+TEST(Profiles, CandidateBufferLeavesTheTailItsSharedMemory) {
+    sieve_device_info device = enumerated(0);
+    device.type = SIEVE_DEVICE_DISCRETE_GPU;
+    device.max_shared_memory = 49152;
+    device.max_workgroup_size = 1024;
+    sieve_context_options options;
+    sieve_context_options_init(&options);
+    for (uint32_t wg : {256u, 512u}) {
+        options.max_workgroup_size = wg;
+        sieve::EffectiveLimits limits;
+        sieve::shape_limits(device, device.features, options, SIEVE_PROFILE_DEVICE, &limits);
+        EXPECT_EQ(limits.workgroup_size, wg);
+        EXPECT_LE(8 * limits.candidate_capacity + 40 * limits.workgroup_size + 1200, 49152u) << wg;
+        EXPECT_EQ(limits.candidate_capacity, wg == 256u ? 4096u : 2048u) << wg;
+    }
+}
+
 TEST(Profiles, GpuConstrainedIsAPhoneGpu) {
     auto phone = context_with_profile("gpu,constrained");
     const sieve_device_info info = phone.device_info();
