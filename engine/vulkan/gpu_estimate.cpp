@@ -18,6 +18,7 @@ struct Work {
     double serial_us = 0;
     double logits = 0;   // logits the workgroup reads
     double per_sm = M::kLightPerSm;  // resident per SM: kHeavyPerSm where it holds much shared memory
+    double last_us = 0;  // after the last wave, on a row's last workgroup alone (a fused tail)
 };
 
 // The bitonic stages of sorting n entries padded to a power of two.
@@ -63,19 +64,20 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
                          : wide       ? wide_chunk_size(p, in.vocab)
                                       : p.chunk_size;
     const double read = chunk * M::kReadUsPerLogit;
-    // A fused tail runs after the last chunk of its row, on that workgroup.
+    // A fused tail runs after the last chunk of its row, on that workgroup
+    // (the tail adds little shared memory to the chunks': residency as
+    // fitted, stated).
     const double fused_tail = collect && p.fused_tail ? tail_us(in, chunks) : 0.0;
     switch (d.stage) {
     case Stage::CollectPlain:
         if ((p.flags & glsl::FLAG_RADIX_CHUNKS) && in.need > M::kPickLimit)
-            return {4 * M::kUsPerSelectLevelOf521950c + M::kRadixChunkReads * read + sort_us(in.capacity) + fused_tail,
-                    chunk, M::kHeavyPerSm};
+            return {4 * M::kUsPerSelectLevelOf521950c + M::kRadixChunkReads * read + sort_us(in.capacity), chunk,
+                    M::kHeavyPerSm, fused_tail};
         [[fallthrough]];
     case Stage::Collect:
         if (in.shaders == ShaderSet::Of30de833)
             return {M::kCollectUs + M::kCollectUsPerNeed * in.need + read, chunk, M::kHeavyPerSm};
-        // (The tail adds little shared memory to the picks': residency as fitted, stated.)
-        return {M::kPicksUs + read + fused_tail, chunk, M::kPicksPerSm};
+        return {M::kPicksUs + read, chunk, M::kPicksPerSm, fused_tail};
     case Stage::CollectTail: return {tail_us(in, chunks), 0, M::kHeavyPerSm};
     case Stage::WideHistogram: return {M::kWideHistogramUsPerLogit * chunk, chunk, M::kHeavyPerSm};
     case Stage::WideGather: return {M::kWideGatherUsPerLogit * chunk, chunk, M::kHeavyPerSm};
@@ -142,7 +144,7 @@ std::vector<StageEstimate> estimate_plan(const EstimateInputs& in) {
             const double resident = M::kSms * w.per_sm;
             const double waves = std::ceil(groups / resident);
             const double bytes = w.logits * 4.0 * groups;
-            e.est_us += M::kLaunchUs + std::max(waves * w.serial_us, bytes / M::kBytesPerUs);
+            e.est_us += M::kLaunchUs + std::max(waves * w.serial_us, bytes / M::kBytesPerUs) + w.last_us;
         }
         out.push_back(e);
     }
