@@ -384,6 +384,7 @@ std::vector<sieve_stage_estimate> GpuChain::plan_estimate(int32_t rows, int32_t 
     }
     EstimateInputs in;
     in.capacity = limits_.candidate_capacity;
+    in.workgroup = limits_.workgroup_size;
     in.plan = &rec.plan;
     in.groups = &rec.groups;
     in.vocab = static_cast<uint32_t>(vocab);

@@ -8,10 +8,6 @@ namespace {
 
 using M = EstimateModel;
 
-// A GPU plan's workgroup size (device_profile.cpp), which sets how many
-// chunks' bins level 0's last workgroup reads at once.
-constexpr double kWorkgroup = 256;
-
 // One workgroup's serial time for a dispatch: its fixed steps, those that
 // grow with what it keeps or runs, and the read of its share of the row.
 struct Work {
@@ -28,9 +24,11 @@ double sort_stages(uint32_t n) {
     return lg * (lg + 1) / 2.0;
 }
 
-// A 256-wide workgroup's bitonic sort of n entries: its stages times the
-// compare-exchanges each invocation makes per stage.
-double sort_us(uint32_t n) { return M::kUsPerSortExchange * sort_stages(n) * std::ceil(n / 512.0); }
+// A workgroup's bitonic sort of n entries: its stages times the
+// compare-exchanges each invocation makes per stage (n / 2 over the workgroup).
+double sort_us(uint32_t n, uint32_t workgroup) {
+    return M::kUsPerSortExchange * sort_stages(n) * std::ceil(n / (2.0 * workgroup));
+}
 
 // The collect tail's serial work on its one workgroup per row (a dispatch of
 // its own, or the chunks' last workgroup: Plan::fused_tail).
@@ -43,14 +41,16 @@ double tail_us(const EstimateInputs& in, uint32_t chunks) {
     if (!(p.flags & glsl::FLAG_SORT_MERGE))  // ranks by binary searches (a CPU plan's, and 30de833's)
         return M::kTailUs + M::kTailUsPerOp * in.chain_ops + M::kTailUsPerNeed * in.need;
     const uint32_t entries = chunks * in.need;  // the lists' entries, at most
-    double merge = entries <= in.capacity ? sort_us(entries) : 4 * M::kUsPerSelectLevelOf521950c + sort_us(in.capacity);
-    const uint32_t limit =
-        std::min(std::max(glsl::TAIL_SELECT_PER_NEED * in.need, glsl::TAIL_SELECT_LEAST), in.capacity);  // sort_chunk_lists
+    double merge = entries <= in.capacity
+                       ? sort_us(entries, in.workgroup)
+                       : 4 * M::kUsPerSelectLevelOf521950c + sort_us(in.capacity, in.workgroup);
+    const uint32_t limit = std::min(std::max(glsl::TAIL_SELECT_PER_NEED * in.need, glsl::TAIL_SELECT_LEAST),
+                                    in.capacity);  // sort_chunk_lists
     const bool staged = entries + limit + glsl::RADIX_BINS <= in.capacity;  // select_top_entries
     if (in.shaders == ShaderSet::Today && entries > limit)
         merge = (staged ? M::kUsPerSelectLevel + M::kSelectLevels * M::kUsPerStagedSelectLevel
                         : M::kSelectLevels * M::kUsPerSelectLevel) +
-                sort_us(limit);
+                sort_us(limit, in.workgroup);
     return M::kSortTailUs + M::kChunkReadUs * aggregate_reads + M::kSortTailUsPerOp * in.chain_ops + merge;
 }
 
@@ -71,8 +71,8 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
     switch (d.stage) {
     case Stage::CollectPlain:
         if ((p.flags & glsl::FLAG_RADIX_CHUNKS) && in.need > M::kPickLimit)
-            return {4 * M::kUsPerSelectLevelOf521950c + M::kRadixChunkReads * read + sort_us(in.capacity), chunk,
-                    M::kHeavyPerSm, fused_tail};
+            return {4 * M::kUsPerSelectLevelOf521950c + M::kRadixChunkReads * read + sort_us(in.capacity, in.workgroup),
+                    chunk, M::kHeavyPerSm, fused_tail};
         [[fallthrough]];
     case Stage::Collect:
         if (in.shaders == ShaderSet::Of30de833)
@@ -95,7 +95,8 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
         // The last workgroup's reads of the chunks' bins (scan.glsl): today a
         // batch of WG / 4 chunks at once, where the fitted figure waited for
         // one read a chunk.
-        const double saved = in.shaders != ShaderSet::Today ? 0.0 : p.n_chunks - std::ceil(p.n_chunks / (kWorkgroup / 4.0));
+        const double saved =
+            in.shaders != ShaderSet::Today ? 0.0 : p.n_chunks - std::ceil(p.n_chunks / (in.workgroup / 4.0));
         return {M::kMassHistogramUs - M::kChunkReadUs * saved + read, chunk, M::kLightPerSm};
     }
     case Stage::Gather: return {M::kGatherUs + read, chunk, M::kLightPerSm};

@@ -26,6 +26,7 @@ struct EstimateInputs {
     const std::vector<RowGroup>* groups = nullptr;
     uint32_t vocab = 0;
     uint32_t capacity = 4096;     // CAP, the candidate buffer
+    uint32_t workgroup = 256;     // WG, the plan's workgroup size (the constants were fitted at 256)
     uint32_t need = 1;            // the most candidates a row's collect pass keeps (P_NEED)
     uint32_t chain_ops = 0;       // samplers before the draw, penalties and DRY left out (the tail runs each)
     uint32_t history_tokens = 0;  // the longest history window the history pass reads
