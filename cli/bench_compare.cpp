@@ -53,7 +53,7 @@ Json run_differences(const Json& a, const Json& b) {
     auto differ = [&](const std::string& name, const Json& va, const Json& vb) {
         if (va != vb) diffs.push_back(Json{{"field", name}, {"a", va}, {"b", vb}});
     };
-    for (const char* key : {"device", "backend", "device_type", "driver", "profile", "library_version"})
+    for (const char* key : {"device", "backend", "device_type", "driver", "profile", "wait_spin_us", "library_version"})
         differ(key, field(a, key), field(b, key));
     auto peer = [&](const Json& doc) {
         return doc.contains("peer") && doc["peer"].is_object() ? doc["peer"].value("version", Json("llama.cpp")) : Json(nullptr);

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -176,6 +177,10 @@ Json run_json(const RunInfo& info, const std::vector<CaseResult>& results) {
     doc["cpu_implementation"] = d.cpu_twin || (has_info && d.info.type == SIEVE_DEVICE_CPU);
     doc["driver"] = has_info ? Json(d.info.driver) : Json(nullptr);
     doc["profile"] = has_info ? Json(sieve_profile_name(d.info.profile)) : Json(nullptr);
+    // The host's fence wait as the environment set it (the context refuses a
+    // malformed value before the run starts): the wall-clock figures depend on it.
+    const char* spin = std::getenv("SIEVE_WAIT_SPIN_US");
+    doc["wait_spin_us"] = spin && *spin ? Json(std::strtol(spin, nullptr, 10)) : Json(nullptr);
     doc["device_info"] = has_info ? device_json(d.info) : Json(nullptr);
     doc["library_version"] = version_string();
     doc["input"] = info.settings.device_input ? "device" : "host";

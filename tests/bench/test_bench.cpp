@@ -5,6 +5,7 @@
 #include "bench_suite.hpp"
 #include "cli_process.hpp"
 #include "npy.hpp"
+#include "test_support.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -103,6 +105,11 @@ TEST_F(Bench, TinySuiteRunsAndItsJsonFollowsTheSchema) {
     for (const json& c : doc["cases"]) names.insert(c["name"].get<std::string>());
     EXPECT_EQ(names, (std::set<std::string>{"greedy/zipf/v4096/b1", "default/zipf/v4096/b2", "dist/peaked/v3000/b1",
                                             "penalties_dry_n64/zipf/v4096/b2", "penalties_dry_n4096/zipf/v4096/b2"}));
+    // The host's fence wait as the environment set it (CI sets none).
+    const char* spin = std::getenv("SIEVE_WAIT_SPIN_US");
+    if (!spin || !*spin) {
+        EXPECT_TRUE(doc["wait_spin_us"].is_null());
+    }
     // A CPU implementation of Vulkan is named as such and warned about.
     if (doc["device_type"] == "cpu") {
         EXPECT_TRUE(doc["cpu_implementation"].get<bool>());
@@ -223,10 +230,12 @@ TEST_F(Bench, TableNamesTheDeviceAndEveryCase) {
 }
 
 TEST_F(Bench, CpuTwinAsDeviceHasNoCalibrationAndStillFollowsTheSchema) {
+    sieve_test::ScopedEnv spin("SIEVE_WAIT_SPIN_US", "7");  // recorded as the run had it
     Proc r = sieve(kTiny + " --case greedy --device cpu --json");
     ASSERT_EQ(r.code, 0) << r.err;
     json doc = parse(r.out);
     expect_valid(doc);
+    EXPECT_EQ(doc["wait_spin_us"], 7);
     EXPECT_EQ(doc["backend"], "cpu");
     EXPECT_TRUE(doc["cpu_implementation"].get<bool>());
     ASSERT_EQ(doc["cases"].size(), 1u);
