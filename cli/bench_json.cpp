@@ -141,6 +141,16 @@ Json case_json(const CaseResult& r) {
     j["stages"] = std::move(stages);
     j["profiled_tokens"] = r.profiled_tokens;
     j["gpu_us"] = opt(r.gpu_us);
+    if (r.call_timing) {
+        const sieve_call_timing& t = *r.call_timing;
+        j["call_timing"] = Json{{"wall_us", round_us(t.wall_us)},
+                                {"gpu_span_us", round_us(t.gpu_span_us)},
+                                {"submit_to_gpu_us", t.calibrated ? Json(round_us(t.submit_to_gpu_us)) : Json(nullptr)},
+                                {"gpu_to_host_us", t.calibrated ? Json(round_us(t.gpu_to_host_us)) : Json(nullptr)},
+                                {"deviation_us", t.calibrated ? Json(round_us(t.deviation_us)) : Json(nullptr)}};
+    } else {
+        j["call_timing"] = nullptr;
+    }
     // An estimate of the plan's GPU time on the reference GPU, never a measurement
     // (docs/architecture/estimate.md): null where the plan is not a GPU's.
     j["est_us"] = opt(r.est_us());

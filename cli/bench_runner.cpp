@@ -71,18 +71,37 @@ double median_of(std::vector<double> v) { return latency_stats(std::move(v)).med
 
 // GPU time per stage: a separate short run with timestamps after every
 // dispatch (they cost ~50 us each on lavapipe, so these tokens are not timed).
-// *gpu_us: the median over the calls of their stages' sum.
+// *gpu_us: the median over the calls of their stages' sum; *timing: each
+// figure of the calls' sieve_chain_call_timing, its median.
 std::vector<StageTime> profile_stages(sieve::Chain& chain, const BenchCase& c, const std::function<std::vector<sieve_token>()>& call,
-                                      int32_t tokens, int* profiled, std::optional<double>* gpu_us) {
+                                      int32_t tokens, int* profiled, std::optional<double>* gpu_us,
+                                      std::optional<sieve_call_timing>* timing) {
     chain.set_profiling(true);
     check_tokens(call(), c);  // records the profiled command buffer
     std::vector<std::vector<sieve_stage_time>> runs;
+    std::vector<sieve_call_timing> timings;
     for (int32_t i = 0; i < tokens; ++i) {
         check_tokens(call(), c);
         runs.push_back(chain.stage_times());
+        sieve_call_timing t{};
+        if (sieve_chain_call_timing(chain.get(), &t) == SIEVE_OK) timings.push_back(t);
     }
     chain.set_profiling(false);
     *profiled = static_cast<int>(runs.size());
+    if (!timings.empty()) {
+        auto median = [&](double sieve_call_timing::*field) {
+            std::vector<double> v;
+            for (const sieve_call_timing& t : timings) v.push_back(t.*field);
+            return median_of(std::move(v));
+        };
+        sieve_call_timing m = timings.front();  // calibrated: the same for every call of a chain
+        m.wall_us = median(&sieve_call_timing::wall_us);
+        m.gpu_span_us = median(&sieve_call_timing::gpu_span_us);
+        m.submit_to_gpu_us = median(&sieve_call_timing::submit_to_gpu_us);
+        m.gpu_to_host_us = median(&sieve_call_timing::gpu_to_host_us);
+        m.deviation_us = median(&sieve_call_timing::deviation_us);
+        *timing = m;
+    }
     std::vector<StageTime> out;
     if (runs.empty() || runs.front().empty()) return out;
     // Calls of one shape run the same dispatches; take the median per position.
@@ -353,7 +372,8 @@ void BenchRunner::finish(Live& l) {
                     while (std::chrono::duration<double>(Clock::now() - t0).count() < kClockWarmupGpuS)
                         check_tokens(l.call(), c);
                 }
-                r.stages = profile_stages(*l.chain, c, l.call, s_.profile_tokens, &r.profiled_tokens, &r.gpu_us);
+                r.stages = profile_stages(*l.chain, c, l.call, s_.profile_tokens, &r.profiled_tokens, &r.gpu_us,
+                                          &r.call_timing);
             }
         } catch (const CliError& e) {
             set_outcome(r, "failed", e.what(), e.exit_code());

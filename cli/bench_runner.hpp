@@ -99,6 +99,10 @@ struct CaseResult {
     std::vector<StageTime> stages;
     int profiled_tokens = 0;
     std::optional<double> gpu_us;          // median over the profiled calls of their stages' sum
+    // Where a profiled call's wall time went (sieve_chain_call_timing), each
+    // figure the median over the profiled calls; none where the chain has no
+    // device.
+    std::optional<sieve_call_timing> call_timing;
     std::vector<StageEstimate> estimate;   // the plan's, when it is a GPU's plan (else empty)
     std::optional<Calibration> calibration;
     std::string calibration_message;  // why there is none (CPU twin backend, a device limit...)

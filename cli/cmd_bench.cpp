@@ -166,6 +166,14 @@ void print_row(std::ostream& out, const CaseResult& r) {
         }
         out << " us\n";
     }
+    if (r.call_timing) {
+        const sieve_call_timing& t = *r.call_timing;
+        out << "    profiled call: " << fixed(t.wall_us, 1) << " us = ";
+        if (t.calibrated) out << fixed(t.submit_to_gpu_us, 1) << " submit to GPU + ";
+        out << fixed(t.gpu_span_us, 1) << " on the GPU";
+        if (t.calibrated) out << " + " << fixed(t.gpu_to_host_us, 1) << " GPU to host";
+        out << "\n";
+    }
     if (r.verify) print_verify(out, r);
     if (r.twin_status != "ok") out << "    twin " << r.twin_status << ": " << r.twin_message << "\n";
     if (!r.peer_status.empty() && r.peer_status != "ok")

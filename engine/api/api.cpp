@@ -552,6 +552,17 @@ SIEVE_API sieve_status sieve_chain_set_profiling(sieve_chain* chain, int32_t ena
     });
 }
 
+SIEVE_API sieve_status sieve_chain_call_timing(const sieve_chain* chain, sieve_call_timing* out) {
+    if (!chain) return null_handle("chain");
+    return guarded([&] {
+        if (!out) fail(SIEVE_ERROR_INVALID_ARGUMENT, "out is NULL");
+        if (!chain->impl->call_timing(out))
+            fail(SIEVE_ERROR_INVALID_ARGUMENT, "no profiled call to time: the chain's backend has no device, or no "
+                                               "sampling call has run since sieve_chain_set_profiling turned it on");
+        return SIEVE_OK;
+    });
+}
+
 SIEVE_API sieve_status sieve_chain_stage_times(const sieve_chain* chain, sieve_stage_time* out, uint32_t capacity,
                                                uint32_t* count) {
     if (!chain) return null_handle("chain");

@@ -113,6 +113,8 @@ public:
     virtual std::vector<sieve_stage_estimate> plan_estimate(int32_t, int32_t) const { return {}; }
     virtual void set_profiling(bool) {}
     virtual std::vector<sieve_stage_time> stage_times() const { return {}; }
+    // The last profiled call's timing; false where there is none (the CPU backend, no profiled call yet).
+    virtual bool call_timing(sieve_call_timing*) const { return false; }
 
     // sieve_verify (chain/verify.cpp): sequence s is row s (its parameters and
     // slot); its n_draft + 1 positions are consecutive rows of `logits`.

@@ -165,6 +165,7 @@ void GpuChain::submit_and_wait(const Recording& rec, VkCommandBuffer prefix) {
     submitter_.await(kWaitTimeoutNs, "sampling did not finish within the wait timeout",
                      whole ? &rec.whole_wait_ns : &rec.wait_ns);
     account(rec, whole ? rec.whole_plan : rec.plan, prefix != VK_NULL_HANDLE, false);
+    if (rec.key.timestamps) submitter_.read_call_timing();  // the first submission's
     if (!rec.has_deep()) return;
     // Either way level 0 armed level 1 where a row needs it.
     const bool armed = deep_levels_armed(rec);

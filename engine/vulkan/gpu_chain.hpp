@@ -74,6 +74,7 @@ public:
     std::vector<sieve_stage_estimate> plan_estimate(int32_t rows, int32_t vocab, ShaderSet shaders) const;
     void set_profiling(bool enabled) override { submitter_.set_profiling(enabled); }
     std::vector<sieve_stage_time> stage_times() const override { return submitter_.stage_times(); }
+    bool call_timing(sieve_call_timing* out) const override { return submitter_.call_timing(out); }
     // The row windows its buffers are bound in (gpu_chain_buffers.hpp): for
     // the tests that check a capacity past the binding range is split.
     const RowWindows& row_windows() const { return buffers_.windows(); }

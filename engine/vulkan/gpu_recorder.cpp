@@ -90,6 +90,19 @@ void Recorder::drop_app_row_recordings() {
 
 void Recorder::emit(VkCommandBuffer cmd, const Recording& rec, const Plan* plan) const {
     const auto& vk = device_.vk();
+    // Profiling's call timing (Submitter::read_call_timing): the command
+    // buffer's first and last commands on the GPU's clock.
+    VkQueryPool span = submitter_.span_queries();
+    if (rec.key.timestamps) {
+        vk.vkCmdResetQueryPool(cmd, span, 0, 2);
+        vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, span, 0);
+    }
+    emit_call(cmd, rec, plan ? *plan : rec.plan);
+    if (rec.key.timestamps) vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, span, 1);
+}
+
+void Recorder::emit_call(VkCommandBuffer cmd, const Recording& rec, const Plan& emitted) const {
+    const auto& vk = device_.vk();
     const RecordingKey& key = rec.key;
     VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     if (key.app_rows) {
@@ -125,7 +138,6 @@ void Recorder::emit(VkCommandBuffer cmd, const Recording& rec, const Plan* plan)
     // Every indirect pass starts disarmed: x = 0 workgroups, y = its group's
     // rows, z = 1. A plan without indirect passes (greedy's one pass) reads
     // no arguments: it skips the transfer and its barrier.
-    const Plan& emitted = plan ? *plan : rec.plan;
     if (!rec.has_deep() && !has_indirect(emitted)) {
         emit_passes(cmd, rec, emitted);
         return;

@@ -85,7 +85,8 @@ public:
     // The plan's commands, into the chain's own command buffer or the app's
     // (sieve_chain_record): every barrier the passes need, from the previous
     // call's work at the start to the host's reads of the results at the end.
-    // plan: one of the recording's (its whole_plan), else rec.plan.
+    // plan: one of the recording's (its whole_plan), else rec.plan. With
+    // timestamps, framed by the call timing's span queries.
     void emit(VkCommandBuffer cmd, const Recording& rec, const Plan* plan = nullptr) const;
     // The key levels' part of a recording that has one (Recording::deep_plan):
     // after the first part's submission, from the row state and indirect
@@ -96,6 +97,8 @@ public:
     void drop_app_row_recordings();
 
 private:
+    // emit's commands: the barriers and transfers before the passes, the passes.
+    void emit_call(VkCommandBuffer cmd, const Recording& rec, const Plan& plan) const;
     // A plan's dispatches over the row groups (timestamps after each when the
     // key asks), then the arguments' copy for the host's count and the
     // barrier that makes the results visible to the host.

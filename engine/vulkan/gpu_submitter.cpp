@@ -4,8 +4,20 @@
 #include "vulkan/vk_check.hpp"
 
 #include <cstdio>
+#include <ctime>
 
 namespace sieve {
+
+namespace {
+
+// The host clock of the call timing: the one VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT names.
+uint64_t monotonic_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+} // namespace
 
 Submitter::Submitter(Device& device, uint32_t max_rows, GpuCounters& counters)
     : device_(device), counters_(counters), max_rows_(max_rows) {
@@ -35,6 +47,8 @@ void Submitter::release() {
     }
     if (queries_) vk.vkDestroyQueryPool(dev, queries_, nullptr);
     queries_ = VK_NULL_HANDLE;
+    if (span_queries_) vk.vkDestroyQueryPool(dev, span_queries_, nullptr);
+    span_queries_ = VK_NULL_HANDLE;
     if (command_pool_) vk.vkDestroyCommandPool(dev, command_pool_, nullptr);  // frees the recordings
     command_pool_ = VK_NULL_HANDLE;
 }
@@ -84,6 +98,7 @@ void Submitter::submit(const VkCommandBuffer* cmds, uint32_t n, const sieve_vulk
             si.pNext = &values;
         }
     }
+    if (profiling_) submit_ns_ = monotonic_ns();
     vk_check(device_.submit(si, fence_), "vkQueueSubmit");
     ++counters_.submits;
     pending_ = true;
@@ -93,6 +108,7 @@ void Submitter::await(uint64_t timeout_ns, const char* what, double* wait_ns) {
     const VkResult r = wait_for_fence(device_, fence_, timeout_ns, wait_ns);
     if (r == VK_TIMEOUT) fail(SIEVE_ERROR_TIMEOUT, what);
     vk_check(r, "vkWaitForFences");
+    if (profiling_) wake_ns_ = monotonic_ns();
     device_.vk().vkResetFences(device_.handle(), 1, &fence_);
     pending_ = false;
 }
@@ -128,6 +144,44 @@ void Submitter::read_stage_times(const Plan& plan, const std::vector<RowGroup>& 
             static_cast<double>(ticks[q + 1] - ticks[q]) * device_.limits().timestamp_period_ns / 1000.0;
 }
 
+void Submitter::read_call_timing() {
+    const auto& vk = device_.vk();
+    uint64_t span[2] = {};
+    vk_check(vk.vkGetQueryPoolResults(device_.handle(), span_queries_, 0, 2, sizeof(span), span, sizeof(uint64_t),
+                                      VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+             "vkGetQueryPoolResults");
+    const double period_ns = device_.limits().timestamp_period_ns;
+    sieve_call_timing t{};
+    t.wall_us = static_cast<double>(wake_ns_ - submit_ns_) / 1000.0;
+    t.gpu_span_us = static_cast<double>(span[1] - span[0]) * period_ns / 1000.0;
+    if (device_.calibrated_timestamps()) {
+        // One reading of both clocks, after the call: a device tick d is host
+        // time host - (device - d) x period.
+        VkCalibratedTimestampInfoEXT domains[2] = {{VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT},
+                                                   {VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT}};
+        domains[0].timeDomain = VK_TIME_DOMAIN_DEVICE_EXT;
+        domains[1].timeDomain = VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT;
+        uint64_t now[2] = {}, deviation_ns = 0;
+        vk_check(vk.vkGetCalibratedTimestampsEXT(device_.handle(), 2, domains, now, &deviation_ns),
+                 "vkGetCalibratedTimestampsEXT");
+        auto host_ns = [&](uint64_t ticks) {
+            return static_cast<double>(now[1]) - static_cast<double>(now[0] - ticks) * period_ns;
+        };
+        t.submit_to_gpu_us = (host_ns(span[0]) - static_cast<double>(submit_ns_)) / 1000.0;
+        t.gpu_to_host_us = (static_cast<double>(wake_ns_) - host_ns(span[1])) / 1000.0;
+        t.deviation_us = static_cast<double>(deviation_ns) / 1000.0;
+        t.calibrated = 1;
+    }
+    timing_ = t;
+    timed_ = true;
+}
+
+bool Submitter::call_timing(sieve_call_timing* out) const {
+    if (!timed_) return false;
+    *out = timing_;
+    return true;
+}
+
 void Submitter::set_profiling(bool enabled) {
     if (enabled && !device_.limits().timestamps)
         fail(SIEVE_ERROR_DEVICE_LIMIT, "this device's compute queue has no timestamps");
@@ -136,7 +190,10 @@ void Submitter::set_profiling(bool enabled) {
         qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
         qi.queryCount = 1 + kMaxPlanDispatches * max_rows_;
         vk_check(device_.vk().vkCreateQueryPool(device_.handle(), &qi, nullptr, &queries_), "vkCreateQueryPool");
+        qi.queryCount = 2;
+        vk_check(device_.vk().vkCreateQueryPool(device_.handle(), &qi, nullptr, &span_queries_), "vkCreateQueryPool");
     }
+    if (enabled && !profiling_) timed_ = false;  // a timing from before is not this profiling's
     profiling_ = enabled;
     stage_times_.clear();
 }

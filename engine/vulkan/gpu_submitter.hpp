@@ -52,6 +52,14 @@ public:
     // those read last, for a call's second submission).
     void read_stage_times(const Plan& plan, const std::vector<RowGroup>& groups, bool append = false);
     const std::vector<sieve_stage_time>& stage_times() const { return stage_times_; }
+    // Profiling's call timing (sieve_chain_call_timing): the recording's span
+    // queries (a timestamp at its command buffer's start and end), written
+    // only by recordings with timestamps.
+    VkQueryPool span_queries() const { return span_queries_; }
+    // After such a recording's submission and wait: the call's timing from the
+    // host's times around the last submit and wait and the span queries.
+    void read_call_timing();
+    bool call_timing(sieve_call_timing* out) const;
 
 private:
     void release();
@@ -65,6 +73,10 @@ private:
     bool profiling_ = false;
     VkQueryPool queries_ = VK_NULL_HANDLE;
     std::vector<sieve_stage_time> stage_times_;
+    VkQueryPool span_queries_ = VK_NULL_HANDLE;
+    uint64_t submit_ns_ = 0, wake_ns_ = 0;  // CLOCK_MONOTONIC around the last submit and wait (profiling)
+    bool timed_ = false;
+    sieve_call_timing timing_{};
 };
 
 } // namespace sieve

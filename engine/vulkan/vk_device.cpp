@@ -16,6 +16,29 @@ std::atomic<bool> g_stage_memory_for_tests{false};
 
 bool stage_memory_for_tests(bool on) { return g_stage_memory_for_tests.exchange(on); }
 
+namespace {
+
+// VK_EXT_calibrated_timestamps with both the device's time domain and the
+// host's CLOCK_MONOTONIC (the clock Submitter reads around a call).
+bool offers_calibrated_timestamps(VkPhysicalDevice physical) {
+    uint32_t n = 0;
+    vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, nullptr);
+    std::vector<VkExtensionProperties> extensions(n);
+    vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, extensions.data());
+    const bool listed = std::any_of(extensions.begin(), extensions.end(), [](const VkExtensionProperties& e) {
+        return std::strcmp(e.extensionName, VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME) == 0;
+    });
+    if (!listed || !vkGetPhysicalDeviceCalibrateableTimeDomainsEXT) return false;
+    uint32_t m = 0;
+    vkGetPhysicalDeviceCalibrateableTimeDomainsEXT(physical, &m, nullptr);
+    std::vector<VkTimeDomainEXT> domains(m);
+    vkGetPhysicalDeviceCalibrateableTimeDomainsEXT(physical, &m, domains.data());
+    auto has = [&](VkTimeDomainEXT d) { return std::find(domains.begin(), domains.end(), d) != domains.end(); };
+    return has(VK_TIME_DOMAIN_DEVICE_EXT) && has(VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT);
+}
+
+} // namespace
+
 int32_t resolve_wait_spin(int32_t option) {
     if (option >= 0) return option;
     const char* env = std::getenv("SIEVE_WAIT_SPIN_US");
@@ -49,6 +72,9 @@ Device::Device(const PhysicalDevice& physical, const sieve_context_options& opti
         storage16.pNext = &memory_model;
         if (info_.api_version < VK_API_VERSION_1_2) extensions.push_back(VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
     }
+    // Profiling's call timing puts the GPU's timestamps on the host's clock.
+    const bool calibrated = offers_calibrated_timestamps(physical_);
+    if (calibrated) extensions.push_back(VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME);
 
     float priority = 1.0f;
     VkDeviceQueueCreateInfo queue{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
@@ -64,6 +90,7 @@ Device::Device(const PhysicalDevice& physical, const sieve_context_options& opti
     vk_check(vkCreateDevice(physical_, &info, nullptr, &device_), "vkCreateDevice");
     volkLoadDeviceTable(&table_, device_);
     table_.vkGetDeviceQueue(device_, family_, 0, &queue_);
+    calibrated_timestamps_ = calibrated && table_.vkGetCalibratedTimestampsEXT;
     init(options, wanted);
 }
 

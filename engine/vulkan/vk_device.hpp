@@ -128,6 +128,10 @@ public:
     // Whether device-local memory is also host-visible (UMA, lavapipe, phones):
     // then logits are written straight into the buffer the shaders read.
     bool unified_memory() const { return unified_memory_; }
+    // Whether the device's timestamps can be put on the host's CLOCK_MONOTONIC
+    // (VK_EXT_calibrated_timestamps, enabled on a device Sieve creates; an
+    // app's device says nothing of its extensions): Submitter's call timing.
+    bool calibrated_timestamps() const { return calibrated_timestamps_; }
 
 private:
     void init(const sieve_context_options& options, uint32_t enabled_features);
@@ -142,6 +146,7 @@ private:
     EffectiveLimits limits_{};
     VkPhysicalDeviceMemoryProperties memory_{};
     bool unified_memory_ = false;
+    bool calibrated_timestamps_ = false;
     uint32_t wait_spin_us_ = 0;
     std::mutex queue_mutex_;
 };

@@ -78,6 +78,8 @@ extern "C" {
  * whether a program built against `built` may use the library `loaded`.
  *
  * Changes
+ *   0.5.0  sieve_call_timing and sieve_chain_call_timing (where a profiled call's
+ *          wall time went: to the GPU, on it, back to the host).
  *   0.4.0  sieve_context_options.max_storage_buffer_range (at the end: older
  *          callers get 0); sieve_device_info.compute_units and
  *          compute_units_known (at the end of a struct without struct_size:
@@ -660,6 +662,34 @@ SIEVE_API sieve_status sieve_chain_set_profiling(sieve_chain* chain, int32_t ena
  * number of stages; at most `capacity` are written. */
 SIEVE_API sieve_status sieve_chain_stage_times(const sieve_chain* chain, sieve_stage_time* out, uint32_t capacity,
                                                uint32_t* count);
+
+/* Where the last profiled call's wall time went, for the calls the chain
+ * submits and waits for itself (sieve_sample, sieve_sample_vulkan,
+ * sieve_chain_distribution; the first submission of a call that needs two). The host's
+ * times are CLOCK_MONOTONIC around the submit and the fence wait; the device's,
+ * timestamps at the start and the end of the call's command buffer (after an
+ * ingest pass, if any), put on the host's clock with
+ * VK_EXT_calibrated_timestamps where the device offers it (on a context Sieve
+ * created; not on an app's device):
+ *   wall_us          the submit call's start to the wait's return;
+ *   gpu_span_us      the command buffer's first command to its last, on the GPU;
+ *   submit_to_gpu_us the submit's start to the GPU's first command (with calibrated);
+ *   gpu_to_host_us   the GPU's last command to the wait's return (with calibrated);
+ *   deviation_us     the calibration's maximum deviation, a bound on the error of
+ *                    the two figures above. */
+typedef struct sieve_call_timing {
+    double wall_us;
+    double gpu_span_us;
+    double submit_to_gpu_us;
+    double gpu_to_host_us;
+    double deviation_us;
+    int32_t calibrated;  /* 1: submit_to_gpu_us, gpu_to_host_us and deviation_us are set; 0: they are 0 */
+    int32_t reserved;
+} sieve_call_timing;
+
+/* SIEVE_ERROR_INVALID_ARGUMENT for a NULL out, for the CPU backend (no device),
+ * or when no profiled call has run since profiling was turned on. */
+SIEVE_API sieve_status sieve_chain_call_timing(const sieve_chain* chain, sieve_call_timing* out);
 
 /* The plan's dispatches for `rows` x `vocab` with an ESTIMATE of each one's GPU
  * time, never a measurement: a model of the reference GPU (an NVIDIA H200, 132

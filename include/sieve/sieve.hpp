@@ -270,6 +270,11 @@ public:
         return c;
     }
     void set_profiling(bool enabled) { check(sieve_chain_set_profiling(handle_, enabled ? 1 : 0)); }
+    sieve_call_timing call_timing() const {
+        sieve_call_timing t{};
+        check(sieve_chain_call_timing(handle_, &t));
+        return t;
+    }
     std::vector<sieve_stage_time> stage_times() const {
         uint32_t n = 0;
         check(sieve_chain_stage_times(handle_, nullptr, 0, &n));

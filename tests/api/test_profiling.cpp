@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <iostream>
 
 namespace {
 
@@ -37,6 +38,51 @@ TEST(Profiling, StageTimesFollowThePlan) {
     EXPECT_EQ(chain.counters().recordings, recordings + 1) << "the unprofiled recording is reused";
 }
 
+// The call's wall time split at the GPU's first and last command of the
+// call's command buffer (sieve_chain_call_timing). With the device's clock on
+// the host's (calibrated), the three parts add up to the wall time within the
+// calibration's deviation, and neither host part is negative beyond it.
+TEST(Profiling, CallTimingSplitsTheWallTimeAtTheGpu) {
+    auto gpu = sieve_test::gpu_context();
+    const int32_t vocab = 151936;
+    auto logits = sieve_test::make_rows(Shape::Zipf, 1, vocab, 3);
+    sieve::Chain chain(gpu, sieve_test::chain_desc("top_k;top_p;min_p;temperature;dist", 1, vocab, 0.8f, 9));
+    sieve_call_timing t{};
+    EXPECT_TRUE(sieve_test::Fails(sieve_chain_call_timing(chain.get(), &t), SIEVE_ERROR_INVALID_ARGUMENT,
+                                  {"no profiled call"}));
+    chain.sample(logits.data(), 1, vocab);
+    EXPECT_TRUE(sieve_test::Fails(sieve_chain_call_timing(chain.get(), &t), SIEVE_ERROR_INVALID_ARGUMENT,
+                                  {"no profiled call"}))
+        << "a call without profiling is not timed";
+    chain.set_profiling(true);
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_EQ(chain.sample(logits.data(), 1, vocab)[0].status, SIEVE_OK);
+        t = chain.call_timing();
+        double stages = 0;
+        for (const sieve_stage_time& s : chain.stage_times()) stages += s.gpu_us;
+        EXPECT_GT(t.gpu_span_us, 0.0);
+        EXPECT_GE(t.gpu_span_us, stages * 0.999) << "the span holds every stage";
+        EXPECT_GE(t.wall_us, t.gpu_span_us);
+        if (!t.calibrated) {
+            EXPECT_EQ(t.submit_to_gpu_us, 0.0);
+            EXPECT_EQ(t.gpu_to_host_us, 0.0);
+            continue;
+        }
+        const double slack = t.deviation_us + 1.0;
+        EXPECT_GE(t.submit_to_gpu_us, -slack);
+        EXPECT_GE(t.gpu_to_host_us, -slack);
+        EXPECT_NEAR(t.submit_to_gpu_us + t.gpu_span_us + t.gpu_to_host_us, t.wall_us, slack);
+    }
+    std::cout << "call timing: wall " << t.wall_us << " us = submit to GPU " << t.submit_to_gpu_us << " + GPU span "
+              << t.gpu_span_us << " + GPU to host " << t.gpu_to_host_us << " (calibrated " << t.calibrated
+              << ", deviation " << t.deviation_us << " us)\n";
+    // Turned off and on again, the old timing is not reported as the new one's.
+    chain.set_profiling(false);
+    chain.set_profiling(true);
+    EXPECT_TRUE(sieve_test::Fails(sieve_chain_call_timing(chain.get(), &t), SIEVE_ERROR_INVALID_ARGUMENT,
+                                  {"no profiled call"}));
+}
+
 TEST(Profiling, CpuBackendHasNoStages) {
     auto cpu = sieve_test::cpu_context();
     sieve::Chain chain(cpu, sieve_test::chain_desc("temperature;dist", 1, 100, 0.8f, 9));
@@ -44,6 +90,8 @@ TEST(Profiling, CpuBackendHasNoStages) {
     auto logits = sieve_test::make_rows(Shape::Gaussian, 1, 100, 1);
     chain.sample(logits.data(), 1, 100);
     EXPECT_TRUE(chain.stage_times().empty());
+    sieve_call_timing t{};
+    EXPECT_TRUE(sieve_test::Fails(sieve_chain_call_timing(chain.get(), &t), SIEVE_ERROR_INVALID_ARGUMENT, {"no device"}));
 }
 
 TEST(BadInputProfiling, NullHandlesAndPointers) {
@@ -58,6 +106,9 @@ TEST(BadInputProfiling, NullHandlesAndPointers) {
                                   SIEVE_ERROR_INVALID_ARGUMENT, {"count"}));
     EXPECT_TRUE(sieve_test::Fails(sieve_chain_stage_times(chain.get(), nullptr, 4, &count),
                                   SIEVE_ERROR_INVALID_ARGUMENT, {"out"}));
+    sieve_call_timing timing{};
+    EXPECT_TRUE(sieve_test::Fails(sieve_chain_call_timing(nullptr, &timing), SIEVE_ERROR_NULL_HANDLE, {"chain"}));
+    EXPECT_TRUE(sieve_test::Fails(sieve_chain_call_timing(chain.get(), nullptr), SIEVE_ERROR_INVALID_ARGUMENT, {"out"}));
     // The chain is still usable.
     auto logits = sieve_test::make_rows(Shape::Gaussian, 1, 100, 1);
     EXPECT_EQ(chain.sample(logits.data(), 1, 100)[0].status, SIEVE_OK);

@@ -147,6 +147,16 @@ TEST_F(Bench, MeasuredCasesCarryConsistentFigures) {
         ASSERT_EQ(doc["backend"], "vulkan");
         EXPECT_FALSE((*c)["stages"].empty());
         EXPECT_EQ((*c)["profiled_tokens"], 1);
+        // The profiled call's wall time split at the GPU (sieve_chain_call_timing).
+        ASSERT_TRUE((*c)["call_timing"].is_object());
+        const json& ct = (*c)["call_timing"];
+        EXPECT_GT(ct["gpu_span_us"].get<double>(), 0);
+        EXPECT_GE(ct["wall_us"].get<double>(), ct["gpu_span_us"].get<double>());
+        if (!ct["submit_to_gpu_us"].is_null()) {
+            const double parts = ct["submit_to_gpu_us"].get<double>() + ct["gpu_span_us"].get<double>() +
+                                 ct["gpu_to_host_us"].get<double>();
+            EXPECT_NEAR(parts, ct["wall_us"].get<double>(), ct["deviation_us"].get<double>() + 1.0);
+        }
         ASSERT_TRUE((*c)["calibration"].is_object());
         const json& cal = (*c)["calibration"];
         EXPECT_GT(cal["submit_us"].get<double>(), 0);
@@ -245,6 +255,7 @@ TEST_F(Bench, CpuTwinAsDeviceHasNoCalibrationAndStillFollowsTheSchema) {
     EXPECT_TRUE(c["efficiency"].is_null());
     EXPECT_FALSE(c["calibration_message"].get<std::string>().empty());
     EXPECT_TRUE(c["stages"].empty());
+    EXPECT_TRUE(c["call_timing"].is_null());
 }
 
 TEST_F(Bench, ReportIsOneSelfContainedPageWithPlots) {

@@ -133,7 +133,9 @@ TEST(Estimate, NamesEveryDispatchOfThePlanAndItsWorkgroups) {
         launched += e.workgroups > 0 ? 1 : 0;
         // A GPU plan's tail runs in the chunks' last workgroups (Plan::fused_tail).
         EXPECT_NE(std::string(e.stage), "collect_tail");
-        if (std::string(e.stage) == "collect_plain") EXPECT_EQ(e.workgroups % 4u, 0u);  // chunks x 4 rows
+        if (std::string(e.stage) == "collect_plain") {
+            EXPECT_EQ(e.workgroups % 4u, 0u);  // chunks x 4 rows
+        }
     }
     EXPECT_EQ(launched, dispatches);  // the plan's minimum: the dispatches expected to launch workgroups
     (void)passes;
