@@ -307,6 +307,24 @@ void hand_to_wide(uint row, uint n) {
     atomicMax(dispatch_args[pc.args_base + WIDE_HIST_ARGS], pc.n_chunks);
 }
 
+// The draw's last step, in the invocation whose block [first, end) of the
+// array holds the target (less the blocks before it): the entry where the
+// target falls, its result and the row's step. Both draws below end here.
+void draw_in_block(uint row, uint first, uint end, uvec2 target, float v0, float total, uint step, uint region) {
+    uint token = 0xFFFFFFFFu;
+    uvec2 q = uvec2(0u);
+    for (uint i = first; i < end; ++i) {
+        q = sieve_mass(cand_value(i), v0);
+        token = c_id[i];
+        if (u64_less(target, q)) break;  // reached: the block's sum exceeds the target
+        target = u64_sub(target, q);
+    }
+    float p = u64_to_float(q) * 9.094947017729282e-13 / total;
+    selector_learn(row, token, p, region);
+    write_result(row, token, p, log(p), STATUS_OK, step, 1u);
+    advance_step(row, step);
+}
+
 // The draw on a CPU device (TAIL_SERIAL): the array's exact masses in blocks
 // of `per` entries, one block an invocation; then invocation 0 finds the
 // block and the entry within it where the target falls: the serial walk's
@@ -341,18 +359,7 @@ void draw_serial(uint row, uint n, bool whole, uint step, uint region) {
         advance_step(row, step);
         return;
     }
-    uint token = 0xFFFFFFFFu;
-    uvec2 q = uvec2(0u);
-    for (uint i = block * per; i < min(block * per + per, n); ++i) {
-        q = sieve_mass(cand_value(i), v0);
-        token = c_id[i];
-        if (u64_less(target, q)) break;  // reached: the block's sum exceeds the target
-        target = u64_sub(target, q);
-    }
-    float p = u64_to_float(q) * 9.094947017729282e-13 / total;
-    selector_learn(row, token, p, region);
-    write_result(row, token, p, log(p), STATUS_OK, step, 1u);
-    advance_step(row, step);
+    draw_in_block(row, block * per, min(block * per + per, n), target, v0, total, step, region);
 }
 
 void collect_tail(uint row, uint n_chunks) {
@@ -505,18 +512,7 @@ void collect_tail(uint row, uint n_chunks) {
     }
     if (u64_less(target, before) || !u64_less(target, u64_add(before, part))) return;  // another block holds it
     target = u64_sub(target, before);
-    uint token = 0xFFFFFFFFu;
-    uvec2 q = uvec2(0u);
-    for (uint i = first; i < end; ++i) {
-        q = sieve_mass(cand_value(i), v0);
-        token = c_id[i];
-        if (u64_less(target, q)) break;  // reached: the block's sum exceeds the target
-        target = u64_sub(target, q);
-    }
-    float p = u64_to_float(q) * 9.094947017729282e-13 / total;
-    selector_learn(row, token, p, region);
-    write_result(row, token, p, log(p), STATUS_OK, step, 1u);
-    advance_step(row, step);
+    draw_in_block(row, first, end, target, v0, total, step, region);
 }
 
 #endif
