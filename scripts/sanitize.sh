@@ -11,8 +11,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build-asan
+# -O1 -g1 (what the sanitizers' own docs suggest): line tables for the
+# reports' stacks, assertions on, and about 1.5x quicker to build than -O2 -g
+# (the build is most of this script's time); the tests run about as fast.
 if [[ ! -f $build/CMakeCache.txt ]]; then
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ \
+    -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
     -DSIEVE_SANITIZE=address,undefined -DSIEVE_BUILD_TOOLS=OFF -DSIEVE_LLAMA_TESTS=OFF >/dev/null
 fi
 cmake --build "$build" -j"$(nproc)" --target sieve_tests
