@@ -373,15 +373,11 @@ std::vector<sieve_stage_estimate> GpuChain::plan_estimate(int32_t rows, int32_t 
     if (baseline) {  // the plan's chunks everywhere, the tail's ranks, one history workgroup per row
         rec.plan.flags &= ~(FLAG_SORT_MERGE | FLAG_RADIX_CHUNKS);
         rec.plan.collect_slots = rec.plan.n_chunks;
-        if (rec.plan.history_groups > 1) {
-            auto& ds = rec.plan.dispatches;
-            ds.erase(std::remove_if(ds.begin(), ds.end(),
-                                    [](const Dispatch& d) { return d.stage == Stage::History && d.level == HISTORY_CLEAR; }),
-                     ds.end());
-            for (Dispatch& d : ds)
-                if (d.stage == Stage::History) d.level = HISTORY_WHOLE;
-            rec.plan.history_groups = 1;
-        }
+        for (Dispatch& d : rec.plan.dispatches)
+            if (d.stage == Stage::History) d.level = HISTORY_WHOLE;
+        rec.plan.history_groups = std::min(rec.plan.history_groups, 1u);
+    } else if (shaders != ShaderSet::Today) {
+        separate_history_clear(&rec.plan);  // 521950c cleared the hash in a dispatch of its own
     }
     EstimateInputs in;
     in.capacity = limits_.candidate_capacity;

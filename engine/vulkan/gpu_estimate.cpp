@@ -82,9 +82,9 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
     case Stage::WideHistogram: return {M::kWideHistogramUsPerLogit * chunk, chunk, M::kHeavyPerSm};
     case Stage::WideGather: return {M::kWideGatherUsPerLogit * chunk, chunk, M::kHeavyPerSm};
     case Stage::History: {
-        // The clearing dispatch of a split pass: the previous call's entries,
-        // no history walked (stated). Otherwise the fixed part and this
-        // workgroup's share of the window.
+        // The clearing dispatch 521950c had before a split pass: the
+        // previous call's entries, no history walked (stated). Otherwise the
+        // fixed part and this workgroup's share of the window.
         if (d.level == glsl::HISTORY_CLEAR) return {M::kOtherPassUs, 0, M::kLightPerSm};
         const uint32_t groups = d.level == glsl::HISTORY_BUILD ? std::max(p.history_groups, 1u) : 1u;
         const double fixed = in.shaders == ShaderSet::Of30de833 ? M::kHistoryUs : M::kGpuHistoryUs;

@@ -188,13 +188,10 @@ Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, u
     Plan p = make_row_plan(kind, greedy_chain, collect, wide, wide_direct && !history && !logprobs, vocab, limits, type,
                            variants, levels);
     p.history_groups = history_groups;
-    if (history_groups == 1) {
-        p.dispatches.insert(p.dispatches.begin(), Dispatch{Stage::History, HISTORY_WHOLE, false});
+    if (history) {
+        p.dispatches.insert(p.dispatches.begin(),
+                            Dispatch{Stage::History, history_groups == 1 ? HISTORY_WHOLE : HISTORY_BUILD, false});
         p.min_dispatches += 1;
-    } else if (history_groups > 1) {
-        p.dispatches.insert(p.dispatches.begin(), {Dispatch{Stage::History, HISTORY_CLEAR, false},
-                                                   Dispatch{Stage::History, HISTORY_BUILD, false}});
-        p.min_dispatches += 2;
     }
     if (logprobs && kind == RecordingKind::Sample) {
         p.dispatches.insert(p.dispatches.begin(), Dispatch{Stage::RawStats, 0, true});
@@ -227,6 +224,15 @@ void separate_tail(Plan* p) {
     });
     ds.insert(last_collect.base(), Dispatch{Stage::CollectTail, 0, false});
     p->fused_tail = false;
+    p->min_dispatches += 1;
+}
+
+void separate_history_clear(Plan* p) {
+    auto& ds = p->dispatches;
+    auto build = std::find_if(ds.begin(), ds.end(),
+                              [](const Dispatch& d) { return d.stage == Stage::History && d.level == HISTORY_BUILD; });
+    if (build == ds.end()) return;
+    ds.insert(build, Dispatch{Stage::History, HISTORY_CLEAR, false});
     p->min_dispatches += 1;
 }
 

@@ -170,6 +170,10 @@ bool row_stats_only(const Plan& plan);
 // The tail as a dispatch of its own after the collect passes, as every plan
 // had it before the fused tail (the estimate's plans of measured runs).
 void separate_tail(Plan* p);
+// The history pass's clearing dispatch (HISTORY_CLEAR) before a split
+// history pass, as 521950c's plan had it (the estimate's plans of measured
+// runs); today the last workgroup of each call's pass empties the hash.
+void separate_history_clear(Plan* p);
 
 // The second part of a selection plan made with KeyLevels::Apart: key levels
 // 1..KEY_LEVELS (indirect, armed by the level before) and the gather again,

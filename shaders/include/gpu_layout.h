@@ -292,10 +292,12 @@ SIEVE_CONST uint ADJ_COUNT = 1u;     // occurrences in the penalties' window
 SIEVE_CONST uint ADJ_DRY = 2u;       // float: DRY's penalty (0 when none)
 SIEVE_CONST uint ADJ_DRY_LEN = 3u;   // DRY's longest repeat the token extends, + 1 (0 = none)
 
-// The history pass's phases (history.comp; the push constant `level`): one
-// workgroup per row clears and builds, or a clearing dispatch then a building
-// one of several workgroups per row (a GPU's plan: gpu_plan.cpp,
-// history_groups_for).
+// The history pass's dispatch (its `level` in the plan and the stage times):
+// one workgroup per row (a CPU device's plan), or several per row (a GPU's:
+// gpu_plan.cpp, history_groups_for). The shader tells them apart by its grid.
+// HISTORY_CLEAR names the clearing dispatch 521950c's plan had before a split
+// pass (the estimate's plan of that run, separate_history_clear); no plan
+// records it today.
 SIEVE_CONST uint HISTORY_WHOLE = 0u;
 SIEVE_CONST uint HISTORY_CLEAR = 1u;
 SIEVE_CONST uint HISTORY_BUILD = 2u;

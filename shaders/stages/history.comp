@@ -39,8 +39,9 @@ uint rat(uint i) {
     return slot_state[g_slot + SLOT_HEADER + (g_head + pc.hist_cap - 1u - i) % pc.hist_cap];
 }
 
-// The token's entry (word offset), inserted when absent: its bitmap bit set,
-// its index added to the used entries.
+// The token's entry (word offset), inserted when absent: its index added to
+// the used entries. (Its bitmap bit is set by the row's last workgroup,
+// mark_adjusted: the bitmap still holds the previous call's bits until then.)
 uint adjust_insert(uint base, uint token) {
     uint mask = (1u << pc.hash_bits) - 1u;
     uint e = adjust_hash(token);
@@ -49,7 +50,6 @@ uint adjust_insert(uint base, uint token) {
         uint o = hash_base + e * ADJ_ENTRY;
         uint prev = atomicCompSwap(adjust[o + ADJ_KEY], 0u, token + 1u);
         if (prev == 0u) {
-            atomicOr(adjust[base + (token >> 5u)], 1u << (token & 31u));
             uint used = adjust_used_at(base);
             adjust[used + 1u + atomicAdd(adjust[used], 1u)] = e;
         }
@@ -314,16 +314,30 @@ void write_table(uint row, uint base, uint hash_base) {
     }
 }
 
-// What the row's previous call set, cleared: its used entries, their bits,
-// then their count (once every invocation has read it).
-void clear_previous(uint base, uint hash_base) {
+// The bitmap of this call's adjusted tokens: the previous call's bits (which
+// the passes of that call read) cleared, then one bit per used entry.
+void mark_adjusted(uint base, uint hash_base) {
+    uint t = gl_LocalInvocationID.x;
+    for (uint w = t; w < pc.bitmap_words; w += WG) adjust[base + w] = 0u;
+    memoryBarrierBuffer();
+    barrier();
+    uint used = adjust_used_at(base);
+    uint in_use = adjust[used];
+    for (uint j = t; j < in_use; j += WG) {
+        uint token = adjust[hash_base + adjust[used + 1u + j] * ADJ_ENTRY + ADJ_KEY] - 1u;
+        atomicOr(adjust[base + (token >> 5u)], 1u << (token & 31u));
+    }
+}
+
+// The hash left empty for the next call, once the table is written: the used
+// entries, then their count (once every invocation has read it). The bitmap
+// and the table stay: this call's passes read them.
+void clear_entries(uint base, uint hash_base) {
     uint t = gl_LocalInvocationID.x;
     uint used = adjust_used_at(base);
     uint in_use = adjust[used];
     for (uint j = t; j < in_use; j += WG) {
         uint o = hash_base + adjust[used + 1u + j] * ADJ_ENTRY;
-        uint token = adjust[o + ADJ_KEY] - 1u;
-        atomicAnd(adjust[base + (token >> 5u)], ~(1u << (token & 31u)));
         adjust[o + ADJ_KEY] = 0u;
         adjust[o + ADJ_COUNT] = 0u;
         adjust[o + ADJ_DRY] = 0u;
@@ -331,25 +345,22 @@ void clear_previous(uint base, uint hash_base) {
     }
     barrier();
     if (t == 0u) adjust[used] = 0u;
-    // Buffer writes of this workgroup before its later reads and atomics.
-    memoryBarrierBuffer();
-    barrier();
 }
 
-// pc.level is the pass's phase: HISTORY_WHOLE (one workgroup per row clears
-// and builds), or, where a GPU's plan splits the history over workgroups,
-// HISTORY_CLEAR (one per row) then HISTORY_BUILD (gl_NumWorkGroups.x per row,
-// each a share of the positions; the last to arrive finishes the row). The
-// clearing is its own dispatch there: it must be complete before any
-// workgroup of the row inserts.
+// One dispatch: one workgroup per row (HISTORY_WHOLE, a CPU device's plan) or
+// gl_NumWorkGroups.x per row (HISTORY_BUILD, a GPU's), each a share of the
+// positions; the last to arrive finishes the row. Every workgroup of a row
+// inserts into a hash that is empty when the dispatch starts: zeroed when the
+// chain is created, and emptied again by the last workgroup of each call that
+// built it (clear_entries). Rows whose penalties and DRY do not act this call
+// leave their block as it is (no pass reads it: bind_row).
 void main() {
     uint row = pc.row_base + gl_WorkGroupID.y;
     uint t = gl_LocalInvocationID.x;
     uint base = row * adjust_row_words();
     uint hash_base = base + pc.bitmap_words;
 
-    if (pc.level != HISTORY_BUILD) clear_previous(base, hash_base);
-    if (pc.level == HISTORY_CLEAR || (param_u(row, P_ROW_FLAGS) & ROW_ADJUST) == 0u) return;
+    if ((param_u(row, P_ROW_FLAGS) & ROW_ADJUST) == 0u) return;
 
     g_slot = param_u(row, P_SLOT);
     g_head = slot_state[g_slot + S_HEAD];
@@ -369,7 +380,12 @@ void main() {
     barrier();
     if (gl_NumWorkGroups.x > 1u && !last_to_arrive_of(row, gl_NumWorkGroups.x)) return;
     dry_penalties(row, base, hash_base);
+    mark_adjusted(base, hash_base);
     memoryBarrierBuffer();
     barrier();
     write_table(row, base, hash_base);
+    // write_table's reads of the entries before they are cleared.
+    memoryBarrierBuffer();
+    barrier();
+    clear_entries(base, hash_base);
 }

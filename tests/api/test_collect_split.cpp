@@ -101,7 +101,8 @@ namespace {
 // The history pass's split (history_groups_for): one workgroup per 64
 // positions of the capacity on a GPU, at most about two workgroups per
 // compute unit over the rows and 64 a row; one on a CPU device. The plan
-// then clears in its own dispatch and builds with that many workgroups.
+// then builds with that many workgroups in one dispatch (the previous call's
+// last workgroup left the hash empty: no clearing dispatch).
 TEST(HistorySplit, AGpuSplitsALongHistoryByTheCapacityAndTheBatch) {
     const EffectiveLimits h200 = gpu_limits(4096, 132);
     EXPECT_EQ(sieve::history_groups_for(4096, 1, h200), 64u);
@@ -125,7 +126,16 @@ TEST(HistorySplit, AGpuSplitsALongHistoryByTheCapacityAndTheBatch) {
     using Levels = std::vector<std::pair<uint32_t, uint32_t>>;
     EXPECT_EQ(history_levels(0), Levels{});
     EXPECT_EQ(history_levels(1), (Levels{{sieve::glsl::HISTORY_WHOLE, 1u}}));
-    EXPECT_EQ(history_levels(33), (Levels{{sieve::glsl::HISTORY_CLEAR, 1u}, {sieve::glsl::HISTORY_BUILD, 33u}}));
+    EXPECT_EQ(history_levels(33), (Levels{{sieve::glsl::HISTORY_BUILD, 33u}}));
+    // The estimate's plan of 521950c, which had the clearing dispatch.
+    Plan measured = sieve::make_plan(sieve::RecordingKind::Sample, false, true, false, 33, 151936, h200, h200.plan_type);
+    const uint32_t dispatches = measured.min_dispatches;
+    sieve::separate_history_clear(&measured);
+    ASSERT_GE(measured.dispatches.size(), 2u);
+    EXPECT_EQ(measured.dispatches[0].stage, Stage::History);
+    EXPECT_EQ(measured.dispatches[0].level, sieve::glsl::HISTORY_CLEAR);
+    EXPECT_EQ(measured.dispatches[1].level, sieve::glsl::HISTORY_BUILD);
+    EXPECT_EQ(measured.min_dispatches, dispatches + 1);
 }
 
 } // namespace

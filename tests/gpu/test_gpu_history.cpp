@@ -256,9 +256,10 @@ TEST(GpuHistoryConstrained, TokensFedBackAgreeWithTwin) {
 }
 
 // The dispatch figures: the history pass adds no full-row pass, and one
-// dispatch of one workgroup per row on a CPU device's plan; a GPU's splits a
-// long history (4096 tokens: 64 workgroups per row, after a clearing
-// dispatch). Rows with the samplers off add nothing.
+// dispatch: one workgroup per row on a CPU device's plan; a GPU's splits a
+// long history (4096 tokens: 64 workgroups per row), and nothing clears
+// before it (the previous call's last workgroup emptied the hash). Rows with
+// the samplers off add nothing.
 TEST(GpuHistoryPlan, OneDispatchNoRowPass) {
     auto ctx = sieve_test::gpu_context();
     const char* chain_text = "penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature";
@@ -270,12 +271,12 @@ TEST(GpuHistoryPlan, OneDispatchNoRowPass) {
     const auto on = chain.plan_figures(1, 151936);
     const sieve_device_info info = ctx.device_info();
     const bool cpu_plan = info.type == SIEVE_DEVICE_CPU && !(info.profile & SIEVE_PROFILE_GPU);
-    EXPECT_EQ(on.first, off.first + (cpu_plan ? 1u : 2u));
+    EXPECT_EQ(on.first, off.first + 1u);
     EXPECT_EQ(on.second, off.second);
     std::vector<uint32_t> history_groups;
     for (const sieve_stage_estimate& e : chain.plan_estimate(1, 151936))
         if (std::string(e.stage) == "history") history_groups.push_back(e.workgroups);
-    const std::vector<uint32_t> expected = cpu_plan ? std::vector<uint32_t>{1u} : std::vector<uint32_t>{1u, 64u};
+    const std::vector<uint32_t> expected{cpu_plan ? 1u : 64u};
     EXPECT_EQ(history_groups, expected);
     chain.accept(0, prompt(151936, 0, 64));
     const auto logits = boosted_rows(Shape::Zipf, 1, 151936, 4);
@@ -359,6 +360,39 @@ TEST(GpuHistoryDraws, EveryDrawSeesTheSameAdjustedRow) {
         }
         EXPECT_LE(tally.token_near_cdf_boundary, 1);
         EXPECT_EQ(chain.slot_history(0), state.history) << "draws commit nothing";
+    }
+}
+
+// A token that leaves the penalties' window reads its own logit again. A row
+// with a logit bias reads adjusted logits through the history pass's table
+// (the bitmap of this call's adjusted tokens and their ranks), which each
+// call rebuilds after the previous one's (a GPU's plan splits the pass over
+// workgroups at this capacity). Window 1, present penalty 5: 7 (10) and 8
+// (9) take turns; token 9 (6) wins only where 7 keeps a stale penalty.
+TEST(GpuHistoryWindow, ATokenThatLeavesTheWindowIsNoLongerAdjusted) {
+    constexpr int32_t kV = 32000;
+    auto ctx = sieve_test::gpu_context();
+    sieve::ChainDesc d = sieve_test::chain_desc("penalties;top_k;temperature", 1, kV, 1.0f, 5);
+    d.history_capacity(4096);
+    sieve::Chain chain(ctx, d);
+    RowParams p = history_params("neutral", kV);
+    p.penalty_last_n = 1;
+    p.penalty_repeat = 1.0f;
+    p.penalty_freq = 0.0f;
+    p.penalty_present = 5.0f;
+    p.top_k = 1;
+    p.temperature = 1.0f;
+    set_row_params(chain, 0, p);
+    chain.set_logit_bias({kV - 1}, {0.5f}, 0);
+    std::vector<float> logits(kV, 0.0f);
+    logits[7] = 10.0f;
+    logits[8] = 9.0f;
+    logits[9] = 6.0f;
+    chain.accept(0, {7});
+    for (int step = 0; step < 6; ++step) {
+        const sieve_token got = chain.sample(logits.data(), 1, kV)[0];
+        ASSERT_EQ(got.status, SIEVE_OK);
+        EXPECT_EQ(got.token, step % 2 == 0 ? 8 : 7) << "step " << step;
     }
 }
 
