@@ -181,12 +181,13 @@ uint g_adjust = NO_INPUTS;  // the row's Adjust block when penalties or DRY act
 uint g_flags = 0u;
 
 // A row's Adjust block (gpu_layout.h: ADJ_*).
-uint adjust_row_words() { return 2u * pc.bitmap_words + (ADJ_ENTRY << pc.hash_bits) + 3u * pc.hist_cap + 1u; }
+uint adjust_row_words() { return 2u * pc.bitmap_words + (ADJ_ENTRY << pc.hash_bits) + 4u * pc.hist_cap + 2u; }
 uint adjust_hash(uint token) { return (token * 2654435761u) >> (32u - pc.hash_bits); }
 uint adjust_repeats_at(uint base) { return base + pc.bitmap_words + (ADJ_ENTRY << pc.hash_bits); }
 uint adjust_prefix_at(uint base) { return adjust_repeats_at(base) + pc.hist_cap; }
 uint adjust_values_at(uint base) { return adjust_prefix_at(base) + pc.bitmap_words; }
 uint adjust_used_at(uint base) { return adjust_values_at(base) + pc.hist_cap; }  // count, then entry indices
+uint adjust_marked_at(uint base) { return adjust_used_at(base) + 1u + pc.hist_cap; }  // count, then tokens
 
 // The final logit of an adjusted token i: `word` is its bitmap word, bit its bit.
 float adjusted_logit(uint i, uint word, uint bit) {

@@ -285,7 +285,9 @@ SIEVE_CONST uint WIDE_MAX_DIVISIONS = 4u;
 // word), the adjusted tokens' final logits by rank (hist_cap words): a
 // logit is looked up without a loop; then the used entries (a count and up to
 // hist_cap entry indices: every key is a history token), so that the history
-// pass visits the entries in use, not all 2^hash_bits.
+// pass visits the entries in use, not all 2^hash_bits; then the marked tokens
+// (a count and up to hist_cap ids: the bits the bitmap has set, which the
+// next call clears).
 SIEVE_CONST uint ADJ_ENTRY = 4u;
 SIEVE_CONST uint ADJ_KEY = 0u;       // token + 1 (0 = empty)
 SIEVE_CONST uint ADJ_COUNT = 1u;     // occurrences in the penalties' window

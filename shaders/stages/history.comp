@@ -240,14 +240,13 @@ void dry_repeats(uint row, uint base) {
 
 // DRY's step 4: the penalty of each token a repeat extends, exponent capped as
 // llama.cpp caps it.
-void dry_penalties(uint row, uint base, uint hash_base) {
+void dry_penalties(uint row, uint base, uint hash_base, uint in_use) {
     uint t = gl_LocalInvocationID.x;
     uint allowed = param_u(row, P_DRY_ALLOWED);
     uint max_exp = param_u(row, P_DRY_MAX_EXP);
     float multiplier = param_f(row, P_DRY_MULT);
     float dry_base = param_f(row, P_DRY_BASE);
     uint used = adjust_used_at(base);
-    uint in_use = adjust[used];
     for (uint j = t; j < in_use; j += WG) {
         uint o = hash_base + adjust[used + 1u + j] * ADJ_ENTRY;
         uint len = adjust[o + ADJ_DRY_LEN];
@@ -261,7 +260,7 @@ void dry_penalties(uint row, uint base, uint hash_base) {
 // The table the passes read: the bitmap's prefix counts, then each adjusted
 // token's final logit at its rank. Tokens past the call's vocabulary (a
 // history from a larger one) are never read: their value is left at 0.
-void write_table(uint row, uint base, uint hash_base) {
+void write_table(uint row, uint base, uint hash_base, uint in_use) {
     uint t = gl_LocalInvocationID.x;
     uint words = (pc.vocab + 31u) / 32u;
     uint per = (words + WG - 1u) / WG;
@@ -291,7 +290,6 @@ void write_table(uint row, uint base, uint hash_base) {
     uint inputs = (param_u(row, P_ROW_FLAGS) & ROW_HAS_INPUTS) != 0u ? param_u(row, P_INPUTS) : NO_INPUTS;
     bool in_place = (param_u(row, P_ROW_FLAGS) & ROW_PATCH) != 0u;
     uint used = adjust_used_at(base);
-    uint in_use = adjust[used];
     for (uint j = t; j < in_use; j += WG) {
         uint o = hash_base + adjust[used + 1u + j] * ADJ_ENTRY;
         uint key = adjust[o + ADJ_KEY];
@@ -315,27 +313,33 @@ void write_table(uint row, uint base, uint hash_base) {
 }
 
 // The bitmap of this call's adjusted tokens: the previous call's bits (which
-// the passes of that call read) cleared, then one bit per used entry.
-void mark_adjusted(uint base, uint hash_base) {
+// the passes of that call read; their tokens in the marked list) cleared,
+// then one bit per used entry, whose tokens become the marked list.
+void mark_adjusted(uint base, uint hash_base, uint in_use) {
     uint t = gl_LocalInvocationID.x;
-    for (uint w = t; w < pc.bitmap_words; w += WG) adjust[base + w] = 0u;
+    uint marked = adjust_marked_at(base);
+    uint before = adjust[marked];
+    for (uint j = t; j < before; j += WG) {
+        uint token = adjust[marked + 1u + j];
+        atomicAnd(adjust[base + (token >> 5u)], ~(1u << (token & 31u)));
+    }
     memoryBarrierBuffer();
     barrier();
     uint used = adjust_used_at(base);
-    uint in_use = adjust[used];
     for (uint j = t; j < in_use; j += WG) {
         uint token = adjust[hash_base + adjust[used + 1u + j] * ADJ_ENTRY + ADJ_KEY] - 1u;
         atomicOr(adjust[base + (token >> 5u)], 1u << (token & 31u));
+        adjust[marked + 1u + j] = token;
     }
+    if (t == 0u) adjust[marked] = in_use;
 }
 
 // The hash left empty for the next call, once the table is written: the used
-// entries, then their count (once every invocation has read it). The bitmap
-// and the table stay: this call's passes read them.
-void clear_entries(uint base, uint hash_base) {
+// entries, and their count (which every invocation read before the table).
+// The bitmap and the table stay: this call's passes read them.
+void clear_entries(uint base, uint hash_base, uint in_use) {
     uint t = gl_LocalInvocationID.x;
     uint used = adjust_used_at(base);
-    uint in_use = adjust[used];
     for (uint j = t; j < in_use; j += WG) {
         uint o = hash_base + adjust[used + 1u + j] * ADJ_ENTRY;
         adjust[o + ADJ_KEY] = 0u;
@@ -343,7 +347,6 @@ void clear_entries(uint base, uint hash_base) {
         adjust[o + ADJ_DRY] = 0u;
         adjust[o + ADJ_DRY_LEN] = 0u;
     }
-    barrier();
     if (t == 0u) adjust[used] = 0u;
 }
 
@@ -379,13 +382,16 @@ void main() {
     memoryBarrierBuffer();
     barrier();
     if (gl_NumWorkGroups.x > 1u && !last_to_arrive_of(row, gl_NumWorkGroups.x)) return;
-    dry_penalties(row, base, hash_base);
-    mark_adjusted(base, hash_base);
+    // Every insert is done: the count of used entries is final (read once:
+    // clear_entries resets it).
+    uint in_use = adjust[adjust_used_at(base)];
+    dry_penalties(row, base, hash_base, in_use);
+    mark_adjusted(base, hash_base, in_use);
     memoryBarrierBuffer();
     barrier();
-    write_table(row, base, hash_base);
+    write_table(row, base, hash_base, in_use);
     // write_table's reads of the entries before they are cleared.
     memoryBarrierBuffer();
     barrier();
-    clear_entries(base, hash_base);
+    clear_entries(base, hash_base, in_use);
 }
