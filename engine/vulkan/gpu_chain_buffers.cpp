@@ -96,7 +96,7 @@ AdjustLayout adjust_layout(const ChainConfig& config) {
     a.hash_bits = 1;
     while ((1u << a.hash_bits) < 2 * cap) ++a.hash_bits;
     a.bitmap_words = (static_cast<uint32_t>(config.max_vocab) + 31) / 32;
-    a.row_words = 2ull * a.bitmap_words + (static_cast<uint64_t>(ADJ_ENTRY) << a.hash_bits) + 4ull * cap + 2;
+    a.row_words = SIEVE_ADJUST_ROW_WORDS(uint64_t{a.bitmap_words}, a.hash_bits, uint64_t{cap});
     return a;
 }
 

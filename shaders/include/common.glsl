@@ -181,7 +181,7 @@ uint g_adjust = NO_INPUTS;  // the row's Adjust block when penalties or DRY act
 uint g_flags = 0u;
 
 // A row's Adjust block (gpu_layout.h: ADJ_*).
-uint adjust_row_words() { return 2u * pc.bitmap_words + (ADJ_ENTRY << pc.hash_bits) + 4u * pc.hist_cap + 2u; }
+uint adjust_row_words() { return SIEVE_ADJUST_ROW_WORDS(pc.bitmap_words, pc.hash_bits, pc.hist_cap); }
 uint adjust_hash(uint token) { return (token * 2654435761u) >> (32u - pc.hash_bits); }
 uint adjust_repeats_at(uint base) { return base + pc.bitmap_words + (ADJ_ENTRY << pc.hash_bits); }
 uint adjust_prefix_at(uint base) { return adjust_repeats_at(base) + pc.hist_cap; }

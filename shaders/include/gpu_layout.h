@@ -24,7 +24,7 @@ using uint = uint32_t;
     FIELD(stride)       /* floats between rows */ \
     FIELD(chunk_size)   /* logits per workgroup chunk (fixed by vocab, never by rows) */ \
     FIELD(n_chunks)     /* chunks per row */ \
-    FIELD(level)        /* selection level of this dispatch (histogram); the history pass's phase (HISTORY_*) */ \
+    FIELD(level)        /* selection level of this dispatch (histogram); the history pass's kind (HISTORY_*) */ \
     FIELD(flags)        /* FLAG_* */ \
     FIELD(row_base)     /* first row of this dispatch's row group (workgroup y = row - row_base) */ \
     FIELD(args_base)    /* this row group's indirect dispatch arguments (words) */ \
@@ -293,6 +293,11 @@ SIEVE_CONST uint ADJ_KEY = 0u;       // token + 1 (0 = empty)
 SIEVE_CONST uint ADJ_COUNT = 1u;     // occurrences in the penalties' window
 SIEVE_CONST uint ADJ_DRY = 2u;       // float: DRY's penalty (0 when none)
 SIEVE_CONST uint ADJ_DRY_LEN = 3u;   // DRY's longest repeat the token extends, + 1 (0 = none)
+// A row's block in words, the parts in the order above: the bitmap, the hash,
+// DRY's repeats, the prefix counts, the values, the used entries (count and
+// indices), the marked tokens (count and ids). The host passes 64-bit sizes.
+#define SIEVE_ADJUST_ROW_WORDS(bitmap_words, hash_bits, hist_cap) \
+    (2u * (bitmap_words) + (ADJ_ENTRY << (hash_bits)) + 4u * (hist_cap) + 2u)
 
 // The history pass's dispatch (its `level` in the plan and the stage times):
 // one workgroup per row (a CPU device's plan), or several per row (a GPU's:
