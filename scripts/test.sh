@@ -71,6 +71,7 @@ run "whole suite" -- "$@"
 # shorter history tests run the same shaders in every run (SlotOps wraps a
 # ring of 8), and the gpu run keeps it.
 echo "== leaving out under the GPU-shaped profiles: Contexts.*, GpuStatistics.ChiSquareTopP* (gpu), GpuStatistics.ChiSquare* and GpuHistoryLockstep.* (the rest)"
+left_out_of_the_rest='GpuStatistics\.ChiSquare|Contexts\.|GpuHistoryLockstep\.'
 run "gpu-facing, gpu" SIEVE_PROFILE=gpu -- -L gpu -E 'GpuStatistics\.ChiSquareTopP|Contexts\.' "$@"
 # The subgroup sizes are lavapipe's to present (LP_NATIVE_VECTOR_WIDTH); each
 # run checks it got the size it asked for (16 needs a CPU with AVX-512).
@@ -82,12 +83,12 @@ if ./cli/sieve devices --json | tr -d ' \n' | grep -q '"default":true,"type":"cp
       echo "sieve test matrix: LP_NATIVE_VECTOR_WIDTH=$width gives subgroup size ${got:-?}, not $size" >&2
       exit 1
     fi
-    run "gpu-facing, gpu, subgroup $size" SIEVE_PROFILE=gpu LP_NATIVE_VECTOR_WIDTH="$width" -- -L gpu -E 'GpuStatistics\.ChiSquare|Contexts\.|GpuHistoryLockstep\.' "$@"
+    run "gpu-facing, gpu, subgroup $size" SIEVE_PROFILE=gpu LP_NATIVE_VECTOR_WIDTH="$width" -- -L gpu -E "$left_out_of_the_rest" "$@"
   done
 else
   echo "== the default device is not a CPU implementation: its subgroup size is its own (runs at 4 and 16 are lavapipe's)"
 fi
-run "gpu-facing, gpu,constrained" SIEVE_PROFILE=gpu,constrained -- -L gpu -E 'GpuStatistics\.ChiSquare|Contexts\.|GpuHistoryLockstep\.' "$@"
+run "gpu-facing, gpu,constrained" SIEVE_PROFILE=gpu,constrained -- -L gpu -E "$left_out_of_the_rest" "$@"
 
 # Sanitizers and fuzzing (issue 23): an ASan+UBSan build's core tests that need
 # no Vulkan driver, then each libFuzzer harness for 25 s (scripts/fuzz.sh 600

@@ -298,7 +298,7 @@ void hand_to_wide(uint row, uint n) {
     row_state[o + R_WIDE_TOP] = floatBitsToUint(wide_grid(vn, scale));
     row_state[o + R_WIDE_NT] = s_wide_divisions | (s_divisions << 16u);  // (WIDE_DEFERRED in s_wide_divisions)
     row_state[o + R_WIDE_RC] = floatBitsToUint(s_wide_rc);
-    row_state[o + R_WIDE_BD] = floatBitsToUint(u64_to_float(bd) * 9.094947017729282e-13);  // / 2^40
+    row_state[o + R_WIDE_BD] = floatBitsToUint(fixed40_value(bd));
     row_state[o + R_WIDE_N] = n;
     row_state[o + R_WIDE_KEEP] = param_u(row, P_MIN_KEEP);
     row_state[o + R_WIDE_PHASE] = WIDE_HIST;
@@ -319,7 +319,7 @@ void draw_in_block(uint row, uint first, uint end, uvec2 target, float v0, float
         if (u64_less(target, q)) break;  // reached: the block's sum exceeds the target
         target = u64_sub(target, q);
     }
-    float p = u64_to_float(q) * 9.094947017729282e-13 / total;
+    float p = fixed40_value(q) / total;
     selector_learn(row, token, p, region);
     write_result(row, token, p, log(p), STATUS_OK, step, 1u);
     advance_step(row, step);
@@ -347,7 +347,7 @@ void draw_serial(uint row, uint n, bool whole, uint step, uint region) {
         for (uint b = 0u; b < WG; ++b) exact = u64_add(exact, s_scan[b]);
     else
         exact = fixed40(total);
-    if (whole) total = u64_to_float(exact) * 9.094947017729282e-13;  // / 2^40
+    if (whole) total = fixed40_value(exact);
     uvec2 target = u64_mul_u32_shr32(exact, row_uniform(row));
     uint block = 0u;
     for (; block < WG; ++block) {
