@@ -364,9 +364,9 @@ std::vector<sieve_stage_estimate> GpuChain::plan_estimate(int32_t rows, int32_t 
         key.key_levels = KeyLevels::Inline;
     }
     Recording rec = recorder_.describe(key);
-    // The measured runs split greedy rows as the other plans' statistics
+    // The measured runs split every row of these plans as the vocabulary
     // (chunking), whatever the batch.
-    if (shaders != ShaderSet::Today && row_stats_only(rec.plan))
+    if (shaders != ShaderSet::Today && same_for_any_chunking(rec.plan))
         chunking(static_cast<uint32_t>(vocab), limits_, limits_.plan_type, &rec.plan.n_chunks, &rec.plan.chunk_size);
     // Their tail was a dispatch of its own.
     if (shaders != ShaderSet::Today) separate_tail(&rec.plan);

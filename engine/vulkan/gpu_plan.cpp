@@ -201,16 +201,19 @@ Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, u
     return p;
 }
 
-bool row_stats_only(const Plan& p) {
+bool same_for_any_chunking(const Plan& p) {
     const auto& ds = p.dispatches;
-    return std::any_of(ds.begin(), ds.end(), [](const Dispatch& d) { return d.stage == Stage::RowStats; }) &&
-           std::all_of(ds.begin(), ds.end(),
-                       [](const Dispatch& d) { return d.stage == Stage::RowStats || d.stage == Stage::History; });
+    return !p.small &&
+           std::any_of(ds.begin(), ds.end(), [](const Dispatch& d) { return d.stage == Stage::RowStats; }) &&
+           std::all_of(ds.begin(), ds.end(), [](const Dispatch& d) {
+               return d.stage == Stage::RowStats || d.stage == Stage::History || d.stage == Stage::MassHistogram ||
+                      d.stage == Stage::Gather || d.stage == Stage::Probabilities;
+           });
 }
 
-void split_greedy_for_batch(Plan* p, uint32_t rows, uint32_t vocab, const EffectiveLimits& limits) {
-    if (limits.plan_type == SIEVE_DEVICE_CPU || p->small || !row_stats_only(*p)) return;
-    const uint32_t target = kGreedyWorkgroupsPerUnit * std::max(limits.compute_units, 1u) / std::max(rows, 1u);
+void split_for_batch(Plan* p, uint32_t rows, uint32_t vocab, const EffectiveLimits& limits) {
+    if (limits.plan_type == SIEVE_DEVICE_CPU || !same_for_any_chunking(*p)) return;
+    const uint32_t target = kStreamingWorkgroupsPerUnit * std::max(limits.compute_units, 1u) / std::max(rows, 1u);
     const uint32_t n = std::clamp(target, 1u, p->n_chunks);
     p->chunk_size = (vocab + n - 1) / n;
     p->n_chunks = (vocab + p->chunk_size - 1) / p->chunk_size;

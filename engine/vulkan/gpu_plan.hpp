@@ -150,22 +150,26 @@ Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, u
                const EffectiveLimits& limits, sieve_device_type type, bool logprobs = false, bool wide_direct = false,
                CollectVariants variants = CollectVariants::Both, KeyLevels levels = KeyLevels::Inline);
 
-// A GPU's greedy plan (row statistics alone, after the history pass if any)
-// splits each row into about kGreedyWorkgroupsPerUnit workgroups per compute
-// unit over the call's rows, at most the plan's chunks: many a row at batch
-// 1, a few at large batches. Its figures (maxima, first ids, counts) are the same for
-// any split, so the batch may decide it; a plan that sums anything over the
-// chunks (the selection levels, logprobs) keeps the batch-independent
-// chunking. A CPU device's plan is left as it is.
-void split_greedy_for_batch(Plan* plan, uint32_t rows, uint32_t vocab, const EffectiveLimits& limits);
-// The row statistics pass streams its chunk with little shared memory (its
-// reduction trees): four of its workgroups fit a compute unit at once where
-// the collect pass's two do, and each reads a chunk at one workgroup's
-// latency-bound rate, so four a unit read a batch's rows in one wave, twice
-// as many loads in flight. (At 64 rows on an H200: 8 chunks a row, not 4.)
-constexpr uint32_t kGreedyWorkgroupsPerUnit = 4;
-// The plan is row statistics alone (after the history pass if any).
-bool row_stats_only(const Plan& plan);
+// A GPU's plan whose figures no split of a row into chunks changes
+// (same_for_any_chunking) splits each row into about kStreamingWorkgroupsPerUnit
+// workgroups per compute unit over the call's rows, at most the plan's
+// chunks: many a row at batch 1, a few at large batches. Such plans are the
+// row statistics (maxima, first ids, counts) and what follows them without a
+// truncating sampler: the selection levels (exact 40-bit mass sums,
+// mass_histogram.comp), the gather (its candidates in any order, a tie's
+// member counts) and the probabilities; the history pass before them has its
+// own workgroups. Logprobs (raw_stats.comp: float sums over the chunks) keep
+// the batch-independent chunking; the collect pass splits by its own rule
+// (collect_chunks_for_group). A CPU device's plan is left as it is.
+void split_for_batch(Plan* plan, uint32_t rows, uint32_t vocab, const EffectiveLimits& limits);
+// The row statistics, selection and gather passes stream their chunk with
+// a few tens of kilobytes of shared memory at most (their reduction trees):
+// four of their workgroups fit a compute unit at once where the collect
+// pass's two do, and each reads a chunk at one workgroup's latency-bound
+// rate, so four a unit read a batch's rows in one wave, twice as many loads
+// in flight. (At 64 rows on an H200: 8 chunks a row, not 4.)
+constexpr uint32_t kStreamingWorkgroupsPerUnit = 4;
+bool same_for_any_chunking(const Plan& plan);
 
 // The tail as a dispatch of its own after the collect passes, as every plan
 // had it before the fused tail (the estimate's plans of measured runs).

@@ -31,7 +31,7 @@ Recording Recorder::describe(const RecordingKey& key) const {
     rec.plan = make_plan(key.kind, chain_.greedy, key.collect, key.wide, history_groups, key.vocab, limits_, type_,
                          key.logprobs, key.wide_direct, key.collect_variants, key.key_levels);
     if (rec.plan.dispatches.size() > kMaxPlanDispatches) fail(SIEVE_ERROR_INTERNAL, "plan longer than the timestamp pool");
-    split_greedy_for_batch(&rec.plan, key.rows, key.vocab, limits_);
+    split_for_batch(&rec.plan, key.rows, key.vocab, limits_);
     const bool selection_levels =
         std::any_of(rec.plan.dispatches.begin(), rec.plan.dispatches.end(),
                     [](const Dispatch& d) { return d.stage == Stage::MassHistogram && d.level == 0; });
@@ -39,6 +39,7 @@ Recording Recorder::describe(const RecordingKey& key) const {
         rec.deep_plan = deep_levels_plan(rec.plan);
         rec.whole_plan = make_plan(key.kind, chain_.greedy, key.collect, key.wide, history_groups, key.vocab, limits_,
                                    type_, key.logprobs, key.wide_direct, key.collect_variants, KeyLevels::Inline);
+        split_for_batch(&rec.whole_plan, key.rows, key.vocab, limits_);
     }
     // Row groups never straddle a window.
     const RowWindows& windows = buffers_.windows();

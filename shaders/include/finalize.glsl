@@ -61,7 +61,7 @@ void draw_candidates(uint row, uint n, bool small, uint lo, uint hi, uint passes
         f_lo = lo;
         f_hi = hi;
         f_state = SELECT_GOING;
-        f_target = small ? uvec2(0u) : fixed40(uintBitsToFloat(row_state[o + R_TARGET]));
+        f_target = small ? uvec2(0u) : uvec2(row_state[o + R_TARGET], row_state[o + R_TARGET_HI]);
     }
     for (uint level = 0u; level <= KEY_LEVELS; ++level) {
         barrier();
@@ -122,7 +122,7 @@ void draw_candidates(uint row, uint n, bool small, uint lo, uint hi, uint passes
                 }
                 target = u64_sub(target, m);
             }
-            if (chosen == BINS) {  // rounding (float bin masses upstream): the last bin with mass
+            if (chosen == BINS) {  // the target is below the bins' exact total: a damaged state only
                 chosen = last;
                 target = u64_sub(uvec2(f_qlo[0][last], f_qhi[0][last]), uvec2(1u, 0u));
             }
@@ -140,8 +140,7 @@ void draw_candidates(uint row, uint n, bool small, uint lo, uint hi, uint passes
     if (t != 0u && !(f_state == SELECT_TIE && !small)) return;
 
     uint step = row_step(row);
-    float total = small ? u64_to_float(f_total) * 9.094947017729282e-13  // / 2^40
-                        : uintBitsToFloat(row_state[o + R_TOTAL]);
+    float total = small ? fixed40_value(f_total) : uintBitsToFloat(row_state[o + R_TOTAL]);
     uint token;
     uvec2 q;
     if (f_state == SELECT_FINAL) {
@@ -178,48 +177,36 @@ void draw_candidates(uint row, uint n, bool small, uint lo, uint hi, uint passes
         // canonically (the whole workgroup) and walk from the bin's target.
         sort_prefix(n);
         if (t != 0u) return;
-        walk_sorted(n, fixed40(uintBitsToFloat(row_state[o + R_TARGET])), max_scaled, token, q);
+        walk_sorted(n, uvec2(row_state[o + R_TARGET], row_state[o + R_TARGET_HI]), max_scaled, token, q);
     }
-    float p = u64_to_float(q) * 9.094947017729282e-13 / total;
+    float p = fixed40_value(q) / total;
     write_result(row, token, p, log(p), STATUS_OK, step, passes);
     advance_step(row, step);
 }
 
 // More than CAP members share one key, hence one mass w: the token is the
-// ((target - above) / w)-th of them in id order, `above` being the mass of
-// every logit with a greater key. The float levels chose the group; the draw
-// inside it is exact. tie_sums (every chunk) adds 40-bit masses (the rule of
-// draw_candidates) in integers, so the member does not depend on the
-// chunking: with a float target, 2 chunks instead of 4 drew a neighbouring
-// member (GpuVsTwinTies).
-shared uint s_tie[5];  // above (lo, hi), total (lo, hi), members
+// (target / w)-th of them in id order, the target being what the levels left
+// of it inside the group (exact 40-bit masses, scan.glsl), so the member does
+// not depend on the chunking. tie_members (every chunk) counts the chunk's
+// members of the group.
+shared uint s_tie_members;
 
-void tie_sums(uint row, uint chunk) {
+void tie_members(uint row, uint chunk) {
     uint t = gl_LocalInvocationID.x;
     uint o = row * ROW_STRIDE;
     float scale = row_scale(row);
-    float max_scaled = sieve_key_value(row_state[o + R_MAX_KEY]);
     uint key = row_state[o + R_KEY_LO];
-    if (t < 5u) s_tie[t] = 0u;
+    if (t == 0u) s_tie_members = 0u;
     barrier();
-    uvec2 above = uvec2(0u), total = uvec2(0u);
     uint members = 0u;
     uint end = min((chunk + 1u) * pc.chunk_size, pc.vocab);
-    for (uint i = chunk * pc.chunk_size + t; i < end; i += WG) {
-        uint k = load_key(row, i, scale);
-        uvec2 q = sieve_mass(sieve_key_value(k), max_scaled);  // -inf: 0
-        total = u64_add(total, q);
-        above = u64_add(above, k > key ? q : uvec2(0u));
-        members += k == key ? 1u : 0u;
-    }
-    U64_ATOMIC_ADD(s_tie[0], s_tie[1], above)
-    U64_ATOMIC_ADD(s_tie[2], s_tie[3], total)
-    atomicAdd(s_tie[4], members);
+    for (uint i = chunk * pc.chunk_size + t; i < end; i += WG) members += load_key(row, i, scale) == key ? 1u : 0u;
+    atomicAdd(s_tie_members, members);
     barrier();
-    if (t < 5u) chunk_stats[(row * pc.n_chunks + chunk) * CHUNK_STRIDE + C_TIE + t] = s_tie[t];
+    if (t == 0u) chunk_stats[(row * pc.n_chunks + chunk) * CHUNK_STRIDE + C_TIE] = s_tie_members;
 }
 
-// The last workgroup, after every chunk's tie_sums: the member's chunk from
+// The last workgroup, after every chunk's tie_members: the member's chunk from
 // the chunks' member counts, then that chunk scanned in id order.
 void draw_tie(uint row, uint passes) {
     uint t = gl_LocalInvocationID.x;
@@ -227,23 +214,12 @@ void draw_tie(uint row, uint passes) {
     float scale = row_scale(row);
     float max_scaled = sieve_key_value(row_state[o + R_MAX_KEY]);
     uint key = row_state[o + R_KEY_LO];
-    uvec2 above = uvec2(0u), total = uvec2(0u);
-    for (uint c = 0u; c < pc.n_chunks; ++c) {
-        uint at = (row * pc.n_chunks + c) * CHUNK_STRIDE + C_TIE;
-        above = u64_add(above, uvec2(chunk_stats[at], chunk_stats[at + 1u]));
-        total = u64_add(total, uvec2(chunk_stats[at + 2u], chunk_stats[at + 3u]));
-    }
-    uvec2 w = sieve_mass(sieve_key_value(key), max_scaled);
-    uvec2 target = u64_mul_u32_shr32(total, row_uniform(row));
-    // The exact target may fall just outside the group the float levels chose
-    // (within their rounding of its edge): then nothing is scanned and the CPU
-    // twin draws the row.
-    bool inside = w != uvec2(0u) && !u64_less(target, above);
-    uvec2 jj = inside ? u64_div(u64_sub(target, above), w) : uvec2(0xFFFFFFFFu);
+    uvec2 w = sieve_mass(sieve_key_value(key), max_scaled);  // > 0: the levels chose a bin with mass
+    uvec2 jj = u64_div(uvec2(row_state[o + R_TARGET], row_state[o + R_TARGET_HI]), w);
     uint j = jj.y == 0u ? jj.x : 0xFFFFFFFFu;
     uint chunk = 0u;
     for (; chunk < pc.n_chunks; ++chunk) {
-        uint c = chunk_stats[(row * pc.n_chunks + chunk) * CHUNK_STRIDE + C_TIE + 4u];
+        uint c = chunk_stats[(row * pc.n_chunks + chunk) * CHUNK_STRIDE + C_TIE];
         if (j < c) break;
         j -= c;
     }
@@ -253,7 +229,7 @@ void draw_tie(uint row, uint passes) {
     }
     barrier();
     uint begin = chunk * pc.chunk_size;
-    uint end = chunk < pc.n_chunks ? min(begin + pc.chunk_size, pc.vocab) : begin;  // past the group: no scan
+    uint end = chunk < pc.n_chunks ? min(begin + pc.chunk_size, pc.vocab) : begin;  // past the group (a damaged state): no scan
     for (uint base = begin; base < end; base += WG) {
         uint i = base + t;
         s_flags[t] = (i < end && load_key(row, i, scale) == key) ? 1u : 0u;
@@ -279,7 +255,7 @@ void draw_tie(uint row, uint passes) {
             advance_step(row, step);
             return;
         }
-        float p = u64_to_float(w) / u64_to_float(total);
+        float p = fixed40_value(w) / uintBitsToFloat(row_state[o + R_TOTAL]);
         write_result(row, s_token, p, log(p), STATUS_OK, step, passes);
         advance_step(row, step);
     }

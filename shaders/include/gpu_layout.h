@@ -169,8 +169,7 @@ SIEVE_CONST uint C_OVERFLOW = 6u;
 SIEVE_CONST uint C_KEPT = 7u;        // collect: candidates the chunk kept
 SIEVE_CONST uint C_AGG = 8u;         // collect: Agg (count, mean, m2, mass max, mass sum) as float bits
 // The tie draw (gather.comp, PHASE_TIE; collect chains never take it): the
-// chunk's exact masses above the tie key and in all (uvec2 each), and its
-// members of the tie group.
+// chunk's members of the tie group.
 SIEVE_CONST uint C_TIE = 8u;
 
 // Per-row selection state within one call.
@@ -181,8 +180,8 @@ SIEVE_CONST uint R_MAX_KEY = 2u;
 SIEVE_CONST uint R_ARGMAX = 3u;
 SIEVE_CONST uint R_KEY_LO = 4u;      // the chosen bin's members: keys in [KEY_LO, KEY_HI]
 SIEVE_CONST uint R_KEY_HI = 5u;
-SIEVE_CONST uint R_TARGET = 6u;      // float: the draw target's remaining mass inside that bin
-SIEVE_CONST uint R_TOTAL = 7u;       // float: the row's total mass, sum of exp(x - max)
+SIEVE_CONST uint R_TARGET = 6u;      // the draw target's remaining 40-bit mass inside that bin: low word
+SIEVE_CONST uint R_TOTAL = 7u;       // float: the row's total mass, sum of exp(x - max) (the exact sum's value)
 SIEVE_CONST uint R_CAND_COUNT = 8u;
 SIEVE_CONST uint R_PASSES = 9u;
 SIEVE_CONST uint R_BUCKET_COUNT = 10u;
@@ -211,6 +210,7 @@ SIEVE_CONST uint R_WIDE_COUNT = 29u;   // list entries appended
 SIEVE_CONST uint R_WIDE_BEFORE = 30u;  // float: mass (MC) of the bins before b*
 SIEVE_CONST uint R_WIDE_KEEP = 31u;    // min_keep
 SIEVE_CONST uint R_WIDE_TOP = 32u;     // float: bin 0's grid index, floor(v_n s) (direct rows: floor(M s))
+SIEVE_CONST uint R_TARGET_HI = 33u;  // R_TARGET's high word
 
 SIEVE_CONST uint PHASE_ACTIVE = 1u;  // levels still narrowing
 SIEVE_CONST uint PHASE_GATHER = 2u;  // the bin fits the candidate buffer
@@ -227,12 +227,14 @@ SIEVE_CONST uint WIDE_GATHER_ARGS = 4u;
 SIEVE_CONST uint LEVEL_ARGS_STRIDE = 8u;
 SIEVE_CONST uint SHADER_ARGS_WORDS = 72u;
 
-// Per-chunk bins of one level.
-SIEVE_CONST uint HIST_STRIDE = 4u;
-SIEVE_CONST uint H_MASS = 0u;      // float bits
-SIEVE_CONST uint H_COUNT = 1u;
-SIEVE_CONST uint H_KEY_MIN = 2u;   // the members' key range
-SIEVE_CONST uint H_KEY_MAX = 3u;
+// Per-chunk bins of one level. The selection levels' masses are exact sums
+// of 40-bit masses (sieve_mass), so no split of the row changes them.
+SIEVE_CONST uint HIST_STRIDE = 5u;
+SIEVE_CONST uint H_MASS_LO = 0u;   // the members' 40-bit masses summed: low word
+SIEVE_CONST uint H_MASS_HI = 1u;   //   and high word
+SIEVE_CONST uint H_COUNT = 2u;
+SIEVE_CONST uint H_KEY_MIN = 3u;   // the members' key range (key levels)
+SIEVE_CONST uint H_KEY_MAX = 4u;
 
 // Per-row result, read by the host (engine/vulkan/gpu_results.cpp): the draw's words, then
 // the raw log-probability words (raw_stats.comp).
@@ -333,9 +335,9 @@ static_assert(P_PREFIX_LEN < PARAM_STRIDE, "the parameter block holds every P_*"
 static_assert(ROW_HOLD_STEP < (1u << 16), "ROW_* flags fit P_ROW_FLAGS");
 static_assert(OP_XTC < 16u, "an op is a nibble of CHAIN_OPS_LO or CHAIN_OPS_HI");
 static_assert(S_ADAPT_WEIGHT < SLOT_HEADER, "the slot header holds every S_*");
-static_assert(C_TIE + 8u <= CHUNK_STRIDE && C_AGG + 5u <= CHUNK_STRIDE, "a chunk's words fit CHUNK_STRIDE");
+static_assert(C_TIE < CHUNK_STRIDE && C_AGG + 5u <= CHUNK_STRIDE, "a chunk's words fit CHUNK_STRIDE");
 static_assert(R_ARRIVE < R_WIDE_CEND && R_WIDE_CEND < R_WIDE_PHASE, "the wide words follow the row's selection words");
-static_assert(R_WIDE_TOP < ROW_STRIDE, "a row's state holds the wide words");
+static_assert(R_WIDE_TOP < ROW_STRIDE && R_TARGET_HI < ROW_STRIDE, "a row's state holds the wide words and the target");
 static_assert(H_KEY_MAX < HIST_STRIDE, "a bin's words fit HIST_STRIDE");
 static_assert(RES_FIRST_BAD < RES_RAW_TOKEN && RES_RAW_IDS + MAX_RAW_LOGPROBS <= RES_RAW_LOGITS &&
                   RES_RAW_LOGITS + MAX_RAW_LOGPROBS <= RESULT_STRIDE,

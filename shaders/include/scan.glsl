@@ -1,24 +1,27 @@
 // One selection level's decision for a row, run by the last histogram workgroup
-// of the row to arrive: adds the chunks' bins in chunk order (the same sums on
-// every run) and finds the bin where the cumulative mass, taken in canonical
-// order (largest logits first), passes the draw target. Level 0 also sets the
-// row's total mass and the target u * total. It then arms what comes next
+// of the row to arrive: adds the chunks' bins (exact 40-bit masses: the same
+// sums on every run and for every chunking) and finds the bin where the
+// cumulative mass, taken in canonical order (largest logits first), passes the
+// draw target. Level 0 also sets the row's total mass and the target
+// floor(u * total / 2^32), exactly as a small row's draw (finalize.glsl). It then arms what comes next
 // through the indirect dispatch arguments: the next level while the bin is
 // larger than the candidate buffer.
 #ifndef SIEVE_SCAN_GLSL
 #define SIEVE_SCAN_GLSL
 
+#include "u64.glsl"
+
 // mass_histogram.comp's tree of the per-invocation bins (each step, the upper
 // half hands its bins to the lower half: WG * 64 bytes), then scan_level's
 // batches of the chunks' bins.
-shared uint s_a[WG / 2u][BINS];
-shared uint s_b[WG / 2u][BINS];
+shared uint s_tree[WG][BINS];
 
-// Chunks whose bins one batch holds: a chunk's 2 x BINS words in each of s_a
-// (mass, count) and s_b (smallest, largest key).
-const uint SCAN_BATCH = WG / 4u;
+// The words of a chunk's bin scan_level reads: the mass (two words) and the
+// count; key levels also the key range.
+uint scan_words(uint level) { return level == 0u ? 3u : 5u; }
 
-shared float s_bin_mass[BINS];
+shared uint s_bin_mass_lo[BINS];
+shared uint s_bin_mass_hi[BINS];
 shared uint s_bin_count[BINS];
 shared uint s_bin_kmin[BINS];
 shared uint s_bin_kmax[BINS];
@@ -31,33 +34,41 @@ void scan_level(uint row, uint level) {
     // Bin t's sums (WG >= 32 > BINS: device_profile.cpp). The chunks' bins
     // are read by the whole workgroup at once, a batch of chunks at a time,
     // into shared memory: one memory latency a batch, where one invocation a
-    // bin walking the chunks waited one a chunk (64 on an H200). The sums
-    // then take them in chunk order, as before.
-    float bin_mass = 0.0;
+    // bin walking the chunks waited one a chunk (64 on an H200). The sums are
+    // exact, in any order.
+    uint words = scan_words(level);
+    uint batch = WG / words;
+    uvec2 bin_mass = uvec2(0u);
     uint bin_count = 0u, bin_kmin = 0xFFFFFFFFu, bin_kmax = 0u;
-    for (uint c0 = 0u; c0 < pc.n_chunks; c0 += SCAN_BATCH) {
-        uint chunks = min(SCAN_BATCH, pc.n_chunks - c0);
+    for (uint c0 = 0u; c0 < pc.n_chunks; c0 += batch) {
+        uint chunks = min(batch, pc.n_chunks - c0);
         for (uint i = t; i < chunks * BINS; i += WG) {
             uint k = i / BINS, b = i % BINS;
             uint h = ((row * pc.n_chunks + c0 + k) * BINS + b) * HIST_STRIDE;
-            s_a[2u * k][b] = histograms[h + H_MASS];
-            s_a[2u * k + 1u][b] = histograms[h + H_COUNT];
-            s_b[2u * k][b] = histograms[h + H_KEY_MIN];
-            s_b[2u * k + 1u][b] = histograms[h + H_KEY_MAX];
+            s_tree[words * k][b] = histograms[h + H_MASS_LO];
+            s_tree[words * k + 1u][b] = histograms[h + H_MASS_HI];
+            s_tree[words * k + 2u][b] = histograms[h + H_COUNT];
+            if (words > 3u) {
+                s_tree[words * k + 3u][b] = histograms[h + H_KEY_MIN];
+                s_tree[words * k + 4u][b] = histograms[h + H_KEY_MAX];
+            }
         }
         barrier();
         if (t < BINS) {
             for (uint k = 0u; k < chunks; ++k) {
-                bin_mass += uintBitsToFloat(s_a[2u * k][t]);
-                bin_count += s_a[2u * k + 1u][t];
-                bin_kmin = min(bin_kmin, s_b[2u * k][t]);
-                bin_kmax = max(bin_kmax, s_b[2u * k + 1u][t]);
+                bin_mass = u64_add(bin_mass, uvec2(s_tree[words * k][t], s_tree[words * k + 1u][t]));
+                bin_count += s_tree[words * k + 2u][t];
+                if (words > 3u) {
+                    bin_kmin = min(bin_kmin, s_tree[words * k + 3u][t]);
+                    bin_kmax = max(bin_kmax, s_tree[words * k + 4u][t]);
+                }
             }
         }
         barrier();  // the next batch overwrites them
     }
     if (t < BINS) {
-        s_bin_mass[t] = bin_mass;
+        s_bin_mass_lo[t] = bin_mass.x;
+        s_bin_mass_hi[t] = bin_mass.y;
         s_bin_count[t] = bin_count;
         s_bin_kmin[t] = bin_kmin;
         s_bin_kmax[t] = bin_kmax;
@@ -67,34 +78,33 @@ void scan_level(uint row, uint level) {
 
     uint max_key = row_state[o + R_MAX_KEY];
     uint min_key = row_state[o + R_MIN_KEY];
-    float target;
+    uvec2 target;
     if (level == 0u) {
-        float total = 0.0;
-        for (uint b = 0u; b < BINS; ++b) total += s_bin_mass[b];
-        row_state[o + R_TOTAL] = floatBitsToUint(total);
-        target = float(row_uniform(row)) * 2.3283064365386963e-10 * total;  // u32 / 2^32 * total
+        uvec2 total = uvec2(0u);
+        for (uint b = 0u; b < BINS; ++b) total = u64_add(total, uvec2(s_bin_mass_lo[b], s_bin_mass_hi[b]));
+        row_state[o + R_TOTAL] = floatBitsToUint(fixed40_value(total));
+        target = u64_mul_u32_shr32(total, row_uniform(row));  // u32 / 2^32 of the total, exactly
     } else {
-        target = uintBitsToFloat(row_state[o + R_TARGET]);
+        target = uvec2(row_state[o + R_TARGET], row_state[o + R_TARGET_HI]);
     }
 
-    // Walk the bins in canonical order. Rounding can leave the target at or
-    // past the last bin's end: the last bin with mass takes it then.
+    // Walk the bins in canonical order. The target is below the bins' exact
+    // total (the row's, or at a key level the mass of the previous level's
+    // bin, whose members these bins split), so a bin takes it; `last` only
+    // keeps a damaged state from choosing past the bins.
     uint chosen = BINS;
     uint last = 0u;
     for (uint b = 0u; b < BINS; ++b) {
-        float m = s_bin_mass[b];
-        if (m <= 0.0) continue;
+        uvec2 m = uvec2(s_bin_mass_lo[b], s_bin_mass_hi[b]);
+        if (m == uvec2(0u)) continue;
         last = b;
-        if (target < m) {
+        if (u64_less(target, m)) {
             chosen = b;
             break;
         }
-        target -= m;
+        target = u64_sub(target, m);
     }
-    if (chosen == BINS) {
-        chosen = last;
-        target = s_bin_mass[last] * 0.99999994;
-    }
+    if (chosen == BINS) chosen = last;
 
     // The chosen bin's members lie in this key range: the next level splits it
     // (and a range of one key is a tie group). Key levels measured it; for
@@ -123,7 +133,8 @@ void scan_level(uint row, uint level) {
     uint count = s_bin_count[chosen];
     row_state[o + R_KEY_LO] = new_lo;
     row_state[o + R_KEY_HI] = new_hi;
-    row_state[o + R_TARGET] = floatBitsToUint(target);
+    row_state[o + R_TARGET] = target.x;
+    row_state[o + R_TARGET_HI] = target.y;
     row_state[o + R_BUCKET_COUNT] = count;
     row_state[o + R_BIN] = chosen;
     row_state[o + R_PASSES] += 1u;

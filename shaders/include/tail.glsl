@@ -83,9 +83,6 @@ bool tail_live() { return s_fallback == 0u && s_status == STATUS_OK; }
 // The mass of entry i relative to entry 0 (the maximum).
 float cand_mass(uint i, float v0) { return exp(cand_value(i) - v0); }
 
-// A sum of 40-bit fixed-point masses as a float (/ 2^40).
-float fixed40_value(uvec2 m) { return u64_to_float(m) * 9.094947017729282e-13; }
-
 // This invocation's share of the masses of c[0, n) relative to entry 0 (every
 // WG-th entry from its own).
 uvec2 strided_mass(uint n) {

@@ -21,6 +21,9 @@ bool u64_less(uvec2 a, uvec2 b) { return a.y < b.y || (a.y == b.y && a.x < b.x);
 
 float u64_to_float(uvec2 a) { return float(a.y) * 4294967296.0 + float(a.x); }
 
+// A sum of 40-bit fixed-point masses (common.glsl: fixed40) as a float (/ 2^40).
+float fixed40_value(uvec2 m) { return u64_to_float(m) * 9.094947017729282e-13; }
+
 // floor(u * a / 2^32) for a 32-bit u and a < 2^63: the draw target.
 uvec2 u64_mul_u32_shr32(uvec2 a, uint u) {
     uint a_hi, a_lo, b_hi, b_lo;

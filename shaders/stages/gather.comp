@@ -86,7 +86,7 @@ void main() {
             }
         }
     } else {
-        tie_sums(row, chunk);
+        tie_members(row, chunk);
     }
     if (!last_to_arrive(row)) return;
 

@@ -389,9 +389,9 @@ void resolve(uint row) {
     }
     if (t == 0u) {
         float total = uintBitsToFloat(row_state[o + R_WIDE_BD]) + outside.x;
-        for (uint b = g_clo; b < g_cend; ++b) total += u64_to_float(uvec2(w_lo[b], w_hi[b])) * 9.094947017729282e-13;  // / 2^40
+        for (uint b = g_clo; b < g_cend; ++b) total += fixed40_value(uvec2(w_lo[b], w_hi[b]));
         total += outside.y;
-        total += u64_to_float(uvec2(w_lo[bstar], w_hi[bstar])) * 9.094947017729282e-13;
+        total += fixed40_value(uvec2(w_lo[bstar], w_hi[bstar]));
         w_total = total;
         float u = float(row_uniform(row)) * 2.3283064365386963e-10;
         uvec2 tg = fixed40(u * total);
@@ -407,13 +407,13 @@ void resolve(uint row) {
                 tg = u64_sub(tg, q);
             }
         }
-        float rem = u64_to_float(tg) * 9.094947017729282e-13;
+        float rem = fixed40_value(tg);
         uint bin = WIDE_BINS;  // WIDE_BINS: in a summed stretch
         if (rem >= outside.x) {
             rem -= outside.x;
             bin = bstar;
             for (uint b = g_clo; b < g_cend && bin == bstar; ++b) {
-                float md = u64_to_float(uvec2(w_lo[b], w_hi[b])) * 9.094947017729282e-13;
+                float md = fixed40_value(uvec2(w_lo[b], w_hi[b]));
                 if (rem < md) bin = b;
                 else rem -= md;
             }
@@ -439,7 +439,7 @@ void resolve(uint row) {
         }
     }
     if (t == 0u) {
-        float p = u64_to_float(w_q) * 9.094947017729282e-13 / w_total;
+        float p = fixed40_value(w_q) / w_total;
         write_result(row, w_token, p, log(p), STATUS_OK, step, wide_gather_passes(row));
         advance_step(row, step);
         row_state[o + R_WIDE_PHASE] = WIDE_NONE;

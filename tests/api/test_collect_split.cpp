@@ -140,31 +140,38 @@ TEST(HistorySplit, AGpuSplitsALongHistoryByTheCapacityAndTheBatch) {
 
 } // namespace
 
-// Greedy plans (row statistics alone) split by the batch as the plain collect
-// pass does: their figures do not depend on the split. dist's plan, whose
-// level sums do, keeps the plan's chunks.
-TEST(GreedySplit, AnH200SplitsGreedyRowsByTheBatch) {
+// Plans whose figures no chunking changes (greedy, and the selection levels'
+// exact sums: dist, the distribution) split by the batch as the plain collect
+// pass does; logprobs, whose float sums do depend on it, keep the plan's
+// chunks.
+TEST(BatchSplit, AnH200SplitsGreedyAndSelectionRowsByTheBatch) {
     const EffectiveLimits h200 = gpu_limits(4096, 132);
-    auto greedy = [&](uint32_t rows, bool greedy_chain, const EffectiveLimits& limits) {
-        Plan p = sieve::make_plan(sieve::RecordingKind::Sample, greedy_chain, false, false, 0u, 151936, limits,
-                                  limits.plan_type);
-        sieve::split_greedy_for_batch(&p, rows, 151936, limits);
+    auto plan = [&](uint32_t rows, bool greedy_chain, const EffectiveLimits& limits,
+                    sieve::RecordingKind kind = sieve::RecordingKind::Sample, bool logprobs = false) {
+        Plan p = sieve::make_plan(kind, greedy_chain, false, false, 0u, 151936, limits, limits.plan_type, logprobs);
+        sieve::split_for_batch(&p, rows, 151936, limits);
         return p;
     };
     // Four workgroups a compute unit over the call's rows (528 on an H200).
-    EXPECT_EQ(greedy(1, true, h200).n_chunks, 64u);  // the plan's chunks (528 would exceed them)
-    EXPECT_EQ(greedy(4, true, h200).n_chunks, 64u);
-    EXPECT_EQ(greedy(16, true, h200).n_chunks, 33u);
-    EXPECT_EQ(greedy(64, true, h200).n_chunks, 8u);
-    EXPECT_EQ(greedy(256, true, h200).n_chunks, 2u);
-    EXPECT_EQ(greedy(1024, true, h200).n_chunks, 1u);
-    const Plan p64 = greedy(64, true, h200);
+    EXPECT_EQ(plan(1, true, h200).n_chunks, 64u);  // the plan's chunks (528 would exceed them)
+    EXPECT_EQ(plan(4, true, h200).n_chunks, 64u);
+    EXPECT_EQ(plan(16, true, h200).n_chunks, 33u);
+    EXPECT_EQ(plan(64, true, h200).n_chunks, 8u);
+    EXPECT_EQ(plan(256, true, h200).n_chunks, 2u);
+    EXPECT_EQ(plan(1024, true, h200).n_chunks, 1u);
+    const Plan p64 = plan(64, true, h200);
     EXPECT_GE(p64.n_chunks * p64.chunk_size, 151936u);
     EXPECT_LT((p64.n_chunks - 1) * p64.chunk_size, 151936u);  // every chunk holds logits
-    // dist: the same statistics pass, then sums over the chunks.
-    EXPECT_EQ(greedy(64, false, h200).n_chunks, 64u);
+    // dist: statistics, the selection levels and the gather.
+    EXPECT_EQ(plan(64, false, h200).n_chunks, 8u);
+    EXPECT_EQ(plan(1, false, h200).n_chunks, 64u);
+    EXPECT_EQ(plan(64, false, h200, sieve::RecordingKind::Distribution).n_chunks, 8u);
+    // Logprobs' sums keep the vocabulary's chunks.
+    EXPECT_EQ(plan(64, false, h200, sieve::RecordingKind::Sample, true).n_chunks, 64u);
+    EXPECT_EQ(plan(64, true, h200, sieve::RecordingKind::Sample, true).n_chunks, 64u);
     // A CPU device keeps its plan.
     const EffectiveLimits cpu = gpu_limits(2048, 2, SIEVE_DEVICE_CPU);
     const Plan own = sieve::make_plan(sieve::RecordingKind::Sample, true, false, false, 0u, 151936, cpu, cpu.plan_type);
-    EXPECT_EQ(greedy(64, true, cpu).n_chunks, own.n_chunks);
+    EXPECT_EQ(plan(64, true, cpu).n_chunks, own.n_chunks);
+    EXPECT_EQ(plan(64, false, cpu).n_chunks, own.n_chunks);
 }
