@@ -20,6 +20,14 @@
 #include "stretch.glsl"
 #include "u64.glsl"
 
+// The indexed level 0's shared word: a bin's high mass words in bits 0..19,
+// its count from bit 20. Over a span of 4 QUADS_PER_SPAN = 4092 logits an
+// invocation adds at most 1 + 256 x 4092 < 2^20 to the high part (each mass
+// is at most 2^40, the low word carries at most once more) and 4092 < 2^12
+// to the count.
+const uint HIGH_COUNT_ONE = 1u << 20;
+const uint QUADS_PER_SPAN = 1023u;
+
 void main() {
     uint row = pc.row_base + gl_WorkGroupID.y;
     bind_row(row);
@@ -51,19 +59,30 @@ void main() {
         // A CPU device pays for each loop trip: four logits per trip, each
         // invocation's quads a contiguous stretch (stretch.glsl), added into
         // the bins by index (common.glsl).
+        // Two indexed arrays a logit, not three: the high mass word and the
+        // count share one (HIGH_COUNT), emptied into mass_hi and count every
+        // QUADS_PER_SPAN quads, before either part can overflow.
         uint j_first, j_stop;
         stretch_share(0u, (end - begin + 3u) / 4u, j_first, j_stop);
-        for (uint j = j_first; j < j_stop; j += RUN_LANES) {
-            vec4 f4 = row_quad(row, begin + 4u * j, end);
-            [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-                float x = scaled_logit(f4[c], scale);
-                bool live = begin + 4u * j + c < end && !isinf(x);  // -inf: no mass (a row with +inf failed)
-                uint bin = live ? level0_bin(x, max_scaled, inv_width) : 0u;
-                uvec2 q = live ? sieve_mass(x, max_scaled) : uvec2(0u);
-                uint carry;
-                mass_lo[bin] = uaddCarry(mass_lo[bin], q.x, carry);
-                mass_hi[bin] += q.y + carry;
-                count[bin] += live ? 1u : 0u;
+        for (uint span = j_first; span < j_stop; span += QUADS_PER_SPAN * RUN_LANES) {
+            uint high_count[BINS];
+            [[unroll]] for (uint b = 0u; b < BINS; ++b) high_count[b] = 0u;
+            uint span_stop = min(j_stop, span + QUADS_PER_SPAN * RUN_LANES);
+            for (uint j = span; j < span_stop; j += RUN_LANES) {
+                vec4 f4 = row_quad(row, begin + 4u * j, end);
+                [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+                    float x = scaled_logit(f4[c], scale);
+                    bool live = begin + 4u * j + c < end && !isinf(x);  // -inf: no mass (a row with +inf failed)
+                    uint bin = live ? level0_bin(x, max_scaled, inv_width) : 0u;
+                    uvec2 q = live ? sieve_mass(x, max_scaled) : uvec2(0u);
+                    uint carry;
+                    mass_lo[bin] = uaddCarry(mass_lo[bin], q.x, carry);
+                    high_count[bin] += q.y + carry + (live ? HIGH_COUNT_ONE : 0u);
+                }
+            }
+            [[unroll]] for (uint b = 0u; b < BINS; ++b) {
+                mass_hi[b] += high_count[b] & (HIGH_COUNT_ONE - 1u);
+                count[b] += high_count[b] / HIGH_COUNT_ONE;
             }
         }
     } else if (value_level) {
@@ -107,6 +126,60 @@ void main() {
         }
     }
 
+#ifdef SIEVE_SUBGROUP
+    // Integer sums, exact in any order: subgroup arithmetic, then invocation
+    // b adds bin b's partials of the subgroups (the same bins whatever the
+    // subgroup size), through scan.glsl's s_tree (a subgroup has >= 4
+    // invocations: pipelines.cpp, so 3 words a subgroup fit WG rows). The
+    // low mass word goes in 16-bit halves, whose subgroup sums cannot wrap.
+    uint g = gl_SubgroupID;
+    [[unroll]] for (uint b = 0u; b < BINS; ++b) {
+        uint low = subgroupAdd(mass_lo[b] & 0xFFFFu);
+        uint mid = subgroupAdd(mass_lo[b] >> 16);
+        uint high = subgroupAdd(mass_hi[b]);
+        uint n = subgroupAdd(count[b]);
+        if (subgroupElect()) {
+            uvec2 m = u64_add(uvec2(low, high), uvec2(mid << 16, mid >> 16));
+            s_tree[3u * g][b] = m.x;
+            s_tree[3u * g + 1u][b] = m.y;
+            s_tree[3u * g + 2u][b] = n;
+        }
+    }
+    barrier();
+    uvec2 bin_mass = uvec2(0u);
+    uint bin_count = 0u, bin_kmin = 0xFFFFFFFFu, bin_kmax = 0u;
+    if (t < BINS) {
+        for (uint k = 0u; k < gl_NumSubgroups; ++k) {
+            bin_mass = u64_add(bin_mass, uvec2(s_tree[3u * k][t], s_tree[3u * k + 1u][t]));
+            bin_count += s_tree[3u * k + 2u][t];
+        }
+    }
+    if (!value_level) {  // uniform: the level is a push constant
+        barrier();  // s_tree read above
+        [[unroll]] for (uint b = 0u; b < BINS; ++b) {
+            uint lo_key = subgroupMin(kmin[b]), hi_key = subgroupMax(kmax[b]);
+            if (subgroupElect()) {
+                s_tree[2u * g][b] = lo_key;
+                s_tree[2u * g + 1u][b] = hi_key;
+            }
+        }
+        barrier();
+        if (t < BINS) {
+            for (uint k = 0u; k < gl_NumSubgroups; ++k) {
+                bin_kmin = min(bin_kmin, s_tree[2u * k][t]);
+                bin_kmax = max(bin_kmax, s_tree[2u * k + 1u][t]);
+            }
+        }
+    }
+    if (t < BINS) {
+        uint h = ((row * pc.n_chunks + chunk) * BINS + t) * HIST_STRIDE;
+        histograms[h + H_MASS_LO] = bin_mass.x;
+        histograms[h + H_MASS_HI] = bin_mass.y;
+        histograms[h + H_COUNT] = bin_count;
+        histograms[h + H_KEY_MIN] = bin_kmin;
+        histograms[h + H_KEY_MAX] = bin_kmax;
+    }
+#else
     // The tree of the invocations' bins (each step, the upper half hands its
     // bins to the lower half through scan.glsl's s_tree): the masses, then
     // the counts with (key levels) the smallest keys, then (key levels) the
@@ -165,5 +238,6 @@ void main() {
             histograms[h + HIST_STRIDE * b + H_KEY_MAX] = kmax[b];
         }
     }
+#endif
     if (last_to_arrive(row)) scan_level(row, pc.level);
 }
