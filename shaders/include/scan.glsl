@@ -3,9 +3,9 @@
 // sums on every run and for every chunking) and finds the bin where the
 // cumulative mass, taken in canonical order (largest logits first), passes the
 // draw target. Level 0 also sets the row's total mass and the target
-// floor(u * total / 2^32), exactly as a small row's draw (finalize.glsl). It then arms what comes next
-// through the indirect dispatch arguments: the next level while the bin is
-// larger than the candidate buffer.
+// floor(u * total / 2^32), as a small row's draw does (finalize.glsl). It then
+// arms what comes next through the indirect dispatch arguments: the next level
+// while the bin is larger than the candidate buffer.
 #ifndef SIEVE_SCAN_GLSL
 #define SIEVE_SCAN_GLSL
 

@@ -60,7 +60,7 @@ void main() {
         // invocation's quads a contiguous stretch (stretch.glsl), added into
         // the bins by index (common.glsl).
         // Two indexed arrays a logit, not three: the high mass word and the
-        // count share one (HIGH_COUNT), emptied into mass_hi and count every
+        // count share one (high_count), emptied into mass_hi and count every
         // QUADS_PER_SPAN quads, before either part can overflow.
         uint j_first, j_stop;
         stretch_share(0u, (end - begin + 3u) / 4u, j_first, j_stop);
