@@ -16,9 +16,9 @@
 // an adjusted logit with no loop (common.glsl, row_logit).
 #include "common.glsl"
 #include "arrive.glsl"
+#include "wg_scan.glsl"
 
 shared uint s_restart;  // the most recent history position where a breaker ends
-shared uint s_part[WG];  // the prefix counts' per-invocation sums
 // The row itself, written where ROW_PATCH asks for the adjusted logits in place.
 layout(std430, set = 0, binding = BINDING_LOGITS) buffer LogitsOut { float logits_out[]; };
 
@@ -257,32 +257,38 @@ void dry_penalties(uint row, uint base, uint hash_base, uint in_use) {
     }
 }
 
+// The adjusted tokens among bitmap words [w, to): four loads issued before
+// any is used (one invocation's stretch is ~19 words at vocabulary 151936;
+// a load after each add would wait for each in turn).
+uint bits_from(uint base, uint w, uint to) {
+    uint sum = 0u;
+    for (; w + 4u <= to; w += 4u) {
+        uint a = adjust[base + w], b = adjust[base + w + 1u], c = adjust[base + w + 2u], d = adjust[base + w + 3u];
+        sum += bitCount(a) + bitCount(b) + bitCount(c) + bitCount(d);
+    }
+    for (; w < to; ++w) sum += bitCount(adjust[base + w]);
+    return sum;
+}
+
 // The table the passes read: the bitmap's prefix counts, then each adjusted
 // token's final logit at its rank. Tokens past the call's vocabulary (a
 // history from a larger one) are never read: their value is left at 0.
 void write_table(uint row, uint base, uint hash_base, uint in_use) {
     uint t = gl_LocalInvocationID.x;
     uint words = (pc.vocab + 31u) / 32u;
-    uint per = (words + WG - 1u) / WG;
-    uint from = min(t * per, words), to = min(from + per, words);
-    uint sum = 0u;
-    for (uint w = from; w < to; ++w) sum += bitCount(adjust[base + w]);
-    s_part[t] = sum;
-    barrier();
-    if (t == 0u) {
-        uint acc = 0u;
-        for (uint j = 0u; j < WG; ++j) {
-            uint v = s_part[j];
-            s_part[j] = acc;
-            acc += v;
-        }
-    }
-    barrier();
+    uint from, to;
+    wg_block(words, from, to);
+    uvec2 total;
+    uint sum = wg_exclusive_u64(uvec2(bits_from(base, from, to), 0u), total).x;  // adjusted tokens < 2^32
     uint prefix = adjust_prefix_at(base);
-    sum = s_part[t];
-    for (uint w = from; w < to; ++w) {
-        adjust[prefix + w] = sum;
-        sum += bitCount(adjust[base + w]);
+    for (uint w = from; w < to; w += 4u) {
+        uint n = min(4u, to - w);
+        uint bits[4];
+        [[unroll]] for (uint i = 0u; i < 4u; ++i) bits[i] = i < n ? adjust[base + w + i] : 0u;
+        [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+            if (i < n) adjust[prefix + w + i] = sum;
+            sum += bitCount(bits[i]);
+        }
     }
     memoryBarrierBuffer();
     barrier();
