@@ -364,8 +364,8 @@ std::vector<sieve_stage_estimate> GpuChain::plan_estimate(int32_t rows, int32_t 
         key.key_levels = KeyLevels::Inline;
     }
     Recording rec = recorder_.describe(key);
-    // The measured runs split every row of these plans as the vocabulary
-    // (chunking), whatever the batch.
+    // The measured runs chunked every row of these plans by the vocabulary
+    // alone (chunking), whatever the batch.
     if (shaders != ShaderSet::Today && same_for_any_chunking(rec.plan))
         chunking(static_cast<uint32_t>(vocab), limits_, limits_.plan_type, &rec.plan.n_chunks, &rec.plan.chunk_size);
     // Their tail was a dispatch of its own.

@@ -67,8 +67,8 @@ struct Plan {
 
 // Chunks depend on the vocabulary and the device only (on a CPU device, its
 // hardware threads), never on the row count, so a row's results are the same
-// whatever the batch (the one exception, collect_chunks_for_group, splits
-// only rows whose result no split changes). max_chunks_for sizes the
+// whatever the batch (the exceptions, collect_chunks_for_group and
+// split_for_batch, split only rows whose result no split changes). max_chunks_for sizes the
 // buffers; chunks_for is what a row gets (<= max_chunks_for).
 uint32_t max_chunks_for(const EffectiveLimits& limits, sieve_device_type type);
 uint32_t chunks_for(const EffectiveLimits& limits, sieve_device_type type);
@@ -169,6 +169,7 @@ void split_for_batch(Plan* plan, uint32_t rows, uint32_t vocab, const EffectiveL
 // rate, so four a unit read a batch's rows in one wave, twice as many loads
 // in flight. (At 64 rows on an H200: 8 chunks a row, not 4.)
 constexpr uint32_t kStreamingWorkgroupsPerUnit = 4;
+// The plan is such a plan (and not a small row's one-dispatch plan).
 bool same_for_any_chunking(const Plan& plan);
 
 // The tail as a dispatch of its own after the collect passes, as every plan
