@@ -61,7 +61,7 @@ void draw_candidates(uint row, uint n, bool small, uint lo, uint hi, uint passes
         f_lo = lo;
         f_hi = hi;
         f_state = SELECT_GOING;
-        f_target = small ? uvec2(0u) : uvec2(row_state[o + R_TARGET], row_state[o + R_TARGET_HI]);
+        f_target = small ? uvec2(0u) : row_target(row);
     }
     for (uint level = 0u; level <= KEY_LEVELS; ++level) {
         barrier();
@@ -177,7 +177,7 @@ void draw_candidates(uint row, uint n, bool small, uint lo, uint hi, uint passes
         // canonically (the whole workgroup) and walk from the bin's target.
         sort_prefix(n);
         if (t != 0u) return;
-        walk_sorted(n, uvec2(row_state[o + R_TARGET], row_state[o + R_TARGET_HI]), max_scaled, token, q);
+        walk_sorted(n, row_target(row), max_scaled, token, q);
     }
     float p = fixed40_value(q) / total;
     write_result(row, token, p, log(p), STATUS_OK, step, passes);
@@ -215,7 +215,7 @@ void draw_tie(uint row, uint passes) {
     float max_scaled = sieve_key_value(row_state[o + R_MAX_KEY]);
     uint key = row_state[o + R_KEY_LO];
     uvec2 w = sieve_mass(sieve_key_value(key), max_scaled);  // > 0: the levels chose a bin with mass
-    uvec2 jj = u64_div(uvec2(row_state[o + R_TARGET], row_state[o + R_TARGET_HI]), w);
+    uvec2 jj = u64_div(row_target(row), w);
     uint j = jj.y == 0u ? jj.x : 0xFFFFFFFFu;
     uint chunk = 0u;
     for (; chunk < pc.n_chunks; ++chunk) {

@@ -66,6 +66,13 @@ uint level0_bin(float x, float max_scaled, float inv_width) {
     return uint(min((max_scaled - x) * inv_width, float(BINS - 1u)));
 }
 
+// What the selection levels left of the draw target inside the row's chosen
+// bin: an exact 40-bit mass (scan.glsl writes it).
+uvec2 row_target(uint row) {
+    uint o = row * ROW_STRIDE;
+    return uvec2(row_state[o + R_TARGET], row_state[o + R_TARGET_HI]);
+}
+
 // Levels >= 1 split the key interval [lo, hi] into 16 equal parts, bin 0 holding
 // the largest keys (first in canonical order).
 uint key_step(uint lo, uint hi) { return (hi - lo) / BINS + 1u; }

@@ -85,7 +85,7 @@ void scan_level(uint row, uint level) {
         row_state[o + R_TOTAL] = floatBitsToUint(fixed40_value(total));
         target = u64_mul_u32_shr32(total, row_uniform(row));  // u32 / 2^32 of the total, exactly
     } else {
-        target = uvec2(row_state[o + R_TARGET], row_state[o + R_TARGET_HI]);
+        target = row_target(row);
     }
 
     // Walk the bins in canonical order. The target is below the bins' exact
