@@ -368,11 +368,14 @@ std::vector<sieve_stage_estimate> GpuChain::plan_estimate(int32_t rows, int32_t 
     // alone (chunking), whatever the batch.
     if (shaders != ShaderSet::Today && same_for_any_chunking(rec.plan))
         chunking(static_cast<uint32_t>(vocab), limits_, limits_.plan_type, &rec.plan.n_chunks, &rec.plan.chunk_size);
+    // Their wide passes took the collect pass's chunk slots.
+    if (shaders != ShaderSet::Today) rec.plan.wide_chunks = rec.plan.collect_slots;
     // Their tail was a dispatch of its own.
     if (shaders != ShaderSet::Today) separate_tail(&rec.plan);
     if (baseline) {  // the plan's chunks everywhere, the tail's ranks, one history workgroup per row
         rec.plan.flags &= ~(FLAG_SORT_MERGE | FLAG_RADIX_CHUNKS);
         rec.plan.collect_slots = rec.plan.n_chunks;
+        rec.plan.wide_chunks = rec.plan.n_chunks;
         for (Dispatch& d : rec.plan.dispatches)
             if (d.stage == Stage::History) d.level = HISTORY_WHOLE;
         rec.plan.history_groups = std::min(rec.plan.history_groups, 1u);

@@ -14,7 +14,7 @@ struct Work {
     double serial_us = 0;
     double logits = 0;   // logits the workgroup reads
     double per_sm = M::kLightPerSm;  // resident per SM: kHeavyPerSm where it holds much shared memory
-    double last_us = 0;  // after the last wave, on a row's last workgroup alone (a fused tail)
+    double last_us = 0;  // after the last wave, on a row's last workgroup alone (a fused tail, the wide passes' decisions)
 };
 
 // The bitonic stages of sorting n entries padded to a power of two.
@@ -79,8 +79,15 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
             return {M::kCollectUs + M::kCollectUsPerNeed * in.need + read, chunk, M::kHeavyPerSm};
         return {M::kPicksUs + read, chunk, M::kPicksPerSm, fused_tail};
     case Stage::CollectTail: return {tail_us(in, chunks), 0, M::kHeavyPerSm};
-    case Stage::WideHistogram: return {M::kWideHistogramUsPerLogit * chunk, chunk, M::kHeavyPerSm};
-    case Stage::WideGather: return {M::kWideGatherUsPerLogit * chunk, chunk, M::kHeavyPerSm};
+    case Stage::WideHistogram:
+    case Stage::WideGather: {
+        const bool histogram = d.stage == Stage::WideHistogram;
+        if (in.shaders == ShaderSet::Of30de833)
+            return {(histogram ? M::kWideHistogramUsPerLogit : M::kWideGatherUsPerLogit) * chunk, chunk, M::kHeavyPerSm};
+        const double saved = in.shaders == ShaderSet::Today ? M::kChunkReadUs * (M::kWideChunksOf521950c - 1) : 0.0;
+        return {(histogram ? M::kWideHistogramUs : M::kWideGatherUs) + read, chunk, M::kHeavyPerSm,
+                (histogram ? M::kWideHistogramLastUs : M::kWideGatherLastUs) - saved};
+    }
     case Stage::History: {
         // The clearing dispatch 521950c had before a split pass: the
         // previous call's entries, no history walked (stated). Otherwise the
@@ -132,7 +139,7 @@ std::vector<StageEstimate> estimate_plan(const EstimateInputs& in) {
             const uint32_t chunks = gi < in.collect_chunks.size() ? in.collect_chunks[gi] : p.n_chunks;
             const Work w = work_of(d, in, chunks);
             const uint32_t per_row = collect && d.per_chunk ? chunks
-                                     : wide && d.per_chunk  ? p.collect_slots
+                                     : wide && d.per_chunk  ? p.wide_chunks
                                                             : workgroups_per_row(p, d);
             const uint32_t groups = runs ? g.rows * per_row : 0u;
             e.workgroups += groups;

@@ -107,8 +107,23 @@ struct EstimateModel {
     static constexpr uint32_t kPickLimit = 512;  // collect_chunk.glsl's PICK_LIMIT at 256-wide workgroups
     // history.comp now visits only the hash entries in use.
     static constexpr double kGpuHistoryUs = 20.0;
+    // The wide passes: 30de833's per logit of a chunk (its 8 chunks a row);
+    // since 521950c a fixed term per chunk workgroup besides the read, and
+    // the row's last workgroup's work (the decision, the resolve) once, both
+    // fitted to 521950c's one row (64 workgroups, one wave: 45.6 and 68.6 us)
+    // and 64 rows (4096 workgroups, 32 waves: 168.5 and 345.0 us): a chunk
+    // workgroup took 3.96 and 8.9 us, the last one 36.6 and 54.7 more.
     static constexpr double kWideHistogramUsPerLogit = 0.00858;
     static constexpr double kWideGatherUsPerLogit = 0.0211;
+    static constexpr double kWideHistogramUs = 2.4;
+    static constexpr double kWideHistogramLastUs = 36.6;
+    static constexpr double kWideGatherUs = 7.3;
+    static constexpr double kWideGatherLastUs = 54.7;
+    // 521950c's last workgroups read the chunks' words one chunk after
+    // another (64 at 151936); today's read them at once (wide_histogram:
+    // decide, wide_gather: resolve): their last term less kChunkReadUs for
+    // each read no longer waited for.
+    static constexpr double kWideChunksOf521950c = 64;
     static constexpr double kRowStatsUs = 5.7;            // per chunk, besides the read
     // The last workgroup's dependent read of what one chunk left (an L2
     // round trip): stated, from mass_histogram level 0 against row_stats

@@ -80,6 +80,7 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
             p.chunk_size = collect_chunk_size(vocab, n);
             p.n_chunks = collect_chunks_holding_logits(vocab, n);
             p.collect_slots = type == SIEVE_DEVICE_CPU ? p.n_chunks : collect_chunks_holding_logits(vocab, slots);
+            p.wide_chunks = p.collect_slots;
             // A GPU's tail sorts the lists in shared memory; ranks by binary
             // search (dependent loads) cost a CPU device less than barriers.
             // Its plain chunks keep a large need by a radix select over the
@@ -178,6 +179,7 @@ uint32_t history_groups_for(uint32_t capacity, uint32_t rows, const EffectiveLim
 
 uint32_t workgroups_per_row(const Plan& plan, const Dispatch& d) {
     if (d.stage == Stage::History && d.level == HISTORY_BUILD) return plan.history_groups;
+    if (d.stage == Stage::WideHistogram || d.stage == Stage::WideGather) return plan.wide_chunks;
     return d.per_chunk ? plan.n_chunks : 1u;
 }
 
@@ -212,8 +214,12 @@ bool same_for_any_chunking(const Plan& p) {
 }
 
 void split_for_batch(Plan* p, uint32_t rows, uint32_t vocab, const EffectiveLimits& limits) {
-    if (limits.plan_type == SIEVE_DEVICE_CPU || !same_for_any_chunking(*p)) return;
+    if (limits.plan_type == SIEVE_DEVICE_CPU) return;
     const uint32_t target = kStreamingWorkgroupsPerUnit * std::max(limits.compute_units, 1u) / std::max(rows, 1u);
+    // The wide passes' chunks start at multiples of 4 logits (they read
+    // plain rows four at a time), as the collect pass's.
+    if (!p->wide_direct) p->wide_chunks = collect_chunks_holding_logits(vocab, std::clamp(target, 1u, p->wide_chunks));
+    if (!same_for_any_chunking(*p)) return;
     const uint32_t n = std::clamp(target, 1u, p->n_chunks);
     p->chunk_size = (vocab + n - 1) / n;
     p->n_chunks = (vocab + p->chunk_size - 1) / p->chunk_size;
@@ -244,6 +250,7 @@ Plan deep_levels_plan(const Plan& first) {
     p.n_chunks = first.n_chunks;
     p.chunk_size = first.chunk_size;
     p.collect_slots = first.collect_slots;
+    p.wide_chunks = first.wide_chunks;
     p.flags = first.flags;
     append_key_levels_and_gather(&p);
     // Submitted only when a row needs level 1: that level and the gather.

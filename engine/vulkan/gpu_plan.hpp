@@ -50,9 +50,11 @@ struct Plan {
     // The most chunks the collect pass may split a row into (the chunk
     // statistics' slots per row its dispatches index by): n_chunks on a CPU
     // device; on a GPU the chunks the vocabulary takes (chunking, at most
-    // MAX_ROW_CHUNKS), for plain rows (collect_chunks_for_group). The wide
-    // passes split every row so (wide_chunk_size), whatever the batch.
+    // MAX_ROW_CHUNKS), for plain rows (collect_chunks_for_group).
     uint32_t collect_slots = 1;
+    // The chunks the wide passes split every row into (wide_chunk_size):
+    // collect_slots, or fewer on a GPU at larger batches (split_for_batch).
+    uint32_t wide_chunks = 1;
     uint32_t flags = 0;
     std::vector<Dispatch> dispatches;
     uint32_t min_row_passes = 1;  // full-row reads when the first level resolves the draw
@@ -160,7 +162,9 @@ Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, u
 // member counts) and the probabilities; the history pass before them has its
 // own workgroups. Logprobs (raw_stats.comp: float sums over the chunks) keep
 // the batch-independent chunking; the collect pass splits by its own rule
-// (collect_chunks_for_group). A CPU device's plan is left as it is.
+// (collect_chunks_for_group). A GPU plan's wide passes (a buffer row's exact
+// sums, wide.glsl) split their rows the same way (Plan::wide_chunks). A CPU
+// device's plan is left as it is.
 void split_for_batch(Plan* plan, uint32_t rows, uint32_t vocab, const EffectiveLimits& limits);
 // The row statistics, selection and gather passes stream their chunk with
 // a few tens of kilobytes of shared memory at most (their reduction trees):
@@ -199,9 +203,9 @@ inline uint32_t collect_chunks_holding_logits(uint32_t vocab, uint32_t n) {
 }
 
 // The wide passes' chunk (wide_histogram.comp, wide_gather.comp): a row in
-// plan.collect_slots chunks (the same on a CPU device as the plan's).
+// plan.wide_chunks chunks (the same on a CPU device as the plan's).
 inline uint32_t wide_chunk_size(const Plan& plan, uint32_t vocab) {
-    return collect_chunk_size(vocab, plan.collect_slots);
+    return collect_chunk_size(vocab, plan.wide_chunks);
 }
 
 // The chunks a collect pass splits each row of a row group into (the

@@ -200,13 +200,23 @@ void Recorder::emit_passes(VkCommandBuffer cmd, const Recording& rec, const Plan
                 d.stage == Stage::Collect || d.stage == Stage::CollectPlain || d.stage == Stage::CollectTail;
             // The collect passes index the chunk statistics by the slots a row
             // holds (a row may be split into more chunks than the plan's:
-            // collect.glsl); the wide passes split a row into that many; the
-            // others take the plan's chunks.
+            // collect.glsl); the wide passes split a row into their own
+            // chunks (the collect tail arms them so); the others take the
+            // plan's chunks.
             const bool wide_stage = d.stage == Stage::WideHistogram || d.stage == Stage::WideGather;
-            Push pc{key.vocab, key.stride, wide_stage ? wide_chunk_size(plan, key.vocab) : plan.chunk_size,
-                    collect_stage || wide_stage ? plan.collect_slots : plan.n_chunks, d.level, plan.flags,
-                    g.row_base, g.args_base, key.wide ? buffers_.wide_cap() : 0u,
-                    static_cast<uint32_t>(config_.history_capacity), adjust.hash_bits, adjust.bitmap_words};
+            Push pc{key.vocab,
+                    key.stride,
+                    wide_stage ? wide_chunk_size(plan, key.vocab) : plan.chunk_size,
+                    collect_stage ? plan.collect_slots : wide_stage ? plan.wide_chunks : plan.n_chunks,
+                    d.level,
+                    plan.flags,
+                    g.row_base,
+                    g.args_base,
+                    key.wide ? buffers_.wide_cap() : 0u,
+                    static_cast<uint32_t>(config_.history_capacity),
+                    adjust.hash_bits,
+                    adjust.bitmap_words,
+                    plan.wide_chunks};
             const bool texel = buffers_.texel() && !key.app_rows;  // the chain's own logits (create_texel_views)
             VkPipeline pipeline =
                 collect_stage ? pipelines_.collect(d.stage, chain_.chain_ops, chain_.selector, key.inputs,

@@ -302,9 +302,9 @@ void hand_to_wide(uint row, uint n) {
     row_state[o + R_WIDE_N] = n;
     row_state[o + R_WIDE_KEEP] = param_u(row, P_MIN_KEEP);
     row_state[o + R_WIDE_PHASE] = WIDE_HIST;
-    // The wide passes split a row into the slots' chunks (gpu_plan.hpp:
-    // wide_chunk_size), whatever the collect pass did.
-    atomicMax(dispatch_args[pc.args_base + WIDE_HIST_ARGS], pc.n_chunks);
+    // The wide passes split a row into their own chunks (gpu_plan.hpp:
+    // Plan::wide_chunks), whatever the collect pass did.
+    atomicMax(dispatch_args[pc.args_base + WIDE_HIST_ARGS], pc.wide_chunks);
 }
 
 // The draw's last step, in the invocation whose block [first, end) of the

@@ -31,7 +31,8 @@ using uint = uint32_t;
     FIELD(wide_cap)     /* entries of a row's wide list (wide.glsl); 0: the chain has no wide path */ \
     FIELD(hist_cap)     /* tokens of a slot's history ring (the chain's history capacity) */ \
     FIELD(hash_bits)    /* log2 of a row's history hash entries (history.comp) */ \
-    FIELD(bitmap_words) /* words of a row's history bitmap: ceil(max_vocab / 32) */
+    FIELD(bitmap_words) /* words of a row's history bitmap: ceil(max_vocab / 32) */ \
+    FIELD(wide_chunks)  /* chunks the wide passes split a row into (the collect tail arms them so) */
 #ifdef __cplusplus
 #define SIEVE_PUSH_FIELD(name) uint32_t name;
 struct Push { SIEVE_PUSH_CONSTANTS(SIEVE_PUSH_FIELD) };
@@ -330,7 +331,7 @@ inline constexpr uint DISPATCH_COMMAND_WORDS = 3u;
 // CHAIN_OPS_LO and CHAIN_OPS_HI: 8 ops of 4 bits each.
 inline constexpr uint MAX_CHAIN_OPS = 16u;
 
-static_assert(sizeof(Push) == 12 * sizeof(uint), "the push block: 12 words, no padding");
+static_assert(sizeof(Push) == 13 * sizeof(uint), "the push block: 13 words, no padding");
 static_assert(P_PREFIX_LEN < PARAM_STRIDE, "the parameter block holds every P_*");
 static_assert(ROW_HOLD_STEP < (1u << 16), "ROW_* flags fit P_ROW_FLAGS");
 static_assert(OP_XTC < 16u, "an op is a nibble of CHAIN_OPS_LO or CHAIN_OPS_HI");

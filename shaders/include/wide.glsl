@@ -25,8 +25,13 @@
 // The values are the chain's, exactly: raw logit (bias, bitmask) divided by
 // the row's temperature once per temperature sampler, in order, as op_divide
 // and the twin do. Sums inside the list are 40-bit fixed point (exact, so the
-// order the list was filled in does not matter); the bins' sums are float in
-// a fixed order. A row the GPU cannot finish this way (bins too large for the
+// order the list was filled in does not matter), and so are the chunks' sums
+// of the bins, so the passes may split a row into any number of chunks (by
+// the batch on a GPU: gpu_plan.hpp, split_wide_for_batch) and draw the same
+// token. (A direct row's bins, on a CPU device, each chunk's anchored at its
+// own maximum, are float sums in a fixed order of a fixed chunking.) Where
+// the steps below compare masses in float, they take these exact sums' float
+// values. A row the GPU cannot finish this way (bins too large for the
 // list, min_keep past the start of the bins, a draw outside the bounds) goes
 // to the CPU twin as before (STATUS_FALLBACK), counted.
 #ifndef SIEVE_WIDE_GLSL
@@ -83,11 +88,25 @@ uint wide_buffer_at(uint row) { return wide_base(row); }
 uint wide_cut_keys_at(uint row) { return wide_base(row) + CAP; }
 uint wide_list_at(uint row) { return wide_base(row) + 2u * CAP; }
 
-// A chunk's bins in `histograms` (HIST_STRIDE words a bin): wide_histogram's
-// mass at the cut in word 0 of each bin and the mass below L in word 3 of
-// bin 0; wide_gather's sums of the draw's masses outside its run in word 1
-// of bins 0 and 1 (wide_gather.comp).
+// A chunk's words in `histograms` (a block of WIDE_BINS x HIST_STRIDE words,
+// of which the wide passes use 2 WIDE_BINS + 6): wide_histogram's masses at
+// the cut, bin b's at WH_BIN(b), and below L at WH_BELOW; wide_gather's sums
+// of the draw's masses outside its run, before it at WH_BEFORE_RUN, between
+// it and b* at WH_AFTER_RUN. Each an exact 40-bit fixed-point sum in two
+// words (low, high), but a direct row's histogram words: a float in the
+// first (wide_histogram.comp).
 uint wide_hist_at(uint row, uint chunk) { return (row * pc.n_chunks + chunk) * WIDE_BINS * HIST_STRIDE; }
+uint WH_BIN(uint b) { return 2u * b; }
+const uint WH_BELOW = 2u * WIDE_BINS;
+const uint WH_BEFORE_RUN = WH_BELOW + 2u;
+const uint WH_AFTER_RUN = WH_BEFORE_RUN + 2u;
+
+// The exact sum at word w of a chunk's block h.
+uvec2 wide_hist_u64(uint h, uint w) { return uvec2(histograms[h + w], histograms[h + w + 1u]); }
+void store_wide_hist_u64(uint h, uint w, uvec2 v) {
+    histograms[h + w] = v.x;
+    histograms[h + w + 1u] = v.y;
+}
 
 // The list's entries as pairs (the list starts at an even word): one load or
 // store per entry, which a CPU device runs lane by lane, instead of two.

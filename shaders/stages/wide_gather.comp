@@ -10,6 +10,7 @@
 #include "result.glsl"
 #include "bitonic.glsl"
 #include "u64.glsl"
+#include "wg_scan.glsl"
 #include "wide.glsl"
 #include "stretch.glsl"
 
@@ -68,16 +69,19 @@ bool taken(float x, uint i, out uint key) {
 
 // The first read's view of logit i (value x): whether it is taken (as
 // taken() says) and, when it lies in a bin before b* that is not gathered,
-// its mass at the draw's temperatures in `outside` (before the run, after
-// it): the resolve needs those bins' draw masses only summed (wide_histogram
-// only bounded them). One evaluation of the value and the bin for both.
-// (inside: i is in the chunk; selects rather than a branch around the call.)
-bool take_and_sum(float x, uint i, bool inside, inout vec2 outside) {
+// its exact mass at the draw's temperatures added to `before_run` (bins
+// before the run) or `after_run` (between it and b*): the resolve needs
+// those bins' draw masses only summed (wide_histogram only bounded them).
+// One evaluation of the value and the bin for both. (inside: i is in the
+// chunk; selects rather than a branch around the call.)
+bool take_and_sum(float x, uint i, bool inside, inout uvec2 before_run, inout uvec2 after_run) {
     float v;
     uint bin;
     bool live = wide_member(x, i, v, bin) && inside;
-    float wd = exp(wide_divide(v, g_temperature, g_n_draw, WIDE_ALL_DIVISIONS) - g_md);
-    outside += vec2(live && bin < g_clo ? wd : 0.0, live && bin >= g_cend && bin < g_bstar ? wd : 0.0);
+    bool outside = live && (bin < g_clo || (bin >= g_cend && bin < g_bstar));
+    uvec2 qd = outside ? sieve_mass(wide_divide(v, g_temperature, g_n_draw, WIDE_ALL_DIVISIONS), g_md) : uvec2(0u);
+    before_run = u64_add(before_run, bin < g_clo ? qd : uvec2(0u));
+    after_run = u64_add(after_run, bin < g_clo ? uvec2(0u) : qd);
     return live && wide_gathered(bin, g_bstar, g_clo, g_cend);
 }
 
@@ -95,7 +99,6 @@ shared uint w_cnt[SEL_BINS], w_lo[W_SLOTS], w_hi[W_SLOTS];
 shared uint w_klo, w_khi, w_state, w_clamp, w_fill, w_token, w_key, w_bin, w_in_buffer;
 shared uvec2 w_target, w_q;
 shared float w_total, w_rem;
-shared vec2 s_outside[WG];
 
 // Levels go on until a range holds at most this many members: another level
 // (one read of the list) costs less on a CPU device than sorting a few
@@ -364,29 +367,24 @@ void resolve(uint row) {
     //    before the run (summed by the chunks), the run's bins, the bins
     //    between it and b* (summed), b*'s kept part. A target in a summed
     //    stretch means the histogram's bounds failed: the CPU twin.
-    //    The chunks' sums outside the run and the buffer's entries are read
-    //    by the whole workgroup at once, into s_outside (WG chunks a batch)
-    //    and c_key/c_id (the buffer holds at most CAP / 2; select_member
-    //    fills them anew); invocation 0 adds and walks them in the order it
-    //    always did, without a memory latency per chunk or entry.
+    //    The chunks' sums outside the run, exact, are added by the whole
+    //    workgroup (any order); the buffer's entries are read by the whole
+    //    workgroup at once into c_key/c_id (the buffer holds at most CAP / 2;
+    //    select_member fills them anew) and walked by invocation 0 in
+    //    canonical order, without a memory latency per entry.
     uint n = row_state[o + R_WIDE_N];
     uint buf = wide_buffer_at(row);
     for (uint i = t; i < n; i += WG) {
         c_key[i] = wide[buf + 2u * i];
         c_id[i] = wide[buf + 2u * i + 1u];
     }
-    vec2 outside = vec2(0.0);
-    for (uint c0 = 0u; c0 < pc.n_chunks; c0 += WG) {
-        uint chunks = min(WG, pc.n_chunks - c0);
-        if (t < chunks) {
-            uint h = wide_hist_at(row, c0 + t);
-            s_outside[t] = vec2(uintBitsToFloat(histograms[h + 1u]), uintBitsToFloat(histograms[h + HIST_STRIDE + 1u]));
-        }
-        barrier();
-        if (t == 0u)
-            for (uint k = 0u; k < chunks; ++k) outside += s_outside[k];
-        barrier();  // the next batch overwrites them
+    uvec2 before_run = uvec2(0u), after_run = uvec2(0u);
+    for (uint c = t; c < pc.n_chunks; c += WG) {
+        uint h = wide_hist_at(row, c);
+        before_run = u64_add(before_run, wide_hist_u64(h, WH_BEFORE_RUN));
+        after_run = u64_add(after_run, wide_hist_u64(h, WH_AFTER_RUN));
     }
+    vec2 outside = vec2(fixed40_value(wg_sum_u64(before_run)), fixed40_value(wg_sum_u64(after_run)));
     if (t == 0u) {
         float total = uintBitsToFloat(row_state[o + R_WIDE_BD]) + outside.x;
         for (uint b = g_clo; b < g_cend; ++b) total += fixed40_value(uvec2(w_lo[b], w_hi[b]));
@@ -469,20 +467,20 @@ void main() {
     bool vmap = WIDE_ROWS_X4 != 0u || (!ROW_INPUTS && (pc.stride & 3u) == 0u);
     uint n = (end - begin + 3u) / 4u;  // quads either way (row_quad)
     uint takes = 0u;
-    vec2 outside = vec2(0.0);  // draw masses of the bins before b* not gathered (draw_outside)
+    uvec2 before_run = uvec2(0u), after_run = uvec2(0u);  // draw masses of the bins before b* not gathered
     uint local_id[LOCAL_TAKES + 1u];  // ids only, the key computed again when written: one store per logit
     uint j_first, j_stop;  // contiguous stretches (stretch.glsl)
     stretch_share(0u, n, j_first, j_stop);
 // The logits of quad J (F4), in order: taken, summed, their ids held.
-#define TAKE_QUAD(F4, J)                                            \
-    [[unroll]] for (uint c = 0u; c < 4u; ++c) {                     \
-        uint i = begin + 4u * (J) + c;                              \
-        bool take = take_and_sum((F4)[c], i, i < end, outside);     \
-        if (LOCAL_TAKES > 0u) {                                     \
-            uint at = min(takes, LOCAL_TAKES);                      \
-            local_id[at] = i;                                       \
-        }                                                           \
-        takes += take ? 1u : 0u;                                    \
+#define TAKE_QUAD(F4, J)                                                      \
+    [[unroll]] for (uint c = 0u; c < 4u; ++c) {                               \
+        uint i = begin + 4u * (J) + c;                                        \
+        bool take = take_and_sum((F4)[c], i, i < end, before_run, after_run); \
+        if (LOCAL_TAKES > 0u) {                                               \
+            uint at = min(takes, LOCAL_TAKES);                                \
+            local_id[at] = i;                                                 \
+        }                                                                     \
+        takes += take ? 1u : 0u;                                              \
     }
     uint j = j_first;
     if (WIDE_ROWS_X4 != 0u) {
@@ -533,16 +531,14 @@ void main() {
             }
         }
     }
-    // The chunk's sums, in invocation order (the same on every run), into
-    // the histogram words wide_histogram leaves free (bins 0 and 1, word 1).
-    s_outside[t] = outside;
-    barrier();
+    // The chunk's exact sums (the same for any split of the row) into its
+    // words (wide.glsl).
+    before_run = wg_sum_u64(before_run);
+    after_run = wg_sum_u64(after_run);
     if (t == 0u) {
-        vec2 sum = vec2(0.0);
-        for (uint u = 0u; u < WG; ++u) sum += s_outside[u];
         uint h = wide_hist_at(row, chunk);
-        histograms[h + 1u] = floatBitsToUint(sum.x);
-        histograms[h + HIST_STRIDE + 1u] = floatBitsToUint(sum.y);
+        store_wide_hist_u64(h, WH_BEFORE_RUN, before_run);
+        store_wide_hist_u64(h, WH_AFTER_RUN, after_run);
     }
     if (!last_to_arrive(row)) return;
     resolve(row);

@@ -3,16 +3,20 @@
 // A top-p cut past the candidate buffer, pass 2 of 3 (wide.glsl): 16 or 256
 // value bins of the row's entries after the buffer and at or above L, per
 // chunk, with their mass at the cut's temperatures. No counts (a bin holds a
-// member exactly when its mass is positive, every member's mass being at
-// least exp(L - M) > 0; the list's overflow is found by the gather, and
-// min_keep is covered by the buffer, gpu_params.cpp) and no masses at the
+// member when its mass is positive; members lighter than 2^-40 of the
+// maximum, whose exact mass is 0, make a bin look emptier, which only sends
+// a min_keep past the buffer to the CPU twin sooner; the list's overflow is
+// found by the gather, and min_keep is covered by the buffer, gpu_params.cpp)
+// and no masses at the
 // draw's temperatures (bounded from the cut's, below; wide_gather sums them):
 // on a CPU device each per-bin sum is a scatter of a lane at a time, about
 // half of the pass.
-// Every invocation keeps its bins in registers (selects, no atomics) and the
-// workgroup adds them in a fixed tree, the last workgroup adds the chunks in
-// chunk order: the same sums on every run. That workgroup then finds the bin
-// holding the cut and the bins the draw can land in, and arms the gather.
+// Every invocation keeps its bins in registers (selects, no atomics; by
+// index on a CPU device), the workgroup adds them up and the last workgroup
+// the chunks: a buffer row's masses are exact 40-bit sums (the same bins for
+// any split of the row into chunks), a direct row's float sums in a fixed
+// order. That workgroup then finds the bin holding the cut and the bins the
+// draw can land in, and arms the gather.
 #include "common.glsl"
 #include "row.glsl"
 #include "arrive.glsl"
@@ -31,9 +35,9 @@
 // under a lane mask when the choice is left to run time.
 layout(constant_id = SPEC_WIDE_ROWS_X4) const uint WIDE_ROWS_X4 = 0u;
 
-// The workgroup's bins: a tree's two halves (rows below WG / 2 and from it),
-// or WIDE_COLS bins of every invocation at a time (columns: row t is
-// invocation t's).
+// The workgroup's bins: WIDE_COLS words of every invocation at a time
+// (columns: row t is invocation t's), or the subgroups' sums
+// (store_exact_bins).
 const uint WIDE_COLS = WIDE_BINS < 64u ? WIDE_BINS : 64u;
 shared uint s_ab[WG][WIDE_COLS];
 
@@ -53,18 +57,17 @@ void stage_buffer(uint buf, uint i0, uint m) {
     barrier();
 }
 
-// A chunk's staged words (stage_chunks): its largest raw key first where
-// `with_max` (a direct row's), then its bins' masses, then its mass below L.
-uint chunk_words(bool with_max) { return WIDE_BINS + (with_max ? 2u : 1u); }
+// A direct row's chunk as staged (stage_chunks): its largest raw key, its
+// bins' float masses, its mass below L.
+const uint CHUNK_WORDS = WIDE_BINS + 2u;
 
-// Chunks [c0, c0 + chunks) of the row, chunk_words(with_max) words each.
-void stage_chunks(uint row, uint c0, uint chunks, bool with_max) {
-    uint lead = with_max ? 1u : 0u, per = chunk_words(with_max);
-    for (uint i = gl_LocalInvocationID.x; i < chunks * per; i += WG) {
-        uint k = i / per, w = i % per;
+// Chunks [c0, c0 + chunks) of a direct row, CHUNK_WORDS words each.
+void stage_chunks(uint row, uint c0, uint chunks) {
+    for (uint i = gl_LocalInvocationID.x; i < chunks * CHUNK_WORDS; i += WG) {
+        uint k = i / CHUNK_WORDS, w = i % CHUNK_WORDS;
         uint h = wide_hist_at(row, c0 + k);
-        stage(i, w < lead ? chunk_stats[(row * pc.n_chunks + c0 + k) * CHUNK_STRIDE + C_MAX_KEY]
-                          : histograms[h + (w - lead < WIDE_BINS ? HIST_STRIDE * (w - lead) : 3u)]);
+        stage(i, w == 0u ? chunk_stats[(row * pc.n_chunks + c0 + k) * CHUNK_STRIDE + C_MAX_KEY]
+                         : histograms[h + (w <= WIDE_BINS ? WH_BIN(w - 1u) : WH_BELOW)]);
     }
     barrier();
 }
@@ -259,28 +262,25 @@ void choose(uint row, float mc[WIDE_BINS]) {
     atomicMax(dispatch_args[pc.args_base + WIDE_GATHER_ARGS], pc.n_chunks);
 }
 
-// A row after the buffer (the collect tail armed it): the chunks' bins added
-// in chunk order (invocation 0, from the staged words: a chunk's bins'
-// masses, then its mass below L). The whole workgroup.
+// A row after the buffer (the collect tail armed it): the chunks' exact sums
+// of each bin and of the mass below L, value b (WIDE_BINS: below L) added
+// by invocation b over the chunks (exact, so in any order; the loads are
+// independent), their float values shared with the workgroup. The whole
+// workgroup.
 void decide(uint row) {
     uint t = gl_LocalInvocationID.x;
     uint o = row * ROW_STRIDE;
-    float mc[WIDE_BINS];
-    for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] = 0.0;
-    float below = 0.0;
-    const uint per = chunk_words(false);
-    const uint batch = STAGE_WORDS / per;
-    for (uint c0 = 0u; c0 < pc.n_chunks; c0 += batch) {
-        uint chunks = min(batch, pc.n_chunks - c0);
-        stage_chunks(row, c0, chunks, false);
-        if (t == 0u) {
-            for (uint k = 0u; k < chunks; ++k) {
-                for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] += uintBitsToFloat(staged(k * per + b));
-                below += uintBitsToFloat(staged(k * per + WIDE_BINS));
-            }
-        }
-        barrier();  // the next batch overwrites them
+    for (uint b = t; b <= WIDE_BINS; b += WG) {
+        uint w = b < WIDE_BINS ? WH_BIN(b) : WH_BELOW;
+        uvec2 sum = uvec2(0u);
+        for (uint c = 0u; c < pc.n_chunks; ++c) sum = u64_add(sum, wide_hist_u64(wide_hist_at(row, c), w));
+        stage(b, floatBitsToUint(fixed40_value(sum)));
     }
+    barrier();
+    float mc[WIDE_BINS];
+    for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] = uintBitsToFloat(staged(b));
+    float below = uintBitsToFloat(staged(WIDE_BINS));
+    barrier();  // cut_in_buffer stages into s_ab
     if ((row_state[o + R_WIDE_NT] & WIDE_DEFERRED) != 0u && cut_in_buffer(row, mc, below)) return;  // uniform
     if (t == 0u) choose(row, mc);
 }
@@ -347,11 +347,11 @@ void decide_direct(uint row, RowStats s) {
     float mc[WIDE_BINS];
     for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] = 0.0;
     vec2 below = vec2(0.0);  // compensated: the total's smallest part
-    const uint per = chunk_words(true);
+    const uint per = CHUNK_WORDS;
     const uint batch = STAGE_WORDS / per;
     for (uint c0 = 0u; c0 < pc.n_chunks; c0 += batch) {
         uint chunks = min(batch, pc.n_chunks - c0);
-        stage_chunks(row, c0, chunks, true);
+        stage_chunks(row, c0, chunks);
         for (uint k = 0u; k < chunks && t == 0u; ++k) {
             float mcc = direct_max(staged(k * per), row, n_cut);
             if (isinf(mcc)) continue;  // no finite logit in the chunk
@@ -438,6 +438,89 @@ RowStats direct_stats(uint row, uint begin, uint end, bool vmap, uint j_first, u
     return s;
 }
 
+// A direct row's chunk bins (float) and mass below L into the chunk's words,
+// summed over the workgroup by columns: every invocation's bins into shared
+// memory, WIDE_COLS at a time, then invocation b adds bin b's column in
+// invocation order (the same sums on every run). (Direct rows are a CPU
+// device's, where every shared access is a scalar access per lane; a tree's
+// levels make several times as many.)
+void store_float_bins(uint h, float mc[WIDE_BINS], float below) {
+    uint t = gl_LocalInvocationID.x;
+    for (uint base = 0u; base < WIDE_BINS; base += WIDE_COLS) {
+        [[unroll]] for (uint b = 0u; b < WIDE_COLS; ++b) s_ab[t][b] = floatBitsToUint(mc[base + b]);
+        barrier();
+        for (uint b = t; b < WIDE_COLS; b += WG) {
+            float sum = 0.0;
+            for (uint u = 0u; u < WG; ++u) sum += uintBitsToFloat(s_ab[u][b]);
+            histograms[h + WH_BIN(base + b)] = floatBitsToUint(sum);
+        }
+        barrier();
+    }
+    s_ab[t][0] = floatBitsToUint(below);
+    barrier();
+    if (t == 0u) {
+        float sum = 0.0;
+        for (uint u = 0u; u < WG; ++u) sum += uintBitsToFloat(s_ab[u][0]);
+        histograms[h + WH_BELOW] = floatBitsToUint(sum);
+    }
+}
+
+// A buffer row's exact bins (two words each) and mass below L into the
+// chunk's words; value b = WIDE_BINS is the mass below L. Integer sums,
+// exact in any order. With subgroup arithmetic and register bins: each
+// subgroup's sums (the low word in 16-bit halves, whose subgroup sums cannot
+// wrap), then invocation b adds value b's over the subgroups (3 words a value
+// and a subgroup of at least 4 invocations: pipelines.cpp; they fit s_ab).
+// Else by columns, half of WIDE_COLS values a round (low and high words).
+void store_exact_bins(uint h, uint mlo[WIDE_BINS], uint mhi[WIDE_BINS], uvec2 below) {
+    uint t = gl_LocalInvocationID.x;
+#ifdef SIEVE_SUBGROUP
+    if (INDEXED_BINS == 0u) {
+        const uint per = 3u * (WIDE_BINS + 1u);  // words a subgroup
+        uint g = gl_SubgroupID;
+        [[unroll]] for (uint b = 0u; b <= WIDE_BINS; ++b) {
+            uvec2 m = b < WIDE_BINS ? uvec2(mlo[b], mhi[b]) : below;
+            uint low = subgroupAdd(m.x & 0xFFFFu), mid = subgroupAdd(m.x >> 16), high = subgroupAdd(m.y);
+            if (subgroupElect()) {
+                stage(g * per + 3u * b, low);
+                stage(g * per + 3u * b + 1u, mid);
+                stage(g * per + 3u * b + 2u, high);
+            }
+        }
+        barrier();
+        for (uint b = t; b <= WIDE_BINS; b += WG) {
+            uvec2 sum = uvec2(0u);
+            for (uint k = 0u; k < gl_NumSubgroups; ++k) {
+                uint mid = staged(k * per + 3u * b + 1u);
+                sum = u64_add(sum, uvec2(staged(k * per + 3u * b), staged(k * per + 3u * b + 2u)));
+                sum = u64_add(sum, uvec2(mid << 16, mid >> 16));
+            }
+            store_wide_hist_u64(h, b < WIDE_BINS ? WH_BIN(b) : WH_BELOW, sum);
+        }
+        return;
+    }
+#endif
+    const uint values = WIDE_COLS / 2u;
+    for (uint base = 0u; base <= WIDE_BINS; base += values) {
+        [[unroll]] for (uint c = 0u; c < values; ++c) {
+            uint b = min(base + c, WIDE_BINS - 1u);
+            uvec2 m = base + c < WIDE_BINS ? uvec2(mlo[b], mhi[b]) : (base + c == WIDE_BINS ? below : uvec2(0u));
+            s_ab[t][2u * c] = m.x;
+            s_ab[t][2u * c + 1u] = m.y;
+        }
+        barrier();
+        for (uint c = t; c < values && base + c <= WIDE_BINS; c += WG) {
+            uvec2 sum = uvec2(0u);
+            for (uint u = 0u; u < WG; ++u) {
+                sum = u64_add(sum, uvec2(s_ab[u][2u * c], 0u));
+                sum.y += s_ab[u][2u * c + 1u];
+            }
+            store_wide_hist_u64(h, base + c < WIDE_BINS ? WH_BIN(base + c) : WH_BELOW, sum);
+        }
+        barrier();
+    }
+}
+
 void main() {
     uint row = pc.row_base + gl_WorkGroupID.y;
     uint o = row * ROW_STRIDE;
@@ -493,11 +576,22 @@ void main() {
         deferred = (nt & WIDE_DEFERRED) != 0u;
     }
 
+    // Buffer rows: each member's exact 40-bit mass at the cut against the
+    // row's maximum (sieve_mass), added into its bin in two words (mlo, mhi)
+    // and, for deferred rows, below L (the total). Direct rows (a CPU device,
+    // one chunking): float masses against the chunk's own maximum (mc,
+    // below_f; decide_direct rescales them).
+    uint mlo[WIDE_BINS], mhi[WIDE_BINS];
     float mc[WIDE_BINS];
-    [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] = 0.0;
-    float below = 0.0;  // deferred rows: the mass below L, for the total
-// The logits of quad J (F4) into the bins, in order (the sums, and so the
-// draws, do not depend on how many quads a loop trip loads).
+    [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) {
+        mlo[b] = 0u;
+        mhi[b] = 0u;
+        mc[b] = 0.0;
+    }
+    uvec2 below = uvec2(0u);
+    float below_f = 0.0;
+// The logits of quad J (F4) into the bins, in order (the float sums, and so
+// the draws, do not depend on how many quads a loop trip loads).
 #define BIN_QUAD(F4, J)                                                                         \
     [[unroll]] for (uint c = 0u; c < 4u; ++c) {                                                 \
         uint i = begin + 4u * (J) + c;                                                          \
@@ -506,16 +600,28 @@ void main() {
         bool live = i < end && !isinf(x);                                                       \
         float v = wide_divide(x, temperature, n_cut, WIDE_CUT_DIVISIONS);                       \
         live = live && (WIDE_DIRECT != 0u || wide_after(sieve_key(v), i, kn, idn));             \
-        float wc = exp(v - mcx);                                                                \
-        below += (live && deferred && v < lowest) ? wc : 0.0;                                   \
+        bool under = live && deferred && v < lowest;                                            \
         live = live && v >= lowest;                                                             \
-        if (INDEXED_BINS != 0u) {                                                               \
-            /* Adding 0 to a bin leaves it as it was (masses are >= 0): the                    \
-               same sums as the selects below, bit for bit. */                                  \
+        if (WIDE_DIRECT != 0u) {                                                                \
+            /* Adding 0 to a bin leaves it as it was (masses are >= 0). */                      \
+            float wc = exp(v - mcx);                                                            \
+            below_f += under ? wc : 0.0;                                                        \
             mc[wide_bin(v, top, scale)] += live ? wc : 0.0;                                     \
         } else {                                                                                \
-            uint bin = live ? wide_bin(v, top, scale) : WIDE_BINS;                              \
-            [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] += bin == b ? wc : 0.0;      \
+            uvec2 q = live || under ? sieve_mass(v, mcx) : uvec2(0u);                           \
+            below = u64_add(below, under ? q : uvec2(0u));                                      \
+            uint carry;                                                                         \
+            if (INDEXED_BINS != 0u) {                                                           \
+                uint bin = wide_bin(v, top, scale);                                             \
+                mlo[bin] = uaddCarry(mlo[bin], live ? q.x : 0u, carry);                         \
+                mhi[bin] += (live ? q.y : 0u) + carry;                                          \
+            } else {                                                                            \
+                uint bin = live ? wide_bin(v, top, scale) : WIDE_BINS;                          \
+                [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) {                              \
+                    mlo[b] = uaddCarry(mlo[b], bin == b ? q.x : 0u, carry);                     \
+                    mhi[b] += (bin == b ? q.y : 0u) + carry;                                    \
+                }                                                                               \
+            }                                                                                   \
         }                                                                                       \
     }
     uint j = j_first;
@@ -537,50 +643,8 @@ void main() {
     }
 
     uint h = wide_hist_at(row, chunk);
-    if (INDEXED_BINS != 0u) {
-        // Columns: every invocation's bins into shared memory, WIDE_COLS at a
-        // time, then invocation b adds bin b's column in invocation order
-        // (the same sums on every run). On a CPU device every shared access
-        // is a scalar access per lane; a tree's levels make several times as
-        // many.
-        for (uint base = 0u; base < WIDE_BINS; base += WIDE_COLS) {
-            [[unroll]] for (uint b = 0u; b < WIDE_COLS; ++b) s_ab[t][b] = floatBitsToUint(mc[base + b]);
-            barrier();
-            for (uint b = t; b < WIDE_COLS; b += WG) {
-                float sum = 0.0;
-                for (uint u = 0u; u < WG; ++u) sum += uintBitsToFloat(s_ab[u][b]);
-                histograms[h + HIST_STRIDE * (base + b) + 0u] = floatBitsToUint(sum);
-            }
-            barrier();
-        }
-        s_ab[t][0] = floatBitsToUint(below);
-        barrier();
-        if (t == 0u) {
-            float sum = 0.0;
-            for (uint u = 0u; u < WG; ++u) sum += uintBitsToFloat(s_ab[u][0]);
-            histograms[h + 3u] = floatBitsToUint(sum);
-        }
-    } else {
-        // A fixed tree through the same shared array: mc, and the mass below L.
-        for (uint half_size = WG / 2u; half_size > 0u; half_size >>= 1u) {
-            if (t >= half_size && t < 2u * half_size) {
-                [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) s_ab[t - half_size][b] = floatBitsToUint(mc[b]);
-                s_ab[WG / 2u + t - half_size][0] = floatBitsToUint(below);
-            }
-            barrier();
-            if (t < half_size) {
-                [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] += uintBitsToFloat(s_ab[t][b]);
-                below += uintBitsToFloat(s_ab[WG / 2u + t][0]);
-            }
-            barrier();
-        }
-        if (t == 0u) {
-            [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) {
-                histograms[h + HIST_STRIDE * b + 0u] = floatBitsToUint(mc[b]);
-            }
-            histograms[h + 3u] = floatBitsToUint(below);
-        }
-    }
+    if (WIDE_DIRECT != 0u) store_float_bins(h, mc, below_f);
+    else store_exact_bins(h, mlo, mhi, below);
     if (!last_to_arrive(row)) return;
     if (WIDE_DIRECT != 0u) {
         decide_direct(row, merge_chunk_stats(row, pc.n_chunks));

@@ -175,3 +175,33 @@ TEST(BatchSplit, AnH200SplitsGreedyAndSelectionRowsByTheBatch) {
     EXPECT_EQ(plan(64, true, cpu).n_chunks, own.n_chunks);
     EXPECT_EQ(plan(64, false, cpu).n_chunks, own.n_chunks);
 }
+
+// A top-p plan's wide passes (exact sums, wide.glsl) split their rows by the
+// batch as the streaming passes do, at most the collect slots' 64; the
+// collect pass's own chunks and slots stay; a CPU device keeps the slots'.
+TEST(BatchSplit, AnH200SplitsTheWidePassesRowsByTheBatch) {
+    const EffectiveLimits h200 = gpu_limits(4096, 132);
+    auto plan = [&](uint32_t rows, const EffectiveLimits& limits) {
+        Plan p = sieve::make_plan(sieve::RecordingKind::Sample, false, true, true, 0u, 151936, limits, limits.plan_type);
+        sieve::split_for_batch(&p, rows, 151936, limits);
+        return p;
+    };
+    const Plan one = plan(1, h200), batch = plan(64, h200);
+    EXPECT_EQ(one.wide_chunks, 64u);
+    EXPECT_EQ(plan(16, h200).wide_chunks, 33u);
+    EXPECT_EQ(batch.wide_chunks, 8u);
+    EXPECT_EQ(plan(1024, h200).wide_chunks, 1u);
+    EXPECT_EQ(batch.collect_slots, one.collect_slots);
+    EXPECT_EQ(batch.n_chunks, one.n_chunks);
+    const uint32_t size = sieve::wide_chunk_size(batch, 151936);
+    EXPECT_EQ(size % 4, 0u);  // the wide passes read plain rows four logits a load
+    EXPECT_GE(batch.wide_chunks * size, 151936u);
+    EXPECT_LT((batch.wide_chunks - 1) * size, 151936u);  // every chunk holds logits
+    for (const sieve::Dispatch& d : batch.dispatches)
+        if (d.stage == sieve::Stage::WideHistogram || d.stage == sieve::Stage::WideGather)
+            EXPECT_EQ(sieve::workgroups_per_row(batch, d), 8u);
+    const EffectiveLimits cpu = gpu_limits(2048, 2, SIEVE_DEVICE_CPU);
+    const Plan own = plan(64, cpu);
+    EXPECT_EQ(own.wide_chunks, own.collect_slots);
+    EXPECT_EQ(own.wide_chunks, plan(1, cpu).wide_chunks);
+}

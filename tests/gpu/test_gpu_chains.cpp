@@ -19,6 +19,7 @@
 //    within 1e-6 of a CDF boundary of the twin's distribution (counted, at
 //    most one per case); the drawn token's p within 1e-4 relative.
 #include "reference/reference.hpp"
+#include "vulkan/gpu_plan.hpp"
 #include "test_support.hpp"
 #include "twin_compare.hpp"
 #include "twin_params.hpp"
@@ -29,6 +30,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -612,9 +614,9 @@ uint32_t stage_workgroups(const sieve::Chain& chain, int32_t rows, int32_t vocab
 // at one and three rows more chunks than the plan's 8, whose lists the tail
 // sorts in shared memory (collect_tail.glsl: sort_chunk_lists), and every way
 // a chunk forms its list equals the twin; at 64 rows one chunk a row; rows of
-// the general variant (full-row sums) keep the plan's chunks and the wide
-// passes the slots' whatever the batch; with SIEVE_COMPUTE_UNITS=1, two
-// chunks at one row.
+// the general variant (full-row sums) keep the plan's chunks whatever the
+// batch, and the wide passes split by the batch too; with
+// SIEVE_COMPUTE_UNITS=1, two chunks at one row.
 TEST(GpuChainCollectPaths, RowsSplitByTheBatchEqualTheTwin) {
     Tally tally;
     auto options = sieve_test::gpu_options();
@@ -670,13 +672,16 @@ TEST(GpuChainCollectPaths, RowsSplitByTheBatchEqualTheTwin) {
     sieve::Chain summed(gpu, sieve_test::chain_desc("top_n_sigma;temperature", 1, 151936, 1.0f, 1));
     set_row(summed, 0, preset("active"));
     EXPECT_EQ(stage_workgroups(summed, 1, 151936, "collect"), plan_chunks);
-    // The wide passes sum the row's mass: every row in the slots' chunks
-    // (64 at 151936 at the gpu profile's workgroup size), at any batch.
-    for (int32_t rows : {1, 64}) {
-        sieve::Chain top_p(gpu, sieve_test::chain_desc("top_p;temperature", rows, 151936, 1.0f, 1));
-        EXPECT_EQ(stage_workgroups(top_p, rows, 151936, "wide_histogram"), 64u * static_cast<uint32_t>(rows));
-        EXPECT_EQ(stage_workgroups(top_p, rows, 151936, "wide_gather"), 64u * static_cast<uint32_t>(rows));
-    }
+    // The wide passes sum exact masses: one row in the slots' chunks (64 at
+    // 151936 at the gpu profile's workgroup size), 64 rows in about four
+    // workgroups a compute unit (two chunks a row on 32 units).
+    sieve::Chain top_p(gpu, sieve_test::chain_desc("top_p;temperature", 1, 151936, 1.0f, 1));
+    EXPECT_EQ(stage_workgroups(top_p, 1, 151936, "wide_histogram"), 64u);
+    EXPECT_EQ(stage_workgroups(top_p, 1, 151936, "wide_gather"), 64u);
+    sieve::Chain top_p_batch(pinned, sieve_test::chain_desc("top_p;temperature", 64, 151936, 1.0f, 1));
+    const uint32_t wide_split = sieve::kStreamingWorkgroupsPerUnit * 32u / 64u * 64u;
+    EXPECT_EQ(stage_workgroups(top_p_batch, 64, 151936, "wide_histogram"), wide_split);
+    EXPECT_EQ(stage_workgroups(top_p_batch, 64, 151936, "wide_gather"), wide_split);
     // One compute unit: two chunks a row.
     sieve_test::ScopedEnv one("SIEVE_COMPUTE_UNITS", "1");
     sieve::Context narrow(options);
@@ -915,6 +920,52 @@ TEST(GpuChainWideTopP, TokensEqualTheTwinWithoutFallback) {
                     static_cast<unsigned long long>(c.cpu_fallback_rows));
         EXPECT_EQ(c.cpu_fallback_rows, 0u) << "a top-p cut went to the CPU twin";
         EXPECT_EQ(wide_tokens, rows * tokens) << "every token should take " << want_passes << " row passes";
+    }
+}
+
+// A GPU plan's wide passes split a row into fewer chunks as the batch grows
+// (gpu_plan.hpp: split_for_batch); their sums are exact (wide.glsl), so a
+// row draws the same token with the same p, to the bit, alone and among 64
+// rows, over 64 chunks or two. Every token took the wide passes (a deferred
+// cut inside the buffer draws in wide_histogram: two row passes; most go on
+// to wide_gather: three), none the CPU twin.
+TEST(GpuChainWideTopP, RowsSplitByTheBatchDrawTheSameTokens) {
+    auto options = sieve_test::gpu_options();
+    options.profile("gpu");
+    sieve_test::ScopedEnv units("SIEVE_COMPUTE_UNITS", "32");
+    sieve::Context gpu(options);
+    const int32_t vocab = 151936, rows = 64, steps = 2;
+    const auto logits = sieve_test::make_rows(Shape::Zipf, rows, vocab, 57);
+    RowParams base = active();
+    base.top_p = 0.9f;
+    const auto params = row_params(base, rows, 21);
+    for (const char* text : {"top_p;temperature", "temperature;top_p;temperature;temperature"}) {
+        SCOPED_TRACE(text);
+        auto run = [&](int32_t batch, int32_t first_row, uint32_t expect_workgroups) {
+            sieve::Chain chain(gpu, sieve_test::chain_desc(text, batch, vocab, 1.0f, 1));
+            EXPECT_EQ(stage_workgroups(chain, batch, vocab, "wide_gather"), expect_workgroups);
+            for (int32_t r = 0; r < batch; ++r) set_row(chain, r, params[static_cast<size_t>(first_row + r)]);
+            std::vector<sieve_token> out;
+            for (int s = 0; s < steps; ++s) {
+                auto t = chain.sample(logits.data() + static_cast<size_t>(first_row) * vocab, batch, vocab);
+                out.insert(out.end(), t.begin(), t.end());
+            }
+            EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u);
+            for (const sieve_token& t : out) EXPECT_GE(t.row_passes, 2u) << "a token outside the wide passes";
+            return out;
+        };
+        const auto full = run(rows, 0, 2u * rows);
+        const auto gathered = std::count_if(full.begin(), full.end(), [](const sieve_token& t) { return t.row_passes == 3; });
+        EXPECT_GT(gathered, rows) << "most tokens should be drawn past the buffer (wide_gather)";
+        for (int32_t r : {0, 5, 63}) {
+            const auto alone = run(1, r, 64u);
+            for (int s = 0; s < steps; ++s) {
+                const sieve_token& a = alone[static_cast<size_t>(s)];
+                const sieve_token& b = full[static_cast<size_t>(s) * rows + r];
+                ASSERT_EQ(a.token, b.token) << "row " << r << " step " << s;
+                ASSERT_EQ(std::memcmp(&a.p, &b.p, sizeof(float)), 0) << "row " << r << " step " << s;
+            }
+        }
     }
 }
 
