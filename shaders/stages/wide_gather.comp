@@ -74,14 +74,23 @@ bool taken(float x, uint i, out uint key) {
 // those bins' draw masses only summed (wide_histogram only bounded them).
 // One evaluation of the value and the bin for both. (inside: i is in the
 // chunk; selects rather than a branch around the call.)
-bool take_and_sum(float x, uint i, bool inside, inout uvec2 before_run, inout uvec2 after_run) {
+// Direct rows (a CPU device's, one fixed chunking) add float masses into
+// `direct` instead (before, after), an invocation's own sums in its order:
+// cheaper per logit there, and as reproducible.
+bool take_and_sum(float x, uint i, bool inside, inout uvec2 before_run, inout uvec2 after_run, inout vec2 direct) {
     float v;
     uint bin;
     bool live = wide_member(x, i, v, bin) && inside;
     bool outside = live && (bin < g_clo || (bin >= g_cend && bin < g_bstar));
-    uvec2 qd = outside ? sieve_mass(wide_divide(v, g_temperature, g_n_draw, WIDE_ALL_DIVISIONS), g_md) : uvec2(0u);
-    before_run = u64_add(before_run, bin < g_clo ? qd : uvec2(0u));
-    after_run = u64_add(after_run, bin < g_clo ? uvec2(0u) : qd);
+    float vd = wide_divide(v, g_temperature, g_n_draw, WIDE_ALL_DIVISIONS);
+    if (WIDE_DIRECT != 0u) {
+        float wd = exp(vd - g_md);
+        direct += vec2(outside && bin < g_clo ? wd : 0.0, outside && bin >= g_clo ? wd : 0.0);
+    } else {
+        uvec2 qd = outside ? sieve_mass(vd, g_md) : uvec2(0u);
+        before_run = u64_add(before_run, bin < g_clo ? qd : uvec2(0u));
+        after_run = u64_add(after_run, bin < g_clo ? uvec2(0u) : qd);
+    }
     return live && wide_gathered(bin, g_bstar, g_clo, g_cend);
 }
 
@@ -468,19 +477,20 @@ void main() {
     uint n = (end - begin + 3u) / 4u;  // quads either way (row_quad)
     uint takes = 0u;
     uvec2 before_run = uvec2(0u), after_run = uvec2(0u);  // draw masses of the bins before b* not gathered
+    vec2 direct = vec2(0.0);  // direct rows' (take_and_sum)
     uint local_id[LOCAL_TAKES + 1u];  // ids only, the key computed again when written: one store per logit
     uint j_first, j_stop;  // contiguous stretches (stretch.glsl)
     stretch_share(0u, n, j_first, j_stop);
 // The logits of quad J (F4), in order: taken, summed, their ids held.
-#define TAKE_QUAD(F4, J)                                                      \
-    [[unroll]] for (uint c = 0u; c < 4u; ++c) {                               \
-        uint i = begin + 4u * (J) + c;                                        \
-        bool take = take_and_sum((F4)[c], i, i < end, before_run, after_run); \
-        if (LOCAL_TAKES > 0u) {                                               \
-            uint at = min(takes, LOCAL_TAKES);                                \
-            local_id[at] = i;                                                 \
-        }                                                                     \
-        takes += take ? 1u : 0u;                                              \
+#define TAKE_QUAD(F4, J)                                                              \
+    [[unroll]] for (uint c = 0u; c < 4u; ++c) {                                       \
+        uint i = begin + 4u * (J) + c;                                                \
+        bool take = take_and_sum((F4)[c], i, i < end, before_run, after_run, direct); \
+        if (LOCAL_TAKES > 0u) {                                                       \
+            uint at = min(takes, LOCAL_TAKES);                                        \
+            local_id[at] = i;                                                         \
+        }                                                                             \
+        takes += take ? 1u : 0u;                                                      \
     }
     uint j = j_first;
     if (WIDE_ROWS_X4 != 0u) {
@@ -532,7 +542,11 @@ void main() {
         }
     }
     // The chunk's exact sums (the same for any split of the row) into its
-    // words (wide.glsl).
+    // words (wide.glsl); a direct row's invocation sums as fixed point first.
+    if (WIDE_DIRECT != 0u) {
+        before_run = fixed40(direct.x);
+        after_run = fixed40(direct.y);
+    }
     before_run = wg_sum_u64(before_run);
     after_run = wg_sum_u64(after_run);
     if (t == 0u) {

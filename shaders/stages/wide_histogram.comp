@@ -438,13 +438,19 @@ RowStats direct_stats(uint row, uint begin, uint end, bool vmap, uint j_first, u
     return s;
 }
 
+// The bins a workgroup keeps: exact ones for buffer rows, float ones for
+// direct rows; the other kind one entry, never used (a CPU device would
+// otherwise clear and carry 256 of them per invocation for nothing).
+const uint EXACT_BINS = WIDE_DIRECT != 0u ? 1u : WIDE_BINS;
+const uint FLOAT_BINS = WIDE_DIRECT != 0u ? WIDE_BINS : 1u;
+
 // A direct row's chunk bins (float) and mass below L into the chunk's words,
 // summed over the workgroup by columns: every invocation's bins into shared
 // memory, WIDE_COLS at a time, then invocation b adds bin b's column in
 // invocation order (the same sums on every run). (Direct rows are a CPU
 // device's, where every shared access is a scalar access per lane; a tree's
 // levels make several times as many.)
-void store_float_bins(uint h, float mc[WIDE_BINS], float below) {
+void store_float_bins(uint h, float mc[FLOAT_BINS], float below) {
     uint t = gl_LocalInvocationID.x;
     for (uint base = 0u; base < WIDE_BINS; base += WIDE_COLS) {
         [[unroll]] for (uint b = 0u; b < WIDE_COLS; ++b) s_ab[t][b] = floatBitsToUint(mc[base + b]);
@@ -472,7 +478,7 @@ void store_float_bins(uint h, float mc[WIDE_BINS], float below) {
 // wrap), then invocation b adds value b's over the subgroups (3 words a value
 // and a subgroup of at least 4 invocations: pipelines.cpp; they fit s_ab).
 // Else by columns, half of WIDE_COLS values a round (low and high words).
-void store_exact_bins(uint h, uint mlo[WIDE_BINS], uint mhi[WIDE_BINS], uvec2 below) {
+void store_exact_bins(uint h, uint mlo[EXACT_BINS], uint mhi[EXACT_BINS], uvec2 below) {
     uint t = gl_LocalInvocationID.x;
 #ifdef SIEVE_SUBGROUP
     if (INDEXED_BINS == 0u) {
@@ -581,13 +587,13 @@ void main() {
     // and, for deferred rows, below L (the total). Direct rows (a CPU device,
     // one chunking): float masses against the chunk's own maximum (mc,
     // below_f; decide_direct rescales them).
-    uint mlo[WIDE_BINS], mhi[WIDE_BINS];
-    float mc[WIDE_BINS];
-    [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) {
+    uint mlo[EXACT_BINS], mhi[EXACT_BINS];
+    float mc[FLOAT_BINS];
+    [[unroll]] for (uint b = 0u; b < EXACT_BINS; ++b) {
         mlo[b] = 0u;
         mhi[b] = 0u;
-        mc[b] = 0.0;
     }
+    [[unroll]] for (uint b = 0u; b < FLOAT_BINS; ++b) mc[b] = 0.0;
     uvec2 below = uvec2(0u);
     float below_f = 0.0;
 // The logits of quad J (F4) into the bins, in order (the float sums, and so
