@@ -65,7 +65,7 @@ RecordingKey GpuChain::key_for(const CallAnalysis& call, RecordingKind kind, uin
     key.wide = call.wide;
     // The wide passes alone need rows bigger than the buffer (make_plan).
     key.wide_direct = call.wide_direct && vocab > limits_.candidate_capacity;
-    // arm_collect's choice, over the call: every row plain, every group is;
+    // arm_args's choice, over the call: every row plain, every group is;
     // none, none is; else the plan keeps both.
     bool plain = false, general = false;
     for (const RowAnalysis& a : call.rows) (key.row_takes_plain(a) ? plain : general) = true;
@@ -115,18 +115,33 @@ void GpuChain::write_params(bool commit) {
     std::memcpy(buffers_.params.mapped, p, static_cast<size_t>(rows) * PARAM_STRIDE * 4);
 }
 
-// Arms one of collect_chunk.glsl's two variants per row group, from the call's
-// analysis: the plain one when every row of the group can take it
-// (RowAnalysis::collect_plain; no bias or bitmask in the call, rows of whole
-// vec4s), else the general one. Host-written indirect arguments, so a change
-// of a row's parameters re-records nothing. The caller has waited for the
-// previous submission, which read them.
-void GpuChain::arm_collect(const Recording& rec) {
-    if (std::none_of(rec.plan.dispatches.begin(), rec.plan.dispatches.end(),
+// Before each submission of a recording's first part (the previous call,
+// which read them, has finished: the host waited for it), its indirect
+// arguments, host-written: every pass the shaders arm starts disarmed (x = 0
+// workgroups, y = the group's rows, z = 1), and one of collect_chunk.glsl's
+// two variants per row group is armed from the call's analysis: the plain
+// one when every row of the group can take it (RowAnalysis::collect_plain;
+// no bias or bitmask in the call, rows of whole vec4s), else the general one.
+// A change of a row's parameters re-records nothing, and no transfer and
+// barrier start the call on the GPU. A plan without indirect passes
+// (greedy's one pass) reads none.
+void GpuChain::arm_args(const Recording& rec) {
+    if (!rec.has_deep() && !has_indirect(rec.plan)) return;
+    auto* args = static_cast<uint32_t*>(buffers_.dispatch_args.mapped);
+    for (const RowGroup& g : rec.groups) {
+        uint32_t* block = args + g.args_base;
+        for (uint32_t i = 0; i + 3 < SHADER_ARGS_WORDS; i += 4) {
+            block[i] = 0;
+            block[i + 1] = g.rows;
+            block[i + 2] = 1;
+            block[i + 3] = 0;
+        }
+    }
+    const auto& ds = rec.plan.dispatches;
+    if (std::none_of(ds.begin(), ds.end(),
                      [](const Dispatch& d) { return d.stage == Stage::CollectPlain || d.stage == Stage::Collect; }) ||
         rec.plan.small)
         return;
-    auto* args = static_cast<uint32_t*>(buffers_.dispatch_args.mapped);
     for (const RowGroup& g : rec.groups) {
         bool plain = true;
         const uint32_t first = g.window * buffers_.windows().rows + g.row_base;
@@ -159,6 +174,7 @@ bool GpuChain::deep_levels_armed(const Recording& rec) const {
 }
 
 void GpuChain::submit_and_wait(const Recording& rec, VkCommandBuffer prefix) {
+    arm_args(rec);
     const bool whole = rec.has_deep() && rec.deep_rate > kWholeAboveDeepRate;
     const VkCommandBuffer cmds[2] = {prefix, whole ? rec.whole_cmd : rec.cmd};
     submitter_.submit(prefix ? cmds : cmds + 1, prefix ? 2 : 1, nullptr);
@@ -233,7 +249,6 @@ sieve_status GpuChain::sample(const LogitsView& logits, int32_t draws, int32_t* 
         recorder_.recording(key_for(call_, RecordingKind::Sample, v, nullptr, submitter_.profiling(), true));
     upload(logits);
     write_params(commit);
-    arm_collect(rec);
     // The history pass writes adjusted logits into rows without a bias or
     // bitmask (ROW_PATCH): each further draw starts from the model's logits
     // again (with a staging buffer the recording copies them in itself).
@@ -268,7 +283,6 @@ sieve_status GpuChain::distributions(const LogitsView& logits, const std::vector
     const Recording& rec = recorder_.recording(key);
     upload(logits);
     write_params(false);
-    arm_collect(rec);
     submit_and_wait(rec);
     return read_distributions(vocab, wanted, key.collect,
                               [&](int32_t row) { return logits.row_f32(row, &scratch_); }, out, statuses, message);
@@ -403,7 +417,7 @@ std::vector<sieve_stage_estimate> GpuChain::plan_estimate(int32_t rows, int32_t 
         if (a.penalties) in.history_tokens = std::max(in.history_tokens, window(rows_[i].penalty_last_n));
         if (a.dry) in.history_tokens = std::max(in.history_tokens, window(rows_[i].dry_penalty_last_n));
     }
-    // Only the collect plain variant splits rows further (arm_collect); the
+    // Only the collect plain variant splits rows further (arm_args); the
     // general one takes the plan's chunks whatever collect_chunks says.
     for (const RowGroup& g : rec.groups)
         in.collect_chunks.push_back(in.collect_plain && !baseline

@@ -103,7 +103,9 @@ private:
     // The parameter blocks of the call's rows (call_); commit: its tokens
     // join their slots' histories.
     void write_params(bool commit);
-    void arm_collect(const Recording& rec);
+    // The recording's indirect arguments before each submission of its
+    // first part: the shaders' disarmed, the collect variants armed.
+    void arm_args(const Recording& rec);
     // Submits the recording (after prefix, the ingest pass, if any), waits,
     // counts it; then, where the recording keeps its key levels apart and
     // level 0 left some row's bin larger than the candidate buffer, its key

@@ -182,7 +182,7 @@ ChainBuffers::ChainBuffers(Device& device, Pipelines& pipelines, const ChainConf
             wide = device_.create_buffer(rows * wide_row_words(limits_.candidate_capacity, wide_cap_) * 4, storage,
                                          HostAccess::None, allocations_);
         // Written by each level's decision (scan.glsl, shader atomics: kept in
-        // device memory) and by the host (arm_collect), read by
+        // device memory) and by the host (arm_args), read by
         // vkCmdDispatchIndirect. On a GPU's plan it is copied at the end of
         // each call into args_readback, where the host counts the dispatches
         // that ran (a few words a call: on a discrete GPU a host read of

@@ -68,7 +68,6 @@ sieve_status GpuChain::finish_device_input(uint32_t r, uint32_t v, const DeviceI
 
 const Recording& GpuChain::run_device_input(RecordingKind kind, uint32_t vocab, const DeviceInput& input) {
     const Recording& rec = recorder_.recording(key_for(call_, kind, vocab, &input, submitter_.profiling(), true));
-    arm_collect(rec);
     submit_and_wait(rec, input.ingest);
     return rec;
 }
@@ -95,7 +94,7 @@ void GpuChain::launch(RecordingKind kind, uint32_t r, uint32_t v, DeviceInput in
         // The same commands as the chain's own recording, minus the timestamps
         // (the query pool is the chain's, read only after its own fences).
         Recording rec = recorder_.describe(key_for(call_, kind, v, &input, false, false));
-        arm_collect(rec);
+        arm_args(rec);
         if (!input.in_place) device_input_.emit_ingest(cmd);
         recorder_.emit(cmd, rec);
         if (copy) emit_token_copy(device_, cmd, buffers_.results.buffer, RESULT_STRIDE * 4, target);
@@ -104,7 +103,7 @@ void GpuChain::launch(RecordingKind kind, uint32_t r, uint32_t v, DeviceInput in
         return;
     }
     const Recording& rec = recorder_.recording(key_for(call_, kind, v, &input, submitter_.profiling(), false));
-    arm_collect(rec);
+    arm_args(rec);
     VkCommandBuffer cmds[3];
     uint32_t n = 0;
     if (input.ingest) cmds[n++] = input.ingest;

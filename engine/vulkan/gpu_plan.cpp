@@ -94,7 +94,7 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
         // tail's code out of the chunks' shader (a CPU device runs every
         // line under a lane mask, taken or not). Chunks of a big row run one of two
         // variants of collect_chunk.glsl, which the host arms per row group each
-        // call (gpu_chain.cpp: arm_collect): the plain one when every row of
+        // call (gpu_chain.cpp: arm_args): the plain one when every row of
         // the group can take it, else the general one. Only the variants the
         // call's groups take are recorded.
         // Direct rows (wide.glsl: WIDE_DIRECT): the wide passes alone, the
@@ -175,6 +175,11 @@ uint32_t history_groups_for(uint32_t capacity, uint32_t rows, const EffectiveLim
     const uint32_t by_history = (capacity + kHistoryPositionsPerGroup - 1) / kHistoryPositionsPerGroup;
     const uint32_t by_device = 2 * std::max(limits.compute_units, 1u) / std::max(rows, 1u);
     return std::clamp<uint32_t>(std::min({by_history, by_device, MAX_ROW_CHUNKS}), 1, MAX_ROW_CHUNKS);
+}
+
+bool has_indirect(const Plan& plan) {
+    return std::any_of(plan.dispatches.begin(), plan.dispatches.end(),
+                       [](const Dispatch& d) { return d.indirect != kNotIndirect; });
 }
 
 uint32_t workgroups_per_row(const Plan& plan, const Dispatch& d) {

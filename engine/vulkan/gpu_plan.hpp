@@ -96,12 +96,14 @@ uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type, u
 inline constexpr uint32_t kHistoryPositionsPerGroup = 64;
 uint32_t history_groups_for(uint32_t capacity, uint32_t rows, const EffectiveLimits& limits);
 
-// The grid x of a direct dispatch of the plan: its chunks, the history
-// pass's building workgroups, or one per row.
+// The grid x of a direct dispatch of the plan: its chunks (the wide passes':
+// Plan::wide_chunks), the history pass's building workgroups, or one per row.
 uint32_t workgroups_per_row(const Plan& plan, const Dispatch& d);
+// Whether any of the plan's dispatches is indirect (reads arguments).
+bool has_indirect(const Plan& plan);
 
 // Which of collect_chunk.glsl's two variants a call's row groups take
-// (gpu_chain.cpp: arm_collect): a plan records only those, since an empty
+// (gpu_chain.cpp: arm_args): a plan records only those, since an empty
 // indirect dispatch is not free (4 us on an H200, 8 at 64 rows: the unarmed
 // variant of 521950c's plan).
 enum class CollectVariants : uint8_t { Both, Plain, General };
@@ -209,7 +211,7 @@ inline uint32_t wide_chunk_size(const Plan& plan, uint32_t vocab) {
 }
 
 // The chunks a collect pass splits each row of a row group into (the
-// variant's indirect x; gpu_chain.cpp arm_collect). The plan's n_chunks,
+// variant's indirect x; gpu_chain.cpp arm_args). The plan's n_chunks,
 // except on a GPU for a group of plain rows (collect_chunk.glsl's plain variant: no
 // full-row aggregates, so how a row is split changes no result): about two
 // workgroups per compute unit over the group (many chunks at batch 1, one a

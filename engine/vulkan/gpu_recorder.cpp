@@ -7,14 +7,6 @@
 #include <functional>
 
 namespace sieve {
-namespace {
-
-bool has_indirect(const Plan& plan) {
-    return std::any_of(plan.dispatches.begin(), plan.dispatches.end(),
-                       [](const Dispatch& d) { return d.indirect != kNotIndirect; });
-}
-
-} // namespace
 
 using namespace glsl;
 
@@ -136,27 +128,10 @@ void Recorder::emit_call(VkCommandBuffer cmd, const Recording& rec, const Plan& 
         vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
                                 &barrier, 0, nullptr, 0, nullptr);
     }
-    // Every indirect pass starts disarmed: x = 0 workgroups, y = its group's
-    // rows, z = 1. A plan without indirect passes (greedy's one pass) reads
-    // no arguments: it skips the transfer and its barrier.
-    if (!rec.has_deep() && !has_indirect(emitted)) {
-        emit_passes(cmd, rec, emitted);
-        return;
-    }
-    for (const RowGroup& g : rec.groups) {
-        uint32_t args[SHADER_ARGS_WORDS] = {};
-        for (uint32_t i = 0; i + 3 < SHADER_ARGS_WORDS; i += 4) {
-            args[i + 1] = g.rows;
-            args[i + 2] = 1;
-        }
-        vk.vkCmdUpdateBuffer(cmd, buffers_.dispatch_args.buffer, static_cast<VkDeviceSize>(g.args_base) * 4,
-                             sizeof(args), args);
-    }
-    barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-    barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT;
-    vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
-                            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT, 0, 1, &barrier,
-                            0, nullptr, 0, nullptr);
+    // Every indirect pass starts disarmed (x = 0 workgroups, y = its
+    // group's rows, z = 1): the host writes that before each submission
+    // (GpuChain::arm_args), after the previous call, which read them, has
+    // finished, so no transfer and barrier start the call.
     emit_passes(cmd, rec, emitted);
 }
 
