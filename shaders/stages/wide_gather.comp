@@ -12,6 +12,7 @@
 #include "u64.glsl"
 #include "wg_scan.glsl"
 #include "wide.glsl"
+#include "wide_draw.glsl"
 #include "stretch.glsl"
 
 // The logits four at a time (wide_histogram.comp says why).
@@ -124,12 +125,19 @@ const uint SEL_TIE = 4u;    // more than SEL_FINAL_MAX members share one key (se
 // g_tie_key, each of mass 1, keyed ~id (ascending id = descending key).
 uint g_tie_key = 0u;
 
-// Member j of the list as a selection sees it: in bin `bin`, not after the cut
-// when one is given; its key and mass at the cut's (draw = false) or the
-// draw's temperatures.
-bool member_of(uint list, uint j, uint bin, bool draw, bool use_cut, uint cut_k, uint cut_id, bool want_mass,
+// Entries j, j + WG, j + 2 WG and j + 3 WG of the list (those below m; the
+// others 0), all loaded before any is used: the list lives in device memory
+// and every selection level reads it again, so a loop that used each entry
+// as it loaded it would wait for memory once an entry.
+void list_entries(uint list, uint j, uint m, out uvec2 e[4]) {
+    [[unroll]] for (uint u = 0u; u < 4u; ++u) e[u] = j + u * WG < m ? wide_pairs[list / 2u + j + u * WG] : uvec2(0u);
+}
+
+// A list entry as a selection sees it: in bin `bin`, not after the cut when
+// one is given; its key and mass at the cut's (draw = false) or the draw's
+// temperatures.
+bool member_of(uvec2 entry, uint bin, bool draw, bool use_cut, uint cut_k, uint cut_id, bool want_mass,
                out uint key, out uint id, out uvec2 q) {
-    uvec2 entry = wide_pairs[list / 2u + j];
     uint kc = entry.x;
     id = entry.y;
     float v = sieve_key_value(kc);
@@ -151,9 +159,9 @@ bool member_of(uint list, uint j, uint bin, bool draw, bool use_cut, uint cut_k,
     return true;
 }
 
-bool member(uint list, uint j, uint bin, bool draw, bool use_cut, uint cut_k, uint cut_id, out uint key, out uint id,
+bool member(uvec2 entry, uint bin, bool draw, bool use_cut, uint cut_k, uint cut_id, out uint key, out uint id,
             out uvec2 q) {
-    return member_of(list, j, bin, draw, use_cut, cut_k, cut_id, true, key, id, q);
+    return member_of(entry, bin, draw, use_cut, cut_k, cut_id, true, key, id, q);
 }
 
 float key_mass_ref(bool draw) { return draw ? g_md : g_mc; }
@@ -176,12 +184,16 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
     }
     barrier();
     uint kmin = 0xFFFFFFFFu, kmax = 0u;
-    for (uint j = t; j < m; j += WG) {
-        uint k, id;
-        uvec2 q;
-        if (!member_of(list, j, bin, draw, use_cut, cut_k, cut_id, false, k, id, q)) continue;
-        kmin = min(kmin, k);
-        kmax = max(kmax, k);
+    for (uint j0 = t; j0 < m; j0 += 4u * WG) {
+        uvec2 e[4];
+        list_entries(list, j0, m, e);
+        [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+            uint k, id;
+            uvec2 q;
+            if (j0 + u * WG >= m || !member_of(e[u], bin, draw, use_cut, cut_k, cut_id, false, k, id, q)) continue;
+            kmin = min(kmin, k);
+            kmax = max(kmax, k);
+        }
     }
     if (kmin <= kmax) {
         atomicMin(w_klo, kmin);
@@ -203,13 +215,19 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
                 w_hi[b] = 0u;
             }
             barrier();
-            for (uint j = t; j < m; j += WG) {
-                uint k, id;
-                uvec2 q;
-                if (!member(list, j, bin, draw, use_cut, cut_k, cut_id, k, id, q) || k < klo || k > khi) continue;
-                uint b = (khi - k) / step;  // bin 0: the largest keys
-                atomicAdd(w_cnt[b], 1u);
-                U64_ATOMIC_ADD(w_lo[b], w_hi[b], q);
+            for (uint j0 = t; j0 < m; j0 += 4u * WG) {
+                uvec2 e[4];
+                list_entries(list, j0, m, e);
+                [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+                    uint k, id;
+                    uvec2 q;
+                    if (j0 + u * WG >= m || !member(e[u], bin, draw, use_cut, cut_k, cut_id, k, id, q) || k < klo ||
+                        k > khi)
+                        continue;
+                    uint b = (khi - k) / step;  // bin 0: the largest keys
+                    atomicAdd(w_cnt[b], 1u);
+                    U64_ATOMIC_ADD(w_lo[b], w_hi[b], q);
+                }
             }
             barrier();
             if (t == 0u) {
@@ -252,13 +270,19 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
     if (t == 0u) w_fill = 0u;
     barrier();
     uint klo = w_klo, khi = w_khi;
-    for (uint j = t; j < m; j += WG) {
-        uint k, id;
-        uvec2 q;
-        if (!member_of(list, j, bin, draw, use_cut, cut_k, cut_id, false, k, id, q) || k < klo || k > khi) continue;
-        uint slot = atomicAdd(w_fill, 1u);
-        c_key[slot] = k;
-        c_id[slot] = id;
+    for (uint j0 = t; j0 < m; j0 += 4u * WG) {
+        uvec2 e[4];
+        list_entries(list, j0, m, e);
+        [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+            uint k, id;
+            uvec2 q;
+            if (j0 + u * WG >= m || !member_of(e[u], bin, draw, use_cut, cut_k, cut_id, false, k, id, q) || k < klo ||
+                k > khi)
+                continue;
+            uint slot = atomicAdd(w_fill, 1u);
+            c_key[slot] = k;
+            c_id[slot] = id;
+        }
     }
     barrier();
     uint n = w_fill;
@@ -360,12 +384,17 @@ void resolve(uint row) {
     barrier();
     uvec2 part[WIDE_BINS];
     for (uint b = 0u; b < WIDE_BINS; ++b) part[b] = uvec2(0u);
-    for (uint j = t; j < m; j += WG) {
-        uvec2 entry = wide_pairs[list / 2u + j];
-        float v = sieve_key_value(entry.x);
-        uint b = wide_bin(v, g_top, g_scale);
-        bool kept = (b >= g_clo && b < g_cend) || (b == bstar && !wide_after(entry.x, entry.y, cut_k, cut_id));
-        if (kept) part[b] = u64_add(part[b], sieve_mass(wide_divide(v, g_temperature, g_n_draw, WIDE_ALL_DIVISIONS), g_md));
+    for (uint j0 = t; j0 < m; j0 += 4u * WG) {
+        uvec2 e[4];
+        list_entries(list, j0, m, e);
+        [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+            float v = sieve_key_value(e[u].x);
+            uint b = wide_bin(v, g_top, g_scale);
+            bool kept = j0 + u * WG < m &&
+                        ((b >= g_clo && b < g_cend) || (b == bstar && !wide_after(e[u].x, e[u].y, cut_k, cut_id)));
+            if (kept)
+                part[b] = u64_add(part[b], sieve_mass(wide_divide(v, g_temperature, g_n_draw, WIDE_ALL_DIVISIONS), g_md));
+        }
     }
     for (uint b = g_clo; b <= bstar; ++b) {
         if ((b < g_cend || b == bstar) && part[b] != uvec2(0u)) U64_ATOMIC_ADD(w_lo[b], w_hi[b], part[b]);
@@ -377,16 +406,10 @@ void resolve(uint row) {
     //    between it and b* (summed), b*'s kept part. A target in a summed
     //    stretch means the histogram's bounds failed: the CPU twin.
     //    The chunks' sums outside the run, exact, are added by the whole
-    //    workgroup (any order); the buffer's entries are read by the whole
-    //    workgroup at once into c_key/c_id (the buffer holds at most CAP / 2;
-    //    select_member fills them anew) and walked by invocation 0 in
-    //    canonical order, without a memory latency per entry.
+    //    workgroup (any order), and so is the buffer's stretch
+    //    (wide_draw.glsl); invocation 0 walks the bins.
     uint n = row_state[o + R_WIDE_N];
     uint buf = wide_buffer_at(row);
-    for (uint i = t; i < n; i += WG) {
-        c_key[i] = wide[buf + 2u * i];
-        c_id[i] = wide[buf + 2u * i + 1u];
-    }
     uvec2 before_run = uvec2(0u), after_run = uvec2(0u);
     for (uint c = t; c < pc.n_chunks; c += WG) {
         uint h = wide_hist_at(row, c);
@@ -394,27 +417,22 @@ void resolve(uint row) {
         after_run = u64_add(after_run, wide_hist_u64(h, WH_AFTER_RUN));
     }
     vec2 outside = vec2(fixed40_value(wg_sum_u64(before_run)), fixed40_value(wg_sum_u64(after_run)));
+    // The total and the target: the same float steps in every invocation.
+    float total = uintBitsToFloat(row_state[o + R_WIDE_BD]) + outside.x;
+    for (uint b = g_clo; b < g_cend; ++b) total += fixed40_value(uvec2(w_lo[b], w_hi[b]));
+    total += outside.y;
+    total += fixed40_value(uvec2(w_lo[bstar], w_hi[bstar]));
+    float u = float(row_uniform(row)) * 2.3283064365386963e-10;
+    uvec2 tg = fixed40(u * total);
+    uvec2 block_before, block;
+    uvec2 buffered = buffer_draw_sums(buf, n, g_md, block_before, block);
+    buffer_draw_pick(buf, n, g_md, tg, block_before, block);
     if (t == 0u) {
-        float total = uintBitsToFloat(row_state[o + R_WIDE_BD]) + outside.x;
-        for (uint b = g_clo; b < g_cend; ++b) total += fixed40_value(uvec2(w_lo[b], w_hi[b]));
-        total += outside.y;
-        total += fixed40_value(uvec2(w_lo[bstar], w_hi[bstar]));
         w_total = total;
-        float u = float(row_uniform(row)) * 2.3283064365386963e-10;
-        uvec2 tg = fixed40(u * total);
-        w_in_buffer = 0u;
-        for (uint i = 0u; i < n && w_in_buffer == 0u; ++i) {
-            uvec2 q = sieve_mass(sieve_key_value(c_key[i]), g_md);
-            if (q == uvec2(0u)) continue;
-            if (u64_less(tg, q)) {
-                w_in_buffer = 1u;
-                w_token = c_id[i];
-                w_q = q;
-            } else {
-                tg = u64_sub(tg, q);
-            }
-        }
-        float rem = fixed40_value(tg);
+        w_in_buffer = s_pick_hit;
+        w_token = s_pick_token;
+        w_q = s_pick_q;
+        float rem = s_pick_hit != 0u ? 0.0 : fixed40_value(u64_sub(tg, buffered));
         uint bin = WIDE_BINS;  // WIDE_BINS: in a summed stretch
         if (rem >= outside.x) {
             rem -= outside.x;

@@ -24,6 +24,7 @@
 #include "u64.glsl"
 #include "ksum.glsl"
 #include "wide.glsl"
+#include "wide_draw.glsl"
 #include "stretch.glsl"
 
 // The logits again, four at a time: rows without bias or bitmask whose stride
@@ -41,21 +42,15 @@ layout(constant_id = SPEC_WIDE_ROWS_X4) const uint WIDE_ROWS_X4 = 0u;
 const uint WIDE_COLS = WIDE_BINS < 64u ? WIDE_BINS : 64u;
 shared uint s_ab[WG][WIDE_COLS];
 
-// The last workgroup's reads of what the row's chunks and its buffer left in
-// device memory: the whole workgroup copies them into s_ab at once, up to
-// STAGE_WORDS words a batch, and invocation 0 takes them from there in the
-// order it always did (the same sums). One memory latency a batch, where
-// invocation 0 alone waited one a chunk or a buffer entry (64 chunks at one
-// row on an H200, and the buffer's entries before the cut).
+// The last workgroup's reads of what a direct row's chunks and a deferred
+// row's buffer left in device memory, for walks in order on invocation 0
+// (float sums): the whole workgroup copies them into s_ab at once, up to
+// STAGE_WORDS words a batch, and invocation 0 takes them from there. One
+// memory latency a batch, where invocation 0 alone waited one a chunk or a
+// buffer entry.
 const uint STAGE_WORDS = WG * WIDE_COLS;
 uint staged(uint i) { return s_ab[i / WIDE_COLS][i % WIDE_COLS]; }
 void stage(uint i, uint word) { s_ab[i / WIDE_COLS][i % WIDE_COLS] = word; }
-
-// The buffer's entries [i0, i0 + m) (key, id pairs: 2 m <= STAGE_WORDS) at i.
-void stage_buffer(uint buf, uint i0, uint m) {
-    for (uint i = gl_LocalInvocationID.x; i < 2u * m; i += WG) stage(i, wide[buf + 2u * i0 + i]);
-    barrier();
-}
 
 // A direct row's chunk as staged (stage_chunks): its largest raw key, its
 // bins' float masses, its mass below L.
@@ -73,14 +68,14 @@ void stage_chunks(uint row, uint c0, uint chunks) {
 }
 
 shared uint s_cut;    // cut_in_buffer: the entries the cut keeps (0: none yet)
-shared uint s_found;  // ... the row is done (a fallback), or the draw's walk reached its entry
+shared uint s_found;  // ... the row is done (a fallback)
 
 // A deferred row (ROW_DEFER_TOP_P): the total is the buffer's mass, the bins'
 // and the mass below L (fixed order, compensated). top-p's target p * total
 // is first looked for in the buffer (llama.cpp: the first entry whose
 // cumulative mass reaches it, with at least min_keep entries); there, the
 // survivors are a prefix of the buffer and the draw happens here, by exact
-// masses as in collect_chunk.glsl. Else R_WIDE_RC becomes what the bins must
+// masses (wide_draw.glsl). Else R_WIDE_RC becomes what the bins must
 // still cover and the row goes on as any other. The whole workgroup (mc,
 // below: invocation 0's); the answer is the same in every invocation.
 bool cut_in_buffer(uint row, float mc[WIDE_BINS], float below) {
@@ -130,46 +125,15 @@ bool cut_in_buffer(uint row, float mc[WIDE_BINS], float below) {
         barrier();
         return s_found != 0u;
     }
-    // The draw over the buffer's first `last` entries: their exact masses'
-    // sum, then the walk to the target, each over the staged entries (the
-    // walk reads them again only where they took more than one batch).
+    // The draw over the buffer's first `last` entries (wide_draw.glsl).
     uint buf = wide_buffer_at(row);
-    uint pairs = STAGE_WORDS / 2u;
-    uvec2 exact = uvec2(0u);
-    for (uint i0 = 0u; i0 < last; i0 += pairs) {
-        uint m = min(pairs, last - i0);
-        stage_buffer(buf, i0, m);
-        if (t == 0u)
-            for (uint i = 0u; i < m; ++i) exact = u64_add(exact, sieve_mass(sieve_key_value(staged(2u * i)), mdx));
-        barrier();  // the next batch overwrites them
-    }
-    uvec2 tg = uvec2(0u);
+    uvec2 before, part;
+    uvec2 exact = buffer_draw_sums(buf, last, mdx, before, part);
+    buffer_draw_pick(buf, last, mdx, u64_mul_u32_shr32(exact, row_uniform(row)), before, part);
     if (t == 0u) {
-        tg = u64_mul_u32_shr32(exact, row_uniform(row));
-        s_found = 0u;  // read by the others after the walk's barrier
-    }
-    uint token = 0xFFFFFFFFu;
-    uvec2 q = uvec2(0u);
-    for (uint i0 = 0u; i0 < last; i0 += pairs) {
-        uint m = min(pairs, last - i0);
-        if (last > pairs) stage_buffer(buf, i0, m);  // else still staged by the sum, after its barrier
-        if (t == 0u) {
-            for (uint i = 0u; i < m && s_found == 0u; ++i) {
-                uvec2 qi = sieve_mass(sieve_key_value(staged(2u * i)), mdx);
-                if (qi == uvec2(0u)) continue;
-                token = staged(2u * i + 1u);
-                q = qi;
-                if (u64_less(tg, qi)) s_found = 1u;  // reached
-                else tg = u64_sub(tg, qi);
-            }
-        }
-        barrier();
-        if (s_found != 0u) break;  // uniform: shared, after a barrier
-    }
-    if (t == 0u) {
-        float p = u64_to_float(q) / u64_to_float(exact);
+        float p = u64_to_float(s_pick_q) / u64_to_float(exact);
         uint step = row_step(row);
-        write_result(row, token, p, log(p), STATUS_OK, step, 2u);
+        write_result(row, s_pick_token, p, log(p), STATUS_OK, step, 2u);
         advance_step(row, step);
         row_state[o + R_WIDE_PHASE] = WIDE_NONE;
     }

@@ -1,0 +1,59 @@
+// The draw over the wide passes' copy of the buffer (wide.glsl:
+// wide_buffer_at, key at the draw's temperatures and id a pair) by exact
+// 40-bit masses, by the whole workgroup: each invocation sums its block of
+// the entries (wg_block), a prefix sum over the blocks (wg_scan.glsl) places
+// the target, and only the block holding it is walked. The same entry as a
+// walk over the whole buffer on one invocation (the sums are exact): the
+// first, in canonical order, whose cumulative mass exceeds the target; a
+// zero mass is never drawn. wide_histogram (a deferred row's cut inside the
+// buffer) and wide_gather (the draw's first stretch) take it.
+#ifndef SIEVE_WIDE_DRAW_GLSL
+#define SIEVE_WIDE_DRAW_GLSL
+
+#include "u64.glsl"
+#include "wg_scan.glsl"
+#include "wide.glsl"
+
+shared uint s_pick_hit, s_pick_token;
+shared uvec2 s_pick_q;
+
+// Buffer entry i's exact mass against the draw's maximum `ref`.
+uvec2 buffer_mass(uint buf, uint i, float ref) { return sieve_mass(sieve_key_value(wide[buf + 2u * i]), ref); }
+
+// The masses of entries [0, n): this invocation's block's (part), the blocks'
+// before it (before) and all of them (returned, in every invocation).
+uvec2 buffer_draw_sums(uint buf, uint n, float ref, out uvec2 before, out uvec2 part) {
+    uint first, end;
+    wg_block(n, first, end);
+    part = uvec2(0u);
+    for (uint i = first; i < end; ++i) part = u64_add(part, buffer_mass(buf, i, ref));
+    uvec2 total;
+    before = wg_exclusive_u64(part, total);
+    return total;
+}
+
+// The entry where tg falls (before, part: buffer_draw_sums'), in every
+// invocation's s_pick_hit (0: tg is past the entries), s_pick_token and
+// s_pick_q (its mass).
+void buffer_draw_pick(uint buf, uint n, float ref, uvec2 tg, uvec2 before, uvec2 part) {
+    if (gl_LocalInvocationID.x == 0u) s_pick_hit = 0u;
+    barrier();
+    if (!u64_less(tg, before) && u64_less(tg, u64_add(before, part))) {  // one invocation's block
+        uint first, end;
+        wg_block(n, first, end);
+        uvec2 r = u64_sub(tg, before);
+        for (uint i = first; i < end; ++i) {
+            uvec2 q = buffer_mass(buf, i, ref);
+            if (u64_less(r, q)) {
+                s_pick_token = wide[buf + 2u * i + 1u];
+                s_pick_q = q;
+                s_pick_hit = 1u;
+                break;
+            }
+            r = u64_sub(r, q);
+        }
+    }
+    barrier();
+}
+
+#endif
