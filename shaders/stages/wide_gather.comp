@@ -125,12 +125,16 @@ const uint SEL_TIE = 4u;    // more than SEL_FINAL_MAX members share one key (se
 // g_tie_key, each of mass 1, keyed ~id (ascending id = descending key).
 uint g_tie_key = 0u;
 
-// Entries j, j + WG, j + 2 WG and j + 3 WG of the list (those below m; the
+// Entries j, j + WG, ... of the list, LIST_LOADS of them (those below m; the
 // others 0), all loaded before any is used: the list lives in device memory
-// and every selection level reads it again, so a loop that used each entry
-// as it loaded it would wait for memory once an entry.
+// and every selection level reads it again, so on a GPU a loop that used
+// each entry as it loaded it would wait for memory once an entry. A CPU
+// device (INDEXED_BINS) takes one at a time: four cost it more (lavapipe,
+// top-p at 151936: wide_gather 299 us against 280).
+const uint LIST_LOADS = INDEXED_BINS != 0u ? 1u : 4u;
 void list_entries(uint list, uint j, uint m, out uvec2 e[4]) {
-    [[unroll]] for (uint u = 0u; u < 4u; ++u) e[u] = j + u * WG < m ? wide_pairs[list / 2u + j + u * WG] : uvec2(0u);
+    [[unroll]] for (uint u = 0u; u < 4u; ++u)
+        e[u] = u < LIST_LOADS && j + u * WG < m ? wide_pairs[list / 2u + j + u * WG] : uvec2(0u);
 }
 
 // A list entry as a selection sees it: in bin `bin`, not after the cut when
@@ -184,10 +188,10 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
     }
     barrier();
     uint kmin = 0xFFFFFFFFu, kmax = 0u;
-    for (uint j0 = t; j0 < m; j0 += 4u * WG) {
+    for (uint j0 = t; j0 < m; j0 += LIST_LOADS * WG) {
         uvec2 e[4];
         list_entries(list, j0, m, e);
-        [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+        [[unroll]] for (uint u = 0u; u < LIST_LOADS; ++u) {
             uint k, id;
             uvec2 q;
             if (j0 + u * WG >= m || !member_of(e[u], bin, draw, use_cut, cut_k, cut_id, false, k, id, q)) continue;
@@ -215,10 +219,10 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
                 w_hi[b] = 0u;
             }
             barrier();
-            for (uint j0 = t; j0 < m; j0 += 4u * WG) {
+            for (uint j0 = t; j0 < m; j0 += LIST_LOADS * WG) {
                 uvec2 e[4];
                 list_entries(list, j0, m, e);
-                [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+                [[unroll]] for (uint u = 0u; u < LIST_LOADS; ++u) {
                     uint k, id;
                     uvec2 q;
                     if (j0 + u * WG >= m || !member(e[u], bin, draw, use_cut, cut_k, cut_id, k, id, q) || k < klo ||
@@ -270,10 +274,10 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
     if (t == 0u) w_fill = 0u;
     barrier();
     uint klo = w_klo, khi = w_khi;
-    for (uint j0 = t; j0 < m; j0 += 4u * WG) {
+    for (uint j0 = t; j0 < m; j0 += LIST_LOADS * WG) {
         uvec2 e[4];
         list_entries(list, j0, m, e);
-        [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+        [[unroll]] for (uint u = 0u; u < LIST_LOADS; ++u) {
             uint k, id;
             uvec2 q;
             if (j0 + u * WG >= m || !member_of(e[u], bin, draw, use_cut, cut_k, cut_id, false, k, id, q) || k < klo ||
@@ -384,10 +388,10 @@ void resolve(uint row) {
     barrier();
     uvec2 part[WIDE_BINS];
     for (uint b = 0u; b < WIDE_BINS; ++b) part[b] = uvec2(0u);
-    for (uint j0 = t; j0 < m; j0 += 4u * WG) {
+    for (uint j0 = t; j0 < m; j0 += LIST_LOADS * WG) {
         uvec2 e[4];
         list_entries(list, j0, m, e);
-        [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+        [[unroll]] for (uint u = 0u; u < LIST_LOADS; ++u) {
             float v = sieve_key_value(e[u].x);
             uint b = wide_bin(v, g_top, g_scale);
             bool kept = j0 + u * WG < m &&
