@@ -27,7 +27,7 @@
 // and the twin do. Sums inside the list are 40-bit fixed point (exact, so the
 // order the list was filled in does not matter), and so are the chunks' sums
 // of the bins, so the passes may split a row into any number of chunks (by
-// the batch on a GPU: gpu_plan.hpp, split_wide_for_batch) and draw the same
+// the batch on a GPU: gpu_plan.hpp, split_for_batch) and draw the same
 // token. (A direct row's bins, on a CPU device, each chunk's anchored at its
 // own maximum, are float sums in a fixed order of a fixed chunking.) Where
 // the steps below compare masses in float, they take these exact sums' float
@@ -93,8 +93,8 @@ uint wide_list_at(uint row) { return wide_base(row) + 2u * CAP; }
 // the cut, bin b's at WH_BIN(b), and below L at WH_BELOW; wide_gather's sums
 // of the draw's masses outside its run, before it at WH_BEFORE_RUN, between
 // it and b* at WH_AFTER_RUN. Each an exact 40-bit fixed-point sum in two
-// words (low, high), but a direct row's histogram words: a float in the
-// first (wide_histogram.comp).
+// words (low, high), but a direct row's bins and mass below L: a float in
+// the first word (wide_histogram.comp).
 uint wide_hist_at(uint row, uint chunk) { return (row * pc.n_chunks + chunk) * WIDE_BINS * HIST_STRIDE; }
 uint WH_BIN(uint b) { return 2u * b; }
 const uint WH_BELOW = 2u * WIDE_BINS;

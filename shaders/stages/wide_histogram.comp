@@ -7,10 +7,9 @@
 // maximum, whose exact mass is 0, make a bin look emptier, which only sends
 // a min_keep past the buffer to the CPU twin sooner; the list's overflow is
 // found by the gather, and min_keep is covered by the buffer, gpu_params.cpp)
-// and no masses at the
-// draw's temperatures (bounded from the cut's, below; wide_gather sums them):
-// on a CPU device each per-bin sum is a scatter of a lane at a time, about
-// half of the pass.
+// and no masses at the draw's temperatures (bounded from the cut's, below;
+// wide_gather sums them): on a CPU device each per-bin sum is a scatter of a
+// lane at a time, about half of the pass.
 // Every invocation keeps its bins in registers (selects, no atomics; by
 // index on a CPU device), the workgroup adds them up and the last workgroup
 // the chunks: a buffer row's masses are exact 40-bit sums (the same bins for
