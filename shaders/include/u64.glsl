@@ -49,6 +49,17 @@ uvec2 u64_div(uvec2 a, uvec2 b) {
     return q;
 }
 
+#ifdef SIEVE_SUBGROUP
+// The subgroup's exact sum of 64-bit values whose sum stays below 2^64: the
+// low word in 16-bit halves, whose subgroup sums cannot wrap (a subgroup has
+// at most 128 invocations), the high words as they are. (The shader has
+// enabled subgroup arithmetic: common.glsl.)
+uvec2 subgroup_add_u64(uvec2 m) {
+    uint low = subgroupAdd(m.x & 0xFFFFu), mid = subgroupAdd(m.x >> 16), high = subgroupAdd(m.y);
+    return u64_add(uvec2(low, high), uvec2(mid << 16, mid >> 16));
+}
+#endif
+
 // Shared-memory accumulation of a 64-bit value with 32-bit atomics: the low word
 // wraps exactly once per carry, so the sum is exact.
 #define U64_ATOMIC_ADD(LO, HI, V)                                   \

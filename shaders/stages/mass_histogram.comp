@@ -127,19 +127,16 @@ void main() {
     }
 
 #ifdef SIEVE_SUBGROUP
-    // Integer sums, exact in any order: subgroup arithmetic, then invocation
-    // b adds bin b's partials of the subgroups (the same bins whatever the
-    // subgroup size), through scan.glsl's s_tree (a subgroup has >= 4
-    // invocations: pipelines.cpp, so 3 words a subgroup fit WG rows). The
-    // low mass word goes in 16-bit halves, whose subgroup sums cannot wrap.
+    // Integer sums, exact in any order: subgroup arithmetic (u64.glsl:
+    // subgroup_add_u64), then invocation b adds bin b's partials of the
+    // subgroups (the same bins whatever the subgroup size), through
+    // scan.glsl's s_tree (a subgroup has >= 4 invocations: pipelines.cpp, so
+    // 3 words a subgroup fit WG rows).
     uint g = gl_SubgroupID;
     [[unroll]] for (uint b = 0u; b < BINS; ++b) {
-        uint low = subgroupAdd(mass_lo[b] & 0xFFFFu);
-        uint mid = subgroupAdd(mass_lo[b] >> 16);
-        uint high = subgroupAdd(mass_hi[b]);
+        uvec2 m = subgroup_add_u64(uvec2(mass_lo[b], mass_hi[b]));
         uint n = subgroupAdd(count[b]);
         if (subgroupElect()) {
-            uvec2 m = u64_add(uvec2(low, high), uvec2(mid << 16, mid >> 16));
             s_tree[3u * g][b] = m.x;
             s_tree[3u * g + 1u][b] = m.y;
             s_tree[3u * g + 2u][b] = n;

@@ -437,33 +437,28 @@ void store_float_bins(uint h, float mc[FLOAT_BINS], float below) {
 // A buffer row's exact bins (two words each) and mass below L into the
 // chunk's words; value b = WIDE_BINS is the mass below L. Integer sums,
 // exact in any order. With subgroup arithmetic and register bins: each
-// subgroup's sums (the low word in 16-bit halves, whose subgroup sums cannot
-// wrap), then invocation b adds value b's over the subgroups (3 words a value
-// and a subgroup of at least 4 invocations: pipelines.cpp; they fit s_ab).
-// Else by columns, half of WIDE_COLS values a round (low and high words).
+// subgroup's sums (u64.glsl: subgroup_add_u64), then invocation b adds value
+// b's over the subgroups (2 words a value and a subgroup of at least 4
+// invocations: pipelines.cpp; they fit s_ab). Else by columns, half of
+// WIDE_COLS values a round (low and high words).
 void store_exact_bins(uint h, uint mlo[EXACT_BINS], uint mhi[EXACT_BINS], uvec2 below) {
     uint t = gl_LocalInvocationID.x;
 #ifdef SIEVE_SUBGROUP
     if (INDEXED_BINS == 0u) {
-        const uint per = 3u * (WIDE_BINS + 1u);  // words a subgroup
+        const uint per = 2u * (WIDE_BINS + 1u);  // words a subgroup
         uint g = gl_SubgroupID;
         [[unroll]] for (uint b = 0u; b <= WIDE_BINS; ++b) {
-            uvec2 m = b < WIDE_BINS ? uvec2(mlo[b], mhi[b]) : below;
-            uint low = subgroupAdd(m.x & 0xFFFFu), mid = subgroupAdd(m.x >> 16), high = subgroupAdd(m.y);
+            uvec2 m = subgroup_add_u64(b < WIDE_BINS ? uvec2(mlo[b], mhi[b]) : below);
             if (subgroupElect()) {
-                stage(g * per + 3u * b, low);
-                stage(g * per + 3u * b + 1u, mid);
-                stage(g * per + 3u * b + 2u, high);
+                stage(g * per + 2u * b, m.x);
+                stage(g * per + 2u * b + 1u, m.y);
             }
         }
         barrier();
         for (uint b = t; b <= WIDE_BINS; b += WG) {
             uvec2 sum = uvec2(0u);
-            for (uint k = 0u; k < gl_NumSubgroups; ++k) {
-                uint mid = staged(k * per + 3u * b + 1u);
-                sum = u64_add(sum, uvec2(staged(k * per + 3u * b), staged(k * per + 3u * b + 2u)));
-                sum = u64_add(sum, uvec2(mid << 16, mid >> 16));
-            }
+            for (uint k = 0u; k < gl_NumSubgroups; ++k)
+                sum = u64_add(sum, uvec2(staged(k * per + 2u * b), staged(k * per + 2u * b + 1u)));
             store_wide_hist_u64(h, b < WIDE_BINS ? WH_BIN(b) : WH_BELOW, sum);
         }
         return;
