@@ -41,12 +41,12 @@ layout(constant_id = SPEC_WIDE_ROWS_X4) const uint WIDE_ROWS_X4 = 0u;
 const uint WIDE_COLS = WIDE_BINS < 64u ? WIDE_BINS : 64u;
 shared uint s_ab[WG][WIDE_COLS];
 
-// The last workgroup's reads of what a direct row's chunks and a deferred
-// row's buffer left in device memory, for walks in order on invocation 0
-// (float sums): the whole workgroup copies them into s_ab at once, up to
-// STAGE_WORDS words a batch, and invocation 0 takes them from there. One
-// memory latency a batch, where invocation 0 alone waited one a chunk or a
-// buffer entry.
+// The last workgroup's reads of what a direct row's chunks left in device
+// memory, for a walk in chunk order on invocation 0 (float sums): the whole
+// workgroup copies them into s_ab at once, up to STAGE_WORDS words a batch,
+// and invocation 0 takes them from there (one memory latency a batch, where
+// invocation 0 alone waited one a chunk). decide shares the exact bins'
+// sums through it too.
 const uint STAGE_WORDS = WG * WIDE_COLS;
 uint staged(uint i) { return s_ab[i / WIDE_COLS][i % WIDE_COLS]; }
 void stage(uint i, uint word) { s_ab[i / WIDE_COLS][i % WIDE_COLS] = word; }
@@ -66,67 +66,64 @@ void stage_chunks(uint row, uint c0, uint chunks) {
     barrier();
 }
 
-shared uint s_cut;    // cut_in_buffer: the entries the cut keeps (0: none yet)
-shared uint s_found;  // ... the row is done (a fallback)
-
 // A deferred row (ROW_DEFER_TOP_P): the total is the buffer's mass, the bins'
-// and the mass below L (fixed order, compensated). top-p's target p * total
-// is first looked for in the buffer (llama.cpp: the first entry whose
-// cumulative mass reaches it, with at least min_keep entries); there, the
-// survivors are a prefix of the buffer and the draw happens here, by exact
-// masses (wide_draw.glsl). Else R_WIDE_RC becomes what the bins must
-// still cover and the row goes on as any other. The whole workgroup (mc,
-// below: invocation 0's); the answer is the same in every invocation.
-bool cut_in_buffer(uint row, float mc[WIDE_BINS], float below) {
+// and the mass below L (`past`), exact 40-bit sums at the cut's temperatures
+// against the row's maximum. top-p's target p * total is first looked for in
+// the buffer (llama.cpp: the first entry whose cumulative mass reaches it,
+// with at least min_keep entries), as the tail's op_top_p looks for it: each
+// invocation sums its block of the buffer, a prefix sum over the blocks
+// (wg_scan.glsl) places the target, and the first block whose end reaches it
+// is walked (the sums are exact: the entry a walk over the whole buffer on one
+// invocation finds). There, the survivors are a prefix of the buffer and the
+// draw happens here, by exact masses (wide_draw.glsl). Else R_WIDE_RC becomes
+// what the bins must still cover and the row goes on as any other. The whole
+// workgroup; the answer is the same in every invocation.
+bool cut_in_buffer(uint row, uvec2 past) {
     uint t = gl_LocalInvocationID.x;
     uint o = row * ROW_STRIDE;
-    float target = 0.0;
-    if (t == 0u) {
-        float bc = uintBitsToFloat(row_state[o + R_WIDE_RC]);
-        vec2 total = vec2(bc, 0.0);
-        for (uint b = 0u; b < WIDE_BINS; ++b) ksum_add(total, mc[b]);
-        ksum_add(total, below);
-        target = param_f(row, P_TOP_P) * (total.x - total.y);
-    }
     float mcx = uintBitsToFloat(row_state[o + R_WIDE_MC]);
     float mdx = uintBitsToFloat(row_state[o + R_WIDE_MD]);
     uint n = row_state[o + R_WIDE_N];
     uint min_keep = row_state[o + R_WIDE_KEEP];
     uint keys = wide_cut_keys_at(row);
-    vec2 acc = vec2(0.0);
-    uint last = 0u;
-    if (t == 0u) s_cut = 0u;
-    barrier();
-    for (uint i0 = 0u; i0 < n; i0 += STAGE_WORDS) {
-        uint m = min(STAGE_WORDS, n - i0);
-        for (uint i = t; i < m; i += WG) stage(i, wide[keys + i0 + i]);
-        barrier();
-        if (t == 0u) {
-            for (uint i = 0u; i < m && last == 0u; ++i) {
-                ksum_add(acc, exp(sieve_key_value(staged(i)) - mcx));
-                if (acc.x >= target && i0 + i + 1u >= min_keep) last = i0 + i + 1u;
+    uint first, end;
+    wg_block(n, first, end);
+    uvec2 part = uvec2(0u);
+    for (uint i = first; i < end; ++i) part = u64_add(part, sieve_mass(sieve_key_value(wide[keys + i]), mcx));
+    if (t == 0u) s_first = 0xFFFFFFFFu;  // ordered before the offers by the scan's barriers
+    uvec2 mass;
+    uvec2 before = wg_exclusive_u64(part, mass);
+    float target_f = param_f(row, P_TOP_P) * fixed40_value(u64_add(mass, past));
+    uvec2 target = fixed40(max(target_f, 0.0));
+    // The first entry where the cumulative mass reaches the target: in the
+    // first block whose end reaches it (a later block's first entry offers
+    // too; the smallest wins).
+    if (!u64_less(u64_add(before, part), target)) {
+        uvec2 acc = before;
+        for (uint i = first; i < end; ++i) {
+            acc = u64_add(acc, sieve_mass(sieve_key_value(wide[keys + i]), mcx));
+            if (!u64_less(acc, target)) {
+                wg_first_offer(i);
+                break;
             }
-            s_cut = last;
         }
-        barrier();
-        if (s_cut != 0u) break;  // uniform: shared, after a barrier
     }
-    last = s_cut;
-    if (last == 0u) {  // uniform
+    uint reach = wg_first_end();  // n and past it: the buffer's mass stays under the target
+    // The walk's rule: the first i with cum >= target and i + 1 >= min_keep;
+    // cumulative sums only grow, so past min_keep it is the first reach.
+    uint last = max(reach + 1u, min_keep);
+    if (reach >= n || last > n) {  // uniform
         if (t == 0u) {
-            s_found = acc.x >= target ? 1u : 0u;
-            if (acc.x >= target) {  // min_keep reaches past the buffer: ranks, not masses
+            if (reach < n) {  // min_keep reaches past the buffer: ranks, not masses
                 wide_fallback(row, 2u);
             } else {
-                row_state[o + R_WIDE_RC] = floatBitsToUint(target - (acc.x - acc.y));
+                row_state[o + R_WIDE_RC] = floatBitsToUint(target_f - fixed40_value(mass));
             }
         }
-        barrier();
-        return s_found != 0u;
+        return reach < n;
     }
     // The draw over the buffer's first `last` entries (wide_draw.glsl).
     uint buf = wide_buffer_at(row);
-    uvec2 before, part;
     uvec2 exact = buffer_draw_sums(buf, last, mdx, before, part);
     buffer_draw_pick(buf, last, mdx, u64_mul_u32_shr32(exact, row_uniform(row)), before, part);
     if (t == 0u) {
@@ -228,7 +225,7 @@ void choose(uint row, float mc[WIDE_BINS]) {
 // A row after the buffer (the collect tail armed it): the chunks' exact sums
 // of each bin and of the mass below L, value b (WIDE_BINS: below L) added
 // by invocation b over the chunks (exact, so in any order; the loads are
-// independent), their float values shared with the workgroup. The whole
+// independent), shared with the workgroup (two words a value). The whole
 // workgroup.
 void decide(uint row) {
     uint t = gl_LocalInvocationID.x;
@@ -237,14 +234,18 @@ void decide(uint row) {
         uint w = b < WIDE_BINS ? WH_BIN(b) : WH_BELOW;
         uvec2 sum = uvec2(0u);
         for (uint c = 0u; c < pc.n_chunks; ++c) sum = u64_add(sum, wide_hist_u64(wide_hist_at(row, c), w));
-        stage(b, floatBitsToUint(fixed40_value(sum)));
+        stage(2u * b, sum.x);
+        stage(2u * b + 1u, sum.y);
     }
     barrier();
     float mc[WIDE_BINS];
-    for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] = uintBitsToFloat(staged(b));
-    float below = uintBitsToFloat(staged(WIDE_BINS));
-    barrier();  // cut_in_buffer stages into s_ab
-    if ((row_state[o + R_WIDE_NT] & WIDE_DEFERRED) != 0u && cut_in_buffer(row, mc, below)) return;  // uniform
+    uvec2 past = uvec2(0u);  // the bins' and below L's
+    for (uint b = 0u; b <= WIDE_BINS; ++b) {
+        uvec2 sum = uvec2(staged(2u * b), staged(2u * b + 1u));
+        past = u64_add(past, sum);
+        if (b < WIDE_BINS) mc[b] = fixed40_value(sum);
+    }
+    if ((row_state[o + R_WIDE_NT] & WIDE_DEFERRED) != 0u && cut_in_buffer(row, past)) return;  // uniform
     if (t == 0u) choose(row, mc);
 }
 

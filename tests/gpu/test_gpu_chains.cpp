@@ -1050,6 +1050,52 @@ TEST(GpuChainWideTopP, CutInTheFirstBin) {
     }
 }
 
+// A deferred top-p's cut inside the buffer that min_keep moves (wide_histogram:
+// cut_in_buffer): one logit holds about 93% of the mass, four more 2% each,
+// so top-p 0.9 keeps one entry and min_keep 3 keeps three, tied ones in id
+// order. Every token is drawn by wide_histogram (two row passes), none by the
+// CPU twin; tokens and probabilities equal the twin's (the leading token's p
+// is about 0.96 with three kept, 1 with one).
+TEST(GpuChainWideTopP, MinKeepMovesACutInsideTheBuffer) {
+    auto gpu = sieve_test::gpu_context();
+    const int32_t vocab = 32000, rows = 2, tokens = 24;
+    std::vector<float> logits(static_cast<size_t>(rows) * vocab, -30.0f);
+    for (int32_t r = 0; r < rows; ++r) {
+        float* row = logits.data() + static_cast<size_t>(r) * vocab;
+        row[100 + r] = 0.0f;
+        for (int32_t i = 0; i < 4; ++i) row[5000 + 997 * i - r] = std::log(0.02f);
+    }
+    RowParams base = active();
+    base.temperature = 1.0f;
+    base.top_p = 0.9f;
+    base.min_keep = 3;
+    const auto params = row_params(base, rows, 17);
+    const auto kinds = sieve_test::twin_chain("top_p;temperature");
+    ASSERT_FALSE(kinds.empty());
+    sieve::Chain chain(gpu, sieve_test::chain_desc("top_p;temperature", rows, vocab, base.temperature, 1));
+    std::vector<Row> twin;
+    for (int32_t r = 0; r < rows; ++r) {
+        set_row(chain, r, params[static_cast<size_t>(r)]);
+        twin.push_back({kinds, logits.data() + static_cast<size_t>(r) * vocab, vocab, params[static_cast<size_t>(r)]});
+    }
+    Tally tally;
+    int kept_past_the_cut = 0;
+    for (int step = 0; step < tokens; ++step) {
+        std::vector<sieve_token> out(static_cast<size_t>(rows));
+        ASSERT_EQ(sieve_sample(chain.get(), logits.data(), rows, vocab, out.data()), SIEVE_OK) << sieve_last_error();
+        for (int32_t r = 0; r < rows; ++r) {
+            SCOPED_TRACE("step " + std::to_string(step) + " row " + std::to_string(r));
+            const sieve_token& got = out[static_cast<size_t>(r)];
+            compare_token(got, twin[static_cast<size_t>(r)], static_cast<uint32_t>(step), &tally);
+            EXPECT_EQ(got.row_passes, 2u) << "drawn by wide_histogram";
+            kept_past_the_cut += got.token != 100 + r ? 1 : 0;
+        }
+    }
+    expect_rare(tally);
+    EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u);
+    std::printf("%d of %d tokens past top-p's own cut (kept by min_keep)\n", kept_past_the_cut, rows * tokens);
+}
+
 // Logits of a million (float steps of 1/16 there: large tie groups): the
 // bins' grid holds every value exactly only at a coarser scale (wide.glsl:
 // wide_scale). After the collect pass the bins take it (bins of a unit or
