@@ -192,14 +192,12 @@ bool may_go_wide(const std::vector<SamplerKind>& samplers, const ref::RowParams&
 }
 
 // collect_chunk.glsl's plain variant: no full-row aggregates (want_sigma ||
-// want_mass), and pick_chunk's need <= PROBE * WG (PROBE = 4), or min-p's
-// floor (ROW_FLOOR: it keeps what is at or above the floor, whatever the
-// need), and 2 * PROBE * WG <= CAP. The bias/bitmask and the vec4 map are
-// the recording's business.
-bool collect_plain(uint32_t need, uint32_t flags, uint32_t workgroup_size, uint32_t capacity) {
-    need = std::clamp(need, 1u, capacity / 2);
-    return (flags & (ROW_NEED_SIGMA | ROW_NEED_MASS)) == 0 &&
-           (need <= 4 * workgroup_size || (flags & ROW_FLOOR) != 0) && 8 * workgroup_size <= capacity;
+// want_mass) and 2 * PROBE * WG <= CAP (PROBE = 4). Its chunks keep any need
+// (up to CAP / 2): the register picks (pick_chunk) those they hold, a radix
+// select over the chunk (radix_chunk) the larger ones. The bias/bitmask and
+// the vec4 map are the recording's business.
+bool collect_plain(uint32_t flags, uint32_t workgroup_size, uint32_t capacity) {
+    return (flags & (ROW_NEED_SIGMA | ROW_NEED_MASS)) == 0 && 8 * workgroup_size <= capacity;
 }
 
 // llama_sampler_penalties_apply returns at once when penalty_last_n == 0 or
@@ -259,7 +257,7 @@ RowAnalysis analyse_row(const ChainAnalysis& chain, const std::vector<SamplerKin
     a.floor = needs.floor;
     a.flags = needs.flags;
     a.collect = row.dynatemp_range > 0.0f && chain.temperature;
-    a.collect_plain = collect_plain(a.need, a.flags, at.workgroup_size, at.capacity);
+    a.collect_plain = collect_plain(a.flags, at.workgroup_size, at.capacity);
     // The history samplers (history.comp). Sieve's last_n are never -1 (the
     // engine refuses it); the window is the slot's history up to last_n.
     const auto penalties = std::find(samplers.begin(), samplers.end(), SamplerKind::Penalties);

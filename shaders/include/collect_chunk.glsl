@@ -176,6 +176,13 @@ uint group_write(uint kg, uint q, uint row4, uint tau, uint slot) {
 
 // Most picks pick_chunk sorts (rank_sort_to_list); more go to the collecting loop.
 const uint PICK_LIMIT = 2u * WG < CAP / 2u ? 2u * WG : CAP / 2u;
+// Plain chunks keep a larger need by a radix select (radix_chunk,
+// FLAG_RADIX_CHUNKS). A CPU device (INDEXED_BINS) keeps pick_chunk and its
+// collecting loop up to the picks' capacity: there each radix level's
+// shared atomic per logit costs more (lavapipe, top-k 200 at 151936: the
+// collect pass 600 us against 1100 by radix; top-k 500 and 1000: 1264 and
+// 1550 by radix against 1623 and 2400 in the general variant).
+const uint RADIX_FROM = INDEXED_BINS != 0u ? PROBE * WG : PICK_LIMIT;
 
 // Rank sort of c[0, n) (distinct entries, after a barrier) straight into the
 // chunk's list at `list`: each entry counts the entries before it in
@@ -385,16 +392,17 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
     return true;
 }
 
-// A large `need` on a GPU (FLAG_RADIX_CHUNKS; plain rows, need past
-// PICK_LIMIT, which the register picks cannot hold): a radix select over the
-// whole chunk, 8 bits a level, each level reading the chunk again (from the
-// cache: a GPU reads far faster than it compacts) and counting the keys that
-// share the prefix so far by shared atomics, until at most CAP logits are at
-// or above the level's edge tau; those are gathered and sorted, and the first
-// `need` are the chunk's list (returns true; `kept` = how many). Ties past
-// CAP at the last level's one key: the collecting loop reads the chunk again
-// (returns false). A fixed number of barriers instead of compactions that
-// grow with `need` (top-k 1000: dozens of sorts of the buffer).
+// A large `need` (FLAG_RADIX_CHUNKS; plain rows past RADIX_FROM without
+// min-p's floor, which the picks take whatever their need): a radix select
+// over the whole chunk, 8 bits a level, each level reading the chunk again
+// (from the cache: a GPU reads far faster than it compacts) and counting the
+// keys that share the prefix so far by shared atomics, until at most CAP
+// logits are at or above the level's edge tau; those are gathered and
+// sorted, and the first `need` are the chunk's list (returns true; `kept` =
+// how many). Ties past CAP at the last level's one key: the collecting loop
+// reads the chunk again (returns false). A fixed number of barriers instead
+// of compactions that grow with `need` (top-k 1000: dozens of sorts of the
+// buffer).
 bool radix_chunk(uint row, uint begin, uint end, uint need, uint list, inout uint bad, inout uint first_bad,
                  inout uint kmin, out uint kept) {
     uint t = gl_LocalInvocationID.x;
@@ -640,7 +648,7 @@ void collect_chunk() {
         // The vec4 map: plain rows (no bias, bitmask or aggregates) whose
         // stride is a multiple of 4 (chunks start at multiples of 4).
         bool vmap = !ROW_INPUTS && !aggregates && (PLAIN || (pc.stride & 3u) == 0u);
-        if (PLAIN && (pc.flags & FLAG_RADIX_CHUNKS) != 0u && need > PICK_LIMIT) {  // uniform
+        if (PLAIN && (pc.flags & FLAG_RADIX_CHUNKS) != 0u && need > RADIX_FROM && !use_floor) {  // uniform
             listed = radix_chunk(row, begin, end, need, list, bad, first_bad, kmin, kept);
             if (!listed) {  // the collecting loop reads the chunk again
                 bad = 0u;

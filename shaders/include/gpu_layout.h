@@ -50,7 +50,7 @@ SIEVE_CONST uint FLAG_DISTRIBUTION = 4u;  // sieve_chain_distribution: no result
 // (a GPU's plan: no dependent global loads), not by ranks (a CPU device's)
 SIEVE_CONST uint FLAG_SORT_MERGE = 8u;
 // collect_chunk.glsl's plain chunks keep a `need` past the register picks by a radix
-// select over the chunk (a GPU's plan: re-reads are cheap, compactions not)
+// select over the chunk (every big row's plan: re-reads cost less than compactions)
 SIEVE_CONST uint FLAG_RADIX_CHUNKS = 16u;
 // CHAIN_SELECTOR's values (engine/vulkan/row_analysis.cpp: ChainAnalysis::selector).
 SIEVE_CONST uint SELECT_DIST = 0u;   // dist or greedy: nothing learns

@@ -197,9 +197,11 @@ TEST(BatchSplit, AnH200SplitsTheWidePassesRowsByTheBatch) {
     EXPECT_EQ(size % 4, 0u);  // the wide passes read plain rows four logits a load
     EXPECT_GE(batch.wide_chunks * size, 151936u);
     EXPECT_LT((batch.wide_chunks - 1) * size, 151936u);  // every chunk holds logits
-    for (const sieve::Dispatch& d : batch.dispatches)
-        if (d.stage == sieve::Stage::WideHistogram || d.stage == sieve::Stage::WideGather)
+    for (const sieve::Dispatch& d : batch.dispatches) {
+        if (d.stage == sieve::Stage::WideHistogram || d.stage == sieve::Stage::WideGather) {
             EXPECT_EQ(sieve::workgroups_per_row(batch, d), 8u);
+        }
+    }
     const EffectiveLimits cpu = gpu_limits(2048, 2, SIEVE_DEVICE_CPU);
     const Plan own = plan(64, cpu);
     EXPECT_EQ(own.wide_chunks, own.collect_slots);

@@ -171,17 +171,19 @@ TEST(RowAnalysis, AggregatesAndSelectors) {
     EXPECT_EQ(miro.need, 1024u);
     EXPECT_EQ(miro.flags, ROW_NEED_MASS);
     EXPECT_EQ(miro.agg_t, 0.8f);
-    // A need the plain variant's picks cannot hold (more than 4 per invocation).
+    // A need past the register picks (more than 4 per invocation) is plain
+    // too: its chunks select it by radix. A workgroup whose picks would not
+    // fit half the buffer (8 x WG > CAP) is not.
     sieve::ref::RowParams wide_k;
     wide_k.top_k = 300;
     const sieve::RowAnalysis k300 = row_of({K::TopK, K::Dist}, wide_k);
     EXPECT_EQ(k300.need, 300u);
-    EXPECT_FALSE(k300.collect_plain);
-    EXPECT_TRUE(row_of({K::TopK, K::Dist}, wide_k, [] {
-                    sieve::RowContext at = context();
-                    at.workgroup_size = 128;
-                    return at;
-                }()).collect_plain);
+    EXPECT_TRUE(k300.collect_plain);
+    EXPECT_FALSE(row_of({K::TopK, K::Dist}, wide_k, [] {
+                     sieve::RowContext at = context();
+                     at.workgroup_size = at.capacity / 4;
+                     return at;
+                 }()).collect_plain);
 }
 
 // A dynamic temperature needs the collect pass even when the chain does not.

@@ -749,10 +749,11 @@ TEST(GpuChainCollectPaths, PlansRecordTheVariantsTheRowsTake) {
     expect_rare(tally);
 }
 
-// Top-k in the hundreds past the register picks: the deep probe's threshold
-// (collect_chunk.glsl: deep_probe_threshold), one pick per group of 4 on rows of
-// whole vec4s, so rows whose best logits sit four to a group (kind 7) and
-// one to a group (kind 6) both keep the chunk's best `need`.
+// Top-k in the hundreds past the register picks: plain rows select it by
+// radix over the chunk (collect_chunk.glsl: radix_chunk; a tie group past the
+// buffer at the last level reads the chunk again, kind 2), so rows whose best
+// logits sit four to a group (kind 7), one to a group (kind 6) or ten to a
+// float (kind 8) keep the chunk's best `need`.
 // Under the gpu profile the tail sorts the lists (collect_tail.glsl:
 // sort_chunk_lists): 8 lists of up to 1000 outgrow the buffer, so a radix
 // select over them finds the row's need-th key first, and kind 2's ties (a
@@ -792,6 +793,38 @@ TEST(GpuChainCollectPaths, LargeTopKKeepsItsBestEqualsTheTwin) {
     expect_rare(tally);
 }
 
+// The same in the general variant (a logit bias: the call's inputs), whose
+// chunks take a large need by the deep probe's threshold
+// (deep_probe_threshold, one pick per group of 4 on rows of whole vec4s) and
+// the collecting loop's compactions.
+TEST(GpuChainCollectPaths, LargeTopKOfBiasedRowsKeepsItsBestEqualsTheTwin) {
+    Tally tally;
+    for (int profile = 0; profile < 2; ++profile) {
+        auto options = sieve_test::gpu_options(Profile::Full);
+        if (profile == 1) options.profile("gpu");
+        sieve::Context gpu(options);
+        const char* chain_text = "top_k;temperature";
+        const auto kinds = sieve_test::twin_chain(chain_text);
+        ASSERT_FALSE(kinds.empty());
+        const int32_t vocab = 151936;
+        for (int kind : {0, 2, 6, 7}) {
+            SCOPED_TRACE("row kind " + std::to_string(kind) + " profile " + std::to_string(profile));
+            const uint32_t salt = static_cast<uint32_t>(vocab) + 31u * static_cast<uint32_t>(kind);
+            const auto logits = collect_path_row(kind, vocab, salt);
+            RowParams base = preset("active");
+            base.top_k = 1000;
+            auto params = row_params(base, 1, salt);
+            params[0].logit_bias = {{static_cast<int32_t>(salt % static_cast<uint32_t>(vocab)), 0.25f}};
+            sieve::Chain chain(gpu, sieve_test::chain_desc(chain_text, 1, vocab, base.temperature, 1));
+            set_row(chain, 0, params[0]);
+            const auto stages = plan_stages(chain, 1, vocab);
+            EXPECT_FALSE(has(stages, "collect_plain"));
+            run_and_compare(chain, kinds, logits, 1, vocab, params, 2, &tally);
+            EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u);
+        }
+    }
+    expect_rare(tally);
+}
 
 TEST(GpuChainOverflow, FallbackRowsEqualTheTwinAndAreCounted) {
     auto gpu = sieve_test::gpu_context();
