@@ -70,9 +70,11 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
     const double fused_tail = collect && p.fused_tail ? tail_us(in, chunks) : 0.0;
     switch (d.stage) {
     case Stage::CollectPlain:
+        // The radix chunks run in the picks' pipeline (collect_chunk.glsl's
+        // plain variant): its shared memory and registers, so its residency.
         if ((p.flags & glsl::FLAG_RADIX_CHUNKS) && in.need > M::kPickLimit)
             return {4 * M::kUsPerSelectLevelOf521950c + M::kRadixChunkReads * read + sort_us(in.capacity, in.workgroup),
-                    chunk, M::kHeavyPerSm, fused_tail};
+                    chunk, M::kPicksPerSm, fused_tail};
         [[fallthrough]];
     case Stage::Collect:
         if (in.shaders == ShaderSet::Of30de833)
