@@ -820,7 +820,11 @@ TEST(GpuChainCollectPaths, LargeTopKOfBiasedRowsKeepsItsBestEqualsTheTwin) {
             const auto stages = plan_stages(chain, 1, vocab);
             EXPECT_FALSE(has(stages, "collect_plain"));
             run_and_compare(chain, kinds, logits, 1, vocab, params, 2, &tally);
-            EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u);
+            // (A buffer that cannot hold k twice, SIEVE_PROFILE=constrained's,
+            // hands the row to the twin.)
+            if (static_cast<uint32_t>(base.top_k) <= gpu.device_info().candidate_capacity / 2) {
+                EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u);
+            }
         }
     }
     expect_rare(tally);
