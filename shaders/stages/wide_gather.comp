@@ -429,7 +429,7 @@ void resolve(uint row) {
     float u = float(row_uniform(row)) * 2.3283064365386963e-10;
     uvec2 tg = fixed40(u * total);
     uvec2 block_before, block;
-    uvec2 buffered = buffer_draw_sums(buf, n, g_md, block_before, block);
+    uvec2 buffered = wide_block_sums(buf, 2u, n, g_md, block_before, block);
     buffer_draw_pick(buf, n, g_md, tg, block_before, block);
     if (t == 0u) {
         w_total = total;

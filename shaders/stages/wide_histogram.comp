@@ -86,22 +86,20 @@ bool cut_in_buffer(uint row, uvec2 past) {
     uint n = row_state[o + R_WIDE_N];
     uint min_keep = row_state[o + R_WIDE_KEEP];
     uint keys = wide_cut_keys_at(row);
-    uint first, end;
-    wg_block(n, first, end);
-    uvec2 part = uvec2(0u);
-    for (uint i = first; i < end; ++i) part = u64_add(part, sieve_mass(sieve_key_value(wide[keys + i]), mcx));
     if (t == 0u) s_first = 0xFFFFFFFFu;  // ordered before the offers by the scan's barriers
-    uvec2 mass;
-    uvec2 before = wg_exclusive_u64(part, mass);
+    uvec2 before, part;
+    uvec2 mass = wide_block_sums(keys, 1u, n, mcx, before, part);
     float target_f = param_f(row, P_TOP_P) * fixed40_value(u64_add(mass, past));
     uvec2 target = fixed40(max(target_f, 0.0));
     // The first entry where the cumulative mass reaches the target: in the
     // first block whose end reaches it (a later block's first entry offers
     // too; the smallest wins).
     if (!u64_less(u64_add(before, part), target)) {
+        uint first, end;
+        wg_block(n, first, end);
         uvec2 acc = before;
         for (uint i = first; i < end; ++i) {
-            acc = u64_add(acc, sieve_mass(sieve_key_value(wide[keys + i]), mcx));
+            acc = u64_add(acc, wide_entry_mass(keys, 1u, i, mcx));
             if (!u64_less(acc, target)) {
                 wg_first_offer(i);
                 break;
@@ -124,7 +122,7 @@ bool cut_in_buffer(uint row, uvec2 past) {
     }
     // The draw over the buffer's first `last` entries (wide_draw.glsl).
     uint buf = wide_buffer_at(row);
-    uvec2 exact = buffer_draw_sums(buf, last, mdx, before, part);
+    uvec2 exact = wide_block_sums(buf, 2u, last, mdx, before, part);
     buffer_draw_pick(buf, last, mdx, u64_mul_u32_shr32(exact, row_uniform(row)), before, part);
     if (t == 0u) {
         float p = u64_to_float(s_pick_q) / u64_to_float(exact);
