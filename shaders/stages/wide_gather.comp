@@ -170,6 +170,73 @@ bool member(uvec2 entry, uint bin, bool draw, bool use_cut, uint cut_k, uint cut
 
 float key_mass_ref(bool draw) { return draw ? g_md : g_mc; }
 
+// Item i of a selection's walk: a level's bin (members false: its summed mass,
+// eligible when it has members) or the final range's i-th member in canonical
+// order (c_key after the sort: its mass against `ref`, unit inside a tie
+// group; the draw never lands on a zero mass).
+uvec2 pick_item(bool members, uint i, float ref, bool strict, out bool eligible) {
+    if (members) {
+        uvec2 q = g_tie_key != 0u ? uvec2(1u, 0u) : sieve_mass(sieve_key_value(c_key[i]), ref);
+        eligible = !strict || q != uvec2(0u);
+        return q;
+    }
+    eligible = w_cnt[i] != 0u;
+    return uvec2(w_lo[i], w_hi[i]);
+}
+
+shared uint w_last;
+
+// Of items [0, n) (pick_item) in order, the first eligible one at which the
+// cumulative mass passes tg (strict: exceeds it, the draw; else reaches it,
+// top-p), returned (n: none, always under a clamp), with `rest`, tg less the
+// mass before it, and `last`, the last eligible item (n: none). What a walk
+// on one invocation finds (the sums are exact), by the whole workgroup: each
+// invocation sums its block (wg_block), a prefix sum places tg, and the
+// blocks whose end passes it walk their own items; the first offer wins.
+// On a GPU the walk on one invocation was one shared read after another, up
+// to 256 bins a level and 512 members with an exp each, twice a row. Uniform
+// results; ends with a barrier.
+uint pick_first(bool members, uint n, uvec2 tg, bool strict, float ref, bool clamp, out uvec2 rest, out uint last) {
+    uint t = gl_LocalInvocationID.x;
+    uint first, end;
+    wg_block(n, first, end);
+    uvec2 part = uvec2(0u);
+    uint mine_last = 0u;  // 1 + the block's last eligible item (0: none)
+    for (uint i = first; i < end; ++i) {
+        bool ok;
+        part = u64_add(part, pick_item(members, i, ref, strict, ok));
+        if (ok) mine_last = i + 1u;
+    }
+    if (t == 0u) {  // ordered before the offers by the scan's barriers
+        s_first = n;
+        w_last = 0u;
+    }
+    uvec2 total;
+    uvec2 before = wg_exclusive_u64(part, total);
+    if (mine_last != 0u) atomicMax(w_last, mine_last);
+    uvec2 block_end = u64_add(before, part);
+    if (!clamp && (strict ? u64_less(tg, block_end) : !u64_less(block_end, tg))) {
+        uvec2 acc = before;
+        for (uint i = first; i < end; ++i) {
+            bool ok;
+            uvec2 q = pick_item(members, i, ref, strict, ok);
+            uvec2 next = u64_add(acc, q);
+            if (ok && (strict ? u64_less(tg, next) : !u64_less(next, tg))) {
+                s_scan[t] = u64_sub(tg, acc);  // free after the scan's last barrier
+                wg_first_offer(i);
+                break;
+            }
+            acc = next;
+        }
+    }
+    uint pick = wg_first_end();
+    // The winner's block: wg_block's split (its offer was its block's first).
+    rest = pick < n ? s_scan[pick / ((n + WG - 1u) / WG)] : tg;
+    last = w_last == 0u ? n : w_last - 1u;
+    barrier();
+    return pick;
+}
+
 // The member (canonical order) at which the cumulative mass passes `target`:
 // strict (the draw) the first whose cumulative mass exceeds it, else (top-p)
 // the first whose cumulative mass reaches it; rounding past the end gives the
@@ -234,16 +301,10 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
                 }
             }
             barrier();
+            uvec2 tg;
+            uint last;
+            uint chosen = pick_first(false, SEL_BINS, w_target, strict, 0.0, w_clamp != 0u, tg, last);
             if (t == 0u) {
-                uvec2 tg = w_target;
-                uint chosen = SEL_BINS, last = SEL_BINS;
-                for (uint b = 0u; b < SEL_BINS && chosen == SEL_BINS; ++b) {
-                    if (w_cnt[b] == 0u) continue;
-                    uvec2 q = uvec2(w_lo[b], w_hi[b]);
-                    last = b;
-                    if (w_clamp == 0u && (strict ? u64_less(tg, q) : !u64_less(q, tg))) chosen = b;
-                    else tg = u64_sub(tg, q);
-                }
                 if (chosen == SEL_BINS && last != SEL_BINS) {
                     chosen = last;  // rounding past the end: the last member
                     w_clamp = 1u;
@@ -291,23 +352,18 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
     barrier();
     uint n = w_fill;
     sort_prefix(n);
+    float ref = key_mass_ref(draw);
+    uvec2 rest;
+    uint last;
+    uint pick = pick_first(true, n, w_target, strict, ref, w_clamp != 0u, rest, last);
     if (t == 0u) {
-        uvec2 tg = w_target;
-        float ref = key_mass_ref(draw);
-        uint token = c_id[n - 1u], key = c_key[n - 1u];
-        uvec2 qt = uvec2(0u);
-        for (uint i = 0u; i < n; ++i) {
-            uvec2 q = g_tie_key != 0u ? uvec2(1u, 0u) : sieve_mass(sieve_key_value(c_key[i]), ref);
-            if (q == uvec2(0u) && strict) continue;  // the draw never lands on a zero mass
-            token = c_id[i];
-            key = c_key[i];
-            qt = q;
-            if (w_clamp == 0u && (strict ? u64_less(tg, q) : !u64_less(q, tg))) break;
-            tg = u64_sub(tg, q);
-        }
-        w_token = token;
-        w_key = key;
-        w_q = qt;
+        // Rounding past the end (or a clamp): the last member with mass; none
+        // has any: the last member, with mass 0.
+        uint i = pick < n ? pick : (last < n ? last : n - 1u);
+        bool ok;
+        w_token = c_id[i];
+        w_key = c_key[i];
+        w_q = pick < n || last < n ? pick_item(true, i, ref, strict, ok) : uvec2(0u);
         w_state = SEL_FOUND;
     }
     barrier();
