@@ -220,20 +220,46 @@ void choose(uint row, float mc[WIDE_BINS]) {
     atomicMax(dispatch_args[pc.args_base + WIDE_GATHER_ARGS], pc.n_chunks);
 }
 
+// decide's values: the WIDE_BINS bins and the mass below L, each the sum of
+// its word over the chunks, taken by DECIDE_LANES invocations a value
+// (chunks lane, lane + DECIDE_LANES, ...): on a GPU 17 values x 64 chunks are
+// 4 or 5 independent loads an invocation, where one invocation a value
+// waited on all 64 in turn. A CPU device's workgroup of 8 has one
+// invocation a value and more.
+const uint DECIDE_VALUES = WIDE_BINS + 1u;
+const uint DECIDE_LANES = WG >= 2u * DECIDE_VALUES ? WG / DECIDE_VALUES : 1u;
+
+// Value b's word (WIDE_BINS: below L) summed over chunks c0, c0 + step, ...
+uvec2 chunk_sum(uint row, uint b, uint c0, uint step) {
+    uint w = b < WIDE_BINS ? WH_BIN(b) : WH_BELOW;
+    uvec2 sum = uvec2(0u);
+    for (uint c = c0; c < pc.n_chunks; c += step) sum = u64_add(sum, wide_hist_u64(wide_hist_at(row, c), w));
+    return sum;
+}
+
+void stage_u64(uint b, uvec2 sum) {
+    stage(2u * b, sum.x);
+    stage(2u * b + 1u, sum.y);
+}
+
 // A row after the buffer (the collect tail armed it): the chunks' exact sums
-// of each bin and of the mass below L, value b (WIDE_BINS: below L) added
-// by invocation b over the chunks (exact, so in any order; the loads are
-// independent), shared with the workgroup (two words a value). The whole
-// workgroup.
+// of each bin and of the mass below L (exact, so in any order and any split
+// over the invocations), shared with the workgroup (two words a value). The
+// whole workgroup.
 void decide(uint row) {
     uint t = gl_LocalInvocationID.x;
     uint o = row * ROW_STRIDE;
-    for (uint b = t; b <= WIDE_BINS; b += WG) {
-        uint w = b < WIDE_BINS ? WH_BIN(b) : WH_BELOW;
-        uvec2 sum = uvec2(0u);
-        for (uint c = 0u; c < pc.n_chunks; ++c) sum = u64_add(sum, wide_hist_u64(wide_hist_at(row, c), w));
-        stage(2u * b, sum.x);
-        stage(2u * b + 1u, sum.y);
+    if (DECIDE_LANES == 1u) {
+        for (uint b = t; b < DECIDE_VALUES; b += WG) stage_u64(b, chunk_sum(row, b, 0u, 1u));
+    } else {
+        uint b = t / DECIDE_LANES;  // one round: WG / DECIDE_LANES >= DECIDE_VALUES
+        s_scan[t] = b < DECIDE_VALUES ? chunk_sum(row, b, t % DECIDE_LANES, DECIDE_LANES) : uvec2(0u);
+        barrier();
+        if (t < DECIDE_VALUES) {
+            uvec2 sum = uvec2(0u);
+            for (uint l = 0u; l < DECIDE_LANES; ++l) sum = u64_add(sum, s_scan[t * DECIDE_LANES + l]);
+            stage_u64(t, sum);
+        }
     }
     barrier();
     float mc[WIDE_BINS];
