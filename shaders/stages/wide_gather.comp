@@ -186,16 +186,20 @@ uvec2 pick_item(bool members, uint i, float ref, bool strict, out bool eligible)
 
 shared uint w_last;
 
+// Whether a cumulative mass passes the target: exceeds it (strict, the
+// draw) or reaches it (top-p).
+bool passes(uvec2 cum, uvec2 tg, bool strict) { return strict ? u64_less(tg, cum) : !u64_less(cum, tg); }
+
 // Of items [0, n) (pick_item) in order, the first eligible one at which the
 // cumulative mass passes tg (strict: exceeds it, the draw; else reaches it,
 // top-p), returned (n: none, always under a clamp), with `rest`, tg less the
 // mass before it, and `last`, the last eligible item (n: none). What a walk
 // on one invocation finds (the sums are exact), by the whole workgroup: each
 // invocation sums its block (wg_block), a prefix sum places tg, and the
-// blocks whose end passes it walk their own items; the first offer wins.
-// On a GPU the walk on one invocation was one shared read after another, up
-// to 256 bins a level and 512 members with an exp each, twice a row. Uniform
-// results; ends with a barrier.
+// blocks whose end passes it walk their own items; the first offer wins
+// (on one invocation the walk is a shared read after another: up to 256
+// bins a level and twice the workgroup's members with an exp each, twice a
+// row). Uniform results; ends with a barrier.
 uint pick_first(bool members, uint n, uvec2 tg, bool strict, float ref, bool clamp, out uvec2 rest, out uint last) {
     uint t = gl_LocalInvocationID.x;
     uint first, end;
@@ -215,13 +219,13 @@ uint pick_first(bool members, uint n, uvec2 tg, bool strict, float ref, bool cla
     uvec2 before = wg_exclusive_u64(part, total);
     if (mine_last != 0u) atomicMax(w_last, mine_last);
     uvec2 block_end = u64_add(before, part);
-    if (!clamp && (strict ? u64_less(tg, block_end) : !u64_less(block_end, tg))) {
+    if (!clamp && passes(block_end, tg, strict)) {
         uvec2 acc = before;
         for (uint i = first; i < end; ++i) {
             bool ok;
             uvec2 q = pick_item(members, i, ref, strict, ok);
             uvec2 next = u64_add(acc, q);
-            if (ok && (strict ? u64_less(tg, next) : !u64_less(next, tg))) {
+            if (ok && passes(next, tg, strict)) {
                 s_scan[t] = u64_sub(tg, acc);  // free after the scan's last barrier
                 wg_first_offer(i);
                 break;
