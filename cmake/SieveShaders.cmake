@@ -7,7 +7,10 @@
 # one per device; the constrained profile forces the first). A shader with a
 # last-workgroup handoff (it includes arrive.glsl) is also built with
 # SIEVE_MEMORY_MODEL defined, <stem>_vmm and <stem>_subgroup_vmm, for devices
-# with the Vulkan memory model.
+# with the Vulkan memory model. A shader that runs the chain's tail (it
+# includes collect_tail.glsl) is also built with SIEVE_SHORT_CHAIN defined,
+# <stem>_short for each of those, whose run_chain has only SHORT_CHAIN_OPS
+# positions (tail.glsl says why).
 
 function(sieve_add_shaders)
   cmake_parse_arguments(ARG "" "TARGET" "SOURCES;INCLUDES" ${ARGN})
@@ -23,11 +26,22 @@ function(sieve_add_shaders)
     if(handoff)
       list(APPEND variants "_vmm" "_subgroup_vmm")
     endif()
+    file(STRINGS ${abs} chain_tail REGEX "#include \"collect_tail.glsl\"")
+    if(chain_tail)
+      set(short_variants)
+      foreach(variant IN LISTS variants)
+        list(APPEND short_variants "${variant}_short")
+      endforeach()
+      list(APPEND variants ${short_variants})
+    endif()
     foreach(variant IN LISTS variants)
       set(stem ${base}${variant})
       set(defines)
       if(variant MATCHES "_subgroup")
         list(APPEND defines -DSIEVE_SUBGROUP=1)
+      endif()
+      if(variant MATCHES "_short")
+        list(APPEND defines -DSIEVE_SHORT_CHAIN=1)
       endif()
       set(spv ${gen_dir}/${stem}.spv)
       set(cpp ${gen_dir}/${stem}_spv.cpp)

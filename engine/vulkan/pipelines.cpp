@@ -162,12 +162,6 @@ Pipelines::Pipelines(Device& device) : device_(device) {
     const auto& lim = device.limits();
     uses_subgroups_ = (lim.features & SIEVE_FEATURE_SUBGROUP_ARITHMETIC) && device.info().subgroup_size >= 4;
     uses_memory_model_ = (lim.features & SIEVE_FEATURE_VULKAN_MEMORY_MODEL) != 0;
-    try {
-        build(0);
-    } catch (...) {
-        release();
-        throw;
-    }
 }
 
 VkPipeline Pipelines::get(Stage stage, InputsMode inputs, bool rows_x4, bool texel, uint32_t wide_divisions,
@@ -217,9 +211,20 @@ VkPipeline Pipelines::get(Stage stage, InputsMode inputs, bool rows_x4, bool tex
         }
         return p;
     }
-    const uint32_t v = static_cast<uint32_t>(inputs);
-    if (v != 0) std::call_once(inputs_variant_[v], [this, v] { build(v); });
-    return pipelines_[v][static_cast<uint32_t>(stage)];
+    // Every stage is built on first use: a context pays only for the stages
+    // its chains run (a driver that compiles from SPIR-V takes tens to
+    // hundreds of milliseconds a pipeline).
+    std::lock_guard<std::mutex> lock(variants_mutex_);
+    VkPipeline& p = pipelines_[static_cast<uint32_t>(inputs)][static_cast<uint32_t>(stage)];
+    if (!p) {
+        const shaders::Spirv& code = spirv(stage);
+        Specialization s;
+        s.workgroup_size = lim.workgroup_size;
+        s.capacity = lim.candidate_capacity;
+        s.inputs = inputs;
+        p = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, s);
+    }
+    return p;
 }
 
 VkPipeline Pipelines::collect(Stage stage, uint64_t ops, uint32_t selector, InputsMode inputs, bool small,
@@ -233,7 +238,10 @@ VkPipeline Pipelines::collect(Stage stage, uint64_t ops, uint32_t selector, Inpu
                                      small, texel, fused);
     auto it = collect_.find(key);
     if (it != collect_.end()) return it->second;
-    const shaders::Spirv& code = fused ? fused_spirv() : spirv(stage);
+    // The tail's short build where the chain's samplers fit its positions
+    // (tail.glsl: run_chain); ops holds them from the lowest nibble up.
+    const bool short_chain = (ops >> (4u * glsl::SHORT_CHAIN_OPS)) == 0u;
+    const shaders::Spirv& code = fused ? fused_spirv(short_chain) : tail ? tail_spirv(short_chain) : spirv(stage);
     const auto& lim = device_.limits();
     // collect_chunk.glsl's COLLECT_VARIANT: 0 general, 1 plain, 2 small.
     const uint32_t collect_variant = stage == Stage::CollectPlain ? 1u : small ? 2u : 0u;
@@ -258,10 +266,20 @@ VkPipeline Pipelines::collect(Stage stage, uint64_t ops, uint32_t selector, Inpu
     return p;
 }
 
-const shaders::Spirv& Pipelines::fused_spirv() const {
+const shaders::Spirv& Pipelines::fused_spirv(bool short_chain) const {
     // It has a last-workgroup handoff (arrive.glsl): a memory model variant too.
+    if (short_chain) {
+        if (uses_memory_model_)
+            return uses_subgroups_ ? shaders::collect_fused_subgroup_vmm_short : shaders::collect_fused_vmm_short;
+        return uses_subgroups_ ? shaders::collect_fused_subgroup_short : shaders::collect_fused_short;
+    }
     if (uses_memory_model_) return uses_subgroups_ ? shaders::collect_fused_subgroup_vmm : shaders::collect_fused_vmm;
     return uses_subgroups_ ? shaders::collect_fused_subgroup : shaders::collect_fused;
+}
+
+const shaders::Spirv& Pipelines::tail_spirv(bool short_chain) const {
+    if (!short_chain) return spirv(Stage::CollectTail);
+    return uses_subgroups_ ? shaders::collect_tail_subgroup_short : shaders::collect_tail_short;
 }
 
 const shaders::Spirv& Pipelines::spirv(Stage stage) const {
@@ -294,23 +312,6 @@ const shaders::Spirv& Pipelines::spirv(Stage stage) const {
         if (vmm) return *vmm;
     }
     return *(uses_subgroups_ ? with_subgroups : portable)[i];
-}
-
-void Pipelines::build(uint32_t v) {
-    const auto& lim = device_.limits();
-    for (uint32_t i = 0; i < static_cast<uint32_t>(Stage::Count); ++i) {
-        // The collect stages exist only specialized for a chain (collect()).
-        const Stage stage = static_cast<Stage>(i);
-        if (stage == Stage::Collect || stage == Stage::CollectTail || stage == Stage::CollectPlain) continue;
-        // The wide passes exist only specialized for a chain's divisions (get()).
-        if (stage == Stage::WideHistogram || stage == Stage::WideGather) continue;
-        const shaders::Spirv& code = spirv(stage);
-        Specialization s;
-        s.workgroup_size = lim.workgroup_size;
-        s.capacity = lim.candidate_capacity;
-        s.inputs = static_cast<InputsMode>(v);
-        pipelines_[v][i] = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, s);
-    }
 }
 
 Pipelines::~Pipelines() { release(); }

@@ -70,8 +70,9 @@ public:
 
     VkDescriptorSetLayout set_layout() const { return set_layout_; }
     VkPipelineLayout layout() const { return layout_; }
-    // inputs: the variant that reads the rows' inputs (InputsMode), built on
-    // first use (thread-safe: chains of one context share it).
+    // A stage other than the collect stages (collect()), built on first use
+    // (thread-safe: chains of one context share it).
+    // inputs: the variant that reads the rows' inputs (InputsMode).
     // rows_x4: the call's rows are whole vec4s (its vocab a multiple of 4);
     // the wide passes then take a variant with only the vec4 map (built on
     // first use) when the call has no bias or bitmask.
@@ -105,16 +106,17 @@ private:
     VkPipeline row_stats_texel_ = VK_NULL_HANDLE;
     // The wide passes by (stage, inputs, WIDE_ROWS_X4, TEXEL_READ, WIDE_DIVISIONS).
     std::map<std::tuple<uint32_t, uint32_t, bool, bool, uint32_t, bool>, VkPipeline> wide_;
-    std::mutex variants_mutex_;  // row_stats_texel_, wide_
+    std::mutex variants_mutex_;  // pipelines_, row_stats_texel_, wide_
     bool uses_subgroups_ = false;
     bool uses_memory_model_ = false;
-    std::once_flag inputs_variant_[kInputsModes];
     std::mutex collect_mutex_;
     std::map<std::tuple<uint32_t, uint64_t, uint32_t, uint32_t, bool, bool, bool>, VkPipeline> collect_;
     // The stage's embedded SPIR-V, the subgroup variant where it is used.
     const shaders::Spirv& spirv(Stage stage) const;
-    const shaders::Spirv& fused_spirv() const;  // collect_fused.comp
-    void build(uint32_t variant);
+    // collect_fused.comp and collect_tail.comp, their short builds (tail.glsl:
+    // run_chain's positions) where short_chain.
+    const shaders::Spirv& fused_spirv(bool short_chain) const;
+    const shaders::Spirv& tail_spirv(bool short_chain) const;
     void release();
 };
 

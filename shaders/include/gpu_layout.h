@@ -330,6 +330,10 @@ inline constexpr uint GROUP_ARGS_WORDS = 80u;
 inline constexpr uint DISPATCH_COMMAND_WORDS = 3u;
 // CHAIN_OPS_LO and CHAIN_OPS_HI: 8 ops of 4 bits each.
 inline constexpr uint MAX_CHAIN_OPS = 16u;
+// The positions of the tail's short build (tail.glsl: run_chain,
+// SIEVE_SHORT_CHAIN): a chain of at most these many samplers on the GPU,
+// all of them in CHAIN_OPS_LO.
+inline constexpr uint SHORT_CHAIN_OPS = 8u;
 
 static_assert(sizeof(Push) == 13 * sizeof(uint), "the push block: 13 words, no padding");
 static_assert(P_PREFIX_LEN < PARAM_STRIDE, "the parameter block holds every P_*");
