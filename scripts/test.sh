@@ -4,8 +4,10 @@
 #   the whole suite        the device as it is (with the parity tests against
 #                          the real llama.cpp, label llama, and the packaging
 #                          tests, label package)
-#   the GPU-facing tests   (ctest label gpu) under SIEVE_PROFILE=gpu, gpu at
-#                          subgroup sizes 4 and 16, and gpu,constrained
+#   the GPU-facing tests   (ctest label gpu) under SIEVE_PROFILE=gpu at
+#                          subgroup sizes 4 and 16 and gpu,constrained, each
+#                          test under one of them (SIEVE_TEST_MATRIX=full:
+#                          under each)
 #   sanitizers, fuzzing    scripts/sanitize.sh, scripts/fuzz.sh (25 s a harness)
 # On lavapipe LP_NATIVE_VECTOR_WIDTH=128/512 presents subgroup size 4/16; the
 # size each run gets is checked, never assumed. Extra arguments go to ctest
@@ -58,32 +60,42 @@ run "whole suite" -- "$@"
 # workgroups, 64 chunks) runs them 5-15 times slower on lavapipe than its
 # own, and the two top-p ones take 10-20 minutes each there. Their subject,
 # that the draws follow the final distribution, runs in the whole-suite run;
-# the first GPU-shaped run keeps them but the top-p pair (a GPU plan draws
-# with the whole workgroup, a CPU device's with one invocation); in the other
-# GPU-shaped runs the GPU-vs-twin tests pin every final distribution and the
-# draw is the first run's code. So those runs leave them out.
+# the first GPU-shaped configuration runs them all (not dealt) but the top-p
+# pair (a GPU plan draws with the whole workgroup, a CPU device's with one
+# invocation); under the others the GPU-vs-twin tests pin every final
+# distribution and the draw is the first's code, so they leave them out.
 # Contexts.* (200 contexts coming and going on one VkInstance, about a
 # minute on lavapipe) tests the instance, which no profile changes: the
 # whole-suite run has it. GpuHistoryLockstep.TenThousandTokens (the history
 # ring's wrap, nothing allocated or recorded per token; 5000 tokens under a
-# GPU plan on a CPU device) runs in the first GPU-shaped run only: the
-# subgroup size and the features do not change what it tests, and the
-# shorter history tests run the same shaders in every run (SlotOps wraps a
-# ring of 8).
-# On lavapipe the GPU plan's subgroup variants run at subgroup sizes 4 and 16,
-# the extremes it presents (LP_NATIVE_VECTOR_WIDTH=128/512; 8, between them,
-# is the whole suite's): a GPU's 32 or 64 lies beyond both, and a size
-# assumption breaks at one extreme or the other. The first of the two keeps
-# the chi-square tests but the top-p pair. gpu,constrained turns every
-# optional feature off, subgroup arithmetic included (the portable variants),
-# so its subgroup size changes nothing and it runs at lavapipe's own.
-echo "== leaving out under the GPU-shaped profiles: Contexts.*, GpuStatistics.ChiSquareTopP* (the first), GpuStatistics.ChiSquare* and GpuHistoryLockstep.* (the rest)"
-left_out_of_the_first='GpuStatistics\.ChiSquareTopP|Contexts\.'
-left_out_of_the_rest='GpuStatistics\.ChiSquare|Contexts\.|GpuHistoryLockstep\.'
-# The subgroup sizes are lavapipe's to present; each run checks it got the
-# size it asked for (16 needs a CPU with AVX-512).
+# GPU plan on a CPU device) runs under the first GPU-shaped configuration
+# only, with the chi-square tests: the subgroup size and the features do not
+# change what it tests, and the shorter history tests run the same shaders
+# everywhere (SlotOps wraps a ring of 8).
+# The configurations: on lavapipe, the GPU plan's subgroup variants at
+# subgroup sizes 4 and 16, the extremes it presents (LP_NATIVE_VECTOR_WIDTH=
+# 128/512; 8, between them, is the whole suite's; a GPU's 32 or 64 lies
+# beyond both, and a size assumption breaks at one extreme or the other), and
+# gpu,constrained, which turns every optional feature off, subgroup
+# arithmetic included (the portable variants), so its subgroup size changes
+# nothing. On a device that is not a CPU implementation: gpu and
+# gpu,constrained at the device's own subgroup size.
+# Dealt, on a CPU device: each GPU-facing test runs under one configuration
+# (ctest -I k,,N deals them by test number, every family spread over all of
+# them), so all of them cost about one run of the label. On lavapipe most of
+# a GPU-facing test's time is compiling its pipelines (LLVM splits the shader
+# at every barrier), once per configuration, and the whole matrix ran past
+# the CI's limit on a slow machine. Every stage's shaders still run under
+# each configuration, through a third of the tests. SIEVE_TEST_MATRIX=full
+# runs every test under each configuration (about three times as long); a
+# real GPU's run is full by default.
+never='Contexts\.|GpuStatistics\.ChiSquareTopP'
+first_only='GpuStatistics\.ChiSquare|GpuHistoryLockstep\.'
+configs=()
+matrix=full
 if ./cli/sieve devices --json | tr -d ' \n' | grep -q '"default":true,"type":"cpu"'; then
-  left_out=$left_out_of_the_first
+  matrix=dealt
+  # The sizes are lavapipe's to present; each is checked (16 needs AVX-512).
   for pair in 4:128 16:512; do
     size=${pair%:*} width=${pair#*:}
     got=$(subgroup_size LP_NATIVE_VECTOR_WIDTH="$width")
@@ -91,14 +103,32 @@ if ./cli/sieve devices --json | tr -d ' \n' | grep -q '"default":true,"type":"cp
       echo "sieve test matrix: LP_NATIVE_VECTOR_WIDTH=$width gives subgroup size ${got:-?}, not $size" >&2
       exit 1
     fi
-    run "gpu-facing, gpu, subgroup $size" SIEVE_PROFILE=gpu LP_NATIVE_VECTOR_WIDTH="$width" -- -L gpu -E "$left_out" "$@"
-    left_out=$left_out_of_the_rest
+    configs+=("gpu, subgroup $size|SIEVE_PROFILE=gpu LP_NATIVE_VECTOR_WIDTH=$width")
   done
 else
-  echo "== the default device is not a CPU implementation: one gpu run at its own subgroup size"
-  run "gpu-facing, gpu" SIEVE_PROFILE=gpu -- -L gpu -E "$left_out_of_the_first" "$@"
+  configs+=("gpu|SIEVE_PROFILE=gpu")
 fi
-run "gpu-facing, gpu,constrained" SIEVE_PROFILE=gpu,constrained -- -L gpu -E "$left_out_of_the_rest" "$@"
+configs+=("gpu,constrained|SIEVE_PROFILE=gpu,constrained")
+matrix=${SIEVE_TEST_MATRIX:-$matrix}
+if [[ $matrix != dealt && $matrix != full ]]; then
+  echo "sieve test matrix: SIEVE_TEST_MATRIX=$matrix: dealt or full" >&2
+  exit 2
+fi
+n=${#configs[@]}
+echo "== GPU-shaped configurations, $matrix: never $never; $first_only under the first only"
+for i in "${!configs[@]}"; do
+  name=${configs[i]%%|*}
+  read -r -a vars <<<"${configs[i]#*|}"
+  if ((i == 0)); then
+    run "gpu-facing, $name: chi-square and lockstep" "${vars[@]}" -- -L gpu -R "$first_only" -E "$never" "$@"
+  fi
+  deal=() part=""
+  if [[ $matrix == dealt ]]; then
+    deal=(-I "$((i + 1)),,$n")
+    part=", dealt $((i + 1)) of $n"
+  fi
+  run "gpu-facing, $name$part" "${vars[@]}" -- -L gpu -E "$never|$first_only" "${deal[@]}" "$@"
+done
 
 # Sanitizers and fuzzing (issue 23): an ASan+UBSan build's core tests that need
 # no Vulkan driver, then each libFuzzer harness for 25 s (scripts/fuzz.sh 600

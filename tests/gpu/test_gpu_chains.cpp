@@ -491,8 +491,8 @@ std::vector<Case> chain_cases() {
     // The tail's two builds (tail.glsl: run_chain): SHORT_CHAIN_OPS samplers,
     // the last position of the short build, and one more, the long build.
     static_assert(sieve::glsl::SHORT_CHAIN_OPS == 8, "the chains below have 8 and 9 samplers");
-    out.push_back({"top_k;typ_p;top_p;min_p;xtc;temperature;top_k;temperature", "active", {1000, 32000}});
-    out.push_back({"top_k;typ_p;top_p;min_p;xtc;temperature;top_k;temperature;top_p", "active", {1000, 32000}});
+    out.push_back({"top_k;typ_p;top_p;min_p;xtc;temperature;top_k;temperature", "active", medium});
+    out.push_back({"top_k;typ_p;top_p;min_p;xtc;temperature;top_k;temperature;top_p", "active", medium});
     return out;
 }
 
