@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Quick start 2: set up, build, and run the whole test suite with validation
 # layers on (any validation message fails its test), then the matrix:
-#   the whole suite        the device as it is (with the parity tests against
+#   the core tests         the device as it is (with the parity tests against
 #                          the real llama.cpp, label llama, and the packaging
 #                          tests, label package)
-#   the GPU-facing tests   (ctest label gpu) under SIEVE_PROFILE=gpu at
-#                          subgroup sizes 4 and 16 and gpu,constrained, each
-#                          test under one of them (SIEVE_TEST_MATRIX=full:
-#                          under each)
+#   the GPU-facing tests   (ctest label gpu) on the device as it is, under
+#                          SIEVE_PROFILE=gpu at subgroup sizes 4 and 16 and
+#                          under gpu,constrained: on lavapipe each test under
+#                          one of them (SIEVE_TEST_MATRIX=full: under each)
 #   sanitizers, fuzzing    scripts/sanitize.sh, scripts/fuzz.sh (25 s a harness)
 # On lavapipe LP_NATIVE_VECTOR_WIDTH=128/512 presents subgroup size 4/16; the
 # size each run gets is checked, never assumed. Extra arguments go to ctest
@@ -42,59 +42,55 @@ run() {
   echo "== $name: $((SECONDS - start)) s"
 }
 
-run "whole suite" -- "$@"
 # The profiles change what the GPU-facing tests (label gpu) exercise. The core
 # tests (label core) are mostly the twin's and the CLI's, which no profile
 # changes; the C API's device calls among them take the paths the GPU-facing
 # tests cover under the same profile. The parity tests against llama.cpp
 # (label llama) compare with the device as it is, and the packaging tests
-# (label package) do not depend on it. The whole-suite run above has them all.
-# There is no run under SIEVE_PROFILE=constrained alone: on lavapipe it is a
-# CPU device's plan with a phone's limits and no optional features, which no
-# device a user has records (a phone GPU records a GPU's plan: the
-# gpu,constrained run below). The whole suite's constrained contexts
-# (sieve_test::Profile::Constrained, the same limits and features: the
-# chains, the GPU-vs-twin shapes, history, bad input, the statistics) run the
-# CPU plan's portable shaders.
-# The chi-square tests draw 100 000 tokens each: a GPU-shaped plan (256-wide
-# workgroups, 64 chunks) runs them 5-15 times slower on lavapipe than its
-# own, and the two top-p ones take 10-20 minutes each there. Their subject,
-# that the draws follow the final distribution, runs in the whole-suite run;
-# the first GPU-shaped configuration runs them all (not dealt) but the top-p
-# pair (a GPU plan draws with the whole workgroup, a CPU device's with one
-# invocation); under the others the GPU-vs-twin tests pin every final
-# distribution and the draw is the first's code, so they leave them out.
-# Contexts.* (200 contexts coming and going on one VkInstance, about a
-# minute on lavapipe) tests the instance, which no profile changes: the
-# whole-suite run has it. GpuHistoryLockstep.TenThousandTokens (the history
-# ring's wrap, nothing allocated or recorded per token; 5000 tokens under a
-# GPU plan on a CPU device) runs under the first GPU-shaped configuration
-# only, with the chi-square tests: the subgroup size and the features do not
-# change what it tests, and the shorter history tests run the same shaders
-# everywhere (SlotOps wraps a ring of 8).
-# The configurations: on lavapipe, the GPU plan's subgroup variants at
-# subgroup sizes 4 and 16, the extremes it presents (LP_NATIVE_VECTOR_WIDTH=
-# 128/512; 8, between them, is the whole suite's; a GPU's 32 or 64 lies
-# beyond both, and a size assumption breaks at one extreme or the other), and
+# (label package) do not depend on it: they run once, on the device as it is.
+# There is no configuration SIEVE_PROFILE=constrained alone: on lavapipe it
+# is a CPU device's plan with a phone's limits and no optional features,
+# which no device a user has records (a phone GPU records a GPU's plan:
+# gpu,constrained). The core tests' constrained contexts
+# (sieve_test::Profile::Constrained: bad input, edge cases, the statistics)
+# run that plan's portable shaders.
+#
+# The configurations of the GPU-facing tests: the device as it is, and the
+# GPU-shaped ones. On lavapipe: the GPU plan's subgroup variants at subgroup
+# sizes 4 and 16, the extremes it presents (LP_NATIVE_VECTOR_WIDTH=128/512;
+# 8, between them, is the device's own; a GPU's 32 or 64 lies beyond both,
+# and a size assumption breaks at one extreme or the other), and
 # gpu,constrained, which turns every optional feature off, subgroup
 # arithmetic included (the portable variants), so its subgroup size changes
 # nothing. On a device that is not a CPU implementation: gpu and
-# gpu,constrained at the device's own subgroup size.
-# Dealt, on a CPU device: each GPU-facing test runs under one configuration
-# (ctest -I k,,N deals them by test number, every family spread over all of
-# them), so all of them cost about one run of the label. On lavapipe most of
-# a GPU-facing test's time is compiling its pipelines (LLVM splits the shader
-# at every barrier), once per configuration, and the whole matrix ran past
-# the CI's limit on a slow machine. Every stage's shaders still run under
-# each configuration, through a third of the tests. SIEVE_TEST_MATRIX=full
-# runs every test under each configuration (about three times as long); a
-# real GPU's run is full by default.
-never='Contexts\.|GpuStatistics\.ChiSquareTopP'
-first_only='GpuStatistics\.ChiSquare|GpuHistoryLockstep\.'
+# gpu,constrained at the device's own size.
+#
+# Dealt (the default on a CPU device): each GPU-facing test runs under one
+# configuration, ctest -I k,,4 by test number, the deal turned by the commit
+# (the parameterized families, the chains, the GPU-vs-twin shapes, the
+# history chains, spread over all four; over successive commits every test
+# meets every configuration). On lavapipe most of a GPU-facing test's time
+# is compiling its pipelines cold (LLVM splits a shader at every barrier:
+# collect_fused for a typ_p chain takes 28 s without the shader cache, 3.7
+# with it), once per configuration: the whole suite and the three GPU-shaped
+# runs took a slow CI machine past its limit. SIEVE_TEST_MATRIX=full runs
+# every GPU-facing test under each configuration (about three times as
+# long; the default on a real GPU); SIEVE_TEST_DEAL=N turns the deal by N to
+# repeat a CI run's.
+# Whole, on the device as it is: the chi-square tests (100 000 draws each;
+# a GPU-shaped plan runs them 5-15 times slower on lavapipe, the top-p pair
+# 10-20 minutes), Contexts.* (200 contexts coming and going on one VkInstance,
+# which no profile changes) and the lockstep test (10 000 tokens: the history
+# ring's wrap, nothing allocated or recorded per token; the same host logic
+# under every plan). Under the GPU-shaped plans the GPU-vs-twin tests check
+# each draw against the twin's for the same uniform, which pins the GPU
+# plan's draw more tightly than a chi-square.
+whole_on_device='GpuStatistics\.ChiSquare|GpuHistoryLockstep\.|Contexts\.'
 configs=()
 matrix=full
 if ./cli/sieve devices --json | tr -d ' \n' | grep -q '"default":true,"type":"cpu"'; then
   matrix=dealt
+  configs+=("device as it is|")
   # The sizes are lavapipe's to present; each is checked (16 needs AVX-512).
   for pair in 4:128 16:512; do
     size=${pair%:*} width=${pair#*:}
@@ -115,20 +111,44 @@ if [[ $matrix != dealt && $matrix != full ]]; then
   exit 2
 fi
 n=${#configs[@]}
-echo "== GPU-shaped configurations, $matrix: never $never; $first_only under the first only"
-for i in "${!configs[@]}"; do
-  name=${configs[i]%%|*}
-  read -r -a vars <<<"${configs[i]#*|}"
-  if ((i == 0)); then
-    run "gpu-facing, $name: chi-square and lockstep" "${vars[@]}" -- -L gpu -R "$first_only" -E "$never" "$@"
+
+if [[ $matrix == dealt ]]; then
+  if [[ -n ${SIEVE_TEST_DEAL:-} ]]; then
+    if [[ ! $SIEVE_TEST_DEAL =~ ^[0-9]+$ ]]; then
+      echo "sieve test matrix: SIEVE_TEST_DEAL=$SIEVE_TEST_DEAL: a whole number" >&2
+      exit 2
+    fi
+    turn=$((SIEVE_TEST_DEAL % n))
+  else
+    head=$(git -C .. rev-parse --short=7 HEAD 2>/dev/null || echo 0)
+    turn=$((16#$head % n))
   fi
-  deal=() part=""
-  if [[ $matrix == dealt ]]; then
-    deal=(-I "$((i + 1)),,$n")
-    part=", dealt $((i + 1)) of $n"
-  fi
-  run "gpu-facing, $name$part" "${vars[@]}" -- -L gpu -E "$never|$first_only" "${deal[@]}" "$@"
-done
+  echo "== GPU-facing tests dealt over $n configurations, turned by $turn (SIEVE_TEST_DEAL=$turn repeats it)"
+  run "whole suite but the GPU-facing tests" -- -LE gpu "$@"
+  run "gpu-facing, device as it is: chi-square, lockstep, contexts" -- -L gpu -R "$whole_on_device" "$@"
+  for i in "${!configs[@]}"; do
+    name=${configs[i]%%|*}
+    read -r -a vars <<<"${configs[i]#*|}"
+    k=$(((i + turn) % n + 1))
+    run "gpu-facing, $name, dealt $k of $n" "${vars[@]}" -- -L gpu -E "$whole_on_device" -I "$k,,$n" "$@"
+  done
+else
+  run "whole suite" -- "$@"
+  # Under the first GPU-shaped configuration also the chi-square tests but
+  # the top-p pair, and the lockstep test (5000 tokens under a GPU plan on a
+  # CPU device, 900 past the ring's first wrap).
+  never='Contexts\.|GpuStatistics\.ChiSquareTopP'
+  first=1
+  for i in "${!configs[@]}"; do
+    name=${configs[i]%%|*}
+    [[ $name == "device as it is" ]] && continue
+    read -r -a vars <<<"${configs[i]#*|}"
+    left_out="$whole_on_device"
+    ((first)) && left_out=$never
+    first=0
+    run "gpu-facing, $name" "${vars[@]}" -- -L gpu -E "$left_out" "$@"
+  done
+fi
 
 # Sanitizers and fuzzing (issue 23): an ASan+UBSan build's core tests that need
 # no Vulkan driver, then each libFuzzer harness for 25 s (scripts/fuzz.sh 600
