@@ -653,9 +653,10 @@ uint64_t resident_bytes() {
 // history and drawing with the same uniform. Tokens may differ only where the
 // twin's double-precision CDF puts the uniform within 1e-6 of a boundary
 // (counted and printed); the engine allocates and records nothing after the
-// first tokens. A GPU's plan on a CPU device (scripts/test.sh's GPU-shaped
-// runs) takes 30 times as long a token, so there it stops at 5000 tokens:
-// still about 900 past the ring's first wrap (a 100-token prompt, 4096 slots).
+// first tokens. A GPU's plan on a CPU device (SIEVE_PROFILE=gpu on lavapipe,
+// scripts/test.sh's full matrix) takes 30 times as long a token, so there it
+// stops at 5000 tokens: still about 900 past the ring's first wrap (a
+// 100-token prompt, 4096 slots).
 TEST(GpuHistoryLockstep, TenThousandTokens) {
     constexpr int32_t kV = 32000;
     const char* text = "penalties;dry;top_k;temperature";
