@@ -111,6 +111,10 @@ if [[ $matrix != dealt && $matrix != full ]]; then
   echo "sieve test matrix: SIEVE_TEST_MATRIX=$matrix: dealt or full" >&2
   exit 2
 fi
+if [[ $matrix == dealt && ${configs[0]} != "device as it is|" ]]; then
+  echo "sieve test matrix: SIEVE_TEST_MATRIX=dealt deals over a CPU device's configurations; this device runs full" >&2
+  exit 2
+fi
 n=${#configs[@]}
 
 if [[ $matrix == dealt ]]; then
