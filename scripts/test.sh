@@ -66,18 +66,17 @@ run() {
 # gpu,constrained at the device's own size.
 #
 # Dealt (the default on a CPU device): each GPU-facing test runs under one
-# configuration, by its ctest number: one parity on the device as it is
-# (ctest -I k,,2), the other dealt over the three GPU-shaped ones (-I k,,6),
-# the deal turned by the commit (the parameterized families, the chains, the
-# GPU-vs-twin shapes, the history chains, spread over all four; over six
-# turns every test meets every configuration). On lavapipe most of a
-# GPU-facing test's time is compiling its pipelines cold (LLVM splits a
-# shader at every barrier: collect_fused for a typ_p chain takes 28 s without
-# the shader cache, 3.7 with it), once per configuration, and a GPU-shaped
-# plan's about twice the device's: the whole suite and three GPU-shaped runs
-# took a slow CI machine past its limit. SIEVE_TEST_MATRIX=full runs every
-# GPU-facing test under each configuration (the default on a real GPU);
-# SIEVE_TEST_DEAL=N turns the deal by N, to repeat a CI run's.
+# configuration, ctest -I k,,4 by test number, the deal turned by the commit
+# (the parameterized families, the chains, the GPU-vs-twin shapes, the
+# history chains, spread over all four; over successive commits every test
+# meets every configuration). On lavapipe most of a GPU-facing test's time
+# is compiling its pipelines cold (LLVM splits a shader at every barrier:
+# collect_fused for a typ_p chain takes 28 s without the shader cache, 3.7
+# with it), once per configuration: the whole suite and the three GPU-shaped
+# runs took a slow CI machine past its limit. SIEVE_TEST_MATRIX=full runs
+# every GPU-facing test under each configuration (about three times as
+# long; the default on a real GPU); SIEVE_TEST_DEAL=N turns the deal by N to
+# repeat a CI run's.
 # Whole, on the device as it is: the chi-square tests (100 000 draws each;
 # a GPU-shaped plan runs them 5-15 times slower on lavapipe, the top-p pair
 # 10-20 minutes), Contexts.* (200 contexts coming and going on one VkInstance,
@@ -118,28 +117,24 @@ fi
 n=${#configs[@]}
 
 if [[ $matrix == dealt ]]; then
-  # configs[0] is the device as it is (dealt only on a CPU device).
   if [[ -n ${SIEVE_TEST_DEAL:-} ]]; then
     if [[ ! $SIEVE_TEST_DEAL =~ ^[0-9]+$ ]]; then
       echo "sieve test matrix: SIEVE_TEST_DEAL=$SIEVE_TEST_DEAL: a whole number" >&2
       exit 2
     fi
-    turn=$((SIEVE_TEST_DEAL % 6))
+    turn=$((SIEVE_TEST_DEAL % n))
   else
     head=$(git -C .. rev-parse --short=7 HEAD 2>/dev/null || echo 0)
-    turn=$((16#$head % 6))
+    turn=$((16#$head % n))
   fi
-  echo "== GPU-facing tests dealt: half on the device as it is, a sixth under each GPU-shaped configuration, turned by $turn (SIEVE_TEST_DEAL=$turn repeats it)"
+  echo "== GPU-facing tests dealt over $n configurations, turned by $turn (SIEVE_TEST_DEAL=$turn repeats it)"
   run "whole suite but the GPU-facing tests" -- -LE gpu "$@"
   run "gpu-facing, device as it is: chi-square, lockstep, contexts" -- -L gpu -R "$whole_on_device" "$@"
-  # Test numbers of one parity on the device, the other parity's dealt by 6.
-  own=$((turn % 2 + 1))
-  run "gpu-facing, device as it is, dealt: every other" -- -L gpu -E "$whole_on_device" -I "$own,,2" "$@"
-  for ((i = 1; i < n; ++i)); do
+  for i in "${!configs[@]}"; do
     name=${configs[i]%%|*}
     read -r -a vars <<<"${configs[i]#*|}"
-    k=$((3 - own + 2 * ((i + turn) % 3)))
-    run "gpu-facing, $name, dealt: every sixth from $k" "${vars[@]}" -- -L gpu -E "$whole_on_device" -I "$k,,6" "$@"
+    k=$(((i + turn) % n + 1))
+    run "gpu-facing, $name, dealt $k of $n" "${vars[@]}" -- -L gpu -E "$whole_on_device" -I "$k,,$n" "$@"
   done
 else
   run "whole suite" -- "$@"
