@@ -664,7 +664,7 @@ TEST(GpuHistoryLockstep, TenThousandTokens) {
     auto ctx = sieve_test::gpu_context();
     const auto info = ctx.device_info();
     const bool gpu_plan_on_cpu = info.type == SIEVE_DEVICE_CPU && (info.profile & SIEVE_PROFILE_GPU);
-    const int kTokens = gpu_plan_on_cpu ? 5000 : 10000;
+    const int tokens = gpu_plan_on_cpu ? 5000 : 10000;
     sieve::ChainDesc d = sieve_test::chain_desc(text, 1, kV, 1.0f, 11);
     d.history_capacity(4096);
     sieve::Chain chain(ctx, d);
@@ -683,7 +683,7 @@ TEST(GpuHistoryLockstep, TenThousandTokens) {
     sieve_counters warm{};
     uint64_t warm_rss = 0;
     Tally tally;
-    for (int step = 0; step < kTokens; ++step) {
+    for (int step = 0; step < tokens; ++step) {
         const auto& logits = pool[static_cast<size_t>(step) % pool.size()];
         const auto got = chain.sample(logits.data(), 1, kV)[0];
         ASSERT_EQ(got.status, SIEVE_OK);
@@ -711,7 +711,7 @@ TEST(GpuHistoryLockstep, TenThousandTokens) {
     const uint64_t end_rss = resident_bytes();
     ASSERT_GT(warm_rss, 0u);
     EXPECT_LT(end_rss, warm_rss + (8ull << 20)) << "resident memory grew from " << warm_rss << " to " << end_rss;
-    std::printf("lockstep: %d tokens, %d differ at a CDF boundary, %d over near-ties\n", kTokens,
+    std::printf("lockstep: %d tokens, %d differ at a CDF boundary, %d over near-ties\n", tokens,
                 tally.token_near_cdf_boundary, tally.token_near_tie_order);
 }
 
