@@ -198,30 +198,21 @@ VkPipeline Pipelines::get(Stage stage, InputsMode inputs, bool rows_x4, bool tex
         }
         return p;
     }
-    if (texel && x4) {
-        std::lock_guard<std::mutex> lock(variants_mutex_);
-        VkPipeline& p = row_stats_texel_;
-        if (!p) {
-            const shaders::Spirv& code = spirv(stage);
-            Specialization s;
-            s.workgroup_size = lim.workgroup_size;
-            s.capacity = lim.candidate_capacity;
-            s.texel_read = 1u;
-            p = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, s);
-        }
-        return p;
-    }
     // Every stage is built on first use: a context pays only for the stages
     // its chains run (a driver that compiles from SPIR-V takes tens to
-    // hundreds of milliseconds a pipeline).
+    // hundreds of milliseconds a pipeline). RowStats over whole vec4s read
+    // through the texel binding has a slot of its own (x4: inputs is None).
+    const bool texel_read = texel && x4;
     std::lock_guard<std::mutex> lock(variants_mutex_);
-    VkPipeline& p = pipelines_[static_cast<uint32_t>(inputs)][static_cast<uint32_t>(stage)];
+    VkPipeline& p = texel_read ? row_stats_texel_
+                               : pipelines_[static_cast<uint32_t>(inputs)][static_cast<uint32_t>(stage)];
     if (!p) {
         const shaders::Spirv& code = spirv(stage);
         Specialization s;
         s.workgroup_size = lim.workgroup_size;
         s.capacity = lim.candidate_capacity;
         s.inputs = inputs;
+        s.texel_read = texel_read ? 1u : 0u;
         p = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, s);
     }
     return p;

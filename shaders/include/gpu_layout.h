@@ -334,6 +334,7 @@ inline constexpr uint MAX_CHAIN_OPS = 16u;
 // SIEVE_SHORT_CHAIN): a chain of at most these many samplers on the GPU,
 // all of them in CHAIN_OPS_LO.
 inline constexpr uint SHORT_CHAIN_OPS = 8u;
+static_assert(SHORT_CHAIN_OPS == MAX_CHAIN_OPS / 2, "tail.glsl's short build runs CHAIN_OPS_LO's positions");
 
 static_assert(sizeof(Push) == 13 * sizeof(uint), "the push block: 13 words, no padding");
 static_assert(P_PREFIX_LEN < PARAM_STRIDE, "the parameter block holds every P_*");
