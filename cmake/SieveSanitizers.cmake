@@ -16,7 +16,7 @@ elseif(SIEVE_SANITIZE)
   set(SIEVE_SANITIZER_FLAGS -fsanitize=${SIEVE_SANITIZE})
 endif()
 if(SIEVE_SANITIZER_FLAGS)
-  list(APPEND SIEVE_SANITIZER_FLAGS -fno-sanitize-recover=all -fno-omit-frame-pointer -g)
+  list(APPEND SIEVE_SANITIZER_FLAGS -fno-sanitize-recover=all -fno-omit-frame-pointer -g1)
   add_compile_options(${SIEVE_SANITIZER_FLAGS})
   # fuzzer-no-link at link time pulls in nothing; the sanitizer runtimes come from it.
   add_link_options(${SIEVE_SANITIZER_FLAGS})

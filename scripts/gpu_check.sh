@@ -3,7 +3,7 @@
 #
 #   ./scripts/gpu_check.sh [--no-setup] [--build-dir DIR] [--out FILE] [--tokens N] [--filter GTEST_FILTER]
 #                          [--shards N] [--bench-case TEXT] [--verify-case TEXT]
-#   ./scripts/gpu_check.sh --bundle DIR [--no-setup] [--build-dir DIR]
+#   ./scripts/gpu_check.sh --bundle DIR [--no-setup] [--build-dir DIR] [--phase-build DIR]
 #   DIR/gpu_check.sh [--out FILE] [--tokens N] [--filter GTEST_FILTER] [--shards N] [--bench-case TEXT]
 #                    [--verify-case TEXT]
 #
@@ -19,7 +19,10 @@
 # the logits already in device memory, --input device, and its one-row cases
 # again with the host's wait asleep and polling: SIEVE_WAIT_SPIN_US 0 and
 # 1000), the project's PyTorch
-# peer where python3 imports a CUDA-enabled torch (tools/torch_peer), and
+# peer where python3 imports a CUDA-enabled torch (tools/torch_peer), the
+# truncating one-row cases under the phase-clock build where there is one
+# (--phase-build DIR, or the bundle's phase/: cmake -DSIEVE_PHASE_CLOCK=ON,
+# the collect tail's phases timed inside its dispatch, tools/phase_clock), and
 # writes one report, sieve-gpu-check.json by default: the devices (name, type,
 # driver, Vulkan version, subgroup size, features), the device checked, every
 # test with its result, the benches' JSON, the peer's figures beside Sieve's
@@ -27,7 +30,10 @@
 #
 # --bundle DIR builds (unless --no-setup), then writes into DIR (new or empty)
 # what a run needs on a machine with no compiler: this script, the `sieve` CLI,
-# the GPU test binary, libsieve, the PyTorch peer's scripts, the Vulkan loader and the validation layer of
+# the GPU test binary, libsieve, the PyTorch peer's scripts, the phase-clock
+# build's CLI and libsieve (--phase-build DIR, built beforehand: cmake -S .
+# -B DIR -DSIEVE_PHASE_CLOCK=ON -DSIEVE_BUILD_TESTS=OFF -DSIEVE_BUILD_TOOLS=OFF;
+# cmake --build DIR --target sieve_cli_main), the Vulkan loader and the validation layer of
 # this machine (the loader is used only where none is installed; the layer,
 # compressed, always: the same validation everywhere). Copy DIR to the GPU's
 # machine and run DIR/gpu_check.sh there; it needs a Vulkan driver and nothing
@@ -55,6 +61,7 @@ missing_program() {
 
 # Paths given are relative to where the script is called from.
 setup=1 build=$root/build out=$root/sieve-gpu-check.json tokens=200 filter='*' shards=1 bench_case='' verify_case='' bundle=''
+phase_build=''
 while (($#)); do
   case $1 in
     --no-setup) setup=0 ;;
@@ -66,7 +73,8 @@ while (($#)); do
     --shards) (($# > 1)) && [[ $2 =~ ^[1-9][0-9]?$ ]] || usage "--shards needs a number of processes, 1 to 99"; shards=$2; shift ;;
     --bench-case) (($# > 1)) || usage "--bench-case needs a text"; bench_case=$2; shift ;;
     --verify-case) (($# > 1)) || usage "--verify-case needs a text"; verify_case=$2; shift ;;
-    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
+    --phase-build) (($# > 1)) || usage "--phase-build needs a directory"; phase_build=$(realpath -m "$2"); shift ;;
+    -h|--help) sed -n '2,46p' "$0"; exit 0 ;;
     *) usage "unknown argument '$1'" ;;
   esac
   shift
@@ -91,7 +99,7 @@ if [[ -n $bundle ]]; then
   fi
   rm -f "$bundle/.write-test"
   if ((setup)); then ./scripts/setup.sh; fi
-  missing=$(missing_program "$build/cli/sieve" "$build/tests/sieve_gpu_tests")
+  missing=$(missing_program "$build/cli/sieve" "$build/tests/sieve_gpu_tests" ${phase_build:+"$phase_build/cli/sieve"})
   if [[ -n $missing ]]; then
     ((made_dir)) && rmdir "$bundle" 2>/dev/null
     echo "gpu_check: $missing is missing: build first (run without --no-setup)" >&2
@@ -124,8 +132,15 @@ if [[ -n $bundle ]]; then
   fi
   [[ -f $bundle/layers/VkLayer_khronos_validation.json ]] ||
     echo "gpu_check: no validation layer on this machine: the bundle needs one installed where it runs" >&2
-  mkdir -p "$bundle/tools/torch_peer"
+  mkdir -p "$bundle/tools/torch_peer" "$bundle/tools/phase_clock"
   cp tools/torch_peer/torch_peer.py tools/torch_peer/torch_table.py "$bundle/tools/torch_peer/"
+  cp tools/phase_clock/phase_summary.py "$bundle/tools/phase_clock/"
+  if [[ -n $phase_build ]]; then
+    mkdir -p "$bundle/phase/bin" "$bundle/phase/lib"
+    cp "$phase_build/cli/sieve" "$bundle/phase/bin/"
+    cp -L "$phase_build/engine/$soname" "$bundle/phase/lib/$soname"
+    strip --strip-unneeded "$bundle"/phase/bin/* "$bundle"/phase/lib/* 2>/dev/null || true
+  fi
   cp "$here/$(basename "$0")" "$bundle/gpu_check.sh"
   chmod +x "$bundle/gpu_check.sh"
   {
@@ -144,6 +159,7 @@ trap 'rm -rf "$work"' EXIT
 if ((bundled)); then
   sieve=$root/bin/sieve
   gpu_tests=$root/bin/sieve_gpu_tests
+  phase_sieve=$root/phase/bin/sieve phase_lib=$root/phase/lib
   commit=$(sed -n 's/^commit=//p' "$root/BUNDLE")
   export LD_LIBRARY_PATH=$root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   if ! ldconfig -p 2>/dev/null | grep 'libvulkan\.so\.1 ' >/dev/null && [[ -f $root/loader/libvulkan.so.1 ]]; then
@@ -162,9 +178,10 @@ else
   fi
   sieve=$build/cli/sieve
   gpu_tests=$build/tests/sieve_gpu_tests
+  phase_sieve=${phase_build:+$phase_build/cli/sieve} phase_lib=${phase_build:+$phase_build/engine}
   commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 fi
-missing=$(missing_program "$sieve" "$gpu_tests")
+missing=$(missing_program "$sieve" "$gpu_tests" ${phase_build:+"$phase_sieve"})
 [[ -z $missing ]] || { echo "gpu_check: $missing is missing: build first (run without --no-setup)" >&2; exit 2; }
 
 # part NAME: the wall time since the part began, printed and kept for the report.
@@ -276,8 +293,29 @@ else
   echo '{"peer": "torch", "status": "skipped", "reason": "no python3 on this machine"}' > "$work/torch.jsonl"
 fi
 part_done torch
+# Where the truncating chains' one dispatch spends its time (issue 34): the
+# phase-clock build's marks inside the collect tail's workgroup, one bench run
+# a case so that each log holds one case (tools/phase_clock/phase_summary.py).
+# The logits from the host: that build refuses a device the app created, as
+# --input device's is; the marks fall inside the dispatch, after the upload.
+echo "== the collect tail's phases (the phase-clock build; skipped without one)"
+phase_status=0
+if [[ -n $phase_sieve && -x $phase_sieve ]]; then
+  phase_args=()
+  for c in default min_p top_p top_k1000 penalties_dry_n4096; do
+    SIEVE_PHASE_LOG="$work/phase_$c.jsonl" LD_LIBRARY_PATH="$phase_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+      "$phase_sieve" bench --case "$c/zipf/v151936/b1" --tokens "$tokens" --profile-tokens 0 > /dev/null ||
+      phase_status=1
+    phase_args+=("$c=$work/phase_$c.jsonl")
+  done
+  python3 "$root/tools/phase_clock/phase_summary.py" "${phase_args[@]}" || phase_status=1
+  python3 "$root/tools/phase_clock/phase_summary.py" --json "${phase_args[@]}" > "$work/phases.json" || phase_status=1
+else
+  echo "no phase-clock build: skipped"
+fi
+part_done phases
 set -e
-for f in tests bench verify bench_device bench_device_b64 bench_wait_sleep bench_wait_poll torch_table; do
+for f in tests bench verify bench_device bench_device_b64 bench_wait_sleep bench_wait_poll torch_table phases; do
   [[ -s $work/$f.json ]] || echo null > "$work/$f.json"
 done
 torch_lines=$(grep -v '^[[:space:]]*$' "$work/torch.jsonl" 2>/dev/null | paste -sd, -)
@@ -303,6 +341,8 @@ torch_lines=$(grep -v '^[[:space:]]*$' "$work/torch.jsonl" 2>/dev/null | paste -
   echo " \"bench_wait_poll\": $(cat "$work/bench_wait_poll.json"),"
   echo " \"torch_exit_status\": $torch_status,"
   echo " \"torch\": {\"lines\": [${torch_lines}], \"table\": $(cat "$work/torch_table.json")},"
+  echo " \"phases_exit_status\": $phase_status,"
+  echo " \"phases\": $(cat "$work/phases.json"),"
   echo " \"verify_bench_exit_status\": $verify_status,"
   echo " \"verify_bench\": $(cat "$work/verify.json")"
   echo '}'
@@ -310,8 +350,9 @@ torch_lines=$(grep -v '^[[:space:]]*$' "$work/torch.jsonl" 2>/dev/null | paste -
 
 failed=$(grep -c '^\[  FAILED  \] [A-Za-z]' "$work/tests.log" || true)
 echo "== report: $out (tests exit status $tests_status, $failed failed; bench exit status $bench_status, verify bench" \
-  "$verify_status, device-input bench $device_status and $device_b64_status, waits $wait_status, torch peer $torch_status)"
+  "$verify_status, device-input bench $device_status and $device_b64_status, waits $wait_status, torch peer $torch_status," \
+  "phases $phase_status)"
 if ((tests_status != 0 || bench_status != 0 || verify_status != 0 || device_status != 0 || device_b64_status != 0 ||
-     wait_status != 0)); then
+     wait_status != 0 || phase_status != 0)); then
   exit 1
 fi

@@ -21,6 +21,7 @@
 #include "vulkan/gpu_results.hpp"
 #include "vulkan/gpu_submitter.hpp"
 #include "vulkan/gpu_verify.hpp"
+#include "vulkan/phase_log.hpp"
 #include "vulkan/row_analysis.hpp"
 #include "vulkan/slot_layout.hpp"
 
@@ -288,6 +289,9 @@ inline void GpuChain::finish_rows(uint32_t rows, uint32_t vocab, bool commit, ui
         counters_.count_row_passes(t.row_passes);
         out[i] = t;
     }
+#ifdef SIEVE_PHASE_CLOCK
+    log_phases(static_cast<uint32_t*>(buffers_.results.mapped), rows);
+#endif
 }
 
 } // namespace sieve

@@ -173,6 +173,9 @@ ChainBuffers::ChainBuffers(Device& device, Pipelines& pipelines, const ChainConf
         // The host reads every row's result after each call.
         results = device_.create_buffer(rows * RESULT_STRIDE * 4, storage | VK_BUFFER_USAGE_TRANSFER_SRC_BIT,
                                         HostAccess::Reads, allocations_);
+#ifdef SIEVE_PHASE_CLOCK
+        std::memset(results.mapped, 0xFF, rows * RESULT_STRIDE * 4);  // every phase mark unset (phase_log.hpp)
+#endif
         placeholder = device_.create_buffer(16, storage | texel_usage, HostAccess::None, allocations_);
         create_texel_views();
         if (adjust_rows)

@@ -12,6 +12,20 @@ namespace sieve {
 
 namespace {
 std::atomic<bool> g_stage_memory_for_tests{false};
+#ifdef SIEVE_PHASE_CLOCK
+// The phase-clock build's shaders read both shader clocks
+// (shaders/include/phase_clock.glsl): a device without them cannot run it.
+void require_shader_clock(VkPhysicalDevice physical) {
+    VkPhysicalDeviceShaderClockFeaturesKHR clock{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CLOCK_FEATURES_KHR};
+    VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    features.pNext = &clock;
+    vkGetPhysicalDeviceFeatures2(physical, &features);
+    if (!clock.shaderSubgroupClock || !clock.shaderDeviceClock)
+        fail(SIEVE_ERROR_DEVICE_LIMIT, "the phase-clock build (SIEVE_PHASE_CLOCK) needs VK_KHR_shader_clock's "
+                                       "subgroup and device clocks, which this device does not offer");
+}
+#endif
+
 } // namespace
 
 bool stage_memory_for_tests(bool on) { return g_stage_memory_for_tests.exchange(on); }
@@ -75,6 +89,15 @@ Device::Device(const PhysicalDevice& physical, const sieve_context_options& opti
     // Profiling's call timing puts the GPU's timestamps on the host's clock.
     const bool calibrated = offers_calibrated_timestamps(physical_);
     if (calibrated) extensions.push_back(VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME);
+#ifdef SIEVE_PHASE_CLOCK
+    require_shader_clock(physical_);
+    VkPhysicalDeviceShaderClockFeaturesKHR clock{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CLOCK_FEATURES_KHR};
+    clock.shaderSubgroupClock = VK_TRUE;
+    clock.shaderDeviceClock = VK_TRUE;
+    clock.pNext = storage16.pNext;
+    storage16.pNext = &clock;
+    extensions.push_back(VK_KHR_SHADER_CLOCK_EXTENSION_NAME);
+#endif
 
     float priority = 1.0f;
     VkDeviceQueueCreateInfo queue{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
@@ -98,6 +121,10 @@ Device::Device(VkInstance instance, VkPhysicalDevice physical, VkDevice device, 
                uint32_t enabled_features, const sieve_context_options& options)
     : physical_(physical), device_(device), queue_(queue), family_(family), owned_(false) {
     (void)instance;
+#ifdef SIEVE_PHASE_CLOCK
+    fail(SIEVE_ERROR_DEVICE_LIMIT, "the phase-clock build (SIEVE_PHASE_CLOCK) creates its own device: the app's "
+                                   "was not created with VK_KHR_shader_clock");
+#endif
     info_ = describe_device(physical, 0);
     volkLoadDeviceTable(&table_, device_);
     init(options, info_.features & enabled_features & ~options.disable_features);

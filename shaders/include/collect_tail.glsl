@@ -363,6 +363,7 @@ void draw_serial(uint row, uint n, bool whole, uint step, uint region) {
 }
 
 void collect_tail(uint row, uint n_chunks) {
+    phase_arrived(row);
     bind_row(row);
     uint t = gl_LocalInvocationID.x;
     uint o = row * ROW_STRIDE;
@@ -428,9 +429,11 @@ void collect_tail(uint row, uint n_chunks) {
     // The buffer reads below follow this workgroup's own writes (scratch).
     memoryBarrierBuffer();
     barrier();
+    phase_mark(row, PH_LISTS);
     if (status == STATUS_OK) run_chain(row, a, region);
     barrier();
     selector_before_draw(row, a.msum, region);
+    phase_mark(row, PH_SELECTOR);
 
     // The draw: greedy takes entry 0 (the first maximal logit); dist walks the
     // canonical order by exact 40-bit masses (finalize.glsl's rule).
@@ -462,6 +465,7 @@ void collect_tail(uint row, uint n_chunks) {
         }
     }
     barrier();
+    phase_mark(row, PH_TOTAL);
     if (listing) {
         write_distribution(row, n, s_total, step);
         return;

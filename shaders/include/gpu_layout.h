@@ -238,8 +238,13 @@ SIEVE_CONST uint H_KEY_MIN = 3u;   // the members' key range (key levels)
 SIEVE_CONST uint H_KEY_MAX = 4u;
 
 // Per-row result, read by the host (engine/vulkan/gpu_results.cpp): the draw's words, then
-// the raw log-probability words (raw_stats.comp).
+// the raw log-probability words (raw_stats.comp); in the phase-clock build
+// (SIEVE_PHASE_CLOCK, phase_clock.glsl) the tail's phase marks after them.
+#ifdef SIEVE_PHASE_CLOCK
+SIEVE_CONST uint RESULT_STRIDE = 96u;
+#else
 SIEVE_CONST uint RESULT_STRIDE = 64u;
+#endif
 SIEVE_CONST uint RES_TOKEN = 0u;
 SIEVE_CONST uint RES_P = 1u;          // float
 SIEVE_CONST uint RES_LOGPROB = 2u;    // float
@@ -255,6 +260,20 @@ SIEVE_CONST uint RES_RAW_COUNT = 11u;   // top entries found (<= P_LOGPROBS)
 SIEVE_CONST uint RES_RAW_IDS = 12u;     // MAX_RAW_LOGPROBS ids, canonical order
 SIEVE_CONST uint RES_RAW_LOGITS = 32u;  // their logits (float bits)
 SIEVE_CONST uint MAX_RAW_LOGPROBS = 20u;  // SIEVE_MAX_TOP_LOGPROBS
+// The phase-clock build only: PHASE_MARKS marks of the collect tail's row, each
+// two words, the shader's clocks since its workgroup started (subgroup clock
+// cycles, device realtime ticks), PHASE_UNSET where the row did not pass it
+// (engine/vulkan/phase_log.cpp writes them out).
+SIEVE_CONST uint RES_PHASES = 64u;
+SIEVE_CONST uint PHASE_MARKS = 16u;
+SIEVE_CONST uint PHASE_UNSET = 0xFFFFFFFFu;
+SIEVE_CONST uint PH_CHUNK = 0u;     // the last workgroup's own chunk read and listed
+SIEVE_CONST uint PH_ARRIVED = 1u;   // counted in last (arrive.glsl)
+SIEVE_CONST uint PH_LISTS = 2u;     // the chunks' statistics, aggregates and lists merged: the array
+SIEVE_CONST uint PH_OP0 = 3u;       // after the chain's sampler at position i: PH_OP0 + i, i < SHORT_CHAIN_OPS
+SIEVE_CONST uint PH_SELECTOR = 11u; // the learning selector's work before the draw
+SIEVE_CONST uint PH_TOTAL = 12u;    // the draw's float total (rows with survivors past the array)
+SIEVE_CONST uint PH_END = 13u;      // the row's result written
 
 // A row's words in the candidates buffer (collect.glsl): up to
 // MAX_COLLECT_CHUNKS chunks' lists of CAP / 2 (key, id) pairs, or, on a GPU,
@@ -346,8 +365,13 @@ static_assert(R_ARRIVE < R_WIDE_CEND && R_WIDE_CEND < R_WIDE_PHASE, "the wide wo
 static_assert(R_WIDE_TOP < ROW_STRIDE && R_TARGET_HI < ROW_STRIDE, "a row's state holds the wide words and the target");
 static_assert(H_KEY_MAX < HIST_STRIDE, "a bin's words fit HIST_STRIDE");
 static_assert(RES_FIRST_BAD < RES_RAW_TOKEN && RES_RAW_IDS + MAX_RAW_LOGPROBS <= RES_RAW_LOGITS &&
-                  RES_RAW_LOGITS + MAX_RAW_LOGPROBS <= RESULT_STRIDE,
-              "a result's words fit RESULT_STRIDE");
+                  RES_RAW_LOGITS + MAX_RAW_LOGPROBS <= RES_PHASES,
+              "a result's words fit before the phase marks");
+#ifdef SIEVE_PHASE_CLOCK
+static_assert(RES_PHASES + 2u * PHASE_MARKS <= RESULT_STRIDE && PH_END < PHASE_MARKS &&
+                  PH_OP0 + SHORT_CHAIN_OPS == PH_SELECTOR,
+              "the phase marks fit RESULT_STRIDE, one mark a position of the short chain");
+#endif
 static_assert(WIDE_HIST_ARGS + DISPATCH_COMMAND_WORDS <= WIDE_GATHER_ARGS &&
                   WIDE_GATHER_ARGS + DISPATCH_COMMAND_WORDS <= LEVEL_ARGS_STRIDE,
               "the wide passes' arguments come before level 1's");

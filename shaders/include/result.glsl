@@ -1,6 +1,7 @@
 // Writing a row's result and advancing its step.
 #ifndef SIEVE_RESULT_GLSL
 #define SIEVE_RESULT_GLSL
+#include "phase_clock.glsl"
 
 // A committed token joins its slot's history: the ring's oldest entry leaves
 // a full ring (llama.cpp's accept).
@@ -27,6 +28,7 @@ void write_result(uint row, uint token, float p, float logprob, uint status, uin
     // The token's logit as the model gave it (the rows of a chain that asks
     // for logprobs are never patched in place: history.comp's ROW_PATCH).
     results[o + RES_RAW_TOKEN] = status == STATUS_OK ? floatBitsToUint(flush_subnormal(logits[row * pc.stride + token])) : 0u;
+    phase_end(row);
 }
 
 // A sampled token advances the step of the row's slot (slot state lives across calls).

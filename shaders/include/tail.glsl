@@ -28,6 +28,7 @@
 #include "u64.glsl"
 #include "ksum.glsl"
 #include "wg_scan.glsl"
+#include "phase_clock.glsl"
 
 const uint REST_NONE = 0u;
 const uint REST_MASKED = 1u;
@@ -699,13 +700,21 @@ void run_op(uint row, uint op, Agg agg, uint scratch) {
 // (SIEVE_SHORT_CHAIN: cmake/SieveShaders.cmake, Pipelines::collect).
 void run_chain(uint row, Agg agg, uint scratch) {
     run_op(row, CHAIN_OP(0u), agg, scratch);
+    phase_op(row, 0u);
     run_op(row, CHAIN_OP(1u), agg, scratch);
+    phase_op(row, 1u);
     run_op(row, CHAIN_OP(2u), agg, scratch);
+    phase_op(row, 2u);
     run_op(row, CHAIN_OP(3u), agg, scratch);
+    phase_op(row, 3u);
     run_op(row, CHAIN_OP(4u), agg, scratch);
+    phase_op(row, 4u);
     run_op(row, CHAIN_OP(5u), agg, scratch);
+    phase_op(row, 5u);
     run_op(row, CHAIN_OP(6u), agg, scratch);
+    phase_op(row, 6u);
     run_op(row, CHAIN_OP(7u), agg, scratch);
+    phase_op(row, 7u);
 #ifndef SIEVE_SHORT_CHAIN  // SHORT_CHAIN_OPS positions
     run_op(row, CHAIN_OP(8u), agg, scratch);
     run_op(row, CHAIN_OP(9u), agg, scratch);

@@ -10,7 +10,9 @@
 #include "arrive.glsl"
 
 void main() {
+    phase_start();
     collect_chunk();
+    phase_chunk_done();
     // The chunks' lists, statistics and aggregates are in device memory; the
     // last to arrive reads the others' (arrive.glsl orders it). Its shared
     // memory is free again: last_to_arrive_of ends with a barrier.

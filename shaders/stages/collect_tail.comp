@@ -5,6 +5,7 @@
 #include "collect_tail.glsl"
 
 void main() {
+    phase_start();
     // The chunks the row group's collect pass split each row into (the
     // indirect x of the variant that ran).
     collect_tail(pc.row_base + gl_WorkGroupID.y, collect_chunks());
