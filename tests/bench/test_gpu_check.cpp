@@ -112,6 +112,10 @@ TEST(GpuCheck, WritesOneReportWithDeviceTestsAndBench) {
     if (doc.at("torch").at("lines").at(0).value("status", "") == "skipped")
         std::printf("the PyTorch peer was skipped: %s\n",
                     doc.at("torch").at("lines").at(0).value("reason", "").c_str());
+    // No phase-clock build given: the part says so and the report holds null.
+    EXPECT_EQ(doc.at("phases_exit_status"), 0);
+    EXPECT_TRUE(doc.at("phases").is_null());
+    EXPECT_NE(r.out.find("no phase-clock build: skipped"), std::string::npos) << r.out;
     EXPECT_EQ(doc.at("verify_bench_exit_status"), 0);
     // The case matches as a substring: 1 and 16 sequences.
     const auto& verify = doc.at("verify_bench").at("cases");
@@ -171,6 +175,21 @@ TEST(GpuCheck, BundleRefusesADirectoryThatIsNotEmpty) {
     EXPECT_EQ(sieve_test::read_text((target / "keep.txt").string()), "mine");
 }
 
+// --phase-build naming a folder without that build's CLI: usage error before
+// anything is written.
+TEST(GpuCheck, BundleRefusesAPhaseBuildWithoutItsCli) {
+    const fs::path dir = temp_dir("bundle_phase");
+    const fs::path target = dir / "target";
+    const auto r = sieve_test::run_program("/usr/bin/env", "bash '" + script() + "' --no-setup --build-dir '" +
+                                                               std::string(SIEVE_BUILD_DIR) + "' --phase-build '" +
+                                                               (dir / "no-phase-build").string() + "' --bundle '" +
+                                                               target.string() + "'",
+                                           dir);
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("no-phase-build/cli/sieve is missing"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(target));
+}
+
 // A path that cannot be made a directory (below a plain file, even as root),
 // or that is a file: usage error, nothing written.
 TEST(GpuCheck, BundleRefusesAPathItCannotWrite) {
@@ -222,7 +241,7 @@ TEST(GpuCheck, BundleRunsWithoutTheCheckout) {
     EXPECT_EQ(doc.at("commit").get<std::string>().size(), 40u) << doc.at("commit");
     EXPECT_GE(doc.at("tests").at("tests").get<int>(), 1);
     EXPECT_EQ(doc.at("tests").at("failures").get<int>(), 0);
-    for (const char* part : {"devices", "tests", "bench", "verify_bench", "wait_bench"}) {
+    for (const char* part : {"devices", "tests", "bench", "verify_bench", "wait_bench", "phases"}) {
         EXPECT_TRUE(doc.at("seconds").contains(part)) << part;
         EXPECT_NE(r.out.find(std::string("== ") + part + ": "), std::string::npos) << part << " wall time not printed";
     }
