@@ -17,6 +17,7 @@
 #include "collect.glsl"
 #include "radix.glsl"
 #include "stretch.glsl"
+#include "phase_clock.glsl"
 
 // Which rows this pipeline serves (pipelines.cpp). A CPU device runs every
 // line of a shader in every workgroup under a lane mask, taken or not, so the
@@ -271,6 +272,7 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
         vec4 fa = row_vec4(row4 + q);
         PICK_VEC4(fa, q)
     }
+    phase_chunk_mark(PH_READ);
     kmin = kmin1 < KEY_POS_INF - KEY_NEG_INF - 1u ? kmin1 + KEY_NEG_INF + 1u : 0xFFFFFFFFu;
     if (CHAIN_HAS_MIN_P) kmax = max(kmax, k0);
     // min-p's floor from the chunk's maximum (read after the select's first
@@ -320,6 +322,7 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
         }
         barrier();  // the bins are cleared next
     }
+    phase_chunk_mark(PH_SELECT);
     // tau == 0 takes every pick (key 0: no logit). A min-p row (ROW_FLOOR)
     // whose `need` is more than the picks (the survivors are bounded by the
     // floor, not by a count) or whose need-th pick lies below the floor takes

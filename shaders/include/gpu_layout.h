@@ -267,13 +267,15 @@ SIEVE_CONST uint MAX_RAW_LOGPROBS = 20u;  // SIEVE_MAX_TOP_LOGPROBS
 SIEVE_CONST uint RES_PHASES = 64u;
 SIEVE_CONST uint PHASE_MARKS = 16u;
 SIEVE_CONST uint PHASE_UNSET = 0xFFFFFFFFu;
-SIEVE_CONST uint PH_CHUNK = 0u;     // the last workgroup's own chunk read and listed
-SIEVE_CONST uint PH_ARRIVED = 1u;   // counted in last (arrive.glsl)
-SIEVE_CONST uint PH_LISTS = 2u;     // the chunks' statistics, aggregates and lists merged: the array
-SIEVE_CONST uint PH_OP0 = 3u;       // after the chain's sampler at position i: PH_OP0 + i, i < SHORT_CHAIN_OPS
-SIEVE_CONST uint PH_SELECTOR = 11u; // the learning selector's work before the draw
-SIEVE_CONST uint PH_TOTAL = 12u;    // the draw's float total (rows with survivors past the array)
-SIEVE_CONST uint PH_END = 13u;      // the row's result written
+SIEVE_CONST uint PH_READ = 0u;      // the last workgroup's own chunk read into its register picks (pick_chunk)
+SIEVE_CONST uint PH_SELECT = 1u;    //   the picks' radix select done: the chunk's threshold
+SIEVE_CONST uint PH_CHUNK = 2u;     //   the chunk listed (any path)
+SIEVE_CONST uint PH_ARRIVED = 3u;   // counted in last (arrive.glsl)
+SIEVE_CONST uint PH_LISTS = 4u;     // the chunks' statistics, aggregates and lists merged: the array
+SIEVE_CONST uint PH_OP0 = 5u;       // after the chain's sampler at position i: PH_OP0 + i, i < SHORT_CHAIN_OPS
+SIEVE_CONST uint PH_SELECTOR = 13u; // the learning selector's work before the draw
+SIEVE_CONST uint PH_TOTAL = 14u;    // the draw's float total (rows with survivors past the array)
+SIEVE_CONST uint PH_END = 15u;      // the row's result written
 
 // A row's words in the candidates buffer (collect.glsl): up to
 // MAX_COLLECT_CHUNKS chunks' lists of CAP / 2 (key, id) pairs, or, on a GPU,

@@ -25,7 +25,8 @@
 uvec2 phase_t0_cycles = uvec2(0u);
 uvec2 phase_t0_ticks = uvec2(0u);
 bool phase_started = false;  // only the shaders that mark: phase_end in write_result does nothing elsewhere
-uint phase_chunk_cycles = PHASE_UNSET, phase_chunk_ticks = PHASE_UNSET;
+// The workgroup's own chunk marks, PH_READ..PH_CHUNK: (cycles, ticks).
+uvec2 phase_own[PH_CHUNK + 1u] = uvec2[](uvec2(PHASE_UNSET), uvec2(PHASE_UNSET), uvec2(PHASE_UNSET));
 
 void phase_start() {
     phase_t0_cycles = clock2x32ARB();
@@ -39,11 +40,10 @@ void phase_put(uint row, uint mark) {
     results[o + 1u] = clockRealtime2x32EXT().x - phase_t0_ticks.x;
 }
 
-// The chunk's own read is over before the workgroup knows whether it is the
+// The chunk's phases are over before the workgroup knows whether it is the
 // row's last: kept in registers, written by phase_arrived.
-void phase_chunk_done() {
-    phase_chunk_cycles = clock2x32ARB().x - phase_t0_cycles.x;
-    phase_chunk_ticks = clockRealtime2x32EXT().x - phase_t0_ticks.x;
+void phase_chunk_mark(uint mark) {
+    phase_own[mark] = uvec2(clock2x32ARB().x - phase_t0_cycles.x, clockRealtime2x32EXT().x - phase_t0_ticks.x);
 }
 
 // The row's last workgroup: every mark unset but the chunk's and this one.
@@ -51,8 +51,10 @@ void phase_arrived(uint row) {
     if (!phase_started || gl_LocalInvocationID.x != 0u) return;
     uint o = row * RESULT_STRIDE + RES_PHASES;
     for (uint i = 0u; i < 2u * PHASE_MARKS; ++i) results[o + i] = PHASE_UNSET;
-    results[o + 2u * PH_CHUNK] = phase_chunk_cycles;
-    results[o + 2u * PH_CHUNK + 1u] = phase_chunk_ticks;
+    for (uint m = 0u; m <= PH_CHUNK; ++m) {
+        results[o + 2u * m] = phase_own[m].x;
+        results[o + 2u * m + 1u] = phase_own[m].y;
+    }
     phase_put(row, PH_ARRIVED);
 }
 
@@ -70,7 +72,7 @@ void phase_end(uint row) {
 }
 #else
 #define phase_start()
-#define phase_chunk_done()
+#define phase_chunk_mark(mark)
 #define phase_arrived(row)
 #define phase_mark(row, mark)
 #define phase_op(row, position)

@@ -12,7 +12,7 @@
 void main() {
     phase_start();
     collect_chunk();
-    phase_chunk_done();
+    phase_chunk_mark(PH_CHUNK);
     // The chunks' lists, statistics and aggregates are in device memory; the
     // last to arrive reads the others' (arrive.glsl orders it). Its shared
     // memory is free again: last_to_arrive_of ends with a barrier.

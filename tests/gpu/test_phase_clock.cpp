@@ -23,7 +23,7 @@ namespace {
 using sieve_test::Shape;
 
 // PH_* of gpu_layout.h, in order.
-enum Mark { kChunk, kArrived, kLists, kOp0, kSelector = kOp0 + 8, kTotal, kEnd, kMarks = 16 };
+enum Mark { kRead, kSelect, kChunk, kArrived, kLists, kOp0, kSelector = kOp0 + 8, kTotal, kEnd, kMarks = 16 };
 
 struct Logged {
     int rows = 0, row = 0;
@@ -88,6 +88,7 @@ void expect_marks(const Logged& l, const std::vector<int>& set) {
 }
 
 TEST(PhaseClock, TheFusedTailMarksItsChunkEachSamplerAndTheDraw) {
+    // (Zipf rows at top-k 40: the chunks take the register picks, pick_chunk.)
     sieve_test::ScopedEnv profile("SIEVE_PROFILE", "gpu");  // a GPU's plan: the tail in the chunks' dispatch
     auto ctx = sieve_test::gpu_context();
     const auto lines = sample_logged(ctx, "top_k;top_p;min_p;temperature;dist", 2, 3);
@@ -95,7 +96,8 @@ TEST(PhaseClock, TheFusedTailMarksItsChunkEachSamplerAndTheDraw) {
     for (size_t i = 0; i < lines.size(); ++i) {
         EXPECT_EQ(lines[i].rows, 2);
         EXPECT_EQ(lines[i].row, int(i % 2));
-        expect_marks(lines[i], {kChunk, kArrived, kLists, kOp0, kOp0 + 1, kOp0 + 2, kOp0 + 3, kSelector, kTotal, kEnd});
+        expect_marks(lines[i], {kRead, kSelect, kChunk, kArrived, kLists, kOp0, kOp0 + 1, kOp0 + 2, kOp0 + 3, kSelector,
+                                kTotal, kEnd});
     }
 }
 

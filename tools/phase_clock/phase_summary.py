@@ -6,7 +6,8 @@ of the collect tail's workgroup, from one mark to the next it passed.
   phase_summary.py [--json] CASE=LOG ...
 
 Marks (shaders/include/gpu_layout.h, PH_*), counted from the workgroup's start:
-chunk (its own chunk read and listed), arrived (counted in last), lists (the
+read (its own chunk read into the register picks), select (the picks' radix
+select), chunk (its chunk listed), arrived (counted in last), lists (the
 chunks' lists merged into the array), op0..op7 (after each sampler of the
 chain), selector, total, end (the result written). Times are the device's
 realtime clock (ticks: nanoseconds on NVIDIA and lavapipe) and the subgroup
@@ -16,7 +17,7 @@ import json
 import statistics
 import sys
 
-NAMES = ["chunk", "arrived", "lists"] + [f"op{i}" for i in range(8)] + ["selector", "total", "end"]
+NAMES = ["read", "select", "chunk", "arrived", "lists"] + [f"op{i}" for i in range(8)] + ["selector", "total", "end"]
 
 
 def phases(lines):
