@@ -2,10 +2,10 @@
 # The GPU check: what a person with a real GPU runs and sends back.
 #
 #   ./scripts/gpu_check.sh [--no-setup] [--build-dir DIR] [--out FILE] [--tokens N] [--filter GTEST_FILTER]
-#                          [--shards N] [--bench-case TEXT] [--verify-case TEXT]
+#                          [--shards N] [--bench-case TEXT] [--verify-case TEXT] [--skip PARTS]
 #   ./scripts/gpu_check.sh --bundle DIR [--no-setup] [--build-dir DIR] [--phase-build DIR]
 #   DIR/gpu_check.sh [--out FILE] [--tokens N] [--filter GTEST_FILTER] [--shards N] [--bench-case TEXT]
-#                    [--verify-case TEXT]
+#                    [--verify-case TEXT] [--skip PARTS]
 #
 # Sets up and builds as the README's commands do (--no-setup: use the existing
 # build, ./build or --build-dir, as it is, with no package manager and no
@@ -26,7 +26,11 @@
 # writes one report, sieve-gpu-check.json by default: the devices (name, type,
 # driver, Vulkan version, subgroup size, features), the device checked, every
 # test with its result, the benches' JSON, the peer's figures beside Sieve's
-# (torch/dev) and each part's wall time. Attach it to an issue.
+# (torch/dev) and each part's wall time. Attach it to an issue. --skip PARTS
+# (comma-separated: tests, bench, verify_bench, device_bench, wait_bench,
+# torch, phases) leaves those parts out, their report entries null: where a
+# machine is lent for minutes (the whole check took longer than 6 on an H200),
+# a run can hold what it came for.
 #
 # --bundle DIR builds (unless --no-setup), then writes into DIR (new or empty)
 # what a run needs on a machine with no compiler: this script, the `sieve` CLI,
@@ -61,7 +65,7 @@ missing_program() {
 
 # Paths given are relative to where the script is called from.
 setup=1 build=$root/build out=$root/sieve-gpu-check.json tokens=200 filter='*' shards=1 bench_case='' verify_case='' bundle=''
-phase_build=''
+phase_build='' skip=''
 while (($#)); do
   case $1 in
     --no-setup) setup=0 ;;
@@ -74,7 +78,13 @@ while (($#)); do
     --bench-case) (($# > 1)) || usage "--bench-case needs a text"; bench_case=$2; shift ;;
     --verify-case) (($# > 1)) || usage "--verify-case needs a text"; verify_case=$2; shift ;;
     --phase-build) (($# > 1)) || usage "--phase-build needs a directory"; phase_build=$(realpath -m "$2"); shift ;;
-    -h|--help) sed -n '2,46p' "$0"; exit 0 ;;
+    --skip) (($# > 1)) || usage "--skip needs parts"
+      for p in ${2//,/ }; do
+        [[ ,tests,bench,verify_bench,device_bench,wait_bench,torch,phases, == *",$p,"* ]] ||
+          usage "--skip: unknown part '$p' (tests, bench, verify_bench, device_bench, wait_bench, torch, phases)"
+      done
+      skip=",$2,"; shift ;;
+    -h|--help) sed -n '2,51p' "$0"; exit 0 ;;
     *) usage "unknown argument '$1'" ;;
   esac
   shift
@@ -187,6 +197,11 @@ missing=$(missing_program "$sieve" "$gpu_tests" ${phase_build:+"$phase_sieve"})
 # part NAME: the wall time since the part began, printed and kept for the report.
 parts=''
 part_start=$SECONDS
+# skipping PART: whether --skip names it (then the part says so).
+skipping() {
+  [[ $skip == *",$1,"* ]] || return 1
+  echo "== $1: skipped (--skip)"
+}
 part_done() {
   local seconds=$((SECONDS - part_start))
   echo "== $1: $seconds s"
@@ -215,7 +230,10 @@ part_done devices
 
 echo "== GPU-facing tests (validation on)"
 set +e
-if ((shards == 1)); then
+tests_status=0
+if skipping tests; then
+  : > "$work/tests.log"
+elif ((shards == 1)); then
   "$gpu_tests" --gtest_filter="$filter" --gtest_output=json:"$work/tests.json" 2>&1 | tee "$work/tests.log" | grep -E '^\[ *(OK|FAILED|PASSED|  FAILED) *\]|^\[==========\]'
   tests_status=${PIPESTATUS[0]}
 else
@@ -246,23 +264,30 @@ PY
 fi
 part_done tests
 echo "== sieve bench"
-"$sieve" bench --tokens "$tokens" ${bench_case:+--case "$bench_case"} --json-out "$work/bench.json"
-bench_status=$?
+bench_status=0 verify_status=0 device_status=0 device_b64_status=0 wait_status=0
+if ! skipping bench; then
+  "$sieve" bench --tokens "$tokens" ${bench_case:+--case "$bench_case"} --json-out "$work/bench.json"
+  bench_status=$?
+fi
 part_done bench
 echo "== sieve bench --suite verify"
-"$sieve" bench --suite verify --tokens "$tokens" ${verify_case:+--case "$verify_case"} --json-out "$work/verify.json"
-verify_status=$?
+if ! skipping verify_bench; then
+  "$sieve" bench --suite verify --tokens "$tokens" ${verify_case:+--case "$verify_case"} --json-out "$work/verify.json"
+  verify_status=$?
+fi
 part_done verify_bench
 # As an inference engine calls it: the logits already in a device-local
 # buffer (sieve_sample_vulkan), one row and 64 rows.
 echo "== sieve bench --input device"
-"$sieve" bench --input device --tokens "$tokens" ${bench_case:+--case "$bench_case"} --json-out "$work/bench_device.json"
-device_status=$?
-# (--rows renames the cases: .../b64; a --bench-case names its shape.)
-b64_case=${bench_case:-zipf/v151936}
-"$sieve" bench --input device --rows 64 --case "${b64_case%/b*}" --tokens "$tokens" \
-  --json-out "$work/bench_device_b64.json"
-device_b64_status=$?
+if ! skipping device_bench; then
+  "$sieve" bench --input device --tokens "$tokens" ${bench_case:+--case "$bench_case"} --json-out "$work/bench_device.json"
+  device_status=$?
+  # (--rows renames the cases: .../b64; a --bench-case names its shape.)
+  b64_case=${bench_case:-zipf/v151936}
+  "$sieve" bench --input device --rows 64 --case "${b64_case%/b*}" --tokens "$tokens" \
+    --json-out "$work/bench_device_b64.json"
+  device_b64_status=$?
+fi
 part_done device_bench
 # The fixed cost by how the host waits (issue 34, item 3): the one-row cases
 # again, waiting asleep on the fence (SIEVE_WAIT_SPIN_US=0, the calibration's
@@ -271,24 +296,30 @@ part_done device_bench
 # usual finish less 20 us, then polling).
 echo "== sieve bench --input device: the host's wait asleep, then polling from the submit"
 wait_case=${bench_case:-zipf/v151936/b1}
-SIEVE_WAIT_SPIN_US=0 "$sieve" bench --input device --case "$wait_case" --tokens "$tokens" \
-  --json-out "$work/bench_wait_sleep.json" > /dev/null
-wait_status=$?
-SIEVE_WAIT_SPIN_US=1000 "$sieve" bench --input device --case "$wait_case" --tokens "$tokens" \
-  --json-out "$work/bench_wait_poll.json" > /dev/null
-((wait_status |= $?))
+if ! skipping wait_bench; then
+  SIEVE_WAIT_SPIN_US=0 "$sieve" bench --input device --case "$wait_case" --tokens "$tokens" \
+    --json-out "$work/bench_wait_sleep.json" > /dev/null
+  wait_status=$?
+  SIEVE_WAIT_SPIN_US=1000 "$sieve" bench --input device --case "$wait_case" --tokens "$tokens" \
+    --json-out "$work/bench_wait_poll.json" > /dev/null
+  ((wait_status |= $?))
+fi
 part_done wait_bench
 # The PyTorch peer on the same GPU (tools/torch_peer): skipped, exit 0, where
 # python3 has no CUDA-enabled torch.
 echo "== the PyTorch peer (skipped where python3 has no CUDA torch)"
 torch_status=0
-if command -v python3 >/dev/null 2>&1; then
+if skipping torch; then
+  echo '{"peer": "torch", "status": "skipped", "reason": "--skip torch"}' > "$work/torch.jsonl"
+elif command -v python3 >/dev/null 2>&1; then
   python3 "$root/tools/torch_peer/torch_peer.py" --tokens "$tokens" --out "$work/torch.jsonl"
   torch_status=$?
-  python3 "$root/tools/torch_peer/torch_table.py" --torch "$work/torch.jsonl" "$work/bench_device.json" \
-    "$work/bench_device_b64.json"
-  python3 "$root/tools/torch_peer/torch_table.py" --json --torch "$work/torch.jsonl" "$work/bench_device.json" \
-    "$work/bench_device_b64.json" > "$work/torch_table.json"
+  if [[ -s $work/bench_device.json ]]; then  # the table beside Sieve's device-input figures
+    python3 "$root/tools/torch_peer/torch_table.py" --torch "$work/torch.jsonl" "$work/bench_device.json" \
+      "$work/bench_device_b64.json"
+    python3 "$root/tools/torch_peer/torch_table.py" --json --torch "$work/torch.jsonl" "$work/bench_device.json" \
+      "$work/bench_device_b64.json" > "$work/torch_table.json"
+  fi
 else
   echo '{"peer": "torch", "status": "skipped", "reason": "no python3 on this machine"}' > "$work/torch.jsonl"
 fi
@@ -300,7 +331,9 @@ part_done torch
 # --input device's is; the marks fall inside the dispatch, after the upload.
 echo "== the collect tail's phases (the phase-clock build; skipped without one)"
 phase_status=0
-if [[ -n $phase_sieve && -x $phase_sieve ]]; then
+if skipping phases; then
+  :
+elif [[ -n $phase_sieve && -x $phase_sieve ]]; then
   phase_args=()
   for c in default min_p top_p top_k1000 penalties_dry_n4096; do
     SIEVE_PHASE_LOG="$work/phase_$c.jsonl" LD_LIBRARY_PATH="$phase_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \

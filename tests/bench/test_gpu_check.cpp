@@ -126,6 +126,31 @@ TEST(GpuCheck, WritesOneReportWithDeviceTestsAndBench) {
     }
 }
 
+// --skip leaves parts out: their report entries are null, their wall time 0,
+// and the run says so; the parts left run as ever.
+TEST(GpuCheck, SkippedPartsAreNullInTheReport) {
+    const fs::path dir = temp_dir("skip");
+    const fs::path report = dir / "report.json";
+    const auto r = run_check_on_cpu(dir, report, "verify_match_d4/default/peaked/v151936/b1",
+                                    "--skip tests,bench,verify_bench,wait_bench,torch,phases");
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    const auto doc = nlohmann::json::parse(sieve_test::read_text(report.string()));
+    for (const char* part : {"tests", "bench", "verify_bench", "bench_wait_sleep", "bench_wait_poll", "phases"})
+        EXPECT_TRUE(doc.at(part).is_null()) << part;
+    for (const char* part : {"tests", "bench", "verify_bench", "wait_bench", "torch", "phases"})
+        EXPECT_NE(r.out.find(std::string("== ") + part + ": skipped (--skip)"), std::string::npos) << part;
+    EXPECT_EQ(doc.at("torch").at("lines").at(0).at("reason"), "--skip torch");
+    EXPECT_EQ(doc.at("bench_device").at("cases").at(0).at("name"), "default/zipf/v32000/b1");
+    EXPECT_EQ(doc.at("bench_device_b64").at("cases").at(0).at("name"), "default/zipf/v32000/b64");
+}
+
+TEST(GpuCheck, SkipNamesOnlyItsParts) {
+    const fs::path dir = temp_dir("skip_unknown");
+    const auto r = sieve_test::run_program("/usr/bin/env", "bash '" + script() + "' --no-setup --skip tests,benches", dir);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("unknown part 'benches'"), std::string::npos) << r.err;
+}
+
 // --shards N runs the tests in N processes and merges their reports: every
 // test once, the counts summed.
 TEST(GpuCheck, ShardedTestsMergeIntoOneReport) {
