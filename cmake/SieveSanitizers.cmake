@@ -23,10 +23,10 @@ if(SIEVE_SANITIZER_FLAGS)
 endif()
 # Under SIEVE_SANITIZE the CLI and the tests compile at -O0 (target options
 # follow the build type's flags): CLI11's, nlohmann/json's and GoogleTest's
-# templates were most of scripts/sanitize.sh's build at -O1 (the CLI's and
-# tests' 67 files 1679 of 1844 CPU-seconds; a file 2.4x quicker at -O0),
-# while the library, whose loops are most of the tests' run time, keeps the
-# build type's optimization (everything at -O0 ran the tests 3x slower).
+# templates were most of scripts/sanitize.sh's build at -O1 (about nine
+# tenths; a file about twice as quick at -O0), while the library, whose
+# loops are most of the tests' run time, keeps the build type's optimization
+# (everything at -O0 ran the tests 3x slower). docs/perf-log.md, 2026-11-29.
 set(SIEVE_SANITIZE_HARNESS_OPTIONS "")
 if(SIEVE_SANITIZE)
   set(SIEVE_SANITIZE_HARNESS_OPTIONS -O0)

@@ -15,8 +15,8 @@ build=build-asan
 # reports' stacks, assertions on, and about 1.5x quicker to build than -O2 -g
 # (the build is most of this script's time); the tests run about as fast. The
 # CLI and the tests themselves compile at -O0 (cmake/SieveSanitizers.cmake:
-# their templates were most of the build; the build took 463 s instead of 972
-# on a slow 2-core machine, the tests 124 s instead of 105).
+# their templates were most of the build; docs/perf-log.md, 2026-11-29, has
+# the figures).
 if [[ ! -f $build/CMakeCache.txt ]]; then
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ \
     -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
