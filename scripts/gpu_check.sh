@@ -66,6 +66,7 @@ missing_program() {
 # Paths given are relative to where the script is called from.
 setup=1 build=$root/build out=$root/sieve-gpu-check.json tokens=200 filter='*' shards=1 bench_case='' verify_case='' bundle=''
 phase_build='' skip=''
+parts_known=tests,bench,verify_bench,device_bench,wait_bench,torch,phases  # what --skip may name
 while (($#)); do
   case $1 in
     --no-setup) setup=0 ;;
@@ -80,8 +81,7 @@ while (($#)); do
     --phase-build) (($# > 1)) || usage "--phase-build needs a directory"; phase_build=$(realpath -m "$2"); shift ;;
     --skip) (($# > 1)) || usage "--skip needs parts"
       for p in ${2//,/ }; do
-        [[ ,tests,bench,verify_bench,device_bench,wait_bench,torch,phases, == *",$p,"* ]] ||
-          usage "--skip: unknown part '$p' (tests, bench, verify_bench, device_bench, wait_bench, torch, phases)"
+        [[ ,$parts_known, == *",$p,"* ]] || usage "--skip: unknown part '$p' (${parts_known//,/, })"
       done
       skip=",$2,"; shift ;;
     -h|--help) sed -n '2,51p' "$0"; exit 0 ;;

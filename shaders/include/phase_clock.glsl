@@ -34,27 +34,27 @@ void phase_start() {
     phase_started = true;
 }
 
-void phase_put(uint row, uint mark) {
-    uint o = row * RESULT_STRIDE + RES_PHASES + 2u * mark;
-    results[o] = clock2x32ARB().x - phase_t0_cycles.x;
-    results[o + 1u] = clockRealtime2x32EXT().x - phase_t0_ticks.x;
+// Both clocks since phase_start: (cycles, ticks).
+uvec2 phase_now() {
+    return uvec2(clock2x32ARB().x - phase_t0_cycles.x, clockRealtime2x32EXT().x - phase_t0_ticks.x);
 }
+
+void phase_write(uint row, uint mark, uvec2 at) {
+    uint o = row * RESULT_STRIDE + RES_PHASES + 2u * mark;
+    results[o] = at.x;
+    results[o + 1u] = at.y;
+}
+
+void phase_put(uint row, uint mark) { phase_write(row, mark, phase_now()); }
 
 // The chunk's phases are over before the workgroup knows whether it is the
 // row's last: kept in registers, written by phase_arrived.
-void phase_chunk_mark(uint mark) {
-    phase_own[mark] = uvec2(clock2x32ARB().x - phase_t0_cycles.x, clockRealtime2x32EXT().x - phase_t0_ticks.x);
-}
+void phase_chunk_mark(uint mark) { phase_own[mark] = phase_now(); }
 
 // The row's last workgroup: every mark unset but the chunk's and this one.
 void phase_arrived(uint row) {
     if (!phase_started || gl_LocalInvocationID.x != 0u) return;
-    uint o = row * RESULT_STRIDE + RES_PHASES;
-    for (uint i = 0u; i < 2u * PHASE_MARKS; ++i) results[o + i] = PHASE_UNSET;
-    for (uint m = 0u; m <= PH_CHUNK; ++m) {
-        results[o + 2u * m] = phase_own[m].x;
-        results[o + 2u * m + 1u] = phase_own[m].y;
-    }
+    for (uint m = 0u; m < PHASE_MARKS; ++m) phase_write(row, m, m <= PH_CHUNK ? phase_own[m] : uvec2(PHASE_UNSET));
     phase_put(row, PH_ARRIVED);
 }
 

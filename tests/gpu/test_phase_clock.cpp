@@ -4,6 +4,7 @@
 // the phases it passes in order, leave the others unset, and log nothing for
 // a call without a tail (SIEVE_PHASE_LOG, engine/vulkan/phase_log.cpp).
 #ifdef SIEVE_PHASE_CLOCK
+#include "gpu_layout.h"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -22,8 +23,7 @@ namespace {
 
 using sieve_test::Shape;
 
-// PH_* of gpu_layout.h, in order.
-enum Mark { kRead, kSelect, kChunk, kArrived, kLists, kOp0, kSelector = kOp0 + 8, kTotal, kEnd, kMarks = 16 };
+using namespace sieve::glsl;  // PH_*, PHASE_MARKS
 
 struct Logged {
     int rows = 0, row = 0;
@@ -68,16 +68,16 @@ std::vector<Logged> sample_logged(sieve::Context& ctx, const std::string& sample
 
 // The marks `set` are set and every other one unset; the set ones do not go
 // back in time on either clock.
-void expect_marks(const Logged& l, const std::vector<int>& set) {
-    ASSERT_EQ(l.cycles.size(), size_t(kMarks));
-    ASSERT_EQ(l.ticks.size(), size_t(kMarks));
-    for (int m = 0; m < kMarks; ++m) {
+void expect_marks(const Logged& l, const std::vector<uint32_t>& set) {
+    ASSERT_EQ(l.cycles.size(), size_t(PHASE_MARKS));
+    ASSERT_EQ(l.ticks.size(), size_t(PHASE_MARKS));
+    for (uint32_t m = 0; m < PHASE_MARKS; ++m) {
         const bool want = std::find(set.begin(), set.end(), m) != set.end();
         EXPECT_EQ(l.ticks[m].has_value(), want) << "mark " << m;
         EXPECT_EQ(l.cycles[m].has_value(), want) << "mark " << m;
     }
     uint32_t last_ticks = 0, last_cycles = 0;
-    for (int m : set) {
+    for (uint32_t m : set) {
         if (!l.ticks[m] || !l.cycles[m]) continue;
         EXPECT_GE(*l.ticks[m], last_ticks) << "mark " << m;
         EXPECT_GE(*l.cycles[m], last_cycles) << "mark " << m;
@@ -96,8 +96,8 @@ TEST(PhaseClock, TheFusedTailMarksItsChunkEachSamplerAndTheDraw) {
     for (size_t i = 0; i < lines.size(); ++i) {
         EXPECT_EQ(lines[i].rows, 2);
         EXPECT_EQ(lines[i].row, int(i % 2));
-        expect_marks(lines[i], {kRead, kSelect, kChunk, kArrived, kLists, kOp0, kOp0 + 1, kOp0 + 2, kOp0 + 3, kSelector,
-                                kTotal, kEnd});
+        expect_marks(lines[i], {PH_READ, PH_SELECT, PH_CHUNK, PH_ARRIVED, PH_LISTS, PH_OP0, PH_OP0 + 1, PH_OP0 + 2,
+                                PH_OP0 + 3, PH_SELECTOR, PH_TOTAL, PH_END});
     }
 }
 
@@ -106,7 +106,7 @@ TEST(PhaseClock, ATailOfItsOwnHasNoChunkMark) {
     auto ctx = sieve_test::gpu_context();
     const auto lines = sample_logged(ctx, "min_p;dist", 1, 2);
     ASSERT_EQ(lines.size(), 2u);
-    for (const Logged& l : lines) expect_marks(l, {kArrived, kLists, kOp0, kSelector, kTotal, kEnd});
+    for (const Logged& l : lines) expect_marks(l, {PH_ARRIVED, PH_LISTS, PH_OP0, PH_SELECTOR, PH_TOTAL, PH_END});
 }
 
 TEST(PhaseClock, ACallWithoutATailLogsNothing) {
