@@ -57,12 +57,11 @@ run() {
 #
 # The configurations of the GPU-facing tests: the device as it is, and the
 # GPU-shaped ones. On lavapipe: the GPU plan's subgroup variants at subgroup
-# sizes 4 and 16, the extremes it presents (LP_NATIVE_VECTOR_WIDTH=128/512;
-# 8, between them, is the device's own; a GPU's 32 to 128, which lavapipe
-# presents at widths 1024 to 4096, lie beyond: those pass by hand, but a
-# first call there waits for its cold compile past the wait timeout
-# (docs/perf-log.md), and a size assumption breaks at one extreme or the
-# other), and
+# sizes 4 and 16 (LP_NATIVE_VECTOR_WIDTH=128/512; 8, between them, is the
+# device's own; a size assumption breaks at one end or the other). A GPU's
+# 32 to 128, which lavapipe presents at widths 1024 to 4096, pass by hand,
+# but there a cold first call can wait past the wait timeout for lavapipe's
+# compile (docs/perf-log.md). And
 # gpu,constrained, which turns every optional feature off, subgroup
 # arithmetic included (the portable variants), so its subgroup size changes
 # nothing. On a device that is not a CPU implementation: gpu and
