@@ -178,7 +178,7 @@ void GpuChain::submit_and_wait(const Recording& rec, VkCommandBuffer prefix) {
     const bool whole = rec.has_deep() && rec.deep_rate > kWholeAboveDeepRate;
     const VkCommandBuffer cmds[2] = {prefix, whole ? rec.whole_cmd : rec.cmd};
     submitter_.submit(prefix ? cmds : cmds + 1, prefix ? 2 : 1, nullptr);
-    submitter_.await(kWaitTimeoutNs, "sampling did not finish within the wait timeout",
+    submitter_.await(submitter_.wait_timeout_ns(), "sampling did not finish within the wait timeout",
                      whole ? &rec.whole_wait_ns : &rec.wait_ns);
     account(rec, whole ? rec.whole_plan : rec.plan, prefix != VK_NULL_HANDLE, false);
     if (rec.key.timestamps) submitter_.read_call_timing();  // the first submission's
@@ -190,7 +190,7 @@ void GpuChain::submit_and_wait(const Recording& rec, VkCommandBuffer prefix) {
     // Rows whose level-0 bin holds more than CAP logits are still active:
     // the first part's gather left them (their results unwritten).
     submitter_.submit(&rec.deep_cmd, 1, nullptr);
-    submitter_.await(kWaitTimeoutNs, "sampling did not finish within the wait timeout", &rec.deep_wait_ns);
+    submitter_.await(submitter_.wait_timeout_ns(), "sampling did not finish within the wait timeout", &rec.deep_wait_ns);
     account(rec, rec.deep_plan, false, true);
 }
 

@@ -100,7 +100,7 @@ const float* DeviceInputs::rows_on_host(VkCommandBuffer ingest, uint64_t bytes) 
         cmds.push_back(readback_);
     }
     submitter_.submit(cmds.data(), static_cast<uint32_t>(cmds.size()), nullptr);
-    submitter_.await(kWaitTimeoutNs, "reading the rows back did not finish within the wait timeout");
+    submitter_.await(submitter_.wait_timeout_ns(), "reading the rows back did not finish within the wait timeout");
     return static_cast<const float*>(device_.unified_memory() ? buffers_.logits.mapped : buffers_.staging.mapped);
 }
 

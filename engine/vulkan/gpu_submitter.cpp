@@ -66,7 +66,7 @@ void Submitter::run_once(const std::function<void(VkCommandBuffer)>& fill) {
     si.commandBufferCount = 1;
     si.pCommandBuffers = &cmd;
     vk_check(device_.submit(si, fence_), "vkQueueSubmit");
-    vk_check(vk.vkWaitForFences(dev, 1, &fence_, VK_TRUE, kWaitTimeoutNs), "vkWaitForFences");
+    vk_check(vk.vkWaitForFences(dev, 1, &fence_, VK_TRUE, wait_timeout_ns()), "vkWaitForFences");
     vk.vkResetFences(dev, 1, &fence_);
     vk.vkFreeCommandBuffers(dev, command_pool_, 1, &cmd);
 }
@@ -114,12 +114,12 @@ void Submitter::await(uint64_t timeout_ns, const char* what, double* wait_ns) {
 }
 
 void Submitter::drain() {
-    if (pending_) device_.vk().vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, kWaitTimeoutNs);
+    if (pending_) device_.vk().vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, wait_timeout_ns());
     pending_ = false;
 }
 
 void Submitter::wait_pending() {
-    if (pending_) await(kWaitTimeoutNs, "the previous submission is still running");
+    if (pending_) await(wait_timeout_ns(), "the previous submission is still running");
 }
 
 void Submitter::read_stage_times(const Plan& plan, const std::vector<RowGroup>& groups, bool append) {

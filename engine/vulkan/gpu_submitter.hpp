@@ -2,6 +2,7 @@
 // host's wait, and the stage timestamps of profiling.
 #pragma once
 
+#include "vulkan/fence_wait.hpp"
 #include "vulkan/gpu_counters.hpp"
 #include "vulkan/gpu_plan.hpp"
 #include "vulkan/vk_device.hpp"
@@ -13,11 +14,6 @@
 #include <vector>
 
 namespace sieve {
-
-// A submission's host wait. Generous: lavapipe compiles a pipeline's shader
-// at its first dispatch, inside the submission (tens of seconds for the
-// collect pass on a loaded 2-core machine).
-constexpr uint64_t kWaitTimeoutNs = 120ull * 1000 * 1000 * 1000;
 
 // The longest plan (raw stats, history, stats, 9 levels, gather) once per row in the worst case.
 constexpr uint32_t kMaxPlanDispatches = 13;
@@ -38,6 +34,8 @@ public:
     // pending. wait_ns: how long such waits usually take (0 = not yet known),
     // where the wait starts polling, updated with this one (null: untimed).
     void await(uint64_t timeout_ns, const char* what, double* wait_ns = nullptr);
+    // The wait a call allows its submission on this device (fence_wait.hpp).
+    uint64_t wait_timeout_ns() const { return sieve::wait_timeout_ns(device_.info().type); }
     // Waits for a submission whose earlier wait timed out.
     void wait_pending();
     // The same before the chain's pieces are destroyed: errors ignored.

@@ -67,4 +67,13 @@ TEST(FenceWait, AWakeUpLongerThanTheWindowNoLongerHoldsAGpuWaitLate) {
     EXPECT_DOUBLE_EQ(took, 100e3);
 }
 
+// A CPU device may compile a pipeline inside its first submission: its wait
+// allows that; a GPU's reports a hang sooner.
+TEST(FenceWait, ACpuDeviceWaitsLongerForItsFirstCompiles) {
+    EXPECT_EQ(sieve::wait_timeout_ns(SIEVE_DEVICE_CPU), 600ull * 1000 * 1000 * 1000);
+    for (sieve_device_type gpu : {SIEVE_DEVICE_DISCRETE_GPU, SIEVE_DEVICE_INTEGRATED_GPU, SIEVE_DEVICE_VIRTUAL_GPU,
+                                  SIEVE_DEVICE_OTHER})
+        EXPECT_EQ(sieve::wait_timeout_ns(gpu), 120ull * 1000 * 1000 * 1000) << gpu;
+}
+
 }  // namespace
