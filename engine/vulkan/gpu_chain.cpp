@@ -190,7 +190,8 @@ void GpuChain::submit_and_wait(const Recording& rec, VkCommandBuffer prefix) {
     // Rows whose level-0 bin holds more than CAP logits are still active:
     // the first part's gather left them (their results unwritten).
     submitter_.submit(&rec.deep_cmd, 1, nullptr);
-    submitter_.await(submitter_.wait_timeout_ns(), "sampling did not finish within the wait timeout", &rec.deep_wait_ns);
+    submitter_.await(submitter_.wait_timeout_ns(), "sampling did not finish within the wait timeout",
+                     &rec.deep_wait_ns);
     account(rec, rec.deep_plan, false, true);
 }
 
