@@ -38,7 +38,9 @@ double tail_us(const EstimateInputs& in, uint32_t chunks) {
     // one read for rows that need them, none for the others, where
     // 521950c's fitted figure waited for one a chunk.
     const double aggregate_reads = in.shaders != ShaderSet::Today ? 0.0 : (in.aggregates ? 1.0 : 0.0) - chunks;
-    if (!(p.flags & glsl::FLAG_SORT_MERGE))  // ranks by binary searches (a CPU plan's, and 30de833's)
+    // 30de833's merge by ranks (binary searches), fitted; a CPU plan's merge
+    // paths, which no GPU runs, are charged alike.
+    if (!(p.flags & glsl::FLAG_SORT_MERGE))
         return M::kTailUs + M::kTailUsPerOp * in.chain_ops + M::kTailUsPerNeed * in.need;
     const uint32_t entries = chunks * in.need;  // the lists' entries, at most
     double merge = entries <= in.capacity

@@ -1,7 +1,6 @@
 #include "vulkan/gpu_plan.hpp"
 
 #include <algorithm>
-#include <thread>
 
 namespace sieve {
 
@@ -17,13 +16,12 @@ uint32_t chunks_for(const EffectiveLimits& limits, sieve_device_type type) {
     // Lavapipe runs one workgroup per thread, one thread per core: more
     // chunks than cores only add per-workgroup work (on 2 cores, default chain
     // at 262144: 601 us per token with 2 chunks, 742 with 4).
+    // A CPU device's compute units are its hardware threads (vk_instance.cpp's
+    // stand-in; SIEVE_COMPUTE_UNITS sets them, so a 2-core machine can test
+    // the plan of a 4-core one).
     const uint32_t most = max_chunks_for(limits, type);
     if (type != SIEVE_DEVICE_CPU) return most;
-    // Read once: glibc answers hardware_concurrency by parsing
-    // /sys/devices/system/cpu/online, about 20 us a call on lavapipe's VM, and
-    // every call plans.
-    static const uint32_t threads = std::max(std::thread::hardware_concurrency(), 1u);
-    return std::min(threads, most);
+    return std::clamp(limits.compute_units, 1u, most);
 }
 
 void chunking(uint32_t vocab, const EffectiveLimits& limits, sieve_device_type type, uint32_t* n_chunks,

@@ -26,14 +26,19 @@ shared uint s_at[MAX_ROW_CHUNKS], s_len[MAX_ROW_CHUNKS];  // the merge's lists
 shared uint s_from[MAX_ROW_CHUNKS + 1u];  // sort_chunk_lists: where each list's entries start, counted in order
 
 // The row's top `need` (canonical order) from the chunks' sorted lists, into
-// c_key/c_id; returns how many. By rank, in every invocation at once: an
-// entry's place is its index in its own list plus, in each other list, the
-// entries before it (a binary search; the order is total, ids being distinct).
-// Only a list's first `need` entries can place. (One invocation walking the
-// lists' heads cost about 30 us per token on lavapipe for 2 x 40 entries: a
-// CPU device runs each shared or buffer access of a lone invocation as a loop
-// over its SIMD lanes. Sorting them together costs a barrier per stage: about
-// 2 ms for top-k 1000.)
+// c_key/c_id; returns how many. The lists are folded in one at a time, each
+// fold a merge path (Odeh, Green, Mwassi, Shmueli and Birk, "Merge Path:
+// parallel merging made simple", 2012): invocation t writes outputs [t s,
+// t s + s) of the merge, s = ceil(n / WG); a binary search over the two runs
+// (the co-rank) finds how many of its first t s outputs come from each, and
+// it merges its s outputs from there on its own. Each invocation makes about
+// log2(need) + s reads a fold, where ranking every entry by a binary search in
+// every other list made (lists - 1) log2(need) reads an entry: a CPU device
+// runs each access as a loop over its SIMD lanes, and the ranks were 87% of
+// the tail of top-k 1000 on lavapipe. (Sorting the lists together instead
+// costs a barrier per stage: about 2 ms for top-k 1000 there.) The fold's
+// result stays in c_key/c_id: every invocation holds its outputs until all
+// have read the runs, so each fold writes over the last one's.
 // Where the row's n_chunks lists are and their first `need` entries' count.
 void locate_chunk_lists(uint row, uint need, uint n_chunks) {
     for (uint c = gl_LocalInvocationID.x; c < n_chunks; c += WG) {
@@ -43,42 +48,69 @@ void locate_chunk_lists(uint row, uint need, uint n_chunks) {
     barrier();
 }
 
-uint merge_chunk_lists(uint row, uint need, uint n_chunks) {
-    uint t = gl_LocalInvocationID.x;
-    locate_chunk_lists(row, need, n_chunks);
-    uint total = 0u;
-    for (uint c = 0u; c < n_chunks; ++c) total += s_len[c];
-    for (uint j = t; j < total; j += WG) {
-        uint c = 0u, i = j;  // entry i of list c
-        while (i >= s_len[c]) {
-            i -= s_len[c];
-            ++c;
-        }
-        uint k = candidates[s_at[c] + 2u * i], id = candidates[s_at[c] + 2u * i + 1u];
-        uint rank = i;
-        for (uint d = 0u; d < n_chunks && rank < need; ++d) {
-            if (d == c) continue;
-            uint lo = 0u, hi = s_len[d];  // list d's entries before (k, id): [0, lo)
-            while (lo < hi) {
-                uint mid = (lo + hi) >> 1u;
-                uint at = s_at[d] + 2u * mid;
-                if (canonical_after(k, id, candidates[at], candidates[at + 1u])) lo = mid + 1u;
-                else hi = mid;
-            }
-            rank += lo;
-        }
-        if (rank < need) {
-            c_key[rank] = k;
-            c_id[rank] = id;
-        }
-    }
-    barrier();
-    return min(total, need);
+// Outputs an invocation holds in a fold: need <= HALF.
+const uint MERGE_SEG = (HALF + WG - 1u) / WG;
+const uint RUN_MERGED = 0xFFFFFFFFu;  // run_entry: the fold so far, in c_key/c_id
+
+// Entry i of chunk list c, or of the fold so far (c = RUN_MERGED).
+uvec2 run_entry(uint c, uint i) {
+    if (c == RUN_MERGED) return uvec2(c_key[i], c_id[i]);
+    uint at = s_at[c] + 2u * i;
+    return uvec2(candidates[at], candidates[at + 1u]);
 }
 
-// The same on a GPU (FLAG_SORT_MERGE): ranks by binary search cost each entry
-// a chain of dependent global loads per other list (7 at 8 chunks, 63 at 64,
-// over lists of up to CAP / 2). Instead the lists' entries are copied into
+// x comes before y in canonical order (the order is total: ids are distinct).
+bool merge_before(uvec2 x, uvec2 y) { return canonical_after(y.x, y.y, x.x, x.y); }
+
+// The first min(need, a + b) entries of runs ra (a entries) and rb (b) merged
+// into c_key/c_id; returns how many.
+uint merge_runs(uint ra, uint a, uint rb, uint b, uint need) {
+    uint n = min(need, a + b);
+    uint seg = (n + WG - 1u) / WG;  // <= MERGE_SEG
+    uint p = min(gl_LocalInvocationID.x * seg, n);
+    uint stop = min(p + seg, n);
+    // The co-rank: i of the first p outputs come from ra, the smallest i whose
+    // entry comes after rb's entry p - i - 1 (the predicate holds below it).
+    uint lo = p > b ? p - b : 0u, hi = min(p, a);
+    while (lo < hi) {
+        uint mid = (lo + hi) >> 1u;
+        if (merge_before(run_entry(ra, mid), run_entry(rb, p - mid - 1u))) lo = mid + 1u;
+        else hi = mid;
+    }
+    uint i = lo, j = p - lo;
+    uvec2 x = i < a ? run_entry(ra, i) : uvec2(0u), y = j < b ? run_entry(rb, j) : uvec2(0u);
+    uvec2 held[MERGE_SEG];
+    for (uint q = 0u; q < stop - p; ++q) {
+        bool from_a = j >= b || (i < a && merge_before(x, y));
+        held[q] = from_a ? x : y;
+        if (from_a) {
+            ++i;
+            if (i < a) x = run_entry(ra, i);
+        } else {
+            ++j;
+            if (j < b) y = run_entry(rb, j);
+        }
+    }
+    barrier();  // every invocation has read the runs: the fold so far is overwritten next
+    for (uint q = 0u; q < stop - p; ++q) {
+        c_key[p + q] = held[q].x;
+        c_id[p + q] = held[q].y;
+    }
+    barrier();
+    return n;
+}
+
+uint merge_chunk_lists(uint row, uint need, uint n_chunks) {
+    locate_chunk_lists(row, need, n_chunks);
+    // List 0 with list 1 (or with nothing), then the fold with each next list.
+    uint n = merge_runs(0u, s_len[0], 1u, n_chunks > 1u ? s_len[1] : 0u, need);
+    for (uint c = 2u; c < n_chunks; ++c) n = merge_runs(RUN_MERGED, n, c, s_len[c], need);
+    return n;
+}
+
+// The same on a GPU (FLAG_SORT_MERGE): merge paths cost each invocation a
+// chain of dependent global loads a fold (a binary search, then its
+// outputs one by one), a fold a list (7 at 8 chunks, 63 at 64). Instead the lists' entries are copied into
 // c_key/c_id, each invocation copying entries of any list (independent
 // loads: one memory latency, not one a list), and sorted in shared memory: a
 // fixed number of barriers, no serial work. Only the row's first `need`
@@ -89,7 +121,7 @@ uint merge_chunk_lists(uint row, uint need, uint n_chunks) {
 // sorted 1280 entries (66 bitonic stages of 4 compare-exchanges an
 // invocation) where the row keeps 40. Should the select not get under its
 // limit (a tie group), the lists are sorted whole, or where they outgrow the
-// buffer, the ranks merge them.
+// buffer, merge paths fold them.
 shared uint s_kept;
 
 // The word offset of the row's j-th list entry, counting list by list (after

@@ -47,7 +47,7 @@ SIEVE_CONST uint FLAG_GREEDY = 1u;   // the chain ends in greedy
 SIEVE_CONST uint FLAG_SMALL = 2u;    // the whole row fits the candidate buffer: finalize reads it directly
 SIEVE_CONST uint FLAG_DISTRIBUTION = 4u;  // sieve_chain_distribution: no result, no step advance
 // collect_tail.glsl merges the chunks' lists by sorting them in shared memory
-// (a GPU's plan: no dependent global loads), not by ranks (a CPU device's)
+// (a GPU's plan: no dependent global loads), not by merge paths (a CPU device's)
 SIEVE_CONST uint FLAG_SORT_MERGE = 8u;
 // collect_chunk.glsl's plain chunks keep a `need` past the register picks by a radix
 // select over the chunk (every big row's plan: re-reads cost less than compactions)

@@ -835,6 +835,57 @@ TEST(GpuChainCollectPaths, LargeTopKOfBiasedRowsKeepsItsBestEqualsTheTwin) {
     expect_rare(tally);
 }
 
+// A CPU device's plan splits a row into one chunk per compute unit, at most
+// four (gpu_plan.cpp: chunks_for; its hardware threads, or
+// SIEVE_COMPUTE_UNITS), and its tail folds the chunks' lists in one at a time
+// by merge paths (collect_tail.glsl: merge_chunk_lists): with three and four
+// chunks, the fold over the merged run and a chunk's list, for top-k 40 and
+// 1000 and llama.cpp's default chain, on rows whose best logits sit in one
+// place (kind 1), in two chunks (kind 7), in tie groups of thousands (kind 2)
+// or spread (kinds 0, 6), equals the twin. On a GPU the same units split the
+// row for the GPU's merge, which the twin judges the same way.
+TEST(GpuChainCollectPaths, ListsOfThreeAndFourChunksMergeEqualTheTwin) {
+    Tally tally;
+    const int32_t vocab = 32000;
+    for (const char* units : {"3", "4"}) {
+        auto options = sieve_test::gpu_options();
+        options.profile("device");  // the device's own plan, whatever SIEVE_PROFILE says
+        auto make = [&] {
+            sieve_test::ScopedEnv env("SIEVE_COMPUTE_UNITS", units);
+            return sieve::Context(options);
+        };
+        sieve::Context device = make();
+        const bool cpu_plan = device.device_info().type == SIEVE_DEVICE_CPU;
+        for (const char* chain_text : {"top_k;temperature", kDefaultOrder}) {
+            const auto kinds = sieve_test::twin_chain(chain_text);
+            ASSERT_FALSE(kinds.empty());
+            for (int32_t top_k : {40, 1000}) {
+                if (top_k != 40 && std::string(chain_text) == kDefaultOrder) continue;  // the default chain's k is 40
+                for (int kind : {0, 1, 2, 6, 7}) {
+                    SCOPED_TRACE(std::string(chain_text) + " units " + units + " top-k " + std::to_string(top_k) +
+                                 " row kind " + std::to_string(kind));
+                    const uint32_t salt = 977u * static_cast<uint32_t>(kind) + static_cast<uint32_t>(top_k);
+                    const auto logits = collect_path_row(kind, vocab, salt);
+                    // llama.cpp's defaults for its default chain (the active
+                    // preset's typical and min-p cut whole rows, which the twin takes).
+                    RowParams base = preset(std::string(chain_text) == kDefaultOrder ? "llama_defaults" : "active");
+                    base.top_k = top_k;
+                    const auto params = row_params(base, 1, salt);
+                    sieve::Chain chain(device, sieve_test::chain_desc(chain_text, 1, vocab, base.temperature, 1));
+                    set_row(chain, 0, params[0]);
+                    if (cpu_plan) {  // the plain variant's chunks, or the general one's (top-n-sigma's sums)
+                        const char* stage = has(plan_stages(chain, 1, vocab), "collect_plain") ? "collect_plain" : "collect";
+                        EXPECT_EQ(stage_workgroups(chain, 1, vocab, stage), static_cast<uint32_t>(std::stoi(units)));
+                    }
+                    run_and_compare(chain, kinds, logits, 1, vocab, params, 2, &tally);
+                    EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u);
+                }
+            }
+        }
+    }
+    expect_rare(tally);
+}
+
 TEST(GpuChainOverflow, FallbackRowsEqualTheTwinAndAreCounted) {
     auto gpu = sieve_test::gpu_context();
     const int32_t vocab = 151936;
