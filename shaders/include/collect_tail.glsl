@@ -25,6 +25,15 @@ layout(std430, set = 0, binding = BINDING_OUTPUT) writeonly buffer DistOut { uin
 shared uint s_at[MAX_ROW_CHUNKS], s_len[MAX_ROW_CHUNKS];  // the merge's lists
 shared uint s_from[MAX_ROW_CHUNKS + 1u];  // sort_chunk_lists: where each list's entries start, counted in order
 
+// Where the row's n_chunks lists are and their first `need` entries' count.
+void locate_chunk_lists(uint row, uint need, uint n_chunks) {
+    for (uint c = gl_LocalInvocationID.x; c < n_chunks; c += WG) {
+        s_at[c] = chunk_list_at(row, c, n_chunks);
+        s_len[c] = min(chunk_stats[(row * pc.n_chunks + c) * CHUNK_STRIDE + C_KEPT], need);
+    }
+    barrier();
+}
+
 // The row's top `need` (canonical order) from the chunks' sorted lists, into
 // c_key/c_id; returns how many. The lists are folded in one at a time, each
 // fold a merge path (Odeh, Green, Mwassi, Shmueli and Birk, "Merge Path:
@@ -39,14 +48,6 @@ shared uint s_from[MAX_ROW_CHUNKS + 1u];  // sort_chunk_lists: where each list's
 // costs a barrier per stage: about 2 ms for top-k 1000 there.) The fold's
 // result stays in c_key/c_id: every invocation holds its outputs until all
 // have read the runs, so each fold writes over the last one's.
-// Where the row's n_chunks lists are and their first `need` entries' count.
-void locate_chunk_lists(uint row, uint need, uint n_chunks) {
-    for (uint c = gl_LocalInvocationID.x; c < n_chunks; c += WG) {
-        s_at[c] = chunk_list_at(row, c, n_chunks);
-        s_len[c] = min(chunk_stats[(row * pc.n_chunks + c) * CHUNK_STRIDE + C_KEPT], need);
-    }
-    barrier();
-}
 
 // Outputs an invocation holds in a fold: need <= HALF.
 const uint MERGE_SEG = (HALF + WG - 1u) / WG;
@@ -109,11 +110,11 @@ uint merge_chunk_lists(uint row, uint need, uint n_chunks) {
 }
 
 // The same on a GPU (FLAG_SORT_MERGE): merge paths cost each invocation a
-// chain of dependent global loads a fold (a binary search, then its
-// outputs one by one), a fold a list (7 at 8 chunks, 63 at 64). Instead the lists' entries are copied into
-// c_key/c_id, each invocation copying entries of any list (independent
-// loads: one memory latency, not one a list), and sorted in shared memory: a
-// fixed number of barriers, no serial work. Only the row's first `need`
+// chain of dependent global loads a fold (a binary search, then its outputs
+// one by one), a fold a list (7 at 8 chunks, 63 at 64). Instead the lists'
+// entries are copied into c_key/c_id, each invocation copying entries of
+// any list (independent loads: one memory latency, not one a list), and
+// sorted in shared memory: a fixed number of barriers, no serial work. Only the row's first `need`
 // entries are kept, so lists longer together than twice the need (at least
 // 256) first find the key the row's need-th entry has by a radix select over
 // them (8 bits a level, counts by shared atomics), then copy and sort only

@@ -874,7 +874,8 @@ TEST(GpuChainCollectPaths, ListsOfThreeAndFourChunksMergeEqualTheTwin) {
                     sieve::Chain chain(device, sieve_test::chain_desc(chain_text, 1, vocab, base.temperature, 1));
                     set_row(chain, 0, params[0]);
                     if (cpu_plan) {  // the plain variant's chunks, or the general one's (top-n-sigma's sums)
-                        const char* stage = has(plan_stages(chain, 1, vocab), "collect_plain") ? "collect_plain" : "collect";
+                        const char* stage =
+                            has(plan_stages(chain, 1, vocab), "collect_plain") ? "collect_plain" : "collect";
                         EXPECT_EQ(stage_workgroups(chain, 1, vocab, stage), static_cast<uint32_t>(std::stoi(units)));
                     }
                     run_and_compare(chain, kinds, logits, 1, vocab, params, 2, &tally);
