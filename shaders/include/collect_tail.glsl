@@ -101,8 +101,8 @@ uint merge_runs(uint ra, uint a, uint rb, uint b, uint need) {
     return n;
 }
 
-uint merge_chunk_lists(uint row, uint need, uint n_chunks) {
-    locate_chunk_lists(row, need, n_chunks);
+// (After locate_chunk_lists.)
+uint merge_chunk_lists(uint need, uint n_chunks) {
     // List 0 with list 1 (or with nothing), then the fold with each next list.
     uint n = merge_runs(0u, s_len[0], 1u, n_chunks > 1u ? s_len[1] : 0u, need);
     for (uint c = 2u; c < n_chunks; ++c) n = merge_runs(RUN_MERGED, n, c, s_len[c], need);
@@ -221,9 +221,9 @@ uint select_top_entries(uint need, uint limit, uint total, uint n_chunks) {
     return s_kept;
 }
 
-uint sort_chunk_lists(uint row, uint need, uint n_chunks) {
+// (After locate_chunk_lists.)
+uint sort_chunk_lists(uint need, uint n_chunks) {
     uint t = gl_LocalInvocationID.x;
-    locate_chunk_lists(row, need, n_chunks);
     if (t == 0u) {
         uint at = 0u;
         for (uint c = 0u; c < n_chunks; ++c) {
@@ -248,7 +248,7 @@ uint sort_chunk_lists(uint row, uint need, uint n_chunks) {
         sort_prefix(total);
         return min(total, need);
     }
-    return merge_chunk_lists(row, need, n_chunks);
+    return merge_chunk_lists(need, n_chunks);
 }
 
 // The row's aggregates, its chunks' combined in chunk order (agg_combine),
@@ -429,8 +429,8 @@ void collect_tail(uint row, uint n_chunks) {
             red_agg[3][0] = m.mmax;
             red_agg[4][0] = m.msum;
         }
-        n = (pc.flags & FLAG_SORT_MERGE) != 0u ? sort_chunk_lists(row, need, n_chunks)
-                                                : merge_chunk_lists(row, need, n_chunks);
+        locate_chunk_lists(row, need, n_chunks);
+        n = (pc.flags & FLAG_SORT_MERGE) != 0u ? sort_chunk_lists(need, n_chunks) : merge_chunk_lists(need, n_chunks);
         a = Agg(red_agg[0][0], red_agg[1][0], red_agg[2][0], red_agg[3][0], red_agg[4][0]);
         // The row's maximum is its first candidate (canonical: the first maximal id).
         s.max_key = c_key[0];
