@@ -13,7 +13,9 @@
 // use (the loops over entries visit only them), DRY's repeat counts, and
 // the table the passes read: the bitmap's prefix counts and each adjusted
 // token's final logit (bias included) by rank. Lookups stay here; a pass reads
-// an adjusted logit with no loop (common.glsl, row_logit).
+// an adjusted logit with no loop (common.glsl, row_logit). A row without a
+// bias or bitmask whose raw logits no result needs is patched instead
+// (ROW_PATCH): its adjusted logits written into the row, no bitmap or table.
 #include "common.glsl"
 #include "arrive.glsl"
 #include "wg_scan.glsl"
@@ -270,17 +272,36 @@ uint bits_from(uint base, uint w, uint to) {
     return sum;
 }
 
-// The table the passes read: the bitmap's prefix counts, then each adjusted
-// token's final logit at its rank. Tokens past the call's vocabulary (a
-// history from a larger one) are never read: their value is left at 0.
-void write_table(uint row, uint base, uint hash_base, uint in_use) {
+// The bitmap's prefix counts (the adjusted tokens in the words before each),
+// where the passes read them: row_logit reads a word's count only after
+// finding its token's bit, so only the words that hold an adjusted token need
+// one. With at most one adjusted token an invocation, each token counts the
+// tokens below it in a list in shared memory (its rank; in_use compares), and
+// the lowest of its word writes the word's count: no pass over the bitmap,
+// whose 4748 words at vocabulary 151936 were most of the last workgroup's time
+// on lavapipe with a short window. Otherwise every word's count: the bitmap's
+// words summed and scanned.
+shared uint s_adjusted[WG];
+void write_prefix_counts(uint base, uint hash_base, uint in_use, uint words) {
     uint t = gl_LocalInvocationID.x;
-    uint words = (pc.vocab + 31u) / 32u;
+    uint prefix = adjust_prefix_at(base);
+    if (in_use <= WG) {  // uniform: every invocation read the same count
+        uint used = adjust_used_at(base);
+        uint token = t < in_use ? adjust[hash_base + adjust[used + 1u + t] * ADJ_ENTRY + ADJ_KEY] - 1u : 0u;
+        s_adjusted[t] = token;
+        barrier();
+        if (t >= in_use) return;
+        uint below = 0u;
+        for (uint j = 0u; j < in_use; ++j) below += s_adjusted[j] < token ? 1u : 0u;
+        uint w = token >> 5u;
+        // The bitmap holds exactly the used entries' tokens (mark_adjusted).
+        if (w < words && (adjust[base + w] & ((1u << (token & 31u)) - 1u)) == 0u) adjust[prefix + w] = below;
+        return;
+    }
     uint from, to;
     wg_block(words, from, to);
     uvec2 total;
     uint sum = wg_exclusive_u64(uvec2(bits_from(base, from, to), 0u), total).x;  // adjusted tokens < 2^32
-    uint prefix = adjust_prefix_at(base);
     for (uint w = from; w < to; w += 4u) {
         uint n = min(4u, to - w);
         uint bits[4];
@@ -290,11 +311,24 @@ void write_table(uint row, uint base, uint hash_base, uint in_use) {
             sum += bitCount(bits[i]);
         }
     }
-    memoryBarrierBuffer();
-    barrier();
+}
+
+// Each adjusted token's final logit: into the row itself where the row is
+// patched (ROW_PATCH: the passes read the row as it is, never the bitmap or
+// the table), else into the table the passes read: the bitmap's prefix
+// counts, then the logit at the token's rank. Tokens past the call's
+// vocabulary (a history from a larger one) are never read: no value is
+// written for them.
+void write_adjusted(uint row, uint base, uint hash_base, uint in_use, bool in_place) {
+    uint t = gl_LocalInvocationID.x;
+    if (!in_place) {  // uniform: the row's flag
+        write_prefix_counts(base, hash_base, in_use, (pc.vocab + 31u) / 32u);
+        memoryBarrierBuffer();
+        barrier();
+    }
+    uint prefix = adjust_prefix_at(base);
     uint values = adjust_values_at(base);
     uint inputs = (param_u(row, P_ROW_FLAGS) & ROW_HAS_INPUTS) != 0u ? param_u(row, P_INPUTS) : NO_INPUTS;
-    bool in_place = (param_u(row, P_ROW_FLAGS) & ROW_PATCH) != 0u;
     uint used = adjust_used_at(base);
     for (uint j = t; j < in_use; j += WG) {
         uint o = hash_base + adjust[used + 1u + j] * ADJ_ENTRY;
@@ -302,7 +336,6 @@ void write_table(uint row, uint base, uint hash_base, uint in_use) {
         if (key - 1u >= pc.vocab) continue;
         uint token = key - 1u;
         uint bit = 1u << (token & 31u);
-        uint rank = adjust[prefix + (token >> 5u)] + bitCount(adjust[base + (token >> 5u)] & (bit - 1u));
         float f = flush_subnormal(logits[row * pc.stride + token]);
         // The row fails on NaN and +Inf (the passes read them raw); the bias
         // first (the twin's order), then the history samplers, which leave a
@@ -313,8 +346,12 @@ void write_table(uint row, uint base, uint hash_base, uint in_use) {
                 f = apply_bias(inputs, token, f);
             if (!isnan(f) && !isinf(f)) f = apply_history(row, o, f);
         }
-        adjust[values + rank] = floatBitsToUint(f);
-        if (in_place) logits_out[row * pc.stride + token] = f;
+        if (in_place) {
+            logits_out[row * pc.stride + token] = f;
+        } else {
+            uint rank = adjust[prefix + (token >> 5u)] + bitCount(adjust[base + (token >> 5u)] & (bit - 1u));
+            adjust[values + rank] = floatBitsToUint(f);
+        }
     }
 }
 
@@ -392,11 +429,14 @@ void main() {
     // clear_entries resets it).
     uint in_use = adjust[adjust_used_at(base)];
     dry_penalties(row, base, hash_base, in_use);
-    mark_adjusted(base, hash_base, in_use);
+    // A patched row's passes read no bitmap: it keeps the bits of the last
+    // call that marked it, and the marked list names them still.
+    bool in_place = (param_u(row, P_ROW_FLAGS) & ROW_PATCH) != 0u;
+    if (!in_place) mark_adjusted(base, hash_base, in_use);
     memoryBarrierBuffer();
     barrier();
-    write_table(row, base, hash_base, in_use);
-    // write_table's reads of the entries before they are cleared.
+    write_adjusted(row, base, hash_base, in_use, in_place);
+    // write_adjusted's reads of the entries before they are cleared.
     memoryBarrierBuffer();
     barrier();
     clear_entries(base, hash_base, in_use);

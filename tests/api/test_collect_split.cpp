@@ -99,8 +99,9 @@ TEST(CollectSplit, EverySplitFitsTheSlotsTheBufferAndHoldsLogitsInEveryChunk) {
 namespace {
 
 // The history pass's split (history_groups_for): one workgroup per 64
-// positions of the capacity on a GPU, at most about two workgroups per
-// compute unit over the rows and 64 a row; one on a CPU device. The plan
+// positions of the capacity, on a GPU at most about two workgroups per
+// compute unit over the rows and 64 a row; on a CPU device one per compute
+// unit over the rows and 4 a row (lavapipe's thread per workgroup). The plan
 // then builds with that many workgroups in one dispatch (the previous call's
 // last workgroup left the hash empty: no clearing dispatch).
 TEST(HistorySplit, AGpuSplitsALongHistoryByTheCapacityAndTheBatch) {
@@ -112,7 +113,13 @@ TEST(HistorySplit, AGpuSplitsALongHistoryByTheCapacityAndTheBatch) {
     EXPECT_EQ(sieve::history_groups_for(64, 1, h200), 1u);
     EXPECT_EQ(sieve::history_groups_for(65, 1, h200), 2u);
     EXPECT_EQ(sieve::history_groups_for(1u << 16, 1, h200), 64u);
-    EXPECT_EQ(sieve::history_groups_for(4096, 1, gpu_limits(4096, 132, SIEVE_DEVICE_CPU)), 1u);
+    const EffectiveLimits two_cores = gpu_limits(4096, 2, SIEVE_DEVICE_CPU);
+    EXPECT_EQ(sieve::history_groups_for(4096, 1, two_cores), 2u);
+    EXPECT_EQ(sieve::history_groups_for(4096, 2, two_cores), 1u);
+    EXPECT_EQ(sieve::history_groups_for(64, 1, two_cores), 1u);
+    EXPECT_EQ(sieve::history_groups_for(4096, 1, gpu_limits(4096, 1, SIEVE_DEVICE_CPU)), 1u);
+    EXPECT_EQ(sieve::history_groups_for(4096, 1, gpu_limits(4096, 132, SIEVE_DEVICE_CPU)), 4u);
+    EXPECT_EQ(sieve::history_groups_for(4096, 8, gpu_limits(4096, 16, SIEVE_DEVICE_CPU)), 2u);
 
     using sieve::Stage;
     const auto history_levels = [&](uint32_t groups) {

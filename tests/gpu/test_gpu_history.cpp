@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -276,7 +277,8 @@ TEST(GpuHistoryPlan, OneDispatchNoRowPass) {
     std::vector<uint32_t> history_groups;
     for (const sieve_stage_estimate& e : chain.plan_estimate(1, 151936))
         if (std::string(e.stage) == "history") history_groups.push_back(e.workgroups);
-    const std::vector<uint32_t> expected{cpu_plan ? 1u : 64u};
+    // A CPU device's plan: a workgroup per core, at most 4 (gpu_plan.cpp, history_groups_for).
+    const std::vector<uint32_t> expected{cpu_plan ? std::clamp(info.compute_units, 1u, 4u) : 64u};
     EXPECT_EQ(history_groups, expected);
     chain.accept(0, prompt(151936, 0, 64));
     const auto logits = boosted_rows(Shape::Zipf, 1, 151936, 4);
@@ -367,32 +369,112 @@ TEST(GpuHistoryDraws, EveryDrawSeesTheSameAdjustedRow) {
 // with a logit bias reads adjusted logits through the history pass's table
 // (the bitmap of this call's adjusted tokens and their ranks), which each
 // call rebuilds after the previous one's (a GPU's plan splits the pass over
-// workgroups at this capacity). Window 1, present penalty 5: 7 (10) and 8
-// (9) take turns; token 9 (6) wins only where 7 keeps a stale penalty.
+// workgroups at this capacity). A row without one has them written into the
+// row (ROW_PATCH) and leaves the bitmap as the last call with a bias marked
+// it: with the bias on every third call, the window of each call with it
+// differs from the last one's, whose bits it clears. Window 1, present
+// penalty 5: 7 (10) and 8 (9) take turns; token 9 (6) wins only where 7 keeps
+// a stale penalty.
 TEST(GpuHistoryWindow, ATokenThatLeavesTheWindowIsNoLongerAdjusted) {
     constexpr int32_t kV = 32000;
     auto ctx = sieve_test::gpu_context();
-    sieve::ChainDesc d = sieve_test::chain_desc("penalties;top_k;temperature", 1, kV, 1.0f, 5);
-    d.history_capacity(4096);
-    sieve::Chain chain(ctx, d);
-    RowParams p = history_params("neutral", kV);
-    p.penalty_last_n = 1;
-    p.penalty_repeat = 1.0f;
-    p.penalty_freq = 0.0f;
-    p.penalty_present = 5.0f;
-    p.top_k = 1;
-    p.temperature = 1.0f;
-    set_row_params(chain, 0, p);
-    chain.set_logit_bias({kV - 1}, {0.5f}, 0);
-    std::vector<float> logits(kV, 0.0f);
-    logits[7] = 10.0f;
-    logits[8] = 9.0f;
-    logits[9] = 6.0f;
-    chain.accept(0, {7});
-    for (int step = 0; step < 6; ++step) {
-        const sieve_token got = chain.sample(logits.data(), 1, kV)[0];
-        ASSERT_EQ(got.status, SIEVE_OK);
-        EXPECT_EQ(got.token, step % 2 == 0 ? 8 : 7) << "step " << step;
+    for (const bool every_call : {true, false}) {
+        SCOPED_TRACE(every_call ? "a bias on every call" : "a bias on every third call");
+        sieve::ChainDesc d = sieve_test::chain_desc("penalties;top_k;temperature", 1, kV, 1.0f, 5);
+        d.history_capacity(4096);
+        sieve::Chain chain(ctx, d);
+        RowParams p = history_params("neutral", kV);
+        p.penalty_last_n = 1;
+        p.penalty_repeat = 1.0f;
+        p.penalty_freq = 0.0f;
+        p.penalty_present = 5.0f;
+        p.top_k = 1;
+        p.temperature = 1.0f;
+        set_row_params(chain, 0, p);
+        std::vector<float> logits(kV, 0.0f);
+        logits[7] = 10.0f;
+        logits[8] = 9.0f;
+        logits[9] = 6.0f;
+        chain.accept(0, {7});
+        for (int step = 0; step < 9; ++step) {
+            if (every_call || step % 3 == 0) {
+                chain.set_logit_bias({kV - 1}, {0.5f}, 0);
+            } else {
+                chain.set_logit_bias({}, {}, 0);
+            }
+            const sieve_token got = chain.sample(logits.data(), 1, kV)[0];
+            ASSERT_EQ(got.status, SIEVE_OK);
+            EXPECT_EQ(got.token, step % 2 == 0 ? 8 : 7) << "step " << step;
+        }
+    }
+}
+
+// The history pass's table ranks each adjusted token among them: by counting
+// the tokens below it in a list where they are few (at most one a workgroup
+// invocation), by a scan of the bitmap's words where they are many
+// (history.comp, write_prefix_counts). Histories of 60 and of 2000 distinct
+// tokens, the row's likeliest (so that the top-k keeps adjusted ones) and
+// their neighbours in the same bitmap words, a third
+// of them twice (counts of one and two, a repeat for DRY), on a row with a
+// bias (the table path), against the twin; on the test's plan, and on a CPU
+// device's plan with one workgroup for the whole window.
+TEST(GpuHistoryTable, RanksOfFewAndManyAdjustedTokensEqualTheTwin) {
+    constexpr int32_t kV = 32000;
+    const char* text = "penalties;dry;top_k;temperature";
+    const auto kinds = sieve_test::twin_chain(text);
+    const auto logits = sieve_test::make_rows(Shape::Zipf, 1, kV, 31);
+    std::vector<int32_t> likeliest(kV);
+    std::iota(likeliest.begin(), likeliest.end(), 0);
+    std::stable_sort(likeliest.begin(), likeliest.end(), [&](int32_t a, int32_t b) {
+        return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)];
+    });
+    for (const bool whole : {false, true}) {
+        auto options = sieve_test::gpu_options();
+        if (whole) options.profile("device");
+        auto make = [&] {
+            if (!whole) return sieve::Context(options);
+            sieve_test::ScopedEnv env("SIEVE_COMPUTE_UNITS", "1");
+            return sieve::Context(options);
+        };
+        sieve::Context ctx = make();
+        for (const size_t distinct : {size_t{60}, size_t{2000}}) {
+            SCOPED_TRACE(std::string(whole ? "one workgroup a row, " : "") + std::to_string(distinct) +
+                         " distinct tokens in the history");
+            sieve::ChainDesc d = sieve_test::chain_desc(text, 1, kV, 1.0f, 13);
+            d.history_capacity(4096);
+            sieve::Chain chain(ctx, d);
+            RowParams p = history_params("both_long", kV);
+            p.seed = 13;
+            p.temperature = 1.0f;
+            p.logit_bias = {{kV - 1, 0.5f}};
+            set_row_params(chain, 0, p);
+            chain.set_logit_bias({kV - 1}, {0.5f}, 0);
+            // Each of the likeliest with its neighbour id (t ^ 1: the same
+            // bitmap word), so that words hold several adjusted tokens.
+            std::vector<int32_t> history;
+            std::vector<bool> taken(kV, false);
+            for (size_t i = 0; history.size() < distinct; ++i)
+                for (const int32_t t : {likeliest[i], likeliest[i] ^ 1})
+                    if (!taken[static_cast<size_t>(t)] && history.size() < distinct) {
+                        taken[static_cast<size_t>(t)] = true;
+                        history.push_back(t);
+                    }
+            std::shuffle(history.begin(), history.end(), std::mt19937(7));
+            const std::vector<int32_t> again(history.begin(), history.begin() + static_cast<std::ptrdiff_t>(distinct / 3));
+            history.insert(history.end(), again.begin(), again.end());
+            chain.accept(0, history);
+            Tally tally;
+            for (uint32_t step = 0; step < 3; ++step) {
+                SlotState state;
+                state.history = chain.slot_history(0);
+                Row row{kinds, logits.data(), kV, p, &state};
+                compare_distribution(gpu_distribution(chain, logits, 1, kV, 0), &row, step, &tally);
+                row.params = p;
+                compare_token(chain.sample(logits.data(), 1, kV)[0], row, step, &tally);
+                if (testing::Test::HasFatalFailure()) return;
+            }
+            EXPECT_LE(tally.token_near_cdf_boundary, 1);
+        }
     }
 }
 
