@@ -270,7 +270,8 @@ RowAnalysis analyse_row(const ChainAnalysis& chain, const std::vector<SamplerKin
     // Without a bias or bitmask the history pass writes the adjusted logits
     // into the row (the host uploads it again before every submission).
     // A chain asking for logprobs keeps the model's logits in the row: the
-    // result reads the drawn token's raw logit there.
+    // result reads the drawn token's raw logit there. Rows not patched read
+    // their adjustments from the history pass's table.
     if (a.adjusts() && !a.inputs && !at.keep_raw_logits) a.flags |= ROW_PATCH;
     if (a.dry && dry < penalties) a.flags |= ROW_DRY_FIRST;
     a.may_go_wide = may_go_wide(samplers, row, at.capacity);
@@ -294,9 +295,10 @@ CallAnalysis analyse_call(const ChainAnalysis& chain, const std::vector<SamplerK
         const RowAnalysis& a = call.rows.emplace_back(analyse_row(chain, samplers, rows[r], at));
         call.collect = call.collect || a.collect;
         call.history = call.history || a.adjusts();
-        // Rows kept unpatched for logprobs read their adjustments from the
-        // history table, which only the inputs variant compiles.
-        call.inputs = call.inputs || a.inputs || (call.raw_stats && a.adjusts());
+        // Rows that adjust unpatched (a chain asking for logprobs, in a
+        // sampling call or a distribution call alike) read their adjustments
+        // from the history table, which only the inputs variant compiles.
+        call.inputs = call.inputs || a.inputs || (a.adjusts() && !(a.flags & ROW_PATCH));
         call.patched = call.patched || (a.flags & ROW_PATCH) != 0;
         may_go_wide = may_go_wide || a.may_go_wide;
         all_direct = all_direct && a.wide_direct;

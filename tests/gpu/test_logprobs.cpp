@@ -6,13 +6,16 @@
 // order, every log-probability within 1e-4. Asking for logprobs changes no
 // token.
 #include "test_support.hpp"
+#include "twin_compare.hpp"
 
 #include "reference/reference.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -72,13 +75,35 @@ TEST_P(Logprobs, MatchTheTwinAndChangeNoToken) {
         sieve::Chain with(ctx, desc), without(ctx, desc);
         ASSERT_EQ(sieve_chain_set_logprobs(with.get(), c.n), SIEVE_OK) << sieve_last_error();
         if (c.penalties) {
+            // The history: each row's likeliest tokens at the first step, so
+            // that the penalty moves its top-k there.
+            const auto first = make_rows(c.shape, kRows, c.vocab, 17);
             for (sieve::Chain* ch : {&with, &without}) {
                 ch->set(SIEVE_PARAM_REPEAT_PENALTY, 1.5);
-                for (int32_t r = 0; r < kRows; ++r) ch->accept(r, {1, 2, 3, 5, 8, 13, 21});
+                for (int32_t r = 0; r < kRows; ++r) {
+                    const float* row = first.data() + static_cast<size_t>(r) * c.vocab;
+                    std::vector<int32_t> ids(static_cast<size_t>(c.vocab));
+                    std::iota(ids.begin(), ids.end(), 0);
+                    std::partial_sort(ids.begin(), ids.begin() + 5, ids.end(),
+                                      [&](int32_t x, int32_t y) { return row[x] > row[y]; });
+                    ch->accept(r, {ids[0], ids[1], ids[2], ids[3], ids[4]});
+                }
             }
         }
         for (uint32_t step = 0; step < 3; ++step) {
             const auto logits = make_rows(c.shape, kRows, c.vocab, 17 + step);
+            if (c.penalties && GetParam() == Where::Gpu) {
+                // A distribution call keeps the raw row too, and reads the
+                // penalties from the history pass's table: the same
+                // distribution as the chain whose rows are patched.
+                for (int32_t r = 0; r < kRows; ++r) {
+                    SCOPED_TRACE("distribution, step " + std::to_string(step) + ", row " + std::to_string(r));
+                    const auto patched = sieve_test::twin::gpu_distribution(without, logits, kRows, c.vocab, r);
+                    const auto kept = sieve_test::twin::gpu_distribution(with, logits, kRows, c.vocab, r);
+                    ASSERT_EQ(kept.status, SIEVE_OK) << kept.message;
+                    EXPECT_EQ(kept.p, patched.p);
+                }
+            }
             const auto got = with.sample(logits.data(), kRows, c.vocab);
             const auto plain = without.sample(logits.data(), kRows, c.vocab);
             for (int32_t r = 0; r < kRows; ++r) {
