@@ -69,9 +69,10 @@ sieve_status apply_dry_checked(CandidateArray& cur, const std::vector<int32_t>& 
 // first use (or without a slot).
 float mirostat_mu(const SlotState* state, float tau);
 // v1's k on a canonically sorted array: how many entries its top-k keeps (>= 1).
-size_t mirostat_v1_keep(const CandidateArray& sorted, int32_t n_vocab, float mu);
+// k_rel: RowParams::mirostat_k_rel (the agreement rules' move; 0 otherwise).
+size_t mirostat_v1_keep(const CandidateArray& sorted, int32_t n_vocab, float mu, double k_rel = 0.0);
 // The distribution each version draws from at `mu` (cur is sorted and cut).
-std::vector<Weighted> mirostat_v1_distribution(CandidateArray& cur, int32_t n_vocab, float mu);
+std::vector<Weighted> mirostat_v1_distribution(CandidateArray& cur, int32_t n_vocab, float mu, double k_rel = 0.0);
 std::vector<Weighted> mirostat_v2_distribution(CandidateArray& cur, float mu);
 // mu after drawing a token of probability p: mu - eta * (-log2(p) - tau), float.
 float mirostat_update(float mu, double p, float tau, float eta);

@@ -26,7 +26,10 @@
 // - v1's k is computed in logs (k = exp(log x / s_hat)), so a huge s_hat or mu
 //   overflows nothing: logits {0, 0, 0, -1.7e38} give s_hat ~ 1e38 and k ~ 1,
 //   llama.cpp's answer (its b_i = log(p / 0) = inf makes k = inf^0 = 1).
-// - v1's estimate is in double, and b_i = logit_i - logit_{i+1}, which is
+// - v1's estimate is in double (the GPU's in float, as llama.cpp's: where k
+//   lies within float rounding of a whole number the two keep one entry
+//   apart, which the agreement rules allow: RowParams::mirostat_k_rel), and
+//   b_i = logit_i - logit_{i+1}, which is
 //   log(p_i / p_{i+1}) without the softmax's rounding or underflow. The pairs are
 //   those of the unmasked candidates in canonical order (the first min(m, live)).
 //   llama.cpp's loop also takes pairs with masked members (p = 0), where b_i is
@@ -62,7 +65,7 @@ float mirostat_mu(const SlotState* state, float tau) {
     return 2.0f * tau;
 }
 
-size_t mirostat_v1_keep(const CandidateArray& sorted, int32_t n_vocab, float mu) {
+size_t mirostat_v1_keep(const CandidateArray& sorted, int32_t n_vocab, float mu, double k_rel) {
     const auto& data = sorted.data;
     size_t live = 0;
     while (live < data.size() && data[live].logit != -INFINITY) ++live;
@@ -85,15 +88,15 @@ size_t mirostat_v1_keep(const CandidateArray& sorted, int32_t n_vocab, float mu)
     // positive.
     const double ratio = epsilon_hat == 0.0 ? 1.0 / std::log(n) : epsilon_hat / (1.0 - std::pow(n, -epsilon_hat));
     const double log_x = std::log(ratio) + static_cast<double>(mu) * std::log(2.0);
-    const double k = std::exp(log_x / s_hat); // s_hat == 0: x^inf, i.e. 0, 1 (NaN: log_x 0) or inf
+    const double k = std::exp(log_x / s_hat) * (1.0 + k_rel); // s_hat == 0: x^inf, i.e. 0, 1 (NaN: log_x 0) or inf
     if (std::isnan(k)) return 1;
     if (!(k < static_cast<double>(data.size()))) return data.size();
     return std::max<size_t>(static_cast<size_t>(k), 1);
 }
 
-std::vector<Weighted> mirostat_v1_distribution(CandidateArray& cur, int32_t n_vocab, float mu) {
+std::vector<Weighted> mirostat_v1_distribution(CandidateArray& cur, int32_t n_vocab, float mu, double k_rel) {
     if (!cur.sorted) sort_canonical(cur);
-    const size_t keep = mirostat_v1_keep(cur, n_vocab, mu);
+    const size_t keep = mirostat_v1_keep(cur, n_vocab, mu, k_rel);
     apply_top_k(cur, static_cast<int32_t>(std::min<size_t>(keep, static_cast<size_t>(INT32_MAX))));
     return canonical_distribution(cur);
 }

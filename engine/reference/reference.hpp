@@ -97,6 +97,13 @@ struct RowParams {
     // logits / temperature are large, the float division (llama.cpp's) turns
     // one step into a visible change of the distribution. 0 everywhere else.
     int32_t dynatemp_ulps = 0;
+    // Not a sampler parameter either: mirostat v1's k is multiplied by 1 +
+    // this before it is truncated. The GPU computes k in float, as llama.cpp
+    // does (s_hat summed over up to 99 pairs, then a log, a power and an exp),
+    // the twin in double; where k lies within that rounding of a whole number
+    // they keep one entry apart. The agreement rules move it by 1e-4 either
+    // way. 0 everywhere else.
+    double mirostat_k_rel = 0.0;
     // Applied before the chain: the bias as llama.cpp's common chain does (its
     // first sampler), the bitmask (bit id%32 of word id/32 set = allowed) as
     // structured-output engines produce it. Empty = none.

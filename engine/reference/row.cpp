@@ -236,7 +236,8 @@ std::vector<Weighted> final_distribution(Final final, CandidateArray& cur, int32
     original->clear();
     switch (final) {
     case Final::Mirostat:
-        return detail::mirostat_v1_distribution(cur, vocab, detail::mirostat_mu(state, params.mirostat_tau));
+        return detail::mirostat_v1_distribution(cur, vocab, detail::mirostat_mu(state, params.mirostat_tau),
+                                                params.mirostat_k_rel);
     case Final::MirostatV2:
         return detail::mirostat_v2_distribution(cur, detail::mirostat_mu(state, params.mirostat_tau));
     case Final::AdaptiveP:

@@ -294,6 +294,46 @@ TEST(GpuChainRules, DrawOrderAllowanceIsNarrow) {
     EXPECT_GE(checked_far, 40);
 }
 
+// The agreement rules' allowance for mirostat v1's k (kMirostatKRel: the
+// GPU computes k in float as llama.cpp does, the twin in double; fuzz_diff's
+// finding fuzz/corpus/fuzz_diff/mirostat-k-float-rounding) moves the twin's
+// cut by one entry at most, on the few rows whose k lies that close to a whole
+// number, and explains no cut two or more entries away.
+TEST(GpuChainRules, MirostatKAllowanceIsNarrow) {
+    const auto kinds = sieve_test::twin_chain("temperature;mirostat");
+    ASSERT_FALSE(kinds.empty());
+    constexpr int32_t kV = 4000;
+    int moved_rows = 0, far_checked = 0;
+    for (uint32_t seed = 0; seed < 200; ++seed) {
+        SCOPED_TRACE("seed " + std::to_string(seed));
+        const auto logits = sieve_test::make_rows(Shape::Zipf, 1, kV, 100 + seed);
+        RowParams p;
+        p.temperature = 1.0f;
+        p.mirostat_tau = 1.5f + 0.0125f * static_cast<float>(seed);  // mu = 2 tau: k from about 10 to a few hundred
+        const Row row{kinds, logits.data(), kV, p, nullptr};
+        sieve_status status;
+        std::string message;
+        const auto base = twin_distribution(row, 0, &status, &message);
+        ASSERT_EQ(status, SIEVE_OK) << message;
+        for (const int d : {-1, 1}) {
+            Row moved = row;
+            moved.params.mirostat_k_rel = d * kMirostatKRel;
+            const auto near = twin_distribution(moved, 0, &status, &message);
+            const long diff = static_cast<long>(near.size()) - static_cast<long>(base.size());
+            EXPECT_TRUE(diff == 0 || diff == d) << "k moved by 1e-4 moved the cut by " << diff;
+            moved_rows += diff != 0;
+            moved.params.mirostat_k_rel = d * 0.5;
+            const auto far = twin_distribution(moved, 0, &status, &message);
+            if (std::labs(static_cast<long>(far.size()) - static_cast<long>(base.size())) < 2) continue;
+            ++far_checked;
+            Row judged = row;
+            EXPECT_FALSE(explained_by_threshold(far, &judged, 0)) << far.size() << " survivors against " << base.size();
+        }
+    }
+    EXPECT_LE(moved_rows, 8);
+    EXPECT_GE(far_checked, 100);
+}
+
 // fuzz_diff's finding (fuzz/corpus/fuzz_diff/adaptive-p-near-tie-order):
 // logits float cannot tell apart give the twin three equal probabilities, and
 // the GPU's exp of the -1.7e-11 difference may be one ULP below 1 (lavapipe's

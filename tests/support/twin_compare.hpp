@@ -43,6 +43,8 @@ using sieve::ref::Weighted;
 
 // Tolerances of the agreement rules above.
 constexpr double kProbRel = 1e-4, kProbAbs = 1e-7, kMaxTvd = 1e-5;  // kNearBoundary, kTieRel: twin_boundary.hpp
+// Mirostat v1's k, which the GPU computes in float (RowParams::mirostat_k_rel).
+constexpr double kMirostatKRel = 1e-4;
 constexpr int32_t kDynTempUlps = 16;
 static_assert(kTieRel == 2 * kProbRel, "near-ties are what the distribution rule cannot order");
 
@@ -59,7 +61,11 @@ static_assert(kTieRel == 2 * kProbRel, "near-ties are what the distribution rule
 // probability with its threshold: those parameters move by a factor 1 +- 1e-6.
 // min-p compares a logit with max + logf(p): p moves by exp(+-1e-6 * scale),
 // scale bounding |threshold| (the row's largest |logit| over the smallest
-// temperature, plus |log p|).
+// temperature, plus |log p|). Mirostat v1's k (a top-k it computes from the
+// candidates, in float on the GPU as in llama.cpp, in double in the twin)
+// moves by a factor 1 +- kMirostatKRel (reasoned: a float sum over 99 pairs
+// holds s_hat to about 6e-6 relative, which moves k by log k times that,
+// 4e-5 at k ~ 500).
 inline std::vector<RowParams> nudged_params(const std::vector<SamplerKind>& kinds, const float* logits, int32_t vocab,
                                      const RowParams& base) {
     const auto has = [&](SamplerKind k) { return std::find(kinds.begin(), kinds.end(), k) != kinds.end(); };
@@ -74,6 +80,7 @@ inline std::vector<RowParams> nudged_params(const std::vector<SamplerKind>& kind
     if (has(SamplerKind::TopP)) moves.push_back([](RowParams& p, int d) { p.top_p *= 1.0f + d * 1e-6f; });
     if (has(SamplerKind::TypicalP)) moves.push_back([](RowParams& p, int d) { p.typical_p *= 1.0f + d * 1e-6f; });
     if (has(SamplerKind::Xtc)) moves.push_back([](RowParams& p, int d) { p.xtc_threshold *= 1.0f + d * 1e-6f; });
+    if (has(SamplerKind::Mirostat)) moves.push_back([](RowParams& p, int d) { p.mirostat_k_rel = d * kMirostatKRel; });
     if (has(SamplerKind::MinP))
         moves.push_back([=](RowParams& p, int d) {
             p.min_p = static_cast<float>(p.min_p * std::exp(d * kNearBoundary * min_p_scale));
@@ -262,8 +269,8 @@ inline void compare_distribution(const GpuDistribution& got, Row* row, uint32_t 
         } else {
             ASSERT_TRUE(explained_by_dynamic_temperature(got, row, step))
                 << "survivors differ: " << difference_text(got.p, want)
-                << ", and no top-p/min-p/typical/XTC threshold moved by 1e-6 explains it, nor a dynamic "
-                   "temperature moved by "
+                << ", and no top-p/min-p/typical/XTC threshold moved by 1e-6 (mirostat's k by 1e-4) explains it, nor "
+                   "a dynamic temperature moved by "
                 << kDynTempUlps << " float steps";
             ++tally->dyn_temp_within_ulps;
             return;
