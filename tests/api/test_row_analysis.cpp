@@ -238,9 +238,12 @@ TEST(RowAnalysis, HistorySamplers) {
     EXPECT_TRUE(raw.raw_stats);
     EXPECT_TRUE(raw.inputs);
     EXPECT_FALSE(raw.patched);
-    logprobs.sample = false;  // a distribution has no raw_stats pass
+    // A distribution has no raw_stats pass, but its rows stay unpatched too:
+    // they read the history table, which the inputs variant compiles.
+    logprobs.sample = false;
     EXPECT_FALSE(call_of(s, {both}, logprobs).raw_stats);
-    EXPECT_FALSE(call_of(s, {both}, logprobs).inputs);
+    EXPECT_TRUE(call_of(s, {both}, logprobs).inputs);
+    EXPECT_FALSE(call_of(s, {both}, logprobs).patched);
 }
 
 } // namespace
