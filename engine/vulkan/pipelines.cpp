@@ -164,10 +164,27 @@ Pipelines::Pipelines(Device& device) : device_(device) {
     uses_memory_model_ = (lim.features & SIEVE_FEATURE_VULKAN_MEMORY_MODEL) != 0;
 }
 
+namespace {
+// The stages whose shaders stream a plain row through logits4.glsl's
+// row_vec4, which a CPU device reads through the texel binding.
+bool reads_texels(Stage stage) {
+    switch (stage) {
+        case Stage::RowStats:
+        case Stage::MassHistogram:
+        case Stage::Gather:
+        case Stage::WideHistogram:
+        case Stage::WideGather:
+            return true;
+        default:
+            return false;
+    }
+}
+}  // namespace
+
 VkPipeline Pipelines::get(Stage stage, InputsMode inputs, bool rows_x4, bool texel, uint32_t wide_divisions,
                           bool wide_direct) {
     const bool wide = stage == Stage::WideHistogram || stage == Stage::WideGather;
-    texel = texel && (wide || stage == Stage::RowStats);
+    texel = texel && reads_texels(stage);
     const bool x4 = rows_x4 && inputs == InputsMode::None;
     const auto& lim = device_.limits();
     if (wide) {
@@ -200,11 +217,11 @@ VkPipeline Pipelines::get(Stage stage, InputsMode inputs, bool rows_x4, bool tex
     }
     // Every stage is built on first use: a context pays only for the stages
     // its chains run (a driver that compiles from SPIR-V takes tens to
-    // hundreds of milliseconds a pipeline). RowStats over whole vec4s read
+    // hundreds of milliseconds a pipeline). A stage reading whole vec4s
     // through the texel binding has a slot of its own (x4: inputs is None).
     const bool texel_read = texel && x4;
     std::lock_guard<std::mutex> lock(variants_mutex_);
-    VkPipeline& p = texel_read ? row_stats_texel_
+    VkPipeline& p = texel_read ? texel_[static_cast<uint32_t>(stage)]
                                : pipelines_[static_cast<uint32_t>(inputs)][static_cast<uint32_t>(stage)];
     if (!p) {
         const shaders::Spirv& code = spirv(stage);
@@ -314,8 +331,10 @@ void Pipelines::release() {
             if (p) vk.vkDestroyPipeline(device_.handle(), p, nullptr);
             p = VK_NULL_HANDLE;
         }
-    if (row_stats_texel_) vk.vkDestroyPipeline(device_.handle(), row_stats_texel_, nullptr);
-    row_stats_texel_ = VK_NULL_HANDLE;
+    for (VkPipeline& p : texel_) {
+        if (p) vk.vkDestroyPipeline(device_.handle(), p, nullptr);
+        p = VK_NULL_HANDLE;
+    }
     for (auto& [key, p] : wide_)
         if (p) vk.vkDestroyPipeline(device_.handle(), p, nullptr);
     wide_.clear();

@@ -77,7 +77,8 @@ public:
     // the wide passes then take a variant with only the vec4 map (built on
     // first use) when the call has no bias or bitmask.
     // texel: the chain's own logits, which such rows read through the texel
-    // binding (logits4.glsl's TEXEL_READ; the wide passes and row_stats).
+    // binding (logits4.glsl's TEXEL_READ; the stages that stream the row:
+    // reads_texels).
     // wide_divisions: the wide passes' WIDE_DIVISIONS (they are built per
     // value on first use).
     // wide_direct: the wide passes for a call of direct rows (wide.glsl: WIDE_DIRECT).
@@ -101,12 +102,12 @@ private:
     VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
     VkPipelineLayout layout_ = VK_NULL_HANDLE;
     VkPipeline pipelines_[kInputsModes][static_cast<uint32_t>(Stage::Count)] = {};
-    // RowStats for rows of whole vec4s without bias or bitmask read through
-    // the texel binding (TEXEL_READ).
-    VkPipeline row_stats_texel_ = VK_NULL_HANDLE;
+    // The stages of pipelines_ that read rows of whole vec4s without bias or
+    // bitmask through the texel binding (TEXEL_READ), by stage.
+    VkPipeline texel_[static_cast<uint32_t>(Stage::Count)] = {};
     // The wide passes by (stage, inputs, WIDE_ROWS_X4, TEXEL_READ, WIDE_DIVISIONS).
     std::map<std::tuple<uint32_t, uint32_t, bool, bool, uint32_t, bool>, VkPipeline> wide_;
-    std::mutex variants_mutex_;  // pipelines_, row_stats_texel_, wide_
+    std::mutex variants_mutex_;  // pipelines_, texel_, wide_
     bool uses_subgroups_ = false;
     bool uses_memory_model_ = false;
     std::mutex collect_mutex_;

@@ -7,6 +7,8 @@
 #include "row.glsl"
 #include "arrive.glsl"
 #include "finalize.glsl"
+#include "stretch.glsl"
+#include "logits4.glsl"
 
 // Members an invocation holds before writing them (main): CPU devices only,
 // where a local array indexed per lane is cheap (common.glsl: INDEXED_BINS).
@@ -15,11 +17,15 @@
 // runs.
 const uint LOCAL_TAKES = INDEXED_BINS != 0u ? 8u : 0u;
 
-// Logit i of the row is in the chosen bin (finite, key in [lo, hi]); its key.
-bool bin_member(uint row, uint i, float scale, uint lo, uint hi, out uint key) {
-    float x = scaled_logit(row_logit(row, i), scale);
+// A logit f of the row is in the chosen bin (finite, key in [lo, hi]); its key.
+bool member(float f, float scale, uint lo, uint hi, out uint key) {
+    float x = scaled_logit(f, scale);
     key = sieve_key(x);
     return !isinf(x) && key >= lo && key <= hi;
+}
+
+bool bin_member(uint row, uint i, float scale, uint lo, uint hi, out uint key) {
+    return member(row_logit(row, i), scale, lo, hi, key);
 }
 
 // Candidate `slot` of the row, when the buffer has it.
@@ -53,16 +59,22 @@ void main() {
             }
         } else {
             // A CPU device runs the atomic under a lane mask for every logit,
-            // a loop over the lanes each time. Instead each invocation writes
+            // a loop over the lanes each time. Instead each invocation reads a
+            // contiguous stretch of quads (stretch.glsl, logits4.glsl), writes
             // every logit's id into its local array by index (slot `takes`,
             // kept only when taken), counts, and reserves its slots with one
             // atomic; members past the array come from a second read.
+            uint j_first, j_stop;
+            stretch_share(0u, (end - begin + 3u) / 4u, j_first, j_stop);
             uint takes = 0u;
             uint local_id[LOCAL_TAKES + 1u];
-            for (uint i = begin + t; i < end; i += WG) {
-                uint k;
-                local_id[min(takes, LOCAL_TAKES)] = i;
-                takes += bin_member(row, i, scale, lo, hi, k) ? 1u : 0u;
+            for (uint j = j_first; j < j_stop; j += RUN_LANES) {
+                vec4 f4 = chunk_quad(row, begin, end, j);
+                [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+                    uint i = begin + 4u * j + c, k;
+                    local_id[min(takes, LOCAL_TAKES)] = i;
+                    takes += i < end && member(f4[c], scale, lo, hi, k) ? 1u : 0u;
+                }
             }
             uint slot = takes > 0u ? atomicAdd(row_state[o + R_CAND_COUNT], takes) : 0u;
             uint held = min(takes, LOCAL_TAKES);
@@ -73,16 +85,19 @@ void main() {
             }
             uint skip = held;
             takes -= held;
-            for (uint i = begin + t; takes > 0u && i < end; i += WG) {
-                uint k;
-                if (!bin_member(row, i, scale, lo, hi, k)) continue;
-                if (skip > 0u) {
-                    --skip;
-                    continue;
+            for (uint j = j_first; takes > 0u && j < j_stop; j += RUN_LANES) {
+                vec4 f4 = chunk_quad(row, begin, end, j);
+                for (uint c = 0u; c < 4u && takes > 0u; ++c) {
+                    uint i = begin + 4u * j + c, k;
+                    if (i >= end || !member(f4[c], scale, lo, hi, k)) continue;
+                    if (skip > 0u) {
+                        --skip;
+                        continue;
+                    }
+                    put_candidate(row, slot, k, i);
+                    ++slot;
+                    --takes;
                 }
-                put_candidate(row, slot, k, i);
-                ++slot;
-                --takes;
             }
         }
     } else {

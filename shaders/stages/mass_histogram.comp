@@ -19,6 +19,7 @@
 #include "scan.glsl"
 #include "stretch.glsl"
 #include "u64.glsl"
+#include "logits4.glsl"
 
 // The indexed level 0's shared word: a bin's high mass words in bits 0..19,
 // its count from bit 20. Over a span of 4 QUADS_PER_SPAN = 4092 logits an
@@ -69,7 +70,7 @@ void main() {
             [[unroll]] for (uint b = 0u; b < BINS; ++b) high_count[b] = 0u;
             uint span_stop = min(j_stop, span + QUADS_PER_SPAN * RUN_LANES);
             for (uint j = span; j < span_stop; j += RUN_LANES) {
-                vec4 f4 = row_quad(row, begin + 4u * j, end);
+                vec4 f4 = chunk_quad(row, begin, end, j);
                 [[unroll]] for (uint c = 0u; c < 4u; ++c) {
                     float x = scaled_logit(f4[c], scale);
                     bool live = begin + 4u * j + c < end && !isinf(x);  // -inf: no mass (a row with +inf failed)

@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -195,6 +197,58 @@ TEST(SelectionLevels, AsyncCallsKeepTheKeyLevelsInlineAndAgree) {
         EXPECT_GT(async.counters().dispatches - async_before.dispatches, 3u);
         for (const sieve_token& t : got) EXPECT_GT(t.row_passes, 3u);
     }
+}
+
+// dist's passes read a chunk four logits at a time (logits4.glsl:
+// chunk_quad): a vec4 a load (a CPU device: a texel fetch) where the chunk's
+// ends are multiples of 4, else one by one, the overhang past the chunk's end
+// repeating its last logit for the pass to mask. Rows whose only finite
+// logits are equal ones at each chunk's two first and two last ids, on a CPU
+// device's plan of 1 to 4 chunks (one a compute unit), over vocabularies
+// whose chunks end aligned and not: each logit is one candidate of the
+// gather (one read twice, by its own chunk and by the overhang of the chunk
+// before, would draw one id for two), so every token equals the twin's.
+TEST(SelectionLevels, ChunksOfAnyAlignmentGatherEachLogitOnce) {
+    const std::string samplers = "temperature;dist";
+    const auto kinds = sieve_test::twin_chain(samplers);
+    const float temperature = 0.8f;
+    sieve_test::twin::Tally tally;
+    for (const char* units : {"1", "2", "3", "4"}) {
+        sieve::ContextOptions options = sieve_test::gpu_options();
+        options.profile("device");  // the device's own plan, whatever SIEVE_PROFILE says
+        auto make = [&] {
+            sieve_test::ScopedEnv env("SIEVE_COMPUTE_UNITS", units);
+            return sieve::Context(options);
+        };
+        sieve::Context device = make();
+        const bool cpu_plan = device.device_info().type == SIEVE_DEVICE_CPU;
+        for (int32_t vocab : {10000, 10001, 10002}) {
+            SCOPED_TRACE(std::string("units ") + units + " vocab " + std::to_string(vocab));
+            ASSERT_LT(static_cast<int32_t>(device.device_info().candidate_capacity), vocab);
+            sieve::Chain chain(device, sieve_test::chain_desc(samplers, 1, vocab, temperature, 3));
+            const auto estimate = chain.plan_estimate(1, vocab);
+            uint32_t chunks = 0;
+            for (const sieve_stage_estimate& e : estimate)
+                if (std::string(e.stage) == "gather") chunks = e.workgroups;
+            ASSERT_GT(chunks, 0u) << "no gather in the plan";
+            if (cpu_plan) EXPECT_EQ(chunks, static_cast<uint32_t>(std::stoi(units)));
+            const int32_t size = (vocab + static_cast<int32_t>(chunks) - 1) / static_cast<int32_t>(chunks);
+            std::vector<float> row(static_cast<size_t>(vocab), -std::numeric_limits<float>::infinity());
+            for (int32_t end = size; end < vocab; end += size)  // two each side of every chunk's end
+                for (int32_t i = end - 2; i < end + 2; ++i) row[static_cast<size_t>(i)] = 1.5f;
+            row[0] = row[static_cast<size_t>(vocab) - 1] = 1.5f;
+            for (uint32_t step = 0; step < 12; ++step) {
+                chain.set(SIEVE_PARAM_SEED, 7u + step, 0);
+                const std::vector<sieve_token> got = chain.sample(row.data(), 1, vocab);
+                sieve::ref::RowParams params;
+                params.temperature = temperature;
+                params.seed = 7u + step;
+                sieve_test::twin::compare_token(got[0], sieve_test::twin::Row{kinds, row.data(), vocab, params}, 0,
+                                                &tally);
+            }
+        }
+    }
+    EXPECT_LE(tally.token_near_cdf_boundary + tally.token_near_tie_order, 1);
 }
 
 } // namespace
