@@ -1,7 +1,8 @@
-// Bitonic sort of (key, id) pairs in shared memory into canonical order: keys
-// descending, ties by lower id. Sizes are the same in the whole workgroup
+// Sorts of (key, id) pairs in shared memory into canonical order: keys
+// descending, ties by lower id: bitonic, and by merge paths for a CPU
+// device's large sorts. Sizes are the same in the whole workgroup
 // (every barrier is reached by every invocation): a power of two <= CAP for
-// bitonic_sort_canonical, any n <= CAP for sort_prefix.
+// bitonic_sort_canonical, any n <= CAP for sort_prefix and merge_sort_prefix.
 #ifndef SIEVE_BITONIC_GLSL
 #define SIEVE_BITONIC_GLSL
 
@@ -48,6 +49,77 @@ void bitonic_sort_prefix(uint n, uint m) {
             }
             barrier();
         }
+    }
+}
+
+// A CPU device sorts a radix chunk's entries (collect_chunk.glsl: top-k in
+// the hundreds to thousands) by merge paths. lavapipe runs a workgroup's SIMD
+// batches in turn up to each barrier and every shared access of every lane
+// as a scalar one: the bitonic sort of 2048 entries is 66 barriers and
+// 66 x 8 compare-exchanges an invocation, about half the chunk's time at
+// top-k 1000. Here each invocation sorts its own segment of ceil(n / WG)
+// entries by insertion, then log2 rounds merge pairs of runs: in each, an
+// invocation finds where its segment of the output starts in the two runs
+// (the co-rank, a binary search) and merges its segment into registers,
+// which it writes back after a barrier: 2 barriers a round, a few segment
+// lengths of shared accesses an invocation. The order is total, so the
+// result is the bitonic sort's. Only there: behind every sort_prefix (sorts
+// of 512 or fewer kept bitonic), its code slowed lavapipe's default chain
+// from 476 to 549 us, three alternating runs.
+const uint SORT_SEG = (CAP + WG - 1u) / WG;
+
+// (key, id) of c[i], and whether x comes before y.
+uvec2 c_entry(uint i) { return uvec2(c_key[i], c_id[i]); }
+bool entry_before(uvec2 x, uvec2 y) { return canonical_after(y.x, y.y, x.x, x.y); }
+
+void merge_sort_prefix(uint n) {
+    uint t = gl_LocalInvocationID.x;
+    uint seg = (n + WG - 1u) / WG;  // <= SORT_SEG
+    uint first = min(t * seg, n), stop = min(first + seg, n);
+    for (uint i = first + 1u; i < stop; ++i) {
+        uvec2 x = c_entry(i);
+        uint j = i;
+        for (; j > first && entry_before(x, c_entry(j - 1u)); --j) {
+            c_key[j] = c_key[j - 1u];
+            c_id[j] = c_id[j - 1u];
+        }
+        c_key[j] = x.x;
+        c_id[j] = x.y;
+    }
+    barrier();
+    // Runs of w entries, merged in pairs: an invocation's outputs
+    // [first, stop) lie in one pair (2w is a multiple of seg, and first of
+    // seg).
+    for (uint w = max(seg, 1u); w < n; w <<= 1u) {  // uniform
+        uint a0 = first / (2u * w) * (2u * w);
+        uint la = min(w, n - min(a0, n)), b0 = a0 + la, lb = min(w, n - b0);
+        uint d = first - a0;
+        uint lo = d > lb ? d - lb : 0u, hi = min(d, la);  // the co-rank: outputs before d taken from A
+        while (lo < hi) {
+            uint mid = (lo + hi) >> 1u;
+            if (entry_before(c_entry(a0 + mid), c_entry(b0 + d - mid - 1u))) lo = mid + 1u;
+            else hi = mid;
+        }
+        uint i = lo, j = d - lo;
+        uvec2 x = i < la ? c_entry(a0 + i) : uvec2(0u), y = j < lb ? c_entry(b0 + j) : uvec2(0u);
+        uvec2 held[SORT_SEG];
+        for (uint q = 0u; q < stop - first; ++q) {
+            bool from_a = j >= lb || (i < la && entry_before(x, y));
+            held[q] = from_a ? x : y;
+            if (from_a) {
+                ++i;
+                if (i < la) x = c_entry(a0 + i);
+            } else {
+                ++j;
+                if (j < lb) y = c_entry(b0 + j);
+            }
+        }
+        barrier();  // every invocation has read the runs
+        for (uint q = 0u; q < stop - first; ++q) {
+            c_key[first + q] = held[q].x;
+            c_id[first + q] = held[q].y;
+        }
+        barrier();
     }
 }
 

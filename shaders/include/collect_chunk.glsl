@@ -463,7 +463,8 @@ bool radix_chunk(uint row, uint begin, uint end, uint need, uint list, inout uin
     }
     barrier();
     uint n = s_fill;
-    sort_prefix(n);
+    if (INDEXED_BINS != 0u) merge_sort_prefix(n);
+    else sort_prefix(n);
     kept = min(n, need);
     for (uint i = t; i < kept; i += WG) {
         candidates[list + 2u * i] = c_key[i];
