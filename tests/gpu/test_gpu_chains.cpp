@@ -888,13 +888,7 @@ TEST(GpuChainCollectPaths, ListsOfThreeAndFourChunksMergeEqualTheTwin) {
     Tally tally;
     const int32_t vocab = 32000;
     for (const char* units : {"3", "4"}) {
-        auto options = sieve_test::gpu_options();
-        options.profile("device");  // the device's own plan, whatever SIEVE_PROFILE says
-        auto make = [&] {
-            sieve_test::ScopedEnv env("SIEVE_COMPUTE_UNITS", units);
-            return sieve::Context(options);
-        };
-        sieve::Context device = make();
+        sieve::Context device = sieve_test::device_plan_context(units);
         const bool cpu_plan = device.device_info().type == SIEVE_DEVICE_CPU;
         for (const char* chain_text : {"top_k;temperature", kDefaultOrder}) {
             const auto kinds = sieve_test::twin_chain(chain_text);

@@ -429,14 +429,7 @@ TEST(GpuHistoryTable, RanksOfFewAndManyAdjustedTokensEqualTheTwin) {
         return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)];
     });
     for (const bool whole : {false, true}) {
-        auto options = sieve_test::gpu_options();
-        if (whole) options.profile("device");
-        auto make = [&] {
-            if (!whole) return sieve::Context(options);
-            sieve_test::ScopedEnv env("SIEVE_COMPUTE_UNITS", "1");
-            return sieve::Context(options);
-        };
-        sieve::Context ctx = make();
+        sieve::Context ctx = whole ? sieve_test::device_plan_context("1") : sieve_test::gpu_context();
         for (const size_t distinct : {size_t{60}, size_t{2000}}) {
             SCOPED_TRACE(std::string(whole ? "one workgroup a row, " : "") + std::to_string(distinct) +
                          " distinct tokens in the history");

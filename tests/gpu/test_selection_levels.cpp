@@ -214,13 +214,7 @@ TEST(SelectionLevels, ChunksOfAnyAlignmentGatherEachLogitOnce) {
     const float temperature = 0.8f;
     sieve_test::twin::Tally tally;
     for (const char* units : {"1", "2", "3", "4"}) {
-        sieve::ContextOptions options = sieve_test::gpu_options();
-        options.profile("device");  // the device's own plan, whatever SIEVE_PROFILE says
-        auto make = [&] {
-            sieve_test::ScopedEnv env("SIEVE_COMPUTE_UNITS", units);
-            return sieve::Context(options);
-        };
-        sieve::Context device = make();
+        sieve::Context device = sieve_test::device_plan_context(units);
         const bool cpu_plan = device.device_info().type == SIEVE_DEVICE_CPU;
         for (int32_t vocab : {10000, 10001, 10002}) {
             SCOPED_TRACE(std::string("units ") + units + " vocab " + std::to_string(vocab));
@@ -231,7 +225,9 @@ TEST(SelectionLevels, ChunksOfAnyAlignmentGatherEachLogitOnce) {
             for (const sieve_stage_estimate& e : estimate)
                 if (std::string(e.stage) == "gather") chunks = e.workgroups;
             ASSERT_GT(chunks, 0u) << "no gather in the plan";
-            if (cpu_plan) EXPECT_EQ(chunks, static_cast<uint32_t>(std::stoi(units)));
+            if (cpu_plan) {
+                EXPECT_EQ(chunks, static_cast<uint32_t>(std::stoi(units)));
+            }
             const int32_t size = (vocab + static_cast<int32_t>(chunks) - 1) / static_cast<int32_t>(chunks);
             std::vector<float> row(static_cast<size_t>(vocab), -std::numeric_limits<float>::infinity());
             for (int32_t end = size; end < vocab; end += size)  // two each side of every chunk's end

@@ -57,6 +57,16 @@ inline sieve::ContextOptions gpu_options(Profile profile = Profile::Full) {
 
 inline sieve::Context gpu_context(Profile profile = Profile::Full) { return sieve::Context(gpu_options(profile)); }
 
+// A context on the device's own plan, whatever SIEVE_PROFILE says, made with
+// SIEVE_COMPUTE_UNITS = units: a CPU device's plan then splits rows as one
+// with that many cores does (chunks, history workgroups).
+inline sieve::Context device_plan_context(const char* units) {
+    sieve::ContextOptions options = gpu_options();
+    options.profile("device");
+    ScopedEnv env("SIEVE_COMPUTE_UNITS", units);
+    return sieve::Context(options);
+}
+
 // A binding range small enough that every device splits a vocab-262144 batch
 // of a dozen rows into row windows (sieve_context_options.max_storage_buffer_range):
 // at most 7 rows of 262144 a window (a row takes 2 * 262144 + 2 words in its
