@@ -1,6 +1,6 @@
 // Sorts of (key, id) pairs in shared memory into canonical order: keys
 // descending, ties by lower id: bitonic, and by merge paths for a CPU
-// device's large sorts. Sizes are the same in the whole workgroup
+// device's radix chunks. Sizes are the same in the whole workgroup
 // (every barrier is reached by every invocation): a power of two <= CAP for
 // bitonic_sort_canonical, any n <= CAP for sort_prefix and merge_sort_prefix.
 #ifndef SIEVE_BITONIC_GLSL
