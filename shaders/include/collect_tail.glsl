@@ -55,13 +55,10 @@ const uint RUN_MERGED = 0xFFFFFFFFu;  // run_entry: the fold so far, in c_key/c_
 
 // Entry i of chunk list c, or of the fold so far (c = RUN_MERGED).
 uvec2 run_entry(uint c, uint i) {
-    if (c == RUN_MERGED) return uvec2(c_key[i], c_id[i]);
+    if (c == RUN_MERGED) return c_entry(i);
     uint at = s_at[c] + 2u * i;
     return uvec2(candidates[at], candidates[at + 1u]);
 }
-
-// x comes before y in canonical order (the order is total: ids are distinct).
-bool merge_before(uvec2 x, uvec2 y) { return canonical_after(y.x, y.y, x.x, x.y); }
 
 // The first min(need, a + b) entries of runs ra (a entries) and rb (b) merged
 // into c_key/c_id; returns how many.
@@ -75,14 +72,14 @@ uint merge_runs(uint ra, uint a, uint rb, uint b, uint need) {
     uint lo = p > b ? p - b : 0u, hi = min(p, a);
     while (lo < hi) {
         uint mid = (lo + hi) >> 1u;
-        if (merge_before(run_entry(ra, mid), run_entry(rb, p - mid - 1u))) lo = mid + 1u;
+        if (entry_before(run_entry(ra, mid), run_entry(rb, p - mid - 1u))) lo = mid + 1u;
         else hi = mid;
     }
     uint i = lo, j = p - lo;
     uvec2 x = i < a ? run_entry(ra, i) : uvec2(0u), y = j < b ? run_entry(rb, j) : uvec2(0u);
     uvec2 held[MERGE_SEG];
     for (uint q = 0u; q < stop - p; ++q) {
-        bool from_a = j >= b || (i < a && merge_before(x, y));
+        bool from_a = j >= b || (i < a && entry_before(x, y));
         held[q] = from_a ? x : y;
         if (from_a) {
             ++i;
