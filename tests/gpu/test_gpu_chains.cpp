@@ -645,15 +645,6 @@ TEST(GpuChainCollectPaths, EveryWayAChunkKeepsItsBestEqualsTheTwin) {
     expect_rare(tally);
 }
 
-// The workgroups a plan's stage is expected to launch over `rows` rows
-// (sieve_chain_plan_estimate: the collect variant the host arms for them).
-uint32_t stage_workgroups(const sieve::Chain& chain, int32_t rows, int32_t vocab, const char* stage) {
-    for (const sieve_stage_estimate& e : chain.plan_estimate(rows, vocab))
-        if (std::string(e.stage) == stage) return e.workgroups;
-    ADD_FAILURE() << "no " << stage << " in the plan";
-    return 0;
-}
-
 // On a GPU plan, plain rows take about two workgroups per compute unit
 // (collect_chunks_for_group; the gpu profile's stand-in 32 on a CPU device):
 // at one and three rows more chunks than the plan's 8, whose lists the tail
@@ -681,7 +672,7 @@ TEST(GpuChainCollectPaths, RowsSplitByTheBatchEqualTheTwin) {
         for (int32_t vocab : {32000, 151936}) {
             for (int32_t rows : {1, 3}) {
                 sieve::Chain chain(gpu, sieve_test::chain_desc(chain_text, rows, vocab, 1.0f, rows));
-                const uint32_t split = stage_workgroups(chain, rows, vocab, "collect_plain");
+                const uint32_t split = sieve_test::stage_workgroups(chain, rows, vocab, "collect_plain");
                 SCOPED_TRACE(std::string(chain_text) + " vocab " + std::to_string(vocab) + " rows " +
                              std::to_string(rows) + ": " + std::to_string(split) + " collect workgroups");
                 EXPECT_GT(split, plan_chunks * static_cast<uint32_t>(rows));
@@ -707,7 +698,7 @@ TEST(GpuChainCollectPaths, RowsSplitByTheBatchEqualTheTwin) {
             }
             // 64 rows fill 32 units twice over: one chunk a row.
             sieve::Chain batch(pinned, sieve_test::chain_desc(chain_text, 64, vocab, 1.0f, 64));
-            EXPECT_EQ(stage_workgroups(batch, 64, vocab, "collect_plain"), 64u) << chain_text;
+            EXPECT_EQ(sieve_test::stage_workgroups(batch, 64, vocab, "collect_plain"), 64u) << chain_text;
         }
     }
     expect_rare(tally);
@@ -716,22 +707,22 @@ TEST(GpuChainCollectPaths, RowsSplitByTheBatchEqualTheTwin) {
     // row's sums would change with the batch).
     sieve::Chain summed(gpu, sieve_test::chain_desc("top_n_sigma;temperature", 1, 151936, 1.0f, 1));
     set_row(summed, 0, preset("active"));
-    EXPECT_EQ(stage_workgroups(summed, 1, 151936, "collect"), plan_chunks);
+    EXPECT_EQ(sieve_test::stage_workgroups(summed, 1, 151936, "collect"), plan_chunks);
     // The wide passes sum exact masses: one row in the slots' chunks (64 at
     // 151936 at the gpu profile's workgroup size), 64 rows in about four
     // workgroups a compute unit (two chunks a row on 32 units).
     sieve::Chain top_p(gpu, sieve_test::chain_desc("top_p;temperature", 1, 151936, 1.0f, 1));
-    EXPECT_EQ(stage_workgroups(top_p, 1, 151936, "wide_histogram"), 64u);
-    EXPECT_EQ(stage_workgroups(top_p, 1, 151936, "wide_gather"), 64u);
+    EXPECT_EQ(sieve_test::stage_workgroups(top_p, 1, 151936, "wide_histogram"), 64u);
+    EXPECT_EQ(sieve_test::stage_workgroups(top_p, 1, 151936, "wide_gather"), 64u);
     sieve::Chain top_p_batch(pinned, sieve_test::chain_desc("top_p;temperature", 64, 151936, 1.0f, 1));
     const uint32_t wide_split = sieve::kStreamingWorkgroupsPerUnit * 32u / 64u * 64u;
-    EXPECT_EQ(stage_workgroups(top_p_batch, 64, 151936, "wide_histogram"), wide_split);
-    EXPECT_EQ(stage_workgroups(top_p_batch, 64, 151936, "wide_gather"), wide_split);
+    EXPECT_EQ(sieve_test::stage_workgroups(top_p_batch, 64, 151936, "wide_histogram"), wide_split);
+    EXPECT_EQ(sieve_test::stage_workgroups(top_p_batch, 64, 151936, "wide_gather"), wide_split);
     // One compute unit: two chunks a row.
     sieve_test::ScopedEnv one("SIEVE_COMPUTE_UNITS", "1");
     sieve::Context narrow(options);
     sieve::Chain chain(narrow, sieve_test::chain_desc(kDefaultOrder, 1, 151936, 1.0f, 1));
-    EXPECT_EQ(stage_workgroups(chain, 1, 151936, "collect_plain"), 2u);
+    EXPECT_EQ(sieve_test::stage_workgroups(chain, 1, 151936, "collect_plain"), 2u);
 }
 
 // The stages of a plan (sieve_chain_plan_estimate), by name.
@@ -910,7 +901,7 @@ TEST(GpuChainCollectPaths, ListsOfThreeAndFourChunksMergeEqualTheTwin) {
                     if (cpu_plan) {  // the plain variant's chunks, or the general one's (top-n-sigma's sums)
                         const char* stage =
                             has(plan_stages(chain, 1, vocab), "collect_plain") ? "collect_plain" : "collect";
-                        EXPECT_EQ(stage_workgroups(chain, 1, vocab, stage), static_cast<uint32_t>(std::stoi(units)));
+                        EXPECT_EQ(sieve_test::stage_workgroups(chain, 1, vocab, stage), static_cast<uint32_t>(std::stoi(units)));
                     }
                     run_and_compare(chain, kinds, logits, 1, vocab, params, 2, &tally);
                     EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u);
@@ -1071,7 +1062,7 @@ TEST(GpuChainWideTopP, RowsSplitByTheBatchDrawTheSameTokens) {
         SCOPED_TRACE(text);
         auto run = [&](int32_t batch, int32_t first_row, uint32_t expect_workgroups) {
             sieve::Chain chain(gpu, sieve_test::chain_desc(text, batch, vocab, 1.0f, 1));
-            EXPECT_EQ(stage_workgroups(chain, batch, vocab, "wide_gather"), expect_workgroups);
+            EXPECT_EQ(sieve_test::stage_workgroups(chain, batch, vocab, "wide_gather"), expect_workgroups);
             for (int32_t r = 0; r < batch; ++r) set_row(chain, r, params[static_cast<size_t>(first_row + r)]);
             std::vector<sieve_token> out;
             for (int s = 0; s < steps; ++s) {

@@ -67,6 +67,15 @@ inline sieve::Context device_plan_context(const char* units) {
     return sieve::Context(options);
 }
 
+// The workgroups a plan's stage is expected to launch over `rows` rows
+// (sieve_chain_plan_estimate: the collect variant the host arms for them).
+inline uint32_t stage_workgroups(const sieve::Chain& chain, int32_t rows, int32_t vocab, const char* stage) {
+    for (const sieve_stage_estimate& e : chain.plan_estimate(rows, vocab))
+        if (std::string(e.stage) == stage) return e.workgroups;
+    ADD_FAILURE() << "no " << stage << " in the plan";
+    return 0;
+}
+
 // A binding range small enough that every device splits a vocab-262144 batch
 // of a dozen rows into row windows (sieve_context_options.max_storage_buffer_range):
 // at most 7 rows of 262144 a window (a row takes 2 * 262144 + 2 words in its
