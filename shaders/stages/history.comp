@@ -137,19 +137,39 @@ uvec2 my_share(uint n) {
     return uvec2(lo, min(lo + per, n));
 }
 
+// The longest tail (tokens after the head) of the row's breakers.
+uint longest_breaker_tail(uint breakers) {
+    uint n = row_inputs[breakers];
+    uint o = breakers + 1u;
+    uint longest = 0u;
+    for (uint b = 0u; b < n; ++b) {
+        uint len = row_inputs[o];
+        longest = max(longest, len - 1u);
+        o += 1u + len;
+    }
+    return longest;
+}
+
 // llama_sampler_dry_apply's step 1: the most recent breaker limits the repeat
 // length (rep_limit; n when none ends in the window). Every workgroup of the
 // row finds it, scanning from the newest position one block of WG positions at
 // a time, and stops at the first block with a match: the smallest position
-// wins, whatever block order the workgroups run in.
-uint dry_rep_limit(uint n, uint breakers) {
+// wins, whatever block order the workgroups run in. With an exponent cap
+// (`binding` = allowed_length + the cap), a repeat limit of `binding` or more
+// changes no penalty (the lengths past it are capped alike), and a breaker
+// whose head lies at position i limits the repeat to at least i less its
+// tail: the scan stops at binding + the longest tail and answers n past it,
+// so a window without a recent breaker costs each workgroup one block, not
+// the window.
+uint dry_rep_limit(uint n, uint breakers, uint binding) {
     if (breakers == NO_INPUTS) return n;
     uint t = gl_LocalInvocationID.x;
-    for (uint from = 0u; from < n; from += WG) {
+    uint scan = min(n, binding + longest_breaker_tail(breakers));
+    for (uint from = 0u; from < scan; from += WG) {
         if (t == 0u) s_restart = 0xFFFFFFFFu;
         barrier();
         uint i = from + t;
-        if (i < n) {
+        if (i < scan) {
             int m = breaker_match(breakers, i);
             if (m >= 0) atomicMin(s_restart, (i << 16u) | uint(m));  // i < 2^16: the capacity's bound
         }
@@ -182,7 +202,8 @@ void dry_repeats(uint row, uint base) {
     uint allowed = param_u(row, P_DRY_ALLOWED);
     if (n <= allowed) return;
     uint breakers = param_u(row, P_BREAKERS);
-    uint rep_limit = dry_rep_limit(n, breakers);
+    uint max_exp = param_u(row, P_DRY_MAX_EXP);
+    uint rep_limit = dry_rep_limit(n, breakers, max_exp > 0u ? allowed + max_exp : n);
     if (rep_limit < allowed) return;
 
     // Step 2: each position's repeat count min(Z[k], rep_limit): the longest
@@ -193,7 +214,6 @@ void dry_repeats(uint row, uint base) {
     // compares its positions directly, at most `cap` tokens each, and applies
     // step 3 at once; without one (base <= 1.000001) the Z-algorithm runs in
     // one invocation of the row's first workgroup, which then takes step 3.
-    uint max_exp = param_u(row, P_DRY_MAX_EXP);
     uint cap = max_exp > 0u ? min(rep_limit, allowed + max_exp) : rep_limit;
     if (cap <= DIRECT_LCP_LIMIT) {
         uvec2 share = my_share(n);

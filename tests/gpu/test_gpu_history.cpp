@@ -471,6 +471,72 @@ TEST(GpuHistoryTable, RanksOfFewAndManyAdjustedTokensEqualTheTwin) {
     }
 }
 
+// DRY's most recent breaker limits a repeat only where the limit is below
+// allowed_length + the exponent cap: the GPU scans the window for it only
+// that far, plus the longest breaker's tail (history.comp, dry_rep_limit).
+// A 30-token span said again, its first occurrence followed by the row's
+// likeliest token; a four-token breaker inside the span with its head i
+// positions from the end limits the repeat to i - 3. Base 1e4 caps the
+// exponent at 9 (allowed 2: lengths of 11 and more are capped alike) and
+// multiplier 1e-36 makes the likeliest token's penalty 1 where the limit is
+// 11 or more (heads from 14 on) and at most 1e-4 below (heads 6 to 13): a
+// scan that stops short of a binding breaker moves the distribution. A
+// single-token breaker that
+// never occurs comes first in the list. Against the twin, on the test's
+// plan and on a CPU device's plan with one workgroup for the window.
+TEST(GpuHistoryDry, ABreakerLimitsTheRepeatWhereverItLies) {
+    constexpr int32_t kV = 32000;
+    const char* text = "dry;top_k;temperature";
+    const auto kinds = sieve_test::twin_chain(text);
+    const auto logits = sieve_test::make_rows(Shape::Zipf, 1, kV, 41);
+    const int32_t likeliest =
+        static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    // Distinct tokens, none the likeliest: the only repeat is the span's.
+    int32_t next = 100;
+    auto fresh = [&] {
+        if (next == likeliest) ++next;
+        return next++;
+    };
+    const std::vector<int32_t> breaker{fresh(), fresh(), fresh(), fresh()};
+    for (const bool whole : {false, true}) {
+        sieve::Context ctx = whole ? sieve_test::device_plan_context("1") : sieve_test::gpu_context();
+        for (int32_t head = 6; head <= 20; ++head) {
+            SCOPED_TRACE(std::string(whole ? "one workgroup a row, " : "") + "breaker head " + std::to_string(head) +
+                         " tokens from the end");
+            constexpr int32_t kSpan = 30;
+            std::vector<int32_t> span;
+            for (int32_t j = 0; j < kSpan; ++j) {
+                const int32_t from_end = kSpan - 1 - j;
+                span.push_back(from_end <= head && from_end > head - 4 ? breaker[static_cast<size_t>(head - from_end)]
+                                                                       : 1000 + j);
+            }
+            std::vector<int32_t> history{2000, 2001, 2002};
+            history.insert(history.end(), span.begin(), span.end());
+            history.push_back(likeliest);
+            for (int32_t j = 0; j < 5; ++j) history.push_back(3000 + j);
+            history.insert(history.end(), span.begin(), span.end());
+            sieve::ChainDesc d = sieve_test::chain_desc(text, 1, kV, 1.0f, 17);
+            d.history_capacity(4096);
+            sieve::Chain chain(ctx, d);
+            RowParams p = history_params("neutral", kV);
+            p.seed = 17;
+            p.temperature = 1.0f;
+            p.dry_multiplier = 1e-36f;
+            p.dry_base = 1e4f;
+            p.dry_allowed_length = 2;
+            p.dry_penalty_last_n = 256;
+            p.dry_sequence_breakers = {{kV - 1}, breaker};
+            set_row_params(chain, 0, p);
+            chain.accept(0, history);
+            SlotState state;
+            state.history = chain.slot_history(0);
+            Row row{kinds, logits.data(), kV, p, &state};
+            Tally tally;
+            compare_distribution(gpu_distribution(chain, logits, 1, kV, 0), &row, 0, &tally);
+            if (testing::Test::HasFatalFailure()) return;
+        }
+    }
+}
 // A masked token (a raw -inf logit, a token the bitmask disallows, a bias of
 // -inf) stays masked whatever the penalties and DRY subtract, even a term of
 // -inf, where llama.cpp's -inf - -inf would be NaN: the GPU's adjusted row
