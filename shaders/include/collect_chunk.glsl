@@ -185,6 +185,54 @@ const uint PICK_LIMIT = 2u * WG < CAP / 2u ? 2u * WG : CAP / 2u;
 // 1550 by radix against 1623 and 2400 in the general variant).
 const uint RADIX_FROM = INDEXED_BINS != 0u ? PROBE * WG : PICK_LIMIT;
 
+// A logit's key into the bins c_id[0, 256) of refine_tau's level at `shift`:
+// keys >= tau whose bits above the level's digit are `prefix`.
+void refine_bin(uint k, uint tau, uint prefix, uint shift) {
+    bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF && k >= tau;
+    if (ok && (shift == 24u || (k >> (shift + 8u)) == prefix)) atomicAdd(c_id[(k >> shift) & 255u], 1u);
+}
+
+// pick_chunk's logits >= tau were more than PICK_LIMIT. They are exactly a
+// dropped invocation's share's and the other invocations' picked groups'
+// (every logit >= tau lies in a group whose maximum is >= tau, which such an
+// invocation kept). A radix select over them alone, 8 bits a level (a
+// dropped share read again a level, the groups reloaded), finds the lowest
+// edge with at least `need` of them at or above it, stopping at the first
+// level where at most PICK_LIMIT are, or at the last (one key). Returns
+// max(tau, that edge): `need` of the chunk's logits are still >= it. (Only
+// counting too many could raise the edge too far; counting too few lowers
+// it, which keeps the result and costs entries.)
+uint refine_tau(uint tau, uint need, bool dropped, uint row4, uint q_first, uint q_stop, uvec4 keys, uvec4 groups) {
+    uint t = gl_LocalInvocationID.x;
+    uint prefix = 0u, above = 0u;
+    for (uint shift = 24u;; shift -= 8u) {  // uniform
+        for (uint b = t; b < 256u; b += WG) c_id[b] = 0u;
+        barrier();
+        if (dropped) {
+            for (uint q = q_first; q < q_stop; q += RUN_LANES) {
+                vec4 f4 = row_vec4(row4 + q);
+                [[unroll]] for (uint c = 0u; c < 4u; ++c) refine_bin(sieve_key(f4[c]), tau, prefix, shift);
+            }
+        } else {
+            [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+                if (keys[j] != 0u && keys[j] >= tau) {
+                    vec4 f4 = row_vec4(row4 + groups[j]);
+                    [[unroll]] for (uint c = 0u; c < 4u; ++c) refine_bin(sieve_key(f4[c]), tau, prefix, shift);
+                }
+            }
+        }
+        barrier();
+        select_bin(above, need, 0u);  // a bin is found: at least `need` logits are >= tau
+        uint bin = s_sel_bin;
+        prefix = (prefix << 8u) | bin;
+        uint m = s_sel_above + c_id[bin];
+        above = s_sel_above;
+        barrier();  // every invocation has read the bins before the next level clears them
+        if (m <= PICK_LIMIT || shift == 0u) return max(tau, prefix << shift);
+    }
+    return tau;  // not reached: the last level returns
+}
+
 // Rank sort of c[0, n) (distinct entries, after a barrier) straight into the
 // chunk's list at `list`: each entry counts the entries before it in
 // canonical order and, when that rank is below `need`, writes itself there.
@@ -334,40 +382,53 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
         floored = kf > tau;
         tau = max(tau, kf);
     }
-    // An invocation whose 4th pick reaches tau may have dropped groups with
-    // logits >= tau: it reads its own share again (1/WG of the chunk) and
-    // takes all of them.
-    bool dropped = k3 != 0u && k3 >= tau;
-    if (t == 0u) {
-        s_fill = 0u;
-        s_count = 0u;
-        s_has_tau = tau != 0u ? 1u : 0u;
-        s_tau_key = tau;
-        s_tau_id = 0xFFFFFFFFu;  // every logit of key tau passes
-    }
-    barrier();
-    // tau still too low after the last level (m is uniform): the collecting
-    // loop reads the chunk again from tau. (A floor's count is checked below.)
-    if (m > PICK_LIMIT && !floored) return false;
-    uint mine = group_takes(k0, i0, row4, tau) + group_takes(k1, i1, row4, tau) +
-                group_takes(k2, i2, row4, tau) + group_takes(k3, i3, row4, tau);
-    if (dropped) {
-        mine = 0u;
-        for (uint q = q_first; q < q_stop; q += q_step) {
-            vec4 f4 = row_vec4(row4 + q);
-            [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-                uint k = sieve_key(f4[c]);
-                bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
-                mine += ok && k >= tau ? 1u : 0u;
+    bool dropped;
+    uint mine;
+    for (uint pass = 0u;; ++pass) {  // uniform; at most two
+        // An invocation whose 4th pick reaches tau may have dropped groups
+        // with logits >= tau: it reads its own share again (1/WG of the
+        // chunk) and takes all of them.
+        dropped = k3 != 0u && k3 >= tau;
+        if (t == 0u) {
+            s_fill = 0u;
+            s_count = 0u;
+            s_has_tau = tau != 0u ? 1u : 0u;
+            s_tau_key = tau;
+            s_tau_id = 0xFFFFFFFFu;  // every logit of key tau passes
+        }
+        barrier();
+        // tau still too low after the last level (m is uniform): the
+        // collecting loop reads the chunk again from tau. (A floor's count is
+        // checked below.)
+        if (pass == 0u && m > PICK_LIMIT && !floored) return false;
+        mine = group_takes(k0, i0, row4, tau) + group_takes(k1, i1, row4, tau) + group_takes(k2, i2, row4, tau) +
+               group_takes(k3, i3, row4, tau);
+        if (dropped) {
+            mine = 0u;
+            for (uint q = q_first; q < q_stop; q += q_step) {
+                vec4 f4 = row_vec4(row4 + q);
+                [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+                    uint k = sieve_key(f4[c]);
+                    bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
+                    mine += ok && k >= tau ? 1u : 0u;
+                }
             }
         }
+        if (mine > 0u) atomicAdd(s_count, mine);
+        barrier();
+        uint count = s_count;
+        if (count <= PICK_LIMIT || (pass > 0u && count <= HALF)) break;  // uniform
+        // More than PICK_LIMIT (the rank sort's cost grows with the square).
+        // Where the chunk's best crowd a few invocations' shares (a block of
+        // ids a script's tokens fill), those invocations kept PROBE groups of
+        // many: tau is raised over the logits >= tau alone, once (lavapipe,
+        // the default chain over a row whose best 1000 lie in one block: the
+        // collect pass 1130 -> 240 us). A tie group at tau that still passes
+        // half the buffer, or more than PICK_LIMIT over a floor (a flat row):
+        // the collecting loop reads the chunk again from tau.
+        if (floored || pass > 0u) return false;
+        tau = refine_tau(tau, need, dropped, row4, q_first, q_stop, uvec4(k0, k1, k2, k3), uvec4(i0, i1, i2, i3));
     }
-    if (mine > 0u) atomicAdd(s_count, mine);
-    barrier();
-    // More than the rank sort's half of the buffer (a big tie group at tau),
-    // or more than PICK_LIMIT over a floor (a flat row): the collecting loop
-    // reads the chunk again from tau.
-    if (s_count > (floored ? PICK_LIMIT : HALF)) return false;  // uniform
     uint slot = mine > 0u ? atomicAdd(s_fill, mine) : 0u;
     if (dropped) {
         for (uint q = q_first; q < q_stop; q += q_step) {

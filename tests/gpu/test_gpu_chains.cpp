@@ -564,7 +564,11 @@ struct OverflowCase {
 // compactions); the best logits in the last chunk only; and a row whose top
 // holds fewer distinct-key picks than `need` in every chunk but one. Each
 // against the twin, llama.cpp's default chain and top-k alone, at 32000 and
-// 151936, on the device and under the constrained profile. (Kind 7, the best
+// 151936, on the device and under the constrained profile. Kinds 9 and 10:
+// the best thousands in one block of ids (as a script's tokens are), in any
+// order and in id order, so the few invocations that hold them pass far more
+// than PICK_LIMIT logits over the picks' threshold, which is raised over
+// those logits alone (refine_tau). (Kind 7, the best
 // 2400 at consecutive ids, and kind 8, 300 adjacent floats ten times each,
 // are for large top-k: LargeTopKKeepsItsBest.)
 std::vector<float> collect_path_row(int kind, int32_t vocab, uint32_t seed) {
@@ -603,6 +607,13 @@ std::vector<float> collect_path_row(int kind, int32_t vocab, uint32_t seed) {
             row[static_cast<size_t>(i) * static_cast<size_t>(vocab / 3000)] = v;
         }
         break;
+    case 9:  // the best 3000 in one block of ids, distinct values in no order
+        for (int32_t i = 0; i < 3000; ++i)
+            row[static_cast<size_t>(vocab / 5 + i)] = 10.0f + 0.001f * static_cast<float>((i * 1237) % 3000);
+        break;
+    case 10:  // the best 5000 at the lowest ids, in id order (each a little below the one before)
+        for (int32_t i = 0; i < 5000; ++i) row[static_cast<size_t>(i)] = 10.0f - 0.001f * static_cast<float>(i);
+        break;
     default:  // mostly -inf, the finite ones spread thinly
         for (auto& x : row) x = (rng() % 500 == 0) ? normal(rng) : -kInf;
         break;
@@ -621,7 +632,7 @@ TEST(GpuChainCollectPaths, EveryWayAChunkKeepsItsBestEqualsTheTwin) {
             const auto kinds = sieve_test::twin_chain(chain_text);
             ASSERT_FALSE(kinds.empty());
             for (int32_t vocab : {32000, 151936}) {
-                for (int kind = 0; kind < 7; ++kind) {
+                for (int kind : {0, 1, 2, 3, 4, 5, 6, 9, 10}) {
                     SCOPED_TRACE(std::string(chain_text) + " vocab " + std::to_string(vocab) + " row kind " +
                                  std::to_string(kind) + " profile " + std::to_string(static_cast<int>(profile)));
                     const uint32_t salt = static_cast<uint32_t>(vocab) + 31u * static_cast<uint32_t>(kind);
@@ -631,10 +642,10 @@ TEST(GpuChainCollectPaths, EveryWayAChunkKeepsItsBestEqualsTheTwin) {
                     sieve::Chain chain(gpu, sieve_test::chain_desc(chain_text, 1, vocab, base.temperature, 1));
                     set_row(chain, 0, params[0]);
                     run_and_compare(chain, kinds, logits, 1, vocab, params, 2, &tally);
-                    // min-p keeps hundreds to thousands of kinds 1, 2 and 4
-                    // (their rows go to the twin, as before register picks).
+                    // min-p keeps hundreds to thousands of kinds 1, 2, 4, 9 and
+                    // 10 (their rows go to the twin, as before register picks).
                     const bool min_p_overflows = std::string(chain_text) == "min_p;temperature" &&
-                                                 (kind == 1 || kind == 2 || kind == 4);
+                                                 (kind == 1 || kind == 2 || kind == 4 || kind >= 9);
                     if (!min_p_overflows) {
                         EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u);
                     }
@@ -676,7 +687,7 @@ TEST(GpuChainCollectPaths, RowsSplitByTheBatchEqualTheTwin) {
                 SCOPED_TRACE(std::string(chain_text) + " vocab " + std::to_string(vocab) + " rows " +
                              std::to_string(rows) + ": " + std::to_string(split) + " collect workgroups");
                 EXPECT_GT(split, plan_chunks * static_cast<uint32_t>(rows));
-                for (int kind = 0; kind < 7; ++kind) {
+                for (int kind : {0, 1, 2, 3, 4, 5, 6, 9, 10}) {
                     SCOPED_TRACE("row kind " + std::to_string(kind));
                     const uint32_t salt = static_cast<uint32_t>(vocab) + 31u * static_cast<uint32_t>(kind) + 7u * rows;
                     std::vector<float> logits;
@@ -690,7 +701,7 @@ TEST(GpuChainCollectPaths, RowsSplitByTheBatchEqualTheTwin) {
                     const uint64_t fallback_before = chain.counters().cpu_fallback_rows;
                     run_and_compare(chain, kinds, logits, rows, vocab, params, 2, &tally);
                     const bool min_p_overflows = std::string(chain_text) == "min_p;temperature" &&
-                                                 (kind == 1 || kind == 2 || kind == 4);
+                                                 (kind == 1 || kind == 2 || kind == 4 || kind >= 9);
                     if (!min_p_overflows) {
                         EXPECT_EQ(chain.counters().cpu_fallback_rows, fallback_before);
                     }
