@@ -91,6 +91,14 @@ RowParams history_params(const std::string& name, int32_t vocab) {
     return p;
 }
 
+// A chain of one row over `vocab` with histories of up to 4096 tokens
+// (temperature 1).
+sieve::Chain one_row_history_chain(const sieve::Context& ctx, const char* text, int32_t vocab, uint32_t seed) {
+    sieve::ChainDesc d = sieve_test::chain_desc(text, 1, vocab, 1.0f, seed);
+    d.history_capacity(4096);
+    return sieve::Chain(ctx, d);
+}
+
 // The whole state of a slot as the GPU left it (history, mu, adaptive-p's
 // average), through the public snapshot: the blob is the slot's record
 // (engine/vulkan/slot_layout.hpp) after a tag and the capacity.
@@ -380,9 +388,7 @@ TEST(GpuHistoryWindow, ATokenThatLeavesTheWindowIsNoLongerAdjusted) {
     auto ctx = sieve_test::gpu_context();
     for (const bool every_call : {true, false}) {
         SCOPED_TRACE(every_call ? "a bias on every call" : "a bias on every third call");
-        sieve::ChainDesc d = sieve_test::chain_desc("penalties;top_k;temperature", 1, kV, 1.0f, 5);
-        d.history_capacity(4096);
-        sieve::Chain chain(ctx, d);
+        sieve::Chain chain = one_row_history_chain(ctx, "penalties;top_k;temperature", kV, 5);
         RowParams p = history_params("neutral", kV);
         p.penalty_last_n = 1;
         p.penalty_repeat = 1.0f;
@@ -433,9 +439,7 @@ TEST(GpuHistoryTable, RanksOfFewAndManyAdjustedTokensEqualTheTwin) {
         for (const size_t distinct : {size_t{60}, size_t{2000}}) {
             SCOPED_TRACE(std::string(whole ? "one workgroup a row, " : "") + std::to_string(distinct) +
                          " distinct tokens in the history");
-            sieve::ChainDesc d = sieve_test::chain_desc(text, 1, kV, 1.0f, 13);
-            d.history_capacity(4096);
-            sieve::Chain chain(ctx, d);
+            sieve::Chain chain = one_row_history_chain(ctx, text, kV, 13);
             RowParams p = history_params("both_long", kV);
             p.seed = 13;
             p.temperature = 1.0f;
@@ -515,9 +519,7 @@ TEST(GpuHistoryDry, ABreakerLimitsTheRepeatWhereverItLies) {
             history.push_back(likeliest);
             for (int32_t j = 0; j < 5; ++j) history.push_back(3000 + j);
             history.insert(history.end(), span.begin(), span.end());
-            sieve::ChainDesc d = sieve_test::chain_desc(text, 1, kV, 1.0f, 17);
-            d.history_capacity(4096);
-            sieve::Chain chain(ctx, d);
+            sieve::Chain chain = one_row_history_chain(ctx, text, kV, 17);
             RowParams p = history_params("neutral", kV);
             p.seed = 17;
             p.temperature = 1.0f;
@@ -806,9 +808,7 @@ TEST(GpuHistoryLockstep, TenThousandTokens) {
     const auto info = ctx.device_info();
     const bool gpu_plan_on_cpu = info.type == SIEVE_DEVICE_CPU && (info.profile & SIEVE_PROFILE_GPU);
     const int tokens = gpu_plan_on_cpu ? 5000 : 10000;
-    sieve::ChainDesc d = sieve_test::chain_desc(text, 1, kV, 1.0f, 11);
-    d.history_capacity(4096);
-    sieve::Chain chain(ctx, d);
+    sieve::Chain chain = one_row_history_chain(ctx, text, kV, 11);
     RowParams p = history_params("both", kV);
     p.penalty_last_n = 64;
     p.dry_penalty_last_n = 4096;
