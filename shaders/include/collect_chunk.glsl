@@ -416,17 +416,17 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
         }
         if (mine > 0u) atomicAdd(s_count, mine);
         barrier();
-        uint count = s_count;
-        if (count <= PICK_LIMIT || (pass > 0u && count <= HALF)) break;  // uniform
-        // More than PICK_LIMIT (the rank sort's cost grows with the square).
-        // Where the chunk's best crowd a few invocations' shares (a block of
+        // More than PICK_LIMIT (the rank sort's cost grows with the square):
+        // where the chunk's best crowd a few invocations' shares (a block of
         // ids a script's tokens fill), those invocations kept PROBE groups of
-        // many: tau is raised over the logits >= tau alone, once (lavapipe,
-        // the default chain over a row whose best 1000 lie in one block: the
-        // collect pass 1130 -> 240 us). A tie group at tau that still passes
-        // half the buffer, or more than PICK_LIMIT over a floor (a flat row):
-        // the collecting loop reads the chunk again from tau.
-        if (floored || pass > 0u) return false;
+        // many, and tau is raised over the logits >= tau alone, once
+        // (lavapipe, the default chain over a row whose best 1000 lie in one
+        // block: the collect pass 1130 -> 240 us). Otherwise, past half the
+        // buffer (a tie group at tau), or past PICK_LIMIT over a floor (a flat
+        // row): the collecting loop reads the chunk again from tau.
+        bool refine = pass == 0u && !floored && need <= PICK_LIMIT;
+        if (s_count <= (refine || floored ? PICK_LIMIT : HALF)) break;  // uniform
+        if (!refine) return false;
         tau = refine_tau(tau, need, dropped, row4, q_first, q_stop, uvec4(k0, k1, k2, k3), uvec4(i0, i1, i2, i3));
     }
     uint slot = mine > 0u ? atomicAdd(s_fill, mine) : 0u;
