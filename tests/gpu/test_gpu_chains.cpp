@@ -656,6 +656,62 @@ TEST(GpuChainCollectPaths, EveryWayAChunkKeepsItsBestEqualsTheTwin) {
     expect_rare(tally);
 }
 
+// Rows whose best logits fill one block of ids (refine_tau's rows), drawn at
+// random: the block's place and length (50 to 20000 ids), its order (none,
+// ascending, descending), how many of its logits share a value (none, or
+// a few values each taken by many), a few best logits elsewhere (held by
+// invocations that dropped nothing), top-k from 1 to 256 (the register
+// picks' range), on the device's plan with 1 to 4 chunks a row and on the
+// gpu profile's. Each against the twin.
+TEST(GpuChainCollectPaths, BestLogitsInOneBlockOfIdsEqualTheTwin) {
+    Tally tally;
+    const char* chain_text = "top_k;temperature";
+    const auto kinds = sieve_test::twin_chain(chain_text);
+    ASSERT_FALSE(kinds.empty());
+    const auto context_for = [](const std::string& plan) {
+        if (plan != "gpu") return sieve_test::device_plan_context(plan.c_str());
+        auto options = sieve_test::gpu_options();
+        options.profile("gpu");
+        return sieve::Context(options);
+    };
+    std::mt19937 rng(2026);
+    for (const char* plan : {"1", "2", "4", "gpu"}) {
+        sieve::Context gpu = context_for(plan);
+        for (int trial = 0; trial < 6; ++trial) {
+            const int32_t vocab = trial % 2 == 0 ? 32000 : 151936;
+            const int32_t length = 50 + static_cast<int32_t>(rng() % 19951);
+            const int32_t start = static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab - length));
+            const int order = static_cast<int>(rng() % 3);
+            const uint32_t values = rng() % 2 == 0 ? 0u : 2u + rng() % 6;  // 0: distinct
+            const int32_t top_k = 1 + static_cast<int32_t>(rng() % 256);
+            SCOPED_TRACE(std::string("plan ") + plan + " vocab " + std::to_string(vocab) + " block " +
+                         std::to_string(start) + "+" + std::to_string(length) + " order " + std::to_string(order) +
+                         " values " + std::to_string(values) + " top-k " + std::to_string(top_k));
+            std::normal_distribution<float> normal(0.0f, 1.0f);
+            std::vector<float> logits(static_cast<size_t>(vocab));
+            for (auto& x : logits) x = normal(rng);
+            for (int32_t i = 0; i < length; ++i) {
+                const uint32_t rank = order == 0 ? (static_cast<uint32_t>(i) * 7919u) % static_cast<uint32_t>(length)
+                                      : order == 1 ? static_cast<uint32_t>(i)
+                                                   : static_cast<uint32_t>(length - 1 - i);
+                const uint32_t level = values == 0 ? rank : rank % values;
+                logits[static_cast<size_t>(start + i)] = 10.0f + 0.0005f * static_cast<float>(level);
+            }
+            for (int j = 0; j < 20; ++j)
+                logits[rng() % static_cast<uint32_t>(vocab)] = 10.0f + 0.0005f * static_cast<float>(rng() % 20000);
+            RowParams base = preset("active");
+            base.top_k = top_k;
+            const auto params = row_params(base, 1, static_cast<uint32_t>(trial));
+            sieve::Chain chain(gpu, sieve_test::chain_desc(chain_text, 1, vocab, base.temperature, 1));
+            set_row(chain, 0, params[0]);
+            run_and_compare(chain, kinds, logits, 1, vocab, params, 2, &tally);
+            EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u);
+            if (testing::Test::HasFatalFailure()) return;
+        }
+    }
+    expect_rare(tally);
+}
+
 // On a GPU plan, plain rows take about two workgroups per compute unit
 // (collect_chunks_for_group; the gpu profile's stand-in 32 on a CPU device):
 // at one and three rows more chunks than the plan's 8, whose lists the tail
