@@ -104,6 +104,16 @@ struct RowParams {
     // they keep one entry apart. The agreement rules move it by 1e-4 either
     // way. 0 everywhere else.
     double mirostat_k_rel = 0.0;
+    // Not a sampler parameter either: typical's scores |-log p - H| are
+    // compared after rounding down to multiples of this many float steps of
+    // max(1, H) (and the multiples shifted by half a step where
+    // typical_grid_shifted), so scores that close keep canonical order. The
+    // GPU computes them in float (a Vulkan log is 3 steps off), the twin in
+    // double; where two members' scores lie within that rounding (logits that
+    // differ by float steps) they rank either way. The agreement rules try
+    // such a grid. 0 everywhere else.
+    int32_t typical_grid_ulps = 0;
+    bool typical_grid_shifted = false;
     // Applied before the chain: the bias as llama.cpp's common chain does (its
     // first sampler), the bitmask (bit id%32 of word id/32 set = allowed) as
     // structured-output engines produce it. Empty = none.
@@ -218,7 +228,9 @@ void apply_top_p(CandidateArray& cur, float p, size_t min_keep);
 void apply_min_p(CandidateArray& cur, float p, size_t min_keep);
 // llama_sampler_typical_apply: p >= 1 no-op; rank by |-log p - H|, keep until the
 // cumulative probability is > p with at least min_keep entries.
-void apply_typical(CandidateArray& cur, float p, size_t min_keep);
+// grid_ulps, grid_shifted: RowParams::typical_grid_ulps, typical_grid_shifted
+// (the agreement rules' move; 0 otherwise).
+void apply_typical(CandidateArray& cur, float p, size_t min_keep, int32_t grid_ulps = 0, bool grid_shifted = false);
 // llama_sampler_top_n_sigma_apply: n <= 0 or size <= 1 no-op; mask (-inf) the
 // logits below max - n * sigma (mean and sigma over the finite logits).
 void apply_top_n_sigma(CandidateArray& cur, float n);

@@ -193,7 +193,9 @@ sieve_status run_chain(const std::vector<SamplerKind>& chain, const float* logit
         case SamplerKind::TopK: apply_top_k(*cur, params.top_k); break;
         case SamplerKind::TopP: apply_top_p(*cur, params.top_p, min_keep); break;
         case SamplerKind::MinP: apply_min_p(*cur, params.min_p, min_keep); break;
-        case SamplerKind::TypicalP: apply_typical(*cur, params.typical_p, min_keep); break;
+        case SamplerKind::TypicalP:
+            apply_typical(*cur, params.typical_p, min_keep, params.typical_grid_ulps, params.typical_grid_shifted);
+            break;
         case SamplerKind::TopNSigma: apply_top_n_sigma(*cur, params.top_n_sigma); break;
         case SamplerKind::Xtc: {
             const double coin = static_cast<double>(xtc_coin_u32(params.seed, step, draw)) / 4294967296.0;

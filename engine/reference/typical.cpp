@@ -25,7 +25,7 @@
 
 namespace sieve::ref {
 
-void apply_typical(CandidateArray& cur, float p, size_t min_keep) {
+void apply_typical(CandidateArray& cur, float p, size_t min_keep, int32_t grid_ulps, bool grid_shifted) {
     if (p >= 1.0f) return;
     if (cur.data.empty()) return;
     detail::sort_canonical(cur);
@@ -37,6 +37,11 @@ void apply_typical(CandidateArray& cur, float p, size_t min_keep) {
     for (size_t i = 0; i < prob.size(); ++i)
         score[i] = prob[i] > 0.0 ? std::fabs(-std::log(static_cast<double>(static_cast<float>(prob[i]))) - entropy)
                                  : INFINITY;
+    if (grid_ulps > 0) {  // the agreement rules' move (RowParams::typical_grid_ulps)
+        const double step = grid_ulps * std::ldexp(std::max(1.0, entropy), -23);
+        for (double& s : score)
+            if (std::isfinite(s)) s = std::floor(s / step + (grid_shifted ? 0.5 : 0.0));
+    }
     std::vector<size_t> order(prob.size());
     std::iota(order.begin(), order.end(), size_t{0});
     // Stable: equal scores keep the canonical order the array is in.

@@ -206,6 +206,58 @@ TEST(GpuChainRules, ThresholdAllowanceIsNarrow) {
     EXPECT_FALSE(explained_by_threshold(one_less, &g, 0)) << "the last of " << dist.size() << " top-p survivors";
 }
 
+// Typical's ranking allowance: three logits within 5e-7 of each other (a
+// fuzz_diff finding) give typical scores about one float step of the entropy
+// apart, which the twin ranks in double (the top logit least typical) and the
+// GPU in float (all three alike: canonical order). The GPU's survivor after
+// top-p is explained by the twin ranking on the grid, and is the GPU's;
+// scores 0.08 apart explain no other survivor.
+TEST(GpuChainRules, TypicalRankingAllowanceIsNarrow) {
+    const char* text = "typ_p;temperature;top_p;dist";
+    const auto kinds = sieve_test::twin_chain(text);
+    ASSERT_FALSE(kinds.empty());
+    RowParams params = active();
+    params.temperature = 0.970717788f;
+    params.typical_p = 0.480878621f;
+    params.top_p = 0.460020065f;
+    params.min_keep = 1;
+    const std::vector<float> close = {-2.81914669e-36f, 5.09095401e-07f, 1.55842153e-26f};
+    sieve_status status;
+    std::string message;
+    Row row{kinds, close.data(), 3, params};
+    const auto twin = twin_distribution(row, 0, &status, &message);
+    ASSERT_EQ(status, SIEVE_OK) << message;
+    ASSERT_EQ(twin.size(), 1u);
+    EXPECT_EQ(twin.begin()->first, 2) << "the twin's double ranks the top logit least typical";
+    EXPECT_TRUE(explained_by_threshold(std::map<int32_t, float>{{1, 1.0f}}, &row, 0));
+    EXPECT_EQ(row.params.typical_grid_ulps, kTypicalGridUlps) << "explained by typical's ranking on the grid";
+    EXPECT_FALSE(explained_by_threshold(std::map<int32_t, float>{{0, 1.0f}}, &row, 0))
+        << "ranked on the grid the three are alike: canonical order, token 1 first";
+
+    auto ctx = sieve_test::gpu_context();
+    sieve::Chain chain(ctx, sieve_test::chain_desc(text, 1, 3, params.temperature, 1));
+    set_row(chain, 0, params);
+    Tally tally;
+    run_and_compare(chain, kinds, close, 1, 3, {params}, 2, &tally);
+
+    // p 0.6, 0.3, 0.1: the most typical is the second (scores 0.39, 0.31,
+    // 1.4), which typical 0.2 keeps alone; canonical order would keep the first.
+    const auto typical = sieve_test::twin_chain("typ_p;dist");
+    const std::vector<float> apart = {std::log(0.6f), std::log(0.3f), std::log(0.1f)};
+    RowParams alone = active();
+    alone.typical_p = 0.2f;
+    alone.min_keep = 1;
+    Row far{typical, apart.data(), 3, alone};
+    const auto want = twin_distribution(far, 0, &status, &message);
+    ASSERT_EQ(status, SIEVE_OK) << message;
+    ASSERT_EQ(want.size(), 1u);
+    EXPECT_EQ(want.begin()->first, 1);
+    for (int32_t id : {0, 2}) {
+        Row fresh{typical, apart.data(), 3, alone};
+        EXPECT_FALSE(explained_by_threshold(std::map<int32_t, float>{{id, 1.0f}}, &fresh, 0)) << "token " << id;
+    }
+}
+
 // The dynamic-temperature allowance: a distribution the twin gives with its
 // dynamic temperature 5 float steps away is accepted (as a run at most 16
 // steps away: where the division rounds, nearby temperatures give equal

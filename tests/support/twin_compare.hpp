@@ -5,7 +5,9 @@
 //    sets may differ only where a keep/drop decision lies within 1e-6 of its
 //    threshold: the twin run with that threshold (top-p, min-p, typical, XTC)
 //    moved by 1e-6 must then give the GPU's survivors, and the GPU is held to
-//    that run (counted and printed);
+//    that run (counted and printed); typical's ranking likewise where
+//    members' scores lie within 8 float steps of max(1, entropy) of each
+//    other (the twin with its scores compared on that grid);
 //  - dynamic temperature: the GPU computes it (entropy, power) in float and
 //    lands within a few float steps of the twin's double, rounded; where
 //    logits / temperature are large the float division turns one step into a
@@ -46,6 +48,10 @@ constexpr double kProbRel = 1e-4, kProbAbs = 1e-7, kMaxTvd = 1e-5;  // kNearBoun
 // Mirostat v1's k, which the GPU computes in float (RowParams::mirostat_k_rel).
 constexpr double kMirostatKRel = 1e-4;
 constexpr int32_t kDynTempUlps = 16;
+// Typical's scores |-log p - H|, which the GPU computes in float (a Vulkan log
+// is within 3 float steps; p and H are rounded too): members this close rank
+// either way (RowParams::typical_grid_ulps).
+constexpr int32_t kTypicalGridUlps = 8;
 static_assert(kTieRel == 2 * kProbRel, "near-ties are what the distribution rule cannot order");
 
 // ---- thresholds: the twin with a cut's threshold moved by 1e-6 -------------------
@@ -65,7 +71,9 @@ static_assert(kTieRel == 2 * kProbRel, "near-ties are what the distribution rule
 // candidates, in float on the GPU as in llama.cpp, in double in the twin)
 // moves by a factor 1 +- kMirostatKRel (reasoned: a float sum over 99 pairs
 // holds s_hat to about 6e-6 relative, which moves k by log k times that,
-// 4e-5 at k ~ 500).
+// 4e-5 at k ~ 500). Typical's ranking is tried on a grid of
+// kTypicalGridUlps float steps (-1) and on that grid shifted by half a step
+// (+1): scores within a step of each other rank canonically in one of them.
 inline std::vector<RowParams> nudged_params(const std::vector<SamplerKind>& kinds, const float* logits, int32_t vocab,
                                      const RowParams& base) {
     const auto has = [&](SamplerKind k) { return std::find(kinds.begin(), kinds.end(), k) != kinds.end(); };
@@ -78,7 +86,13 @@ inline std::vector<RowParams> nudged_params(const std::vector<SamplerKind>& kind
     // One entry per threshold the chain holds: how to move it down (-1) or up (+1).
     std::vector<std::function<void(RowParams&, int)>> moves;
     if (has(SamplerKind::TopP)) moves.push_back([](RowParams& p, int d) { p.top_p *= 1.0f + d * 1e-6f; });
-    if (has(SamplerKind::TypicalP)) moves.push_back([](RowParams& p, int d) { p.typical_p *= 1.0f + d * 1e-6f; });
+    if (has(SamplerKind::TypicalP)) {
+        moves.push_back([](RowParams& p, int d) { p.typical_p *= 1.0f + d * 1e-6f; });
+        moves.push_back([](RowParams& p, int d) {
+            p.typical_grid_ulps = kTypicalGridUlps;
+            p.typical_grid_shifted = d > 0;
+        });
+    }
     if (has(SamplerKind::Xtc)) moves.push_back([](RowParams& p, int d) { p.xtc_threshold *= 1.0f + d * 1e-6f; });
     if (has(SamplerKind::Mirostat)) moves.push_back([](RowParams& p, int d) { p.mirostat_k_rel = d * kMirostatKRel; });
     if (has(SamplerKind::MinP))
@@ -269,7 +283,9 @@ inline void compare_distribution(const GpuDistribution& got, Row* row, uint32_t 
         } else {
             ASSERT_TRUE(explained_by_dynamic_temperature(got, row, step))
                 << "survivors differ: " << difference_text(got.p, want)
-                << ", and no top-p/min-p/typical/XTC threshold moved by 1e-6 (mirostat's k by 1e-4) explains it, nor "
+                << ", and no top-p/min-p/typical/XTC threshold moved by 1e-6 (mirostat's k by 1e-4; typical's "
+                   "ranking on a grid of "
+                << kTypicalGridUlps << " float steps) explains it, nor "
                    "a dynamic temperature moved by "
                 << kDynTempUlps << " float steps";
             ++tally->dyn_temp_within_ulps;
