@@ -105,13 +105,13 @@ struct RowParams {
     // way. 0 everywhere else.
     double mirostat_k_rel = 0.0;
     // Not a sampler parameter either: typical's scores |-log p - H| are
-    // compared after rounding down to multiples of this many float steps of
-    // max(1, H) (and the multiples shifted by half a step where
-    // typical_grid_shifted), so scores that close keep canonical order. The
-    // GPU computes them in float (a Vulkan log is 3 steps off), the twin in
-    // double; where two members' scores lie within that rounding (logits that
-    // differ by float steps) they rank either way. The agreement rules try
-    // such a grid. 0 everywhere else.
+    // compared as the cells of a grid of this many float steps of max(1, H)
+    // (shifted by half a step where typical_grid_shifted) they fall in;
+    // scores in one cell keep canonical order. The GPU computes them in
+    // float (a Vulkan log is 3 steps off), the twin in double; where two
+    // members' scores lie within that rounding (logits a few float steps
+    // apart) they rank either way. The agreement rules try such grids. 0
+    // everywhere else.
     int32_t typical_grid_ulps = 0;
     bool typical_grid_shifted = false;
     // Applied before the chain: the bias as llama.cpp's common chain does (its

@@ -6,8 +6,10 @@
 //    threshold: the twin run with that threshold (top-p, min-p, typical, XTC)
 //    moved by 1e-6 must then give the GPU's survivors, and the GPU is held to
 //    that run (counted and printed); typical's ranking likewise where
-//    members' scores lie within 8 float steps of max(1, entropy) of each
-//    other (the twin with its scores compared on that grid);
+//    members' scores lie within float rounding of each other (the twin with
+//    its scores compared on a grid of 8 float steps of max(1, entropy), or
+//    on that grid shifted by half a step: scores within 4 steps share a cell
+//    of one of them);
 //  - dynamic temperature: the GPU computes it (entropy, power) in float and
 //    lands within a few float steps of the twin's double, rounded; where
 //    logits / temperature are large the float division turns one step into a
@@ -73,7 +75,8 @@ static_assert(kTieRel == 2 * kProbRel, "near-ties are what the distribution rule
 // holds s_hat to about 6e-6 relative, which moves k by log k times that,
 // 4e-5 at k ~ 500). Typical's ranking is tried on a grid of
 // kTypicalGridUlps float steps (-1) and on that grid shifted by half a step
-// (+1): scores within a step of each other rank canonically in one of them.
+// (+1): scores within half a step of each other share a cell of one of them
+// and rank canonically there.
 inline std::vector<RowParams> nudged_params(const std::vector<SamplerKind>& kinds, const float* logits, int32_t vocab,
                                      const RowParams& base) {
     const auto has = [&](SamplerKind k) { return std::find(kinds.begin(), kinds.end(), k) != kinds.end(); };
