@@ -185,11 +185,9 @@ const uint PICK_LIMIT = 2u * WG < CAP / 2u ? 2u * WG : CAP / 2u;
 // 1550 by radix against 1623 and 2400 in the general variant).
 const uint RADIX_FROM = INDEXED_BINS != 0u ? PROBE * WG : PICK_LIMIT;
 
-// A logit's key into the bins c_id[0, 256) of refine_tau's level at `shift`:
-// keys >= tau whose bits above the level's digit are `prefix`.
+// A logit's key into refine_tau's level: keys >= tau only.
 void refine_bin(uint k, uint tau, uint prefix, uint shift) {
-    bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF && k >= tau;
-    if (ok && (shift == 24u || (k >> (shift + 8u)) == prefix)) atomicAdd(c_id[(k >> shift) & 255u], 1u);
+    if (k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF && k >= tau) radix_count(k, prefix, shift, 0u);
 }
 
 // pick_chunk's logits >= tau were more than PICK_LIMIT. They are exactly a
@@ -204,10 +202,9 @@ void refine_bin(uint k, uint tau, uint prefix, uint shift) {
 // it, which keeps the result and costs entries.)
 uint refine_tau(uint tau, uint need, bool dropped, uint row4, uint q_first, uint q_stop, uvec4 keys, uvec4 groups) {
     uint t = gl_LocalInvocationID.x;
-    uint prefix = 0u, above = 0u;
+    uint prefix = 0u, above = 0u, m;
     for (uint shift = 24u;; shift -= 8u) {  // uniform
-        for (uint b = t; b < 256u; b += WG) c_id[b] = 0u;
-        barrier();
+        radix_clear(0u);
         if (dropped) {
             for (uint q = q_first; q < q_stop; q += RUN_LANES) {
                 vec4 f4 = row_vec4(row4 + q);
@@ -221,13 +218,7 @@ uint refine_tau(uint tau, uint need, bool dropped, uint row4, uint q_first, uint
                 }
             }
         }
-        barrier();
-        select_bin(above, need, 0u);  // a bin is found: at least `need` logits are >= tau
-        uint bin = s_sel_bin;
-        prefix = (prefix << 8u) | bin;
-        uint m = s_sel_above + c_id[bin];
-        above = s_sel_above;
-        barrier();  // every invocation has read the bins before the next level clears them
+        radix_choose(need, 0u, prefix, above, m);  // a bin is found: at least `need` logits are >= tau
         if (m <= PICK_LIMIT || shift == 0u) return max(tau, prefix << shift);
     }
     return tau;  // not reached: the last level returns
@@ -340,35 +331,16 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
     }
 
     // Radix select: bins in c_id[0, 256), the level's prefix in `prefix`.
-    uint prefix = 0u, above = 0u, m = 0xFFFFFFFFu, tau = 0u;
-    bool found = false;
-    for (int shift = 24; shift >= 0 && !found; shift -= 8) {  // uniform
-        for (uint b = t; b < 256u; b += WG) c_id[b] = 0u;
-        barrier();
-        uint hi = uint(shift) + 8u;  // bits above this level's digit
-        bool in0 = k0 != 0u && (hi == 32u || (k0 >> hi) == prefix);
-        bool in1 = k1 != 0u && (hi == 32u || (k1 >> hi) == prefix);
-        bool in2 = k2 != 0u && (hi == 32u || (k2 >> hi) == prefix);
-        bool in3 = k3 != 0u && (hi == 32u || (k3 >> hi) == prefix);
-        if (in0) atomicAdd(c_id[(k0 >> uint(shift)) & 255u], 1u);
-        if (in1) atomicAdd(c_id[(k1 >> uint(shift)) & 255u], 1u);
-        if (in2) atomicAdd(c_id[(k2 >> uint(shift)) & 255u], 1u);
-        if (in3) atomicAdd(c_id[(k3 >> uint(shift)) & 255u], 1u);
-        barrier();
-        select_bin(above, need, 0u);
-        uint bin = s_sel_bin;
-        if (bin == 0xFFFFFFFFu) {  // fewer than `need` picks: every pick
-            m = s_sel_above;
-            tau = 0u;
-            found = true;
-        } else {
-            prefix = (prefix << 8u) | bin;
-            m = s_sel_above + c_id[bin];
-            above = s_sel_above;
-            tau = prefix << uint(shift);
-            found = m <= PICK_LIMIT || shift == 0;
-        }
-        barrier();  // the bins are cleared next
+    uint prefix = 0u, above = 0u, m, tau = 0u;
+    for (uint shift = 24u;; shift -= 8u) {  // uniform
+        radix_clear(0u);
+        if (k0 != 0u) radix_count(k0, prefix, shift, 0u);
+        if (k1 != 0u) radix_count(k1, prefix, shift, 0u);
+        if (k2 != 0u) radix_count(k2, prefix, shift, 0u);
+        if (k3 != 0u) radix_count(k3, prefix, shift, 0u);
+        if (!radix_choose(need, 0u, prefix, above, m)) break;  // fewer than `need` picks: every pick (tau 0)
+        tau = prefix << shift;
+        if (m <= PICK_LIMIT || shift == 0u) break;
     }
     phase_chunk_mark(PH_SELECT);
     // tau == 0 takes every pick (key 0: no logit). A min-p row (ROW_FLOOR)
@@ -475,38 +447,28 @@ bool radix_chunk(uint row, uint begin, uint end, uint need, uint list, inout uin
     uint q_first, q_stop;  // contiguous stretches (stretch.glsl)
     stretch_share(begin / 4u, end / 4u, q_first, q_stop);
     const uint q_step = RUN_LANES;
-    uint prefix = 0u, above = 0u, tau = 0u;
+    uint prefix = 0u, above = 0u, m, tau = 0u;
     bool fits = false;
-    for (int shift = 24; shift >= 0 && !fits; shift -= 8) {  // uniform
-        for (uint b = t; b < 256u; b += WG) c_id[b] = 0u;
-        barrier();
-        uint hi = uint(shift) + 8u;  // bits above this level's digit
+    for (uint shift = 24u;; shift -= 8u) {  // uniform
+        radix_clear(0u);
         for (uint q = q_first; q < q_stop; q += q_step) {
             vec4 f4 = row_vec4(row4 + q);
             [[unroll]] for (uint c = 0u; c < 4u; ++c) {
                 uint k = sieve_key(f4[c]);
                 bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;  // -inf .. finite
-                if (shift == 24) {  // the chunk's statistics, on the first read
+                if (shift == 24u) {  // the chunk's statistics, on the first read
                     bad += ok ? 0u : 1u;
                     first_bad = ok ? first_bad : min(first_bad, 4u * q + c);
                     kmin = (ok && k != KEY_NEG_INF) ? min(kmin, k) : kmin;
                 }
-                if (ok && (hi == 32u || (k >> hi) == prefix)) atomicAdd(c_id[(k >> uint(shift)) & 255u], 1u);
+                if (ok) radix_count(k, prefix, shift, 0u);
             }
         }
-        barrier();
-        select_bin(above, need, 0u);
-        uint bin = s_sel_bin;
-        if (bin == 0xFFFFFFFFu) {  // fewer than `need` logits in the chunk: every one (< need <= CAP / 2)
-            tau = 0u;
-            fits = true;
-        } else {
-            prefix = (prefix << 8u) | bin;
-            fits = s_sel_above + c_id[bin] <= CAP;
-            above = s_sel_above;
-            tau = prefix << uint(shift);
-        }
-        barrier();  // the bins are cleared or overwritten next
+        // Not found: fewer than `need` logits in the chunk, every one (< need <= CAP / 2).
+        bool found = radix_choose(need, 0u, prefix, above, m);
+        tau = found ? prefix << shift : 0u;
+        fits = !found || m <= CAP;
+        if (fits || shift == 0u) break;
     }
     if (!fits) return false;
     if (t == 0u) s_fill = 0u;
@@ -604,22 +566,15 @@ void deep_probe_threshold(uint row, uint begin, uint stop, uint need, bool vmap)
     // levels instead of a bitonic sort of all WG x 16 picks (a barrier per
     // stage and scalar shared accesses per lane on a CPU device). Every
     // logit of that key passes (tau_id: all ids), so ties at it are kept.
-    uint prefix = 0u, above = 0u;
+    uint prefix = 0u, above = 0u, m;
     bool enough = true;
-    for (int shift = 24; shift >= 0 && enough; shift -= 8) {  // uniform
-        for (uint b = t; b < 256u; b += WG) c_id[b] = 0u;
-        barrier();
-        uint hi = uint(shift) + 8u;  // bits above this level's digit
+    for (uint shift = 24u; enough; shift -= 8u) {  // uniform
+        radix_clear(0u);
         [[unroll]] for (uint j = 0u; j < PROBE_DEEP; ++j) {
-            if (pk[j] != 0u && (hi == 32u || (pk[j] >> hi) == prefix)) atomicAdd(c_id[(pk[j] >> uint(shift)) & 255u], 1u);
+            if (pk[j] != 0u) radix_count(pk[j], prefix, shift, 0u);
         }
-        barrier();
-        select_bin(above, need, 0u);
-        uint bin = s_sel_bin;
-        enough = bin != 0xFFFFFFFFu;  // else fewer than `need` picks: no threshold
-        prefix = (prefix << 8u) | (enough ? bin : 0u);
-        above = s_sel_above;
-        barrier();  // the bins are cleared next
+        enough = radix_choose(need, 0u, prefix, above, m);  // else fewer than `need` picks: no threshold
+        if (shift == 0u) break;
     }
     if (t == 0u && enough && prefix != 0u) {
         s_has_tau = 1u;

@@ -161,24 +161,16 @@ uint select_top_entries(uint need, uint limit, uint total, uint n_chunks) {
     bool staged = total + limit + RADIX_BINS <= CAP;  // uniform
     uint bins = staged ? CAP - RADIX_BINS : 0u;  // c_id[bins, bins + RADIX_BINS): the counts
     if (staged) copy_list_entries(total, n_chunks);  // the first level's barrier orders it before its reads
-    uint prefix = 0u, above = 0u, tau = 0u;
+    uint prefix = 0u, above = 0u, m, tau = 0u;
     bool fits = false;
-    for (int shift = 24; shift >= 0 && !fits; shift -= 8) {  // uniform
-        for (uint b = t; b < RADIX_BINS; b += WG) c_id[bins + b] = 0u;
-        barrier();
-        uint hi = uint(shift) + 8u;  // bits above this level's digit
-        for (uint j = t; j < total; j += WG) {
-            uint k = staged ? c_key[j] : candidates[list_entry_at(j, n_chunks)];
-            if (hi == 32u || (k >> hi) == prefix) atomicAdd(c_id[bins + ((k >> uint(shift)) & 255u)], 1u);
-        }
-        barrier();
-        select_bin(above, need, bins);
-        uint bin = s_sel_bin;
-        prefix = (prefix << 8u) | bin;
-        fits = s_sel_above + c_id[bins + bin] <= limit;
-        above = s_sel_above;
-        tau = prefix << uint(shift);
-        barrier();  // the bins are cleared or overwritten next
+    for (uint shift = 24u;; shift -= 8u) {  // uniform
+        radix_clear(bins);
+        for (uint j = t; j < total; j += WG)
+            radix_count(staged ? c_key[j] : candidates[list_entry_at(j, n_chunks)], prefix, shift, bins);
+        radix_choose(need, bins, prefix, above, m);  // found: total > need
+        tau = prefix << shift;
+        fits = m <= limit;
+        if (fits || shift == 0u) break;
     }
     if (!fits) return 0xFFFFFFFFu;  // uniform
     if (t == 0u) s_kept = 0u;

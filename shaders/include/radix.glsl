@@ -1,7 +1,7 @@
-// A radix select's bin choice, shared by collect_chunk.glsl (a chunk's threshold)
-// and collect_tail.glsl (the row's, over the chunks' lists): 256 bins of one
-// 8-bit digit, counted by shared atomics into c_id[bins, bins + 256)
-// (bitonic.glsl).
+// A radix select's levels, shared by collect_chunk.glsl (a chunk's threshold,
+// over its logits or its picks) and collect_tail.glsl (the row's, over the
+// chunks' lists): 256 bins of one 8-bit digit, counted by shared atomics into
+// c_id[bins, bins + 256) (bitonic.glsl), and the bin that reaches `need`.
 #ifndef SIEVE_RADIX_GLSL
 #define SIEVE_RADIX_GLSL
 
@@ -34,6 +34,41 @@ void select_bin(uint above, uint need, uint bins) {
         s_sel_above = acc;
     }
     barrier();
+}
+
+// A radix select's level: 8 bits of the key a level, from the top
+// (shift 24, 16, 8, 0); a level counts the keys whose bits above its digit
+// are the levels' `prefix` so far. A level is
+//     radix_clear(bins);  ...radix_count(k, prefix, shift, bins) for each key...
+//     found = radix_choose(need, bins, prefix, above, m);
+// and its edge, prefix << shift, has m keys at or above it.
+
+// Zeroes the bins c_id[bins, bins + RADIX_BINS). Ends with a barrier.
+void radix_clear(uint bins) {
+    for (uint b = gl_LocalInvocationID.x; b < RADIX_BINS; b += WG) c_id[bins + b] = 0u;
+    barrier();
+}
+
+// Counts key k into its digit's bin when it is in the level.
+void radix_count(uint k, uint prefix, uint shift, uint bins) {
+    if (shift == 24u || (k >> (shift + 8u)) == prefix) atomicAdd(c_id[bins + ((k >> shift) & 255u)], 1u);
+}
+
+// Ends a level (its counts done): the bin where the count from the top
+// reaches `need` (select_bin). Found: `prefix` takes its digit, `above` the
+// count above the bin and `m` the count at or above it. Not found (fewer
+// than `need` in all): false, `prefix` unchanged, `above` and `m` the total.
+// Begins and ends with a barrier (the next level clears the bins).
+bool radix_choose(uint need, uint bins, inout uint prefix, inout uint above, out uint m) {
+    barrier();
+    select_bin(above, need, bins);
+    uint bin = s_sel_bin;
+    bool found = bin != 0xFFFFFFFFu;
+    if (found) prefix = (prefix << 8u) | bin;
+    m = s_sel_above + (found ? c_id[bins + bin] : 0u);
+    above = s_sel_above;
+    barrier();
+    return found;
 }
 
 #endif
