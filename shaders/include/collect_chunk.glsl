@@ -428,14 +428,80 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
     return true;
 }
 
+// The chunk's statistics (bad, first_bad, kmin) from one of its keys, on
+// the radix select's first read.
+void chunk_stats_add(uint k, uint i, inout uint bad, inout uint first_bad, inout uint kmin) {
+    bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;  // -inf .. finite
+    bad += ok ? 0u : 1u;
+    first_bad = ok ? first_bad : min(first_bad, i);
+    kmin = (ok && k != KEY_NEG_INF) ? min(kmin, k) : kmin;
+}
+
+// A radix level over the chunk (the keys whose bits above `shift` + 8 are
+// `prefix`) as two digits of 4 bits, each counted in registers, a read of
+// the chunk each: a CPU device's level over most of the chunk, where a
+// shared atomic costs a locked instruction a lane (lavapipe, top-k 1000 at
+// 151936: a read that counts every logit by atomics about 410 us a chunk,
+// one that counts them in registers about 50). Stops after the first digit
+// where at most CAP keys are at or above its edge (`edge`: the shift the
+// prefix's last digit ends at). As radix_choose otherwise.
+bool radix_chunk_nibbles(uint row4, uint q_first, uint q_stop, uint shift, uint need, bool first_read,
+                         inout uint prefix, inout uint above, out uint m, out uint edge, inout uint bad,
+                         inout uint first_bad, inout uint kmin) {
+    bool found = true;
+    for (uint nib = shift + 4u;; nib -= 4u) {  // uniform
+        radix_clear(0u);
+        uint counts[16];
+        [[unroll]] for (uint j = 0u; j < 16u; ++j) counts[j] = 0u;
+        // Digits 0-7 in lo's nibbles, 8-15 in hi's, added to `counts` every
+        // 3 loads (12 logits: a nibble holds 15).
+        uint lo = 0u, hi = 0u, loads = 0u;
+        for (uint q = q_first; q < q_stop; q += RUN_LANES) {
+            vec4 f4 = row_vec4(row4 + q);
+            [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+                uint k = sieve_key(f4[c]);
+                if (first_read && nib == 28u) chunk_stats_add(k, 4u * q + c, bad, first_bad, kmin);
+                bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
+                uint d = ok && (nib == 28u || (k >> (nib + 4u)) == prefix) ? (k >> nib) & 15u : 16u;  // 16: none
+                uint inc = 1u << ((d & 7u) << 2u);
+                lo += d < 8u ? inc : 0u;
+                hi += d - 8u < 8u ? inc : 0u;
+            }
+            if (++loads == 3u || q + RUN_LANES >= q_stop) {
+                [[unroll]] for (uint j = 0u; j < 8u; ++j) {
+                    counts[j] += (lo >> (4u * j)) & 15u;
+                    counts[8u + j] += (hi >> (4u * j)) & 15u;
+                }
+                lo = 0u;
+                hi = 0u;
+                loads = 0u;
+            }
+        }
+        [[unroll]] for (uint j = 0u; j < 16u; ++j) {
+            if (counts[j] != 0u) atomicAdd(c_id[j], counts[j]);
+        }
+        found = radix_choose_digit(need, 0u, 4u, prefix, above, m);
+        edge = nib;
+        if (!found || m <= CAP || nib == shift) return found;
+    }
+    return found;  // not reached
+}
+
+// A CPU device counts a level in registers (radix_chunk_nibbles) where more
+// than this share of the chunk's logits are in it: there the atomics' cost
+// (about 5.4 ns a logit on lavapipe against 0.7 for a register read) passes
+// a second read's.
+const uint NIBBLE_LEVEL_SHARE = 5u;  // 1 / 5 of the chunk
+
 // A large `need` (FLAG_RADIX_CHUNKS; plain rows past RADIX_FROM without
 // min-p's floor, which the picks take whatever their need): a radix select
 // over the whole chunk, 8 bits a level, each level reading the chunk again
 // (from the cache: a GPU reads far faster than it compacts) and counting the
-// keys that share the prefix so far by shared atomics, until at most CAP
-// logits are at or above the level's edge tau; those are gathered and
-// sorted, and the first `need` are the chunk's list (returns true; `kept` =
-// how many). Ties past CAP at the last level's one key: the collecting loop
+// keys that share the prefix so far by shared atomics (on a CPU device, a
+// level over most of the chunk in registers: radix_chunk_nibbles), until at
+// most CAP logits are at or above the level's edge tau; those are gathered
+// and sorted, and the first `need` are the chunk's list (returns true; `kept`
+// = how many). Ties past CAP at the last level's one key: the collecting loop
 // reads the chunk again (returns false). A fixed number of barriers instead
 // of compactions that grow with `need` (top-k 1000: dozens of sorts of the
 // buffer).
@@ -446,34 +512,35 @@ bool radix_chunk(uint row, uint begin, uint end, uint need, uint list, inout uin
     uint row4 = row * (pc.stride / 4u);
     uint q_first, q_stop;  // contiguous stretches (stretch.glsl)
     stretch_share(begin / 4u, end / 4u, q_first, q_stop);
-    const uint q_step = RUN_LANES;
-    uint prefix = 0u, above = 0u, m, tau = 0u;
+    uint prefix = 0u, above = 0u, m = end - begin, tau = 0u;
     bool fits = false;
     for (uint shift = 24u;; shift -= 8u) {  // uniform
-        radix_clear(0u);
-        for (uint q = q_first; q < q_stop; q += q_step) {
-            vec4 f4 = row_vec4(row4 + q);
-            [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-                uint k = sieve_key(f4[c]);
-                bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;  // -inf .. finite
-                if (shift == 24u) {  // the chunk's statistics, on the first read
-                    bad += ok ? 0u : 1u;
-                    first_bad = ok ? first_bad : min(first_bad, 4u * q + c);
-                    kmin = (ok && k != KEY_NEG_INF) ? min(kmin, k) : kmin;
+        bool found, first_read = shift == 24u;
+        uint edge = shift;
+        if (INDEXED_BINS != 0u && NIBBLE_LEVEL_SHARE * (m - above) > end - begin) {  // the level's logits, at most
+            found = radix_chunk_nibbles(row4, q_first, q_stop, shift, need, first_read, prefix, above, m, edge, bad,
+                                        first_bad, kmin);
+        } else {
+            radix_clear(0u);
+            for (uint q = q_first; q < q_stop; q += RUN_LANES) {
+                vec4 f4 = row_vec4(row4 + q);
+                [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+                    uint k = sieve_key(f4[c]);
+                    if (first_read) chunk_stats_add(k, 4u * q + c, bad, first_bad, kmin);
+                    if (k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF) radix_count(k, prefix, shift, 0u);
                 }
-                if (ok) radix_count(k, prefix, shift, 0u);
             }
+            found = radix_choose(need, 0u, prefix, above, m);
         }
         // Not found: fewer than `need` logits in the chunk, every one (< need <= CAP / 2).
-        bool found = radix_choose(need, 0u, prefix, above, m);
-        tau = found ? prefix << shift : 0u;
+        tau = found ? prefix << edge : 0u;
         fits = !found || m <= CAP;
         if (fits || shift == 0u) break;
     }
     if (!fits) return false;
     if (t == 0u) s_fill = 0u;
     barrier();
-    for (uint q = q_first; q < q_stop; q += q_step) {
+    for (uint q = q_first; q < q_stop; q += RUN_LANES) {
         vec4 f4 = row_vec4(row4 + q);
         [[unroll]] for (uint c = 0u; c < 4u; ++c) {
             uint k = sieve_key(f4[c]);

@@ -59,16 +59,22 @@ void radix_count(uint k, uint prefix, uint shift, uint bins) {
 // count above the bin and `m` the count at or above it. Not found (fewer
 // than `need` in all): false, `prefix` unchanged, `above` and `m` the total.
 // Begins and ends with a barrier (the next level clears the bins).
-bool radix_choose(uint need, uint bins, inout uint prefix, inout uint above, out uint m) {
+// A level of `bits` bits (a digit of 4: bins 0 to 15 counted, the others 0)
+// appends that many to `prefix`.
+bool radix_choose_digit(uint need, uint bins, uint bits, inout uint prefix, inout uint above, out uint m) {
     barrier();
     select_bin(above, need, bins);
     uint bin = s_sel_bin;
     bool found = bin != 0xFFFFFFFFu;
-    if (found) prefix = (prefix << 8u) | bin;
+    if (found) prefix = (prefix << bits) | bin;
     m = s_sel_above + (found ? c_id[bins + bin] : 0u);
     above = s_sel_above;
     barrier();
     return found;
+}
+
+bool radix_choose(uint need, uint bins, inout uint prefix, inout uint above, out uint m) {
+    return radix_choose_digit(need, bins, 8u, prefix, above, m);
 }
 
 #endif

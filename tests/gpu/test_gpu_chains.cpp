@@ -948,6 +948,37 @@ TEST(GpuChainCollectPaths, LargeTopKKeepsItsBestEqualsTheTwin) {
     expect_rare(tally);
 }
 
+// A large top-k's chunks find the row's NaN and +Inf on their first read
+// (radix_chunk; on a CPU device the register-counted level,
+// radix_chunk_nibbles): the row fails naming the first, in whichever chunk
+// it lies, and the other row samples.
+TEST(GpuChainCollectPaths, LargeTopKRowsNameTheirFirstBadLogit) {
+    constexpr int32_t kVocab = 151936;
+    for (int profile = 0; profile < 2; ++profile) {
+        auto options = sieve_test::gpu_options(Profile::Full);
+        if (profile == 1) options.profile("gpu");
+        sieve::Context gpu(options);
+        for (const auto& [nan_at, inf_at] : {std::pair{120001, 130000}, std::pair{90007, 3}, std::pair{5, 150000}}) {
+            SCOPED_TRACE("profile " + std::to_string(profile) + " NaN at " + std::to_string(nan_at) + ", +Inf at " +
+                         std::to_string(inf_at));
+            sieve::Chain chain(gpu, sieve_test::chain_desc("top_k;temperature", 2, kVocab, 0.8f, 7));
+            RowParams base = preset("active");
+            base.top_k = 1000;
+            const auto params = row_params(base, 2, 5);
+            for (int32_t r = 0; r < 2; ++r) set_row(chain, r, params[static_cast<size_t>(r)]);
+            auto logits = sieve_test::make_rows(Shape::Zipf, 2, kVocab, 17);
+            logits[static_cast<size_t>(kVocab + nan_at)] = std::numeric_limits<float>::quiet_NaN();
+            logits[static_cast<size_t>(kVocab + inf_at)] = kInf;
+            std::vector<sieve_token> out(2);
+            const std::string first = std::to_string(std::min(nan_at, inf_at));
+            EXPECT_TRUE(sieve_test::Fails(sieve_sample(chain.get(), logits.data(), 2, kVocab, out.data()),
+                              SIEVE_ERROR_NON_FINITE_LOGIT, {"row 1", "logit " + first + " is NaN or +Inf"}));
+            EXPECT_EQ(out[0].status, SIEVE_OK);
+            EXPECT_EQ(out[1].status, SIEVE_ERROR_NON_FINITE_LOGIT);
+        }
+    }
+}
+
 // The same in the general variant (a logit bias: the call's inputs), whose
 // chunks take a large need by the deep probe's threshold
 // (deep_probe_threshold, one pick per group of 4 on rows of whole vec4s) and
