@@ -191,6 +191,126 @@ void dry_extends(uint base, uint breakers, uint allowed, uint k, uint len) {
     atomicMax(adjust[adjust_insert(base, token) + ADJ_DRY_LEN], len + 1u);
 }
 
+shared uint s_z_next, s_z_m, s_z_limit, s_z_stop, s_z_end, s_z_start;
+
+// A position's repeat count as stored: min(Z[k], rep_limit) at
+// adjust[repeats + last - k] (llama.cpp's dry_repeat_count).
+uint z_at(uint repeats, uint last, uint k) { return adjust[repeats + last - k]; }
+
+// The box rule for position k inside the box (lt, rt): the tokens from lt
+// back repeat those from the present for rt - lt (stored counts are at most
+// the true ones, so a box from one holds), so the history from the present
+// back to rt has the period lt, and from k it reads as from p = k mod lt
+// (< lt: a count already known) up to rt. Returns true with z where that
+// decides the count; else raises m, the count known to match, to rt - k.
+bool z_by_box(uint k, uint lt, uint rt, uint limit, uint repeats, uint last, inout uint m, out uint z) {
+    z = 0u;
+    if (lt == 0u || k >= rt) return false;
+    uint p = k % lt, span = rt - k;
+    if (p != 0u) {
+        uint zp = z_at(repeats, last, p);
+        if (zp < span) {  // a mismatch before rt, as from p (zp <= limit: zp < span <= n - k)
+            z = zp;
+            return true;
+        }
+    }
+    m = max(m, min(span, limit));
+    z = m;
+    return m >= limit;
+}
+
+// Step 2 where lengths past DIRECT_LCP_LIMIT count: the reverse Z-array
+// min(Z[k], rep_limit) for k in [1, n), by the whole workgroup, WG
+// positions a block. Each position takes the box rule (z_by_box) with the
+// furthest-reaching box of the blocks before, else compares directly, at
+// most Z_DIRECT_STEPS; the positions still open (long repeats: a loop in
+// the history) are then compared by the whole workgroup, WG tokens a step,
+// the smallest first, each one's box offered to the others' rule in turn,
+// as llama.cpp's serial Z-algorithm would use it. The same counts as that
+// algorithm; the steps add up to about n / WG a block plus the repeats'
+// lengths / WG, where one invocation took n and more.
+const uint Z_DIRECT_STEPS = 16u;
+void dry_z_array(uint n, uint rep_limit, uint repeats) {
+    uint t = gl_LocalInvocationID.x;
+    uint last = n - 1u;
+    uint lt = 0u, rt = 0u;  // the box (uniform)
+    for (uint b = 1u; b < n; b += WG) {  // uniform
+        uint k = b + t;
+        bool open = k < n;
+        uint limit = open ? min(n - k, rep_limit) : 0u;
+        uint m = 0u, z = 0u;
+        if (open && z_by_box(k, lt, rt, limit, repeats, last, m, z)) open = false;
+        if (open) {
+            uint stop = min(limit, m + Z_DIRECT_STEPS);
+            while (m < stop && rat(m) == rat(m + k)) ++m;
+            z = m;
+            open = m == stop && m < limit;  // the steps ran out
+        }
+        if (k < n && !open) adjust[repeats + last - k] = z;
+        memoryBarrierBuffer();
+        barrier();
+        for (;;) {  // uniform: the open positions, smallest first
+            if (t == 0u) {
+                s_z_next = 0xFFFFFFFFu;
+                s_z_stop = 0xFFFFFFFFu;
+            }
+            barrier();
+            if (open) atomicMin(s_z_next, k);
+            barrier();
+            uint k0 = s_z_next;
+            if (k0 == 0xFFFFFFFFu) break;
+            if (open && k == k0) {
+                s_z_m = m;
+                s_z_limit = limit;
+            }
+            barrier();
+            uint m0 = s_z_m, limit0 = s_z_limit, found;
+            for (;; m0 += WG) {  // uniform: the first mismatch past m0, WG tokens a step
+                uint j = m0 + t;
+                if (j < limit0 && rat(j) != rat(j + k0)) atomicMin(s_z_stop, j);
+                barrier();
+                found = s_z_stop;
+                barrier();  // read before the next step's atomics
+                if (found != 0xFFFFFFFFu || m0 + WG >= limit0) break;
+            }
+            uint z0 = min(found, limit0);
+            if (open && k == k0) {
+                adjust[repeats + last - k] = z0;
+                open = false;
+            }
+            if (k0 + z0 > rt) {
+                lt = k0;
+                rt = k0 + z0;
+            }
+            memoryBarrierBuffer();
+            barrier();  // k0's count is visible to the rule below
+            if (open && z_by_box(k, lt, rt, limit, repeats, last, m, z)) {
+                adjust[repeats + last - k] = z;
+                open = false;
+            }
+            memoryBarrierBuffer();
+            barrier();
+        }
+        // The block's furthest-reaching box (any of them: the rule holds for
+        // every box).
+        if (t == 0u) {
+            s_z_end = rt;
+            s_z_start = 0u;
+        }
+        barrier();
+        if (k < n) atomicMax(s_z_end, k + z_at(repeats, last, k));
+        barrier();
+        uint end = s_z_end;
+        if (k < n && end > rt && k + z_at(repeats, last, k) == end) atomicMax(s_z_start, k);
+        barrier();
+        if (end > rt) {
+            rt = end;
+            lt = s_z_start;
+        }
+        barrier();  // read before the next block's writes
+    }
+}
+
 // DRY's steps 1 to 3 over this workgroup's positions: each token a repeat
 // would extend, with its longest repeat, in its entry. Returns early exactly
 // where llama.cpp does (uniform: every workgroup of the row decides alike).
@@ -212,8 +332,9 @@ void dry_repeats(uint row, uint base) {
     // same values, linear but sequential). Lengths beyond allowed_length + the
     // exponent cap give the same penalty, so with a cap every invocation
     // compares its positions directly, at most `cap` tokens each, and applies
-    // step 3 at once; without one (base <= 1.000001) the Z-algorithm runs in
-    // one invocation of the row's first workgroup, which then takes step 3.
+    // step 3 at once; without one (base <= 1.000001), or past
+    // DIRECT_LCP_LIMIT, the row's first workgroup builds the whole array
+    // (dry_z_array), then takes step 3.
     uint cap = max_exp > 0u ? min(rep_limit, allowed + max_exp) : rep_limit;
     if (cap <= DIRECT_LCP_LIMIT) {
         uvec2 share = my_share(n);
@@ -227,34 +348,7 @@ void dry_repeats(uint row, uint base) {
     }
     if (gl_WorkGroupID.x != 0u) return;
     uint repeats = adjust_repeats_at(base);
-    if (t == 0u) {
-        uint last = n - 1u;
-        uint rt = 0u, lt = 0u;
-        for (uint k = 1u; k < n; ++k) {
-            if (k > rt) {
-                uint m = 0u;
-                while (m + k < n && rat(m) == rat(m + k)) ++m;
-                adjust[repeats + last - k] = min(m, rep_limit);
-                if (m > 0u) {
-                    lt = k;
-                    rt = k + m - 1u;
-                }
-            } else {
-                uint p = k - lt;
-                uint right_part_len = rt - k + 1u;
-                uint pair = adjust[repeats + last - p];
-                if (pair < right_part_len) {
-                    adjust[repeats + last - k] = min(pair, rep_limit);
-                } else {
-                    uint i = rt + 1u;
-                    while (i < n && rat(i) == rat(i - k)) ++i;
-                    adjust[repeats + last - k] = min(i - k, rep_limit);
-                    lt = k;
-                    rt = i - 1u;
-                }
-            }
-        }
-    }
+    dry_z_array(n, rep_limit, repeats);
     memoryBarrierBuffer();
     barrier();
     for (uint k = 1u + t; k < n; k += WG) dry_extends(base, breakers, allowed, k, adjust[repeats + n - 1u - k]);

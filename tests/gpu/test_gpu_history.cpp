@@ -539,6 +539,112 @@ TEST(GpuHistoryDry, ABreakerLimitsTheRepeatWhereverItLies) {
         }
     }
 }
+// DRY with bases of 1.02, 1.001 (exponent caps of 4480 and 88766, past
+// every window here) and 1 (none): the row's first workgroup builds the
+// whole reverse Z-array (history.comp, dry_z_array: boxes, a few direct
+// steps, long repeats compared by the whole workgroup). Histories of 4096
+// tokens over 40 words, which the row lifts to its top 40 (top-k 40: every
+// penalty shows): one word throughout; loops of periods 3, 50 and 300 after
+// random words; a block of 700 words said again; a loop of period 7 with
+// every 500th word changed; random words (short repeats everywhere); the
+// period-50 loop with a breaker inside it; and 48 random histories of 500 to
+// 4096 tokens, over two words or loops of three words (periods 2 to 300)
+// with a few changed, where boxes reach into the next block and repeats run
+// to a box's end and on past it (on the CPU, each rule of dry_z_array
+// broken changes DRY's result for 5 to 10% of such histories). A repeat one token longer or
+// shorter moves its penalty by 2% (base 1.02: the short ones) or 0.1% (base
+// 1.001: up to 4096 tokens). Against the twin's distribution, on the test's
+// plan and on a CPU device's plan of one workgroup.
+TEST(GpuHistoryDry, LongRepeatsWithoutACapEqualTheTwin) {
+    constexpr int32_t kV = 32000, kN = 4096, kWords = 40;
+    const char* text = "dry;top_k;temperature";
+    const auto kinds = sieve_test::twin_chain(text);
+    auto logits = sieve_test::make_rows(Shape::Zipf, 1, kV, 43);
+    for (int32_t w = 0; w < kWords; ++w) logits[static_cast<size_t>(100 + w)] = 20.0f - 0.05f * static_cast<float>(w);
+    std::mt19937 rng(7);
+    auto word = [&] { return 100 + static_cast<int32_t>(rng() % kWords); };
+    auto loop_after_words = [&](int32_t words, int32_t period) {
+        std::vector<int32_t> h, cycle;
+        for (int32_t i = 0; i < period; ++i) cycle.push_back(word());
+        for (int32_t i = 0; i < words; ++i) h.push_back(word());
+        while (static_cast<int32_t>(h.size()) < kN) h.push_back(cycle[h.size() % static_cast<size_t>(period)]);
+        return h;
+    };
+    struct History {
+        std::string name;
+        std::vector<int32_t> tokens;
+        bool breaker = false;
+        int32_t words = kWords;  // the row's top-k: its lifted words
+        bool base_1_02_only = false;
+    };
+    std::vector<History> histories;
+    histories.push_back({"one word", std::vector<int32_t>(kN, 105)});
+    for (int32_t period : {3, 50, 300}) histories.push_back({"period " + std::to_string(period), loop_after_words(200, period)});
+    {
+        std::vector<int32_t> h, block;
+        for (int32_t i = 0; i < 700; ++i) block.push_back(word());
+        for (int32_t i = 0; i < 1000; ++i) h.push_back(word());
+        h.insert(h.end(), block.begin(), block.end());
+        while (static_cast<int32_t>(h.size()) < kN - 700) h.push_back(word());
+        h.insert(h.end(), block.begin(), block.end());
+        histories.push_back({"a block said again", h});
+    }
+    {
+        auto h = loop_after_words(0, 7);
+        for (size_t i = 250; i < h.size(); i += 500) h[i] = word();
+        histories.push_back({"period 7, every 500th changed", h});
+    }
+    {
+        std::vector<int32_t> h;
+        for (int32_t i = 0; i < kN; ++i) h.push_back(word());
+        histories.push_back({"random words", h});
+    }
+    histories.push_back({"period 50 with a breaker", loop_after_words(200, 50), true});
+    for (int32_t i = 0; i < 48; ++i) {
+        std::vector<int32_t> h(500 + rng() % (kN - 499));
+        const bool binary = i % 2 == 0;
+        const int32_t period = 2 + static_cast<int32_t>(rng() % 299);
+        std::vector<int32_t> cycle(static_cast<size_t>(period));
+        for (auto& x : cycle) x = 100 + static_cast<int32_t>(rng() % 3);
+        for (size_t j = 0; j < h.size(); ++j)
+            h[j] = binary ? 100 + static_cast<int32_t>(rng() % 2) : cycle[j % static_cast<size_t>(period)];
+        for (int32_t changes = binary ? 0 : 1 + static_cast<int32_t>(rng() % 20); changes > 0; --changes)
+            h[rng() % h.size()] = 100 + static_cast<int32_t>(rng() % 3);
+        histories.push_back({(binary ? "two words, " : "period " + std::to_string(period) + " changed, ") +
+                                 std::to_string(h.size()) + " tokens",
+                             h, false, binary ? 2 : 3, true});
+    }
+    for (const bool whole : {false, true}) {
+        sieve::Context ctx = whole ? sieve_test::device_plan_context("1") : sieve_test::gpu_context();
+        for (const History& c : histories) {
+            for (const auto& [base, multiplier] : {std::pair{1.02f, 0.05f}, std::pair{1.001f, 0.2f}, std::pair{1.0f, 0.5f}}) {
+                if (c.base_1_02_only && base != 1.02f) continue;
+                SCOPED_TRACE(std::string(whole ? "one workgroup a row, " : "") + c.name + ", base " + std::to_string(base));
+                sieve::Chain chain = one_row_history_chain(ctx, text, kV, 19);
+                RowParams p = history_params("neutral", kV);
+                p.seed = 19;
+                p.temperature = 1.0f;
+                p.top_k = c.words;
+                p.dry_base = base;
+                p.dry_multiplier = multiplier;
+                p.dry_allowed_length = 2;
+                p.dry_penalty_last_n = kN;
+                const std::vector<int32_t>& h = c.tokens;
+                // Two words of the loop 20 from the end: repeats stop there.
+                if (c.breaker) p.dry_sequence_breakers = {{h[h.size() - 20], h[h.size() - 19]}};
+                set_row_params(chain, 0, p);
+                chain.accept(0, h);
+                SlotState state;
+                state.history = chain.slot_history(0);
+                Row row{kinds, logits.data(), kV, p, &state};
+                Tally tally;
+                compare_distribution(gpu_distribution(chain, logits, 1, kV, 0), &row, 0, &tally);
+                if (testing::Test::HasFatalFailure()) return;
+            }
+        }
+    }
+}
+
 // A masked token (a raw -inf logit, a token the bitmask disallows, a bias of
 // -inf) stays masked whatever the penalties and DRY subtract, even a term of
 // -inf, where llama.cpp's -inf - -inf would be NaN: the GPU's adjusted row
