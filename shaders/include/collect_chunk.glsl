@@ -201,7 +201,6 @@ void refine_bin(uint k, uint tau, uint prefix, uint shift) {
 // counting too many could raise the edge too far; counting too few lowers
 // it, which keeps the result and costs entries.)
 uint refine_tau(uint tau, uint need, bool dropped, uint row4, uint q_first, uint q_stop, uvec4 keys, uvec4 groups) {
-    uint t = gl_LocalInvocationID.x;
     uint prefix = 0u, above = 0u, m;
     for (uint shift = 24u;; shift -= 8u) {  // uniform
         radix_clear(0u);

@@ -54,13 +54,12 @@ void radix_count(uint k, uint prefix, uint shift, uint bins) {
     if (shift == 24u || (k >> (shift + 8u)) == prefix) atomicAdd(c_id[bins + ((k >> shift) & 255u)], 1u);
 }
 
-// Ends a level (its counts done): the bin where the count from the top
-// reaches `need` (select_bin). Found: `prefix` takes its digit, `above` the
-// count above the bin and `m` the count at or above it. Not found (fewer
-// than `need` in all): false, `prefix` unchanged, `above` and `m` the total.
+// Ends a level of a `bits`-bit digit (8; 4: bins 0 to 15 counted, the
+// others 0), its counts done: the bin where the count from the top reaches
+// `need` (select_bin). Found: `prefix` takes its digit, `above` the count
+// above the bin and `m` the count at or above it. Not found (fewer than
+// `need` in all): false, `prefix` unchanged, `above` and `m` the total.
 // Begins and ends with a barrier (the next level clears the bins).
-// A level of `bits` bits (a digit of 4: bins 0 to 15 counted, the others 0)
-// appends that many to `prefix`.
 bool radix_choose_digit(uint need, uint bins, uint bits, inout uint prefix, inout uint above, out uint m) {
     barrier();
     select_bin(above, need, bins);
@@ -73,6 +72,7 @@ bool radix_choose_digit(uint need, uint bins, uint bits, inout uint prefix, inou
     return found;
 }
 
+// radix_choose_digit for the 8-bit levels.
 bool radix_choose(uint need, uint bins, inout uint prefix, inout uint above, out uint m) {
     return radix_choose_digit(need, bins, 8u, prefix, above, m);
 }
