@@ -970,9 +970,9 @@ TEST(GpuChainCollectPaths, LargeTopKRowsNameTheirFirstBadLogit) {
             logits[static_cast<size_t>(kVocab + nan_at)] = std::numeric_limits<float>::quiet_NaN();
             logits[static_cast<size_t>(kVocab + inf_at)] = kInf;
             std::vector<sieve_token> out(2);
-            const std::string first = std::to_string(std::min(nan_at, inf_at));
-            EXPECT_TRUE(sieve_test::Fails(sieve_sample(chain.get(), logits.data(), 2, kVocab, out.data()),
-                              SIEVE_ERROR_NON_FINITE_LOGIT, {"row 1", "logit " + first + " is NaN or +Inf"}));
+            const std::string first = "logit " + std::to_string(std::min(nan_at, inf_at)) + " is NaN or +Inf";
+            const sieve_status status = sieve_sample(chain.get(), logits.data(), 2, kVocab, out.data());
+            EXPECT_TRUE(sieve_test::Fails(status, SIEVE_ERROR_NON_FINITE_LOGIT, {"row 1", first}));
             EXPECT_EQ(out[0].status, SIEVE_OK);
             EXPECT_EQ(out[1].status, SIEVE_ERROR_NON_FINITE_LOGIT);
         }
