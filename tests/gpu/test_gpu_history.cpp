@@ -475,6 +475,20 @@ TEST(GpuHistoryTable, RanksOfFewAndManyAdjustedTokensEqualTheTwin) {
     }
 }
 
+// A one-row chain's distribution with `history` accepted under `p`, against
+// the twin's (the caller stops on a fatal failure).
+void expect_history_row_as_twin(sieve::Chain& chain, const std::vector<SamplerKind>& kinds,
+                                const std::vector<float>& logits, int32_t vocab, const RowParams& p,
+                                const std::vector<int32_t>& history) {
+    set_row_params(chain, 0, p);
+    chain.accept(0, history);
+    SlotState state;
+    state.history = chain.slot_history(0);
+    Row row{kinds, logits.data(), vocab, p, &state};
+    Tally tally;
+    compare_distribution(gpu_distribution(chain, logits, 1, vocab, 0), &row, 0, &tally);
+}
+
 // DRY's most recent breaker limits a repeat only where the limit is below
 // allowed_length + the exponent cap: the GPU scans the window for it only
 // that far, plus the longest breaker's tail (history.comp, dry_rep_limit).
@@ -528,13 +542,7 @@ TEST(GpuHistoryDry, ABreakerLimitsTheRepeatWhereverItLies) {
             p.dry_allowed_length = 2;
             p.dry_penalty_last_n = 256;
             p.dry_sequence_breakers = {{kV - 1}, breaker};
-            set_row_params(chain, 0, p);
-            chain.accept(0, history);
-            SlotState state;
-            state.history = chain.slot_history(0);
-            Row row{kinds, logits.data(), kV, p, &state};
-            Tally tally;
-            compare_distribution(gpu_distribution(chain, logits, 1, kV, 0), &row, 0, &tally);
+            expect_history_row_as_twin(chain, kinds, logits, kV, p, history);
             if (testing::Test::HasFatalFailure()) return;
         }
     }
@@ -632,13 +640,7 @@ TEST(GpuHistoryDry, LongRepeatsWithoutACapEqualTheTwin) {
                 const std::vector<int32_t>& h = c.tokens;
                 // Two words of the loop 20 from the end: repeats stop there.
                 if (c.breaker) p.dry_sequence_breakers = {{h[h.size() - 20], h[h.size() - 19]}};
-                set_row_params(chain, 0, p);
-                chain.accept(0, h);
-                SlotState state;
-                state.history = chain.slot_history(0);
-                Row row{kinds, logits.data(), kV, p, &state};
-                Tally tally;
-                compare_distribution(gpu_distribution(chain, logits, 1, kV, 0), &row, 0, &tally);
+                expect_history_row_as_twin(chain, kinds, logits, kV, p, h);
                 if (testing::Test::HasFatalFailure()) return;
             }
         }
