@@ -547,6 +547,7 @@ TEST(GpuHistoryDry, ABreakerLimitsTheRepeatWhereverItLies) {
         }
     }
 }
+
 // DRY with bases of 1.02, 1.001 (exponent caps of 4480 and 88766, past
 // every window here) and 1 (none): the row's first workgroup builds the
 // whole reverse Z-array (history.comp, dry_z_array: boxes, a few direct
@@ -559,10 +560,11 @@ TEST(GpuHistoryDry, ABreakerLimitsTheRepeatWhereverItLies) {
 // 4096 tokens, over two words or loops of three words (periods 2 to 300)
 // with a few changed, where boxes reach into the next block and repeats run
 // to a box's end and on past it (on the CPU, each rule of dry_z_array
-// broken changes DRY's result for 5 to 10% of such histories). A repeat one token longer or
-// shorter moves its penalty by 2% (base 1.02: the short ones) or 0.1% (base
-// 1.001: up to 4096 tokens). Against the twin's distribution, on the test's
-// plan and on a CPU device's plan of one workgroup.
+// broken changes DRY's result for 5 to 10% of such histories). A repeat one
+// token longer or shorter moves its penalty by 2% (base 1.02: the short
+// ones) or 0.1% (base 1.001: up to 4096 tokens). Against the twin's
+// distribution, on the test's plan and on a CPU device's plan of one
+// workgroup.
 TEST(GpuHistoryDry, LongRepeatsWithoutACapEqualTheTwin) {
     constexpr int32_t kV = 32000, kN = 4096, kWords = 40;
     const char* text = "dry;top_k;temperature";
