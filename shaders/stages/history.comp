@@ -275,7 +275,8 @@ void dry_z_array(uint n, uint rep_limit, uint repeats) {
             }
             uint z0 = min(found, limit0);
             if (open && k == k0) {
-                adjust[repeats + last - k] = z0;
+                z = z0;
+                adjust[repeats + last - k] = z;
                 open = false;
             }
             if (k0 + z0 > rt) {
@@ -292,16 +293,16 @@ void dry_z_array(uint n, uint rep_limit, uint repeats) {
             barrier();
         }
         // The block's furthest-reaching box (any of them: the rule holds for
-        // every box).
+        // every box); z is each position's count, all resolved by now.
         if (t == 0u) {
             s_z_end = rt;
             s_z_start = 0u;
         }
         barrier();
-        if (k < n) atomicMax(s_z_end, k + z_at(repeats, last, k));
+        if (k < n) atomicMax(s_z_end, k + z);
         barrier();
         uint end = s_z_end;
-        if (k < n && end > rt && k + z_at(repeats, last, k) == end) atomicMax(s_z_start, k);
+        if (k < n && end > rt && k + z == end) atomicMax(s_z_start, k);
         barrier();
         if (end > rt) {
             rt = end;
