@@ -72,6 +72,44 @@ const uint SORT_SEG = (CAP + WG - 1u) / WG;
 uvec2 c_entry(uint i) { return uvec2(c_key[i], c_id[i]); }
 bool entry_before(uvec2 x, uvec2 y) { return canonical_after(y.x, y.y, x.x, x.y); }
 
+// A merge round's outputs of this invocation, held until every invocation
+// has read the runs (the round writes over them).
+uvec2 merge_held[SORT_SEG];
+
+// Outputs [d, d + count) of the merge of the sorted runs c[a0, a0 + la) and
+// c[b0, b0 + lb), into merge_held from h on: the co-rank (how many of the
+// first d outputs come from A: the smallest i whose entry comes after B's
+// entry d - i - 1) by a binary search, then `count` steps of the merge.
+void merge_segment(uint a0, uint la, uint b0, uint lb, uint d, uint count, uint h) {
+    uint lo = d > lb ? d - lb : 0u, hi = min(d, la);
+    while (lo < hi) {
+        uint mid = (lo + hi) >> 1u;
+        if (entry_before(c_entry(a0 + mid), c_entry(b0 + d - mid - 1u))) lo = mid + 1u;
+        else hi = mid;
+    }
+    uint i = lo, j = d - lo;
+    uvec2 x = i < la ? c_entry(a0 + i) : uvec2(0u), y = j < lb ? c_entry(b0 + j) : uvec2(0u);
+    for (uint q = 0u; q < count; ++q) {
+        bool from_a = j >= lb || (i < la && entry_before(x, y));
+        merge_held[h + q] = from_a ? x : y;
+        if (from_a) {
+            ++i;
+            if (i < la) x = c_entry(a0 + i);
+        } else {
+            ++j;
+            if (j < lb) y = c_entry(b0 + j);
+        }
+    }
+}
+
+// After a barrier: this invocation's held outputs to c[first, first + count).
+void write_merge_held(uint first, uint count) {
+    for (uint q = 0u; q < count; ++q) {
+        c_key[first + q] = merge_held[q].x;
+        c_id[first + q] = merge_held[q].y;
+    }
+}
+
 void merge_sort_prefix(uint n) {
     uint t = gl_LocalInvocationID.x;
     uint seg = (n + WG - 1u) / WG;  // <= SORT_SEG
@@ -93,32 +131,9 @@ void merge_sort_prefix(uint n) {
     for (uint w = max(seg, 1u); w < n; w <<= 1u) {  // uniform
         uint a0 = first / (2u * w) * (2u * w);
         uint la = min(w, n - min(a0, n)), b0 = a0 + la, lb = min(w, n - b0);
-        uint d = first - a0;
-        uint lo = d > lb ? d - lb : 0u, hi = min(d, la);  // the co-rank: outputs before d taken from A
-        while (lo < hi) {
-            uint mid = (lo + hi) >> 1u;
-            if (entry_before(c_entry(a0 + mid), c_entry(b0 + d - mid - 1u))) lo = mid + 1u;
-            else hi = mid;
-        }
-        uint i = lo, j = d - lo;
-        uvec2 x = i < la ? c_entry(a0 + i) : uvec2(0u), y = j < lb ? c_entry(b0 + j) : uvec2(0u);
-        uvec2 held[SORT_SEG];
-        for (uint q = 0u; q < stop - first; ++q) {
-            bool from_a = j >= lb || (i < la && entry_before(x, y));
-            held[q] = from_a ? x : y;
-            if (from_a) {
-                ++i;
-                if (i < la) x = c_entry(a0 + i);
-            } else {
-                ++j;
-                if (j < lb) y = c_entry(b0 + j);
-            }
-        }
+        merge_segment(a0, la, b0, lb, first - a0, stop - first, 0u);
         barrier();  // every invocation has read the runs
-        for (uint q = 0u; q < stop - first; ++q) {
-            c_key[first + q] = held[q].x;
-            c_id[first + q] = held[q].y;
-        }
+        write_merge_held(first, stop - first);
         barrier();
     }
 }

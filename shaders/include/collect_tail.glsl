@@ -16,7 +16,7 @@
 #include "tail.glsl"
 #include "selectors.glsl"
 #include "collect.glsl"
-#include "radix.glsl"
+#include "wg_scan.glsl"
 
 // sieve_chain_distribution: per row, at (2 * stride + 2) words: [count or
 // STATUS_FALLBACK, step, count x (id, p bits)] in canonical order.
@@ -106,24 +106,44 @@ uint merge_chunk_lists(uint need, uint n_chunks) {
     return n;
 }
 
-// The same on a GPU (FLAG_SORT_MERGE): merge paths cost each invocation a
-// chain of dependent global loads a fold (a binary search, then its outputs
-// one by one), a fold a list (7 at 8 chunks, 63 at 64). Instead the lists'
-// entries are copied into c_key/c_id, each invocation copying entries of
-// any list (independent loads: one memory latency, not one a list), and
-// sorted in shared memory: a fixed number of barriers, no serial work. Only the row's first `need`
-// entries are kept, so lists longer together than twice the need (at least
-// 256) first find the key the row's need-th entry has by a radix select over
-// them (8 bits a level, counts by shared atomics), then copy and sort only
-// the entries at or above it: at one row the default chain's 32 lists of 40
-// sorted 1280 entries (66 bitonic stages of 4 compare-exchanges an
-// invocation) where the row keeps 40. Should the select not get under its
-// limit (a tie group), the lists are sorted whole, or where they outgrow the
-// buffer, merge paths fold them.
-shared uint s_kept;
+// The same on a GPU (FLAG_SORT_MERGE): merge paths in device memory cost
+// each invocation a chain of dependent global loads a fold (a binary search,
+// then its outputs one by one), a fold a list (7 at 8 chunks, 63 at 64).
+// Instead the lists' entries go to c_key/c_id, each invocation copying
+// entries of any list (independent loads: one memory latency, not one a
+// list), and merge there in pairs, log2(lists) rounds of merge paths (two
+// barriers a round, ceil(n / WG) outputs an invocation). Only the row's first
+// `need` entries are wanted, and all of them lie in the lists' first entries
+// down to the key the row's need-th entry has, so where the lists hold more
+// than twice the need (at least 256) each list is first cut to those entries,
+// up to a few past them, by splitters (narrow_chunk_lists): what the
+// workgroup copies and merges grows with the need and the lists, not with
+// their product (the default chain at one row: 32 lists of 40, 1280 entries,
+// cut to at most 205; top-k 1000 at 8 chunks: 8000 cut to at most 1288).
+// Should the cut lists still outgrow c_key/c_id (a tie group), merge paths
+// in device memory fold them.
+shared uint s_tau;
+
+// s_from[c]: where list c's entries start, its first s_len[c] counted in
+// list order; returns their total. The whole workgroup; ends with a barrier.
+uint list_offsets(uint n_chunks) {
+    uint first, end;
+    wg_block(n_chunks, first, end);  // this invocation's lists
+    uint part = 0u;
+    for (uint c = first; c < end; ++c) part += s_len[c];
+    uvec2 total;
+    uint from = wg_exclusive_u64(uvec2(part, 0u), total).x;
+    for (uint c = first; c < end; ++c) {
+        s_from[c] = from;
+        from += s_len[c];
+    }
+    if (gl_LocalInvocationID.x == 0u) s_from[n_chunks] = total.x;
+    barrier();
+    return total.x;
+}
 
 // The word offset of the row's j-th list entry, counting list by list (after
-// locate_chunk_lists and s_from).
+// list_offsets).
 uint list_entry_at(uint j, uint n_chunks) {
     uint lo = 0u, hi = n_chunks - 1u;  // the last list c with s_from[c] <= j
     while (lo < hi) {
@@ -134,110 +154,103 @@ uint list_entry_at(uint j, uint n_chunks) {
     return s_at[lo] + 2u * (j - s_from[lo]);
 }
 
-// The lists' first `total` entries into c_key/c_id in list order, each
-// invocation copying entries of any list (independent loads). No barrier.
-void copy_list_entries(uint total, uint n_chunks) {
-    for (uint j = gl_LocalInvocationID.x; j < total; j += WG) {
-        uint at = list_entry_at(j, n_chunks);
-        c_key[j] = candidates[at];
-        c_id[j] = candidates[at + 1u];
+// Cuts each list (s_len) to its entries from the key tau on, up to one
+// splitter past them, where tau is a key that at least `need` entries reach:
+// the row's first `need` entries all reach it (canonical order puts higher
+// keys first). Splitters: in each list of length len, S keys, the one at
+// position min((i + 1) s, len) - 1 for i < S (s = ceil(need / S)); since a
+// list is sorted, at least min((i + 1) s, len) of its entries reach the i-th
+// one's key. For a key k, summing that over each list's last splitter
+// reaching k gives a count of entries that surely reach k (each splitter's
+// invocation counts its own key, a binary search a list); tau is the
+// highest splitter key whose count reaches `need`, or 0 (every key) where
+// none does (fewer entries than `need`). List c keeps up to its first
+// splitter below tau. Without ties at tau the lists keep fewer than need +
+// (lists + 1) s entries: the splitter reaching need adds at most s past it,
+// and each list at most s - 1 past its last splitter reaching tau. S =
+// max(WG / lists, 1): a splitter an invocation (c_key holds them: lists <=
+// MAX_ROW_CHUNKS <= CAP). The whole workgroup; ends with a barrier.
+void narrow_chunk_lists(uint need, uint n_chunks) {
+    uint t = gl_LocalInvocationID.x;
+    uint per = max(min(WG, CAP) / n_chunks, 1u), s = (need + per - 1u) / per;
+    uint splitters = per * n_chunks;  // c_key[c per, c per + per): list c's keys (0 for an empty list)
+    if (t == 0u) s_tau = 0u;
+    for (uint j = t; j < splitters; j += WG) {
+        uint c = j / per, len = s_len[c];
+        c_key[j] = len == 0u ? 0u : candidates[s_at[c] + 2u * (min((j - c * per + 1u) * s, len) - 1u)];
     }
+    barrier();
+    for (uint j = t; j < splitters; j += WG) {
+        uint k = c_key[j], reach = 0u;
+        for (uint c = 0u; c < n_chunks; ++c) {
+            uint lo = 0u, hi = per;  // list c's splitters reaching k: a prefix
+            while (lo < hi) {
+                uint mid = (lo + hi) >> 1u;
+                if (c_key[c * per + mid] >= k) lo = mid + 1u;
+                else hi = mid;
+            }
+            reach += min(lo * s, s_len[c]);
+        }
+        if (reach >= need) atomicMax(s_tau, k);
+    }
+    barrier();
+    uint tau = s_tau;
+    for (uint c = t; c < n_chunks; c += WG) {
+        uint lo = 0u, hi = per;
+        while (lo < hi) {
+            uint mid = (lo + hi) >> 1u;
+            if (c_key[c * per + mid] >= tau) lo = mid + 1u;
+            else hi = mid;
+        }
+        uint len = s_len[c];  // entries from splitter lo's position on are below tau
+        if (lo < per && len != 0u) s_len[c] = min((lo + 1u) * s, len) - 1u;
+    }
+    barrier();
 }
 
-// The lists' entries from the key the row's need-th entry has on, into
-// c_key/c_id (unsorted), if at most `limit` (need <= limit < total): their
-// count, else 0xFFFFFFFF. The lowest key tau with at most `limit` entries at
-// or above it and at least `need` (some bin always reaches need: total >
-// need). The whole workgroup; ends with a barrier.
-// Where the entries, the kept ones and the bins fit in c_key/c_id together
-// (the default chain's 32 lists of 40: 1280 + 256 + 256 <= CAP), the entries
-// are read from device memory once, with independent loads, and each level
-// and the compaction read them from shared memory: each level read them
-// again from device memory, a chain of dependent round trips (the loop's
-// atomics keep the loads from overlapping). Else they are read as they are
-// needed.
-uint select_top_entries(uint need, uint limit, uint total, uint n_chunks) {
-    uint t = gl_LocalInvocationID.x;
-    bool staged = total + limit + RADIX_BINS <= CAP;  // uniform
-    uint bins = staged ? CAP - RADIX_BINS : 0u;  // c_id[bins, bins + RADIX_BINS): the counts
-    if (staged) copy_list_entries(total, n_chunks);  // the first level's barrier orders it before its reads
-    uint prefix = 0u, above = 0u, m, tau = 0u;
-    bool fits = false;
-    for (uint shift = 24u;; shift -= 8u) {  // uniform
-        radix_clear(bins);
-        for (uint j = t; j < total; j += WG)
-            radix_count(staged ? c_key[j] : candidates[list_entry_at(j, n_chunks)], prefix, shift, bins);
-        radix_choose(need, bins, prefix, above, m);  // found: total > need
-        tau = prefix << shift;
-        fits = m <= limit;
-        if (fits || shift == 0u) break;
-    }
-    if (!fits) return 0xFFFFFFFFu;  // uniform
-    if (t == 0u) s_kept = 0u;
-    barrier();
-    if (staged) {
-        // Kept entries go past the entries (slots below limit <= CAP -
-        // RADIX_BINS - total), then to the front: the two ranges do not overlap (kept <=
-        // limit < total), so the move needs no barrier between its reads and
-        // writes.
-        for (uint j = t; j < total; j += WG) {
-            uint k = c_key[j];
-            if (k >= tau) {
-                uint slot = total + atomicAdd(s_kept, 1u);
-                c_key[slot] = k;
-                c_id[slot] = c_id[j];
+// Merges the lists, copied one after another into c[0, n) (s_from), in
+// pairs of runs, log2(lists) rounds. Invocation t writes outputs [t seg, t
+// seg + seg) of a round, which may span pairs: it finds the pair holding
+// each of its outputs' first and merges from there (merge_segment). Ends
+// with a barrier.
+void merge_list_runs(uint n, uint n_chunks) {
+    uint seg = (n + WG - 1u) / WG;  // <= SORT_SEG: n <= CAP
+    uint first = min(gl_LocalInvocationID.x * seg, n), stop = min(first + seg, n);
+    for (uint w = 1u; w < n_chunks; w <<= 1u) {  // uniform: runs of w lists, merged in pairs
+        uint pairs = (n_chunks + 2u * w - 1u) / (2u * w);
+        for (uint p = first; p < stop;) {
+            uint lo = 0u, hi = pairs - 1u;  // the last pair g starting at or before p
+            while (lo < hi) {
+                uint mid = (lo + hi + 1u) >> 1u;
+                if (s_from[2u * w * mid] <= p) lo = mid;
+                else hi = mid - 1u;
             }
+            uint a0 = s_from[2u * w * lo], b0 = s_from[min(2u * w * lo + w, n_chunks)];
+            uint end = s_from[min(2u * w * lo + 2u * w, n_chunks)];
+            uint count = min(stop, end) - p;
+            merge_segment(a0, b0 - a0, b0, end - b0, p - a0, count, p - first);
+            p += count;
         }
+        barrier();  // every invocation has read the runs
+        write_merge_held(first, stop - first);
         barrier();
-        uint kept = s_kept;
-        for (uint i = t; i < kept; i += WG) {
-            c_key[i] = c_key[total + i];
-            c_id[i] = c_id[total + i];
-        }
-        barrier();
-        return kept;
     }
-    for (uint j = t; j < total; j += WG) {
-        uint at = list_entry_at(j, n_chunks);
-        uint k = candidates[at];
-        if (k >= tau) {
-            uint slot = atomicAdd(s_kept, 1u);
-            c_key[slot] = k;
-            c_id[slot] = candidates[at + 1u];
-        }
-    }
-    barrier();
-    return s_kept;
 }
 
 // (After locate_chunk_lists.)
 uint sort_chunk_lists(uint need, uint n_chunks) {
-    uint t = gl_LocalInvocationID.x;
-    if (t == 0u) {
-        uint at = 0u;
-        for (uint c = 0u; c < n_chunks; ++c) {
-            s_from[c] = at;
-            at += s_len[c];
-        }
-        s_from[n_chunks] = at;
+    uint limit = min(max(TAIL_SELECT_PER_NEED * need, TAIL_SELECT_LEAST), CAP);  // need <= CAP / 2
+    if (n_chunks * need > limit) narrow_chunk_lists(need, n_chunks);  // uniform; lists of at most need
+    uint n = list_offsets(n_chunks);
+    if (n > CAP) return merge_chunk_lists(need, n_chunks);
+    for (uint j = gl_LocalInvocationID.x; j < n; j += WG) {
+        uint at = list_entry_at(j, n_chunks);
+        c_key[j] = candidates[at];
+        c_id[j] = candidates[at + 1u];
     }
     barrier();
-    uint total = s_from[n_chunks];
-    uint limit = min(max(TAIL_SELECT_PER_NEED * need, TAIL_SELECT_LEAST), CAP);  // need <= CAP / 2
-    if (total > limit) {  // uniform
-        uint kept = select_top_entries(need, limit, total, n_chunks);
-        if (kept != 0xFFFFFFFFu) {
-            sort_prefix(kept);
-            return min(kept, need);
-        }
-    }
-    if (total <= CAP) {
-        copy_list_entries(total, n_chunks);
-        barrier();
-        sort_prefix(total);
-        return min(total, need);
-    }
-    return merge_chunk_lists(need, n_chunks);
+    merge_list_runs(n, n_chunks);
+    return min(n, need);
 }
 
 // The row's aggregates, its chunks' combined in chunk order (agg_combine),
