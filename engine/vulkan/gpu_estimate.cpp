@@ -17,10 +17,15 @@ struct Work {
     double last_us = 0;  // after the last wave, on a row's last workgroup alone (a fused tail, the wide passes' decisions)
 };
 
-// The bitonic stages of sorting n entries padded to a power of two.
-double sort_stages(uint32_t n) {
+uint32_t log2_ceil(uint32_t n) {
     uint32_t lg = 0;
     while ((1u << lg) < n) ++lg;
+    return lg;
+}
+
+// The bitonic stages of sorting n entries padded to a power of two.
+double sort_stages(uint32_t n) {
+    const uint32_t lg = log2_ceil(n);
     return lg * (lg + 1) / 2.0;
 }
 
@@ -28,6 +33,27 @@ double sort_stages(uint32_t n) {
 // compare-exchanges each invocation makes per stage (n / 2 over the workgroup).
 double sort_us(uint32_t n, uint32_t workgroup) {
     return M::kUsPerSortExchange * sort_stages(n) * std::ceil(n / (2.0 * workgroup));
+}
+
+// Today's GPU tail merge (collect_tail.glsl: sort_chunk_lists): lists that
+// could outgrow the buffer cut by splitters (narrow_chunk_lists: their read,
+// three barriers, each invocation's binary searches in every list's
+// splitters), the offsets' scan (three barriers), the copy (a read), and
+// log2(lists) rounds of merge paths (two barriers, a co-rank search and
+// three accesses an output an invocation).
+double merge_lists_us(const EstimateInputs& in, uint32_t chunks) {
+    double us = 0;
+    uint32_t n = chunks * in.need;
+    if (n > in.capacity) {
+        const uint32_t per = std::max(std::min(in.workgroup, in.capacity) / chunks, 1u);
+        const uint32_t step = (in.need + per - 1) / per;
+        us += M::kUsPerListRead + 3 * M::kUsPerBarrier + M::kUsPerSharedAccess * chunks * (log2_ceil(per) + 1);
+        n = std::min(in.need + (chunks + 1) * step, in.capacity);  // without ties
+    }
+    us += 3 * M::kUsPerBarrier + M::kUsPerListRead;
+    const double seg = std::ceil(double(n) / in.workgroup);
+    us += log2_ceil(chunks) * (2 * M::kUsPerBarrier + M::kUsPerSharedAccess * (log2_ceil(n) + 3 * seg));
+    return us;
 }
 
 // The collect tail's serial work on its one workgroup per row (a dispatch of
@@ -43,16 +69,10 @@ double tail_us(const EstimateInputs& in, uint32_t chunks) {
     if (!(p.flags & glsl::FLAG_SORT_MERGE))
         return M::kTailUs + M::kTailUsPerOp * in.chain_ops + M::kTailUsPerNeed * in.need;
     const uint32_t entries = chunks * in.need;  // the lists' entries, at most
-    double merge = entries <= in.capacity
-                       ? sort_us(entries, in.workgroup)
-                       : 4 * M::kUsPerSelectLevelOf521950c + sort_us(in.capacity, in.workgroup);
-    const uint32_t limit = std::min(std::max(glsl::TAIL_SELECT_PER_NEED * in.need, glsl::TAIL_SELECT_LEAST),
-                                    in.capacity);  // sort_chunk_lists
-    const bool staged = entries + limit + glsl::RADIX_BINS <= in.capacity;  // select_top_entries
-    if (in.shaders == ShaderSet::Today && entries > limit)
-        merge = (staged ? M::kUsPerSelectLevel + M::kSelectLevels * M::kUsPerStagedSelectLevel
-                        : M::kSelectLevels * M::kUsPerSelectLevel) +
-                sort_us(limit, in.workgroup);
+    const double merge = in.shaders == ShaderSet::Today ? merge_lists_us(in, chunks)
+                         : entries <= in.capacity
+                             ? sort_us(entries, in.workgroup)
+                             : 4 * M::kUsPerSelectLevelOf521950c + sort_us(in.capacity, in.workgroup);
     return M::kSortTailUs + M::kChunkReadUs * aggregate_reads + M::kSortTailUsPerOp * in.chain_ops + merge;
 }
 

@@ -81,18 +81,11 @@ struct EstimateModel {
     // and a gather re-read a chunk the first read left in cache, counted as
     // two reads, and a sort of the buffer.
     static constexpr double kRadixChunkReads = 2.0;
-    // A GPU plan's tail (FLAG_SORT_MERGE) sorts the chunks' lists in shared
-    // memory (sort_chunk_lists): per bitonic stage, ceil(n / 2 / 256)
-    // compare-exchanges per invocation (16 chunks' lists took 34 us, 32
-    // chunks' 48); a fixed term and one per op of the chain. 521950c's
-    // selected first only past the buffer (its levels' cost was not told
-    // apart from the sort's: 0); today's selects past max(2 need, 256)
-    // entries and sorts what the select keeps, about twice the need: a level
-    // is two reads of the lists' entries and four barriers (stated, not
-    // fitted: no GPU has run it). Where the entries, the kept ones and the
-    // bins fit in the buffer together (select_top_entries), the entries are
-    // read once, with independent loads (as one level's reads, stated), and a
-    // level is its barriers alone (a third of a level, stated).
+    // 521950c's GPU tail (FLAG_SORT_MERGE) sorted the chunks' lists in
+    // shared memory: per bitonic stage, ceil(n / 2 / 256) compare-exchanges
+    // per invocation (16 chunks' lists took 34 us, 32 chunks' 48); a fixed
+    // term and one per op of the chain. Past the buffer it selected first
+    // (its levels' cost was not told apart from the sort's: 0).
     // ... its fitted terms hold the aggregates' merge, which 521950c's
     // invocation 0 read chunk by chunk for every row; today's tail reads
     // them at once, only for rows whose chain needs them: its estimate is
@@ -101,9 +94,15 @@ struct EstimateModel {
     static constexpr double kSortTailUsPerOp = 3.25;
     static constexpr double kUsPerSortExchange = 0.065;
     static constexpr double kUsPerSelectLevelOf521950c = 0.0;
-    static constexpr double kUsPerSelectLevel = 1.5;
-    static constexpr double kUsPerStagedSelectLevel = 0.5;
-    static constexpr double kSelectLevels = 2;  // 8 bits a level: the sign and 7 exponent bits, then 8 more
+    // Today's tail merges the lists in pairs of runs (collect_tail.glsl:
+    // merge_list_runs), lists that could outgrow the buffer cut by splitters
+    // first (narrow_chunk_lists). Stated, not fitted (no GPU has run it): a
+    // barrier costs a bitonic stage (its barrier and four accesses, an upper
+    // bound), a shared access a quarter of one; a read of the lists'
+    // entries, every invocation's loads independent, one memory round trip.
+    static constexpr double kUsPerBarrier = kUsPerSortExchange;
+    static constexpr double kUsPerSharedAccess = kUsPerSortExchange / 4;
+    static constexpr double kUsPerListRead = 0.75;
     static constexpr uint32_t kPickLimit = 512;  // collect_chunk.glsl's PICK_LIMIT at 256-wide workgroups
     // history.comp now visits only the hash entries in use.
     static constexpr double kGpuHistoryUs = 20.0;

@@ -112,16 +112,14 @@ uint merge_chunk_lists(uint need, uint n_chunks) {
 // Instead the lists' entries go to c_key/c_id, each invocation copying
 // entries of any list (independent loads: one memory latency, not one a
 // list), and merge there in pairs, log2(lists) rounds of merge paths (two
-// barriers a round, ceil(n / WG) outputs an invocation). Only the row's first
-// `need` entries are wanted, and all of them lie in the lists' first entries
-// down to the key the row's need-th entry has, so where the lists hold more
-// than twice the need (at least 256) each list is first cut to those entries,
-// up to a few past them, by splitters (narrow_chunk_lists): what the
-// workgroup copies and merges grows with the need and the lists, not with
-// their product (the default chain at one row: 32 lists of 40, 1280 entries,
-// cut to at most 205; top-k 1000 at 8 chunks: 8000 cut to at most 1288).
-// Should the cut lists still outgrow c_key/c_id (a tie group), merge paths
-// in device memory fold them.
+// barriers a round, ceil(n / WG) outputs an invocation). Lists that
+// could outgrow c_key/c_id together (lists x need > CAP: top-k 1000 at 8
+// chunks, 8000 entries) are first cut by splitters (narrow_chunk_lists) to
+// their entries down to a key the row's first `need` all reach, and a few
+// past it (for top-k 1000 at 8 chunks and 256 invocations, at most 1288):
+// what the workgroup copies and merges then grows with the need and the
+// lists, not with their product. Should the cut lists still outgrow c_key
+// (a tie group), merge paths in device memory fold them.
 shared uint s_tau;
 
 // s_from[c]: where list c's entries start, its first s_len[c] counted in
@@ -239,8 +237,7 @@ void merge_list_runs(uint n, uint n_chunks) {
 
 // (After locate_chunk_lists.)
 uint sort_chunk_lists(uint need, uint n_chunks) {
-    uint limit = min(max(TAIL_SELECT_PER_NEED * need, TAIL_SELECT_LEAST), CAP);  // need <= CAP / 2
-    if (n_chunks * need > limit) narrow_chunk_lists(need, n_chunks);  // uniform; lists of at most need
+    if (n_chunks * need > CAP) narrow_chunk_lists(need, n_chunks);  // uniform; lists of at most need
     uint n = list_offsets(n_chunks);
     if (n > CAP) return merge_chunk_lists(need, n_chunks);
     for (uint j = gl_LocalInvocationID.x; j < n; j += WG) {

@@ -283,15 +283,7 @@ SIEVE_CONST uint PH_END = 15u;      // the row's result written
 // <= CAP: each list fits its share, and the tail merges them at once).
 SIEVE_CONST uint MAX_COLLECT_CHUNKS = 8u;
 SIEVE_CONST uint MAX_ROW_CHUNKS = 64u;
-// A GPU tail's merge (collect_tail.glsl: sort_chunk_lists) sorts the lists
-// whole up to min(max(TAIL_SELECT_PER_NEED x need, TAIL_SELECT_LEAST), CAP)
-// entries; past that a radix select narrows them to it first. The estimate
-// (gpu_estimate.cpp) prices the same limit.
-SIEVE_CONST uint TAIL_SELECT_PER_NEED = 2u;
-SIEVE_CONST uint TAIL_SELECT_LEAST = 256u;
-// The select's bins (radix.glsl: one 8-bit digit a level). The tail stages
-// its lists' entries in shared memory where they, the kept ones and the bins
-// fit in CAP together (select_top_entries); the estimate prices the same.
+// A radix select's bins (radix.glsl: one 8-bit digit a level).
 SIEVE_CONST uint RADIX_BINS = 256u;
 // The group's collect_chunk.glsl variants' VkDispatchIndirectCommand (words of its
 // indirect arguments, armed by the host before each submission: gpu_chain.cpp

@@ -157,8 +157,9 @@ double collect_and_tail_us(const std::vector<sieve_stage_estimate>& stages) {
 // What the GPU plan changed since the baseline, as the estimate ranks it: at
 // one row the default chain's rows split into more chunks and its tail sorts
 // the lists (an estimate, stated constants: estimate.md); top-k 1000's chunks
-// select by radix instead of compacting, and its tail selects and sorts
-// instead of 8000 chains of dependent loads.
+// select by radix instead of compacting, and its tail cuts the lists by
+// splitters and merges them in shared memory instead of 8000 chains of
+// dependent loads.
 TEST(Estimate, RanksTheGpuPlanAheadOfTheBaselineAtOneRow) {
     const sieve_cli::Device device = gpu_profile_device();
     sieve_cli::SamplingOptions o;
@@ -175,9 +176,8 @@ TEST(Estimate, RanksTheGpuPlanAheadOfTheBaselineAtOneRow) {
               total_us(k1000_then, "collect_tail"));
 }
 
-// Today's tail selects the row's top entries before it sorts (an estimate:
-// its level cost is stated); 521950c's sorted the lists whole below the
-// buffer. Today's runs in the chunks' dispatch, which saves its launch
+// Today's tail merges the lists in pairs of runs (an estimate: its costs
+// are stated); 521950c's sorted them whole below the buffer. Today's runs in the chunks' dispatch, which saves its launch
 // (5 us) and the empty collect variant's (5 us) besides.
 TEST(Estimate, RanksTodaysTailAheadOf521950cs) {
     sieve_test::ScopedEnv units("SIEVE_COMPUTE_UNITS", "132");

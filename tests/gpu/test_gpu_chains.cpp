@@ -767,7 +767,7 @@ TEST(GpuChainCollectPaths, BestLogitsInOneBlockOfIdsEqualTheTwin) {
 // On a GPU plan, plain rows take about two workgroups per compute unit
 // (collect_chunks_for_group; the gpu profile's stand-in 32 on a CPU device):
 // at one and three rows more chunks than the plan's 8, whose lists the tail
-// sorts in shared memory (collect_tail.glsl: sort_chunk_lists), and every way
+// merges in shared memory (collect_tail.glsl: sort_chunk_lists), and every way
 // a chunk forms its list equals the twin; at 64 rows one chunk a row; rows of
 // the general variant (full-row sums) keep the plan's chunks whatever the
 // batch, and the wide passes split by the batch too; with
@@ -909,10 +909,11 @@ TEST(GpuChainCollectPaths, PlansRecordTheVariantsTheRowsTake) {
 // buffer at the last level reads the chunk again, kind 2), so rows whose best
 // logits sit four to a group (kind 7), one to a group (kind 6) or ten to a
 // float (kind 8) keep the chunk's best `need`.
-// Under the gpu profile the tail sorts the lists (collect_tail.glsl:
-// sort_chunk_lists): 8 lists of up to 1000 outgrow the buffer, so a radix
-// select over them finds the row's need-th key first, and kind 2's ties (a
-// thousand entries of one key in every list) take the ranks instead.
+// Under the gpu profile the tail merges the lists in shared memory
+// (collect_tail.glsl: sort_chunk_lists): 8 lists of up to 1000 could
+// outgrow the buffer, so splitters cut them first (narrow_chunk_lists), and
+// kind 2's ties (a thousand entries of one key in every list, no cut) take
+// merge paths in device memory instead.
 TEST(GpuChainCollectPaths, LargeTopKKeepsItsBestEqualsTheTwin) {
     Tally tally;
     for (int profile = 0; profile < 3; ++profile) {
@@ -941,6 +942,64 @@ TEST(GpuChainCollectPaths, LargeTopKKeepsItsBestEqualsTheTwin) {
                     if (static_cast<uint32_t>(top_k) <= gpu.device_info().candidate_capacity / 2) {
                         EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u);
                     }
+                }
+            }
+        }
+    }
+    expect_rare(tally);
+}
+
+// The GPU tail's splitters (collect_tail.glsl: narrow_chunk_lists) where
+// chunks keep fewer candidates than the row's k (their masked logits are
+// not listed): such a list is shorter than the need, its last splitters
+// repeat its last entry, and what a splitter vouches for stops at the list's
+// length. Rows under top-k 800 and 1000, at 3 to 8 chunks, Zipf-like, or
+// masked but for one logit in 500 (fewer than k in all: every list kept
+// whole), and besides a block of 3000 (one or two lists full), or the first
+// 1500 ids falling with the id (the first list wholly above the next),
+// equal the twin.
+std::vector<float> short_list_row(int kind, int32_t vocab, uint32_t seed) {
+    if (kind == 0) return sieve_test::make_row(Shape::Zipf, vocab, seed);
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> row(static_cast<size_t>(vocab));
+    for (auto& x : row) x = (rng() % 500 == 0) ? normal(rng) : -kInf;
+    if (kind == 2)
+        for (int32_t i = vocab / 3; i < vocab / 3 + 3000; ++i) row[static_cast<size_t>(i)] = normal(rng);
+    if (kind == 3)
+        for (int32_t i = 0; i < 1500; ++i) row[static_cast<size_t>(i)] = 10.0f - 0.001f * static_cast<float>(i);
+    return row;
+}
+
+TEST(GpuChainCollectPaths, LargeTopKOverShortListsEqualsTheTwin) {
+    Tally tally;
+    auto options = sieve_test::gpu_options();
+    options.profile("gpu");
+    const char* chain_text = "top_k;temperature";
+    const auto kinds = sieve_test::twin_chain(chain_text);
+    ASSERT_FALSE(kinds.empty());
+    for (const char* units : {"2", "32"}) {
+        sieve_test::ScopedEnv env("SIEVE_COMPUTE_UNITS", units);
+        sieve::Context gpu(options);
+        const uint32_t capacity = gpu.device_info().candidate_capacity;
+        for (int32_t vocab : {32000, 151936}) {
+            for (int32_t top_k : {800, 1000}) {
+                sieve::Chain chain(gpu, sieve_test::chain_desc(chain_text, 1, vocab, 1.0f, 1));
+                for (int kind = 0; kind < 4; ++kind) {
+                    const uint32_t salt = static_cast<uint32_t>(vocab) + 31u * static_cast<uint32_t>(kind);
+                    const auto logits = short_list_row(kind, vocab, salt);
+                    RowParams base = preset("active");
+                    base.top_k = top_k;
+                    const auto params = row_params(base, 1, salt);
+                    set_row(chain, 0, params[0]);
+                    const uint32_t chunks = sieve_test::stage_workgroups(chain, 1, vocab, "collect_plain");
+                    SCOPED_TRACE(std::string("units ") + units + " vocab " + std::to_string(vocab) + " top-k " +
+                                 std::to_string(top_k) + " row kind " + std::to_string(kind) + ": " +
+                                 std::to_string(chunks) + " chunks");
+                    // The lists could outgrow the buffer together: the splitters cut them.
+                    EXPECT_GT(chunks * static_cast<uint32_t>(top_k), capacity);
+                    run_and_compare(chain, kinds, logits, 1, vocab, params, 2, &tally);
+                    EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u);
                 }
             }
         }
