@@ -152,6 +152,18 @@ uint list_entry_at(uint j, uint n_chunks) {
     return s_at[lo] + 2u * (j - s_from[lo]);
 }
 
+// How many of list c's splitters (c_key[c per, c per + per), keys not
+// rising) reach key k: a prefix of them.
+uint splitters_reaching(uint c, uint per, uint k) {
+    uint lo = 0u, hi = per;
+    while (lo < hi) {
+        uint mid = (lo + hi) >> 1u;
+        if (c_key[c * per + mid] >= k) lo = mid + 1u;
+        else hi = mid;
+    }
+    return lo;
+}
+
 // Cuts each list (s_len) to its entries from the key tau on, up to one
 // splitter past them, where tau is a key that at least `need` entries reach:
 // the row's first `need` entries all reach it (canonical order puts higher
@@ -180,26 +192,13 @@ void narrow_chunk_lists(uint need, uint n_chunks) {
     barrier();
     for (uint j = t; j < splitters; j += WG) {
         uint k = c_key[j], reach = 0u;
-        for (uint c = 0u; c < n_chunks; ++c) {
-            uint lo = 0u, hi = per;  // list c's splitters reaching k: a prefix
-            while (lo < hi) {
-                uint mid = (lo + hi) >> 1u;
-                if (c_key[c * per + mid] >= k) lo = mid + 1u;
-                else hi = mid;
-            }
-            reach += min(lo * s, s_len[c]);
-        }
+        for (uint c = 0u; c < n_chunks; ++c) reach += min(splitters_reaching(c, per, k) * s, s_len[c]);
         if (reach >= need) atomicMax(s_tau, k);
     }
     barrier();
     uint tau = s_tau;
     for (uint c = t; c < n_chunks; c += WG) {
-        uint lo = 0u, hi = per;
-        while (lo < hi) {
-            uint mid = (lo + hi) >> 1u;
-            if (c_key[c * per + mid] >= tau) lo = mid + 1u;
-            else hi = mid;
-        }
+        uint lo = splitters_reaching(c, per, tau);
         uint len = s_len[c];  // entries from splitter lo's position on are below tau
         if (lo < per && len != 0u) s_len[c] = min((lo + 1u) * s, len) - 1u;
     }
