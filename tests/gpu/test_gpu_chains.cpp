@@ -950,14 +950,14 @@ TEST(GpuChainCollectPaths, LargeTopKKeepsItsBestEqualsTheTwin) {
 }
 
 // The GPU tail's splitters (collect_tail.glsl: narrow_chunk_lists) where
-// chunks keep fewer candidates than the row's k (their masked logits are
-// not listed): such a list is shorter than the need, its last splitters
-// repeat its last entry, and what a splitter vouches for stops at the list's
-// length. Rows under top-k 800 and 1000, at 3 to 8 chunks, Zipf-like, or
-// masked but for one logit in 500 (fewer than k in all: every list kept
-// whole), and besides a block of 3000 (one or two lists full), or the first
-// 1500 ids falling with the id (the first list wholly above the next),
-// equal the twin.
+// chunks hold fewer logits than the row's k (4100 logits in 8 chunks at a
+// workgroup of 64): such a list is shorter than the need, its last
+// splitters repeat its last entry, and what a splitter vouches for stops at
+// the list's length; and where they hold more (4100 to 151936 logits, 3 to
+// 8 chunks). Rows under top-k 800 and 1000, Zipf-like, or masked but for
+// one logit in 500, and besides a block of up to 3000, or the first 1500 ids
+// falling with the id (the first list wholly above the next), equal the
+// twin.
 std::vector<float> short_list_row(int kind, int32_t vocab, uint32_t seed) {
     if (kind == 0) return sieve_test::make_row(Shape::Zipf, vocab, seed);
     std::mt19937 rng(seed);
@@ -965,7 +965,7 @@ std::vector<float> short_list_row(int kind, int32_t vocab, uint32_t seed) {
     std::vector<float> row(static_cast<size_t>(vocab));
     for (auto& x : row) x = (rng() % 500 == 0) ? normal(rng) : -kInf;
     if (kind == 2)
-        for (int32_t i = vocab / 3; i < vocab / 3 + 3000; ++i) row[static_cast<size_t>(i)] = normal(rng);
+        for (int32_t i = vocab / 3; i < std::min(vocab / 3 + 3000, vocab); ++i) row[static_cast<size_t>(i)] = normal(rng);
     if (kind == 3)
         for (int32_t i = 0; i < 1500; ++i) row[static_cast<size_t>(i)] = 10.0f - 0.001f * static_cast<float>(i);
     return row;
@@ -978,11 +978,18 @@ TEST(GpuChainCollectPaths, LargeTopKOverShortListsEqualsTheTwin) {
     const char* chain_text = "top_k;temperature";
     const auto kinds = sieve_test::twin_chain(chain_text);
     ASSERT_FALSE(kinds.empty());
-    for (const char* units : {"2", "32"}) {
+    bool short_lists = false;
+    struct Config {
+        const char* units;
+        uint32_t workgroup;  // 64: chunks of 8 x 64 logits, fewer than k at 4100
+    };
+    for (const Config config : {Config{"2", 0}, Config{"32", 0}, Config{"32", 64}}) {
+        const char* units = config.units;
         sieve_test::ScopedEnv env("SIEVE_COMPUTE_UNITS", units);
+        if (config.workgroup != 0) options.constrained(0, 0, config.workgroup);
         sieve::Context gpu(options);
         const uint32_t capacity = gpu.device_info().candidate_capacity;
-        for (int32_t vocab : {32000, 151936}) {
+        for (int32_t vocab : {4100, 32000, 151936}) {
             for (int32_t top_k : {800, 1000}) {
                 sieve::Chain chain(gpu, sieve_test::chain_desc(chain_text, 1, vocab, 1.0f, 1));
                 for (int kind = 0; kind < 4; ++kind) {
@@ -998,12 +1005,14 @@ TEST(GpuChainCollectPaths, LargeTopKOverShortListsEqualsTheTwin) {
                                  std::to_string(chunks) + " chunks");
                     // The lists could outgrow the buffer together: the splitters cut them.
                     EXPECT_GT(chunks * static_cast<uint32_t>(top_k), capacity);
+                    short_lists = short_lists || static_cast<uint32_t>(vocab) / chunks < static_cast<uint32_t>(top_k);
                     run_and_compare(chain, kinds, logits, 1, vocab, params, 2, &tally);
                     EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u);
                 }
             }
         }
     }
+    EXPECT_TRUE(short_lists);
     expect_rare(tally);
 }
 
