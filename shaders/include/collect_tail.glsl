@@ -178,8 +178,8 @@ uint splitters_reaching(uint c, uint per, uint k) {
 // splitter below tau. Without ties at tau the lists keep fewer than need +
 // (lists + 1) s entries: the splitter reaching need adds at most s past it,
 // and each list at most s - 1 past its last splitter reaching tau. S =
-// max(WG / lists, 1): a splitter an invocation (c_key holds them: lists <=
-// MAX_ROW_CHUNKS <= CAP). The whole workgroup; ends with a barrier.
+// max(min(WG, CAP) / lists, 1): a splitter an invocation, all in c_key
+// (lists <= MAX_ROW_CHUNKS <= CAP). The whole workgroup; ends with a barrier.
 void narrow_chunk_lists(uint need, uint n_chunks) {
     uint t = gl_LocalInvocationID.x;
     uint per = max(min(WG, CAP) / n_chunks, 1u), s = (need + per - 1u) / per;
@@ -208,8 +208,8 @@ void narrow_chunk_lists(uint need, uint n_chunks) {
 // Merges the lists, copied one after another into c[0, n) (s_from), in
 // pairs of runs, log2(lists) rounds. Invocation t writes outputs [t seg, t
 // seg + seg) of a round, which may span pairs: it finds the pair holding
-// each of its outputs' first and merges from there (merge_segment). Ends
-// with a barrier.
+// its next output and merges from there to the pair's end or its own
+// (merge_segment). Ends with a barrier.
 void merge_list_runs(uint n, uint n_chunks) {
     uint seg = (n + WG - 1u) / WG;  // <= SORT_SEG: n <= CAP
     uint first = min(gl_LocalInvocationID.x * seg, n), stop = min(first + seg, n);
