@@ -155,7 +155,7 @@ double collect_and_tail_us(const std::vector<sieve_stage_estimate>& stages) {
 }
 
 // What the GPU plan changed since the baseline, as the estimate ranks it: at
-// one row the default chain's rows split into more chunks and its tail sorts
+// one row the default chain's rows split into more chunks and its tail merges
 // the lists (an estimate, stated constants: estimate.md); top-k 1000's chunks
 // select by radix instead of compacting, and its tail cuts the lists by
 // splitters and merges them in shared memory instead of 8000 chains of
