@@ -981,7 +981,7 @@ TEST(GpuChainCollectPaths, LargeTopKOverShortListsEqualsTheTwin) {
     bool short_lists = false;
     struct Config {
         const char* units;
-        uint32_t workgroup;  // 64: chunks of 8 x 64 logits, fewer than k at 4100
+        uint32_t workgroup;  // 64: chunks of at least 8 x 64 logits, 513 at 4100: fewer than k
     };
     for (const Config config : {Config{"2", 0}, Config{"32", 0}, Config{"32", 64}}) {
         const char* units = config.units;
@@ -1000,6 +1000,7 @@ TEST(GpuChainCollectPaths, LargeTopKOverShortListsEqualsTheTwin) {
                     const auto params = row_params(base, 1, salt);
                     set_row(chain, 0, params[0]);
                     const uint32_t chunks = sieve_test::stage_workgroups(chain, 1, vocab, "collect_plain");
+                    ASSERT_GT(chunks, 0u);
                     SCOPED_TRACE(std::string("units ") + units + " vocab " + std::to_string(vocab) + " top-k " +
                                  std::to_string(top_k) + " row kind " + std::to_string(kind) + ": " +
                                  std::to_string(chunks) + " chunks");
