@@ -102,12 +102,16 @@ void merge_segment(uint a0, uint la, uint b0, uint lb, uint d, uint count, uint 
     }
 }
 
-// After a barrier: this invocation's held outputs to c[first, first + count).
-void write_merge_held(uint first, uint count) {
+// Ends a merge round: once every invocation has read the runs (a barrier),
+// this invocation's held outputs go to c[first, first + count); ends with a
+// barrier. The whole workgroup.
+void end_merge_round(uint first, uint count) {
+    barrier();
     for (uint q = 0u; q < count; ++q) {
         c_key[first + q] = merge_held[q].x;
         c_id[first + q] = merge_held[q].y;
     }
+    barrier();
 }
 
 void merge_sort_prefix(uint n) {
@@ -132,9 +136,7 @@ void merge_sort_prefix(uint n) {
         uint a0 = first / (2u * w) * (2u * w);
         uint la = min(w, n - min(a0, n)), b0 = a0 + la, lb = min(w, n - b0);
         merge_segment(a0, la, b0, lb, first - a0, stop - first, 0u);
-        barrier();  // every invocation has read the runs
-        write_merge_held(first, stop - first);
-        barrier();
+        end_merge_round(first, stop - first);
     }
 }
 

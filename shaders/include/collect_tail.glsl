@@ -140,16 +140,24 @@ uint list_offsets(uint n_chunks) {
     return total.x;
 }
 
+// Of `runs` runs of `stride` lists each (run g's entries start at
+// s_from[stride g]), the last that starts at or before entry j (after
+// list_offsets).
+uint run_holding(uint j, uint stride, uint runs) {
+    uint lo = 0u, hi = runs - 1u;
+    while (lo < hi) {
+        uint mid = (lo + hi + 1u) >> 1u;
+        if (s_from[stride * mid] <= j) lo = mid;
+        else hi = mid - 1u;
+    }
+    return lo;
+}
+
 // The word offset of the row's j-th list entry, counting list by list (after
 // list_offsets).
 uint list_entry_at(uint j, uint n_chunks) {
-    uint lo = 0u, hi = n_chunks - 1u;  // the last list c with s_from[c] <= j
-    while (lo < hi) {
-        uint mid = (lo + hi + 1u) >> 1u;
-        if (s_from[mid] <= j) lo = mid;
-        else hi = mid - 1u;
-    }
-    return s_at[lo] + 2u * (j - s_from[lo]);
+    uint c = run_holding(j, 1u, n_chunks);
+    return s_at[c] + 2u * (j - s_from[c]);
 }
 
 // How many of list c's splitters (c_key[c per, c per + per), keys not
@@ -216,21 +224,14 @@ void merge_list_runs(uint n, uint n_chunks) {
     for (uint w = 1u; w < n_chunks; w <<= 1u) {  // uniform: runs of w lists, merged in pairs
         uint pairs = (n_chunks + 2u * w - 1u) / (2u * w);
         for (uint p = first; p < stop;) {
-            uint lo = 0u, hi = pairs - 1u;  // the last pair g starting at or before p
-            while (lo < hi) {
-                uint mid = (lo + hi + 1u) >> 1u;
-                if (s_from[2u * w * mid] <= p) lo = mid;
-                else hi = mid - 1u;
-            }
-            uint a0 = s_from[2u * w * lo], b0 = s_from[min(2u * w * lo + w, n_chunks)];
-            uint end = s_from[min(2u * w * lo + 2u * w, n_chunks)];
+            uint g = run_holding(p, 2u * w, pairs);  // the pair holding output p
+            uint a0 = s_from[2u * w * g], b0 = s_from[min(2u * w * g + w, n_chunks)];
+            uint end = s_from[min(2u * w * g + 2u * w, n_chunks)];
             uint count = min(stop, end) - p;
             merge_segment(a0, b0 - a0, b0, end - b0, p - a0, count, p - first);
             p += count;
         }
-        barrier();  // every invocation has read the runs
-        write_merge_held(first, stop - first);
-        barrier();
+        end_merge_round(first, stop - first);
     }
 }
 

@@ -959,11 +959,10 @@ TEST(GpuChainCollectPaths, LargeTopKKeepsItsBestEqualsTheTwin) {
 // falling with the id (the first list wholly above the next), equal the
 // twin.
 std::vector<float> short_list_row(int kind, int32_t vocab, uint32_t seed) {
-    if (kind == 0) return sieve_test::make_row(Shape::Zipf, vocab, seed);
-    std::mt19937 rng(seed);
+    // collect_path_row's Zipf-like kind 0, or its kind 4 (masked but one in 500).
+    std::vector<float> row = collect_path_row(kind == 0 ? 0 : 4, vocab, seed);
+    std::mt19937 rng(seed + 1u);
     std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> row(static_cast<size_t>(vocab));
-    for (auto& x : row) x = (rng() % 500 == 0) ? normal(rng) : -kInf;
     if (kind == 2)
         for (int32_t i = vocab / 3; i < std::min(vocab / 3 + 3000, vocab); ++i) row[static_cast<size_t>(i)] = normal(rng);
     if (kind == 3)
