@@ -108,9 +108,11 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
         const bool histogram = d.stage == Stage::WideHistogram;
         if (in.shaders == ShaderSet::Of30de833)
             return {(histogram ? M::kWideHistogramUsPerLogit : M::kWideGatherUsPerLogit) * chunk, chunk, M::kHeavyPerSm};
-        const double saved = in.shaders == ShaderSet::Today ? M::kChunkReadUs * (M::kWideChunksOf521950c - 1) : 0.0;
+        const bool today = in.shaders == ShaderSet::Today;
+        const double saved = today ? M::kChunkReadUs * (M::kWideChunksOf521950c - 1) : 0.0;
+        const double reads_saved = today && !histogram ? M::kWideListReadsSaved * M::kWideListReadUs : 0;
         return {(histogram ? M::kWideHistogramUs : M::kWideGatherUs) + read, chunk, M::kHeavyPerSm,
-                (histogram ? M::kWideHistogramLastUs : M::kWideGatherLastUs) - saved};
+                (histogram ? M::kWideHistogramLastUs : M::kWideGatherLastUs) - saved - reads_saved};
     }
     case Stage::History: {
         // The clearing dispatch 521950c had before a split pass: the

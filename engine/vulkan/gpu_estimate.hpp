@@ -123,6 +123,14 @@ struct EstimateModel {
     // decide, wide_gather: resolve): their last term less kChunkReadUs for
     // each read no longer waited for.
     static constexpr double kWideChunksOf521950c = 64;
+    // 521950c's resolve read the row's list four times where the draw fell
+    // in the buffer (b*'s key range, a selection level, the final range, the
+    // draw's masses); today's two (the gather's workgroups find the range,
+    // the cut's selection sums the draw's masses as it goes). A read of the
+    // bench row's list (b* about 8100 entries at 151936: 32 an invocation, 8
+    // batches of 4 independent loads) stated as 8 of the tail's list reads.
+    static constexpr double kWideListReadsSaved = 2;
+    static constexpr double kWideListReadUs = 8 * kUsPerListRead;
     static constexpr double kRowStatsUs = 5.7;            // per chunk, besides the read
     // The last workgroup's dependent read of what one chunk left (an L2
     // round trip): stated, from mass_histogram level 0 against row_stats

@@ -190,7 +190,7 @@ SIEVE_CONST uint R_FIRST_BAD = 11u;
 SIEVE_CONST uint R_BIN = 12u;        // the chosen bin at the last level (tie path: per-chunk counts)
 SIEVE_CONST uint R_MIN_KEY = 13u;    // the smallest finite key
 SIEVE_CONST uint R_ARRIVE = 14u;     // workgroups of the current pass done with the row (last_to_arrive)
-// Words 15..32: a top-p cut past the candidate buffer (wide.glsl).
+// Words 15..32, 34 and 35: a top-p cut past the candidate buffer (wide.glsl).
 SIEVE_CONST uint R_WIDE_PHASE = 16u;   // WIDE_*
 SIEVE_CONST uint R_WIDE_KN = 17u;      // the buffer's last entry at the cut (key at the cut's temperatures, id):
 SIEVE_CONST uint R_WIDE_IDN = 18u;     //   "after the buffer" = canonically after it
@@ -212,6 +212,8 @@ SIEVE_CONST uint R_WIDE_BEFORE = 30u;  // float: mass (MC) of the bins before b*
 SIEVE_CONST uint R_WIDE_KEEP = 31u;    // min_keep
 SIEVE_CONST uint R_WIDE_TOP = 32u;     // float: bin 0's grid index, floor(v_n s) (direct rows: floor(M s))
 SIEVE_CONST uint R_TARGET_HI = 33u;  // R_TARGET's high word
+SIEVE_CONST uint R_WIDE_KLO = 34u;   // b*'s members' keys at the cut, their range [KLO, KHI] (wide_gather's
+SIEVE_CONST uint R_WIDE_KHI = 35u;   //   workgroups; empty: KLO > KHI)
 
 SIEVE_CONST uint PHASE_ACTIVE = 1u;  // levels still narrowing
 SIEVE_CONST uint PHASE_GATHER = 2u;  // the bin fits the candidate buffer
@@ -356,7 +358,8 @@ static_assert(OP_XTC < 16u, "an op is a nibble of CHAIN_OPS_LO or CHAIN_OPS_HI")
 static_assert(S_ADAPT_WEIGHT < SLOT_HEADER, "the slot header holds every S_*");
 static_assert(C_TIE < CHUNK_STRIDE && C_AGG + 5u <= CHUNK_STRIDE, "a chunk's words fit CHUNK_STRIDE");
 static_assert(R_ARRIVE < R_WIDE_CEND && R_WIDE_CEND < R_WIDE_PHASE, "the wide words follow the row's selection words");
-static_assert(R_WIDE_TOP < ROW_STRIDE && R_TARGET_HI < ROW_STRIDE, "a row's state holds the wide words and the target");
+static_assert(R_WIDE_TOP < ROW_STRIDE && R_TARGET_HI < ROW_STRIDE && R_WIDE_KHI < ROW_STRIDE,
+              "a row's state holds the wide words and the target");
 static_assert(H_KEY_MAX < HIST_STRIDE, "a bin's words fit HIST_STRIDE");
 static_assert(RES_FIRST_BAD < RES_RAW_TOKEN && RES_RAW_IDS + MAX_RAW_LOGPROBS <= RES_RAW_LOGITS &&
                   RES_RAW_LOGITS + MAX_RAW_LOGPROBS <= RES_PHASES,

@@ -34,6 +34,13 @@ uvec2 u64_mul_u32_shr32(uvec2 a, uint u) {
     return uvec2(mid, b_hi + carry);
 }
 
+// a * u for a * u < 2^64 (the low 64 bits of the product).
+uvec2 u64_mul_u32(uvec2 a, uint u) {
+    uint hi, lo;
+    umulExtended(u, a.x, hi, lo);
+    return uvec2(lo, a.y * u + hi);
+}
+
 // floor(a / b) for b != 0, by shift-subtract (64 bounded iterations).
 uvec2 u64_div(uvec2 a, uvec2 b) {
     uvec2 q = uvec2(0u), r = uvec2(0u);

@@ -59,10 +59,10 @@ bool wide_member(float x, uint i, out float v, out uint bin) {
     return !isinf(x) && v >= g_lowest && (WIDE_DIRECT != 0u || wide_after(sieve_key(v), i, g_kn, g_idn));
 }
 
-// Logit i (value x) belongs to a gathered bin: its key at the cut's temperatures.
-bool taken(float x, uint i, out uint key) {
+// Logit i (value x) belongs to a gathered bin: its key at the cut's
+// temperatures, and its bin.
+bool taken(float x, uint i, out uint key, out uint bin) {
     float v;
-    uint bin;
     bool live = wide_member(x, i, v, bin);
     key = sieve_key(v);
     return live && wide_gathered(bin, g_bstar, g_clo, g_cend);
@@ -107,6 +107,13 @@ const uint SEL_BINS = 256u;
 const uint W_SLOTS = SEL_BINS > WIDE_BINS ? SEL_BINS : WIDE_BINS;
 shared uint w_cnt[SEL_BINS], w_lo[W_SLOTS], w_hi[W_SLOTS];
 shared uint w_klo, w_khi, w_state, w_clamp, w_fill, w_token, w_key, w_bin, w_in_buffer;
+// The cut's selection (g_cut_select) also sums the draw's masses of b*'s
+// members up to the cut: a level's ranges' (w_dlo, w_dhi), those before the
+// chosen range added to w_kept as each level decides, then the final range's
+// sorted members up to the cut.
+shared uint w_dlo[SEL_BINS], w_dhi[SEL_BINS], w_kept_lo, w_kept_hi;
+shared uint w_chosen;  // a level's chosen range
+shared uint w_found;   // the final range's member found (its index after the sort)
 shared uvec2 w_target, w_q;
 shared float w_total, w_rem;
 
@@ -124,6 +131,24 @@ const uint SEL_TIE = 4u;    // more than SEL_FINAL_MAX members share one key (se
 // Inside a tie group (more than SEL_FINAL_MAX members of one key): only members of key
 // g_tie_key, each of mass 1, keyed ~id (ascending id = descending key).
 uint g_tie_key = 0u;
+
+// The cut's selection over b* (resolve): its members' key range is the one the
+// gather's workgroups found (R_WIDE_KLO, R_WIDE_KHI: g_star_klo, g_star_khi),
+// so it reads the list for none, and it sums the draw's masses of the
+// members it keeps (w_kept), which the draw's total needs: two of the list's
+// reads fewer (each a pass over thousands of entries by one workgroup).
+bool g_cut_select = false;
+uint g_star_klo, g_star_khi;
+
+// The draw's mass of a member at the cut's key kc.
+uvec2 draw_mass_of_cut_key(uint kc) {
+    return sieve_mass(wide_divide(sieve_key_value(kc), g_temperature, g_n_draw, WIDE_ALL_DIVISIONS), g_md);
+}
+
+// Adds the invocation's part of the kept draw mass into w_kept.
+void add_kept(uvec2 part) {
+    if (part != uvec2(0u)) U64_ATOMIC_ADD(w_kept_lo, w_kept_hi, part);
+}
 
 // Entries j, j + WG, ... of the list, LIST_LOADS of them (those below m; the
 // others 0), all loaded before any is used: the list lives in device memory
@@ -249,17 +274,20 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
                    bool strict) {
     uint t = gl_LocalInvocationID.x;
     // The members' key range first (no mass needed): the levels split only
-    // that.
+    // that. The cut's comes from the gather.
+    bool sum_kept = g_cut_select && g_tie_key == 0u;  // uniform
     if (t == 0u) {
-        w_klo = 0xFFFFFFFFu;
-        w_khi = 0u;
+        w_klo = sum_kept ? g_star_klo : 0xFFFFFFFFu;
+        w_khi = sum_kept ? g_star_khi : 0u;
         w_state = SEL_GOING;
         w_clamp = 0u;
         w_target = target;
+        w_kept_lo = 0u;
+        w_kept_hi = 0u;
     }
     barrier();
     uint kmin = 0xFFFFFFFFu, kmax = 0u;
-    for (uint j0 = t; j0 < m; j0 += LIST_LOADS * WG) {
+    for (uint j0 = t; !sum_kept && j0 < m; j0 += LIST_LOADS * WG) {
         uvec2 e[4];
         list_entries(list, j0, m, e);
         [[unroll]] for (uint u = 0u; u < LIST_LOADS; ++u) {
@@ -288,6 +316,8 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
                 w_cnt[b] = 0u;
                 w_lo[b] = 0u;
                 w_hi[b] = 0u;
+                w_dlo[b] = 0u;
+                w_dhi[b] = 0u;
             }
             barrier();
             for (uint j0 = t; j0 < m; j0 += LIST_LOADS * WG) {
@@ -302,6 +332,10 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
                     uint b = (khi - k) / step;  // bin 0: the largest keys
                     atomicAdd(w_cnt[b], 1u);
                     U64_ATOMIC_ADD(w_lo[b], w_hi[b], q);
+                    if (sum_kept) {
+                        uvec2 qd = draw_mass_of_cut_key(k);
+                        U64_ATOMIC_ADD(w_dlo[b], w_dhi[b], qd);
+                    }
                 }
             }
             barrier();
@@ -313,6 +347,7 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
                     chosen = last;  // rounding past the end: the last member
                     w_clamp = 1u;
                 }
+                w_chosen = chosen;
                 if (chosen == SEL_BINS) {
                     w_state = SEL_EMPTY;
                 } else {
@@ -329,6 +364,13 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
                 }
             }
             barrier();
+            if (sum_kept) {  // uniform: the ranges before the chosen one are kept whole
+                uvec2 part = uvec2(0u);
+                uint before = w_state == SEL_EMPTY ? 0u : w_chosen;
+                for (uint b = t; b < before; b += WG) part = u64_add(part, uvec2(w_dlo[b], w_dhi[b]));
+                add_kept(part);
+                barrier();  // read before the next level clears them
+            }
         }
     }
     if (w_state == SEL_GOING) {  // 4 levels of 8 bits always end on one key
@@ -369,8 +411,15 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
         w_key = c_key[i];
         w_q = pick < n || last < n ? pick_item(true, i, ref, strict, ok) : uvec2(0u);
         w_state = SEL_FOUND;
+        w_found = i;
     }
     barrier();
+    if (sum_kept) {  // uniform: the sorted members up to the cut are kept
+        uvec2 part = uvec2(0u);
+        for (uint j = t; j <= w_found; j += WG) part = u64_add(part, draw_mass_of_cut_key(c_key[j]));
+        add_kept(part);
+        barrier();
+    }
 }
 
 shared uint w_rank;
@@ -406,6 +455,9 @@ void select_resolving_ties(uint list, uint m, uint bin, bool draw, bool use_cut,
     if (t == 0u && w_state == SEL_FOUND) {
         w_key = tie_key;
         w_q = q_each;
+        // The cut's: the group's members up to the cut, w_rank + 1 of them
+        // in id order, each of one draw mass, are kept.
+        if (g_cut_select) add_kept(u64_mul_u32(draw_mass_of_cut_key(tie_key), w_rank + 1u));
     }
     barrier();
 }
@@ -430,40 +482,47 @@ void resolve(uint row) {
 
     // 1. The cut: the member of b* where the mass reaches what the buffer and
     //    the bins before it left (llama.cpp's cum_sum >= p, min_keep checked
-    //    by wide_histogram).
+    //    by wide_histogram). It also sums the draw's masses of b*'s kept
+    //    part, exactly (w_kept).
+    g_star_klo = row_state[o + R_WIDE_KLO];
+    g_star_khi = row_state[o + R_WIDE_KHI];
+    g_cut_select = true;
     select_resolving_ties(list, m, bstar, false, false, 0u, 0u, fixed40(max(rc - before, 0.0)), false);
+    g_cut_select = false;
     if (w_state != SEL_FOUND) {
         if (t == 0u) wide_fallback(row, wide_gather_passes(row));
         return;
     }
     uint cut_k = w_key, cut_id = w_token;
+    uvec2 bstar_kept = uvec2(w_kept_lo, w_kept_hi);
 
-    // 2. The draw's masses, summed exactly, of the gathered run's bins and of
-    //    b*'s kept part (slot b of w_lo/w_hi): each invocation adds its
+    // 2. The draw's masses, summed exactly, of the gathered run's bins (slot
+    //    b of w_lo/w_hi), where there is a run: each invocation adds its
     //    members by bin, then one 64-bit atomic per bin.
-    for (uint b = t; b < WIDE_BINS; b += WG) {
-        w_lo[b] = 0u;
-        w_hi[b] = 0u;
-    }
-    barrier();
-    uvec2 part[WIDE_BINS];
-    for (uint b = 0u; b < WIDE_BINS; ++b) part[b] = uvec2(0u);
-    for (uint j0 = t; j0 < m; j0 += LIST_LOADS * WG) {
-        uvec2 e[4];
-        list_entries(list, j0, m, e);
-        [[unroll]] for (uint u = 0u; u < LIST_LOADS; ++u) {
-            float v = sieve_key_value(e[u].x);
-            uint b = wide_bin(v, g_top, g_scale);
-            bool kept = j0 + u * WG < m &&
-                        ((b >= g_clo && b < g_cend) || (b == bstar && !wide_after(e[u].x, e[u].y, cut_k, cut_id)));
-            if (kept)
-                part[b] = u64_add(part[b], sieve_mass(wide_divide(v, g_temperature, g_n_draw, WIDE_ALL_DIVISIONS), g_md));
+    if (g_clo < g_cend) {  // uniform: the row's
+        for (uint b = t; b < WIDE_BINS; b += WG) {
+            w_lo[b] = 0u;
+            w_hi[b] = 0u;
         }
+        barrier();
+        uvec2 part[WIDE_BINS];
+        for (uint b = 0u; b < WIDE_BINS; ++b) part[b] = uvec2(0u);
+        for (uint j0 = t; j0 < m; j0 += LIST_LOADS * WG) {
+            uvec2 e[4];
+            list_entries(list, j0, m, e);
+            [[unroll]] for (uint u = 0u; u < LIST_LOADS; ++u) {
+                float v = sieve_key_value(e[u].x);
+                uint b = wide_bin(v, g_top, g_scale);
+                if (j0 + u * WG < m && b >= g_clo && b < g_cend)
+                    part[b] =
+                        u64_add(part[b], sieve_mass(wide_divide(v, g_temperature, g_n_draw, WIDE_ALL_DIVISIONS), g_md));
+            }
+        }
+        for (uint b = g_clo; b < g_cend; ++b) {
+            if (part[b] != uvec2(0u)) U64_ATOMIC_ADD(w_lo[b], w_hi[b], part[b]);
+        }
+        barrier();
     }
-    for (uint b = g_clo; b <= bstar; ++b) {
-        if ((b < g_cend || b == bstar) && part[b] != uvec2(0u)) U64_ATOMIC_ADD(w_lo[b], w_hi[b], part[b]);
-    }
-    barrier();
 
     // 3. The draw over the survivors in canonical order: the buffer, the bins
     //    before the run (summed by the chunks), the run's bins, the bins
@@ -485,7 +544,7 @@ void resolve(uint row) {
     float total = uintBitsToFloat(row_state[o + R_WIDE_BD]) + outside.x;
     for (uint b = g_clo; b < g_cend; ++b) total += fixed40_value(uvec2(w_lo[b], w_hi[b]));
     total += outside.y;
-    total += fixed40_value(uvec2(w_lo[bstar], w_hi[bstar]));
+    total += fixed40_value(bstar_kept);
     float u = float(row_uniform(row)) * 2.3283064365386963e-10;
     uvec2 tg = fixed40(u * total);
     uvec2 block_before, block;
@@ -594,13 +653,14 @@ void main() {
     }
     uint slot = takes > 0u ? atomicAdd(row_state[o + R_WIDE_COUNT], takes) : 0u;
     uint held = min(takes, LOCAL_TAKES);
+    uint kmin = 0xFFFFFFFFu, kmax = 0u;  // b*'s members' keys, as they are written
     for (uint e = 0u; e < held; ++e) {
-        if (slot + e < pc.wide_cap) {
-            uint id = local_id[e];
-            uint key;
-            taken(row_logit(row, id), id, key);  // its key again (it was taken)
-            wide_pairs[list / 2u + slot + e] = uvec2(key, id);
-        }
+        uint id = local_id[e];
+        uint key, bin;
+        taken(row_logit(row, id), id, key, bin);  // its key again (it was taken)
+        if (slot + e < pc.wide_cap) wide_pairs[list / 2u + slot + e] = uvec2(key, id);
+        kmin = bin == g_bstar ? min(kmin, key) : kmin;
+        kmax = bin == g_bstar ? max(kmax, key) : kmax;
     }
     slot += held;
     takes -= held;
@@ -609,14 +669,16 @@ void main() {
         vec4 f4 = vmap ? row_vec4((row * pc.stride + begin) / 4u + j) : row_quad(row, begin + 4u * j, end);
         [[unroll]] for (uint c = 0u; c < 4u; ++c) {
             uint i = begin + 4u * j + c;
-            uint k;
-            if (i < end && taken(f4[c], i, k)) {
+            uint k, bin;
+            if (i < end && taken(f4[c], i, k, bin)) {
                 if (skip > 0u) {
                     --skip;
                 } else {
                     if (slot < pc.wide_cap) {
                         wide_pairs[list / 2u + slot] = uvec2(k, i);
                     }
+                    kmin = bin == g_bstar ? min(kmin, k) : kmin;
+                    kmax = bin == g_bstar ? max(kmax, k) : kmax;
                     ++slot;
                     --takes;
                 }
@@ -629,12 +691,27 @@ void main() {
         before_run = fixed40(direct.x);
         after_run = fixed40(direct.y);
     }
+    // b*'s key range: the workgroup's in w_klo, w_khi (cleared before the
+    // first sum's barriers, added to between the two sums, read after the
+    // second's: no barrier of their own), then one atomic each on the row's.
+    if (t == 0u) {
+        w_klo = 0xFFFFFFFFu;
+        w_khi = 0u;
+    }
     before_run = wg_sum_u64(before_run);
+    if (kmin <= kmax) {
+        atomicMin(w_klo, kmin);
+        atomicMax(w_khi, kmax);
+    }
     after_run = wg_sum_u64(after_run);
     if (t == 0u) {
         uint h = wide_hist_at(row, chunk);
         store_wide_hist_u64(h, WH_BEFORE_RUN, before_run);
         store_wide_hist_u64(h, WH_AFTER_RUN, after_run);
+        if (w_klo <= w_khi) {
+            atomicMin(row_state[o + R_WIDE_KLO], w_klo);
+            atomicMax(row_state[o + R_WIDE_KHI], w_khi);
+        }
     }
     if (!last_to_arrive(row)) return;
     resolve(row);

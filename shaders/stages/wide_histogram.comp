@@ -216,6 +216,8 @@ void choose(uint row, float mc[WIDE_BINS]) {
     row_state[o + R_WIDE_CEND] = cend;
     row_state[o + R_WIDE_BEFORE] = floatBitsToUint(before);
     row_state[o + R_WIDE_COUNT] = 0u;
+    row_state[o + R_WIDE_KLO] = 0xFFFFFFFFu;
+    row_state[o + R_WIDE_KHI] = 0u;
     row_state[o + R_WIDE_PHASE] = WIDE_GATHER;
     atomicMax(dispatch_args[pc.args_base + WIDE_GATHER_ARGS], pc.n_chunks);
 }
