@@ -282,8 +282,10 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
         w_state = SEL_GOING;
         w_clamp = 0u;
         w_target = target;
-        w_kept_lo = 0u;
-        w_kept_hi = 0u;
+        if (sum_kept) {  // not in a tie group's selection: it adds to the levels' sum
+            w_kept_lo = 0u;
+            w_kept_hi = 0u;
+        }
     }
     barrier();
     uint kmin = 0xFFFFFFFFu, kmax = 0u;

@@ -1387,6 +1387,24 @@ TEST(GpuChainWideTopP, CutInTheFirstBin) {
     }
 }
 
+// The cut inside a tie group of b* that other members of b* rank before:
+// 64 logits at 10 fill the buffer, 200 at 9.992 and 1000 tied at 9.99 share
+// the bin after it, top-p 0.5 falls about 370 into the tie group. The cut's
+// selection finds the group by its levels, then its member by rank; the
+// draw's total holds the 200 members before the group (about a third of the
+// kept mass), summed by those levels, and the group's members up to the cut.
+TEST(GpuChainWideTopP, CutInsideATieGroupBelowOtherMembersOfItsBin) {
+    std::vector<float> logits(32000, 0.0f);
+    for (size_t i = 0; i < 1264; ++i) logits[i * 23] = i < 64 ? 10.0f : i < 264 ? 9.992f : 9.99f;
+    RowParams base = active();
+    base.top_p = 0.5f;
+    for (int32_t min_keep : {2, 0}) {
+        SCOPED_TRACE("min_keep " + std::to_string(min_keep));
+        base.min_keep = min_keep;
+        expect_twin_fallbacks_on("top_p;temperature", logits, base, 11, false);
+    }
+}
+
 // A deferred top-p's cut inside the buffer that min_keep moves (wide_histogram:
 // cut_in_buffer): one logit holds about 93% of the mass, four more 2% each,
 // so top-p 0.9 keeps one entry and min_keep 3 keeps three, tied ones in id
