@@ -513,11 +513,9 @@ void resolve(uint row) {
             uvec2 e[4];
             list_entries(list, j0, m, e);
             [[unroll]] for (uint u = 0u; u < LIST_LOADS; ++u) {
-                float v = sieve_key_value(e[u].x);
-                uint b = wide_bin(v, g_top, g_scale);
+                uint b = wide_bin(sieve_key_value(e[u].x), g_top, g_scale);
                 if (j0 + u * WG < m && b >= g_clo && b < g_cend)
-                    part[b] =
-                        u64_add(part[b], sieve_mass(wide_divide(v, g_temperature, g_n_draw, WIDE_ALL_DIVISIONS), g_md));
+                    part[b] = u64_add(part[b], draw_mass_of_cut_key(e[u].x));
             }
         }
         for (uint b = g_clo; b < g_cend; ++b) {

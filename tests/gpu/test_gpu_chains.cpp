@@ -1339,6 +1339,19 @@ void expect_twin_fallbacks(const char* samplers, const RowParams& base, uint32_t
     expect_twin_fallbacks_on(samplers, sieve_test::make_rows(Shape::Zipf, 1, 32000, logits_seed), base, params_seed);
 }
 
+// Top-p 0.5 over a row whose cut falls past the buffer, drawn by the wide
+// passes every time: min_keep 2 keeps the row on the collect pass (the
+// buffer); 0 lets a CPU device's wide passes take it alone.
+void expect_wide_passes_at_half(const std::vector<float>& logits, uint32_t params_seed) {
+    RowParams base = active();
+    base.top_p = 0.5f;
+    for (int32_t min_keep : {2, 0}) {
+        SCOPED_TRACE("min_keep " + std::to_string(min_keep));
+        base.min_keep = min_keep;
+        expect_twin_fallbacks_on("top_p;temperature", logits, base, params_seed, false);
+    }
+}
+
 // A top-p cut past the buffer that the wide passes do not finish (a second
 // cut past the buffer: min-p with a floor far below) still equals the twin, by
 // the CPU fallback, counted.
@@ -1372,19 +1385,12 @@ TEST(GpuChainWideTopP, ListOverflowFallsBack) {
 // The cut in the first bin after the buffer (b* = 0, no bin before it for
 // the draw): 64 logits at 10 fill the buffer, 1000 tied at 9.99 hold the cut
 // (top-p 0.5), the rest at 0. Tokens and probabilities equal the twin's,
-// every one by the wide passes. min_keep 2 keeps the row on the collect pass
-// (the buffer); 0 lets a CPU device's wide passes take it alone, the cut in
-// the bin right below the maximum's (bins of 1/16 there: 10 and 9.99 apart).
+// every one by the wide passes (alone on a CPU device, the cut in the bin
+// right below the maximum's: bins of 1/16 there, 10 and 9.99 apart).
 TEST(GpuChainWideTopP, CutInTheFirstBin) {
     std::vector<float> logits(32000, 0.0f);
     for (size_t i = 0; i < 1064; ++i) logits[i * 29] = i < 64 ? 10.0f : 9.99f;
-    RowParams base = active();
-    base.top_p = 0.5f;
-    for (int32_t min_keep : {2, 0}) {
-        SCOPED_TRACE("min_keep " + std::to_string(min_keep));
-        base.min_keep = min_keep;
-        expect_twin_fallbacks_on("top_p;temperature", logits, base, 7, false);
-    }
+    expect_wide_passes_at_half(logits, 7);
 }
 
 // The cut inside a tie group of b* that other members of b* rank before:
@@ -1396,13 +1402,7 @@ TEST(GpuChainWideTopP, CutInTheFirstBin) {
 TEST(GpuChainWideTopP, CutInsideATieGroupBelowOtherMembersOfItsBin) {
     std::vector<float> logits(32000, 0.0f);
     for (size_t i = 0; i < 1264; ++i) logits[i * 23] = i < 64 ? 10.0f : i < 264 ? 9.992f : 9.99f;
-    RowParams base = active();
-    base.top_p = 0.5f;
-    for (int32_t min_keep : {2, 0}) {
-        SCOPED_TRACE("min_keep " + std::to_string(min_keep));
-        base.min_keep = min_keep;
-        expect_twin_fallbacks_on("top_p;temperature", logits, base, 11, false);
-    }
+    expect_wide_passes_at_half(logits, 11);
 }
 
 // A deferred top-p's cut inside the buffer that min_keep moves (wide_histogram:
