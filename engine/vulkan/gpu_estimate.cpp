@@ -43,12 +43,11 @@ double sort_us(uint32_t n, uint32_t workgroup) {
 // three accesses an output an invocation).
 double merge_lists_us(const EstimateInputs& in, uint32_t chunks) {
     double us = 0;
-    uint32_t n = chunks * in.need;
-    if (n > in.capacity) {
+    const uint32_t n = static_cast<uint32_t>(
+        std::min<uint64_t>(tail_merge_entries(in.need, chunks, in.capacity, in.workgroup), in.capacity));
+    if (uint64_t{chunks} * in.need > in.capacity) {
         const uint32_t per = std::max(std::min(in.workgroup, in.capacity) / chunks, 1u);
-        const uint32_t step = (in.need + per - 1) / per;
         us += M::kUsPerListRead + 3 * M::kUsPerBarrier + M::kUsPerSharedAccess * chunks * (log2_ceil(per) + 1);
-        n = std::min(in.need + (chunks + 1) * step, in.capacity);  // without ties
     }
     us += 3 * M::kUsPerBarrier + M::kUsPerListRead;
     const double seg = std::ceil(double(n) / in.workgroup);

@@ -37,9 +37,12 @@ uint32_t collect_chunks_for_group(const Plan& plan, uint32_t vocab, uint32_t row
                                   const EffectiveLimits& limits) {
     if (!plain || plan.small || limits.plan_type == SIEVE_DEVICE_CPU) return plan.n_chunks;
     const uint32_t target = 2 * std::max(limits.compute_units, 1u);  // workgroups over the group
-    // Past MAX_COLLECT_CHUNKS every list must fit its share of the row's words.
-    const uint32_t by_lists = std::max(limits.candidate_capacity / std::max(most_need, 1u), MAX_COLLECT_CHUNKS);
-    const uint32_t n = std::min({plan.collect_slots, by_lists, kMostSplitChunks, std::max(target / std::max(rows, 1u), 1u)});
+    const uint32_t need = std::max(most_need, 1u), cap = limits.candidate_capacity;
+    uint32_t n = std::min({plan.collect_slots, kMostSplitChunks, std::max(target / std::max(rows, 1u), 1u)});
+    // Fewer chunks only lengthen each list's share and cut the tail's merge.
+    while (n > MAX_COLLECT_CHUNKS &&
+           (need > chunk_list_pairs(n, cap) || tail_merge_entries(need, n, cap, limits.workgroup_size) > cap))
+        --n;
     return collect_chunks_holding_logits(vocab, n);
 }
 

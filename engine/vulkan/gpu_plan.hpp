@@ -4,6 +4,7 @@
 
 #include "vulkan/pipelines.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -211,6 +212,28 @@ inline uint32_t wide_chunk_size(const Plan& plan, uint32_t vocab) {
     return collect_chunk_size(vocab, plan.wide_chunks);
 }
 
+// The (key, id) pairs chunk c's list holds of a row split into n chunks
+// (collect.glsl: chunk_list_at): CAP / 2 up to MAX_COLLECT_CHUNKS chunks,
+// past them an equal share of the row's collect_row_words.
+inline uint32_t chunk_list_pairs(uint32_t n, uint32_t capacity) {
+    if (n <= glsl::MAX_COLLECT_CHUNKS) return capacity / 2;
+    return static_cast<uint32_t>((collect_row_words(capacity) / n) & ~uint64_t{1}) / 2;
+}
+
+// The most entries a GPU tail copies into its buffer to merge `lists` lists
+// of up to `need` (collect_tail.glsl: sort_chunk_lists), ties aside: all of
+// them where they fit the buffer (CAP), else what the splitters leave
+// (narrow_chunk_lists: need + (lists + 1) ceil(need / S), S = max(min(WG,
+// CAP) / lists, 1) splitters a list). Past CAP (a tie group) the tail folds
+// the lists by merge paths in device memory instead, one dependent chain of
+// loads a list.
+inline uint64_t tail_merge_entries(uint32_t need, uint32_t lists, uint32_t capacity, uint32_t workgroup) {
+    const uint64_t all = static_cast<uint64_t>(lists) * need;
+    if (all <= capacity) return all;
+    const uint32_t per = std::max(std::min(workgroup, capacity) / lists, 1u);
+    return need + static_cast<uint64_t>(lists + 1) * ((need + per - 1) / per);
+}
+
 // The chunks a collect pass splits each row of a row group into (the
 // variant's indirect x; gpu_chain.cpp arm_args). The plan's n_chunks,
 // except on a GPU for a group of plain rows (collect_chunk.glsl's plain variant: no
@@ -218,8 +241,10 @@ inline uint32_t wide_chunk_size(const Plan& plan, uint32_t vocab) {
 // workgroups per compute unit over the group (many chunks at batch 1, one a
 // row at large batches), at most the chunk statistics' slots
 // (plan.collect_slots) and kMostSplitChunks, and past MAX_COLLECT_CHUNKS only
-// as many as keep every list in its share of the row's words (chunks x
-// most_need <= CAP, collect.glsl: chunk_list_at).
+// as many as keep every list of most_need entries in its share of the row's
+// words (chunk_list_pairs) and the tail's merge in its buffer
+// (tail_merge_entries <= CAP): top-k 1000 takes 16 chunks at one row on an
+// H200 (CAP 4096), 8 at CAP 2048.
 uint32_t collect_chunks_for_group(const Plan& plan, uint32_t vocab, uint32_t rows, uint32_t most_need, bool plain,
                                   const EffectiveLimits& limits);
 // The most chunks a split row takes: the tail merges their lists on one

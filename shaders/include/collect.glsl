@@ -12,8 +12,8 @@ const uint ROW_WORDS = MAX_COLLECT_CHUNKS * CAP;
 
 // Chunk c's list, of a row split into n chunks: (key, id) pairs in canonical
 // order. More than MAX_COLLECT_CHUNKS chunks share the row's words equally
-// (the host splits a row so only when n x need <= CAP: each list holds its
-// `need`).
+// (the host splits a row so only where each share holds `need` entries:
+// gpu_plan.hpp, chunk_list_pairs).
 uint chunk_list_at(uint row, uint c, uint n) {
     uint share = n <= MAX_COLLECT_CHUNKS ? HALF * 2u : (ROW_WORDS / n) & ~1u;
     return row * ROW_WORDS + c * share;

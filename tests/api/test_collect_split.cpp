@@ -2,13 +2,18 @@
 // (collect_chunks_for_group, gpu_plan.hpp): on a GPU plan, plain rows take
 // about two workgroups per compute unit over the group (more chunks than the
 // plan's at small batches, fewer at large ones), never more than the
-// statistics' slots or kMostSplitChunks, never so many that a list outgrows its share of the
-// row's words, and always a count whose chunks all hold logits in the
-// shaders' formula (collect.glsl: collect_chunk_size).
+// statistics' slots or kMostSplitChunks, never so many that a list outgrows
+// its share of the row's words or the tail's merge (cut by splitters) its
+// buffer, but no fewer, and always a count whose chunks all hold logits in
+// the shaders' formula (collect.glsl: collect_chunk_size).
+#include "vulkan/gpu_estimate.hpp"
 #include "vulkan/gpu_plan.hpp"
 #include "vulkan/vk_device.hpp"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
 
 #include <string>
 
@@ -17,9 +22,10 @@ namespace {
 using sieve::EffectiveLimits;
 using sieve::Plan;
 
-EffectiveLimits gpu_limits(uint32_t capacity, uint32_t compute_units, sieve_device_type type = SIEVE_DEVICE_DISCRETE_GPU) {
+EffectiveLimits gpu_limits(uint32_t capacity, uint32_t compute_units, sieve_device_type type = SIEVE_DEVICE_DISCRETE_GPU,
+                           uint32_t workgroup = 256) {
     EffectiveLimits l;
-    l.workgroup_size = 256;
+    l.workgroup_size = workgroup;
     l.candidate_capacity = capacity;
     l.plan_type = type;
     l.compute_units = compute_units;
@@ -45,10 +51,44 @@ TEST(CollectSplit, AnH200SplitsOneRowOfTheDefaultChainInto32Chunks) {
     // 64 rows: 4 chunks a row; 256 rows: one.
     EXPECT_EQ(sieve::collect_chunks_for_group(p, 151936, 64, 40, true, h200), 4u);
     EXPECT_EQ(sieve::collect_chunks_for_group(p, 151936, 256, 40, true, h200), 1u);
-    // Top-k 1000: lists past 8 chunks would not fit their share of the row.
-    EXPECT_EQ(sieve::collect_chunks_for_group(p, 151936, 1, 1000, true, h200), 8u);
+    // Top-k 1000: 16 lists of 1000 fill their shares of the row's 32768
+    // words (17 would not), and splitters cut them to at most 2071 for the
+    // tail's buffer of 4096; at CAP 2048 the shares allow 8.
+    EXPECT_EQ(sieve::collect_chunks_for_group(p, 151936, 1, 1000, true, h200), 16u);
+    EXPECT_EQ(sieve::collect_chunks_for_group(p, 151936, 1, 1000, true, gpu_limits(2048, 132)), 8u);
+    // Top-k 300: 32 lists of 300 (512 entries a share), cut to at most 1554.
+    EXPECT_EQ(sieve::collect_chunks_for_group(p, 151936, 1, 300, true, h200), 32u);
+    // Top-k 600 at CAP 2048: 13 shares of 630 entries (14 would hold 585).
+    EXPECT_EQ(sieve::collect_chunks_for_group(p, 151936, 1, 600, true, gpu_limits(2048, 132)), 13u);
     // The general variant's rows (full-row sums) are never split.
     EXPECT_EQ(sieve::collect_chunks_for_group(p, 151936, 1, 40, false, h200), 8u);
+}
+
+// Why top-k 1000 takes 16 chunks at one row on an H200: by the estimate
+// (gpu_estimate.cpp; stated and fitted constants, not a measurement) each
+// chunk's two reads of half the logits save more than the tail's fourth
+// merge round and its splitters cost.
+TEST(CollectSplit, TheEstimateRanksSixteenChunksOfTopK1000AheadOfEightOnAnH200) {
+    const EffectiveLimits h200 = gpu_limits(4096, 132);
+    const Plan p = collect_plan(151936, h200);
+    const std::vector<sieve::RowGroup> groups = {{0, 0, 1, 0}};
+    const auto estimate = [&](uint32_t chunks) {
+        sieve::EstimateInputs in;
+        in.plan = &p;
+        in.groups = &groups;
+        in.vocab = 151936;
+        in.capacity = h200.candidate_capacity;
+        in.workgroup = h200.workgroup_size;
+        in.need = 1000;
+        in.chain_ops = 2;
+        in.collect_chunks = {chunks};
+        double us = 0;
+        for (const sieve::StageEstimate& e : sieve::estimate_plan(in)) us += e.est_us;
+        return us;
+    };
+    const double eight = estimate(8), sixteen = estimate(16);
+    std::printf("top-k 1000, one row, H200 (estimated): 8 chunks %.1f us, 16 chunks %.1f us\n", eight, sixteen);
+    EXPECT_LT(sixteen + 5.0, eight);
 }
 
 TEST(CollectSplit, ACpuDeviceKeepsThePlansChunks) {
@@ -58,34 +98,58 @@ TEST(CollectSplit, ACpuDeviceKeepsThePlansChunks) {
     EXPECT_EQ(sieve::collect_chunks_for_group(p, 151936, 1, 40, true, cpu), p.n_chunks);
 }
 
+// Whether a row split into `chunks` keeps lists of `need` entries in their
+// shares of the row's words (collect.glsl: 8 CAP / chunks words past 8
+// chunks, rounded to a pair) and the tail's merge in its buffer
+// (collect_tail.glsl: all lists at once, or what the splitters leave).
+bool split_fits(uint32_t chunks, uint32_t need, const EffectiveLimits& limits) {
+    if (chunks <= sieve::glsl::MAX_COLLECT_CHUNKS) return true;
+    const uint32_t cap = limits.candidate_capacity;
+    const uint32_t per = std::max(std::min(limits.workgroup_size, cap) / chunks, 1u);
+    const uint32_t merged = chunks * need <= cap ? chunks * need : need + (chunks + 1) * ((need + per - 1) / per);
+    return need <= (8 * cap / chunks & ~1u) / 2 && merged <= cap;
+}
+
+// One group's split: the slots, kMostSplitChunks, the compute units, logits
+// in every chunk, the lists' shares and the tail's buffer, and no fewer
+// chunks than those allow. Returns whether it differs from the plan's.
+bool expect_split(const Plan& p, const EffectiveLimits& limits, uint32_t vocab, uint32_t rows, uint32_t need) {
+    const uint32_t n = sieve::collect_chunks_for_group(p, vocab, rows, need, true, limits);
+    SCOPED_TRACE("cap " + std::to_string(limits.candidate_capacity) + " units " + std::to_string(limits.compute_units) +
+                 " wg " + std::to_string(limits.workgroup_size) + " vocab " + std::to_string(vocab) + " rows " +
+                 std::to_string(rows) + " need " + std::to_string(need) + ": " + std::to_string(n) + " chunks");
+    EXPECT_GE(n, 1u);
+    EXPECT_LE(n, p.collect_slots);
+    EXPECT_LE(n, sieve::kMostSplitChunks);
+    const uint32_t size = sieve::collect_chunk_size(vocab, n);
+    EXPECT_EQ(size % 4, 0u);
+    EXPECT_EQ((vocab + size - 1) / size, n) << "a chunk without logits";
+    EXPECT_TRUE(split_fits(n, need, limits)) << "a list outgrows its share of the row's words, or the merge its buffer";
+    const uint32_t most = std::min({p.collect_slots, sieve::kMostSplitChunks, std::max(2 * limits.compute_units / rows, 1u)});
+    if (n < most && sieve::collect_chunks_holding_logits(vocab, n + 1) == n + 1) {
+        EXPECT_FALSE(split_fits(n + 1, need, limits)) << "one more chunk would fit";
+    }
+    if (n > 1) {
+        EXPECT_LE(n * rows, 2 * limits.compute_units) << "more than two workgroups per compute unit";
+    }
+    return n != p.n_chunks;
+}
+
 TEST(CollectSplit, EverySplitFitsTheSlotsTheBufferAndHoldsLogitsInEveryChunk) {
     int split = 0;
     for (uint32_t capacity : {512u, 2048u, 4096u}) {
         for (uint32_t units : {1u, 8u, 32u, 132u, 1000u}) {
-            const EffectiveLimits limits = gpu_limits(capacity, units);
-            for (uint32_t vocab : {capacity + 1, 20000u, 32000u, 128256u, 151936u, 262144u, 262147u}) {
-                const Plan p = collect_plan(vocab, limits);
-                if (p.small) continue;  // one chunk, no collect split (covered by the plan tests)
-                ASSERT_LE(p.collect_slots, static_cast<uint32_t>(sieve::glsl::MAX_ROW_CHUNKS));
-                for (uint32_t rows : {1u, 2u, 3u, 7u, 64u}) {
-                    for (uint32_t need : {1u, 7u, 40u, 64u, 300u, capacity / 2}) {
-                        const uint32_t n = sieve::collect_chunks_for_group(p, vocab, rows, need, true, limits);
-                        SCOPED_TRACE("cap " + std::to_string(capacity) + " units " + std::to_string(units) + " vocab " +
-                                     std::to_string(vocab) + " rows " + std::to_string(rows) + " need " +
-                                     std::to_string(need) + ": " + std::to_string(n) + " chunks");
-                        ASSERT_GE(n, 1u);
-                        ASSERT_LE(n, p.collect_slots);
-                        ASSERT_LE(n, sieve::kMostSplitChunks);
-                        const uint32_t size = sieve::collect_chunk_size(vocab, n);
-                        EXPECT_EQ(size % 4, 0u);
-                        EXPECT_EQ((vocab + size - 1) / size, n) << "a chunk without logits";
-                        if (n > sieve::glsl::MAX_COLLECT_CHUNKS) {
-                            EXPECT_LE(n * need, capacity) << "a list outgrows its share of the row's words";
+            for (uint32_t workgroup : {64u, 256u}) {
+                const EffectiveLimits limits = gpu_limits(capacity, units, SIEVE_DEVICE_DISCRETE_GPU, workgroup);
+                for (uint32_t vocab : {capacity + 1, 20000u, 32000u, 128256u, 151936u, 262144u, 262147u}) {
+                    const Plan p = collect_plan(vocab, limits);
+                    if (p.small) continue;  // one chunk, no collect split (covered by the plan tests)
+                    ASSERT_LE(p.collect_slots, static_cast<uint32_t>(sieve::glsl::MAX_ROW_CHUNKS));
+                    for (uint32_t rows : {1u, 2u, 3u, 7u, 64u}) {
+                        for (uint32_t need : {1u, 7u, 40u, 64u, 300u, 600u, 1000u, capacity / 2}) {
+                            if (need > capacity / 2) continue;  // the host clamps a row's need to CAP / 2
+                            split += expect_split(p, limits, vocab, rows, need) ? 1 : 0;
                         }
-                        if (n > 1) {
-                            EXPECT_LE(n * rows, 2 * units) << "more than two workgroups per compute unit";
-                        }
-                        split += n != p.n_chunks ? 1 : 0;
                     }
                 }
             }

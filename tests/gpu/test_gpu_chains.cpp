@@ -910,10 +910,11 @@ TEST(GpuChainCollectPaths, PlansRecordTheVariantsTheRowsTake) {
 // logits sit four to a group (kind 7), one to a group (kind 6) or ten to a
 // float (kind 8) keep the chunk's best `need`.
 // Under the gpu profile the tail merges the lists in shared memory
-// (collect_tail.glsl: sort_chunk_lists): 8 lists of up to 1000 could
-// outgrow the buffer, so splitters cut them first (narrow_chunk_lists), and
-// kind 2's ties (a thousand entries of one key in every list, no cut) take
-// merge paths in device memory instead.
+// (collect_tail.glsl: sort_chunk_lists): 8 lists of up to 1000 (or 16 and
+// 27 of 300, 13 of 600: a row split past 8 chunks, each list in its share of
+// the row's words) could outgrow the buffer, so splitters cut them first
+// (narrow_chunk_lists), and kind 2's ties (hundreds to a thousand entries of
+// one key in every list, no cut) take merge paths in device memory instead.
 TEST(GpuChainCollectPaths, LargeTopKKeepsItsBestEqualsTheTwin) {
     Tally tally;
     for (int profile = 0; profile < 3; ++profile) {
@@ -925,7 +926,7 @@ TEST(GpuChainCollectPaths, LargeTopKKeepsItsBestEqualsTheTwin) {
         ASSERT_FALSE(kinds.empty());
         for (int32_t vocab : {32000, 151936}) {
             for (int kind : {0, 1, 2, 6, 7, 8}) {
-                for (int32_t top_k : {300, 1000}) {
+                for (int32_t top_k : {300, 600, 1000}) {
                     SCOPED_TRACE("vocab " + std::to_string(vocab) + " row kind " + std::to_string(kind) + " top-k " +
                                  std::to_string(top_k) + " profile " + std::to_string(static_cast<int>(profile)));
                     const uint32_t salt = static_cast<uint32_t>(vocab) + 31u * static_cast<uint32_t>(kind);
@@ -935,6 +936,10 @@ TEST(GpuChainCollectPaths, LargeTopKKeepsItsBestEqualsTheTwin) {
                     const auto params = row_params(base, 1, salt);
                     sieve::Chain chain(gpu, sieve_test::chain_desc(chain_text, 1, vocab, base.temperature, 1));
                     set_row(chain, 0, params[0]);
+                    if (profile == 2 && top_k < 1000) {
+                        // Past 8 chunks, lists of 300 and 600 in their shares of the row.
+                        EXPECT_GT(sieve_test::stage_workgroups(chain, 1, vocab, "collect_plain"), 8u);
+                    }
                     run_and_compare(chain, kinds, logits, 1, vocab, params, 2, &tally);
                     // (A context whose candidate buffer cannot hold k twice,
                     // as SIEVE_PROFILE=constrained makes every context, hands
