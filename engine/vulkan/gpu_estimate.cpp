@@ -35,6 +35,13 @@ double sort_us(uint32_t n, uint32_t workgroup) {
     return M::kUsPerSortExchange * sort_stages(n) * std::ceil(n / (2.0 * workgroup));
 }
 
+// The entries a radix chunk sorts (collect_chunk.glsl: radix_chunk): those
+// at or above the first level's edge that leaves at most CAP, padded to a
+// power of two. Stated from the bench's Zipf rows (top-k 1000: 1100 to 1400
+// of a chunk's logits at 8 or 16 chunks), not measured: at most twice the
+// need's power of two.
+uint32_t radix_sorted(const EstimateInputs& in) { return std::min(in.capacity, 2u << log2_ceil(in.need)); }
+
 // Today's GPU tail merge (collect_tail.glsl: sort_chunk_lists): lists that
 // could outgrow the buffer cut by splitters (narrow_chunk_lists: their read,
 // three barriers, each invocation's binary searches in every list's
@@ -94,7 +101,7 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
         // The radix chunks run in the picks' pipeline (collect_chunk.glsl's
         // plain variant): its shared memory and registers, so its residency.
         if ((p.flags & glsl::FLAG_RADIX_CHUNKS) && in.need > M::kPickLimit)
-            return {4 * M::kUsPerSelectLevelOf521950c + M::kRadixChunkReads * read + sort_us(in.capacity, in.workgroup),
+            return {4 * M::kUsPerSelectLevelOf521950c + M::kRadixChunkReads * read + sort_us(radix_sorted(in), in.workgroup),
                     chunk, M::kPicksPerSm, fused_tail};
         [[fallthrough]];
     case Stage::Collect:
