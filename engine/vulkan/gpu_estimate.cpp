@@ -35,13 +35,6 @@ double sort_us(uint32_t n, uint32_t workgroup) {
     return M::kUsPerSortExchange * sort_stages(n) * std::ceil(n / (2.0 * workgroup));
 }
 
-// The entries a radix chunk sorts (collect_chunk.glsl: radix_chunk): those
-// at or above the first level's edge that leaves at most CAP, padded to a
-// power of two. Stated from the bench's Zipf rows (top-k 1000: 1100 to 1400
-// of a chunk's logits at 8 or 16 chunks), not measured: at most twice the
-// need's power of two.
-uint32_t radix_sorted(const EstimateInputs& in) { return std::min(in.capacity, 2u << log2_ceil(in.need)); }
-
 // Today's GPU tail merge (collect_tail.glsl: sort_chunk_lists): lists that
 // could outgrow the buffer cut by splitters (narrow_chunk_lists: their read,
 // three barriers, each invocation's binary searches in every list's
@@ -82,6 +75,18 @@ double tail_us(const EstimateInputs& in, uint32_t chunks) {
     return M::kSortTailUs + M::kChunkReadUs * aggregate_reads + M::kSortTailUsPerOp * in.chain_ops + merge;
 }
 
+// A GPU plan's radix chunk (collect_chunk.glsl: radix_chunk) past its
+// levels' fixed cost: its reads of the chunk, `read` each (a level's from the
+// cache counted as the first), and its sort. 521950c's levels stopped where
+// at most CAP logits reached the edge (one level for top-k 1000: up to CAP
+// sorted); today's go on until the need's power of two (radix_gathered: on
+// the bench's Zipf rows one more level, then a sort of 1024 for top-k 1000).
+double radix_chunk_us(const EstimateInputs& in, double read) {
+    if (in.shaders != ShaderSet::Today) return M::kRadixChunkReads * read + sort_us(in.capacity, in.workgroup);
+    const uint32_t gathered = std::min(in.capacity, 1u << log2_ceil(in.need));
+    return (M::kRadixChunkReads + 1) * read + sort_us(gathered, in.workgroup);
+}
+
 // `chunks`: the chunks the group's collect pass splits a row into.
 Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
     const Plan& p = *in.plan;
@@ -101,7 +106,7 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
         // The radix chunks run in the picks' pipeline (collect_chunk.glsl's
         // plain variant): its shared memory and registers, so its residency.
         if ((p.flags & glsl::FLAG_RADIX_CHUNKS) && in.need > M::kPickLimit)
-            return {4 * M::kUsPerSelectLevelOf521950c + M::kRadixChunkReads * read + sort_us(radix_sorted(in), in.workgroup),
+            return {4 * M::kUsPerSelectLevelOf521950c + radix_chunk_us(in, read),
                     chunk, M::kPicksPerSm, fused_tail};
         [[fallthrough]];
     case Stage::Collect:

@@ -492,15 +492,26 @@ bool radix_chunk_nibbles(uint row4, uint q_first, uint q_stop, uint shift, uint 
 // a second read's.
 const uint NIBBLE_LEVEL_SHARE = 5u;  // 1 / 5 of the chunk
 
+// The most logits radix_chunk gathers and sorts (ties at the last level's
+// one key aside). On a GPU the least power of two that holds `need`, the
+// size the bitonic sort pads to: a level more (a read of the chunk from the
+// cache, its counts and a choice) costs less than sorting twice the entries
+// (top-k 1000 at 16 chunks of 151936 Zipf logits: the first level leaves
+// about 2200 of a chunk's, sorted at 4096, 78 stages of 8 compare-exchanges
+// an invocation; the second about 1000, sorted at 1024, 55 stages of 2). A
+// CPU device sorts by merges, whose cost follows the entries, and a level
+// costs it a read of the chunk: it stops at the buffer (CAP).
+uint radix_gathered(uint need) { return INDEXED_BINS != 0u ? CAP : min(CAP, 1u << findMSB(2u * need - 1u)); }
+
 // A large `need` (FLAG_RADIX_CHUNKS; plain rows past RADIX_FROM without
 // min-p's floor, which the picks take whatever their need): a radix select
 // over the whole chunk, 8 bits a level, each level reading the chunk again
 // (from the cache: a GPU reads far faster than it compacts) and counting the
 // keys that share the prefix so far by shared atomics (on a CPU device, a
 // level over most of the chunk in registers: radix_chunk_nibbles), until at
-// most CAP logits are at or above the level's edge tau; those are gathered
-// and sorted, and the first `need` are the chunk's list (returns true; `kept`
-// = how many). Ties past CAP at the last level's one key: the collecting loop
+// most radix_gathered logits are at or above the level's edge tau; those are
+// gathered and sorted, and the first `need` are the chunk's list (returns
+// true; `kept` = how many). Ties past CAP at the last level's one key: the collecting loop
 // reads the chunk again (returns false). A fixed number of barriers instead
 // of compactions that grow with `need` (top-k 1000: dozens of sorts of the
 // buffer).
@@ -512,6 +523,7 @@ bool radix_chunk(uint row, uint begin, uint end, uint need, uint list, inout uin
     uint q_first, q_stop;  // contiguous stretches (stretch.glsl)
     stretch_share(begin / 4u, end / 4u, q_first, q_stop);
     uint prefix = 0u, above = 0u, m = end - begin, tau = 0u;
+    uint gathered = radix_gathered(need);
     bool fits = false;
     for (uint shift = 24u;; shift -= 8u) {  // uniform
         bool found, first_read = shift == 24u;
@@ -534,7 +546,7 @@ bool radix_chunk(uint row, uint begin, uint end, uint need, uint list, inout uin
         // Not found: fewer than `need` logits in the chunk, every one (< need <= CAP / 2).
         tau = found ? prefix << edge : 0u;
         fits = !found || m <= CAP;
-        if (fits || shift == 0u) break;
+        if (!found || m <= gathered || shift == 0u) break;
     }
     if (!fits) return false;
     if (t == 0u) s_fill = 0u;

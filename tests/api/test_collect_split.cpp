@@ -66,8 +66,8 @@ TEST(CollectSplit, AnH200SplitsOneRowOfTheDefaultChainInto32Chunks) {
 
 // Why top-k 1000 takes 16 chunks at one row on an H200: by the estimate
 // (gpu_estimate.cpp; stated and fitted constants, not a measurement) each
-// chunk's two reads of half the logits save more than the tail's fourth
-// merge round and its splitters cost.
+// chunk's three reads of half the logits (two radix levels, the gather) save
+// more than the tail's fourth merge round and its splitters cost.
 TEST(CollectSplit, TheEstimateRanksSixteenChunksOfTopK1000AheadOfEightOnAnH200) {
     const EffectiveLimits h200 = gpu_limits(4096, 132);
     const Plan p = collect_plan(151936, h200);
