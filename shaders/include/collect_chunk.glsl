@@ -511,10 +511,10 @@ uint radix_gathered(uint need) { return INDEXED_BINS != 0u ? CAP : min(CAP, 1u <
 // level over most of the chunk in registers: radix_chunk_nibbles), until at
 // most radix_gathered logits are at or above the level's edge tau; those are
 // gathered and sorted, and the first `need` are the chunk's list (returns
-// true; `kept` = how many). Ties past CAP at the last level's one key: the collecting loop
-// reads the chunk again (returns false). A fixed number of barriers instead
-// of compactions that grow with `need` (top-k 1000: dozens of sorts of the
-// buffer).
+// true; `kept` = how many). Ties past CAP at the last level's one key: the
+// collecting loop reads the chunk again (returns false). A fixed number of
+// barriers instead of compactions that grow with `need` (top-k 1000: dozens
+// of sorts of the buffer).
 bool radix_chunk(uint row, uint begin, uint end, uint need, uint list, inout uint bad, inout uint first_bad,
                  inout uint kmin, out uint kept) {
     uint t = gl_LocalInvocationID.x;
