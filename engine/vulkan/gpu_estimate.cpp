@@ -131,8 +131,14 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
         // fixed part and this workgroup's share of the window.
         if (d.level == glsl::HISTORY_CLEAR) return {M::kOtherPassUs, 0, M::kLightPerSm};
         const uint32_t groups = d.level == glsl::HISTORY_BUILD ? std::max(p.history_groups, 1u) : 1u;
-        const double fixed = in.shaders == ShaderSet::Of30de833 ? M::kHistoryUs : M::kGpuHistoryUs;
-        return {fixed + M::kHistoryUsPerToken * std::ceil(double(in.history_tokens) / groups), 0, M::kHeavyPerSm};
+        // Since 521950c the pass holds little shared memory (its hash lives in
+        // the slot's buffer): streaming residency. One resident a SM would
+        // give 521950c's 256 building workgroups at 64 rows two waves, 217
+        // us, more than that whole call's wall clock (204.7 us).
+        const bool baseline = in.shaders == ShaderSet::Of30de833;
+        const double fixed = baseline ? M::kHistoryUs : M::kGpuHistoryUs;
+        return {fixed + M::kHistoryUsPerToken * std::ceil(double(in.history_tokens) / groups), 0,
+                baseline ? M::kHeavyPerSm : M::kLightPerSm};
     }
     case Stage::RowStats: return {M::kRowStatsUs + read, chunk, M::kLightPerSm};
     case Stage::MassHistogram: {
