@@ -137,7 +137,8 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
         // us, more than that whole call's wall clock (204.7 us).
         const bool baseline = in.shaders == ShaderSet::Of30de833;
         const double fixed = baseline ? M::kHistoryUs : M::kGpuHistoryUs;
-        return {fixed + M::kHistoryUsPerToken * std::ceil(double(in.history_tokens) / groups), 0,
+        const double per_token = baseline ? M::kHistoryUsPerToken : M::kGpuHistoryUsPerToken;
+        return {fixed + per_token * std::ceil(double(in.history_tokens) / groups), 0,
                 baseline ? M::kHeavyPerSm : M::kLightPerSm};
     }
     case Stage::RowStats: return {M::kRowStatsUs + read, chunk, M::kLightPerSm};

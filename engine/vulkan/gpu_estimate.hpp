@@ -108,6 +108,15 @@ struct EstimateModel {
     static constexpr uint32_t kPickLimit = 512;  // collect_chunk.glsl's PICK_LIMIT at 256-wide workgroups
     // history.comp now visits only the hash entries in use.
     static constexpr double kGpuHistoryUs = 20.0;
+    // ... and per history token of its share: 30de833's 0.0839 held the hash
+    // entries its pass visited whatever the window. The wall clock of
+    // 521950c's 64-row call over 4096 tokens (204.7 us: 256 building
+    // workgroups of 1024 positions, the clearing dispatch, the collect pass,
+    // the tail, the submit) bounds it: the estimate of that call stays below
+    // it up to 0.079 (Estimate.StaysUnderTheWallClockOf521950cAtSixtyFourRows).
+    // Taken at that bound, not fitted: the one-row figures (64 positions a
+    // workgroup) cannot tell it from the fixed term.
+    static constexpr double kGpuHistoryUsPerToken = 0.078;
     // The wide passes: 30de833's per logit of a chunk (its 8 chunks a row);
     // since 521950c a fixed term per chunk workgroup besides the read, and
     // the row's last workgroup's work (the decision, the resolve) once, both
