@@ -75,14 +75,17 @@ double tail_us(const EstimateInputs& in, uint32_t chunks) {
     return M::kSortTailUs + M::kChunkReadUs * aggregate_reads + M::kSortTailUsPerOp * in.chain_ops + merge;
 }
 
-// A GPU plan's radix chunk (collect_chunk.glsl: radix_chunk) past its
-// levels' fixed cost: its reads of the chunk, `read` each (a level's from the
-// cache counted as the first), and its sort. 521950c's levels stopped where
-// at most CAP logits reached the edge (one level for top-k 1000: up to CAP
-// sorted); today's go on until the need's power of two (radix_gathered: on
-// the bench's Zipf rows one more level, then a sort of 1024 for top-k 1000).
-double radix_chunk_us(const EstimateInputs& in, double read) {
-    if (in.shaders != ShaderSet::Today) return M::kRadixChunkReads * read + sort_us(in.capacity, in.workgroup);
+// A GPU plan's radix chunk (collect_chunk.glsl: radix_chunk) of `logits`
+// past its levels' fixed cost: its reads of the chunk, `read` each (a
+// level's from the cache counted as the first), and its sort. Its levels
+// stop where at most CAP logits reach the edge (one level for top-k 1000: up
+// to CAP sorted); today's, in chunks of at most 64 WG logits, go on until the
+// need's power of two (radix_gathered: on the bench's Zipf rows one more
+// level, then a sort of 1024 for top-k 1000), where the sort they halve
+// costs more than the read.
+double radix_chunk_us(const EstimateInputs& in, double logits, double read) {
+    const bool deeper = in.shaders == ShaderSet::Today && logits <= 64.0 * in.workgroup;
+    if (!deeper) return M::kRadixChunkReads * read + sort_us(in.capacity, in.workgroup);
     const uint32_t gathered = std::min(in.capacity, 1u << log2_ceil(in.need));
     return (M::kRadixChunkReads + 1) * read + sort_us(gathered, in.workgroup);
 }
@@ -106,7 +109,7 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
         // The radix chunks run in the picks' pipeline (collect_chunk.glsl's
         // plain variant): its shared memory and registers, so its residency.
         if ((p.flags & glsl::FLAG_RADIX_CHUNKS) && in.need > M::kPickLimit)
-            return {4 * M::kUsPerSelectLevelOf521950c + radix_chunk_us(in, read),
+            return {4 * M::kUsPerSelectLevelOf521950c + radix_chunk_us(in, chunk, read),
                     chunk, M::kPicksPerSm, fused_tail};
         [[fallthrough]];
     case Stage::Collect:

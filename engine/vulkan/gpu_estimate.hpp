@@ -79,9 +79,9 @@ struct EstimateModel {
     // A GPU plan's chunks with a need past the register picks
     // (FLAG_RADIX_CHUNKS, radix_chunk): four levels (521950c's level cost)
     // and a gather re-read a chunk the first read left in cache, counted as
-    // two reads, and a sort of the buffer; today's a level more, a read
-    // more, and a sort of the need's power of two (gpu_estimate.cpp:
-    // radix_chunk_us).
+    // two reads, and a sort of the buffer; today's, in chunks of at most 64
+    // WG logits, a level more, a read more, and a sort of the need's power
+    // of two (gpu_estimate.cpp: radix_chunk_us).
     static constexpr double kRadixChunkReads = 2.0;
     // 521950c's GPU tail (FLAG_SORT_MERGE) sorted the chunks' lists in
     // shared memory: per bitonic stage, ceil(n / 2 / 256) compare-exchanges

@@ -493,15 +493,21 @@ bool radix_chunk_nibbles(uint row4, uint q_first, uint q_stop, uint shift, uint 
 const uint NIBBLE_LEVEL_SHARE = 5u;  // 1 / 5 of the chunk
 
 // The most logits radix_chunk gathers and sorts (ties at the last level's
-// one key aside). On a GPU the least power of two that holds `need`, the
-// size the bitonic sort pads to: a level more (a read of the chunk from the
-// cache, its counts and a choice) costs less than sorting twice the entries
-// (top-k 1000 at 16 chunks of 151936 Zipf logits: the first level leaves
-// about 2200 of a chunk's, sorted at 4096, 78 stages of 8 compare-exchanges
-// an invocation; the second about 1000, sorted at 1024, 55 stages of 2). A
-// CPU device sorts by merges, whose cost follows the entries, and a level
-// costs it a read of the chunk: it stops at the buffer (CAP).
-uint radix_gathered(uint need) { return INDEXED_BINS != 0u ? CAP : min(CAP, 1u << findMSB(2u * need - 1u)); }
+// one key aside) from a chunk of `logits`. On a GPU, for chunks of at most
+// RADIX_DEEP_LOGITS, the least power of two that holds `need`, the size the
+// bitonic sort pads to: a level more (a read of the chunk from the cache,
+// its counts and a choice) costs less than sorting twice the entries (top-k
+// 1000 at 16 chunks of 151936 Zipf logits: the first level leaves about 2200
+// of a chunk's 9500, sorted at 4096, 78 stages of 8 compare-exchanges an
+// invocation; the second about 1000, sorted at 1024, 55 stages of 2). Past
+// it (8 chunks or fewer at 151936) a read costs about what halving the sort
+// saves (gpu_estimate.cpp: radix_chunk_us), and a CPU device sorts by
+// merges, whose cost follows the entries: the buffer (CAP).
+const uint RADIX_DEEP_LOGITS = 64u * WG;
+uint radix_gathered(uint need, uint logits) {
+    bool deeper = INDEXED_BINS == 0u && logits <= RADIX_DEEP_LOGITS;
+    return deeper ? min(CAP, 1u << findMSB(2u * need - 1u)) : CAP;
+}
 
 // A large `need` (FLAG_RADIX_CHUNKS; plain rows past RADIX_FROM without
 // min-p's floor, which the picks take whatever their need): a radix select
@@ -523,7 +529,7 @@ bool radix_chunk(uint row, uint begin, uint end, uint need, uint list, inout uin
     uint q_first, q_stop;  // contiguous stretches (stretch.glsl)
     stretch_share(begin / 4u, end / 4u, q_first, q_stop);
     uint prefix = 0u, above = 0u, m = end - begin, tau = 0u;
-    uint gathered = radix_gathered(need);
+    uint gathered = radix_gathered(need, end - begin);
     bool fits = false;
     for (uint shift = 24u;; shift -= 8u) {  // uniform
         bool found, first_read = shift == 24u;
