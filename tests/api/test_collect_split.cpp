@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <cstdio>
-
 #include <string>
 
 namespace {

@@ -915,6 +915,8 @@ TEST(GpuChainCollectPaths, PlansRecordTheVariantsTheRowsTake) {
 // the row's words) could outgrow the buffer, so splitters cut them first
 // (narrow_chunk_lists), and kind 2's ties (hundreds to a thousand entries of
 // one key in every list, no cut) take merge paths in device memory instead.
+// Chunks of at most 64 WG logits (top-k 600's 13, every chunk at 32000) go a
+// radix level past the one that fits the buffer (radix_gathered).
 TEST(GpuChainCollectPaths, LargeTopKKeepsItsBestEqualsTheTwin) {
     Tally tally;
     for (int profile = 0; profile < 3; ++profile) {
