@@ -79,12 +79,13 @@ double tail_us(const EstimateInputs& in, uint32_t chunks) {
 // past its levels' fixed cost: its reads of the chunk, `read` each (a
 // level's from the cache counted as the first), and its sort. Its levels
 // stop where at most CAP logits reach the edge (one level for top-k 1000: up
-// to CAP sorted); today's, in chunks of at most 64 WG logits, go on until the
-// need's power of two (radix_gathered: on the bench's Zipf rows one more
-// level, then a sort of 1024 for top-k 1000), where the sort they halve
-// costs more than the read.
+// to CAP sorted); today's, in chunks of at most RADIX_DEEP_LOGITS_PER_LANE x
+// WG logits, go on until the need's power of two (radix_gathered: on the
+// bench's Zipf rows one more level, then a sort of 1024 for top-k 1000),
+// where the sort they halve costs more than the read.
 double radix_chunk_us(const EstimateInputs& in, double logits, double read) {
-    const bool deeper = in.shaders == ShaderSet::Today && logits <= 64.0 * in.workgroup;
+    const bool deeper =
+        in.shaders == ShaderSet::Today && logits <= double(glsl::RADIX_DEEP_LOGITS_PER_LANE) * in.workgroup;
     if (!deeper) return M::kRadixChunkReads * read + sort_us(in.capacity, in.workgroup);
     const uint32_t gathered = std::min(in.capacity, 1u << log2_ceil(in.need));
     return (M::kRadixChunkReads + 1) * read + sort_us(gathered, in.workgroup);

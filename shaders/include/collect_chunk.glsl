@@ -494,18 +494,18 @@ const uint NIBBLE_LEVEL_SHARE = 5u;  // 1 / 5 of the chunk
 
 // The most logits radix_chunk gathers and sorts (ties at the last level's
 // one key aside) from a chunk of `logits`. On a GPU, for chunks of at most
-// RADIX_DEEP_LOGITS, the least power of two that holds `need`, the size the
-// bitonic sort pads to: a level more (a read of the chunk from the cache,
-// its counts and a choice) costs less than sorting twice the entries (top-k
-// 1000 at 16 chunks of 151936 Zipf logits: the first level leaves about 2200
-// of a chunk's 9500, sorted at 4096, 78 stages of 8 compare-exchanges an
-// invocation; the second about 1000, sorted at 1024, 55 stages of 2). Past
-// it (8 chunks or fewer at 151936) a read costs about what halving the sort
-// saves (gpu_estimate.cpp: radix_chunk_us), and a CPU device sorts by
-// merges, whose cost follows the entries: the buffer (CAP).
-const uint RADIX_DEEP_LOGITS = 64u * WG;
+// RADIX_DEEP_LOGITS_PER_LANE x WG (gpu_layout.h), the least power of two
+// that holds `need`, the size the bitonic sort pads to: a level more (a read
+// of the chunk from the cache, its counts and a choice) costs less than
+// sorting twice the entries (top-k 1000 at 16 chunks of 151936 Zipf logits:
+// the first level leaves about 2200 of a chunk's 9500, sorted at 4096, 78
+// stages of 8 compare-exchanges an invocation; the second about 1000, sorted
+// at 1024, 55 stages of 2). Past it (8 chunks or fewer at 151936) a read
+// costs about what halving the sort saves (gpu_estimate.cpp:
+// radix_chunk_us), and a CPU device sorts by merges, whose cost follows the
+// entries: the buffer (CAP).
 uint radix_gathered(uint need, uint logits) {
-    bool deeper = INDEXED_BINS == 0u && logits <= RADIX_DEEP_LOGITS;
+    bool deeper = INDEXED_BINS == 0u && logits <= RADIX_DEEP_LOGITS_PER_LANE * WG;
     return deeper ? min(CAP, 1u << findMSB(2u * need - 1u)) : CAP;
 }
 

@@ -287,6 +287,9 @@ SIEVE_CONST uint MAX_COLLECT_CHUNKS = 8u;
 SIEVE_CONST uint MAX_ROW_CHUNKS = 64u;
 // A radix select's bins (radix.glsl: one 8-bit digit a level).
 SIEVE_CONST uint RADIX_BINS = 256u;
+// A GPU's radix chunks of at most this many logits an invocation go a level
+// past the one that fits the buffer (collect_chunk.glsl: radix_gathered).
+SIEVE_CONST uint RADIX_DEEP_LOGITS_PER_LANE = 64u;
 // The group's collect_chunk.glsl variants' VkDispatchIndirectCommand (words of its
 // indirect arguments, armed by the host before each submission: gpu_chain.cpp
 // arm_collect): x is the chunks a row of the group is split into, 0 in the
