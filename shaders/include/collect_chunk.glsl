@@ -506,7 +506,7 @@ const uint NIBBLE_LEVEL_SHARE = 5u;  // 1 / 5 of the chunk
 // entries: the buffer (CAP).
 uint radix_gathered(uint need, uint logits) {
     bool deeper = INDEXED_BINS == 0u && logits <= RADIX_DEEP_LOGITS_PER_LANE * WG;
-    return deeper ? min(CAP, 1u << findMSB(2u * need - 1u)) : CAP;
+    return deeper ? min(CAP, next_pow2(need)) : CAP;
 }
 
 // A large `need` (FLAG_RADIX_CHUNKS; plain rows past RADIX_FROM without

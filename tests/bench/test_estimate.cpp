@@ -27,6 +27,12 @@ json fixture() {
     return json::parse(text);
 }
 
+// A bench JSON of the H200's run of 521950c (docs/gpu-runs/).
+json run_of_521950c(const std::string& file) {
+    return json::parse(
+        sieve_test::read_text(std::string(SIEVE_SOURCE_DIR) + "/docs/gpu-runs/h200-2026-11-27-521950c/" + file));
+}
+
 sieve_cli::Device gpu_profile_device() {
     sieve_cli::Device d;
     sieve::ContextOptions opts;
@@ -100,8 +106,7 @@ TEST(Estimate, ReproducesTheH200StageTimesWithinTwiceOfThePlanOf30de833) {
 // v32000, whose collect pass took 57 us where 16 chunks of one row took 39
 // and 32 chunks of 8 rows at v151936 36 (estimate.md).
 TEST(Estimate, ReproducesTheH200StageTimesWithinTwiceOfThePlanOf521950c) {
-    const json run = json::parse(sieve_test::read_text(std::string(SIEVE_SOURCE_DIR) +
-                                                       "/docs/gpu-runs/h200-2026-11-27-521950c/dev_b1.json"));
+    const json run = run_of_521950c("dev_b1.json");
     ASSERT_GE(run["cases"].size(), 10u);
     sieve_test::ScopedEnv units("SIEVE_COMPUTE_UNITS", "132");
     const sieve_cli::Device device = gpu_profile_device();
@@ -126,8 +131,7 @@ TEST(Estimate, ReproducesTheH200StageTimesWithinTwiceOfThePlanOf521950c) {
 // pass counted at one workgroup a SM: 217 us for a call that took 204.7; it
 // bounds the history pass's cost per token, gpu_estimate.hpp.)
 TEST(Estimate, StaysUnderTheWallClockOf521950cAtSixtyFourRows) {
-    const json run = json::parse(sieve_test::read_text(std::string(SIEVE_SOURCE_DIR) +
-                                                       "/docs/gpu-runs/h200-2026-11-27-521950c/dev_b64.json"));
+    const json run = run_of_521950c("dev_b64.json");
     ASSERT_GE(run["cases"].size(), 8u);
     sieve_test::ScopedEnv units("SIEVE_COMPUTE_UNITS", "132");
     const sieve_cli::Device device = gpu_profile_device();
