@@ -175,7 +175,7 @@ uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type, u
 
 uint32_t history_groups_for(uint32_t capacity, uint32_t rows, const EffectiveLimits& limits) {
     const uint32_t by_history = (capacity + kHistoryPositionsPerGroup - 1) / kHistoryPositionsPerGroup;
-    const uint32_t per_unit = limits.plan_type == SIEVE_DEVICE_CPU ? 1u : 2u;
+    const uint32_t per_unit = limits.plan_type == SIEVE_DEVICE_CPU ? 1u : kStreamingWorkgroupsPerUnit;
     const uint32_t by_device = per_unit * std::max(limits.compute_units, 1u) / std::max(rows, 1u);
     const uint32_t most = limits.plan_type == SIEVE_DEVICE_CPU ? max_chunks_for(limits, SIEVE_DEVICE_CPU) : MAX_ROW_CHUNKS;
     return std::clamp<uint32_t>(std::min({by_history, by_device, most}), 1, most);

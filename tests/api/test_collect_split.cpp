@@ -162,17 +162,19 @@ TEST(CollectSplit, EverySplitFitsTheSlotsTheBufferAndHoldsLogitsInEveryChunk) {
 namespace {
 
 // The history pass's split (history_groups_for): one workgroup per 64
-// positions of the capacity, on a GPU at most about two workgroups per
-// compute unit over the rows and 64 a row; on a CPU device one per compute
+// positions of the capacity, on a GPU at most about four workgroups per
+// compute unit over the rows (a streaming pass) and 64 a row; on a CPU device one per compute
 // unit over the rows and 4 a row (lavapipe's thread per workgroup). The plan
 // then builds with that many workgroups in one dispatch (the previous call's
 // last workgroup left the hash empty: no clearing dispatch).
 TEST(HistorySplit, AGpuSplitsALongHistoryByTheCapacityAndTheBatch) {
     const EffectiveLimits h200 = gpu_limits(4096, 132);
     EXPECT_EQ(sieve::history_groups_for(4096, 1, h200), 64u);
-    EXPECT_EQ(sieve::history_groups_for(4096, 8, h200), 33u);
-    EXPECT_EQ(sieve::history_groups_for(4096, 64, h200), 4u);
-    EXPECT_EQ(sieve::history_groups_for(4096, 256, h200), 1u);
+    EXPECT_EQ(sieve::history_groups_for(4096, 8, h200), 64u);
+    EXPECT_EQ(sieve::history_groups_for(4096, 16, h200), 33u);
+    EXPECT_EQ(sieve::history_groups_for(4096, 64, h200), 8u);
+    EXPECT_EQ(sieve::history_groups_for(4096, 256, h200), 2u);
+    EXPECT_EQ(sieve::history_groups_for(4096, 1024, h200), 1u);
     EXPECT_EQ(sieve::history_groups_for(64, 1, h200), 1u);
     EXPECT_EQ(sieve::history_groups_for(65, 1, h200), 2u);
     EXPECT_EQ(sieve::history_groups_for(1u << 16, 1, h200), 64u);
