@@ -126,7 +126,8 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
         const bool today = in.shaders == ShaderSet::Today;
         const double saved = today ? M::kChunkReadUs * (M::kWideChunksOf521950c - 1) : 0.0;
         const double reads_saved = today && !histogram ? M::kWideListReadsSaved * M::kWideListReadUs : 0;
-        return {(histogram ? M::kWideHistogramUs : M::kWideGatherUs) + read, chunk, M::kHeavyPerSm,
+        const double gather = M::kWideGatherUs - M::kWideGatherChunkOf521950c * M::kReadUsPerLogit + (today ? 0 : read);
+        return {(histogram ? M::kWideHistogramUs : gather) + read, chunk, M::kHeavyPerSm,
                 (histogram ? M::kWideHistogramLastUs : M::kWideGatherLastUs) - saved - reads_saved};
     }
     case Stage::History: {

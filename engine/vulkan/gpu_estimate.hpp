@@ -128,6 +128,12 @@ struct EstimateModel {
     static constexpr double kWideHistogramUs = 2.4;
     static constexpr double kWideHistogramLastUs = 36.6;
     static constexpr double kWideGatherUs = 7.3;
+    // 521950c's gather read its chunk twice (count, then write the taken
+    // entries): its fitted term holds the second read at that run's chunks
+    // (64 a row at 151936, 2374 logits). Today's reads once on a GPU (the
+    // taken entries wait in shared memory; a second read only past CAP of
+    // them in a chunk): its term is the fitted one less that read.
+    static constexpr double kWideGatherChunkOf521950c = 2374;
     static constexpr double kWideGatherLastUs = 54.7;
     // 521950c's last workgroups read the chunks' words one chunk after
     // another (64 at 151936); today's read them at once (wide_histogram:

@@ -25,6 +25,11 @@ layout(constant_id = SPEC_WIDE_ROWS_X4) const uint WIDE_ROWS_X4 = 0u;
 // where a local array indexed per lane is cheap (common.glsl: INDEXED_BINS);
 // 512 at the 8 invocations a CPU device runs this pass with (pipelines.cpp).
 const uint LOCAL_TAKES = INDEXED_BINS != 0u ? 4096u / WG : 0u;
+// Elsewhere the workgroup stages its first CAP taken entries in shared
+// memory (c_key, c_id: the resolve's sort buffer, free until then), one
+// shared atomic a taken entry, and writes them side by side at one atomic on
+// the row's count (main); entries past them are found by a second read.
+const bool STAGE_TAKES = LOCAL_TAKES == 0u;
 
 // The row's constants, read once per workgroup. The gathered bins: b* and
 // the run [g_clo, g_cend) before it that the draw can land in (empty: both b*).
@@ -78,10 +83,12 @@ bool taken(float x, uint i, out uint key, out uint bin) {
 // Direct rows (a CPU device's, one fixed chunking) add float masses into
 // `direct` instead (before, after), an invocation's own sums in its order:
 // cheaper per logit there, and as reproducible.
-bool take_and_sum(float x, uint i, bool inside, inout uvec2 before_run, inout uvec2 after_run, inout vec2 direct) {
+// Its key at the cut's temperatures and its bin come out with it.
+bool take_and_sum(float x, uint i, bool inside, inout uvec2 before_run, inout uvec2 after_run, inout vec2 direct,
+                  out uint key, out uint bin) {
     float v;
-    uint bin;
     bool live = wide_member(x, i, v, bin) && inside;
+    key = sieve_key(v);
     bool outside = live && (bin < g_clo || (bin >= g_cend && bin < g_bstar));
     float vd = wide_divide(v, g_temperature, g_n_draw, WIDE_ALL_DIVISIONS);
     if (WIDE_DIRECT != 0u) {
@@ -112,6 +119,7 @@ shared uint w_klo, w_khi, w_state, w_clamp, w_fill, w_token, w_key, w_bin, w_in_
 // chosen range added to w_kept as each level decides, then the final range's
 // sorted members up to the cut.
 shared uint w_dlo[SEL_BINS], w_dhi[SEL_BINS], w_kept_lo, w_kept_hi;
+shared uint w_staged;  // main: entries staged in c_key, c_id (STAGE_TAKES), then the row's list slot of the first
 shared uint w_chosen;  // a level's chosen range
 shared uint w_found;   // the final range's member found (its index after the sort)
 shared uvec2 w_target, w_q;
@@ -604,14 +612,19 @@ void main() {
     uint t = gl_LocalInvocationID.x;
     uint list = wide_list_at(row);
 
-    // Count, one atomic for the invocation's slots, then write: no atomic per
-    // logit (a CPU device runs a rare branch's atomic under a lane mask for
-    // every logit). On a CPU device the ids of the first LOCAL_TAKES entries
-    // an invocation takes wait in a local array, so that the common case reads
-    // the chunk once: each logit's id is written there by index whatever it
-    // is (slot `takes`, kept only when taken; slot LOCAL_TAKES is scratch),
-    // which costs less there than reading the chunk again. Entries past them
-    // are found by a second read, as on a GPU (LOCAL_TAKES = 0).
+    // The taken entries are held while the chunk is read, then written to
+    // the row's list: no global atomic per logit. On a GPU (STAGE_TAKES) the
+    // workgroup's first CAP wait in shared memory, a slot each by a shared
+    // atomic, and go to the list side by side at one atomic on the row's
+    // count. On a CPU device (which runs a rare branch's atomic under a lane
+    // mask for every logit) each invocation counts its own, and the ids of
+    // its first LOCAL_TAKES wait in a local array: each logit's id is written
+    // there by index whatever it is (slot `takes`, kept only when taken; slot
+    // LOCAL_TAKES is scratch), which costs less there than reading the chunk
+    // again. Either way an invocation's held entries are the first it took
+    // (a shared slot past CAP stays past it: the count only grows), and those
+    // past them are found by a second read, which takes them in the same
+    // order and skips the held ones.
     uint begin = chunk * pc.chunk_size;
     uint end = min(begin + pc.chunk_size, pc.vocab);
     bool vmap = WIDE_ROWS_X4 != 0u || (!ROW_INPUTS && (pc.stride & 3u) == 0u);
@@ -620,18 +633,35 @@ void main() {
     uvec2 before_run = uvec2(0u), after_run = uvec2(0u);  // draw masses of the bins before b* not gathered
     vec2 direct = vec2(0.0);  // direct rows' (take_and_sum)
     uint local_id[LOCAL_TAKES + 1u];  // ids only, the key computed again when written: one store per logit
+    uint held = 0u;  // STAGE_TAKES: this invocation's entries staged
+    uint kmin = 0xFFFFFFFFu, kmax = 0u;  // b*'s members' keys, as they are held or written
     uint j_first, j_stop;  // contiguous stretches (stretch.glsl)
     stretch_share(0u, n, j_first, j_stop);
+    if (STAGE_TAKES) {
+        if (t == 0u) w_staged = 0u;
+        barrier();
+    }
 // The logits of quad J (F4), in order: taken, summed, their ids held.
-#define TAKE_QUAD(F4, J)                                                              \
-    [[unroll]] for (uint c = 0u; c < 4u; ++c) {                                       \
-        uint i = begin + 4u * (J) + c;                                                \
-        bool take = take_and_sum((F4)[c], i, i < end, before_run, after_run, direct); \
-        if (LOCAL_TAKES > 0u) {                                                       \
-            uint at = min(takes, LOCAL_TAKES);                                        \
-            local_id[at] = i;                                                         \
-        }                                                                             \
-        takes += take ? 1u : 0u;                                                      \
+#define TAKE_QUAD(F4, J)                                                                          \
+    [[unroll]] for (uint c = 0u; c < 4u; ++c) {                                                   \
+        uint i = begin + 4u * (J) + c;                                                            \
+        uint key, bin;                                                                            \
+        bool take = take_and_sum((F4)[c], i, i < end, before_run, after_run, direct, key, bin);   \
+        if (LOCAL_TAKES > 0u) {                                                                   \
+            uint at = min(takes, LOCAL_TAKES);                                                    \
+            local_id[at] = i;                                                                     \
+        }                                                                                         \
+        if (STAGE_TAKES && take) {                                                                \
+            uint at = atomicAdd(w_staged, 1u);                                                    \
+            if (at < CAP) {                                                                       \
+                c_key[at] = key;                                                                  \
+                c_id[at] = i;                                                                     \
+                ++held;                                                                           \
+                kmin = bin == g_bstar ? min(kmin, key) : kmin;                                    \
+                kmax = bin == g_bstar ? max(kmax, key) : kmax;                                    \
+            }                                                                                     \
+        }                                                                                         \
+        takes += take ? 1u : 0u;                                                                  \
     }
     uint j = j_first;
     if (WIDE_ROWS_X4 != 0u) {
@@ -651,18 +681,31 @@ void main() {
         vec4 f4 = vmap ? row_vec4((row * pc.stride + begin) / 4u + j) : row_quad(row, begin + 4u * j, end);
         TAKE_QUAD(f4, j)
     }
-    uint slot = takes > 0u ? atomicAdd(row_state[o + R_WIDE_COUNT], takes) : 0u;
-    uint held = min(takes, LOCAL_TAKES);
-    uint kmin = 0xFFFFFFFFu, kmax = 0u;  // b*'s members' keys, as they are written
-    for (uint e = 0u; e < held; ++e) {
-        uint id = local_id[e];
-        uint key, bin;
-        taken(row_logit(row, id), id, key, bin);  // its key again (it was taken)
-        if (slot + e < pc.wide_cap) wide_pairs[list / 2u + slot + e] = uvec2(key, id);
-        kmin = bin == g_bstar ? min(kmin, key) : kmin;
-        kmax = bin == g_bstar ? max(kmax, key) : kmax;
+    if (STAGE_TAKES) {
+        // The staged entries, side by side (w_staged: their count, then
+        // their first slot in the list).
+        barrier();
+        uint staged = min(w_staged, CAP);
+        barrier();
+        if (t == 0u) w_staged = staged > 0u ? atomicAdd(row_state[o + R_WIDE_COUNT], staged) : 0u;
+        barrier();
+        uint first = w_staged;
+        for (uint e = t; e < staged; e += WG)
+            if (first + e < pc.wide_cap) wide_pairs[list / 2u + first + e] = uvec2(c_key[e], c_id[e]);
     }
-    slot += held;
+    uint slot = takes > held ? atomicAdd(row_state[o + R_WIDE_COUNT], takes - held) : 0u;
+    if (LOCAL_TAKES > 0u) {
+        held = min(takes, LOCAL_TAKES);
+        for (uint e = 0u; e < held; ++e) {
+            uint id = local_id[e];
+            uint key, bin;
+            taken(row_logit(row, id), id, key, bin);  // its key again (it was taken)
+            if (slot + e < pc.wide_cap) wide_pairs[list / 2u + slot + e] = uvec2(key, id);
+            kmin = bin == g_bstar ? min(kmin, key) : kmin;
+            kmax = bin == g_bstar ? max(kmax, key) : kmax;
+        }
+        slot += held;
+    }
     takes -= held;
     uint skip = held;  // taken entries already written
     for (uint j = j_first; takes > 0u && j < j_stop; j += RUN_LANES) {
