@@ -125,7 +125,8 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
             return {(histogram ? M::kWideHistogramUsPerLogit : M::kWideGatherUsPerLogit) * chunk, chunk, M::kHeavyPerSm};
         const bool today = in.shaders == ShaderSet::Today;
         const double saved = today ? M::kChunkReadUs * (M::kWideChunksOf521950c - 1) : 0.0;
-        const double reads_saved = today && !histogram ? M::kWideListReadsSaved * M::kWideListReadUs : 0;
+        const double reads_saved =
+            today && !histogram ? (M::kWideListReadsSaved + M::kWideListReadsLeft / 2) * M::kWideListReadUs : 0;
         const double gather = M::kWideGatherUs - M::kWideGatherChunkOf521950c * M::kReadUsPerLogit + (today ? 0 : read);
         return {(histogram ? M::kWideHistogramUs : gather) + read, chunk, M::kHeavyPerSm,
                 (histogram ? M::kWideHistogramLastUs : M::kWideGatherLastUs) - saved - reads_saved};

@@ -146,7 +146,10 @@ struct EstimateModel {
     // the cut's selection sums the draw's masses as it goes). A read of the
     // bench row's list (b* about 8100 entries at 151936: 32 an invocation, 8
     // batches of 4 independent loads) stated as 8 of the tail's list reads.
+    // Today's two load 8 entries a batch (wide_gather.comp: LIST_LOADS):
+    // each half of that.
     static constexpr double kWideListReadsSaved = 2;
+    static constexpr double kWideListReadsLeft = 2;
     static constexpr double kWideListReadUs = 8 * kUsPerListRead;
     static constexpr double kRowStatsUs = 5.7;            // per chunk, besides the read
     // The last workgroup's dependent read of what one chunk left (an L2
