@@ -235,15 +235,34 @@ void merge_list_runs(uint n, uint n_chunks) {
     }
 }
 
+// Entries an invocation loads before it stores any when it copies the lists
+// into shared memory (sort_chunk_lists): on a GPU the copy then waits for
+// memory once per COPY_LOADS entries an invocation (up to CAP / WG, 16 at
+// 4096 and 256), not once an entry (the candidates buffer is coherent: a
+// compiler need not move a later entry's load above this one's store). A
+// CPU device takes one at a time, as wide_gather's list (LIST_LOADS).
+const uint COPY_LOAD_SLOTS = 8u;
+const uint COPY_LOADS = INDEXED_BINS != 0u ? 1u : COPY_LOAD_SLOTS;
+
 // (After locate_chunk_lists.)
 uint sort_chunk_lists(uint need, uint n_chunks) {
     if (n_chunks * need > CAP) narrow_chunk_lists(need, n_chunks);  // uniform; lists of at most need
     uint n = list_offsets(n_chunks);
     if (n > CAP) return merge_chunk_lists(need, n_chunks);
-    for (uint j = gl_LocalInvocationID.x; j < n; j += WG) {
-        uint at = list_entry_at(j, n_chunks);
-        c_key[j] = candidates[at];
-        c_id[j] = candidates[at + 1u];
+    for (uint j0 = gl_LocalInvocationID.x; j0 < n; j0 += COPY_LOADS * WG) {
+        uvec2 e[COPY_LOAD_SLOTS];
+        [[unroll]] for (uint u = 0u; u < COPY_LOAD_SLOTS; ++u) {
+            uint j = j0 + u * WG;
+            uint at = u < COPY_LOADS && j < n ? list_entry_at(j, n_chunks) : 0u;
+            e[u] = u < COPY_LOADS && j < n ? uvec2(candidates[at], candidates[at + 1u]) : uvec2(0u);
+        }
+        [[unroll]] for (uint u = 0u; u < COPY_LOADS; ++u) {
+            uint j = j0 + u * WG;
+            if (j < n) {
+                c_key[j] = e[u].x;
+                c_id[j] = e[u].y;
+            }
+        }
     }
     barrier();
     merge_list_runs(n, n_chunks);
