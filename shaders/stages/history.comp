@@ -101,10 +101,10 @@ int breaker_match(uint breakers, uint i) {
 // <= 0 multiplied by the repeat penalty, > 0 divided, then count * freq +
 // present subtracted; llama_sampler_dry_apply: its penalty subtracted).
 // `precise`: no fused multiply-add, the twin rounds every step.
-float apply_history(uint row, uint o, float f) {
+// count, dry_bits: the token's entry's ADJ_COUNT and ADJ_DRY.
+float apply_history(uint row, uint count, uint dry_bits, float f) {
     uint flags = param_u(row, P_ROW_FLAGS);
-    uint count = adjust[o + ADJ_COUNT];
-    precise float dry = uintBitsToFloat(adjust[o + ADJ_DRY]);
+    precise float dry = uintBitsToFloat(dry_bits);
     precise float x = f;
     if ((flags & ROW_DRY_FIRST) != 0u) x = x - dry;
     if (count > 0u) {
@@ -355,6 +355,35 @@ void dry_repeats(uint row, uint base) {
     for (uint k = 1u + t; k < n; k += WG) dry_extends(base, breakers, allowed, k, adjust[repeats + n - 1u - k]);
 }
 
+// The last workgroup's loops over the used entries (dry_penalties,
+// mark_adjusted, write_adjusted, clear_entries) take ENTRY_LOADS entries an
+// invocation a trip, each step's loads issued for all of them before any is
+// used: a GPU then waits for memory once a step a trip, not once a step an
+// entry (each entry is a chain of dependent loads: its index, its fields,
+// the token's logit; a window of 4096 tokens can use 4096 entries, 16 an
+// invocation). Four: the pass's registers stay few, as its residency wants
+// (gpu_plan.hpp: history_groups_for). A CPU device takes one at a time.
+const uint ENTRY_LOAD_SLOTS = 4u;
+const uint ENTRY_LOADS = INDEXED_BINS != 0u ? 1u : ENTRY_LOAD_SLOTS;
+const uint NO_ENTRY = 0xFFFFFFFFu;
+
+// The word offsets of used entries j0, j0 + WG, ... (ENTRY_LOADS of them;
+// NO_ENTRY from in_use on).
+void entry_offsets(uint base, uint hash_base, uint j0, uint in_use, out uint o[ENTRY_LOAD_SLOTS]) {
+    uint used = adjust_used_at(base);
+    [[unroll]] for (uint u = 0u; u < ENTRY_LOAD_SLOTS; ++u) {
+        uint j = j0 + u * WG;
+        o[u] = u < ENTRY_LOADS && j < in_use ? adjust[used + 1u + j] : NO_ENTRY;
+    }
+    [[unroll]] for (uint u = 0u; u < ENTRY_LOAD_SLOTS; ++u)
+        o[u] = o[u] != NO_ENTRY ? hash_base + o[u] * ADJ_ENTRY : NO_ENTRY;
+}
+
+// Field `field` of each entry (0 for NO_ENTRY).
+void entry_fields(uint o[ENTRY_LOAD_SLOTS], uint field, out uint v[ENTRY_LOAD_SLOTS]) {
+    [[unroll]] for (uint u = 0u; u < ENTRY_LOAD_SLOTS; ++u) v[u] = o[u] != NO_ENTRY ? adjust[o[u] + field] : 0u;
+}
+
 // DRY's step 4: the penalty of each token a repeat extends, exponent capped as
 // llama.cpp caps it.
 void dry_penalties(uint row, uint base, uint hash_base, uint in_use) {
@@ -363,14 +392,16 @@ void dry_penalties(uint row, uint base, uint hash_base, uint in_use) {
     uint max_exp = param_u(row, P_DRY_MAX_EXP);
     float multiplier = param_f(row, P_DRY_MULT);
     float dry_base = param_f(row, P_DRY_BASE);
-    uint used = adjust_used_at(base);
-    for (uint j = t; j < in_use; j += WG) {
-        uint o = hash_base + adjust[used + 1u + j] * ADJ_ENTRY;
-        uint len = adjust[o + ADJ_DRY_LEN];
-        if (len == 0u) continue;
-        uint exponent = len - 1u - allowed;
-        if (max_exp > 0u && exponent > max_exp) exponent = max_exp;
-        adjust[o + ADJ_DRY] = floatBitsToUint(dry_penalty(multiplier, dry_base, exponent));
+    for (uint j0 = t; j0 < in_use; j0 += ENTRY_LOADS * WG) {
+        uint o[ENTRY_LOAD_SLOTS], len[ENTRY_LOAD_SLOTS];
+        entry_offsets(base, hash_base, j0, in_use, o);
+        entry_fields(o, ADJ_DRY_LEN, len);
+        [[unroll]] for (uint u = 0u; u < ENTRY_LOAD_SLOTS; ++u) {
+            if (len[u] == 0u) continue;  // NO_ENTRY too
+            uint exponent = len[u] - 1u - allowed;
+            if (max_exp > 0u && exponent > max_exp) exponent = max_exp;
+            adjust[o[u] + ADJ_DRY] = floatBitsToUint(dry_penalty(multiplier, dry_base, exponent));
+        }
     }
 }
 
@@ -444,28 +475,38 @@ void write_adjusted(uint row, uint base, uint hash_base, uint in_use, bool in_pl
     uint prefix = adjust_prefix_at(base);
     uint values = adjust_values_at(base);
     uint inputs = (param_u(row, P_ROW_FLAGS) & ROW_HAS_INPUTS) != 0u ? param_u(row, P_INPUTS) : NO_INPUTS;
-    uint used = adjust_used_at(base);
-    for (uint j = t; j < in_use; j += WG) {
-        uint o = hash_base + adjust[used + 1u + j] * ADJ_ENTRY;
-        uint key = adjust[o + ADJ_KEY];
-        if (key - 1u >= pc.vocab) continue;
-        uint token = key - 1u;
-        uint bit = 1u << (token & 31u);
-        float f = flush_subnormal(logits[row * pc.stride + token]);
-        // The row fails on NaN and +Inf (the passes read them raw); the bias
-        // first (the twin's order), then the history samplers, which leave a
-        // masked (-inf) logit masked. (row_logit applies the token bitmask
-        // before it reads this table.)
-        if (!isnan(f) && !(isinf(f) && f > 0.0)) {
-            if (inputs != NO_INPUTS && (row_inputs[inputs + 3u + 2u * (token >> 5u)] & bit) != 0u)
-                f = apply_bias(inputs, token, f);
-            if (!isnan(f) && !isinf(f)) f = apply_history(row, o, f);
+    for (uint j0 = t; j0 < in_use; j0 += ENTRY_LOADS * WG) {
+        uint o[ENTRY_LOAD_SLOTS], key[ENTRY_LOAD_SLOTS], count[ENTRY_LOAD_SLOTS], dry[ENTRY_LOAD_SLOTS];
+        entry_offsets(base, hash_base, j0, in_use, o);
+        entry_fields(o, ADJ_KEY, key);
+        entry_fields(o, ADJ_COUNT, count);
+        entry_fields(o, ADJ_DRY, dry);
+        // Each token's logit, and where it goes in the table (a key past the
+        // vocabulary, or none, loads nothing).
+        float f[ENTRY_LOAD_SLOTS];
+        uint rank[ENTRY_LOAD_SLOTS];
+        [[unroll]] for (uint u = 0u; u < ENTRY_LOAD_SLOTS; ++u) {
+            uint token = key[u] - 1u;
+            bool live = token < pc.vocab;
+            f[u] = live ? logits[row * pc.stride + token] : 0.0;
+            rank[u] = live && !in_place ? adjust[prefix + (token >> 5u)] : 0u;
+            rank[u] += live && !in_place ? bitCount(adjust[base + (token >> 5u)] & ((1u << (token & 31u)) - 1u)) : 0u;
         }
-        if (in_place) {
-            logits_out[row * pc.stride + token] = f;
-        } else {
-            uint rank = adjust[prefix + (token >> 5u)] + bitCount(adjust[base + (token >> 5u)] & (bit - 1u));
-            adjust[values + rank] = floatBitsToUint(f);
+        [[unroll]] for (uint u = 0u; u < ENTRY_LOAD_SLOTS; ++u) {
+            uint token = key[u] - 1u;
+            if (token >= pc.vocab) continue;  // NO_ENTRY's key 0 too
+            float x = flush_subnormal(f[u]);
+            // The row fails on NaN and +Inf (the passes read them raw); the bias
+            // first (the twin's order), then the history samplers, which leave a
+            // masked (-inf) logit masked. (row_logit applies the token bitmask
+            // before it reads this table.)
+            if (!isnan(x) && !(isinf(x) && x > 0.0)) {
+                if (inputs != NO_INPUTS && (row_inputs[inputs + 3u + 2u * (token >> 5u)] & (1u << (token & 31u))) != 0u)
+                    x = apply_bias(inputs, token, x);
+                if (!isnan(x) && !isinf(x)) x = apply_history(row, count[u], dry[u], x);
+            }
+            if (in_place) logits_out[row * pc.stride + token] = x;
+            else adjust[values + rank[u]] = floatBitsToUint(x);
         }
     }
 }
@@ -477,17 +518,27 @@ void mark_adjusted(uint base, uint hash_base, uint in_use) {
     uint t = gl_LocalInvocationID.x;
     uint marked = adjust_marked_at(base);
     uint before = adjust[marked];
-    for (uint j = t; j < before; j += WG) {
-        uint token = adjust[marked + 1u + j];
-        atomicAnd(adjust[base + (token >> 5u)], ~(1u << (token & 31u)));
+    for (uint j0 = t; j0 < before; j0 += ENTRY_LOADS * WG) {
+        uint token[ENTRY_LOAD_SLOTS];
+        [[unroll]] for (uint u = 0u; u < ENTRY_LOAD_SLOTS; ++u) {
+            uint j = j0 + u * WG;
+            token[u] = u < ENTRY_LOADS && j < before ? adjust[marked + 1u + j] : NO_ENTRY;
+        }
+        [[unroll]] for (uint u = 0u; u < ENTRY_LOAD_SLOTS; ++u)
+            if (token[u] != NO_ENTRY) atomicAnd(adjust[base + (token[u] >> 5u)], ~(1u << (token[u] & 31u)));
     }
     memoryBarrierBuffer();
     barrier();
-    uint used = adjust_used_at(base);
-    for (uint j = t; j < in_use; j += WG) {
-        uint token = adjust[hash_base + adjust[used + 1u + j] * ADJ_ENTRY + ADJ_KEY] - 1u;
-        atomicOr(adjust[base + (token >> 5u)], 1u << (token & 31u));
-        adjust[marked + 1u + j] = token;
+    for (uint j0 = t; j0 < in_use; j0 += ENTRY_LOADS * WG) {
+        uint o[ENTRY_LOAD_SLOTS], key[ENTRY_LOAD_SLOTS];
+        entry_offsets(base, hash_base, j0, in_use, o);
+        entry_fields(o, ADJ_KEY, key);
+        [[unroll]] for (uint u = 0u; u < ENTRY_LOAD_SLOTS; ++u) {
+            if (o[u] == NO_ENTRY) continue;
+            uint token = key[u] - 1u;
+            atomicOr(adjust[base + (token >> 5u)], 1u << (token & 31u));
+            adjust[marked + 1u + j0 + u * WG] = token;
+        }
     }
     if (t == 0u) adjust[marked] = in_use;
 }
@@ -497,15 +548,18 @@ void mark_adjusted(uint base, uint hash_base, uint in_use) {
 // The bitmap and the table stay: this call's passes read them.
 void clear_entries(uint base, uint hash_base, uint in_use) {
     uint t = gl_LocalInvocationID.x;
-    uint used = adjust_used_at(base);
-    for (uint j = t; j < in_use; j += WG) {
-        uint o = hash_base + adjust[used + 1u + j] * ADJ_ENTRY;
-        adjust[o + ADJ_KEY] = 0u;
-        adjust[o + ADJ_COUNT] = 0u;
-        adjust[o + ADJ_DRY] = 0u;
-        adjust[o + ADJ_DRY_LEN] = 0u;
+    for (uint j0 = t; j0 < in_use; j0 += ENTRY_LOADS * WG) {
+        uint o[ENTRY_LOAD_SLOTS];
+        entry_offsets(base, hash_base, j0, in_use, o);
+        [[unroll]] for (uint u = 0u; u < ENTRY_LOAD_SLOTS; ++u) {
+            if (o[u] == NO_ENTRY) continue;
+            adjust[o[u] + ADJ_KEY] = 0u;
+            adjust[o[u] + ADJ_COUNT] = 0u;
+            adjust[o[u] + ADJ_DRY] = 0u;
+            adjust[o[u] + ADJ_DRY_LEN] = 0u;
+        }
     }
-    if (t == 0u) adjust[used] = 0u;
+    if (t == 0u) adjust[adjust_used_at(base)] = 0u;
 }
 
 // One dispatch: one workgroup per row (HISTORY_WHOLE, a CPU device's plan) or

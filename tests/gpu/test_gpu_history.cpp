@@ -422,7 +422,8 @@ TEST(GpuHistoryWindow, ATokenThatLeavesTheWindowIsNoLongerAdjusted) {
 // tokens, the row's likeliest (so that the top-k keeps adjusted ones) and
 // their neighbours in the same bitmap words, a third
 // of them twice (counts of one and two, a repeat for DRY), on a row with a
-// bias (the table path), against the twin; on the test's plan, and on a CPU
+// bias (the table path), against the twin, then a window of other tokens
+// that pushes every one of them out; on the test's plan, and on a CPU
 // device's plan with one workgroup for the whole window.
 TEST(GpuHistoryTable, RanksOfFewAndManyAdjustedTokensEqualTheTwin) {
     constexpr int32_t kV = 32000;
@@ -470,6 +471,21 @@ TEST(GpuHistoryTable, RanksOfFewAndManyAdjustedTokensEqualTheTwin) {
                 compare_token(chain.sample(logits.data(), 1, kV)[0], row, step, &tally);
                 if (testing::Test::HasFatalFailure()) return;
             }
+            // Then as many other tokens fill the window: every adjusted token
+            // leaves it, and its bitmap bit is cleared from the list the last
+            // call marked (history.comp, mark_adjusted), or the row's
+            // likeliest would still read a table entry.
+            std::vector<int32_t> other;
+            for (int32_t t = 0; other.size() < distinct; ++t)
+                if (!taken[static_cast<size_t>(t)]) other.push_back(t);
+            std::vector<int32_t> fill;
+            for (size_t i = 0; fill.size() < 4096; ++i) fill.push_back(other[i % other.size()]);
+            chain.accept(0, fill);
+            SlotState state;
+            state.history = chain.slot_history(0);
+            Row row{kinds, logits.data(), kV, p, &state};
+            compare_distribution(gpu_distribution(chain, logits, 1, kV, 0), &row, 3, &tally);
+            if (testing::Test::HasFatalFailure()) return;
             EXPECT_LE(tally.token_near_cdf_boundary, 1);
         }
     }
