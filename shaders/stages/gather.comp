@@ -36,6 +36,16 @@ void put_candidate(uint row, uint slot, uint key, uint i) {
     }
 }
 
+// The members among logits i0 .. i0 + 3 (values f4; those at or past end are
+// not), each to its candidate slot (an atomic a member: a GPU's).
+void put_members(uint row, vec4 f4, uint i0, uint end, float scale, uint lo, uint hi) {
+    [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+        uint k;
+        if (i0 + c < end && member(f4[c], scale, lo, hi, k))
+            put_candidate(row, atomicAdd(row_state[row * ROW_STRIDE + R_CAND_COUNT], 1u), k, i0 + c);
+    }
+}
+
 void main() {
     uint row = pc.row_base + gl_WorkGroupID.y;
     bind_row(row);
@@ -51,12 +61,22 @@ void main() {
         float scale = row_scale(row);
         uint begin = chunk * pc.chunk_size;
         uint end = min(begin + pc.chunk_size, pc.vocab);
-        if (INDEXED_BINS == 0u) {  // a GPU: an atomic per member
-            for (uint i = begin + t; i < end; i += WG) {
-                uint k;
-                if (bin_member(row, i, scale, lo, hi, k))
-                    put_candidate(row, atomicAdd(row_state[o + R_CAND_COUNT], 1u), k, i);
+        if (INDEXED_BINS == 0u) {
+            // A GPU: an atomic per member. Each invocation's quads are a
+            // contiguous stretch (stretch.glsl), four loads a trip issued
+            // before any member's atomic: a loop of a logit a load, an
+            // atomic between two loads, waited for memory once a logit (the
+            // atomic may alias the next load for all a compiler knows).
+            uint j_first, j_stop;
+            stretch_share(0u, (end - begin + 3u) / 4u, j_first, j_stop);
+            uint j = j_first;
+            for (; j + 3u * RUN_LANES < j_stop; j += 4u * RUN_LANES) {
+                vec4 f4[4];
+                [[unroll]] for (uint h = 0u; h < 4u; ++h) f4[h] = chunk_quad(row, begin, end, j + h * RUN_LANES);
+                [[unroll]] for (uint h = 0u; h < 4u; ++h)
+                    put_members(row, f4[h], begin + 4u * (j + h * RUN_LANES), end, scale, lo, hi);
             }
+            for (; j < j_stop; j += RUN_LANES) put_members(row, chunk_quad(row, begin, end, j), begin + 4u * j, end, scale, lo, hi);
         } else {
             // A CPU device runs the atomic under a lane mask for every logit,
             // a loop over the lanes each time. Instead each invocation reads a
