@@ -29,6 +29,25 @@
 const uint HIGH_COUNT_ONE = 1u << 20;
 const uint QUADS_PER_SPAN = 1023u;
 
+// A GPU's value level: a logit's value F (in the chunk where INSIDE) into the
+// invocation's bins, by selects (main's mass_lo, mass_hi, count); -inf is
+// masked, no mass (a row with +inf failed before this pass).
+#define ADD_VALUE_MASS(F, INSIDE)                                            \
+    {                                                                        \
+        float x_ = scaled_logit(F, scale);                                   \
+        if ((INSIDE) && !isinf(x_)) {                                        \
+            uint bin_ = level0_bin(x_, max_scaled, inv_width);               \
+            uvec2 q_ = sieve_mass(x_, max_scaled);                           \
+            [[unroll]] for (uint b = 0u; b < BINS; ++b) {                    \
+                bool here = bin_ == b;                                       \
+                uint carry;                                                  \
+                mass_lo[b] = uaddCarry(mass_lo[b], here ? q_.x : 0u, carry); \
+                mass_hi[b] += (here ? q_.y : 0u) + carry;                    \
+                count[b] += here ? 1u : 0u;                                  \
+            }                                                                \
+        }                                                                    \
+    }
+
 void main() {
     uint row = pc.row_base + gl_WorkGroupID.y;
     bind_row(row);
@@ -87,18 +106,23 @@ void main() {
             }
         }
     } else if (value_level) {
-        for (uint i = begin + t; i < end; i += WG) {
-            float x = scaled_logit(row_logit(row, i), scale);
-            if (isinf(x)) continue;  // -inf: masked, no mass (a row with +inf failed)
-            uint bin = level0_bin(x, max_scaled, inv_width);
-            uvec2 q = sieve_mass(x, max_scaled);
-            [[unroll]] for (uint b = 0u; b < BINS; ++b) {
-                bool here = bin == b;
-                uint carry;
-                mass_lo[b] = uaddCarry(mass_lo[b], here ? q.x : 0u, carry);
-                mass_hi[b] += (here ? q.y : 0u) + carry;
-                count[b] += here ? 1u : 0u;
-            }
+        // A GPU: each invocation's quads a contiguous stretch (stretch.glsl),
+        // four loads a trip issued before any is used, as row_stats and the
+        // gather read (a loop of a logit a load leaves batching them to the
+        // compiler).
+        uint j_first, j_stop;
+        stretch_share(0u, (end - begin + 3u) / 4u, j_first, j_stop);
+        uint j = j_first;
+        for (; j + 3u * RUN_LANES < j_stop; j += 4u * RUN_LANES) {
+            vec4 f4[4];
+            [[unroll]] for (uint h = 0u; h < 4u; ++h) f4[h] = chunk_quad(row, begin, end, j + h * RUN_LANES);
+            [[unroll]] for (uint h = 0u; h < 4u; ++h)
+                [[unroll]] for (uint c = 0u; c < 4u; ++c)
+                    ADD_VALUE_MASS(f4[h][c], begin + 4u * (j + h * RUN_LANES) + c < end)
+        }
+        for (; j < j_stop; j += RUN_LANES) {
+            vec4 f4 = chunk_quad(row, begin, end, j);
+            [[unroll]] for (uint c = 0u; c < 4u; ++c) ADD_VALUE_MASS(f4[c], begin + 4u * j + c < end)
         }
     } else {
         for (uint i = begin + t; i < end; i += WG) {
