@@ -241,8 +241,7 @@ void merge_list_runs(uint n, uint n_chunks) {
 // 4096 and 256), not once an entry (the candidates buffer is coherent: a
 // compiler need not move a later entry's load above this one's store). A
 // CPU device takes one at a time, as wide_gather's list (LIST_LOADS).
-const uint COPY_LOAD_SLOTS = 8u;
-const uint COPY_LOADS = INDEXED_BINS != 0u ? 1u : COPY_LOAD_SLOTS;
+const uint COPY_LOADS = INDEXED_BINS != 0u ? 1u : 8u;
 
 // (After locate_chunk_lists.)
 uint sort_chunk_lists(uint need, uint n_chunks) {
@@ -250,11 +249,11 @@ uint sort_chunk_lists(uint need, uint n_chunks) {
     uint n = list_offsets(n_chunks);
     if (n > CAP) return merge_chunk_lists(need, n_chunks);
     for (uint j0 = gl_LocalInvocationID.x; j0 < n; j0 += COPY_LOADS * WG) {
-        uvec2 e[COPY_LOAD_SLOTS];
-        [[unroll]] for (uint u = 0u; u < COPY_LOAD_SLOTS; ++u) {
+        uvec2 e[COPY_LOADS];
+        [[unroll]] for (uint u = 0u; u < COPY_LOADS; ++u) {
             uint j = j0 + u * WG;
-            uint at = u < COPY_LOADS && j < n ? list_entry_at(j, n_chunks) : 0u;
-            e[u] = u < COPY_LOADS && j < n ? uvec2(candidates[at], candidates[at + 1u]) : uvec2(0u);
+            uint at = j < n ? list_entry_at(j, n_chunks) : 0u;
+            e[u] = j < n ? uvec2(candidates[at], candidates[at + 1u]) : uvec2(0u);
         }
         [[unroll]] for (uint u = 0u; u < COPY_LOADS; ++u) {
             uint j = j0 + u * WG;

@@ -362,26 +362,30 @@ void dry_repeats(uint row, uint base) {
 // entry (each entry is a chain of dependent loads: its index, its fields,
 // the token's logit; a window of 4096 tokens can use 4096 entries, 16 an
 // invocation). Four: the pass's registers stay few, as its residency wants
-// (gpu_plan.hpp: history_groups_for). A CPU device takes one at a time.
-const uint ENTRY_LOAD_SLOTS = 4u;
-const uint ENTRY_LOADS = INDEXED_BINS != 0u ? 1u : ENTRY_LOAD_SLOTS;
+// (gpu_plan.hpp: history_groups_for). A CPU device takes one at a time: its
+// arrays are then one entry long (sized by the specialization constant, so
+// that lavapipe keeps no array of four in memory: it took the pass from
+// about 210 to 245 us at 4096 tokens).
+const uint ENTRY_LOADS = INDEXED_BINS != 0u ? 1u : 4u;
 const uint NO_ENTRY = 0xFFFFFFFFu;
 
+// Whether slot u of a trip from j0 holds a used entry: slot 0 always does
+// (the loops run while j0 < in_use), and saying so costs a CPU device no
+// branch around its one load.
+bool entry_slot(uint u, uint j0, uint count) { return u == 0u || j0 + u * WG < count; }
+
 // The word offsets of used entries j0, j0 + WG, ... (ENTRY_LOADS of them;
-// NO_ENTRY from in_use on).
-void entry_offsets(uint base, uint hash_base, uint j0, uint in_use, out uint o[ENTRY_LOAD_SLOTS]) {
+// NO_ENTRY from in_use on). j0 < in_use.
+void entry_offsets(uint base, uint hash_base, uint j0, uint in_use, out uint o[ENTRY_LOADS]) {
     uint used = adjust_used_at(base);
-    [[unroll]] for (uint u = 0u; u < ENTRY_LOAD_SLOTS; ++u) {
-        uint j = j0 + u * WG;
-        o[u] = u < ENTRY_LOADS && j < in_use ? adjust[used + 1u + j] : NO_ENTRY;
-    }
-    [[unroll]] for (uint u = 0u; u < ENTRY_LOAD_SLOTS; ++u)
-        o[u] = o[u] != NO_ENTRY ? hash_base + o[u] * ADJ_ENTRY : NO_ENTRY;
+    [[unroll]] for (uint u = 0u; u < ENTRY_LOADS; ++u)
+        o[u] = entry_slot(u, j0, in_use) ? hash_base + adjust[used + 1u + j0 + u * WG] * ADJ_ENTRY : NO_ENTRY;
 }
 
 // Field `field` of each entry (0 for NO_ENTRY).
-void entry_fields(uint o[ENTRY_LOAD_SLOTS], uint field, out uint v[ENTRY_LOAD_SLOTS]) {
-    [[unroll]] for (uint u = 0u; u < ENTRY_LOAD_SLOTS; ++u) v[u] = o[u] != NO_ENTRY ? adjust[o[u] + field] : 0u;
+void entry_fields(uint o[ENTRY_LOADS], uint field, out uint v[ENTRY_LOADS]) {
+    [[unroll]] for (uint u = 0u; u < ENTRY_LOADS; ++u)
+        v[u] = u == 0u || o[u] != NO_ENTRY ? adjust[o[u] + field] : 0u;
 }
 
 // DRY's step 4: the penalty of each token a repeat extends, exponent capped as
@@ -393,10 +397,10 @@ void dry_penalties(uint row, uint base, uint hash_base, uint in_use) {
     float multiplier = param_f(row, P_DRY_MULT);
     float dry_base = param_f(row, P_DRY_BASE);
     for (uint j0 = t; j0 < in_use; j0 += ENTRY_LOADS * WG) {
-        uint o[ENTRY_LOAD_SLOTS], len[ENTRY_LOAD_SLOTS];
+        uint o[ENTRY_LOADS], len[ENTRY_LOADS];
         entry_offsets(base, hash_base, j0, in_use, o);
         entry_fields(o, ADJ_DRY_LEN, len);
-        [[unroll]] for (uint u = 0u; u < ENTRY_LOAD_SLOTS; ++u) {
+        [[unroll]] for (uint u = 0u; u < ENTRY_LOADS; ++u) {
             if (len[u] == 0u) continue;  // NO_ENTRY too
             uint exponent = len[u] - 1u - allowed;
             if (max_exp > 0u && exponent > max_exp) exponent = max_exp;
@@ -476,23 +480,23 @@ void write_adjusted(uint row, uint base, uint hash_base, uint in_use, bool in_pl
     uint values = adjust_values_at(base);
     uint inputs = (param_u(row, P_ROW_FLAGS) & ROW_HAS_INPUTS) != 0u ? param_u(row, P_INPUTS) : NO_INPUTS;
     for (uint j0 = t; j0 < in_use; j0 += ENTRY_LOADS * WG) {
-        uint o[ENTRY_LOAD_SLOTS], key[ENTRY_LOAD_SLOTS], count[ENTRY_LOAD_SLOTS], dry[ENTRY_LOAD_SLOTS];
+        uint o[ENTRY_LOADS], key[ENTRY_LOADS], count[ENTRY_LOADS], dry[ENTRY_LOADS];
         entry_offsets(base, hash_base, j0, in_use, o);
         entry_fields(o, ADJ_KEY, key);
         entry_fields(o, ADJ_COUNT, count);
         entry_fields(o, ADJ_DRY, dry);
         // Each token's logit, and where it goes in the table (a key past the
         // vocabulary, or none, loads nothing).
-        float f[ENTRY_LOAD_SLOTS];
-        uint rank[ENTRY_LOAD_SLOTS];
-        [[unroll]] for (uint u = 0u; u < ENTRY_LOAD_SLOTS; ++u) {
+        float f[ENTRY_LOADS];
+        uint rank[ENTRY_LOADS];
+        [[unroll]] for (uint u = 0u; u < ENTRY_LOADS; ++u) {
             uint token = key[u] - 1u;
             bool live = token < pc.vocab;
             f[u] = live ? logits[row * pc.stride + token] : 0.0;
             rank[u] = live && !in_place ? adjust[prefix + (token >> 5u)] : 0u;
             rank[u] += live && !in_place ? bitCount(adjust[base + (token >> 5u)] & ((1u << (token & 31u)) - 1u)) : 0u;
         }
-        [[unroll]] for (uint u = 0u; u < ENTRY_LOAD_SLOTS; ++u) {
+        [[unroll]] for (uint u = 0u; u < ENTRY_LOADS; ++u) {
             uint token = key[u] - 1u;
             if (token >= pc.vocab) continue;  // NO_ENTRY's key 0 too
             float x = flush_subnormal(f[u]);
@@ -519,22 +523,20 @@ void mark_adjusted(uint base, uint hash_base, uint in_use) {
     uint marked = adjust_marked_at(base);
     uint before = adjust[marked];
     for (uint j0 = t; j0 < before; j0 += ENTRY_LOADS * WG) {
-        uint token[ENTRY_LOAD_SLOTS];
-        [[unroll]] for (uint u = 0u; u < ENTRY_LOAD_SLOTS; ++u) {
-            uint j = j0 + u * WG;
-            token[u] = u < ENTRY_LOADS && j < before ? adjust[marked + 1u + j] : NO_ENTRY;
-        }
-        [[unroll]] for (uint u = 0u; u < ENTRY_LOAD_SLOTS; ++u)
-            if (token[u] != NO_ENTRY) atomicAnd(adjust[base + (token[u] >> 5u)], ~(1u << (token[u] & 31u)));
+        uint token[ENTRY_LOADS];
+        [[unroll]] for (uint u = 0u; u < ENTRY_LOADS; ++u)
+            token[u] = entry_slot(u, j0, before) ? adjust[marked + 1u + j0 + u * WG] : NO_ENTRY;
+        [[unroll]] for (uint u = 0u; u < ENTRY_LOADS; ++u)
+            if (u == 0u || token[u] != NO_ENTRY) atomicAnd(adjust[base + (token[u] >> 5u)], ~(1u << (token[u] & 31u)));
     }
     memoryBarrierBuffer();
     barrier();
     for (uint j0 = t; j0 < in_use; j0 += ENTRY_LOADS * WG) {
-        uint o[ENTRY_LOAD_SLOTS], key[ENTRY_LOAD_SLOTS];
+        uint o[ENTRY_LOADS], key[ENTRY_LOADS];
         entry_offsets(base, hash_base, j0, in_use, o);
         entry_fields(o, ADJ_KEY, key);
-        [[unroll]] for (uint u = 0u; u < ENTRY_LOAD_SLOTS; ++u) {
-            if (o[u] == NO_ENTRY) continue;
+        [[unroll]] for (uint u = 0u; u < ENTRY_LOADS; ++u) {
+            if (u != 0u && o[u] == NO_ENTRY) continue;
             uint token = key[u] - 1u;
             atomicOr(adjust[base + (token >> 5u)], 1u << (token & 31u));
             adjust[marked + 1u + j0 + u * WG] = token;
@@ -549,10 +551,10 @@ void mark_adjusted(uint base, uint hash_base, uint in_use) {
 void clear_entries(uint base, uint hash_base, uint in_use) {
     uint t = gl_LocalInvocationID.x;
     for (uint j0 = t; j0 < in_use; j0 += ENTRY_LOADS * WG) {
-        uint o[ENTRY_LOAD_SLOTS];
+        uint o[ENTRY_LOADS];
         entry_offsets(base, hash_base, j0, in_use, o);
-        [[unroll]] for (uint u = 0u; u < ENTRY_LOAD_SLOTS; ++u) {
-            if (o[u] == NO_ENTRY) continue;
+        [[unroll]] for (uint u = 0u; u < ENTRY_LOADS; ++u) {
+            if (u != 0u && o[u] == NO_ENTRY) continue;
             adjust[o[u] + ADJ_KEY] = 0u;
             adjust[o[u] + ADJ_COUNT] = 0u;
             adjust[o[u] + ADJ_DRY] = 0u;

@@ -165,12 +165,12 @@ void add_kept(uvec2 part) {
 // bench row's b* (about 8100 entries at 151936, 32 an invocation) in four
 // memory round trips a read, for 16 registers. A CPU device (INDEXED_BINS)
 // takes one at a time: four cost it more (lavapipe, top-p at 151936:
-// wide_gather 299 us against 280).
-const uint LIST_LOAD_SLOTS = 8u;
-const uint LIST_LOADS = INDEXED_BINS != 0u ? 1u : LIST_LOAD_SLOTS;
-void list_entries(uint list, uint j, uint m, out uvec2 e[LIST_LOAD_SLOTS]) {
-    [[unroll]] for (uint u = 0u; u < LIST_LOAD_SLOTS; ++u)
-        e[u] = u < LIST_LOADS && j + u * WG < m ? wide_pairs[list / 2u + j + u * WG] : uvec2(0u);
+// wide_gather 299 us against 280); the arrays are sized by the
+// specialization constant, so that lavapipe keeps none in memory.
+const uint LIST_LOADS = INDEXED_BINS != 0u ? 1u : 8u;
+void list_entries(uint list, uint j, uint m, out uvec2 e[LIST_LOADS]) {
+    [[unroll]] for (uint u = 0u; u < LIST_LOADS; ++u)
+        e[u] = j + u * WG < m ? wide_pairs[list / 2u + j + u * WG] : uvec2(0u);
 }
 
 // A list entry as a selection sees it: in bin `bin`, not after the cut when
@@ -301,7 +301,7 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
     barrier();
     uint kmin = 0xFFFFFFFFu, kmax = 0u;
     for (uint j0 = t; !sum_kept && j0 < m; j0 += LIST_LOADS * WG) {
-        uvec2 e[LIST_LOAD_SLOTS];
+        uvec2 e[LIST_LOADS];
         list_entries(list, j0, m, e);
         [[unroll]] for (uint u = 0u; u < LIST_LOADS; ++u) {
             uint k, id;
@@ -334,7 +334,7 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
             }
             barrier();
             for (uint j0 = t; j0 < m; j0 += LIST_LOADS * WG) {
-                uvec2 e[LIST_LOAD_SLOTS];
+                uvec2 e[LIST_LOADS];
                 list_entries(list, j0, m, e);
                 [[unroll]] for (uint u = 0u; u < LIST_LOADS; ++u) {
                     uint k, id;
@@ -395,7 +395,7 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
     barrier();
     uint klo = w_klo, khi = w_khi;
     for (uint j0 = t; j0 < m; j0 += LIST_LOADS * WG) {
-        uvec2 e[LIST_LOAD_SLOTS];
+        uvec2 e[LIST_LOADS];
         list_entries(list, j0, m, e);
         [[unroll]] for (uint u = 0u; u < LIST_LOADS; ++u) {
             uint k, id;
@@ -521,7 +521,7 @@ void resolve(uint row) {
         uvec2 part[WIDE_BINS];
         for (uint b = 0u; b < WIDE_BINS; ++b) part[b] = uvec2(0u);
         for (uint j0 = t; j0 < m; j0 += LIST_LOADS * WG) {
-            uvec2 e[LIST_LOAD_SLOTS];
+            uvec2 e[LIST_LOADS];
             list_entries(list, j0, m, e);
             [[unroll]] for (uint u = 0u; u < LIST_LOADS; ++u) {
                 uint b = wide_bin(sieve_key_value(e[u].x), g_top, g_scale);
