@@ -362,16 +362,15 @@ void dry_repeats(uint row, uint base) {
 // entry (each entry is a chain of dependent loads: its index, its fields,
 // the token's logit; a window of 4096 tokens can use 4096 entries, 16 an
 // invocation). Four: the pass's registers stay few, as its residency wants
-// (gpu_plan.hpp: history_groups_for). A CPU device takes one at a time: its
-// arrays are then one entry long (sized by the specialization constant, so
-// that lavapipe keeps no array of four in memory: it took the pass from
-// about 210 to 245 us at 4096 tokens).
+// (gpu_plan.hpp: history_groups_for). A CPU device takes one at a time, its
+// arrays one entry long: sized by the specialization constant (arrays of
+// four with the slots past the first turned off by a condition took
+// lavapipe's pass from about 205 to 240 us at 4096 tokens).
 const uint ENTRY_LOADS = INDEXED_BINS != 0u ? 1u : 4u;
 const uint NO_ENTRY = 0xFFFFFFFFu;
 
 // Whether slot u of a trip from j0 holds a used entry: slot 0 always does
-// (the loops run while j0 < in_use), and saying so costs a CPU device no
-// branch around its one load.
+// (the loops run while j0 < count), so its load needs no test.
 bool entry_slot(uint u, uint j0, uint count) { return u == 0u || j0 + u * WG < count; }
 
 // The word offsets of used entries j0, j0 + WG, ... (ENTRY_LOADS of them;

@@ -166,7 +166,7 @@ void add_kept(uvec2 part) {
 // memory round trips a read, for 16 registers. A CPU device (INDEXED_BINS)
 // takes one at a time: four cost it more (lavapipe, top-p at 151936:
 // wide_gather 299 us against 280); the arrays are sized by the
-// specialization constant, so that lavapipe keeps none in memory.
+// specialization constant, one entry long there (as history.comp's).
 const uint LIST_LOADS = INDEXED_BINS != 0u ? 1u : 8u;
 void list_entries(uint list, uint j, uint m, out uvec2 e[LIST_LOADS]) {
     [[unroll]] for (uint u = 0u; u < LIST_LOADS; ++u)
