@@ -31,4 +31,27 @@ vec4 chunk_quad(uint row, uint begin, uint end, uint j) {
     return row_quad(row, begin + 4u * j, end);
 }
 
+// BODY(F4, I0) for every quad F4 of the chunk [BEGIN, END) of row ROW in this
+// invocation's stretch (stretch.glsl; I0: the quad's first logit, those at or
+// past END for BODY to mask), four loads a trip issued before any is used:
+// on a GPU one memory wait a trip, where a loop of a logit a load leaves
+// batching the loads to the compiler (which cannot move a load above an
+// atomic that may alias it). (The caller includes stretch.glsl.)
+#define FOR_CHUNK_QUADS4(ROW, BEGIN, END, BODY)                                                     \
+    {                                                                                               \
+        uint q_first_, q_stop_;                                                                     \
+        stretch_share(0u, ((END) - (BEGIN) + 3u) / 4u, q_first_, q_stop_);                          \
+        uint q_ = q_first_;                                                                         \
+        for (; q_ + 3u * RUN_LANES < q_stop_; q_ += 4u * RUN_LANES) {                               \
+            vec4 f4_[4];                                                                            \
+            [[unroll]] for (uint h_ = 0u; h_ < 4u; ++h_)                                            \
+                f4_[h_] = chunk_quad(ROW, BEGIN, END, q_ + h_ * RUN_LANES);                         \
+            [[unroll]] for (uint h_ = 0u; h_ < 4u; ++h_) BODY(f4_[h_], (BEGIN) + 4u * (q_ + h_ * RUN_LANES)) \
+        }                                                                                           \
+        for (; q_ < q_stop_; q_ += RUN_LANES) {                                                     \
+            vec4 g4_ = chunk_quad(ROW, BEGIN, END, q_);                                             \
+            BODY(g4_, (BEGIN) + 4u * q_)                                                            \
+        }                                                                                           \
+    }
+
 #endif

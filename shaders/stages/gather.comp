@@ -62,21 +62,10 @@ void main() {
         uint begin = chunk * pc.chunk_size;
         uint end = min(begin + pc.chunk_size, pc.vocab);
         if (INDEXED_BINS == 0u) {
-            // A GPU: an atomic per member. Each invocation's quads are a
-            // contiguous stretch (stretch.glsl), four loads a trip issued
-            // before any member's atomic: a loop of a logit a load, an
-            // atomic between two loads, waited for memory once a logit (the
-            // atomic may alias the next load for all a compiler knows).
-            uint j_first, j_stop;
-            stretch_share(0u, (end - begin + 3u) / 4u, j_first, j_stop);
-            uint j = j_first;
-            for (; j + 3u * RUN_LANES < j_stop; j += 4u * RUN_LANES) {
-                vec4 f4[4];
-                [[unroll]] for (uint h = 0u; h < 4u; ++h) f4[h] = chunk_quad(row, begin, end, j + h * RUN_LANES);
-                [[unroll]] for (uint h = 0u; h < 4u; ++h)
-                    put_members(row, f4[h], begin + 4u * (j + h * RUN_LANES), end, scale, lo, hi);
-            }
-            for (; j < j_stop; j += RUN_LANES) put_members(row, chunk_quad(row, begin, end, j), begin + 4u * j, end, scale, lo, hi);
+            // A GPU: an atomic per member, after the trip's four quads are
+            // loaded (logits4.glsl).
+#define GATHER_QUAD(F4, I0) put_members(row, F4, I0, end, scale, lo, hi);
+            FOR_CHUNK_QUADS4(row, begin, end, GATHER_QUAD)
         } else {
             // A CPU device runs the atomic under a lane mask for every logit,
             // a loop over the lanes each time. Instead each invocation reads a

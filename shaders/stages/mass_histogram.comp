@@ -106,24 +106,10 @@ void main() {
             }
         }
     } else if (value_level) {
-        // A GPU: each invocation's quads a contiguous stretch (stretch.glsl),
-        // four loads a trip issued before any is used, as row_stats and the
-        // gather read (a loop of a logit a load leaves batching them to the
-        // compiler).
-        uint j_first, j_stop;
-        stretch_share(0u, (end - begin + 3u) / 4u, j_first, j_stop);
-        uint j = j_first;
-        for (; j + 3u * RUN_LANES < j_stop; j += 4u * RUN_LANES) {
-            vec4 f4[4];
-            [[unroll]] for (uint h = 0u; h < 4u; ++h) f4[h] = chunk_quad(row, begin, end, j + h * RUN_LANES);
-            [[unroll]] for (uint h = 0u; h < 4u; ++h)
-                [[unroll]] for (uint c = 0u; c < 4u; ++c)
-                    ADD_VALUE_MASS(f4[h][c], begin + 4u * (j + h * RUN_LANES) + c < end)
-        }
-        for (; j < j_stop; j += RUN_LANES) {
-            vec4 f4 = chunk_quad(row, begin, end, j);
-            [[unroll]] for (uint c = 0u; c < 4u; ++c) ADD_VALUE_MASS(f4[c], begin + 4u * j + c < end)
-        }
+        // A GPU: four quads a trip (logits4.glsl), as row_stats and the
+        // gather read.
+#define VALUE_QUAD(F4, I0) [[unroll]] for (uint c = 0u; c < 4u; ++c) ADD_VALUE_MASS((F4)[c], (I0) + c < end)
+        FOR_CHUNK_QUADS4(row, begin, end, VALUE_QUAD)
     } else {
         for (uint i = begin + t; i < end; i += WG) {
             float x = scaled_logit(row_logit(row, i), scale);
