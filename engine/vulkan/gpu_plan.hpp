@@ -91,9 +91,9 @@ uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type, u
 // tokens and `rows` rows: one per kHistoryPositionsPerGroup positions, so no
 // workgroup walks a long history alone, but no more than
 // kStreamingWorkgroupsPerUnit per compute unit over the rows on a GPU (a
-// streaming pass: its hash lives in the slot's buffer, about 1 KB of shared
-// memory, so they fit in one wave where two a unit would take each twice the
-// positions; as split_for_batch's passes) and
+// streaming pass, as split_for_batch's: its hash lives in the slot's buffer
+// and it holds about 1 KB of shared memory, so four fit a unit at once, each
+// with half the positions of two) and
 // MAX_ROW_CHUNKS; on a CPU device one per compute unit over the rows, at most
 // max_chunks_for's (lavapipe runs a workgroup per thread: on 2 cores, two
 // workgroups took the pass at 4096 positions from about 900 to 730 us). Any

@@ -163,8 +163,9 @@ namespace {
 
 // The history pass's split (history_groups_for): one workgroup per 64
 // positions of the capacity, on a GPU at most about four workgroups per
-// compute unit over the rows (a streaming pass) and 64 a row; on a CPU device one per compute
-// unit over the rows and 4 a row (lavapipe's thread per workgroup). The plan
+// compute unit over the rows (a streaming pass) and 64 a row; on a CPU
+// device one per compute unit over the rows and 4 a row (lavapipe's thread
+// per workgroup). The plan
 // then builds with that many workgroups in one dispatch (the previous call's
 // last workgroup left the hash empty: no clearing dispatch).
 TEST(HistorySplit, AGpuSplitsALongHistoryByTheCapacityAndTheBatch) {
