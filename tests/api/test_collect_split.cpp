@@ -165,9 +165,9 @@ namespace {
 // positions of the capacity, on a GPU at most about four workgroups per
 // compute unit over the rows (a streaming pass) and 64 a row; on a CPU
 // device one per compute unit over the rows and 4 a row (lavapipe's thread
-// per workgroup). The plan
-// then builds with that many workgroups in one dispatch (the previous call's
-// last workgroup left the hash empty: no clearing dispatch).
+// per workgroup). The plan then builds with that many workgroups in one
+// dispatch (the previous call's last workgroup left the hash empty: no
+// clearing dispatch).
 TEST(HistorySplit, AGpuSplitsALongHistoryByTheCapacityAndTheBatch) {
     const EffectiveLimits h200 = gpu_limits(4096, 132);
     EXPECT_EQ(sieve::history_groups_for(4096, 1, h200), 64u);
