@@ -102,6 +102,13 @@ bool take_and_sum(float x, uint i, bool inside, inout uvec2 before_run, inout uv
     return live && wide_gathered(bin, g_bstar, g_clo, g_cend);
 }
 
+// b*'s members' key range [kmin, kmax], widened by a taken entry's key when
+// it is b*'s (the resolve's cut selection splits that range).
+void widen_bstar_keys(uint bin, uint key, inout uint kmin, inout uint kmax) {
+    kmin = bin == g_bstar ? min(kmin, key) : kmin;
+    kmax = bin == g_bstar ? max(kmax, key) : kmax;
+}
+
 // ---- selection inside the list ----------------------------------------------------
 
 // Exact-mass selection levels over the list, by one workgroup: the members'
@@ -660,8 +667,7 @@ void main() {
                 c_key[at] = key;                                                                  \
                 c_id[at] = i;                                                                     \
                 ++held;                                                                           \
-                kmin = bin == g_bstar ? min(kmin, key) : kmin;                                    \
-                kmax = bin == g_bstar ? max(kmax, key) : kmax;                                    \
+                widen_bstar_keys(bin, key, kmin, kmax);                                           \
             }                                                                                     \
         }                                                                                         \
         takes += take ? 1u : 0u;                                                                  \
@@ -704,8 +710,7 @@ void main() {
             uint key, bin;
             taken(row_logit(row, id), id, key, bin);  // its key again (it was taken)
             if (slot + e < pc.wide_cap) wide_pairs[list / 2u + slot + e] = uvec2(key, id);
-            kmin = bin == g_bstar ? min(kmin, key) : kmin;
-            kmax = bin == g_bstar ? max(kmax, key) : kmax;
+            widen_bstar_keys(bin, key, kmin, kmax);
         }
         slot += held;
     }
@@ -723,8 +728,7 @@ void main() {
                     if (slot < pc.wide_cap) {
                         wide_pairs[list / 2u + slot] = uvec2(k, i);
                     }
-                    kmin = bin == g_bstar ? min(kmin, k) : kmin;
-                    kmax = bin == g_bstar ? max(kmax, k) : kmax;
+                    widen_bstar_keys(bin, k, kmin, kmax);
                     ++slot;
                     --takes;
                 }
