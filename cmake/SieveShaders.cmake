@@ -74,7 +74,7 @@ function(sieve_add_shaders)
 #include <cstddef>
 #include <cstdint>
 namespace sieve::shaders {
-struct Spirv { const uint32_t* words; size_t size_bytes; };
+struct Spirv { const uint32_t* words; size_t size_bytes; const char* name; };  // name: the variant, as the file stem
 ${decls}}
 ")
   configure_file(${gen_dir}/sieve_shaders.hpp.in ${gen_dir}/sieve_shaders.hpp COPYONLY)

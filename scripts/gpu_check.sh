@@ -18,7 +18,10 @@
 # position; then the default suite and 64 rows of the vocab-151936 cases with
 # the logits already in device memory, --input device, and its one-row cases
 # again with the host's wait asleep and polling: SIEVE_WAIT_SPIN_US 0 and
-# 1000), the project's PyTorch
+# 1000), the compiled pipelines' statistics with each one's residency an SM
+# beside the one the estimate assumes (SIEVE_PIPELINE_STATS,
+# tools/pipeline_stats: the one-row and 64-row cases' pipelines, two tokens
+# each, the logits from the host), the project's PyTorch
 # peer where python3 imports a CUDA-enabled torch (tools/torch_peer), the
 # truncating one-row cases under the phase-clock build where there is one
 # (--phase-build DIR, or the bundle's phase/: cmake -DSIEVE_PHASE_CLOCK=ON,
@@ -28,7 +31,7 @@
 # test with its result, the benches' JSON, the peer's figures beside Sieve's
 # (torch/dev) and each part's wall time. Attach it to an issue. --skip PARTS
 # (comma-separated: tests, bench, verify_bench, device_bench, wait_bench,
-# torch, phases) leaves those parts out, their report entries null: where a
+# pipeline_stats, torch, phases) leaves those parts out, their report entries null: where a
 # machine is lent for minutes (the whole check took longer than 6 on an H200),
 # a run can hold what it came for.
 #
@@ -66,7 +69,7 @@ missing_program() {
 # Paths given are relative to where the script is called from.
 setup=1 build=$root/build out=$root/sieve-gpu-check.json tokens=200 filter='*' shards=1 bench_case='' verify_case='' bundle=''
 phase_build='' skip=''
-parts_known=tests,bench,verify_bench,device_bench,wait_bench,torch,phases  # what --skip may name
+parts_known=tests,bench,verify_bench,device_bench,wait_bench,pipeline_stats,torch,phases  # what --skip may name
 while (($#)); do
   case $1 in
     --no-setup) setup=0 ;;
@@ -84,7 +87,7 @@ while (($#)); do
         [[ ,$parts_known, == *",$p,"* ]] || usage "--skip: unknown part '$p' (${parts_known//,/, })"
       done
       skip=",$2,"; shift ;;
-    -h|--help) sed -n '2,51p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,54p' "$0"; exit 0 ;;
     *) usage "unknown argument '$1'" ;;
   esac
   shift
@@ -142,9 +145,10 @@ if [[ -n $bundle ]]; then
   fi
   [[ -f $bundle/layers/VkLayer_khronos_validation.json ]] ||
     echo "gpu_check: no validation layer on this machine: the bundle needs one installed where it runs" >&2
-  mkdir -p "$bundle/tools/torch_peer" "$bundle/tools/phase_clock"
+  mkdir -p "$bundle/tools/torch_peer" "$bundle/tools/phase_clock" "$bundle/tools/pipeline_stats"
   cp tools/torch_peer/torch_peer.py tools/torch_peer/torch_table.py "$bundle/tools/torch_peer/"
   cp tools/phase_clock/phase_summary.py "$bundle/tools/phase_clock/"
+  cp tools/pipeline_stats/residency.py "$bundle/tools/pipeline_stats/"
   if [[ -n $phase_build ]]; then
     mkdir -p "$bundle/phase/bin" "$bundle/phase/lib"
     cp "$phase_build/cli/sieve" "$bundle/phase/bin/"
@@ -305,6 +309,28 @@ if ! skipping wait_bench; then
   ((wait_status |= $?))
 fi
 part_done wait_bench
+# Each pipeline's registers and so its residency an SM against the
+# estimate's (docs/architecture/estimate.md): a device Sieve creates (the
+# host's logits), which enables the statistics; the 64-row cases' plans
+# split rows differently from the one-row ones'.
+echo "== the pipelines' statistics: residency an SM (SIEVE_PIPELINE_STATS)"
+stats_status=0
+stats_case=${bench_case:-zipf/v151936/b1}
+if ! skipping pipeline_stats; then
+  : > "$work/pipelines.jsonl"
+  SIEVE_PIPELINE_STATS="$work/pipelines.jsonl" "$sieve" bench --case "$stats_case" --tokens 2 --profile-tokens 0 \
+    > /dev/null || stats_status=1
+  SIEVE_PIPELINE_STATS="$work/pipelines.jsonl" "$sieve" bench --rows 64 --case "${stats_case%/b*}" --tokens 2 \
+    --profile-tokens 0 > /dev/null || stats_status=1
+  if command -v python3 >/dev/null 2>&1; then
+    python3 "$root/tools/pipeline_stats/residency.py" "$work/pipelines.jsonl" || stats_status=1
+    python3 "$root/tools/pipeline_stats/residency.py" --json "$work/pipelines.jsonl" > "$work/pipeline_stats.json" ||
+      stats_status=1
+  else
+    echo "no python3: the lines are in the report as they are"
+  fi
+fi
+part_done pipeline_stats
 # The PyTorch peer on the same GPU (tools/torch_peer): skipped, exit 0, where
 # python3 has no CUDA-enabled torch.
 echo "== the PyTorch peer (skipped where python3 has no CUDA torch)"
@@ -348,7 +374,7 @@ else
 fi
 part_done phases
 set -e
-for f in tests bench verify bench_device bench_device_b64 bench_wait_sleep bench_wait_poll torch_table phases; do
+for f in tests bench verify bench_device bench_device_b64 bench_wait_sleep bench_wait_poll pipeline_stats torch_table phases; do
   [[ -s $work/$f.json ]] || echo null > "$work/$f.json"
 done
 torch_lines=$(grep -v '^[[:space:]]*$' "$work/torch.jsonl" 2>/dev/null | paste -sd, -)
@@ -372,6 +398,8 @@ torch_lines=$(grep -v '^[[:space:]]*$' "$work/torch.jsonl" 2>/dev/null | paste -
   echo " \"bench_wait_exit_status\": $wait_status,"
   echo " \"bench_wait_sleep\": $(cat "$work/bench_wait_sleep.json"),"
   echo " \"bench_wait_poll\": $(cat "$work/bench_wait_poll.json"),"
+  echo " \"pipeline_stats_exit_status\": $stats_status,"
+  echo " \"pipeline_stats\": $(cat "$work/pipeline_stats.json"),"
   echo " \"torch_exit_status\": $torch_status,"
   echo " \"torch\": {\"lines\": [${torch_lines}], \"table\": $(cat "$work/torch_table.json")},"
   echo " \"phases_exit_status\": $phase_status,"
@@ -383,9 +411,9 @@ torch_lines=$(grep -v '^[[:space:]]*$' "$work/torch.jsonl" 2>/dev/null | paste -
 
 failed=$(grep -c '^\[  FAILED  \] [A-Za-z]' "$work/tests.log" || true)
 echo "== report: $out (tests exit status $tests_status, $failed failed; bench exit status $bench_status, verify bench" \
-  "$verify_status, device-input bench $device_status and $device_b64_status, waits $wait_status, torch peer $torch_status," \
-  "phases $phase_status)"
+  "$verify_status, device-input bench $device_status and $device_b64_status, waits $wait_status, pipeline statistics" \
+  "$stats_status, torch peer $torch_status, phases $phase_status)"
 if ((tests_status != 0 || bench_status != 0 || verify_status != 0 || device_status != 0 || device_b64_status != 0 ||
-     wait_status != 0 || phase_status != 0)); then
+     wait_status != 0 || stats_status != 0 || phase_status != 0)); then
   exit 1
 fi

@@ -102,9 +102,8 @@ sieve_calibration calibrate(Device& device, uint32_t vocab, uint32_t rows, uint3
     o.maxima = device.create_buffer(static_cast<VkDeviceSize>(n_chunks) * rows * 4u, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
                                     HostAccess::Reads, nullptr);
 
-    o.kernel.emplace(device, shaders::calibrate.words, shaders::calibrate.size_bytes,
-                     std::vector<VkBuffer>{o.logits.buffer, o.maxima.buffer}, sizeof(PassPush), lim.workgroup_size,
-                     lim.candidate_capacity);
+    o.kernel.emplace(device, shaders::calibrate, std::vector<VkBuffer>{o.logits.buffer, o.maxima.buffer}, sizeof(PassPush),
+                     lim.workgroup_size, lim.candidate_capacity);
 
     VkCommandPoolCreateInfo cp{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     cp.queueFamilyIndex = device.family();

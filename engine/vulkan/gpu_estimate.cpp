@@ -91,6 +91,22 @@ double radix_chunk_us(const EstimateInputs& in, double logits, double read) {
     return (M::kRadixChunkReads + 1) * read + sort_us(gathered, in.workgroup);
 }
 
+} // namespace
+
+double assumed_resident_per_unit(Stage stage) {
+    switch (stage) {
+    case Stage::CollectPlain:
+    case Stage::Collect: return M::kPicksPerSm;
+    case Stage::CollectTail:
+    case Stage::WideHistogram:
+    case Stage::WideGather:
+    case Stage::Finalize: return M::kHeavyPerSm;
+    default: return M::kLightPerSm;
+    }
+}
+
+namespace {
+
 // `chunks`: the chunks the group's collect pass splits a row into.
 Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
     const Plan& p = *in.plan;
@@ -105,19 +121,19 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
     // (the tail adds little shared memory to the chunks': residency as
     // fitted, stated).
     const double fused_tail = collect && p.fused_tail ? tail_us(in, chunks) : 0.0;
+    const double resident = assumed_resident_per_unit(d.stage);  // today's shaders'
     switch (d.stage) {
     case Stage::CollectPlain:
         // The radix chunks run in the picks' pipeline (collect_chunk.glsl's
         // plain variant): its shared memory and registers, so its residency.
         if ((p.flags & glsl::FLAG_RADIX_CHUNKS) && in.need > M::kPickLimit)
-            return {4 * M::kUsPerSelectLevelOf521950c + radix_chunk_us(in, chunk, read),
-                    chunk, M::kPicksPerSm, fused_tail};
+            return {4 * M::kUsPerSelectLevelOf521950c + radix_chunk_us(in, chunk, read), chunk, resident, fused_tail};
         [[fallthrough]];
     case Stage::Collect:
         if (in.shaders == ShaderSet::Of30de833)
             return {M::kCollectUs + M::kCollectUsPerNeed * in.need + read, chunk, M::kHeavyPerSm};
-        return {M::kPicksUs + read, chunk, M::kPicksPerSm, fused_tail};
-    case Stage::CollectTail: return {tail_us(in, chunks), 0, M::kHeavyPerSm};
+        return {M::kPicksUs + read, chunk, resident, fused_tail};
+    case Stage::CollectTail: return {tail_us(in, chunks), 0, resident};
     case Stage::WideHistogram:
     case Stage::WideGather: {
         const bool histogram = d.stage == Stage::WideHistogram;
@@ -128,7 +144,7 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
         const double reads_saved =
             today && !histogram ? (M::kWideListReadsSaved + M::kWideListReadsLeft / 2) * M::kWideListReadUs : 0;
         const double gather = M::kWideGatherUs - M::kWideGatherChunkOf521950c * M::kReadUsPerLogit + (today ? 0 : read);
-        return {(histogram ? M::kWideHistogramUs : gather) + read, chunk, M::kHeavyPerSm,
+        return {(histogram ? M::kWideHistogramUs : gather) + read, chunk, resident,
                 (histogram ? M::kWideHistogramLastUs : M::kWideGatherLastUs) - saved - reads_saved};
     }
     case Stage::History: {
@@ -145,20 +161,19 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
         const double fixed = baseline ? M::kHistoryUs : M::kGpuHistoryUs;
         const double per_token = baseline ? M::kHistoryUsPerToken : M::kGpuHistoryUsPerToken;
         return {fixed + per_token * std::ceil(double(in.history_tokens) / groups), 0,
-                baseline ? M::kHeavyPerSm : M::kLightPerSm};
+                baseline ? M::kHeavyPerSm : resident};
     }
-    case Stage::RowStats: return {M::kRowStatsUs + read, chunk, M::kLightPerSm};
+    case Stage::RowStats: return {M::kRowStatsUs + read, chunk, resident};
     case Stage::MassHistogram: {
         // The last workgroup's reads of the chunks' bins (scan.glsl): today a
         // batch of WG / 4 chunks at once, where the fitted figure waited for
         // one read a chunk.
         const double saved =
             in.shaders != ShaderSet::Today ? 0.0 : p.n_chunks - std::ceil(p.n_chunks / (in.workgroup / 4.0));
-        return {M::kMassHistogramUs - M::kChunkReadUs * saved + read, chunk, M::kLightPerSm};
+        return {M::kMassHistogramUs - M::kChunkReadUs * saved + read, chunk, resident};
     }
-    case Stage::Gather: return {M::kGatherUs + read, chunk, M::kLightPerSm};
-    case Stage::Finalize: return {M::kOtherPassUs + read, chunk, M::kHeavyPerSm};
-    default: return {M::kOtherPassUs + read, chunk, M::kLightPerSm};
+    case Stage::Gather: return {M::kGatherUs + read, chunk, resident};
+    default: return {M::kOtherPassUs + read, chunk, resident};
     }
 }
 

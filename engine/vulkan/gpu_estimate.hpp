@@ -53,6 +53,11 @@ struct StageEstimate {
 // resolves the row); the wide passes run (a top-p may cut past the buffer).
 std::vector<StageEstimate> estimate_plan(const EstimateInputs& in);
 
+// The workgroups of a stage today's estimate takes as resident at once on a
+// compute unit (kPicksPerSm, kHeavyPerSm or kLightPerSm): what the
+// pipelines' statistics check (pipeline_stats.hpp).
+double assumed_resident_per_unit(Stage stage);
+
 // The model's constants (fitted or stated: estimate.md says which).
 struct EstimateModel {
     static constexpr double kSms = 132;                   // the reference GPU's SMs

@@ -15,7 +15,7 @@ namespace {
 
 // Runs a self-test kernel (binding 0: `inputs`, binding 1: `out_words` words
 // of results; push constant: the case count) once over `cases` invocations.
-std::vector<uint32_t> run_self_test(sieve_context* context, const char* what, const uint32_t* code, size_t code_bytes,
+std::vector<uint32_t> run_self_test(sieve_context* context, const char* what, const shaders::Spirv& code,
                                     const std::vector<uint32_t>& inputs, uint32_t cases, size_t out_words) {
     auto* vc = context ? dynamic_cast<VulkanContext*>(context->impl.get()) : nullptr;
     if (!vc) fail(SIEVE_ERROR_INVALID_ARGUMENT, std::string(what) + " needs a Vulkan context");
@@ -29,7 +29,7 @@ std::vector<uint32_t> run_self_test(sieve_context* context, const char* what, co
     std::memcpy(in.mapped, inputs.data(), inputs.size() * 4);
 
     const uint32_t wg = 64;
-    const StandaloneKernel kernel(device, code, code_bytes, {in.buffer, out.buffer}, 4, wg, 0);
+    const StandaloneKernel kernel(device, code, {in.buffer, out.buffer}, 4, wg, 0);
 
     VkCommandPoolCreateInfo cp{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     cp.queueFamilyIndex = device.family();
@@ -74,8 +74,8 @@ std::vector<std::array<uint32_t, 4>> philox_on_device(sieve_context* context, co
         std::memcpy(inputs.data() + i * 6, cases[i].counter.data(), 16);
         std::memcpy(inputs.data() + i * 6 + 4, cases[i].key.data(), 8);
     }
-    const std::vector<uint32_t> words = run_self_test(context, "philox_on_device", shaders::philox_kat.words,
-                                                      shaders::philox_kat.size_bytes, inputs, n, size_t{n} * 4);
+    const std::vector<uint32_t> words =
+        run_self_test(context, "philox_on_device", shaders::philox_kat, inputs, n, size_t{n} * 4);
     std::vector<std::array<uint32_t, 4>> result(words.size() / 4);
     if (!result.empty()) std::memcpy(result.data(), words.data(), words.size() * 4);
     return result;
@@ -89,8 +89,7 @@ std::vector<float> quotients_on_device(sieve_context* context, const std::vector
         std::memcpy(&inputs[i * 3 + 1], &cases[i].y, 4);
         std::memcpy(&inputs[i * 3 + 2], &cases[i].skew, 4);
     }
-    const std::vector<uint32_t> words = run_self_test(context, "quotients_on_device", shaders::division_kat.words,
-                                                      shaders::division_kat.size_bytes, inputs, n, n);
+    const std::vector<uint32_t> words = run_self_test(context, "quotients_on_device", shaders::division_kat, inputs, n, n);
     std::vector<float> result(words.size());
     if (!result.empty()) std::memcpy(result.data(), words.data(), words.size() * 4);
     return result;

@@ -96,7 +96,7 @@ VkCommandBuffer Ingest::prepare(const IngestSource& src, bool* recorded) {
         s.capacity = device_.limits().candidate_capacity;
         s.ingest_kind = kind;
         pipelines_[kind] =
-            create_compute_pipeline(device_, layout_, shaders::ingest.words, shaders::ingest.size_bytes, s);
+            create_compute_pipeline(device_, layout_, shaders::ingest, s, PipelineUse{"ingest"});
     }
     for (size_t w = 0; w < src.windows.size(); ++w) {
         const IngestWindow& win = src.windows[w];

@@ -1,5 +1,7 @@
 #include "vulkan/pipelines.hpp"
 
+#include "vulkan/gpu_estimate.hpp"
+#include "vulkan/pipeline_stats.hpp"
 #include "vulkan/vk_check.hpp"
 
 #include <sieve_shaders.hpp>
@@ -34,12 +36,12 @@ uint32_t wide_bins(const EffectiveLimits& limits) {
     return limits.cpu_paths && fits ? kWideMaxBins : 16u;
 }
 
-VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, const uint32_t* words, size_t bytes,
-                                   const Specialization& s) {
+VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, const shaders::Spirv& code,
+                                   const Specialization& s, const PipelineUse& use) {
     const auto& vk = device.vk();
     VkShaderModuleCreateInfo module_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-    module_info.codeSize = bytes;
-    module_info.pCode = words;
+    module_info.codeSize = code.size_bytes;
+    module_info.pCode = code.words;
     VkShaderModule module = VK_NULL_HANDLE;
     vk_check(vk.vkCreateShaderModule(device.handle(), &module_info, nullptr, &module), "vkCreateShaderModule");
 
@@ -72,10 +74,19 @@ VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, cons
     info.stage.pName = "main";
     info.stage.pSpecializationInfo = &spec;
     info.layout = layout;
+    if (device.captures_pipeline_statistics()) info.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
     VkPipeline pipeline = VK_NULL_HANDLE;
     VkResult r = vk.vkCreateComputePipelines(device.handle(), VK_NULL_HANDLE, 1, &info, nullptr, &pipeline);
     vk.vkDestroyShaderModule(device.handle(), module, nullptr);
     vk_check(r, "vkCreateComputePipelines");
+    if (!pipeline_stats_path().empty()) {
+        PipelineStatsLine line{device.info().name, code.name, use.stage, use.assumed_resident_per_unit,
+                               device.warps_per_unit(), &s};
+        if (device.captures_pipeline_statistics()) line.executables = read_pipeline_statistics(device, pipeline);
+        line.absent = device.pipeline_statistics_absent();
+        if (line.absent.empty() && line.executables.empty()) line.absent = "the driver reported no executable";
+        append_pipeline_stats(line);
+    }
     return pipeline;
 }
 
@@ -165,6 +176,9 @@ Pipelines::Pipelines(Device& device) : device_(device) {
 }
 
 namespace {
+// What the statistics line says a plan stage's pipeline is for.
+PipelineUse use_of(Stage stage) { return {stage_name(stage), assumed_resident_per_unit(stage)}; }
+
 // The stages whose shaders stream a plain row through logits4.glsl's
 // row_vec4, which a CPU device reads through the texel binding.
 bool reads_texels(Stage stage) {
@@ -211,7 +225,7 @@ VkPipeline Pipelines::get(Stage stage, InputsMode inputs, bool rows_x4, bool tex
             s.texel_read = texel && x4 ? 1u : 0u;
             s.wide_divisions = wide_divisions;
             s.wide_direct = wide_direct ? 1u : 0u;
-            p = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, s);
+            p = create_compute_pipeline(device_, layout_, code, s, use_of(stage));
         }
         return p;
     }
@@ -230,7 +244,7 @@ VkPipeline Pipelines::get(Stage stage, InputsMode inputs, bool rows_x4, bool tex
         s.capacity = lim.candidate_capacity;
         s.inputs = inputs;
         s.texel_read = texel_read ? 1u : 0u;
-        p = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, s);
+        p = create_compute_pipeline(device_, layout_, code, s, use_of(stage));
     }
     return p;
 }
@@ -269,7 +283,7 @@ VkPipeline Pipelines::collect(Stage stage, uint64_t ops, uint32_t selector, Inpu
     s.selector = selector;
     s.collect_variant = collect_variant;
     s.texel_read = texel ? 1u : 0u;
-    VkPipeline p = create_compute_pipeline(device_, layout_, code.words, code.size_bytes, s);
+    VkPipeline p = create_compute_pipeline(device_, layout_, code, s, use_of(stage));
     collect_.emplace(key, p);
     return p;
 }

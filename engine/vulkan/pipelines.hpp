@@ -164,8 +164,17 @@ struct Specialization {
     uint32_t ingest_kind = 0;                     // SPEC_INGEST_KIND (ingest.comp)
 };
 
-// Builds a compute pipeline from embedded SPIR-V with these specialization constants.
-VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, const uint32_t* words, size_t bytes,
-                                   const Specialization& spec);
+// What a pipeline is built for, for its statistics line (pipeline_stats.hpp):
+// the stage it runs and the workgroups the estimate assumes resident a
+// compute unit for it (0: no estimated stage).
+struct PipelineUse {
+    const char* stage = "";
+    double assumed_resident_per_unit = 0;
+};
+
+// Builds a compute pipeline from embedded SPIR-V with these specialization
+// constants (and its statistics line where SIEVE_PIPELINE_STATS asks).
+VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, const shaders::Spirv& code,
+                                   const Specialization& spec, const PipelineUse& use);
 
 } // namespace sieve

@@ -3,11 +3,12 @@
 #include "vulkan/pipelines.hpp"
 #include "vulkan/vk_check.hpp"
 
+#include <sieve_shaders.hpp>
+
 namespace sieve {
 
-StandaloneKernel::StandaloneKernel(Device& device, const uint32_t* words, size_t bytes,
-                                   const std::vector<VkBuffer>& buffers, uint32_t push_bytes, uint32_t workgroup_size,
-                                   uint32_t capacity)
+StandaloneKernel::StandaloneKernel(Device& device, const shaders::Spirv& code, const std::vector<VkBuffer>& buffers,
+                                   uint32_t push_bytes, uint32_t workgroup_size, uint32_t capacity)
     : device_(device), push_bytes_(push_bytes) {
     const auto& vk = device.vk();
     VkDevice dev = device.handle();
@@ -18,7 +19,7 @@ StandaloneKernel::StandaloneKernel(Device& device, const uint32_t* words, size_t
         Specialization s;
         s.workgroup_size = workgroup_size;
         s.capacity = capacity;
-        pipeline_ = create_compute_pipeline(device, layout_, words, bytes, s);
+        pipeline_ = create_compute_pipeline(device, layout_, code, s, PipelineUse{code.name});
         pool_ = create_storage_pool(device, 1, n);
         VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
         ai.descriptorPool = pool_;

@@ -13,9 +13,13 @@
 
 namespace sieve {
 
+namespace shaders {
+struct Spirv;  // sieve_shaders.hpp (generated)
+}
+
 class StandaloneKernel {
 public:
-    StandaloneKernel(Device& device, const uint32_t* words, size_t bytes, const std::vector<VkBuffer>& buffers,
+    StandaloneKernel(Device& device, const shaders::Spirv& code, const std::vector<VkBuffer>& buffers,
                      uint32_t push_bytes, uint32_t workgroup_size, uint32_t capacity);
     ~StandaloneKernel();
     StandaloneKernel(const StandaloneKernel&) = delete;

@@ -1,6 +1,7 @@
 #include "vulkan/vk_device.hpp"
 
 #include "vulkan/device_profile.hpp"
+#include "vulkan/pipeline_stats.hpp"
 #include "vulkan/vk_check.hpp"
 
 #include <algorithm>
@@ -32,23 +33,37 @@ bool stage_memory_for_tests(bool on) { return g_stage_memory_for_tests.exchange(
 
 namespace {
 
-// VK_EXT_calibrated_timestamps with both the device's time domain and the
-// host's CLOCK_MONOTONIC (the clock Submitter reads around a call).
-bool offers_calibrated_timestamps(VkPhysicalDevice physical) {
+bool offers_extension(VkPhysicalDevice physical, const char* name) {
     uint32_t n = 0;
     vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, nullptr);
     std::vector<VkExtensionProperties> extensions(n);
     vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, extensions.data());
-    const bool listed = std::any_of(extensions.begin(), extensions.end(), [](const VkExtensionProperties& e) {
-        return std::strcmp(e.extensionName, VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME) == 0;
-    });
-    if (!listed || !vkGetPhysicalDeviceCalibrateableTimeDomainsEXT) return false;
+    return std::any_of(extensions.begin(), extensions.end(),
+                       [name](const VkExtensionProperties& e) { return std::strcmp(e.extensionName, name) == 0; });
+}
+
+// VK_EXT_calibrated_timestamps with both the device's time domain and the
+// host's CLOCK_MONOTONIC (the clock Submitter reads around a call).
+bool offers_calibrated_timestamps(VkPhysicalDevice physical) {
+    if (!offers_extension(physical, VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME) ||
+        !vkGetPhysicalDeviceCalibrateableTimeDomainsEXT)
+        return false;
     uint32_t m = 0;
     vkGetPhysicalDeviceCalibrateableTimeDomainsEXT(physical, &m, nullptr);
     std::vector<VkTimeDomainEXT> domains(m);
     vkGetPhysicalDeviceCalibrateableTimeDomainsEXT(physical, &m, domains.data());
     auto has = [&](VkTimeDomainEXT d) { return std::find(domains.begin(), domains.end(), d) != domains.end(); };
     return has(VK_TIME_DOMAIN_DEVICE_EXT) && has(VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT);
+}
+
+// The warps an SM holds (VK_NV_shader_sm_builtins), 0 where unknown.
+uint32_t warps_per_sm(VkPhysicalDevice physical) {
+    if (!offers_extension(physical, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) return 0;
+    VkPhysicalDeviceShaderSMBuiltinsPropertiesNV nv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+    VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    props.pNext = &nv;
+    vkGetPhysicalDeviceProperties2(physical, &props);
+    return nv.shaderWarpsPerSM;
 }
 
 } // namespace
@@ -89,6 +104,27 @@ Device::Device(const PhysicalDevice& physical, const sieve_context_options& opti
     // Profiling's call timing puts the GPU's timestamps on the host's clock.
     const bool calibrated = offers_calibrated_timestamps(physical_);
     if (calibrated) extensions.push_back(VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME);
+    // The compiled pipelines' statistics, only where SIEVE_PIPELINE_STATS
+    // asks (capturing them may cost a driver its pipeline cache).
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executables{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+    bool statistics = false;
+    if (!pipeline_stats_path().empty()) {
+        if (offers_extension(physical_, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
+            VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+            features.pNext = &executables;
+            vkGetPhysicalDeviceFeatures2(physical_, &features);
+            statistics = executables.pipelineExecutableInfo == VK_TRUE;
+        }
+        if (statistics) {
+            executables.pNext = storage16.pNext;
+            storage16.pNext = &executables;
+            extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+        } else {
+            statistics_absent_ = "the driver does not offer VK_KHR_pipeline_executable_properties' pipelineExecutableInfo";
+        }
+        warps_per_unit_ = warps_per_sm(physical_);
+    }
 #ifdef SIEVE_PHASE_CLOCK
     require_shader_clock(physical_);
     VkPhysicalDeviceShaderClockFeaturesKHR clock{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CLOCK_FEATURES_KHR};
@@ -114,6 +150,9 @@ Device::Device(const PhysicalDevice& physical, const sieve_context_options& opti
     volkLoadDeviceTable(&table_, device_);
     table_.vkGetDeviceQueue(device_, family_, 0, &queue_);
     calibrated_timestamps_ = calibrated && table_.vkGetCalibratedTimestampsEXT;
+    captures_statistics_ = statistics && table_.vkGetPipelineExecutablePropertiesKHR &&
+                           table_.vkGetPipelineExecutableStatisticsKHR;
+    if (statistics && !captures_statistics_) statistics_absent_ = "the loader gave no vkGetPipelineExecutable*KHR";
     init(options, wanted);
 }
 
@@ -127,6 +166,10 @@ Device::Device(VkInstance instance, VkPhysicalDevice physical, VkDevice device, 
 #endif
     info_ = describe_device(physical, 0);
     volkLoadDeviceTable(&table_, device_);
+    if (!pipeline_stats_path().empty()) {
+        statistics_absent_ = "the app created the device (sieve_context_create_vulkan): Sieve enables no extension on it";
+        warps_per_unit_ = warps_per_sm(physical);
+    }
     init(options, info_.features & enabled_features & ~options.disable_features);
 }
 

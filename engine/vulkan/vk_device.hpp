@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace sieve {
@@ -132,6 +133,14 @@ public:
     // (VK_EXT_calibrated_timestamps, enabled on a device Sieve creates; an
     // app's device says nothing of its extensions): Submitter's call timing.
     bool calibrated_timestamps() const { return calibrated_timestamps_; }
+    // Where SIEVE_PIPELINE_STATS asked for them when the device was made
+    // (pipeline_stats.hpp): whether its pipelines capture the driver's
+    // statistics (VK_KHR_pipeline_executable_properties, enabled on a device
+    // Sieve creates), else why not; and the warps an SM holds
+    // (VK_NV_shader_sm_builtins; 0 where unknown).
+    bool captures_pipeline_statistics() const { return captures_statistics_; }
+    const std::string& pipeline_statistics_absent() const { return statistics_absent_; }
+    uint32_t warps_per_unit() const { return warps_per_unit_; }
 
 private:
     void init(const sieve_context_options& options, uint32_t enabled_features);
@@ -147,6 +156,9 @@ private:
     VkPhysicalDeviceMemoryProperties memory_{};
     bool unified_memory_ = false;
     bool calibrated_timestamps_ = false;
+    bool captures_statistics_ = false;
+    std::string statistics_absent_;
+    uint32_t warps_per_unit_ = 0;
     uint32_t wait_spin_us_ = 0;
     std::mutex queue_mutex_;
 };

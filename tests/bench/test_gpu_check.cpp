@@ -106,6 +106,17 @@ TEST(GpuCheck, WritesOneReportWithDeviceTestsAndBench) {
         EXPECT_EQ(doc.at(wait).at("cases").at(0).at("name"), "default/zipf/v32000/b1") << wait;
         EXPECT_EQ(doc.at(wait).at("input"), "device") << wait;
     }
+    // Each pipeline the one-row and 64-row cases build, with its residency
+    // an SM where the driver gives its statistics, else why not.
+    EXPECT_EQ(doc.at("pipeline_stats_exit_status"), 0);
+    const auto& pipelines = doc.at("pipeline_stats");
+    ASSERT_TRUE(pipelines.is_array()) << pipelines.dump();
+    bool collect = false;
+    for (const auto& p : pipelines) {
+        collect = collect || p.at("stage") == "collect_plain";
+        EXPECT_TRUE(p.contains("resident") || p.contains("absent")) << p.dump();
+    }
+    EXPECT_TRUE(collect) << "the default chain's collect pass: " << pipelines.dump();
     // The PyTorch peer: figures where torch has CUDA, else one line saying why not.
     EXPECT_EQ(doc.at("torch_exit_status"), 0);
     ASSERT_FALSE(doc.at("torch").at("lines").empty());
@@ -132,12 +143,13 @@ TEST(GpuCheck, SkippedPartsAreNullInTheReport) {
     const fs::path dir = temp_dir("skip");
     const fs::path report = dir / "report.json";
     const auto r = run_check_on_cpu(dir, report, "verify_match_d4/default/peaked/v151936/b1",
-                                    "--skip tests,bench,verify_bench,wait_bench,torch,phases");
+                                    "--skip tests,bench,verify_bench,wait_bench,pipeline_stats,torch,phases");
     ASSERT_EQ(r.code, 0) << r.out << r.err;
     const auto doc = nlohmann::json::parse(sieve_test::read_text(report.string()));
-    for (const char* part : {"tests", "bench", "verify_bench", "bench_wait_sleep", "bench_wait_poll", "phases"})
+    for (const char* part :
+         {"tests", "bench", "verify_bench", "bench_wait_sleep", "bench_wait_poll", "pipeline_stats", "phases"})
         EXPECT_TRUE(doc.at(part).is_null()) << part;
-    for (const char* part : {"tests", "bench", "verify_bench", "wait_bench", "torch", "phases"})
+    for (const char* part : {"tests", "bench", "verify_bench", "wait_bench", "pipeline_stats", "torch", "phases"})
         EXPECT_NE(r.out.find(std::string("== ") + part + ": skipped (--skip)"), std::string::npos) << part;
     EXPECT_EQ(doc.at("torch").at("lines").at(0).at("reason"), "--skip torch");
     EXPECT_EQ(doc.at("bench_device").at("cases").at(0).at("name"), "default/zipf/v32000/b1");
@@ -251,7 +263,8 @@ TEST(GpuCheck, BundleRunsWithoutTheCheckout) {
         if (e.is_regular_file()) bytes += e.file_size();
     EXPECT_LT(bytes, 30ull << 20);
     for (const char* f : {"gpu_check.sh", "BUNDLE", "bin/sieve", "bin/sieve_gpu_tests",
-                          "layers/VkLayer_khronos_validation.json", "layers/libVkLayer_khronos_validation.so.gz"})
+                          "layers/VkLayer_khronos_validation.json", "layers/libVkLayer_khronos_validation.so.gz",
+                          "tools/pipeline_stats/residency.py"})
         EXPECT_TRUE(fs::exists(bundle / f)) << f;
     const fs::path report = dir / "report.json";
     r = sieve_test::run_program(
@@ -266,7 +279,7 @@ TEST(GpuCheck, BundleRunsWithoutTheCheckout) {
     EXPECT_EQ(doc.at("commit").get<std::string>().size(), 40u) << doc.at("commit");
     EXPECT_GE(doc.at("tests").at("tests").get<int>(), 1);
     EXPECT_EQ(doc.at("tests").at("failures").get<int>(), 0);
-    for (const char* part : {"devices", "tests", "bench", "verify_bench", "wait_bench", "phases"}) {
+    for (const char* part : {"devices", "tests", "bench", "verify_bench", "wait_bench", "pipeline_stats", "phases"}) {
         EXPECT_TRUE(doc.at("seconds").contains(part)) << part;
         EXPECT_NE(r.out.find(std::string("== ") + part + ": "), std::string::npos) << part << " wall time not printed";
     }
