@@ -11,8 +11,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
+
+#include <unistd.h>
 
 namespace {
 
@@ -59,6 +64,46 @@ TEST(ExternalDevice, SamplesOnTheAppsDevice) {
     // still use it.
     auto wait_idle = reinterpret_cast<PFN_vkDeviceWaitIdle>(vkGetDeviceProcAddr(app.device, "vkDeviceWaitIdle"));
     EXPECT_EQ(wait_idle(app.device), VK_SUCCESS);
+}
+
+// SIEVE_PIPELINE_STATS on the app's device: Sieve enables no extension on
+// it, so each pipeline's line says why it has no statistics
+// (engine/vulkan/pipeline_stats.hpp; tests/gpu/test_pipeline_stats.cpp has
+// Sieve's own device).
+TEST(ExternalDevice, PipelineStatisticsLinesSayTheAppMadeTheDevice) {
+    const std::string path = (std::filesystem::temp_directory_path() /
+                              ("sieve_app_pipeline_stats_" + std::to_string(getpid()) + ".jsonl"))
+                                 .string();
+    std::remove(path.c_str());
+    {
+        sieve_test::ScopedEnv env("SIEVE_PIPELINE_STATS", path.c_str());
+        AppDevice app;
+        sieve_vulkan_device handles{};
+        handles.struct_size = sizeof(handles);
+        handles.instance = app.instance;
+        handles.physical_device = app.physical;
+        handles.device = app.device;
+        handles.queue = app.queue;
+        handles.queue_family_index = app.family;
+        handles.api_version = VK_API_VERSION_1_1;
+        sieve_context* raw = nullptr;
+        sieve::ContextOptions options;
+        options.on_message(sieve_test::count_validation_message, nullptr);
+        ASSERT_EQ(sieve_context_create_vulkan(&handles, &options.raw, &raw), SIEVE_OK) << sieve_last_error();
+        sieve::Context ctx(raw);
+        const int32_t vocab = 20000;
+        const auto logits = sieve_test::make_rows(sieve_test::Shape::Zipf, 1, vocab, 4);
+        sieve::Chain chain(ctx, sieve_test::chain_desc("temperature;dist", 1, vocab, 0.8f, 7));
+        EXPECT_EQ(chain.sample(logits.data(), 1, vocab).at(0).status, SIEVE_OK);
+    }
+    std::ifstream in(path);
+    size_t lines = 0;
+    for (std::string line; std::getline(in, line); ++lines) {
+        EXPECT_NE(line.find("\"executables\":null"), std::string::npos) << line;
+        EXPECT_NE(line.find("the app created the device"), std::string::npos) << line;
+    }
+    EXPECT_GE(lines, 3u) << "row_stats, mass_histogram and the gather at least";
+    std::remove(path.c_str());
 }
 
 TEST(ExternalDevice, RejectsIncompleteHandles) {
