@@ -180,4 +180,33 @@ uint wide_gather_passes(uint row) { return (row_state[row * ROW_STRIDE + R_WIDE_
 // Whether bin b is gathered: b* or in the run [clo, cend) before it.
 bool wide_gathered(uint b, uint bstar, uint clo, uint cend) { return b == bstar || (b >= clo && b < cend); }
 
+// BODY(F4, J) for every quad J in [J_FIRST, J_STOP) (an invocation's stretch,
+// stretch.glsl) of the chunk of row ROW that starts at BEGIN: F4 its logits,
+// through the vec4 map where VMAP says the row allows it, else row_quad
+// (those at or past END repeat the chunk's last, for BODY to mask). Rows of
+// whole vec4s (WIDE_ROWS_X4) load four quads a trip first: a CPU device loads
+// a vector lane by lane, each waiting on memory, and independent loads
+// overlap (the collect pass's loop, collect_chunk.glsl). (The caller includes
+// stretch.glsl and logits4.glsl.)
+#define FOR_WIDE_QUADS(ROW, BEGIN, END, VMAP, J_FIRST, J_STOP, BODY)                                 \
+    {                                                                                               \
+        uint j_ = (J_FIRST);                                                                        \
+        if (WIDE_ROWS_X4 != 0u) {                                                                   \
+            uint q0_ = ((ROW) * pc.stride + (BEGIN)) / 4u;                                          \
+            for (; j_ + 3u * RUN_LANES < (J_STOP); j_ += 4u * RUN_LANES) {                          \
+                vec4 fa_ = row_vec4(q0_ + j_), fb_ = row_vec4(q0_ + j_ + RUN_LANES);                \
+                vec4 fc_ = row_vec4(q0_ + j_ + 2u * RUN_LANES), fd_ = row_vec4(q0_ + j_ + 3u * RUN_LANES); \
+                BODY(fa_, j_)                                                                       \
+                BODY(fb_, j_ + RUN_LANES)                                                           \
+                BODY(fc_, j_ + 2u * RUN_LANES)                                                      \
+                BODY(fd_, j_ + 3u * RUN_LANES)                                                      \
+            }                                                                                       \
+        }                                                                                           \
+        for (; j_ < (J_STOP); j_ += RUN_LANES) {                                                    \
+            vec4 f4_ = (VMAP) ? row_vec4(((ROW) * pc.stride + (BEGIN)) / 4u + j_)                   \
+                              : row_quad(ROW, (BEGIN) + 4u * j_, END);                              \
+            BODY(f4_, j_)                                                                           \
+        }                                                                                           \
+    }
+
 #endif

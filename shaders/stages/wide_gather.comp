@@ -672,24 +672,7 @@ void main() {
         }                                                                                         \
         takes += take ? 1u : 0u;                                                                  \
     }
-    uint j = j_first;
-    if (WIDE_ROWS_X4 != 0u) {
-        // Four loads a trip: a CPU device loads a vector lane by lane, each
-        // waiting on memory; independent loads overlap (collect_chunk.glsl).
-        uint q0 = (row * pc.stride + begin) / 4u;
-        for (; j + 3u * RUN_LANES < j_stop; j += 4u * RUN_LANES) {
-            vec4 fa = row_vec4(q0 + j), fb = row_vec4(q0 + j + RUN_LANES);
-            vec4 fc = row_vec4(q0 + j + 2u * RUN_LANES), fd = row_vec4(q0 + j + 3u * RUN_LANES);
-            TAKE_QUAD(fa, j)
-            TAKE_QUAD(fb, j + RUN_LANES)
-            TAKE_QUAD(fc, j + 2u * RUN_LANES)
-            TAKE_QUAD(fd, j + 3u * RUN_LANES)
-        }
-    }
-    for (; j < j_stop; j += RUN_LANES) {
-        vec4 f4 = vmap ? row_vec4((row * pc.stride + begin) / 4u + j) : row_quad(row, begin + 4u * j, end);
-        TAKE_QUAD(f4, j)
-    }
+    FOR_WIDE_QUADS(row, begin, end, vmap, j_first, j_stop, TAKE_QUAD)
     if (STAGE_TAKES) {
         // The staged entries, side by side (w_staged: their count, then
         // their first slot in the list).

@@ -615,23 +615,7 @@ void main() {
             }                                                                                   \
         }                                                                                       \
     }
-    uint j = j_first;
-    if (WIDE_ROWS_X4 != 0u) {
-        // Four loads a trip (direct_stats says why).
-        uint q0 = (row * pc.stride + begin) / 4u;
-        for (; j + 3u * RUN_LANES < j_stop; j += 4u * RUN_LANES) {
-            vec4 fa = row_vec4(q0 + j), fb = row_vec4(q0 + j + RUN_LANES);
-            vec4 fc = row_vec4(q0 + j + 2u * RUN_LANES), fd = row_vec4(q0 + j + 3u * RUN_LANES);
-            BIN_QUAD(fa, j)
-            BIN_QUAD(fb, j + RUN_LANES)
-            BIN_QUAD(fc, j + 2u * RUN_LANES)
-            BIN_QUAD(fd, j + 3u * RUN_LANES)
-        }
-    }
-    for (; j < j_stop; j += RUN_LANES) {
-        vec4 f4 = vmap ? row_vec4((row * pc.stride + begin) / 4u + j) : row_quad(row, begin + 4u * j, end);
-        BIN_QUAD(f4, j)
-    }
+    FOR_WIDE_QUADS(row, begin, end, vmap, j_first, j_stop, BIN_QUAD)
 
     uint h = wide_hist_at(row, chunk);
     if (WIDE_DIRECT != 0u) store_float_bins(h, mc, below_f);
