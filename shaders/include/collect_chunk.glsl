@@ -126,7 +126,7 @@ void probe_threshold(uint row, uint begin, uint stop, uint need) {
     uint i0 = 0u, i1 = 0u, i2 = 0u, i3 = 0u;
     for (uint i = begin + t; i < stop; i += WG) {
         uint k = sieve_key(row_logit(row, i));
-        bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
+        bool ok = key_valid(k);
         k = ok ? k : 0u;
         PICK4(k, i)
     }
@@ -156,7 +156,7 @@ uint group_takes(uint kg, uint q, uint row4, uint tau) {
     uint n = 0u;
     [[unroll]] for (uint c = 0u; c < 4u; ++c) {
         uint k = sieve_key(f4[c]);
-        n += k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF && k >= tau ? 1u : 0u;
+        n += key_valid(k) && k >= tau ? 1u : 0u;
     }
     return n;
 }
@@ -166,7 +166,7 @@ uint group_write(uint kg, uint q, uint row4, uint tau, uint slot) {
     vec4 f4 = row_vec4(row4 + q);
     [[unroll]] for (uint c = 0u; c < 4u; ++c) {
         uint k = sieve_key(f4[c]);
-        if (k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF && k >= tau) {
+        if (key_valid(k) && k >= tau) {
             c_key[slot] = k;
             c_id[slot] = 4u * q + c;
             ++slot;
@@ -187,7 +187,7 @@ const uint RADIX_FROM = INDEXED_BINS != 0u ? PROBE * WG : PICK_LIMIT;
 
 // A logit's key into refine_tau's level: keys >= tau only.
 void refine_bin(uint k, uint tau, uint prefix, uint shift) {
-    if (k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF && k >= tau) radix_count(k, prefix, shift, 0u);
+    if (key_valid(k) && k >= tau) radix_count(k, prefix, shift, 0u);
 }
 
 // pick_chunk's logits >= tau were more than PICK_LIMIT. They are exactly a
@@ -323,7 +323,7 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
         vec4 f4 = row_vec4(row4 + q);
         [[unroll]] for (uint c = 0u; c < 4u; ++c) {
             uint k = sieve_key(f4[c]);
-            bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
+            bool ok = key_valid(k);
             bad += ok ? 0u : 1u;
             first_bad = ok ? first_bad : min(first_bad, 4u * q + c);
         }
@@ -380,7 +380,7 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
                 vec4 f4 = row_vec4(row4 + q);
                 [[unroll]] for (uint c = 0u; c < 4u; ++c) {
                     uint k = sieve_key(f4[c]);
-                    bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
+                    bool ok = key_valid(k);
                     mine += ok && k >= tau ? 1u : 0u;
                 }
             }
@@ -406,7 +406,7 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
             vec4 f4 = row_vec4(row4 + q);
             [[unroll]] for (uint c = 0u; c < 4u; ++c) {
                 uint k = sieve_key(f4[c]);
-                bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
+                bool ok = key_valid(k);
                 if (ok && k >= tau) {
                     c_key[slot] = k;
                     c_id[slot] = 4u * q + c;
@@ -427,14 +427,18 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
     return true;
 }
 
-// The chunk's statistics (bad, first_bad, kmin) from one of its keys, on
-// the radix select's first read.
+// The chunk's statistics (bad, first_bad, kmin) from one of its keys (id i),
+// on its first read.
 void chunk_stats_add(uint k, uint i, inout uint bad, inout uint first_bad, inout uint kmin) {
-    bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;  // -inf .. finite
+    bool ok = key_valid(k);
     bad += ok ? 0u : 1u;
     first_bad = ok ? first_bad : min(first_bad, i);
     kmin = (ok && k != KEY_NEG_INF) ? min(kmin, k) : kmin;
 }
+
+// Whether a collecting round takes key k of logit i: at or above the floor
+// (min-p's) and canonically at or before the threshold (tk, ti).
+bool round_takes(uint k, uint i, uint kfloor, uint tk, uint ti) { return k >= kfloor && (k > tk || (k == tk && i <= ti)); }
 
 // A radix level over the chunk (the keys whose bits above `shift` + 8 are
 // `prefix`) as two digits of 4 bits, each counted in registers, a read of
@@ -460,7 +464,7 @@ bool radix_chunk_nibbles(uint row4, uint q_first, uint q_stop, uint shift, uint 
             [[unroll]] for (uint c = 0u; c < 4u; ++c) {
                 uint k = sieve_key(f4[c]);
                 if (first_read && nib == 28u) chunk_stats_add(k, 4u * q + c, bad, first_bad, kmin);
-                bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
+                bool ok = key_valid(k);
                 uint d = ok && (nib == 28u || (k >> (nib + 4u)) == prefix) ? (k >> nib) & 15u : 16u;  // 16: none
                 uint inc = 1u << ((d & 7u) << 2u);
                 lo += d < 8u ? inc : 0u;
@@ -544,7 +548,7 @@ bool radix_chunk(uint row, uint begin, uint end, uint need, uint list, inout uin
                 [[unroll]] for (uint c = 0u; c < 4u; ++c) {
                     uint k = sieve_key(f4[c]);
                     if (first_read) chunk_stats_add(k, 4u * q + c, bad, first_bad, kmin);
-                    if (k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF) radix_count(k, prefix, shift, 0u);
+                    if (key_valid(k)) radix_count(k, prefix, shift, 0u);
                 }
             }
             found = radix_choose(need, 0u, prefix, above, m);
@@ -561,7 +565,7 @@ bool radix_chunk(uint row, uint begin, uint end, uint need, uint list, inout uin
         vec4 f4 = row_vec4(row4 + q);
         [[unroll]] for (uint c = 0u; c < 4u; ++c) {
             uint k = sieve_key(f4[c]);
-            if (k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF && k >= tau) {
+            if (key_valid(k) && k >= tau) {
                 uint slot = atomicAdd(s_fill, 1u);
                 c_key[slot] = k;
                 c_id[slot] = 4u * q + c;
@@ -631,7 +635,7 @@ void deep_probe_threshold(uint row, uint begin, uint stop, uint need, bool vmap)
             uint kg = 0u;
             [[unroll]] for (uint c = 0u; c < 4u; ++c) {
                 uint k = sieve_key(f4[c]);
-                kg = max(kg, k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF ? k : 0u);
+                kg = max(kg, key_valid(k) ? k : 0u);
             }
             uint i = 4u * q;
             DEEP_INSERT(kg, i)
@@ -639,7 +643,7 @@ void deep_probe_threshold(uint row, uint begin, uint stop, uint need, bool vmap)
     } else {
         for (uint i = begin + t; i < stop; i += WG) {
             uint k = sieve_key(row_logit(row, i));
-            k = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF ? k : 0u;
+            k = key_valid(k) ? k : 0u;
             DEEP_INSERT(k, i)
         }
     }
@@ -795,13 +799,11 @@ void collect_chunk() {
                 for (uint i = base + t; i < stop; i += WG) {
                     float f = row_logit(row, i);
                     uint k = sieve_key(f);
-                    bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
-                    bad += ok ? 0u : 1u;
-                    first_bad = ok ? first_bad : min(first_bad, i);
-                    kmin = (ok && k != KEY_NEG_INF) ? min(kmin, k) : kmin;
+                    bool ok = key_valid(k);
+                    chunk_stats_add(k, i, bad, first_bad, kmin);
                     if (CHAIN_HAS_MIN_P) kmax = ok ? max(kmax, k) : kmax;
                     if (ok && k != KEY_NEG_INF) agg_add(a, f, f / agg_t, want_sigma, want_mass);
-                    bool take = ok && k >= kfloor && (k > tk || (k == tk && i <= ti));
+                    bool take = ok && round_takes(k, i, kfloor, tk, ti);
                     takes += take ? 1u : 0u;
                     k0 = take ? k : k0;
                     i0 = take ? i : i0;
@@ -813,12 +815,10 @@ void collect_chunk() {
                     [[unroll]] for (uint c = 0u; c < 4u; ++c) {
                         uint i = 4u * q + c;
                         uint k = sieve_key(f4[c]);
-                        bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
-                        bad += ok ? 0u : 1u;
-                        first_bad = ok ? first_bad : min(first_bad, i);
-                        kmin = (ok && k != KEY_NEG_INF) ? min(kmin, k) : kmin;
+                        bool ok = key_valid(k);
+                        chunk_stats_add(k, i, bad, first_bad, kmin);
                         if (CHAIN_HAS_MIN_P) kmax = ok ? max(kmax, k) : kmax;
-                        bool take = ok && k >= kfloor && (k > tk || (k == tk && i <= ti));
+                        bool take = ok && round_takes(k, i, kfloor, tk, ti);
                         takes += take ? 1u : 0u;
                         k0 = take ? k : k0;
                         i0 = take ? i : i0;
@@ -829,12 +829,10 @@ void collect_chunk() {
                     uint k = sieve_key(row_logit(row, i));
                     // Keys of -inf .. finite: [KEY_NEG_INF, KEY_POS_INF); NaN
                     // and +Inf fall outside (the row fails on them).
-                    bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
-                    bad += ok ? 0u : 1u;
-                    first_bad = ok ? first_bad : min(first_bad, i);
-                    kmin = (ok && k != KEY_NEG_INF) ? min(kmin, k) : kmin;
+                    bool ok = key_valid(k);
+                    chunk_stats_add(k, i, bad, first_bad, kmin);
                     if (CHAIN_HAS_MIN_P) kmax = ok ? max(kmax, k) : kmax;
-                    bool take = ok && k >= kfloor && (k > tk || (k == tk && i <= ti));
+                    bool take = ok && round_takes(k, i, kfloor, tk, ti);
                     takes += take ? 1u : 0u;
                     k0 = take ? k : k0;
                     i0 = take ? i : i0;
@@ -856,8 +854,8 @@ void collect_chunk() {
             }
             for (uint i = first; takes > 0u && i < stop; i = next_logit(i, vmap)) {
                 uint k = sieve_key(row_logit(row, i));
-                bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
-                if (ok && k >= kfloor && (k > tk || (k == tk && i <= ti))) {
+                bool ok = key_valid(k);
+                if (ok && round_takes(k, i, kfloor, tk, ti)) {
                     if (slot < CAP) {
                         c_key[slot] = k;
                         c_id[slot] = i;
@@ -879,8 +877,8 @@ void collect_chunk() {
                 retry = NO_RETRY;
                 for (uint i = from; i < stop; i = next_logit(i, vmap)) {
                     uint k = sieve_key(row_logit(row, i));
-                    bool ok = k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF;
-                    for (bool go = ok && k >= kfloor && (k > tk || (k == tk && i <= ti)) && retry == NO_RETRY; go; go = false)
+                    bool ok = key_valid(k);
+                    for (bool go = ok && round_takes(k, i, kfloor, tk, ti) && retry == NO_RETRY; go; go = false)
                         retry = append(k, i);
                 }
                 barrier();

@@ -112,6 +112,10 @@ float sieve_key_value(uint k) {
 const uint KEY_NEG_INF = 0x007FFFFFu;  // sieve_key(-inf)
 const uint KEY_POS_INF = 0xFF800000u;  // sieve_key(+inf); NaNs fall outside [KEY_NEG_INF, KEY_POS_INF]
 
+// The key of -inf or of a finite value: not NaN or +Inf, on which a row fails
+// (one unsigned compare: keys below KEY_NEG_INF wrap past the range).
+bool key_valid(uint k) { return k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF; }
+
 float row_scale(uint row) { return uintBitsToFloat(params[row * PARAM_STRIDE + P_SCALE]); }
 
 // x / y rounded as IEEE rounds it, as the twin and llama.cpp divide.

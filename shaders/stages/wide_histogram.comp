@@ -419,7 +419,7 @@ RowStats direct_stats(uint row, uint begin, uint end, bool vmap, uint j_first, u
             [[unroll]] for (uint c = 0u; c < 4u; ++c) {
                 uint i = begin + 4u * j + c;
                 uint k = sieve_key(f4[c]);
-                bool bad = i < end && !(k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF);
+                bool bad = i < end && !key_valid(k);
                 s.bad += bad ? 1u : 0u;
                 s.first_bad = bad ? min(s.first_bad, i) : s.first_bad;
             }
