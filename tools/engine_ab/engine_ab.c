@@ -1,0 +1,122 @@
+/* The engine alone, through the public C API, for A/B runs across versions
+ * (scripts/engine_ab.sh compiles this file against each side's own sieve.h):
+ * sieve_sample on one row of 151936 logits from the host, the median of
+ * CALLS timed calls per case after a warm-up, one line a case:
+ * "<case> <median us>". The cases are sieve bench's one-row chains (cli/bench_suite.cpp)
+ * without history; the row is a fixed Zipf-like one.
+ *
+ *   sieve_engine_ab CALLS [CASES]   (CASES: a comma-separated list; default all)
+ *
+ * Exit status: 0; 2 usage; 1 the library refused a context or a chain. */
+#include <sieve/sieve.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { kVocab = 151936, kWarmup = 30 };
+
+static double now_us(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+static int by_value(const void* a, const void* b) {
+    const double x = *(const double*)a, y = *(const double*)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Whether `name` is an item of the comma-separated `list`. */
+static int listed(const char* list, const char* name) {
+    const size_t n = strlen(name);
+    for (const char* p = list; p && *p;) {
+        const char* end = strchr(p, ',');
+        const size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0) return 1;
+        p = end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
+int main(int argc, char** argv) {
+    const int calls = argc > 1 ? atoi(argv[1]) : 0;
+    if (argc < 2 || argc > 3 || calls < 1) {
+        fprintf(stderr, "usage: sieve_engine_ab CALLS [CASES]\n");
+        return 2;
+    }
+    const char* only = argc > 2 ? argv[2] : NULL;
+    static const struct {
+        const char* name;
+        const char* samplers;
+        int top_k;
+        double top_p;
+    } cases[] = {{"greedy", "greedy", 40, 0.95},         {"dist", "temperature;dist", 40, 0.95},
+                 {"default", "", 40, 0.95},              {"top_p", "top_p;temperature", 40, 0.9},
+                 {"min_p", "min_p;temperature", 40, 0.95}, {"top_k1000", "top_k;temperature", 1000, 0.95}};
+    const size_t n_cases = sizeof(cases) / sizeof(cases[0]);
+    for (const char* p = only; p && *p;) {  /* every name given must be a case */
+        const char* end = strchr(p, ',');
+        const size_t len = end ? (size_t)(end - p) : strlen(p);
+        int known = 0;
+        for (size_t c = 0; c < n_cases; ++c) known |= strlen(cases[c].name) == len && !strncmp(p, cases[c].name, len);
+        if (!known) {
+            fprintf(stderr, "sieve_engine_ab: unknown case '%.*s'\n", (int)len, p);
+            return 2;
+        }
+        p = end ? end + 1 : NULL;
+    }
+    /* Rank r of a fixed shuffle gets 12 - ln(r + 1), plus noise below 0.01. */
+    float* logits = malloc(sizeof(float) * kVocab);
+    double* times = malloc(sizeof(double) * (size_t)calls);
+    if (!logits || !times) return 1;
+    uint32_t s = 12345;
+    for (int i = 0; i < kVocab; ++i) {
+        s = s * 1664525u + 1013904223u;
+        const uint32_t rank = (uint32_t)(((uint64_t)i * 2654435761u) % kVocab);
+        logits[i] = 12.0f - logf((float)rank + 1.0f) + (float)(s >> 8) * (0.01f / 16777216.0f);
+    }
+    sieve_context* ctx = NULL;
+    if (sieve_context_create(NULL, &ctx) != SIEVE_OK) {
+        fprintf(stderr, "sieve_engine_ab: no context: %s\n", sieve_last_error());
+        return 1;
+    }
+    for (size_t c = 0; c < n_cases; ++c) {
+        if (only && !listed(only, cases[c].name)) continue;
+        sieve_chain_desc desc;
+        sieve_chain_desc_init(&desc);
+        desc.samplers = cases[c].samplers;
+        desc.max_rows = 1;
+        desc.max_vocab = kVocab;
+        desc.temperature = 0.8f;
+        desc.seed = 42;
+        sieve_chain* chain = NULL;
+        if (sieve_chain_create(ctx, &desc, &chain) != SIEVE_OK) {
+            fprintf(stderr, "sieve_engine_ab: no chain %s: %s\n", cases[c].name, sieve_last_error());
+            return 1;
+        }
+        sieve_chain_set_param(chain, -1, SIEVE_PARAM_TOP_K, cases[c].top_k);
+        sieve_chain_set_param(chain, -1, SIEVE_PARAM_TOP_P, cases[c].top_p);
+        sieve_token token;
+        for (int i = 0; i < kWarmup; ++i) sieve_sample(chain, logits, 1, kVocab, &token);
+        for (int i = 0; i < calls; ++i) {
+            const double t0 = now_us();
+            if (sieve_sample(chain, logits, 1, kVocab, &token) != SIEVE_OK || token.status != SIEVE_OK) {
+                fprintf(stderr, "sieve_engine_ab: %s failed: %s\n", cases[c].name, sieve_last_error());
+                return 1;
+            }
+            times[i] = now_us() - t0;
+        }
+        qsort(times, (size_t)calls, sizeof(double), by_value);
+        printf("%s %.1f\n", cases[c].name, times[calls / 2]);
+        fflush(stdout);
+        sieve_chain_destroy(chain);
+    }
+    sieve_context_destroy(ctx);
+    free(times);
+    free(logits);
+    return 0;
+}
