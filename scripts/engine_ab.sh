@@ -10,8 +10,10 @@
 # after), compiles tools/engine_ab/engine_ab.c against each side's own
 # sieve.h, warms both up, then runs them in --rounds rounds (default 8) whose
 # order alternates (this machine favours the second of two back-to-back
-# runs), --calls timed calls a case each (default 300). Prints each case's
-# median over the rounds, its range, and this build's median over REV's.
+# runs), --calls timed calls a case each (default 300), then as many with
+# the chain's profiling on. Prints each case's median over the rounds, its
+# range, and this build's median over REV's, then the same for each stage
+# (GPU timestamps) both sides ran.
 # Needs this checkout built (./build or --build-dir: libsieve). Exit status: 0;
 # 2 usage or a side that does not build.
 set -euo pipefail
@@ -58,13 +60,21 @@ for ((r = 1; r <= rounds; ++r)); do
 done
 python3 - "$work/times.txt" "$rev" <<'PY'
 import statistics, sys
-runs = {}
+runs, stages = {}, {}
 for line in open(sys.argv[1]):
-    side, case, us = line.split()
+    side, case, us, *parts = line.split()
     runs.setdefault(case, {}).setdefault(side, []).append(float(us))
-print(f"{'case':<10} {sys.argv[2][:12]:>22} {'this build':>22} {'ratio':>6}")
-for case, by in runs.items():
-    old, new = by["old"], by["new"]
+    for i, part in enumerate(parts):  # "<stage>=<us>", in the call's order
+        name, value = part.split("=")
+        stages.setdefault(case, {}).setdefault((i, name), {}).setdefault(side, []).append(float(value))
+print(f"{'case':<16} {sys.argv[2][:12]:>22} {'this build':>22} {'ratio':>6}")
+def row(label, old, new):
     mo, mn = statistics.median(old), statistics.median(new)
-    print(f"{case:<10} {mo:9.1f} [{min(old):5.0f}-{max(old):5.0f}] {mn:9.1f} [{min(new):5.0f}-{max(new):5.0f}] {mn / mo:6.3f}")
+    print(f"{label:<16} {mo:9.1f} [{min(old):5.0f}-{max(old):5.0f}] {mn:9.1f} [{min(new):5.0f}-{max(new):5.0f}] {mn / mo:6.3f}")
+for case, by in runs.items():
+    row(case, by["old"], by["new"])
+    # Each side's stages (GPU timestamps, medians), matched by position and name.
+    for (i, name), st in stages.get(case, {}).items():
+        if "old" in st and "new" in st:
+            row("  " + name, st["old"], st["new"])
 PY

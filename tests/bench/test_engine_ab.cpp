@@ -1,7 +1,7 @@
 // The engine A/B harness (tools/engine_ab/engine_ab.c, scripts/engine_ab.sh):
-// one line a case with a positive median, the cases asked for only, and a
-// usage error for bad arguments; the script refuses a missing or unknown
-// revision before it builds anything.
+// one line a case with a positive median and its stages' medians, the cases
+// asked for only, and a usage error for bad arguments; the script refuses a
+// missing or unknown revision before it builds anything.
 #include "cli_process.hpp"
 
 #include <gtest/gtest.h>
@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -30,16 +31,25 @@ TEST(EngineAb, PrintsAMedianForEachCaseAskedFor) {
     const fs::path dir = temp_dir();
     const auto r = sieve_test::run_program(kHarness, "3 greedy,min_p", dir);
     ASSERT_EQ(r.code, 0) << r.err;
+    // "<case> <median us> <stage>=<median us> ...", a line a case.
     std::istringstream in(r.out);
-    std::string name;
-    double us = 0;
-    ASSERT_TRUE(in >> name >> us) << r.out;
-    EXPECT_EQ(name, "greedy");
-    EXPECT_GT(us, 0.0);
-    ASSERT_TRUE(in >> name >> us) << r.out;
-    EXPECT_EQ(name, "min_p");
-    EXPECT_GT(us, 0.0);
-    EXPECT_FALSE(in >> name) << "only the cases asked for: " << r.out;
+    std::vector<std::string> names;
+    for (std::string line; std::getline(in, line);) {
+        std::istringstream fields(line);
+        std::string name, stage;
+        double us = 0;
+        ASSERT_TRUE(fields >> name >> us) << line;
+        EXPECT_GT(us, 0.0) << line;
+        names.push_back(name);
+        size_t stages = 0;
+        for (; fields >> stage; ++stages) {
+            const size_t eq = stage.find('=');
+            ASSERT_NE(eq, std::string::npos) << line;
+            EXPECT_GT(std::stod(stage.substr(eq + 1)), 0.0) << line;
+        }
+        EXPECT_GE(stages, 1u) << "the stages of a profiled call: " << line;
+    }
+    EXPECT_EQ(names, (std::vector<std::string>{"greedy", "min_p"})) << "only the cases asked for: " << r.out;
     fs::remove_all(dir);
 }
 

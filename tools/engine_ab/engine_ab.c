@@ -1,8 +1,10 @@
 /* The engine alone, through the public C API, for A/B runs across versions
  * (scripts/engine_ab.sh compiles this file against each side's own sieve.h):
  * sieve_sample on one row of 151936 logits from the host, the median of
- * CALLS timed calls per case after a warm-up, one line a case:
- * "<case> <median us>". The cases are sieve bench's one-row chains (cli/bench_suite.cpp)
+ * CALLS timed calls per case after a warm-up, then, with the chain's
+ * profiling on (GPU timestamps around each dispatch), each stage's median
+ * over CALLS more calls; one line a case:
+ * "<case> <median us> <stage>=<median us> ...". The cases are sieve bench's one-row chains (cli/bench_suite.cpp)
  * without history; the row is a fixed Zipf-like one.
  *
  *   sieve_engine_ab CALLS [CASES]   (CASES: a comma-separated list; default all)
@@ -111,8 +113,32 @@ int main(int argc, char** argv) {
             times[i] = now_us() - t0;
         }
         qsort(times, (size_t)calls, sizeof(double), by_value);
-        printf("%s %.1f\n", cases[c].name, times[calls / 2]);
+        printf("%s %.1f", cases[c].name, times[calls / 2]);
+        /* Where the time goes: each stage's median with timestamps on (a
+         * call's stages, in order; a stage of one name may recur at levels). */
+        enum { kStages = 16 };
+        sieve_stage_time stages[kStages], first[kStages];
+        uint32_t n_stages = 0;
+        double* per_stage = malloc(sizeof(double) * (size_t)calls * kStages);
+        if (!per_stage || sieve_chain_set_profiling(chain, 1) != SIEVE_OK) return 1;
+        for (int i = 0; i < calls; ++i) {
+            uint32_t n = 0;
+            if (sieve_sample(chain, logits, 1, kVocab, &token) != SIEVE_OK ||
+                sieve_chain_stage_times(chain, stages, kStages, &n) != SIEVE_OK)
+                return 1;
+            if (i == 0) {  /* the labels: the first call's stages */
+                n_stages = n < kStages ? n : kStages;
+                memcpy(first, stages, sizeof(stages));
+            }
+            for (uint32_t k = 0; k < n_stages; ++k) per_stage[k * (size_t)calls + i] = k < n ? stages[k].gpu_us : 0.0;
+        }
+        for (uint32_t k = 0; k < n_stages; ++k) {
+            qsort(per_stage + k * (size_t)calls, (size_t)calls, sizeof(double), by_value);
+            printf(" %s=%.1f", first[k].stage, per_stage[k * (size_t)calls + calls / 2]);
+        }
+        printf("\n");
         fflush(stdout);
+        free(per_stage);
         sieve_chain_destroy(chain);
     }
     sieve_context_destroy(ctx);
