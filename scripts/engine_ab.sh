@@ -64,17 +64,24 @@ runs, stages = {}, {}
 for line in open(sys.argv[1]):
     side, case, us, *parts = line.split()
     runs.setdefault(case, {}).setdefault(side, []).append(float(us))
-    for i, part in enumerate(parts):  # "<stage>=<us>", in the call's order
+    seen = {}
+    for part in parts:  # "<stage>=<us>", in the call's order; a name may recur (levels)
         name, value = part.split("=")
-        stages.setdefault(case, {}).setdefault((i, name), {}).setdefault(side, []).append(float(value))
+        seen[name] = seen.get(name, 0) + 1
+        stages.setdefault(case, {}).setdefault((name, seen[name]), {}).setdefault(side, []).append(float(value))
 print(f"{'case':<16} {sys.argv[2][:12]:>22} {'this build':>22} {'ratio':>6}")
 def row(label, old, new):
     mo, mn = statistics.median(old), statistics.median(new)
     print(f"{label:<16} {mo:9.1f} [{min(old):5.0f}-{max(old):5.0f}] {mn:9.1f} [{min(new):5.0f}-{max(new):5.0f}] {mn / mo:6.3f}")
 for case, by in runs.items():
     row(case, by["old"], by["new"])
-    # Each side's stages (GPU timestamps, medians), matched by position and name.
-    for (i, name), st in stages.get(case, {}).items():
+    # The stages both sides ran (GPU timestamps, medians), matched by name
+    # and occurrence; a stage one side alone ran is named so.
+    for (name, nth), st in stages.get(case, {}).items():
+        label = "  " + name + (f" #{nth}" if nth > 1 else "")
         if "old" in st and "new" in st:
-            row("  " + name, st["old"], st["new"])
+            row(label, st["old"], st["new"])
+        else:
+            side = "old" if "old" in st else "new"
+            print(f"{label:<16} only {'REV' if side == 'old' else 'this build'}: {statistics.median(st[side]):.1f}")
 PY
