@@ -102,9 +102,8 @@ std::vector<PipelineExecutable> read_pipeline_statistics(const Device& device, V
     return out;
 }
 
-void append_pipeline_stats(const PipelineStatsLine& line) {
+void append_pipeline_stats(const std::string& path, const PipelineStatsLine& line) {
     static std::mutex mutex;
-    const std::string path = pipeline_stats_path();
     if (path.empty()) return;
     const std::string text = pipeline_stats_json(line) + "\n";
     std::lock_guard<std::mutex> lock(mutex);

@@ -2,8 +2,9 @@
 // (docs/architecture/estimate.md: workgroups resident a compute unit, which
 // the H200's stage times could not tell apart from their serial work). Where
 // the environment variable SIEVE_PIPELINE_STATS names a file when a context
-// creates its device, every compute pipeline the context builds appends one
-// JSON line to it: the shader variant, its workgroup size and
+// makes its device, every compute pipeline the context builds appends one
+// JSON line to it (a context made without it writes none, whatever the
+// variable says later): the shader variant, its workgroup size and
 // specialization, the stage it runs and the residency the estimate assumes
 // for that stage, and the driver's statistics of its compiled code
 // (VK_KHR_pipeline_executable_properties; NVIDIA's hold the register count),
@@ -55,9 +56,9 @@ std::string pipeline_stats_json(const PipelineStatsLine& line);
 // on a device that captures them.
 std::vector<PipelineExecutable> read_pipeline_statistics(const Device& device, VkPipeline pipeline);
 
-// Appends the line to the file (opened for each line: a run may point the
-// variable elsewhere between contexts). Nothing where it cannot be opened:
-// a diagnostic never fails a call.
-void append_pipeline_stats(const PipelineStatsLine& line);
+// Appends the line to `path` (the file its device was made with: opened
+// for each line, contexts of one run may name different ones). Nothing
+// where it cannot be opened: a diagnostic never fails a call.
+void append_pipeline_stats(const std::string& path, const PipelineStatsLine& line);
 
 } // namespace sieve

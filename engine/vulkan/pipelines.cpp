@@ -79,13 +79,13 @@ VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, cons
     VkResult r = vk.vkCreateComputePipelines(device.handle(), VK_NULL_HANDLE, 1, &info, nullptr, &pipeline);
     vk.vkDestroyShaderModule(device.handle(), module, nullptr);
     vk_check(r, "vkCreateComputePipelines");
-    if (!pipeline_stats_path().empty()) {
+    if (!device.pipeline_stats_file().empty()) {
         PipelineStatsLine line{device.info().name, code.name, use.stage, use.assumed_resident_per_unit,
                                device.warps_per_unit(), &s};
         if (device.captures_pipeline_statistics()) line.executables = read_pipeline_statistics(device, pipeline);
         line.absent = device.pipeline_statistics_absent();
         if (line.absent.empty() && line.executables.empty()) line.absent = "the driver reported no executable";
-        append_pipeline_stats(line);
+        append_pipeline_stats(device.pipeline_stats_file(), line);
     }
     return pipeline;
 }

@@ -109,7 +109,8 @@ Device::Device(const PhysicalDevice& physical, const sieve_context_options& opti
     VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executables{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
     bool statistics = false;
-    if (!pipeline_stats_path().empty()) {
+    statistics_file_ = pipeline_stats_path();
+    if (!statistics_file_.empty()) {
         if (offers_extension(physical_, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
             VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
             features.pNext = &executables;
@@ -166,7 +167,8 @@ Device::Device(VkInstance instance, VkPhysicalDevice physical, VkDevice device, 
 #endif
     info_ = describe_device(physical, 0);
     volkLoadDeviceTable(&table_, device_);
-    if (!pipeline_stats_path().empty()) {
+    statistics_file_ = pipeline_stats_path();
+    if (!statistics_file_.empty()) {
         statistics_absent_ = "the app created the device (sieve_context_create_vulkan): Sieve enables no extension on it";
         warps_per_unit_ = warps_per_sm(physical);
     }

@@ -133,11 +133,13 @@ public:
     // (VK_EXT_calibrated_timestamps, enabled on a device Sieve creates; an
     // app's device says nothing of its extensions): Submitter's call timing.
     bool calibrated_timestamps() const { return calibrated_timestamps_; }
-    // Where SIEVE_PIPELINE_STATS asked for them when the device was made
-    // (pipeline_stats.hpp): whether its pipelines capture the driver's
-    // statistics (VK_KHR_pipeline_executable_properties, enabled on a device
-    // Sieve creates), else why not; and the warps an SM holds
+    // The file SIEVE_PIPELINE_STATS named when the device was made (empty:
+    // none; pipeline_stats.hpp), each pipeline's line goes there; whether its
+    // pipelines capture the driver's statistics
+    // (VK_KHR_pipeline_executable_properties, enabled on a device Sieve
+    // creates), else why not; and the warps an SM holds
     // (VK_NV_shader_sm_builtins; 0 where unknown).
+    const std::string& pipeline_stats_file() const { return statistics_file_; }
     bool captures_pipeline_statistics() const { return captures_statistics_; }
     const std::string& pipeline_statistics_absent() const { return statistics_absent_; }
     uint32_t warps_per_unit() const { return warps_per_unit_; }
@@ -156,6 +158,7 @@ private:
     VkPhysicalDeviceMemoryProperties memory_{};
     bool unified_memory_ = false;
     bool calibrated_timestamps_ = false;
+    std::string statistics_file_;
     bool captures_statistics_ = false;
     std::string statistics_absent_;
     uint32_t warps_per_unit_ = 0;

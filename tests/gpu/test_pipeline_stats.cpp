@@ -40,9 +40,8 @@ std::string temp_file(const char* stem) {
 }
 
 // Samples a default chain (the fused collect pass) and a dist chain (the
-// distribution passes) once each on a new context.
-void sample_two_chains(int32_t vocab) {
-    sieve::Context ctx = sieve_test::gpu_context();
+// distribution passes) once each on `ctx` (a new context by default).
+void sample_two_chains(int32_t vocab, const sieve::Context& ctx) {
     const int32_t rows = 2;
     const auto logits = sieve_test::make_rows(Shape::Zipf, rows, vocab, 11);
     for (const char* samplers : {"top_k;top_p;min_p;temperature;dist", "temperature;dist"}) {
@@ -51,6 +50,8 @@ void sample_two_chains(int32_t vocab) {
         for (const sieve_token& t : tokens) EXPECT_EQ(t.status, SIEVE_OK);
     }
 }
+
+void sample_two_chains(int32_t vocab) { sample_two_chains(vocab, sieve_test::gpu_context()); }
 
 // The plan stage a line names, or Stage::Count (calibration, ingest, ...).
 sieve::Stage stage_named(const std::string& name) {
@@ -109,6 +110,13 @@ TEST(PipelineStats, AContextMadeWithoutTheVariableWritesNothing) {
     ASSERT_GT(before, 0u);
     // A vocabulary whose plans build other pipelines (the small-row path).
     sample_two_chains(1000);
+    EXPECT_EQ(read_lines(path).size(), before);
+    // Nor does one made before the variable was set, whose pipelines are built after.
+    {
+        sieve::Context ctx = sieve_test::gpu_context();
+        ScopedEnv env("SIEVE_PIPELINE_STATS", path.c_str());
+        sample_two_chains(1000, ctx);
+    }
     EXPECT_EQ(read_lines(path).size(), before);
     std::remove(path.c_str());
 }
