@@ -31,9 +31,9 @@
 # test with its result, the benches' JSON, the peer's figures beside Sieve's
 # (torch/dev) and each part's wall time. Attach it to an issue. --skip PARTS
 # (comma-separated: tests, bench, verify_bench, device_bench, wait_bench,
-# pipeline_stats, torch, phases) leaves those parts out, their report entries null: where a
-# machine is lent for minutes (the whole check took longer than 6 on an H200),
-# a run can hold what it came for.
+# pipeline_stats, torch, phases) leaves those parts out, their report entries
+# null: where a machine is lent for minutes (the whole check took longer than
+# 6 on an H200), a run can hold what it came for.
 #
 # --bundle DIR builds (unless --no-setup), then writes into DIR (new or empty)
 # what a run needs on a machine with no compiler: this script, the `sieve` CLI,
@@ -319,9 +319,9 @@ stats_case=${bench_case:-zipf/v151936/b1}
 if ! skipping pipeline_stats; then
   : > "$work/pipelines.jsonl"
   SIEVE_PIPELINE_STATS="$work/pipelines.jsonl" "$sieve" bench --case "$stats_case" --tokens 2 --profile-tokens 0 \
-    > /dev/null || stats_status=1
+    --twin-budget 0.1 > /dev/null || stats_status=1
   SIEVE_PIPELINE_STATS="$work/pipelines.jsonl" "$sieve" bench --rows 64 --case "${stats_case%/b*}" --tokens 2 \
-    --profile-tokens 0 > /dev/null || stats_status=1
+    --profile-tokens 0 --twin-budget 0.1 > /dev/null || stats_status=1
   if command -v python3 >/dev/null 2>&1; then
     python3 "$root/tools/pipeline_stats/residency.py" "$work/pipelines.jsonl" || stats_status=1
     python3 "$root/tools/pipeline_stats/residency.py" --json "$work/pipelines.jsonl" > "$work/pipeline_stats.json" ||
