@@ -23,8 +23,8 @@ namespace {
 
 using sieve_test::AppDevice;
 
-TEST(ExternalDevice, SamplesOnTheAppsDevice) {
-    AppDevice app;
+// The app's handles as it hands them to Sieve: no optional feature enabled.
+sieve_vulkan_device handles_of(const AppDevice& app) {
     sieve_vulkan_device handles{};
     handles.struct_size = sizeof(handles);
     handles.instance = app.instance;
@@ -33,7 +33,13 @@ TEST(ExternalDevice, SamplesOnTheAppsDevice) {
     handles.queue = app.queue;
     handles.queue_family_index = app.family;
     handles.api_version = VK_API_VERSION_1_1;
-    handles.enabled_features = 0;  // the app enabled no optional feature
+    handles.enabled_features = 0;
+    return handles;
+}
+
+TEST(ExternalDevice, SamplesOnTheAppsDevice) {
+    AppDevice app;
+    const sieve_vulkan_device handles = handles_of(app);
     sieve_context* raw = nullptr;
     sieve::ContextOptions options;
     options.on_message(sieve_test::count_validation_message, nullptr);
@@ -78,14 +84,7 @@ TEST(ExternalDevice, PipelineStatisticsLinesSayTheAppMadeTheDevice) {
     {
         sieve_test::ScopedEnv env("SIEVE_PIPELINE_STATS", path.c_str());
         AppDevice app;
-        sieve_vulkan_device handles{};
-        handles.struct_size = sizeof(handles);
-        handles.instance = app.instance;
-        handles.physical_device = app.physical;
-        handles.device = app.device;
-        handles.queue = app.queue;
-        handles.queue_family_index = app.family;
-        handles.api_version = VK_API_VERSION_1_1;
+        const sieve_vulkan_device handles = handles_of(app);
         sieve_context* raw = nullptr;
         sieve::ContextOptions options;
         options.on_message(sieve_test::count_validation_message, nullptr);
