@@ -3,6 +3,7 @@
 // handles to Sieve, samples, and destroys its objects after Sieve let go.
 #include "reference/reference.hpp"
 #include "app_device.hpp"
+#include "app_logits.hpp"
 #include "test_support.hpp"
 
 #include <volk.h>
@@ -23,8 +24,8 @@ namespace {
 
 using sieve_test::AppDevice;
 
-// The app's handles as it hands them to Sieve: no optional feature enabled.
-sieve_vulkan_device handles_of(const AppDevice& app) {
+TEST(ExternalDevice, SamplesOnTheAppsDevice) {
+    AppDevice app;
     sieve_vulkan_device handles{};
     handles.struct_size = sizeof(handles);
     handles.instance = app.instance;
@@ -33,13 +34,7 @@ sieve_vulkan_device handles_of(const AppDevice& app) {
     handles.queue = app.queue;
     handles.queue_family_index = app.family;
     handles.api_version = VK_API_VERSION_1_1;
-    handles.enabled_features = 0;
-    return handles;
-}
-
-TEST(ExternalDevice, SamplesOnTheAppsDevice) {
-    AppDevice app;
-    const sieve_vulkan_device handles = handles_of(app);
+    handles.enabled_features = 0;  // the app enabled no optional feature
     sieve_context* raw = nullptr;
     sieve::ContextOptions options;
     options.on_message(sieve_test::count_validation_message, nullptr);
@@ -84,15 +79,10 @@ TEST(ExternalDevice, PipelineStatisticsLinesSayTheAppMadeTheDevice) {
     {
         sieve_test::ScopedEnv env("SIEVE_PIPELINE_STATS", path.c_str());
         AppDevice app;
-        const sieve_vulkan_device handles = handles_of(app);
-        sieve_context* raw = nullptr;
-        sieve::ContextOptions options;
-        options.on_message(sieve_test::count_validation_message, nullptr);
-        ASSERT_EQ(sieve_context_create_vulkan(&handles, &options.raw, &raw), SIEVE_OK) << sieve_last_error();
-        sieve::Context ctx(raw);
+        const auto ctx = sieve_test::app_context(app);
         const int32_t vocab = 20000;
         const auto logits = sieve_test::make_rows(sieve_test::Shape::Zipf, 1, vocab, 4);
-        sieve::Chain chain(ctx, sieve_test::chain_desc("temperature;dist", 1, vocab, 0.8f, 7));
+        sieve::Chain chain(*ctx, sieve_test::chain_desc("temperature;dist", 1, vocab, 0.8f, 7));
         EXPECT_EQ(chain.sample(logits.data(), 1, vocab).at(0).status, SIEVE_OK);
     }
     std::ifstream in(path);
