@@ -68,7 +68,10 @@ RecordingKey GpuChain::key_for(const CallAnalysis& call, RecordingKind kind, uin
     // arm_args's choice, over the call: every row plain, every group is;
     // none, none is; else the plan keeps both.
     bool plain = false, general = false;
-    for (const RowAnalysis& a : call.rows) (key.row_takes_plain(a) ? plain : general) = true;
+    for (const RowAnalysis& a : call.rows) {
+        (key.row_takes_plain(a) ? plain : general) = true;
+        key.radix_chunks = key.radix_chunks || (key.row_takes_plain(a) && a.radix_chunk);
+    }
     key.collect_variants = plain && general ? CollectVariants::Both
                            : plain         ? CollectVariants::Plain
                                            : CollectVariants::General;

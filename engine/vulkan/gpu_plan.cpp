@@ -84,10 +84,6 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
             p.wide_chunks = p.collect_slots;
             // A GPU's tail sorts the lists in shared memory; ranks by binary
             // search (dependent loads) cost a CPU device less than barriers.
-            // Plain chunks keep a need past their register picks by a radix
-            // select over the chunk (re-reads from the cache) instead of
-            // compactions (collect_chunk.glsl: radix_chunk).
-            p.flags |= FLAG_RADIX_CHUNKS;
             if (type != SIEVE_DEVICE_CPU) p.flags |= FLAG_SORT_MERGE;
         }
         // The chunks, then one workgroup per row for the merge, the chain and

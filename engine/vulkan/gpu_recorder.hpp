@@ -30,6 +30,7 @@ struct RecordingKey {
     bool wide = false;         // the wide passes are recorded (some row may take them)
     bool wide_direct = false;  // the wide passes alone, from the rows (make_plan, wide.glsl: WIDE_DIRECT)
     CollectVariants collect_variants = CollectVariants::Both;  // collect_chunk.glsl's the row groups take
+    bool radix_chunks = false;  // some plain row keeps its need by radix_chunk (FLAG_RADIX_CHUNKS)
     KeyLevels key_levels = KeyLevels::Inline;  // a selection chain's key levels: in the plan or apart
 
     // Every row starts at a multiple of 4 logits and holds whole vec4s: the
@@ -44,7 +45,7 @@ struct RecordingKey {
 
     auto tie() const {
         return std::tie(kind, rows, vocab, timestamps, collect, inputs, history, device_input, logprobs, app_rows,
-                        stride, wide_direct, wide, collect_variants, key_levels);
+                        stride, wide_direct, wide, collect_variants, radix_chunks, key_levels);
     }
     bool operator<(const RecordingKey& o) const { return tie() < o.tie(); }
 };

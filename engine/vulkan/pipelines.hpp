@@ -90,9 +90,10 @@ public:
     // small: the plan's rows fit the candidate buffer (collect_chunk.glsl's small
     // variant); texel: the plain variant reads the row through the texel
     // binding (TEXEL_READ); fused: Collect or CollectPlain with the tail in
-    // the last chunk workgroup (collect_fused.comp, Plan::fused_tail).
+    // the last chunk workgroup (collect_fused.comp, Plan::fused_tail);
+    // radix: CollectPlain with radix_chunk (FLAG_RADIX_CHUNKS).
     VkPipeline collect(Stage stage, uint64_t ops, uint32_t selector, InputsMode inputs, bool small,
-                       bool texel = false, bool fused = false);
+                       bool texel = false, bool fused = false, bool radix = false);
     bool uses_subgroups() const { return uses_subgroups_; }
     // The handoff shaders' Vulkan memory model variants (arrive.glsl).
     bool uses_memory_model() const { return uses_memory_model_; }
@@ -111,7 +112,7 @@ private:
     bool uses_subgroups_ = false;
     bool uses_memory_model_ = false;
     std::mutex collect_mutex_;
-    std::map<std::tuple<uint32_t, uint64_t, uint32_t, uint32_t, bool, bool, bool>, VkPipeline> collect_;
+    std::map<std::tuple<uint32_t, uint64_t, uint32_t, uint32_t, bool, bool, bool, bool>, VkPipeline> collect_;
     // The stage's embedded SPIR-V, the subgroup variant where it is used.
     const shaders::Spirv& spirv(Stage stage) const;
     // collect_fused.comp and collect_tail.comp, their short builds (tail.glsl:

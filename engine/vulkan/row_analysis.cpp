@@ -200,6 +200,16 @@ bool collect_plain(uint32_t flags, uint32_t workgroup_size, uint32_t capacity) {
     return (flags & (ROW_NEED_SIGMA | ROW_NEED_MASS)) == 0 && 8 * workgroup_size <= capacity;
 }
 
+// collect_chunk.glsl's choice of radix_chunk for a plain row: a need past
+// RADIX_FROM (a CPU device's register picks, PROBE x WG; else PICK_LIMIT,
+// min(2 x WG, CAP / 2)) and no min-p floor (the picks take a floored row
+// whatever its need). The shader clamps the need to [1, CAP / 2] as
+// analyse_needs does.
+bool radix_chunk(const RowAnalysis& a, const RowContext& at) {
+    const uint32_t from = at.cpu_paths ? 4 * at.workgroup_size : std::min(2 * at.workgroup_size, at.capacity / 2);
+    return a.collect_plain && (a.flags & ROW_FLOOR) == 0 && std::max(a.need, 1u) > from;
+}
+
 // llama_sampler_penalties_apply returns at once when penalty_last_n == 0 or
 // every value is neutral; llama_sampler_dry_apply when multiplier == 0,
 // base < 1 or dry_penalty_last_n == 0.
@@ -258,6 +268,7 @@ RowAnalysis analyse_row(const ChainAnalysis& chain, const std::vector<SamplerKin
     a.flags = needs.flags;
     a.collect = row.dynatemp_range > 0.0f && chain.temperature;
     a.collect_plain = collect_plain(a.flags, at.workgroup_size, at.capacity);
+    a.radix_chunk = radix_chunk(a, at);
     // The history samplers (history.comp). Sieve's last_n are never -1 (the
     // engine refuses it); the window is the slot's history up to last_n.
     const auto penalties = std::find(samplers.begin(), samplers.end(), SamplerKind::Penalties);

@@ -28,7 +28,13 @@ const uint VARIANT_GENERAL = 0u;  // chunks of any row
 // the host arms it for a row group whose rows all are (gpu_chain.cpp).
 const uint VARIANT_PLAIN = 1u;
 const uint VARIANT_SMALL = 2u;  // whole rows that fit the buffer (FLAG_SMALL)
-const bool PLAIN = COLLECT_VARIANT == VARIANT_PLAIN;
+// The plain variant with radix_chunk, for a call where some plain row keeps
+// a need past RADIX_FROM (row_analysis.cpp: radix_chunk). The plain variant
+// leaves it out: a CPU device runs its lines for every chunk, radix or not
+// (lavapipe, the default chain at 151936: 12% of the call's instructions).
+const uint VARIANT_PLAIN_RADIX = 3u;
+const bool PLAIN = COLLECT_VARIANT == VARIANT_PLAIN || COLLECT_VARIANT == VARIANT_PLAIN_RADIX;
+const bool RADIX_CHUNKS = COLLECT_VARIANT == VARIANT_PLAIN_RADIX;
 
 // The logits again, four at a time (logits4.glsl): one load and one loop
 // iteration per 4 logits in the hot loop (the plain variant's register read
@@ -178,7 +184,7 @@ uint group_write(uint kg, uint q, uint row4, uint tau, uint slot) {
 // Most picks pick_chunk sorts (rank_sort_to_list); more go to the collecting loop.
 const uint PICK_LIMIT = 2u * WG < CAP / 2u ? 2u * WG : CAP / 2u;
 // Plain chunks keep a larger need by a radix select (radix_chunk,
-// FLAG_RADIX_CHUNKS). A CPU device (INDEXED_BINS) keeps pick_chunk and its
+// VARIANT_PLAIN_RADIX; the host's twin: row_analysis.cpp). A CPU device (INDEXED_BINS) keeps pick_chunk and its
 // collecting loop up to the picks' capacity: there each radix level's
 // shared atomic per logit costs more (lavapipe, top-k 200 at 151936: the
 // collect pass 600 us against 1100 by radix; top-k 500 and 1000: 1264 and
@@ -513,7 +519,7 @@ uint radix_gathered(uint need, uint logits) {
     return deeper ? min(CAP, next_pow2(need)) : CAP;
 }
 
-// A large `need` (FLAG_RADIX_CHUNKS; plain rows past RADIX_FROM without
+// A large `need` (VARIANT_PLAIN_RADIX; plain rows past RADIX_FROM without
 // min-p's floor, which the picks take whatever their need): a radix select
 // over the whole chunk, 8 bits a level, each level reading the chunk again
 // (from the cache: a GPU reads far faster than it compacts) and counting the
@@ -756,7 +762,9 @@ void collect_chunk() {
         // The vec4 map: plain rows (no bias, bitmask or aggregates) whose
         // stride is a multiple of 4 (chunks start at multiples of 4).
         bool vmap = !ROW_INPUTS && !aggregates && (PLAIN || (pc.stride & 3u) == 0u);
-        if (PLAIN && (pc.flags & FLAG_RADIX_CHUNKS) != 0u && need > RADIX_FROM && !use_floor) {  // uniform
+        // (The variant's flag tested at run time as well: folded to a constant,
+        // lavapipe's code for the radix levels took 5% more instructions.)
+        if (RADIX_CHUNKS && (pc.flags & FLAG_RADIX_CHUNKS) != 0u && need > RADIX_FROM && !use_floor) {  // uniform
             listed = radix_chunk(row, begin, end, need, list, bad, first_bad, kmin, kept);
             if (!listed) {  // the collecting loop reads the chunk again
                 bad = 0u;

@@ -50,7 +50,8 @@ SIEVE_CONST uint FLAG_DISTRIBUTION = 4u;  // sieve_chain_distribution: no result
 // (a GPU's plan: no dependent global loads), not by merge paths (a CPU device's)
 SIEVE_CONST uint FLAG_SORT_MERGE = 8u;
 // collect_chunk.glsl's plain chunks keep a `need` past the register picks by a radix
-// select over the chunk (every big row's plan: re-reads cost less than compactions)
+// select over the chunk (re-reads cost less than compactions): a call with such a
+// row (row_analysis.cpp: radix_chunk), whose plain pipeline holds it (VARIANT_PLAIN_RADIX)
 SIEVE_CONST uint FLAG_RADIX_CHUNKS = 16u;
 // CHAIN_SELECTOR's values (engine/vulkan/row_analysis.cpp: ChainAnalysis::selector).
 SIEVE_CONST uint SELECT_DIST = 0u;   // dist or greedy: nothing learns

@@ -186,6 +186,47 @@ TEST(RowAnalysis, AggregatesAndSelectors) {
                  }()).collect_plain);
 }
 
+// Which plain rows take radix_chunk (collect_chunk.glsl's RADIX_FROM): on a
+// CPU device a need past the register picks (4 x WG = 256 here), on a GPU
+// past PICK_LIMIT (min(2 x WG, CAP / 2) = 128); never a row min-p's floor
+// bounds, nor one the plain variant does not serve. Only a call with such a
+// row records the plain pipeline that holds it (FLAG_RADIX_CHUNKS).
+TEST(RowAnalysis, RadixChunksPastTheRegisterPicks) {
+    const Samplers top_k = {K::TopK, K::Dist};
+    const auto with_k = [](int32_t k) {
+        sieve::ref::RowParams row;
+        row.top_k = k;
+        return row;
+    };
+    for (const bool cpu : {true, false}) {
+        SCOPED_TRACE(cpu ? "CPU device" : "GPU");
+        const uint32_t from = cpu ? 256 : 128;
+        EXPECT_FALSE(row_of(top_k, with_k(static_cast<int32_t>(from)), context(cpu)).radix_chunk);
+        EXPECT_TRUE(row_of(top_k, with_k(static_cast<int32_t>(from + 1)), context(cpu)).radix_chunk);
+        EXPECT_TRUE(row_of(top_k, with_k(1000), context(cpu)).radix_chunk);
+        EXPECT_FALSE(row_of(kLlamaDefault, sieve::ref::RowParams{}, context(cpu)).radix_chunk);  // top-k 40
+        // Half the buffer, the most a row keeps.
+        EXPECT_TRUE(row_of(top_k, with_k(5000), context(cpu)).radix_chunk);
+        // min-p first bounds the row by its floor, whatever its need.
+        sieve::ref::RowParams floored = with_k(1000);
+        EXPECT_FALSE(row_of({K::MinP, K::TopK, K::Dist}, floored, context(cpu)).radix_chunk);
+        // Sums over the row: the general variant, no radix.
+        sieve::ref::RowParams sigma = with_k(1000);
+        sigma.top_n_sigma = 1.5f;
+        EXPECT_FALSE(row_of({K::TopNSigma, K::TopK, K::Dist}, sigma, context(cpu)).radix_chunk);
+    }
+    // The bound follows the workgroup (plain rows have CAP >= 8 x WG, so
+    // PICK_LIMIT is 2 x WG there).
+    sieve::RowContext narrow = context();
+    narrow.capacity = 512;
+    narrow.workgroup_size = 32;
+    EXPECT_FALSE(row_of(top_k, with_k(64), narrow).radix_chunk);
+    EXPECT_TRUE(row_of(top_k, with_k(65), narrow).radix_chunk);
+    narrow.cpu_paths = true;
+    EXPECT_FALSE(row_of(top_k, with_k(128), narrow).radix_chunk);
+    EXPECT_TRUE(row_of(top_k, with_k(129), narrow).radix_chunk);
+}
+
 // A dynamic temperature needs the collect pass even when the chain does not.
 TEST(RowAnalysis, DynamicTemperatureNeedsTheCollectPass) {
     const Samplers s = {K::Temperature, K::Dist};

@@ -1,7 +1,8 @@
 // The engine A/B harness (tools/engine_ab/engine_ab.c, scripts/engine_ab.sh):
 // one line a case with a positive median and its stages' medians, the cases
 // asked for only, and a usage error for bad arguments; the script refuses a
-// missing or unknown revision before it builds anything.
+// missing or unknown revision, or --instructions without valgrind, before it
+// builds anything.
 #include "cli_process.hpp"
 
 #include <gtest/gtest.h>
@@ -64,6 +65,32 @@ TEST(EngineAb, BadArgumentsAreUsageErrors) {
         const auto r = sieve_test::run_program("/usr/bin/env", "bash '" + kScript + "' " + args, dir);
         EXPECT_EQ(r.code, 2) << "'" << args << "': " << r.out << r.err;
     }
+    fs::remove_all(dir);
+}
+
+// --instructions counts under valgrind: without it, a usage error that says
+// so, before anything is built (a PATH of the few tools the checks use).
+TEST(EngineAb, InstructionsWithoutValgrindIsAUsageError) {
+    const fs::path dir = temp_dir();
+    const fs::path bin = dir / "bin";
+    fs::create_directory(bin);
+    for (const char* tool : {"bash", "git", "dirname", "realpath"}) {
+        const char* found = nullptr;
+        for (const char* d : {"/usr/bin/", "/bin/"})
+            if (fs::exists(std::string(d) + tool)) {
+                found = d;
+                break;
+            }
+        ASSERT_NE(found, nullptr) << tool;
+        fs::create_symlink(std::string(found) + tool, bin / tool);
+    }
+    const auto r = sieve_test::run_program("/usr/bin/env", "PATH='" + bin.string() + "' bash '" + kScript +
+                                                                "' HEAD --instructions --build-dir '" +
+                                                                SIEVE_BUILD_DIR + "'",
+                                           dir);
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("needs valgrind"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("building"), std::string::npos) << "nothing built: " << r.out;
     fs::remove_all(dir);
 }
 

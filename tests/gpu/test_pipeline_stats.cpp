@@ -5,9 +5,12 @@
 // for it, and holds the driver's statistics or says why there are none
 // (lavapipe offers no VK_KHR_pipeline_executable_properties; an NVIDIA GPU
 // reports its register count, which tools/pipeline_stats/residency.py reads).
+#include "chain/context.hpp"
+#include "vulkan/gpu_context.hpp"
 #include "vulkan/gpu_estimate.hpp"
 #include "vulkan/pipeline_stats.hpp"
 #include "vulkan/pipelines.hpp"
+#include "vulkan/row_analysis.hpp"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -104,6 +107,67 @@ TEST(PipelineStats, EveryPipelineBuiltWritesALineThatSaysWhatItIsAndWhatItsDrive
                                                                            << seen;
     for (const char* stage : {"row_stats", "mass_histogram", "gather"})
         EXPECT_EQ(stages.count(stage), 1u) << stage << " built, no line; lines for: " << seen;
+}
+
+// The collect_plain lines' COLLECT_VARIANT values (1 plain, 3 plain with radix_chunk).
+std::set<uint32_t> plain_variants(const std::vector<nlohmann::json>& lines) {
+    std::set<uint32_t> out;
+    for (const auto& j : lines)
+        if (j.at("stage") == "collect_plain") out.insert(j.at("specialization").at("collect_variant").get<uint32_t>());
+    return out;
+}
+
+// Only a call with a plain row whose need passes the register picks builds
+// the plain pipeline that holds radix_chunk (a CPU device would run its lines
+// for every chunk of every call): top-k 40 takes the plain variant alone,
+// the same chain at top-k CAP / 2 the radix one, as the row analysis says
+// (a profile whose workgroups' picks do not fit half the buffer has no
+// plain rows: no plain pipeline at all).
+TEST(PipelineStats, OnlyACallWithARadixRowBuildsThePlainPipelineWithRadixChunks) {
+    const std::string path = temp_file("sieve_pipeline_stats_radix");
+    std::remove(path.c_str());
+    const int32_t vocab = 20000;
+    std::set<uint32_t> small_k, large_k, want_small, want_large;
+    {
+        ScopedEnv env("SIEVE_PIPELINE_STATS", path.c_str());
+        const sieve::Context ctx = sieve_test::gpu_context();
+        auto* vk = dynamic_cast<sieve::VulkanContext*>(ctx.get()->impl.get());
+        ASSERT_NE(vk, nullptr);
+        const sieve::EffectiveLimits& lim = vk->device().limits();
+        ASSERT_GT(static_cast<uint32_t>(vocab), lim.candidate_capacity) << "a row of chunks";
+        // The variant the row analysis gives a row of this chain at top-k k.
+        const auto variant_for = [&](int32_t k) -> std::set<uint32_t> {
+            sieve::RowContext at;
+            at.capacity = lim.candidate_capacity;
+            at.workgroup_size = lim.workgroup_size;
+            at.cpu_paths = lim.cpu_paths;
+            sieve::ref::RowParams row;
+            row.top_k = k;
+            using K = sieve::ref::SamplerKind;
+            const std::vector<K> kinds = {K::TopK, K::Temperature, K::Dist};
+            const sieve::RowAnalysis a = sieve::analyse_row(sieve::analyse_chain(kinds), kinds, row, at);
+            if (!a.collect_plain) return {};
+            return {a.radix_chunk ? 3u : 1u};
+        };
+        sieve::Chain chain(ctx, sieve_test::chain_desc("top_k;temperature;dist", 1, vocab, 0.8f, 5));
+        const auto logits = sieve_test::make_rows(Shape::Zipf, 1, vocab, 13);
+        EXPECT_EQ(chain.sample(logits.data(), 1, vocab).at(0).status, SIEVE_OK);
+        small_k = plain_variants(read_lines(path));
+        const int32_t half = static_cast<int32_t>(lim.candidate_capacity / 2);
+        chain.set(SIEVE_PARAM_TOP_K, half);
+        EXPECT_EQ(chain.sample(logits.data(), 1, vocab).at(0).status, SIEVE_OK);
+        large_k = plain_variants(read_lines(path));
+        want_small = variant_for(40);
+        want_large = want_small;
+        for (uint32_t v : variant_for(half)) want_large.insert(v);
+        // Where the profile has plain rows and half the buffer passes the
+        // picks (4 x WG on a CPU device's paths, 2 x WG else), the calls differ.
+        const uint32_t wg = lim.workgroup_size, cap = lim.candidate_capacity;
+        if (cap >= 8 * wg && cap / 2 > (lim.cpu_paths ? 4 : 2) * wg) EXPECT_EQ(want_large.count(3u), 1u);
+    }
+    std::remove(path.c_str());
+    EXPECT_EQ(small_k, want_small) << "top-k 40: the plain variant (1), without radix_chunk (3)";
+    EXPECT_EQ(large_k, want_large) << "top-k CAP / 2 after it";
 }
 
 TEST(PipelineStats, AContextMadeWithoutTheVariableWritesNothing) {
