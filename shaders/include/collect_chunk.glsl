@@ -184,49 +184,42 @@ uint group_write(uint kg, uint q, uint row4, uint tau, uint slot) {
 // Most picks pick_chunk sorts (rank_sort_to_list); more go to the collecting loop.
 const uint PICK_LIMIT = 2u * WG < CAP / 2u ? 2u * WG : CAP / 2u;
 // Plain chunks keep a larger need by a radix select (radix_chunk,
-// VARIANT_PLAIN_RADIX; the host's twin: row_analysis.cpp). A CPU device (INDEXED_BINS) keeps pick_chunk and its
-// collecting loop up to the picks' capacity: there each radix level's
-// shared atomic per logit costs more (lavapipe, top-k 200 at 151936: the
-// collect pass 600 us against 1100 by radix; top-k 500 and 1000: 1264 and
-// 1550 by radix against 1623 and 2400 in the general variant).
+// VARIANT_PLAIN_RADIX; the host's twin: row_analysis.cpp). A CPU device
+// (INDEXED_BINS) keeps pick_chunk and its collecting loop up to the picks'
+// capacity: there each radix level's shared atomic per logit costs more
+// (lavapipe, top-k 200 at 151936: the collect pass 600 us against 1100 by
+// radix; top-k 500 and 1000: 1264 and 1550 by radix against 1623 and 2400
+// in the general variant).
 const uint RADIX_FROM = INDEXED_BINS != 0u ? PROBE * WG : PICK_LIMIT;
 
-// A logit's key into refine_tau's level: keys >= tau only.
-void refine_bin(uint k, uint tau, uint prefix, uint shift) {
-    if (key_valid(k) && k >= tau) radix_count(k, prefix, shift, 0u);
+// A logit's key into a refining level's bins: keys >= tau0 only.
+void refine_bin(uint k, uint tau0, uint prefix, uint shift) {
+    if (key_valid(k) && k >= tau0) radix_count(k, prefix, shift, 0u);
 }
 
-// pick_chunk's logits >= tau were more than PICK_LIMIT. They are exactly a
+// pick_chunk's logits >= tau0 were more than PICK_LIMIT. They are exactly a
 // dropped invocation's share's and the other invocations' picked groups'
-// (every logit >= tau lies in a group whose maximum is >= tau, which such an
-// invocation kept). A radix select over them alone, 8 bits a level (a
-// dropped share read again a level, the groups reloaded), finds the lowest
-// edge with at least `need` of them at or above it, stopping at the first
-// level where at most PICK_LIMIT are, or at the last (one key). Returns
-// max(tau, that edge): `need` of the chunk's logits are still >= it. (Only
-// counting too many could raise the edge too far; counting too few lowers
-// it, which keeps the result and costs entries.)
-uint refine_tau(uint tau, uint need, bool dropped, uint row4, uint q_first, uint q_stop, uvec4 keys, uvec4 groups) {
-    uint prefix = 0u, above = 0u, m;
-    for (uint shift = 24u;; shift -= 8u) {  // uniform
-        radix_clear(0u);
-        if (dropped) {
-            for (uint q = q_first; q < q_stop; q += RUN_LANES) {
-                vec4 f4 = row_vec4(row4 + q);
-                [[unroll]] for (uint c = 0u; c < 4u; ++c) refine_bin(sieve_key(f4[c]), tau, prefix, shift);
-            }
-        } else {
-            [[unroll]] for (uint j = 0u; j < 4u; ++j) {
-                if (keys[j] != 0u && keys[j] >= tau) {
-                    vec4 f4 = row_vec4(row4 + groups[j]);
-                    [[unroll]] for (uint c = 0u; c < 4u; ++c) refine_bin(sieve_key(f4[c]), tau, prefix, shift);
-                }
+// (every logit >= tau0 lies in a group whose maximum is >= tau0, which such
+// an invocation kept). A refining level counts them alone (a dropped share
+// read again a level, the groups reloaded).
+void refine_count(uint tau0, uint prefix, uint shift, bool dropped, uint row4, uint q_first, uint q_stop, uvec4 keys,
+                  uvec4 groups) {
+    if (dropped) {
+        for (uint q = q_first; q < q_stop; q += RUN_LANES) {
+            vec4 f4 = row_vec4(row4 + q);
+            [[unroll]] for (uint c = 0u; c < 4u; ++c) refine_bin(sieve_key(f4[c]), tau0, prefix, shift);
+        }
+    } else {
+        // A loop, not four copies: a CPU device runs a loop's body once
+        // where no lane enters it (at every level of every chunk, since
+        // pick_chunk's first pass runs this under a lane mask).
+        [[dont_unroll]] for (uint j = 0u; j < 4u; ++j) {
+            if (keys[j] != 0u && keys[j] >= tau0) {
+                vec4 f4 = row_vec4(row4 + groups[j]);
+                [[unroll]] for (uint c = 0u; c < 4u; ++c) refine_bin(sieve_key(f4[c]), tau0, prefix, shift);
             }
         }
-        radix_choose(need, 0u, prefix, above, m);  // a bin is found: at least `need` logits are >= tau
-        if (m <= PICK_LIMIT || shift == 0u) return max(tau, prefix << shift);
     }
-    return tau;  // not reached: the last level returns
 }
 
 // Rank sort of c[0, n) (distinct entries, after a barrier) straight into the
@@ -335,33 +328,51 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
         }
     }
 
-    // Radix select: bins in c_id[0, 256), the level's prefix in `prefix`.
-    uint prefix = 0u, above = 0u, m, tau = 0u;
-    for (uint shift = 24u;; shift -= 8u) {  // uniform
-        radix_clear(0u);
-        if (k0 != 0u) radix_count(k0, prefix, shift, 0u);
-        if (k1 != 0u) radix_count(k1, prefix, shift, 0u);
-        if (k2 != 0u) radix_count(k2, prefix, shift, 0u);
-        if (k3 != 0u) radix_count(k3, prefix, shift, 0u);
-        if (!radix_choose(need, 0u, prefix, above, m)) break;  // fewer than `need` picks: every pick (tau 0)
-        tau = prefix << shift;
-        if (m <= PICK_LIMIT || shift == 0u) break;
-    }
-    phase_chunk_mark(PH_SELECT);
-    // tau == 0 takes every pick (key 0: no logit). A min-p row (ROW_FLOOR)
-    // whose `need` is more than the picks (the survivors are bounded by the
-    // floor, not by a count) or whose need-th pick lies below the floor takes
-    // the chunk's logits at or above the floor instead: a superset of what
-    // min-p keeps, usually a few dozen, so the picks hold them all.
+    // Pass 0: a radix select over the picks' keys finds tau (bins in
+    // c_id[0, 256), the level's prefix in `prefix`). Pass 1 (at most once, a
+    // refining pass, below): the same select over the logits >= pass 0's tau
+    // alone (refine_count). One select serves both: a CPU device runs a
+    // refine it does not take under a lane mask, and a select of its own
+    // (its barriers and bin choice) cost the default chain 3% of its
+    // instructions on lavapipe.
+    uint tau = 0u, m = 0u;
     bool floored = false;
-    if (CHAIN_HAS_MIN_P && use_floor) {
-        uint kf = floor_key(true, floor_offset);
-        floored = kf > tau;
-        tau = max(tau, kf);
-    }
-    bool dropped;
+    bool dropped = false;
     uint mine;
     for (uint pass = 0u;; ++pass) {  // uniform; at most two
+        uint tau0 = tau;  // 0 in pass 0: every pick counts
+        uint prefix = 0u, above = 0u;
+        for (uint shift = 24u;; shift -= 8u) {  // uniform
+            radix_clear(0u);
+            if (pass == 0u) {
+                if (k0 != 0u) radix_count(k0, prefix, shift, 0u);
+                if (k1 != 0u) radix_count(k1, prefix, shift, 0u);
+                if (k2 != 0u) radix_count(k2, prefix, shift, 0u);
+                if (k3 != 0u) radix_count(k3, prefix, shift, 0u);
+            } else {
+                refine_count(tau0, prefix, shift, dropped, row4, q_first, q_stop, uvec4(k0, k1, k2, k3),
+                             uvec4(i0, i1, i2, i3));
+            }
+            // Fewer than `need` picks: every pick (tau 0). (A refining pass
+            // counts more than PICK_LIMIT >= need: a bin is found.)
+            if (!radix_choose(need, 0u, prefix, above, m)) break;
+            tau = max(tau0, prefix << shift);
+            if (m <= PICK_LIMIT || shift == 0u) break;
+        }
+        if (pass == 0u) {
+            phase_chunk_mark(PH_SELECT);
+            // tau == 0 takes every pick (key 0: no logit). A min-p row
+            // (ROW_FLOOR) whose `need` is more than the picks (the survivors
+            // are bounded by the floor, not by a count) or whose need-th pick
+            // lies below the floor takes the chunk's logits at or above the
+            // floor instead: a superset of what min-p keeps, usually a few
+            // dozen, so the picks hold them all.
+            if (CHAIN_HAS_MIN_P && use_floor) {
+                uint kf = floor_key(true, floor_offset);
+                floored = kf > tau;
+                tau = max(tau, kf);
+            }
+        }
         // An invocation whose 4th pick reaches tau may have dropped groups
         // with logits >= tau: it reads its own share again (1/WG of the
         // chunk) and takes all of them.
@@ -398,13 +409,18 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
         // ids a script's tokens fill), those invocations kept PROBE groups of
         // many, and tau is raised over the logits >= tau alone, once
         // (lavapipe, the default chain over a row whose best 1000 lie in one
-        // block: the collect pass 1130 -> 240 us). Otherwise, past half the
-        // buffer (a tie group at tau), or past PICK_LIMIT over a floor (a flat
-        // row): the collecting loop reads the chunk again from tau.
+        // block: the collect pass 1130 -> 240 us): the refining pass finds
+        // the lowest edge with at least `need` of them at or above it,
+        // stopping at the first level where at most PICK_LIMIT are, or at the
+        // last (one key), and takes max(tau, that edge): `need` of the
+        // chunk's logits are still >= it. (Only counting too many could raise
+        // the edge too far; counting too few lowers it, which keeps the
+        // result and costs entries.) Otherwise, past half the buffer (a tie
+        // group at tau), or past PICK_LIMIT over a floor (a flat row): the
+        // collecting loop reads the chunk again from tau.
         bool refine = pass == 0u && !floored && need <= PICK_LIMIT;
         if (s_count <= (refine || floored ? PICK_LIMIT : HALF)) break;  // uniform
         if (!refine) return false;
-        tau = refine_tau(tau, need, dropped, row4, q_first, q_stop, uvec4(k0, k1, k2, k3), uvec4(i0, i1, i2, i3));
     }
     uint slot = mine > 0u ? atomicAdd(s_fill, mine) : 0u;
     if (dropped) {
