@@ -69,8 +69,9 @@ RecordingKey GpuChain::key_for(const CallAnalysis& call, RecordingKind kind, uin
     // none, none is; else the plan keeps both.
     bool plain = false, general = false;
     for (const RowAnalysis& a : call.rows) {
-        (key.row_takes_plain(a) ? plain : general) = true;
-        key.radix_chunks = key.radix_chunks || (key.row_takes_plain(a) && a.radix_chunk);
+        const bool takes_plain = key.row_takes_plain(a);
+        (takes_plain ? plain : general) = true;
+        key.radix_chunks = key.radix_chunks || (takes_plain && a.radix_chunk);
     }
     key.collect_variants = plain && general ? CollectVariants::Both
                            : plain         ? CollectVariants::Plain

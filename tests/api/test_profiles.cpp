@@ -21,11 +21,7 @@ sieve::Context context_with_profile(const char* profile) {
     return sieve::Context(o);
 }
 
-const sieve::EffectiveLimits& limits_of(const sieve::Context& context) {
-    auto* vk = dynamic_cast<sieve::VulkanContext*>(context.get()->impl.get());
-    EXPECT_NE(vk, nullptr);
-    return vk->device().limits();
-}
+using sieve_test::limits_of;
 
 // The device as enumeration describes it (no context, no profile).
 sieve_device_info enumerated(uint32_t index) { return sieve::devices().at(index); }

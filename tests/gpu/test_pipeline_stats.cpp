@@ -5,8 +5,6 @@
 // for it, and holds the driver's statistics or says why there are none
 // (lavapipe offers no VK_KHR_pipeline_executable_properties; an NVIDIA GPU
 // reports its register count, which tools/pipeline_stats/residency.py reads).
-#include "chain/context.hpp"
-#include "vulkan/gpu_context.hpp"
 #include "vulkan/gpu_estimate.hpp"
 #include "vulkan/pipeline_stats.hpp"
 #include "vulkan/pipelines.hpp"
@@ -131,9 +129,7 @@ TEST(PipelineStats, OnlyACallWithARadixRowBuildsThePlainPipelineWithRadixChunks)
     {
         ScopedEnv env("SIEVE_PIPELINE_STATS", path.c_str());
         const sieve::Context ctx = sieve_test::gpu_context();
-        auto* vk = dynamic_cast<sieve::VulkanContext*>(ctx.get()->impl.get());
-        ASSERT_NE(vk, nullptr);
-        const sieve::EffectiveLimits& lim = vk->device().limits();
+        const sieve::EffectiveLimits& lim = sieve_test::limits_of(ctx);
         ASSERT_GT(static_cast<uint32_t>(vocab), lim.candidate_capacity) << "a row of chunks";
         // The variant the row analysis gives a row of this chain at top-k k.
         const auto variant_for = [&](int32_t k) -> std::set<uint32_t> {
@@ -163,7 +159,9 @@ TEST(PipelineStats, OnlyACallWithARadixRowBuildsThePlainPipelineWithRadixChunks)
         // Where the profile has plain rows and half the buffer passes the
         // picks (4 x WG on a CPU device's paths, 2 x WG else), the calls differ.
         const uint32_t wg = lim.workgroup_size, cap = lim.candidate_capacity;
-        if (cap >= 8 * wg && cap / 2 > (lim.cpu_paths ? 4 : 2) * wg) EXPECT_EQ(want_large.count(3u), 1u);
+        if (cap >= 8 * wg && cap / 2 > (lim.cpu_paths ? 4 : 2) * wg) {
+            EXPECT_EQ(want_large.count(3u), 1u);
+        }
     }
     std::remove(path.c_str());
     EXPECT_EQ(small_k, want_small) << "top-k 40: the plain variant (1), without radix_chunk (3)";

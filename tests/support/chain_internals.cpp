@@ -1,10 +1,11 @@
-// row_windows and plan_estimate_as_run (test_support.hpp): reach into the
-// chain's implementation, which the tests link statically, for what no public
+// row_windows, plan_estimate_as_run and limits_of (test_support.hpp): reach
+// into the chain's and the context's implementation, which the tests link statically, for what no public
 // call reports.
 #include "test_support.hpp"
 
 #include "chain/context.hpp"
 #include "vulkan/gpu_chain.hpp"
+#include "vulkan/gpu_context.hpp"
 
 #include <stdexcept>
 #include <string>
@@ -24,6 +25,15 @@ std::vector<sieve_stage_estimate> plan_estimate_as_run(const sieve::Chain& chain
     if (commit != "30de833" && commit != "521950c") throw std::invalid_argument("no estimate fitted to " + commit);
     return gpu->plan_estimate(rows, vocab,
                               commit == "30de833" ? sieve::ShaderSet::Of30de833 : sieve::ShaderSet::Of521950c);
+}
+
+const sieve::EffectiveLimits& limits_of(const sieve::Context& context) {
+    auto* vk = dynamic_cast<sieve::VulkanContext*>(context.get()->impl.get());
+    if (!vk) {
+        ADD_FAILURE() << "not a Vulkan context";
+        throw std::invalid_argument("limits_of: not a Vulkan context");
+    }
+    return vk->device().limits();
 }
 
 } // namespace sieve_test

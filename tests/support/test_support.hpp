@@ -6,6 +6,10 @@
 
 #include "reference/reference.hpp"
 
+namespace sieve {
+struct EffectiveLimits;  // vulkan/vk_device.hpp
+}
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -88,6 +92,10 @@ struct Windows {
     uint32_t count = 0, rows = 0;
 };
 Windows row_windows(const sieve::Chain& chain);
+
+// The limits a Vulkan context's device plans with (its profile applied).
+// Fails the test (and throws) for a context of another backend.
+const sieve::EffectiveLimits& limits_of(const sieve::Context& context);
 
 // sieve_chain_plan_estimate with the shaders of a measured run, "30de833"
 // (also its plan: rows at the plan's chunks, the tail merging by ranks) or
