@@ -447,7 +447,11 @@ void collect_tail(uint row, uint n_chunks) {
             red_agg[4][0] = m.msum;
         }
         locate_chunk_lists(row, need, n_chunks);
-        n = (pc.flags & FLAG_SORT_MERGE) != 0u ? sort_chunk_lists(need, n_chunks) : merge_chunk_lists(need, n_chunks);
+        // FLAG_SORT_MERGE is a GPU plan's (gpu_plan.cpp), never a CPU device's
+        // paths: TAIL_SERIAL compiles the sort out of lavapipe's code, which
+        // would run it under a lane mask in every call (tail.glsl: TAIL_SERIAL).
+        bool sorting = TAIL_SERIAL == 0u && (pc.flags & FLAG_SORT_MERGE) != 0u;
+        n = sorting ? sort_chunk_lists(need, n_chunks) : merge_chunk_lists(need, n_chunks);
         a = Agg(red_agg[0][0], red_agg[1][0], red_agg[2][0], red_agg[3][0], red_agg[4][0]);
         // The row's maximum is its first candidate (canonical: the first maximal id).
         s.max_key = c_key[0];
