@@ -71,7 +71,7 @@ uint32_t warps_per_sm(VkPhysicalDevice physical) {
 int32_t resolve_wait_spin(int32_t option) {
     if (option >= 0) return option;
     const char* env = std::getenv("SIEVE_WAIT_SPIN_US");
-    if (!env || !*env) return kDefaultWaitSpinUs;
+    if (!env || !*env) return -1;
     char* end = nullptr;
     const long v = std::strtol(env, &end, 10);
     if (*end != '\0' || v < 0 || v > kMaxWaitSpinUs)
@@ -177,7 +177,8 @@ Device::Device(VkInstance instance, VkPhysicalDevice physical, VkDevice device, 
 
 void Device::init(const sieve_context_options& options, uint32_t enabled_features) {
     // (Resolved before any Vulkan object exists: sieve_context_create checks it first.)
-    wait_spin_us_ = static_cast<uint32_t>(options.wait_spin_us >= 0 ? options.wait_spin_us : kDefaultWaitSpinUs);
+    wait_spin_us_ = static_cast<uint32_t>(options.wait_spin_us >= 0 ? options.wait_spin_us
+                                                                     : default_wait_spin_us(info_.type));
     VkPhysicalDeviceProperties props{};
     vkGetPhysicalDeviceProperties(physical_, &props);
     vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);

@@ -16,13 +16,22 @@
 namespace sieve {
 
 // sieve_context_options.wait_spin_us: the default polling window and the largest accepted.
+// A CPU device polls not at all by default: there the polling thread shares
+// the host's cores with the device's own (lavapipe, 2 cores, 151936: one-row
+// calls of greedy, the default chain and min_p 8-17% faster without it,
+// alternating runs; docs/perf-log.md, "Waiting for the fence").
 constexpr int32_t kDefaultWaitSpinUs = 20;
+constexpr int32_t kCpuDeviceDefaultWaitSpinUs = 0;
 constexpr int32_t kMaxWaitSpinUs = 1000000;
+inline int32_t default_wait_spin_us(sieve_device_type type) {
+    return type == SIEVE_DEVICE_CPU ? kCpuDeviceDefaultWaitSpinUs : kDefaultWaitSpinUs;
+}
 // sieve_context_options.max_storage_buffer_range: the least cap a context takes.
 constexpr uint64_t kMinStorageBufferRangeCap = 4u << 20;
 
 // The option's value: itself when >= 0, else env SIEVE_WAIT_SPIN_US (a
-// malformed value fails: SIEVE_ERROR_INVALID_ARGUMENT), else the default.
+// malformed value fails: SIEVE_ERROR_INVALID_ARGUMENT), else -1: the
+// device's default (default_wait_spin_us), which the Device resolves.
 int32_t resolve_wait_spin(int32_t option);
 
 // Tests only: contexts created while this is set take a discrete GPU's memory

@@ -266,11 +266,12 @@ typedef struct sieve_context_options {
      * The first call of a shape, and waits that are not a sampling call's
      * (sieve_chain_wait, ...), sleep at once; sieve_context_calibrate waits
      * as the calls do, so its floor is theirs. 0 = never poll; -1 = env
-     * SIEVE_WAIT_SPIN_US, else 20; at most 1000000. A window longer than the
-     * call polls from the start, which on a CPU device (lavapipe, 2 cores)
-     * competes with the device's own threads: 2000 made top_p;temperature
-     * at vocab 151936 run half its calls near 0.75 ms and half near 1.13. A
-     * caller whose struct_size ends before this field gets -1. */
+     * SIEVE_WAIT_SPIN_US, else 20 on a GPU and 0 on a CPU device (lavapipe),
+     * whose polling thread competes with the device's own for the host's
+     * cores; at most 1000000. A window longer than the call polls from the
+     * start: on lavapipe (2 cores) 2000 made top_p;temperature at vocab
+     * 151936 run half its calls near 0.75 ms and half near 1.13. A caller
+     * whose struct_size ends before this field gets -1. */
     int32_t wait_spin_us;
     /* The profile (sieve_profile_bits, by name): NULL = env SIEVE_PROFILE, else
      * "device"; "device", "gpu", "constrained" or "gpu,constrained". An unknown

@@ -76,4 +76,13 @@ TEST(FenceWait, ACpuDeviceWaitsLongerForItsFirstCompiles) {
         EXPECT_EQ(sieve::wait_timeout_ns(gpu), 120ull * 1000 * 1000 * 1000) << gpu;
 }
 
+// A CPU device's calls do not poll by default (the polling thread would take
+// a core from the device's own); a GPU's poll 20 us around the finish.
+TEST(FenceWait, OnlyAGpuPollsByDefault) {
+    EXPECT_EQ(sieve::default_wait_spin_us(SIEVE_DEVICE_CPU), 0);
+    for (sieve_device_type gpu : {SIEVE_DEVICE_DISCRETE_GPU, SIEVE_DEVICE_INTEGRATED_GPU, SIEVE_DEVICE_VIRTUAL_GPU,
+                                  SIEVE_DEVICE_OTHER})
+        EXPECT_EQ(sieve::default_wait_spin_us(gpu), 20) << gpu;
+}
+
 }  // namespace

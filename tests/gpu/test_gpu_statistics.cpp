@@ -151,7 +151,7 @@ TEST(GpuStatistics, ChiSquareTopPDirect) {
 // row r of a batch of 256 gives, bit for bit, what it gives alone.
 // Polling the fence near the expected finish (wait_spin_us) changes when the
 // host reads the results, never what it reads: the same tokens and
-// probabilities with no polling, with the default window (from the second
+// probabilities with no polling, with a GPU's default window (from the second
 // call on: sleep, poll, sleep again) and with a window longer than any call
 // (polling from the start), on the wide passes and the collect pass.
 TEST(GpuDeterminism, WaitSpinChangesNoToken) {

@@ -1,4 +1,4 @@
-// row_windows, plan_estimate_as_run and limits_of (test_support.hpp): reach
+// row_windows, plan_estimate_as_run, device_of and limits_of (test_support.hpp): reach
 // into the chain's and the context's implementation, which the tests link statically, for what no public
 // call reports.
 #include "test_support.hpp"
@@ -27,13 +27,15 @@ std::vector<sieve_stage_estimate> plan_estimate_as_run(const sieve::Chain& chain
                               commit == "30de833" ? sieve::ShaderSet::Of30de833 : sieve::ShaderSet::Of521950c);
 }
 
-const sieve::EffectiveLimits& limits_of(const sieve::Context& context) {
+const sieve::Device& device_of(const sieve::Context& context) {
     auto* vk = dynamic_cast<sieve::VulkanContext*>(context.get()->impl.get());
     if (!vk) {
         ADD_FAILURE() << "not a Vulkan context";
-        throw std::invalid_argument("limits_of: not a Vulkan context");
+        throw std::invalid_argument("device_of: not a Vulkan context");
     }
-    return vk->device().limits();
+    return vk->device();
 }
+
+const sieve::EffectiveLimits& limits_of(const sieve::Context& context) { return device_of(context).limits(); }
 
 } // namespace sieve_test

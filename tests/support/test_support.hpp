@@ -8,6 +8,7 @@
 
 namespace sieve {
 struct EffectiveLimits;  // vulkan/vk_device.hpp
+class Device;            // vulkan/vk_device.hpp
 }
 
 #include <gtest/gtest.h>
@@ -31,7 +32,8 @@ void count_validation_message(const char* message, void*);
 // 256-invocation workgroups GPUs get (a CPU device defaults to 64).
 enum class Profile { Full, Constrained, Wide };
 
-// Sets an environment variable for a scope, then restores what was there.
+// Sets (or, given nullptr, unsets) an environment variable for a scope, then
+// restores what was there.
 struct ScopedEnv {
     std::string name, old;
     bool had;
@@ -39,7 +41,8 @@ struct ScopedEnv {
         const char* o = std::getenv(n);
         had = o != nullptr;
         if (had) old = o;
-        setenv(n, value, 1);
+        if (value) setenv(n, value, 1);
+        else unsetenv(n);
     }
     ~ScopedEnv() {
         if (had) setenv(name.c_str(), old.c_str(), 1);
@@ -93,8 +96,9 @@ struct Windows {
 };
 Windows row_windows(const sieve::Chain& chain);
 
-// The limits a Vulkan context's device plans with (its profile applied).
-// Fails the test (and throws) for a context of another backend.
+// A Vulkan context's device, and the limits it plans with (its profile
+// applied). Fail the test (and throw) for a context of another backend.
+const sieve::Device& device_of(const sieve::Context& context);
 const sieve::EffectiveLimits& limits_of(const sieve::Context& context);
 
 // sieve_chain_plan_estimate with the shaders of a measured run, "30de833"
