@@ -36,11 +36,10 @@ VkResult wait_for_fence(const Device& device, VkFence fence, uint64_t timeout_ns
     // until E + W at most, then sleeps again: at most 2W of polling a call,
     // near its end, when a CPU device's own threads have mostly finished
     // (the last pass of a call is mostly one workgroup). A CPU device does
-    // not poll by default (vk_device.hpp: default_wait_spin_us): on lavapipe
-    // even this window cost one-row calls more than it saved on the machine
-    // of 2026-12-01 (it saved 5% on earlier ones), and polling from the
-    // start made top_p;temperature bimodal (the poller took a core from the
-    // device's threads). Waits with nothing known sleep at once.
+    // not poll by default (vk_device.hpp: default_wait_spin_us says why);
+    // polling there from the start made top_p;temperature bimodal (the
+    // poller took a core from the device's threads). Waits with nothing
+    // known sleep at once.
     const double window = device.wait_spin_us() * 1000.0;
     bool done = false;
     double sleep_ns = 0.0;
