@@ -56,6 +56,7 @@ RecordingKey GpuChain::key_for(const CallAnalysis& call, RecordingKind kind, uin
     key.vocab = vocab;
     key.timestamps = timestamps;
     key.collect = call.collect;
+    key.chain_ops = call.collect ? call.chain_ops : 0;  // only the collect tail runs them
     key.logprobs = call.raw_stats;
     key.history = call.history;
     key.inputs = call.inputs ? InputsMode::All : InputsMode::None;
@@ -407,6 +408,10 @@ std::vector<sieve_stage_estimate> GpuChain::plan_estimate(int32_t rows, int32_t 
     in.plan = &rec.plan;
     in.groups = &rec.groups;
     in.vocab = static_cast<uint32_t>(vocab);
+    // Every sampler of the chain, those a call leaves out of its tail
+    // (CallAnalysis::chain_ops: off in every row) too: the per-op term was
+    // fitted on tails that ran the off ones beside the acting ones, and no
+    // figure says what an off one cost.
     in.chain_ops = chain_.ops;
     in.shaders = shaders;
     // What each row keeps and which collect variant it takes, as the call

@@ -28,7 +28,7 @@ struct EstimateInputs {
     uint32_t capacity = 4096;     // CAP, the candidate buffer
     uint32_t workgroup = 256;     // WG, the plan's workgroup size (the constants were fitted at 256)
     uint32_t need = 1;            // the most candidates a row's collect pass keeps (P_NEED)
-    uint32_t chain_ops = 0;       // samplers before the draw, penalties and DRY left out (the tail runs each)
+    uint32_t chain_ops = 0;       // the chain's samplers before the draw, penalties and DRY left out
     uint32_t history_tokens = 0;  // the longest history window the history pass reads
     bool collect_plain = true;    // the host arms collect_chunk.glsl's plain variant (else the general one)
     bool aggregates = false;      // some row's chain reads the full-row aggregates (ROW_NEED_SIGMA, ROW_NEED_MASS)

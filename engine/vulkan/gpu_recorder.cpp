@@ -197,7 +197,7 @@ void Recorder::emit_passes(VkCommandBuffer cmd, const Recording& rec, const Plan
                     plan.wide_chunks};
             const bool texel = buffers_.texel() && !key.app_rows;  // the chain's own logits (create_texel_views)
             VkPipeline pipeline =
-                collect_stage ? pipelines_.collect(d.stage, chain_.chain_ops, chain_.selector, key.inputs,
+                collect_stage ? pipelines_.collect(d.stage, key.chain_ops, chain_.selector, key.inputs,
                                                    plan.small, texel, plan.fused_tail,
                                                    (plan.flags & FLAG_RADIX_CHUNKS) != 0)
                               : pipelines_.get(d.stage, key.inputs, key.rows_of_whole_vec4s(), texel,

@@ -32,6 +32,7 @@ struct RecordingKey {
     CollectVariants collect_variants = CollectVariants::Both;  // collect_chunk.glsl's the row groups take
     bool radix_chunks = false;  // some plain row keeps its need by radix_chunk (FLAG_RADIX_CHUNKS)
     KeyLevels key_levels = KeyLevels::Inline;  // a selection chain's key levels: in the plan or apart
+    uint64_t chain_ops = 0;    // the samplers the collect tail runs: those acting on some row (CallAnalysis)
 
     // Every row starts at a multiple of 4 logits and holds whole vec4s: the
     // passes' four-at-a-time variants may read them (the app's rows, bound in
@@ -45,7 +46,7 @@ struct RecordingKey {
 
     auto tie() const {
         return std::tie(kind, rows, vocab, timestamps, collect, inputs, history, device_input, logprobs, app_rows,
-                        stride, wide_direct, wide, collect_variants, radix_chunks, key_levels);
+                        stride, wide_direct, wide, collect_variants, radix_chunks, key_levels, chain_ops);
     }
     bool operator<(const RecordingKey& o) const { return tie() < o.tie(); }
 };

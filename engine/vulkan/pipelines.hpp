@@ -85,8 +85,9 @@ public:
     VkPipeline get(Stage stage, InputsMode inputs, bool rows_x4 = false, bool texel = false,
                    uint32_t wide_divisions = kWideAnyDivisions, bool wide_direct = false);
     // A collect stage's pipeline (Collect, CollectPlain or CollectTail)
-    // specialized for one chain (its ops, as row_analysis.hpp's ChainAnalysis::chain_ops
-    // encodes them), built on first use and shared by the context's chains.
+    // specialized for the samplers a call's tail runs (its ops, as
+    // row_analysis.hpp's CallAnalysis::chain_ops encodes them), built on
+    // first use and shared by the context's chains.
     // small: the plan's rows fit the candidate buffer (collect_chunk.glsl's small
     // variant); texel: the plain variant reads the row through the texel
     // binding (TEXEL_READ); fused: Collect or CollectPlain with the tail in

@@ -222,6 +222,24 @@ bool dry_acts(const ref::RowParams& row) {
     return row.dry_multiplier != 0.0f && row.dry_base >= 1.0f && row.dry_penalty_last_n != 0;
 }
 
+// The chain's samplers that act on some of the rows, packed as the shaders'
+// CHAIN_OPS. A sampler a row's parameters switch off is a no-op there, in
+// llama.cpp and in tail.glsl alike (acts(): the conditions of the ops' early
+// returns), so one off in every row of a call is left out of the call's
+// pipeline and the tail spends no barrier or parameter read on it: llama.cpp's
+// default chain leaves top-n-sigma, typical and XTC off. A temperature always
+// acts.
+void live_chain_ops(const std::vector<SamplerKind>& samplers, const ref::RowParams* rows, uint32_t n,
+                    CallAnalysis* call) {
+    for (size_t i = 0; i + 1 < samplers.size(); ++i) {
+        const uint32_t op = op_of(samplers[i]);
+        if (op == OP_END || call->ops >= MAX_CHAIN_OPS) continue;  // longer chains are refused (GpuChain)
+        bool live = false;
+        for (uint32_t r = 0; r < n && !live; ++r) live = acts(samplers[i], rows[r]);
+        if (live) call->chain_ops |= static_cast<uint64_t>(op) << (4 * call->ops++);
+    }
+}
+
 } // namespace
 
 ChainAnalysis analyse_chain(const std::vector<SamplerKind>& samplers) {
@@ -229,7 +247,6 @@ ChainAnalysis analyse_chain(const std::vector<SamplerKind>& samplers) {
     c.greedy = samplers.back() == SamplerKind::Greedy;
     c.selector = selector_of(samplers.back());
     c.collect = c.selector != SELECT_DIST;
-    uint32_t packed = 0;
     for (size_t i = 0; i < samplers.size(); ++i) {
         const SamplerKind k = samplers[i];
         const uint32_t op = op_of(k);
@@ -239,7 +256,6 @@ ChainAnalysis analyse_chain(const std::vector<SamplerKind>& samplers) {
         c.temperatures += k == SamplerKind::Temperature ? 1 : 0;
         if (i + 1 == samplers.size()) break;  // the draw
         if (k != SamplerKind::Penalties && k != SamplerKind::Dry) ++c.ops;
-        if (op != OP_END && packed < MAX_CHAIN_OPS) c.chain_ops |= static_cast<uint64_t>(op) << (4 * packed++);
     }
     c.temperature = c.temperatures > 0;
     c.wide_divisions = wide_divisions(samplers);
@@ -318,6 +334,7 @@ CallAnalysis analyse_call(const ChainAnalysis& chain, const std::vector<SamplerK
     // handed to them (llama.cpp's default chain, whose top-k bounds the array
     // first: two empty indirect dispatches and their barriers less).
     call.wide = at.wide_passes && may_go_wide;
+    live_chain_ops(samplers, rows, n, &call);
     // On a CPU device only (the grid's bins are added by index), not with the
     // history or raw_stats passes.
     call.wide_direct = at.cpu_paths && at.sample && call.collect && call.wide && !call.history && !call.raw_stats &&

@@ -26,7 +26,6 @@ struct ChainAnalysis {
     // Samplers before the draw besides penalties and DRY (the history pass
     // applies those first): the GPU runs at most MAX_CHAIN_OPS.
     uint32_t ops = 0;
-    uint64_t chain_ops = 0;      // as the shaders' CHAIN_OPS (4 bits per sampler, first in the low bits)
     uint32_t selector = 0;       // CHAIN_SELECTOR (selectors.glsl)
     uint32_t wide_divisions = 0; // the wide passes' WIDE_DIVISIONS (pipelines.hpp)
 };
@@ -85,6 +84,11 @@ struct CallAnalysis {
     bool wide = false;         // the wide passes are recorded (some row may take them)
     bool wide_direct = false;  // the wide passes alone (every row's; rows bigger than the buffer: the key's)
     bool patched = false;      // some row's adjusted logits are written into the row (ROW_PATCH)
+    // The chain's samplers (but penalties and DRY) that act on some row of
+    // the call: the collect tail's pipeline runs these only. Their count, and
+    // as the shaders' CHAIN_OPS (4 bits per sampler, first in the low bits).
+    uint32_t ops = 0;
+    uint64_t chain_ops = 0;
 };
 CallAnalysis analyse_call(const ChainAnalysis& chain, const std::vector<ref::SamplerKind>& samplers,
                           const ref::RowParams* rows, uint32_t n, const RowContext& at);

@@ -2152,14 +2152,13 @@ TEST_F(BadInputContext, WaitSpinEnvironmentMalformed) {
     o.wait_spin_us = -1;
     for (const char* bad : {"abc", "-5", "12us", "2000000"}) {
         SCOPED_TRACE(bad);
-        ASSERT_EQ(setenv("SIEVE_WAIT_SPIN_US", bad, 1), 0);
+        sieve_test::ScopedEnv env("SIEVE_WAIT_SPIN_US", bad);
         expect_rejected(&o, SIEVE_ERROR_INVALID_ARGUMENT, {"SIEVE_WAIT_SPIN_US", bad});
     }
-    ASSERT_EQ(setenv("SIEVE_WAIT_SPIN_US", "0", 1), 0);
+    sieve_test::ScopedEnv env("SIEVE_WAIT_SPIN_US", "0");
     sieve_context* out = nullptr;
     ASSERT_EQ(sieve_context_create(&o, &out), SIEVE_OK) << sieve_last_error();
     sieve_context_destroy(out);
-    unsetenv("SIEVE_WAIT_SPIN_US");
 }
 
 // SIEVE_COMPUTE_UNITS: a whole number in [1, 65536], else the context is

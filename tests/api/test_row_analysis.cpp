@@ -70,9 +70,53 @@ TEST(RowAnalysis, ChainTable) {
         EXPECT_EQ(a.history, c.history);
         EXPECT_EQ(a.ops, c.ops);
         EXPECT_EQ(a.selector, c.selector);
-        EXPECT_EQ(a.chain_ops, c.chain_ops);
         EXPECT_EQ(a.wide_divisions, c.wide_divisions);
+        // Every sampler acts on a row of the default parameters: the call's
+        // tail runs them all.
+        const sieve::CallAnalysis call = call_of(c.samplers, {sieve::ref::RowParams{}});
+        EXPECT_EQ(call.chain_ops, c.chain_ops);
+        EXPECT_EQ(call.ops, c.ops);
     }
+}
+
+// The tail runs the samplers that act on some row of the call: one that every
+// row's parameters switch off (llama.cpp's meanings: top-n-sigma <= 0,
+// typical >= 1, XTC's probability <= 0 or threshold > 0.5, top-k <= 0,
+// top-p >= 1, min-p <= 0) is left out, in the order the others keep; one
+// that acts on any row stays. A temperature always acts.
+TEST(RowAnalysis, TheTailRunsOnlyTheSamplersActingOnSomeRow) {
+    const Samplers full = {K::Penalties, K::Dry,  K::TopNSigma, K::TopK,        K::TypicalP,
+                           K::TopP,      K::MinP, K::Xtc,       K::Temperature, K::Dist};
+    const sieve::ref::RowParams defaults;  // top-n-sigma, typical and XTC off
+    const uint64_t four = OP_TOP_K | OP_TOP_P << 4 | OP_MIN_P << 8 | uint64_t{OP_TEMPERATURE} << 12;
+    sieve::CallAnalysis call = call_of(full, {defaults, defaults});
+    EXPECT_EQ(call.chain_ops, four);
+    EXPECT_EQ(call.ops, 4u);
+    // XTC on in the second row only: in the call's tail, at its place.
+    sieve::ref::RowParams xtc = defaults;
+    xtc.xtc_probability = 0.5f;
+    call = call_of(full, {defaults, xtc});
+    EXPECT_EQ(call.chain_ops,
+              OP_TOP_K | OP_TOP_P << 4 | OP_MIN_P << 8 | uint64_t{OP_XTC} << 12 | uint64_t{OP_TEMPERATURE} << 16);
+    EXPECT_EQ(call.ops, 5u);
+    // ... but not past its threshold's bound.
+    xtc.xtc_threshold = 0.6f;
+    EXPECT_EQ(call_of(full, {defaults, xtc}).chain_ops, four);
+    // Each switch of llama.cpp's, one at a time.
+    sieve::ref::RowParams on = defaults;
+    on.top_n_sigma = 1.0f;
+    on.typical_p = 0.9f;
+    EXPECT_EQ(call_of(full, {on}).chain_ops, OP_TOP_N_SIGMA | OP_TOP_K << 4 | OP_TYPICAL << 8 | uint64_t{OP_TOP_P} << 12 |
+                                                 uint64_t{OP_MIN_P} << 16 | uint64_t{OP_TEMPERATURE} << 20);
+    sieve::ref::RowParams off = defaults;
+    off.top_k = 0;
+    off.top_p = 1.0f;
+    off.min_p = 0.0f;
+    call = call_of(full, {off});
+    EXPECT_EQ(call.chain_ops, uint64_t{OP_TEMPERATURE});
+    EXPECT_EQ(call.ops, 1u);
+    // What the chain alone says is unchanged: its count bounds the positions.
+    EXPECT_EQ(sieve::analyse_chain(full).ops, 7u);
 }
 
 // llama.cpp's default chain: its top-k (40, within what the buffer keeps)

@@ -1,0 +1,98 @@
+// The collect tail runs only the samplers that act on some row of the call
+// (engine/vulkan/row_analysis.cpp: CallAnalysis::chain_ops): one that every
+// row's parameters switch off is a no-op in llama.cpp, so leaving it out of
+// the call's pipeline must change no token, and the pipeline built for the
+// call must hold the others alone.
+#include "test_support.hpp"
+
+#include <gpu_layout.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+namespace {
+
+using namespace sieve::glsl;
+using sieve_test::Shape;
+
+// llama.cpp's default chain, whose defaults leave top-n-sigma, typical and XTC off.
+const char* const kFull = "top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature;dist";
+const char* const kActing = "top_k;top_p;min_p;temperature;dist";
+
+// The CHAIN_OPS of the collect-stage pipelines a context built while
+// SIEVE_PIPELINE_STATS named `path`.
+std::set<uint64_t> collect_chain_ops(const std::string& path) {
+    std::set<uint64_t> out;
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) {
+        const auto j = nlohmann::json::parse(line);
+        const std::string stage = j.at("stage");
+        if (stage == "collect" || stage == "collect_plain" || stage == "collect_tail")
+            out.insert(j.at("specialization").at("chain_ops").get<uint64_t>());
+    }
+    return out;
+}
+
+TEST(LiveOps, SamplersOffInEveryRowAreLeftOutOfTheTailsPipeline) {
+    const std::string path =
+        (std::filesystem::temp_directory_path() / ("sieve_live_ops_" + std::to_string(getpid()) + ".jsonl")).string();
+    std::remove(path.c_str());
+    const int32_t rows = 2, vocab = 20000;
+    const auto logits = sieve_test::make_rows(Shape::Zipf, rows, vocab, 3);
+    const uint64_t acting = OP_TOP_K | OP_TOP_P << 4 | OP_MIN_P << 8 | uint64_t{OP_TEMPERATURE} << 12;
+    const uint64_t with_xtc =
+        OP_TOP_K | OP_TOP_P << 4 | OP_MIN_P << 8 | uint64_t{OP_XTC} << 12 | uint64_t{OP_TEMPERATURE} << 16;
+    std::set<uint64_t> defaults, xtc_on_one_row;
+    {
+        sieve_test::ScopedEnv env("SIEVE_PIPELINE_STATS", path.c_str());
+        const sieve::Context ctx = sieve_test::gpu_context();
+        sieve::Chain chain(ctx, sieve_test::chain_desc(kFull, rows, vocab, 0.8f, 7));
+        for (const sieve_token& t : chain.sample(logits.data(), rows, vocab)) EXPECT_EQ(t.status, SIEVE_OK);
+        defaults = collect_chain_ops(path);
+        chain.set(SIEVE_PARAM_XTC_PROBABILITY, 0.5, 1);  // the second row only
+        for (const sieve_token& t : chain.sample(logits.data(), rows, vocab)) EXPECT_EQ(t.status, SIEVE_OK);
+        xtc_on_one_row = collect_chain_ops(path);
+    }
+    std::remove(path.c_str());
+    EXPECT_EQ(defaults, std::set<uint64_t>{acting}) << "top-n-sigma, typical and XTC are off in every row";
+    EXPECT_EQ(xtc_on_one_row, (std::set<uint64_t>{acting, with_xtc})) << "XTC acts on a row: the next call runs it";
+}
+
+// The full chain at its defaults draws what the chain of its acting samplers
+// draws, token for token, probability for probability, call after call
+// (shapes whose rows go through the chunks and through the small variant).
+TEST(LiveOps, TokensAreThoseOfTheChainWithoutTheSamplersThatAreOff) {
+    const sieve::Context ctx = sieve_test::gpu_context();
+    const int32_t rows = 3;
+    for (const int32_t vocab : {1000, 20000}) {
+        for (const Shape shape : {Shape::Zipf, Shape::Gaussian, Shape::Ties}) {
+            sieve::Chain full(ctx, sieve_test::chain_desc(kFull, rows, vocab, 0.8f, 11));
+            sieve::Chain acting(ctx, sieve_test::chain_desc(kActing, rows, vocab, 0.8f, 11));
+            for (uint32_t call = 0; call < 4; ++call) {
+                SCOPED_TRACE(testing::Message() << "vocab " << vocab << ", shape " << sieve_test::shape_name(shape)
+                                                << ", call " << call);
+                const auto logits = sieve_test::make_rows(shape, rows, vocab, 100 + call);
+                const auto a = full.sample(logits.data(), rows, vocab);
+                const auto b = acting.sample(logits.data(), rows, vocab);
+                for (int32_t r = 0; r < rows; ++r) {
+                    EXPECT_EQ(a[r].status, SIEVE_OK);
+                    EXPECT_EQ(a[r].status, b[r].status);
+                    EXPECT_EQ(a[r].token, b[r].token) << "row " << r;
+                    EXPECT_EQ(a[r].p, b[r].p) << "row " << r;
+                    EXPECT_EQ(a[r].step, b[r].step) << "row " << r;
+                }
+            }
+        }
+    }
+}
+
+} // namespace
