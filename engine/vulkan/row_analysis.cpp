@@ -229,15 +229,20 @@ bool dry_acts(const ref::RowParams& row) {
 // pipeline and the tail spends no barrier or parameter read on it: llama.cpp's
 // default chain leaves top-n-sigma, typical and XTC off. A temperature always
 // acts.
-void live_chain_ops(const std::vector<SamplerKind>& samplers, const ref::RowParams* rows, uint32_t n,
+// Returns whether a sampler other than a temperature acts on some row.
+bool live_chain_ops(const std::vector<SamplerKind>& samplers, const ref::RowParams* rows, uint32_t n,
                     CallAnalysis* call) {
+    bool truncates = false;
     for (size_t i = 0; i + 1 < samplers.size(); ++i) {
         const uint32_t op = op_of(samplers[i]);
         if (op == OP_END || call->ops >= MAX_CHAIN_OPS) continue;  // longer chains are refused (GpuChain)
         bool live = false;
         for (uint32_t r = 0; r < n && !live; ++r) live = acts(samplers[i], rows[r]);
-        if (live) call->chain_ops |= static_cast<uint64_t>(op) << (4 * call->ops++);
+        if (!live) continue;
+        call->chain_ops |= static_cast<uint64_t>(op) << (4 * call->ops++);
+        truncates = truncates || op != OP_TEMPERATURE;
     }
+    return truncates;
 }
 
 } // namespace
@@ -246,11 +251,8 @@ ChainAnalysis analyse_chain(const std::vector<SamplerKind>& samplers) {
     ChainAnalysis c;
     c.greedy = samplers.back() == SamplerKind::Greedy;
     c.selector = selector_of(samplers.back());
-    c.collect = c.selector != SELECT_DIST;
     for (size_t i = 0; i < samplers.size(); ++i) {
         const SamplerKind k = samplers[i];
-        const uint32_t op = op_of(k);
-        c.collect = c.collect || op > OP_TEMPERATURE;
         c.top_p = c.top_p || k == SamplerKind::TopP;
         c.history = c.history || k == SamplerKind::Penalties || k == SamplerKind::Dry;
         c.temperatures += k == SamplerKind::Temperature ? 1 : 0;
@@ -315,7 +317,14 @@ CallAnalysis analyse_call(const ChainAnalysis& chain, const std::vector<SamplerK
                           const ref::RowParams* rows, uint32_t n, const RowContext& at) {
     CallAnalysis call;
     call.rows.reserve(n);
-    call.collect = chain.collect;
+    // The collect pass: a learning selector, or a sampler other than a
+    // temperature acting on some row (or a row's dynamic temperature,
+    // below). A call whose rows switch every other sampler off is what
+    // llama.cpp's chain then computes, the temperatures and the draw: the
+    // plan of rows without truncation (temperature;dist's), whose draw reads
+    // the whole row, where the collect pass's candidates would send every
+    // row whose draw lands past them to the CPU twin.
+    call.collect = live_chain_ops(samplers, rows, n, &call) || chain.selector != SELECT_DIST;
     call.raw_stats = at.raw_stats();
     bool may_go_wide = false, all_direct = true;
     for (uint32_t r = 0; r < n; ++r) {
@@ -334,7 +343,6 @@ CallAnalysis analyse_call(const ChainAnalysis& chain, const std::vector<SamplerK
     // handed to them (llama.cpp's default chain, whose top-k bounds the array
     // first: two empty indirect dispatches and their barriers less).
     call.wide = at.wide_passes && may_go_wide;
-    live_chain_ops(samplers, rows, n, &call);
     // On a CPU device only (the grid's bins are added by index), not with the
     // history or raw_stats passes.
     call.wide_direct = at.cpu_paths && at.sample && call.collect && call.wide && !call.history && !call.raw_stats &&

@@ -15,9 +15,6 @@ namespace sieve {
 
 // What the chain alone decides, whatever its rows' parameters.
 struct ChainAnalysis {
-    // A truncating sampler or a learning selector: the collect pass for every
-    // call (a row with a dynamic temperature needs it too: RowAnalysis::collect).
-    bool collect = false;
     bool greedy = false;       // the chain ends in greedy
     bool top_p = false;        // the wide buffers and histogram bins (gpu_chain_buffers.cpp)
     bool history = false;      // penalties or DRY: the history pass's buffers
@@ -77,7 +74,7 @@ RowAnalysis analyse_row(const ChainAnalysis& chain, const std::vector<ref::Sampl
 // A call's rows analysed and folded into what its recording holds.
 struct CallAnalysis {
     std::vector<RowAnalysis> rows;
-    bool collect = false;      // the collect pass (the chain's or some row's)
+    bool collect = false;      // the collect pass (a sampler but a temperature acts on some row, a learning selector, a row's dynamic temperature)
     bool history = false;      // some row adjusts: the history pass runs first
     bool inputs = false;       // the inputs variant (some bias or bitmask, or adjustments read from the history table)
     bool raw_stats = false;    // raw_stats.comp runs first

@@ -95,4 +95,51 @@ TEST(LiveOps, TokensAreThoseOfTheChainWithoutTheSamplersThatAreOff) {
     }
 }
 
+// A call where every sampler but the temperature is off (top-k 0, top-p 1,
+// min-p 0 and the default chain's off ones) draws as temperature;dist does,
+// token for token, through the same plan (its dispatches and row passes), and
+// never sends a row to the CPU twin; the next call with top-k on takes the
+// collect pass again.
+TEST(LiveOps, OnlyATemperatureActingTakesThePlanOfRowsWithoutTruncation) {
+    const sieve::Context ctx = sieve_test::gpu_context();
+    const int32_t rows = 2;
+    for (const int32_t vocab : {1000, 151936}) {
+        sieve::Chain full(ctx, sieve_test::chain_desc(kFull, rows, vocab, 0.8f, 5));
+        sieve::Chain plain(ctx, sieve_test::chain_desc("temperature;dist", rows, vocab, 0.8f, 5));
+        full.set(SIEVE_PARAM_TOP_K, 0);
+        full.set(SIEVE_PARAM_TOP_P, 1.0);
+        full.set(SIEVE_PARAM_MIN_P, 0.0);
+        for (uint32_t call = 0; call < 3; ++call) {
+            SCOPED_TRACE(testing::Message() << "vocab " << vocab << ", call " << call);
+            const auto logits = sieve_test::make_rows(Shape::Zipf, rows, vocab, 40 + call);
+            const sieve_counters full_before = full.counters(), plain_before = plain.counters();
+            const auto a = full.sample(logits.data(), rows, vocab);
+            const auto b = plain.sample(logits.data(), rows, vocab);
+            const sieve_counters full_after = full.counters(), plain_after = plain.counters();
+            for (int32_t r = 0; r < rows; ++r) {
+                EXPECT_EQ(a[r].status, SIEVE_OK);
+                EXPECT_EQ(a[r].token, b[r].token) << "row " << r;
+                EXPECT_EQ(a[r].p, b[r].p) << "row " << r;
+            }
+            EXPECT_EQ(full_after.dispatches - full_before.dispatches, plain_after.dispatches - plain_before.dispatches);
+            EXPECT_EQ(full_after.row_passes - full_before.row_passes, plain_after.row_passes - plain_before.row_passes);
+            EXPECT_EQ(full_after.cpu_fallback_rows, full_before.cpu_fallback_rows);
+        }
+        // top-k on in one row: the collect pass, a plan of its own (on a big
+        // row: one dispatch, two on a CPU device's plan, against three; a
+        // small row's plans are one dispatch either way).
+        if (vocab <= 1000) continue;
+        full.set(SIEVE_PARAM_TOP_K, 40, 1);
+        const auto logits = sieve_test::make_rows(Shape::Zipf, rows, vocab, 50);
+        const auto before = full.counters();
+        for (const sieve_token& t : full.sample(logits.data(), rows, vocab)) EXPECT_EQ(t.status, SIEVE_OK);
+        const auto after_full = full.counters();
+        const auto plain_before = plain.counters();
+        plain.sample(logits.data(), rows, vocab);
+        const auto plain_after = plain.counters();
+        EXPECT_NE(after_full.dispatches - before.dispatches, plain_after.dispatches - plain_before.dispatches)
+            << "vocab " << vocab << ": top-k acts on a row, the collect pass's plan";
+    }
+}
+
 } // namespace
