@@ -174,10 +174,14 @@ Needs analyse_needs(const std::vector<SamplerKind>& samplers, const ref::RowPara
 }
 
 // Whether the collect tail may hand the row to the wide passes (a top-p cut
-// past the buffer): false when an acting top-k of at most what the buffer
+// past the buffer): false where no top-p acts on the row (only op_top_p hands
+// a cut over: tail.glsl) and when an acting top-k of at most what the buffer
 // keeps comes before every other acting sampler (llama.cpp's default chain).
 // Conservative: true wherever unsure.
 bool may_go_wide(const std::vector<SamplerKind>& samplers, const ref::RowParams& row, uint32_t capacity) {
+    if (std::find(samplers.begin(), samplers.end() - 1, SamplerKind::TopP) == samplers.end() - 1 ||
+        !acts(SamplerKind::TopP, row))
+        return false;
     const uint32_t bound = std::min(kUnboundedNeed, capacity / 2);
     for (size_t i = 0; i + 1 < samplers.size(); ++i) {
         const SamplerKind k = samplers[i];

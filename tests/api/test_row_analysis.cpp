@@ -151,6 +151,15 @@ TEST(RowAnalysis, LlamaDefaultChainIsBoundedByItsTopK) {
     big_k.top_k = 65;
     EXPECT_TRUE(row_of(kLlamaDefault, big_k).may_go_wide);
     EXPECT_TRUE(call_of(kLlamaDefault, {row, big_k}).wide);
+    // Only top-p hands a cut to the wide passes: with it off (min-p alone
+    // after top-k 0), no row can go wide and the recording holds no wide passes.
+    sieve::ref::RowParams min_p_only;
+    min_p_only.top_k = 0;
+    min_p_only.top_p = 1.0f;
+    EXPECT_FALSE(row_of(kLlamaDefault, min_p_only).may_go_wide);
+    EXPECT_FALSE(call_of(kLlamaDefault, {min_p_only, min_p_only}).wide);
+    EXPECT_TRUE(call_of(kLlamaDefault, {min_p_only, big_k}).wide);
+    EXPECT_FALSE(row_of({K::MinP, K::Temperature, K::Dist}, min_p_only).may_go_wide);
 }
 
 // top-p the only cut: the wide passes take it (ROW_DEFER_TOP_P); on a CPU
