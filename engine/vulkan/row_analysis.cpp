@@ -226,14 +226,14 @@ bool dry_acts(const ref::RowParams& row) {
     return row.dry_multiplier != 0.0f && row.dry_base >= 1.0f && row.dry_penalty_last_n != 0;
 }
 
-// The chain's samplers that act on some of the rows, packed as the shaders'
-// CHAIN_OPS. A sampler a row's parameters switch off is a no-op there, in
-// llama.cpp and in tail.glsl alike (acts(): the conditions of the ops' early
-// returns), so one off in every row of a call is left out of the call's
-// pipeline and the tail spends no barrier or parameter read on it: llama.cpp's
-// default chain leaves top-n-sigma, typical and XTC off. A temperature always
-// acts.
-// Returns whether a sampler other than a temperature acts on some row.
+// The chain's samplers that act on some of the rows, into call->ops and
+// call->chain_ops (packed as the shaders' CHAIN_OPS); returns whether one
+// other than a temperature does. A sampler a row's parameters switch off is
+// a no-op there, in llama.cpp and in tail.glsl alike (acts(): the conditions
+// of the ops' early returns), so one off in every row of a call is left out
+// of the call's pipeline and the tail spends no barrier or parameter read on
+// it: llama.cpp's default chain leaves top-n-sigma, typical and XTC off. A
+// temperature always acts.
 bool live_chain_ops(const std::vector<SamplerKind>& samplers, const ref::RowParams* rows, uint32_t n,
                     CallAnalysis* call) {
     bool truncates = false;

@@ -74,7 +74,9 @@ RowAnalysis analyse_row(const ChainAnalysis& chain, const std::vector<ref::Sampl
 // A call's rows analysed and folded into what its recording holds.
 struct CallAnalysis {
     std::vector<RowAnalysis> rows;
-    bool collect = false;      // the collect pass (a sampler but a temperature acts on some row, a learning selector, a row's dynamic temperature)
+    // The collect pass: a sampler but a temperature acts on some row, or a
+    // learning selector, or a row's dynamic temperature.
+    bool collect = false;
     bool history = false;      // some row adjusts: the history pass runs first
     bool inputs = false;       // the inputs variant (some bias or bitmask, or adjustments read from the history table)
     bool raw_stats = false;    // raw_stats.comp runs first
