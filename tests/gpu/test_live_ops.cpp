@@ -2,7 +2,8 @@
 // (engine/vulkan/row_analysis.cpp: CallAnalysis::chain_ops): one that every
 // row's parameters switch off is a no-op in llama.cpp, so leaving it out of
 // the call's pipeline must change no token, and the pipeline built for the
-// call must hold the others alone.
+// call must hold the others alone. A call where only the temperature acts
+// takes no collect pass at all (CallAnalysis::collect): temperature;dist's plan.
 #include "test_support.hpp"
 
 #include <gpu_layout.h>
