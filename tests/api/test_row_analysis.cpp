@@ -103,7 +103,7 @@ TEST(RowAnalysis, TheTailRunsOnlyTheSamplersActingOnSomeRow) {
     // ... but not past its threshold's bound.
     xtc.xtc_threshold = 0.6f;
     EXPECT_EQ(call_of(full, {defaults, xtc}).chain_ops, four);
-    // Each switch of llama.cpp's, one at a time.
+    // Top-n-sigma and typical on: at their places.
     sieve::ref::RowParams on = defaults;
     on.top_n_sigma = 1.0f;
     on.typical_p = 0.9f;
