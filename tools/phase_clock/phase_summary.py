@@ -8,8 +8,10 @@ of the collect tail's workgroup, from one mark to the next it passed.
 Marks (shaders/include/gpu_layout.h, PH_*), counted from the workgroup's start:
 read (its own chunk read into the register picks), select (the picks' radix
 select), chunk (its chunk listed), arrived (counted in last), lists (the
-chunks' lists merged into the array), op0..op7 (after each sampler of the
-chain), selector, total, end (the result written). Times are the device's
+chunks' lists merged into the array), op0..op7 (after each sampler the
+call's tail runs: those acting on some row, so llama.cpp's default chain at
+its defaults has op0..op3 for top-k, top-p, min-p, temperature), selector,
+total, end (the result written). Times are the device's
 realtime clock (ticks: nanoseconds on NVIDIA and lavapipe) and the subgroup
 clock's cycles; both are medians over the logged rows of each phase's own
 duration, so they need not add up to the median of the whole."""
