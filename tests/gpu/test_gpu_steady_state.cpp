@@ -77,6 +77,33 @@ TEST(GpuSteadyState, OneRecordingPerShape) {
     EXPECT_EQ(chain.counters().recordings, 3u);
 }
 
+// The samplers acting on a call's rows are part of its recording
+// (row_analysis.hpp: CallAnalysis): a call that switches XTC on, and one
+// that switches every truncating sampler off (temperature;dist's plan),
+// record once each; alternating among them then records and allocates
+// nothing more.
+TEST(GpuSteadyState, OneRecordingPerSetOfActingSamplers) {
+    auto gpu = sieve_test::gpu_context();
+    const int32_t rows = 2, vocab = 20000;
+    auto logits = sieve_test::make_rows(Shape::Zipf, rows, vocab, 2);
+    sieve::Chain chain(gpu, sieve_test::chain_desc("", rows, vocab, 0.8f, 1));  // llama.cpp's default chain
+    const auto call = [&](int which) {
+        chain.set(SIEVE_PARAM_XTC_PROBABILITY, which == 1 ? 0.5 : 0.0);
+        chain.set(SIEVE_PARAM_TOP_K, which == 2 ? 0 : 40);
+        chain.set(SIEVE_PARAM_TOP_P, which == 2 ? 1.0 : 0.95);
+        chain.set(SIEVE_PARAM_MIN_P, which == 2 ? 0.0 : 0.05);
+        for (const sieve_token& t : chain.sample(logits.data(), rows, vocab)) ASSERT_EQ(t.status, SIEVE_OK);
+    };
+    const sieve_counters created = chain.counters();
+    for (int which = 0; which < 3; ++which) call(which);
+    const sieve_counters warm = chain.counters();
+    EXPECT_EQ(warm.recordings, created.recordings + 3) << "the defaults, XTC on, only the temperature";
+    for (int i = 0; i < 9; ++i) call((i * 2) % 3);
+    const sieve_counters after = chain.counters();
+    EXPECT_EQ(after.recordings, warm.recordings);
+    EXPECT_EQ(after.allocations, warm.allocations);
+}
+
 // On a CPU device a plan that reads each row more than once runs rows in groups
 // whose logits stay in the cache (all passes of a group, then the next): more
 // dispatches per call, the same results (the determinism tests compare batches
