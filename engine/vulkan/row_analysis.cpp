@@ -178,10 +178,9 @@ Needs analyse_needs(const std::vector<SamplerKind>& samplers, const ref::RowPara
 // a cut over: tail.glsl) and when an acting top-k of at most what the buffer
 // keeps comes before every other acting sampler (llama.cpp's default chain).
 // Conservative: true wherever unsure.
-bool may_go_wide(const std::vector<SamplerKind>& samplers, const ref::RowParams& row, uint32_t capacity) {
-    if (std::find(samplers.begin(), samplers.end() - 1, SamplerKind::TopP) == samplers.end() - 1 ||
-        !acts(SamplerKind::TopP, row))
-        return false;
+bool may_go_wide(const ChainAnalysis& chain, const std::vector<SamplerKind>& samplers, const ref::RowParams& row,
+                 uint32_t capacity) {
+    if (!chain.top_p || !acts(SamplerKind::TopP, row)) return false;
     const uint32_t bound = std::min(kUnboundedNeed, capacity / 2);
     for (size_t i = 0; i + 1 < samplers.size(); ++i) {
         const SamplerKind k = samplers[i];
@@ -307,7 +306,7 @@ RowAnalysis analyse_row(const ChainAnalysis& chain, const std::vector<SamplerKin
     // their adjustments from the history pass's table.
     if (a.adjusts() && !a.inputs && !at.keep_raw_logits) a.flags |= ROW_PATCH;
     if (a.dry && dry < penalties) a.flags |= ROW_DRY_FIRST;
-    a.may_go_wide = may_go_wide(samplers, row, at.capacity);
+    a.may_go_wide = may_go_wide(chain, samplers, row, at.capacity);
     // The wide passes alone: top-p is the row's only cut (ROW_DEFER_TOP_P),
     // no buffer keeps min_keep entries (llama.cpp keeps at least one anyway),
     // penalties and DRY run in a pass of their own, and the wide passes
