@@ -4,6 +4,7 @@
 #include "reference/reference.hpp"
 #include "app_device.hpp"
 #include "app_logits.hpp"
+#include "pipeline_stats_file.hpp"
 #include "test_support.hpp"
 
 #include <volk.h>
@@ -14,11 +15,8 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <string>
-
-#include <unistd.h>
 
 namespace {
 
@@ -72,9 +70,7 @@ TEST(ExternalDevice, SamplesOnTheAppsDevice) {
 // (engine/vulkan/pipeline_stats.hpp; tests/gpu/test_pipeline_stats.cpp has
 // Sieve's own device).
 TEST(ExternalDevice, PipelineStatisticsLinesSayTheAppMadeTheDevice) {
-    const std::string path = (std::filesystem::temp_directory_path() /
-                              ("sieve_app_pipeline_stats_" + std::to_string(getpid()) + ".jsonl"))
-                                 .string();
+    const std::string path = sieve_test::pipeline_stats_path("sieve_app_pipeline_stats");
     std::remove(path.c_str());
     {
         sieve_test::ScopedEnv env("SIEVE_PIPELINE_STATS", path.c_str());

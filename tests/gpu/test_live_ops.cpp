@@ -4,21 +4,16 @@
 // the call's pipeline must change no token, and the pipeline built for the
 // call must hold the others alone. A call where only the temperature acts
 // takes no collect pass at all (CallAnalysis::collect): temperature;dist's plan.
+#include "pipeline_stats_file.hpp"
 #include "test_support.hpp"
 
 #include <gpu_layout.h>
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <set>
 #include <string>
-#include <vector>
-
-#include <unistd.h>
 
 namespace {
 
@@ -33,9 +28,7 @@ const char* const kActing = "top_k;top_p;min_p;temperature;dist";
 // SIEVE_PIPELINE_STATS named `path`.
 std::set<uint64_t> collect_chain_ops(const std::string& path) {
     std::set<uint64_t> out;
-    std::ifstream in(path);
-    for (std::string line; std::getline(in, line);) {
-        const auto j = nlohmann::json::parse(line);
+    for (const auto& j : sieve_test::read_pipeline_stats(path)) {
         const std::string stage = j.at("stage");
         if (stage == "collect" || stage == "collect_plain" || stage == "collect_tail")
             out.insert(j.at("specialization").at("chain_ops").get<uint64_t>());
@@ -44,8 +37,7 @@ std::set<uint64_t> collect_chain_ops(const std::string& path) {
 }
 
 TEST(LiveOps, SamplersOffInEveryRowAreLeftOutOfTheTailsPipeline) {
-    const std::string path =
-        (std::filesystem::temp_directory_path() / ("sieve_live_ops_" + std::to_string(getpid()) + ".jsonl")).string();
+    const std::string path = sieve_test::pipeline_stats_path("sieve_live_ops");
     std::remove(path.c_str());
     const int32_t rows = 2, vocab = 20000;
     const auto logits = sieve_test::make_rows(Shape::Zipf, rows, vocab, 3);

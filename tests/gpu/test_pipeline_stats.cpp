@@ -9,36 +9,21 @@
 #include "vulkan/pipeline_stats.hpp"
 #include "vulkan/pipelines.hpp"
 #include "vulkan/row_analysis.hpp"
+#include "pipeline_stats_file.hpp"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 namespace {
 
 using sieve_test::ScopedEnv;
 using sieve_test::Shape;
-
-std::vector<nlohmann::json> read_lines(const std::string& path) {
-    std::vector<nlohmann::json> out;
-    std::ifstream in(path);
-    for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
-    return out;
-}
-
-std::string temp_file(const char* stem) {
-    return (std::filesystem::temp_directory_path() / (std::string(stem) + "_" + std::to_string(getpid()) + ".jsonl"))
-        .string();
-}
 
 // Samples a default chain (the fused collect pass) and a dist chain (the
 // distribution passes) once each on `ctx` (a new context by default).
@@ -62,13 +47,13 @@ sieve::Stage stage_named(const std::string& name) {
 }
 
 TEST(PipelineStats, EveryPipelineBuiltWritesALineThatSaysWhatItIsAndWhatItsDriverSays) {
-    const std::string path = temp_file("sieve_pipeline_stats");
+    const std::string path = sieve_test::pipeline_stats_path("sieve_pipeline_stats");
     std::remove(path.c_str());
     {
         ScopedEnv env("SIEVE_PIPELINE_STATS", path.c_str());
         sample_two_chains(20000);
     }
-    const auto lines = read_lines(path);
+    const auto lines = sieve_test::read_pipeline_stats(path);
     std::remove(path.c_str());
     ASSERT_GE(lines.size(), 4u) << "the collect pass, row_stats, mass_histogram and the gather at least";
     std::set<std::string> stages;
@@ -122,7 +107,7 @@ std::set<uint32_t> plain_variants(const std::vector<nlohmann::json>& lines) {
 // (a profile whose workgroups' picks do not fit half the buffer has no
 // plain rows: no plain pipeline at all).
 TEST(PipelineStats, OnlyACallWithARadixRowBuildsThePlainPipelineWithRadixChunks) {
-    const std::string path = temp_file("sieve_pipeline_stats_radix");
+    const std::string path = sieve_test::pipeline_stats_path("sieve_pipeline_stats_radix");
     std::remove(path.c_str());
     const int32_t vocab = 20000;
     std::set<uint32_t> small_k, large_k, want_small, want_large;
@@ -148,11 +133,11 @@ TEST(PipelineStats, OnlyACallWithARadixRowBuildsThePlainPipelineWithRadixChunks)
         sieve::Chain chain(ctx, sieve_test::chain_desc("top_k;temperature;dist", 1, vocab, 0.8f, 5));
         const auto logits = sieve_test::make_rows(Shape::Zipf, 1, vocab, 13);
         EXPECT_EQ(chain.sample(logits.data(), 1, vocab).at(0).status, SIEVE_OK);
-        small_k = plain_variants(read_lines(path));
+        small_k = plain_variants(sieve_test::read_pipeline_stats(path));
         const int32_t half = static_cast<int32_t>(lim.candidate_capacity / 2);
         chain.set(SIEVE_PARAM_TOP_K, half);
         EXPECT_EQ(chain.sample(logits.data(), 1, vocab).at(0).status, SIEVE_OK);
-        large_k = plain_variants(read_lines(path));
+        large_k = plain_variants(sieve_test::read_pipeline_stats(path));
         want_small = variant_for(40);
         want_large = want_small;
         for (uint32_t v : variant_for(half)) want_large.insert(v);
@@ -169,24 +154,24 @@ TEST(PipelineStats, OnlyACallWithARadixRowBuildsThePlainPipelineWithRadixChunks)
 }
 
 TEST(PipelineStats, AContextMadeWithoutTheVariableWritesNothing) {
-    const std::string path = temp_file("sieve_pipeline_stats_none");
+    const std::string path = sieve_test::pipeline_stats_path("sieve_pipeline_stats_none");
     std::remove(path.c_str());
     {
         ScopedEnv env("SIEVE_PIPELINE_STATS", path.c_str());
         sample_two_chains(20000);
     }
-    const size_t before = read_lines(path).size();
+    const size_t before = sieve_test::read_pipeline_stats(path).size();
     ASSERT_GT(before, 0u);
     // A vocabulary whose plans build other pipelines (the small-row path).
     sample_two_chains(1000);
-    EXPECT_EQ(read_lines(path).size(), before);
+    EXPECT_EQ(sieve_test::read_pipeline_stats(path).size(), before);
     // Nor does one made before the variable was set, whose pipelines are built after.
     {
         sieve::Context ctx = sieve_test::gpu_context();
         ScopedEnv env("SIEVE_PIPELINE_STATS", path.c_str());
         sample_two_chains(1000, ctx);
     }
-    EXPECT_EQ(read_lines(path).size(), before);
+    EXPECT_EQ(sieve_test::read_pipeline_stats(path).size(), before);
     std::remove(path.c_str());
 }
 
