@@ -37,7 +37,7 @@ GpuChain::GpuChain(VulkanContext& context, const ChainConfig& config)
     });
 }
 
-CallAnalysis GpuChain::analyse_call(RecordingKind kind, uint32_t rows) const {
+CallAnalysis GpuChain::analyse_call(RecordingKind kind, uint32_t rows, bool host_rows) const {
     RowContext at;
     at.capacity = limits_.candidate_capacity;
     at.workgroup_size = limits_.workgroup_size;
@@ -45,6 +45,7 @@ CallAnalysis GpuChain::analyse_call(RecordingKind kind, uint32_t rows) const {
     at.wide_passes = buffers_.wide_cap() > 0;
     at.sample = kind == RecordingKind::Sample;
     at.keep_raw_logits = logprobs_n_ >= 0;
+    at.host_rows = host_rows && !inputs_to_the_passes_;
     return sieve::analyse_call(chain_, config_.samplers, rows_.data(), rows, at);
 }
 
@@ -90,10 +91,16 @@ RecordingKey GpuChain::key_for(const CallAnalysis& call, RecordingKind kind, uin
 // buffer the upload makes anyway.
 void GpuChain::upload(const LogitsView& logits) {
     auto* dst = static_cast<float*>(device_.unified_memory() ? buffers_.logits.mapped : buffers_.staging.mapped);
-    if (buffers_.windows().count == 1) return logits.pack_f32(dst);
+    const auto row_at = [&](int32_t r) {
+        return dst + buffers_.row_at(static_cast<uint32_t>(r), static_cast<uint64_t>(config_.max_vocab),
+                                     static_cast<uint64_t>(logits.vocab));
+    };
+    if (buffers_.windows().count == 1) logits.pack_f32(dst);
+    else
+        for (int32_t r = 0; r < logits.rows; ++r) logits.copy_row_f32(r, row_at(r));
     for (int32_t r = 0; r < logits.rows; ++r)
-        logits.copy_row_f32(r, dst + buffers_.row_at(static_cast<uint32_t>(r), static_cast<uint64_t>(config_.max_vocab),
-                                                      static_cast<uint64_t>(logits.vocab)));
+        if (call_.rows[static_cast<size_t>(r)].inputs_on_upload)
+            write_inputs_into_row(rows_[static_cast<size_t>(r)], logits.row_f32(r, &scratch_), row_at(r), logits.vocab);
 }
 
 void GpuChain::write_params(bool commit) {
@@ -250,7 +257,7 @@ sieve_status GpuChain::sample(const LogitsView& logits, int32_t draws, int32_t* 
     submitter_.wait_pending();
     check_history_order(static_cast<uint32_t>(logits.rows));
     const uint32_t r = static_cast<uint32_t>(logits.rows), v = static_cast<uint32_t>(logits.vocab);
-    call_ = analyse_call(RecordingKind::Sample, r);
+    call_ = analyse_call(RecordingKind::Sample, r, true);
     const Recording& rec =
         recorder_.recording(key_for(call_, RecordingKind::Sample, v, nullptr, submitter_.profiling(), true));
     upload(logits);
@@ -284,7 +291,7 @@ sieve_status GpuChain::distributions(const LogitsView& logits, const std::vector
     check_history_order(static_cast<uint32_t>(rows));
     buffers_.ensure_distribution_output();
     const uint32_t r = static_cast<uint32_t>(rows), v = static_cast<uint32_t>(vocab);
-    call_ = analyse_call(RecordingKind::Distribution, r);
+    call_ = analyse_call(RecordingKind::Distribution, r, true);
     const RecordingKey key = key_for(call_, RecordingKind::Distribution, v, nullptr, submitter_.profiling(), true);
     const Recording& rec = recorder_.recording(key);
     upload(logits);
@@ -365,7 +372,7 @@ sieve_counters GpuChain::counters() const {
 }
 
 void GpuChain::plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, uint32_t* row_passes) const {
-    const CallAnalysis call = analyse_call(RecordingKind::Sample, static_cast<uint32_t>(rows));
+    const CallAnalysis call = analyse_call(RecordingKind::Sample, static_cast<uint32_t>(rows), true);
     const Recording rec =
         recorder_.describe(key_for(call, RecordingKind::Sample, static_cast<uint32_t>(vocab), nullptr, false, true));
     *dispatches = rec.plan.min_dispatches * static_cast<uint32_t>(rec.groups.size());
@@ -375,7 +382,7 @@ void GpuChain::plan_figures(int32_t rows, int32_t vocab, uint32_t* dispatches, u
 std::vector<sieve_stage_estimate> GpuChain::plan_estimate(int32_t rows, int32_t vocab, ShaderSet shaders) const {
     const bool baseline = shaders == ShaderSet::Of30de833;
     const uint32_t r = static_cast<uint32_t>(rows);
-    const CallAnalysis call = analyse_call(RecordingKind::Sample, r);
+    const CallAnalysis call = analyse_call(RecordingKind::Sample, r, true);
     RecordingKey key = key_for(call, RecordingKind::Sample, static_cast<uint32_t>(vocab), nullptr, false, true);
     // The measured runs recorded both collect variants, one left empty, and
     // the key levels inline.

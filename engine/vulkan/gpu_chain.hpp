@@ -79,6 +79,10 @@ public:
     // The row windows its buffers are bound in (gpu_chain_buffers.hpp): for
     // the tests that check a capacity past the binding range is split.
     const RowWindows& row_windows() const { return buffers_.windows(); }
+    // For the tests of the passes that apply a bias and bitmask as they read
+    // (row_logit, the general collect variant, the history table), which
+    // device input takes: a host call's upload leaves them to the passes too.
+    void leave_inputs_to_the_passes(bool on) { inputs_to_the_passes_ = on; }
 
 protected:
     uint32_t* slot_record(int32_t slot) override {
@@ -89,8 +93,9 @@ protected:
 
 private:
     // The first `rows` rows analysed for a call of `kind` (row_analysis.hpp):
-    // what every decision below reads.
-    CallAnalysis analyse_call(RecordingKind kind, uint32_t rows) const;
+    // what every decision below reads. host_rows: the logits come through
+    // upload() (else from the app's device buffer).
+    CallAnalysis analyse_call(RecordingKind kind, uint32_t rows, bool host_rows) const;
     // What a call of the analysed rows x `vocab` records; input: where its
     // logits come from (null: the host, through the upload); waited: the
     // chain submits the call and waits for it itself (submit_and_wait), so a
@@ -256,6 +261,7 @@ private:
     CallAnalysis call_;
     std::vector<RowPosition> positions_;  // per row during sieve_verify's submission, else empty
     std::vector<sieve_token> drawn_;  // one draw's tokens (sample)
+    bool inputs_to_the_passes_ = false;  // leave_inputs_to_the_passes
 };
 
 template <typename Failed>

@@ -16,7 +16,7 @@ DeviceInput GpuChain::prepare_device_input(const sieve_vulkan_logits& in, Record
     check_history_order(static_cast<uint32_t>(in.rows));
     const bool sample = kind == RecordingKind::Sample;
     if (!sample) buffers_.ensure_distribution_output();
-    call_ = analyse_call(kind, static_cast<uint32_t>(in.rows));
+    call_ = analyse_call(kind, static_cast<uint32_t>(in.rows), false);
     DeviceInput input;
     input.source = device_input_.source(in);
     input.in_place = sample && DeviceInputs::can_bind_in_place(input.source, call_.history);

@@ -3,6 +3,7 @@
 #include "vulkan/slot_layout.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace sieve {
@@ -107,6 +108,38 @@ void write_row_breakers(uint32_t* block, const ref::RowParams& row, uint32_t max
     for (const auto& seq : row.dry_sequence_breakers) {
         b[o++] = static_cast<uint32_t>(seq.size());
         for (int32_t t : seq) b[o++] = static_cast<uint32_t>(t);
+    }
+}
+
+// row_logit's rules: NaN and +Inf stay (the row fails on them whatever the
+// mask says: the twin checks the model's logits first); a disallowed token
+// is -inf; then the bias entries add up in list order onto the logit read
+// as on ingest (flush_subnormal), and a finite logit a finite bias drives to
+// +-inf is NaN (the row fails, as the twin's apply_logit_bias does). A
+// subnormal sum reads as zero in the passes (they flush what they read),
+// where the twin keeps it: docs/semantics.md.
+void write_inputs_into_row(const ref::RowParams& row, const float* src, float* dst, int32_t vocab) {
+    const auto fails = [](float f) { return std::isnan(f) || f == INFINITY; };
+    const uint32_t v = static_cast<uint32_t>(vocab);
+    if (!row.token_bitmask.empty())
+        for (uint32_t w = 0; w * 32 < v; ++w) {
+            const uint32_t allowed = w < row.token_bitmask.size() ? row.token_bitmask[w] : 0u;
+            if (allowed == 0xFFFFFFFFu) continue;
+            for (uint32_t i = 32 * w, end = std::min(v, 32 * w + 32); i < end; ++i)
+                if (!((allowed >> (i % 32)) & 1u) && !fails(src[i])) dst[i] = -INFINITY;
+        }
+    const auto allowed = [&](uint32_t t) {
+        return row.token_bitmask.empty() || (t / 32 < row.token_bitmask.size() && ((row.token_bitmask[t / 32] >> (t % 32)) & 1u));
+    };
+    for (const ref::LogitBias& e : row.logit_bias) {
+        const uint32_t t = static_cast<uint32_t>(e.token);
+        if (allowed(t) && !fails(src[t])) dst[t] = ref::flush_subnormal(src[t]);
+    }
+    for (const ref::LogitBias& e : row.logit_bias) {
+        const uint32_t t = static_cast<uint32_t>(e.token);
+        if (!allowed(t) || fails(src[t])) continue;
+        const float before = dst[t], after = before + e.bias;
+        dst[t] = std::isinf(after) && !std::isinf(before) && !std::isinf(e.bias) ? NAN : after;
     }
 }
 

@@ -296,11 +296,14 @@ RowAnalysis analyse_row(const ChainAnalysis& chain, const std::vector<SamplerKin
     const auto dry = std::find(samplers.begin(), samplers.end(), SamplerKind::Dry);
     a.penalties = penalties != samplers.end() && penalties_act(row);
     a.dry = dry != samplers.end() && dry_acts(row);
-    a.inputs = !row.logit_bias.empty() || !row.token_bitmask.empty();
+    const bool has_inputs = !row.logit_bias.empty() || !row.token_bitmask.empty();
+    a.inputs_on_upload = has_inputs && at.inputs_on_upload();
+    a.inputs = has_inputs && !a.inputs_on_upload;
     if (a.inputs) a.flags |= ROW_HAS_INPUTS;
     if (a.adjusts()) a.flags |= ROW_ADJUST;
-    // Without a bias or bitmask the history pass writes the adjusted logits
-    // into the row (the host uploads it again before every submission).
+    // Without a bias or bitmask for the passes to apply (none, or the
+    // upload's) the history pass writes the adjusted logits into the row (the
+    // host uploads it again before every submission).
     // A chain asking for logprobs keeps the model's logits in the row: the
     // result reads the drawn token's raw logit there. Rows not patched read
     // their adjustments from the history pass's table.

@@ -40,6 +40,12 @@ struct RowContext {
     bool wide_passes = false;
     bool sample = true;           // a sampling call (else a distribution)
     bool keep_raw_logits = false; // the chain asks for raw log-probabilities
+    // The logits come from the host (sieve_sample, a distribution call): the
+    // upload can write a row's bias and bitmask into the row it copies, unless
+    // the chain asks for raw log-probabilities (raw_stats reads the model's
+    // logits in the row).
+    bool host_rows = false;
+    bool inputs_on_upload() const { return host_rows && !keep_raw_logits; }
     bool defer_top_p() const { return sample && wide_passes; }
     bool raw_stats() const { return sample && keep_raw_logits; }  // the recording's raw_stats pass
 };
@@ -62,7 +68,12 @@ struct RowAnalysis {
     bool penalties = false;
     bool dry = false;
     bool adjusts() const { return penalties || dry; }
-    bool inputs = false;  // a logit bias or a token bitmask (ROW_HAS_INPUTS)
+    // A logit bias or a token bitmask: applied by the passes as they read a
+    // logit (ROW_HAS_INPUTS: row_logit, the general collect variant), or
+    // written into the row by the host's upload (inputs_on_upload), after
+    // which the passes read a row without them (the plain variant, ROW_PATCH).
+    bool inputs = false;
+    bool inputs_on_upload = false;
     // The wide passes: the collect tail may hand the row to them (a top-p cut
     // past the buffer); they may take it alone (WIDE_DIRECT).
     bool may_go_wide = false;

@@ -19,7 +19,8 @@ using namespace sieve::glsl;
 const Samplers kLlamaDefault = {K::TopK, K::TopP, K::MinP, K::Temperature, K::Dist};
 
 // A GPU-sized device (capacity 2048, workgroups of 64) on a sampling call of a
-// chain with a wide buffer, unless a test says otherwise.
+// chain with a wide buffer, its logits in the app's device buffer (host_rows
+// false: a bias or bitmask is the passes'), unless a test says otherwise.
 sieve::RowContext context(bool cpu = false, bool sample = true) {
     sieve::RowContext at;
     at.capacity = 2048;
@@ -346,6 +347,46 @@ TEST(RowAnalysis, HistorySamplers) {
     EXPECT_FALSE(call_of(s, {both}, logprobs).raw_stats);
     EXPECT_TRUE(call_of(s, {both}, logprobs).inputs);
     EXPECT_FALSE(call_of(s, {both}, logprobs).patched);
+}
+
+// A bias or bitmask on host logits: the upload writes it into the row, so
+// the row is read as one without inputs (the plain collect variant, no
+// inputs variant, its history adjustments patched in); not where the chain
+// keeps the raw logits (logprobs), nor on the app's device buffers.
+TEST(RowAnalysis, HostRowsTakeTheirInputsOnUpload) {
+    sieve::ref::RowParams biased, masked, adjusted;
+    biased.logit_bias.push_back({3, 1.0f});
+    masked.token_bitmask.assign(8, 0xFFFF0000u);
+    adjusted = biased;
+    adjusted.penalty_repeat = 1.1f;
+    sieve::RowContext host = context();
+    host.host_rows = true;
+    for (const sieve::ref::RowParams& row : {biased, masked}) {
+        const sieve::RowAnalysis on_upload = row_of(kLlamaDefault, row, host);
+        EXPECT_TRUE(on_upload.inputs_on_upload);
+        EXPECT_FALSE(on_upload.inputs);
+        EXPECT_EQ(on_upload.flags & ROW_HAS_INPUTS, 0u);
+        EXPECT_TRUE(on_upload.collect_plain);
+        EXPECT_FALSE(call_of(kLlamaDefault, {row}, host).inputs);
+        const sieve::RowAnalysis by_the_passes = row_of(kLlamaDefault, row);
+        EXPECT_FALSE(by_the_passes.inputs_on_upload);
+        EXPECT_TRUE(by_the_passes.inputs);
+        EXPECT_EQ(by_the_passes.flags & ROW_HAS_INPUTS, ROW_HAS_INPUTS);
+        EXPECT_TRUE(call_of(kLlamaDefault, {row}).inputs);
+    }
+    const Samplers history = {K::Penalties, K::TopK, K::Temperature, K::Dist};
+    EXPECT_EQ(row_of(history, adjusted, host).flags, ROW_ADJUST | ROW_PATCH);
+    EXPECT_TRUE(call_of(history, {adjusted}, host).patched);
+    EXPECT_FALSE(call_of(history, {adjusted}, host).inputs);
+    EXPECT_EQ(row_of(history, adjusted).flags, ROW_ADJUST | ROW_HAS_INPUTS);
+    host.keep_raw_logits = true;
+    const sieve::RowAnalysis raw = row_of(history, adjusted, host);
+    EXPECT_FALSE(raw.inputs_on_upload);
+    EXPECT_EQ(raw.flags, ROW_ADJUST | ROW_HAS_INPUTS);
+    EXPECT_TRUE(call_of(history, {adjusted}, host).inputs);
+    // A row without inputs has nothing to take.
+    host.keep_raw_logits = false;
+    EXPECT_FALSE(row_of(kLlamaDefault, sieve::ref::RowParams{}, host).inputs_on_upload);
 }
 
 } // namespace

@@ -896,11 +896,27 @@ TEST(GpuChainCollectPaths, PlansRecordTheVariantsTheRowsTake) {
         run_and_compare(chain, kinds, logits, rows, vocab, params, 1, &tally);
     }
     EXPECT_EQ(chain.counters().recordings, recordings) << "the last step reuses the first's recordings";
-    // A logit bias (the call's inputs) keeps every row from the plain variant.
-    chain.set_logit_bias({5}, {1.5f}, 0);
-    const auto biased = plan_stages(chain, rows, vocab);
-    EXPECT_FALSE(has(biased, "collect_plain"));
-    EXPECT_TRUE(has(biased, "collect"));
+    // A logit bias and a bitmask on a row: the upload writes them into the
+    // row, whose passes then read it as a plain row; left to the passes
+    // (which apply them as they read, as for the app's device buffers) they
+    // keep every row from the plain variant. The tokens are the twin's
+    // either way.
+    RowParams biased = plain;
+    biased.logit_bias = {{5, 1.5f}, {int32_t{vocab} - 3, -0.5f}};
+    biased.token_bitmask.assign((vocab + 31) / 32, 0xFFFFFFFFu);
+    biased.token_bitmask[7] = 0x0F0F0F0Fu;
+    const std::vector<RowParams> with_inputs = {biased, plain};
+    for (int32_t r = 0; r < rows; ++r) set_row(chain, r, with_inputs[static_cast<size_t>(r)]);
+    const auto on_upload = plan_stages(chain, rows, vocab);
+    EXPECT_TRUE(has(on_upload, "collect_plain"));
+    EXPECT_FALSE(has(on_upload, "collect"));
+    run_and_compare(chain, kinds, logits, rows, vocab, with_inputs, 1, &tally);
+    sieve_test::leave_inputs_to_the_passes(chain);
+    for (int32_t r = 0; r < rows; ++r) set_row(chain, r, with_inputs[static_cast<size_t>(r)]);
+    const auto by_the_passes = plan_stages(chain, rows, vocab);
+    EXPECT_FALSE(has(by_the_passes, "collect_plain"));
+    EXPECT_TRUE(has(by_the_passes, "collect"));
+    run_and_compare(chain, kinds, logits, rows, vocab, with_inputs, 1, &tally);
     expect_rare(tally);
 }
 
@@ -1054,7 +1070,8 @@ TEST(GpuChainCollectPaths, LargeTopKRowsNameTheirFirstBadLogit) {
     }
 }
 
-// The same in the general variant (a logit bias: the call's inputs), whose
+// The same in the general variant (a logit bias the passes apply as they
+// read, as for the app's device buffers: the call's inputs), whose
 // chunks take a large need by the deep probe's threshold
 // (deep_probe_threshold, one pick per group of 4 on rows of whole vec4s) and
 // the collecting loop's compactions.
@@ -1077,6 +1094,7 @@ TEST(GpuChainCollectPaths, LargeTopKOfBiasedRowsKeepsItsBestEqualsTheTwin) {
             auto params = row_params(base, 1, salt);
             params[0].logit_bias = {{static_cast<int32_t>(salt % static_cast<uint32_t>(vocab)), 0.25f}};
             sieve::Chain chain(gpu, sieve_test::chain_desc(chain_text, 1, vocab, base.temperature, 1));
+            sieve_test::leave_inputs_to_the_passes(chain);
             set_row(chain, 0, params[0]);
             const auto stages = plan_stages(chain, 1, vocab);
             EXPECT_FALSE(has(stages, "collect_plain"));
@@ -1192,7 +1210,9 @@ struct WideCase {
     float top_p;
     int32_t min_keep;
     uint32_t passes;  // row passes of every token
-    bool bias = false;  // a logit bias (the passes read logits through row_logit, not four at a time)
+    // A logit bias the passes apply as they read (as for the app's device
+    // buffers: they read logits through row_logit, not four at a time).
+    bool bias = false;
 };
 
 TEST(GpuChainWideTopP, TokensEqualTheTwinWithoutFallback) {
@@ -1235,6 +1255,7 @@ TEST(GpuChainWideTopP, TokensEqualTheTwinWithoutFallback) {
                 params[static_cast<size_t>(r)].logit_bias =
                     bias_for(logits.data() + static_cast<size_t>(r) * wc.vocab, wc.vocab, 40u + static_cast<uint32_t>(r));
         sieve::Chain chain(gpu, sieve_test::chain_desc(wc.chain, rows, wc.vocab, base.temperature, 1));
+        if (wc.bias) sieve_test::leave_inputs_to_the_passes(chain);
         for (int32_t r = 0; r < rows; ++r) set_row(chain, r, params[static_cast<size_t>(r)]);
         // Rows the wide passes take alone (wide.glsl: WIDE_DIRECT, a CPU
         // device; GpuChainWidePlan says when) take two passes each.
@@ -1597,16 +1618,22 @@ std::vector<uint32_t> bitmask_for(int32_t vocab, uint32_t seed, int few = 0) {
 struct InputsCase {
     std::string chain;
     int32_t vocab;
+    // Left to the passes, which apply them as they read (as for the app's
+    // device buffers), else written into the row by the upload.
+    bool by_the_passes;
 };
 
-void PrintTo(const InputsCase& c, std::ostream* os) { *os << c.chain << " at " << c.vocab; }
+void PrintTo(const InputsCase& c, std::ostream* os) {
+    *os << c.chain << " at " << c.vocab << (c.by_the_passes ? ", by the passes" : ", on upload");
+}
 
 class GpuInputsVsTwin : public testing::TestWithParam<InputsCase> {};
 
 // Three rows, each with its own inputs: row 0 a bias and a random bitmask,
 // row 1 a bitmask allowing five tokens, row 2 a bias only; over Zipf rows (and
 // Gaussian ones below 100000 tokens). The GPU's distributions and tokens equal
-// the twin's.
+// the twin's, whether the upload writes the inputs into the rows or the
+// passes apply them as they read.
 TEST_P(GpuInputsVsTwin, BiasAndBitmaskAgree) {
     const InputsCase& c = GetParam();
     auto gpu = sieve_test::gpu_context();
@@ -1627,6 +1654,7 @@ TEST_P(GpuInputsVsTwin, BiasAndBitmaskAgree) {
         params[1].token_bitmask = bitmask_for(c.vocab, salt + 1, 5);
         params[2].logit_bias = bias_for(row2, c.vocab, salt + 2);
         sieve::Chain chain(gpu, sieve_test::chain_desc(c.chain, rows, c.vocab, 0.8f, 1));
+        if (c.by_the_passes) sieve_test::leave_inputs_to_the_passes(chain);
         for (int32_t r = 0; r < rows; ++r) set_row(chain, r, params[static_cast<size_t>(r)]);
         run_and_compare(chain, kinds, logits, rows, c.vocab, params, 3, &tally);
     }
@@ -1636,7 +1664,8 @@ TEST_P(GpuInputsVsTwin, BiasAndBitmaskAgree) {
 std::vector<InputsCase> inputs_cases() {
     std::vector<InputsCase> out;
     for (const char* chain : {"temperature;dist", "greedy", "top_k;temperature", kDefaultOrder})
-        for (int32_t vocab : {1000, 151936}) out.push_back({chain, vocab});
+        for (int32_t vocab : {1000, 151936})
+            for (bool by_the_passes : {false, true}) out.push_back({chain, vocab, by_the_passes});
     return out;
 }
 
@@ -1645,8 +1674,71 @@ INSTANTIATE_TEST_SUITE_P(Inputs, GpuInputsVsTwin, testing::ValuesIn(inputs_cases
                              std::string name = info.param.chain == kDefaultOrder ? "default_order" : info.param.chain;
                              for (auto& ch : name)
                                  if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                             return name + "_v" + std::to_string(info.param.vocab);
+                             return name + "_v" + std::to_string(info.param.vocab) +
+                                    (info.param.by_the_passes ? "_by_the_passes" : "_on_upload");
                          });
+
+// The upload writes a row's bias and bitmask by the passes' rules (row_logit):
+// a NaN or +Inf the bitmask disallows still fails the row (the model's
+// logits are checked first); a bias overflowing a disallowed token is no
+// error; a token's entries add up in list order (an overflow on the way fails
+// the row, the same entries in the other order do not); a subnormal logit
+// reads as zero before its bias adds to it (its token ties the row's other
+// logits instead of passing them). Statuses and tokens equal the twin's,
+// written on upload and applied by the passes, on a small row and a big one.
+TEST(GpuInputsVsTwin, TheUploadWritesThemByThePassesRules) {
+    auto gpu = sieve_test::gpu_context();
+    constexpr float kHuge = 3e38f;
+    const float kTiny = 2e-38f;  // normal (FLT_MIN is 1.18e-38)
+    const int32_t rows = 6, t = 9;
+    const sieve_status want[rows] = {SIEVE_ERROR_NON_FINITE_LOGIT, SIEVE_ERROR_NON_FINITE_LOGIT, SIEVE_OK,
+                                     SIEVE_ERROR_NON_FINITE_LOGIT, SIEVE_OK, SIEVE_OK};
+    for (const char* text : {"greedy", "top_k;temperature"})
+        for (const int32_t vocab : {40, 5000})
+            for (const bool by_the_passes : {false, true}) {
+                SCOPED_TRACE(std::string(text) + " at " + std::to_string(vocab) +
+                             (by_the_passes ? ", by the passes" : ", on upload"));
+                const auto kinds = sieve_test::twin_chain(text);
+                ASSERT_FALSE(kinds.empty());
+                auto logits = sieve_test::make_rows(Shape::Zipf, rows, vocab, 3);
+                auto at = [&](int32_t r, int32_t i) -> float& { return logits[static_cast<size_t>(r * vocab + i)]; };
+                std::vector<uint32_t> without_t((static_cast<size_t>(vocab) + 31) / 32, 0xFFFFFFFFu);
+                without_t[0] &= ~(1u << t);
+                std::vector<RowParams> params(rows, active());
+                for (int32_t r = 0; r < rows; ++r) {
+                    params[static_cast<size_t>(r)].temperature = 1.0f;
+                    params[static_cast<size_t>(r)].seed = 50u + static_cast<uint32_t>(r);
+                }
+                at(0, t) = std::numeric_limits<float>::quiet_NaN();
+                at(1, t) = kInf;
+                for (int32_t r = 0; r < 3; ++r) params[static_cast<size_t>(r)].token_bitmask = without_t;
+                at(2, t) = kHuge;
+                params[2].logit_bias = {{t, kHuge}};
+                at(3, t) = -kHuge;  // to -inf on the way: NaN (a mask would read -inf)
+                params[3].logit_bias = {{t, -kHuge}, {t, kHuge}};
+                at(4, t) = -kHuge;
+                params[4].logit_bias = {{t, kHuge}, {t, -kHuge}};
+                for (int32_t i = 0; i < vocab; ++i) at(5, i) = kTiny;
+                at(5, t) = 1e-40f;
+                params[5].logit_bias = {{t, kTiny}};
+                sieve::Chain chain(gpu, sieve_test::chain_desc(text, rows, vocab, 1.0f, 1));
+                if (by_the_passes) sieve_test::leave_inputs_to_the_passes(chain);
+                for (int32_t r = 0; r < rows; ++r) set_row(chain, r, params[static_cast<size_t>(r)]);
+                std::vector<sieve_token> out(static_cast<size_t>(rows));
+                const sieve_status status = sieve_sample(chain.get(), logits.data(), rows, vocab, out.data());
+                EXPECT_EQ(status, SIEVE_ERROR_NON_FINITE_LOGIT) << sieve_last_error();
+                Tally tally;
+                for (int32_t r = 0; r < rows; ++r) {
+                    SCOPED_TRACE("row " + std::to_string(r));
+                    const sieve_token& got = out[static_cast<size_t>(r)];
+                    EXPECT_EQ(got.status, want[r]);
+                    compare_token(got, Row{kinds, &at(r, 0), vocab, params[static_cast<size_t>(r)]}, 0, &tally);
+                }
+                if (std::string(text) == "greedy")
+                    EXPECT_EQ(out[5].token, 0) << "the subnormal logit read as zero ties the others";
+                expect_rare(tally);
+            }
+}
 
 // ---- 4. dispatch figures of llama.cpp's default order ----------------------------
 

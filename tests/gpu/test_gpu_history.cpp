@@ -324,15 +324,20 @@ TEST(GpuHistoryOrder, ActingAfterAnotherSamplerIsRefusedOnTheGpuOnly) {
 
 // sieve_sample_draws with the history samplers on: every draw is from the
 // same distribution (the history pass writes adjusted logits into the row,
-// which must not pile up from draw to draw), each equal to the twin's.
+// which must not pile up from draw to draw; a bias the upload wrote into the
+// row is written again with them), each equal to the twin's.
 TEST(GpuHistoryDraws, EveryDrawSeesTheSameAdjustedRow) {
-    for (const bool bias : {false, true}) {
-        SCOPED_TRACE(bias ? "with a logit bias (the table path)" : "adjusted in the row");
+    const char* modes[] = {"adjusted in the row", "with a logit bias the upload writes, adjusted in the row",
+                           "with a logit bias left to the passes (the table path)"};
+    for (int mode = 0; mode < 3; ++mode) {
+        SCOPED_TRACE(modes[mode]);
+        const bool bias = mode > 0;
         constexpr int32_t kV = 3000;
         const char* text = "penalties;dry;top_k;temperature";
         const auto kinds = sieve_test::twin_chain(text);
         auto ctx = sieve_test::gpu_context();
         sieve::Chain chain(ctx, sieve_test::chain_desc(text, 1, kV, 1.0f, 8));
+        if (mode == 2) sieve_test::leave_inputs_to_the_passes(chain);
         RowParams p = history_params("both", kV);
         p.seed = 8;
         // Mild, so that the history's tokens stay the likely ones and a second
@@ -374,7 +379,8 @@ TEST(GpuHistoryDraws, EveryDrawSeesTheSameAdjustedRow) {
 }
 
 // A token that leaves the penalties' window reads its own logit again. A row
-// with a logit bias reads adjusted logits through the history pass's table
+// with a logit bias the passes apply (left to them, as for the app's device
+// buffers) reads adjusted logits through the history pass's table
 // (the bitmap of this call's adjusted tokens and their ranks), which each
 // call rebuilds after the previous one's (a GPU's plan splits the pass over
 // workgroups at this capacity). A row without one has them written into the
@@ -389,6 +395,7 @@ TEST(GpuHistoryWindow, ATokenThatLeavesTheWindowIsNoLongerAdjusted) {
     for (const bool every_call : {true, false}) {
         SCOPED_TRACE(every_call ? "a bias on every call" : "a bias on every third call");
         sieve::Chain chain = one_row_history_chain(ctx, "penalties;top_k;temperature", kV, 5);
+        sieve_test::leave_inputs_to_the_passes(chain);
         RowParams p = history_params("neutral", kV);
         p.penalty_last_n = 1;
         p.penalty_repeat = 1.0f;
@@ -422,7 +429,7 @@ TEST(GpuHistoryWindow, ATokenThatLeavesTheWindowIsNoLongerAdjusted) {
 // tokens, the row's likeliest (so that the top-k keeps adjusted ones) and
 // their neighbours in the same bitmap words, a third
 // of them twice (counts of one and two, a repeat for DRY), on a row with a
-// bias (the table path), against the twin, then a window of other tokens
+// bias left to the passes (the table path), against the twin, then a window of other tokens
 // that pushes every one of them out; on the test's plan, and on a CPU
 // device's plan with one workgroup for the whole window.
 TEST(GpuHistoryTable, RanksOfFewAndManyAdjustedTokensEqualTheTwin) {
@@ -441,6 +448,7 @@ TEST(GpuHistoryTable, RanksOfFewAndManyAdjustedTokensEqualTheTwin) {
             SCOPED_TRACE(std::string(whole ? "one workgroup a row, " : "") + std::to_string(distinct) +
                          " distinct tokens in the history");
             sieve::Chain chain = one_row_history_chain(ctx, text, kV, 13);
+            sieve_test::leave_inputs_to_the_passes(chain);
             RowParams p = history_params("both_long", kV);
             p.seed = 13;
             p.temperature = 1.0f;
@@ -668,17 +676,22 @@ TEST(GpuHistoryDry, LongRepeatsWithoutACapEqualTheTwin) {
 // A masked token (a raw -inf logit, a token the bitmask disallows, a bias of
 // -inf) stays masked whatever the penalties and DRY subtract, even a term of
 // -inf, where llama.cpp's -inf - -inf would be NaN: the GPU's adjusted row
-// (ROW_PATCH, no row inputs) and its table (row inputs) both, against the twin.
+// (ROW_PATCH: no inputs, or the bitmask and bias the upload wrote into the
+// row) and its table (row inputs left to the passes) all, against the twin.
 TEST(GpuHistoryMasked, MaskedTokensStayMaskedUnderInfiniteTerms) {
     constexpr int32_t kV = 3000;
     const char* text = "penalties;dry;top_k;temperature;dist";
     const auto kinds = sieve_test::twin_chain(text);
     const auto a = alphabet(kV);
     const int32_t raw = a[0], disallowed = a[1], biased = a[2];  // boosted: the likeliest tokens
-    for (const bool inputs : {false, true}) {
-        SCOPED_TRACE(inputs ? "bitmask and bias (the table path)" : "adjusted in the row");
+    const char* modes[] = {"adjusted in the row", "bitmask and bias the upload writes, adjusted in the row",
+                           "bitmask and bias left to the passes (the table path)"};
+    for (int mode = 0; mode < 3; ++mode) {
+        SCOPED_TRACE(modes[mode]);
+        const bool inputs = mode > 0;
         auto ctx = sieve_test::gpu_context();
         sieve::Chain chain(ctx, sieve_test::chain_desc(text, 1, kV, 1.0f, 8));
+        if (mode == 2) sieve_test::leave_inputs_to_the_passes(chain);
         auto logits = boosted_rows(Shape::Zipf, 1, kV, 21);
         logits[static_cast<size_t>(raw)] = -INFINITY;
         RowParams p;

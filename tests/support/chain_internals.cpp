@@ -1,4 +1,4 @@
-// row_windows, plan_estimate_as_run, device_of and limits_of (test_support.hpp): reach
+// row_windows, leave_inputs_to_the_passes, plan_estimate_as_run, device_of and limits_of (test_support.hpp): reach
 // into the chain's and the context's implementation, which the tests link statically, for what no public
 // call reports.
 #include "test_support.hpp"
@@ -16,6 +16,15 @@ Windows row_windows(const sieve::Chain& chain) {
     const auto* gpu = dynamic_cast<const sieve::GpuChain*>(chain.get()->impl.get());
     if (!gpu) return {};
     return {gpu->row_windows().count, gpu->row_windows().rows};
+}
+
+void leave_inputs_to_the_passes(sieve::Chain& chain) {
+    auto* gpu = dynamic_cast<sieve::GpuChain*>(chain.get()->impl.get());
+    if (!gpu) {
+        ADD_FAILURE() << "not a GPU chain";
+        return;
+    }
+    gpu->leave_inputs_to_the_passes(true);
 }
 
 std::vector<sieve_stage_estimate> plan_estimate_as_run(const sieve::Chain& chain, int32_t rows, int32_t vocab,

@@ -96,6 +96,13 @@ struct Windows {
 };
 Windows row_windows(const sieve::Chain& chain);
 
+// A GPU chain's host calls leave their rows' bias and bitmask to the passes,
+// which apply them as they read (the general collect variant, row_logit, the
+// history table), as for the app's device buffers, instead of writing them
+// into the row on upload: the tests of those paths. Fails the test for a CPU
+// chain.
+void leave_inputs_to_the_passes(sieve::Chain& chain);
+
 // A Vulkan context's device, and the limits it plans with (its profile
 // applied). Fail the test (and throw) for a context of another backend.
 const sieve::Device& device_of(const sieve::Context& context);

@@ -5,7 +5,8 @@
  * profiling on (GPU timestamps around each dispatch), each stage's median
  * over CALLS more calls; one line a case:
  * "<case> <median us> <stage>=<median us> ...". The cases are sieve bench's one-row chains (cli/bench_suite.cpp)
- * without history; the row is a fixed Zipf-like one.
+ * without history, and llama.cpp's default chain with a logit bias (default_bias); the row is a fixed
+ * Zipf-like one.
  *
  *   sieve_engine_ab CALLS [CASES]   (CASES: a comma-separated list; default all)
  *
@@ -56,9 +57,11 @@ int main(int argc, char** argv) {
         const char* samplers;
         int top_k;
         double top_p;
-    } cases[] = {{"greedy", "greedy", 40, 0.95},         {"dist", "temperature;dist", 40, 0.95},
-                 {"default", "", 40, 0.95},              {"top_p", "top_p;temperature", 40, 0.9},
-                 {"min_p", "min_p;temperature", 40, 0.95}, {"top_k1000", "top_k;temperature", 1000, 0.95}};
+        int bias;  /* a logit bias of +1 on token 5 (the rows' inputs) */
+    } cases[] = {{"greedy", "greedy", 40, 0.95, 0},         {"dist", "temperature;dist", 40, 0.95, 0},
+                 {"default", "", 40, 0.95, 0},              {"top_p", "top_p;temperature", 40, 0.9, 0},
+                 {"min_p", "min_p;temperature", 40, 0.95, 0}, {"top_k1000", "top_k;temperature", 1000, 0.95, 0},
+                 {"default_bias", "", 40, 0.95, 1}};
     const size_t n_cases = sizeof(cases) / sizeof(cases[0]);
     for (const char* p = only; p && *p;) {  /* every name given must be a case */
         const char* end = strchr(p, ',');
@@ -102,6 +105,12 @@ int main(int argc, char** argv) {
         }
         sieve_chain_set_param(chain, -1, SIEVE_PARAM_TOP_K, cases[c].top_k);
         sieve_chain_set_param(chain, -1, SIEVE_PARAM_TOP_P, cases[c].top_p);
+        const int32_t biased = 5;
+        const float plus_one = 1.0f;
+        if (cases[c].bias && sieve_chain_set_logit_bias(chain, 0, &biased, &plus_one, 1) != SIEVE_OK) {
+            fprintf(stderr, "sieve_engine_ab: no bias for %s: %s\n", cases[c].name, sieve_last_error());
+            return 1;
+        }
         sieve_token token;
         for (int i = 0; i < kWarmup; ++i) sieve_sample(chain, logits, 1, kVocab, &token);
         for (int i = 0; i < calls; ++i) {
