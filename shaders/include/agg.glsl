@@ -34,6 +34,38 @@ void agg_add(inout Agg a, float l, float x, bool sigma, bool mass) {
     }
 }
 
+// Four logits at once (the register picks' vec4s, collect_chunk.glsl), the
+// finite ones only: the quad's own count, mean and spread joined to the
+// running ones by Chan et al.'s rule, and the online softmax sum rescaled at
+// most once for the quad. A division for the mean and five exponentials a
+// quad where agg_add takes a division and (a CPU device running both sides
+// of its branch) two exponentials a logit.
+void agg_add4(inout Agg a, vec4 l, float agg_t, bool sigma, bool mass) {
+    bvec4 finite = not(bvec4(uvec4(isinf(l)) | uvec4(isnan(l))));
+    vec4 w = vec4(finite);
+    if (sigma) {
+        float n = w.x + w.y + w.z + w.w;
+        vec4 lf = mix(vec4(0.0), l, finite);
+        float mean = n > 0.0 ? (lf.x + lf.y + lf.z + lf.w) / n : 0.0;
+        vec4 dq = (lf - mean) * w;
+        float count = a.count + n;
+        float d = mean - a.mean;
+        float share = count > 0.0 ? n / count : 0.0;
+        a.m2 += dot(dq, dq) + d * d * a.count * share;
+        a.mean += d * share;
+        a.count = count;
+    }
+    if (mass) {
+        vec4 x = mix(vec4(NEG_INF), l / agg_t, finite);
+        float top = max(a.mmax, max(max(x.x, x.y), max(x.z, x.w)));
+        vec4 e = exp(x - top);
+        float sum = a.msum * exp(a.mmax - top) + ((e.x + e.y) + (e.z + e.w));
+        bool any = !isinf(top);  // some finite logit so far (else top - top is NaN)
+        a.msum = any ? sum : a.msum;
+        a.mmax = any ? top : a.mmax;
+    }
+}
+
 // Chan et al.'s pairwise combination.
 Agg agg_combine(Agg a, Agg b) {
     Agg r;

@@ -268,7 +268,8 @@ void rank_sort_to_list(uint n, uint need, uint list) {
 // after the last level, the collecting loop reads the chunk again from tau
 // (returns false; a valid threshold, since `need` chunk logits are >= tau).
 bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_floor, float floor_offset,
-                inout uint bad, inout uint first_bad, inout uint kmin, inout uint kmax, out uint kept) {
+                bool aggregates, bool want_sigma, bool want_mass, float agg_t, inout Agg a, inout uint bad,
+                inout uint first_bad, inout uint kmin, inout uint kmax, out uint kept) {
     uint t = gl_LocalInvocationID.x;
     kept = 0u;
     uint k0 = 0u, k1 = 0u, k2 = 0u, k3 = 0u;  // groups' maxima, descending; key 0: below every logit's
@@ -288,6 +289,9 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
     // Two loads an iteration: lavapipe loads a vector lane by lane, each
     // lane's load waiting on the previous one's; two independent loads
     // overlap.
+    // Rows of the general variant whose chain needs the full-row aggregates
+    // sum them in the same read (the plain variants compile none of it).
+    bool sums = !PLAIN && aggregates;
     uint q = q_first;
     for (; q + 3u * q_step < q_stop; q += 4u * q_step) {
         vec4 fa = row_vec4(row4 + q);
@@ -298,16 +302,27 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
         PICK_VEC4(fb, q + q_step)
         PICK_VEC4(fc, q + 2u * q_step)
         PICK_VEC4(fd, q + 3u * q_step)
+        if (sums) {
+            agg_add4(a, fa, agg_t, want_sigma, want_mass);
+            agg_add4(a, fb, agg_t, want_sigma, want_mass);
+            agg_add4(a, fc, agg_t, want_sigma, want_mass);
+            agg_add4(a, fd, agg_t, want_sigma, want_mass);
+        }
     }
     for (; q + q_step < q_stop; q += 2u * q_step) {
         vec4 fa = row_vec4(row4 + q);
         vec4 fb = row_vec4(row4 + q + q_step);
         PICK_VEC4(fa, q)
         PICK_VEC4(fb, q + q_step)
+        if (sums) {
+            agg_add4(a, fa, agg_t, want_sigma, want_mass);
+            agg_add4(a, fb, agg_t, want_sigma, want_mass);
+        }
     }
     for (; q < q_stop; q += q_step) {
         vec4 fa = row_vec4(row4 + q);
         PICK_VEC4(fa, q)
+        if (sums) agg_add4(a, fa, agg_t, want_sigma, want_mass);
     }
     phase_chunk_mark(PH_READ);
     kmin = kmin1 < KEY_POS_INF - KEY_NEG_INF - 1u ? kmin1 + KEY_NEG_INF + 1u : 0xFFFFFFFFu;
@@ -778,6 +793,10 @@ void collect_chunk() {
         // The vec4 map: plain rows (no bias, bitmask or aggregates) whose
         // stride is a multiple of 4 (chunks start at multiples of 4).
         bool vmap = !ROW_INPUTS && !aggregates && (PLAIN || (pc.stride & 3u) == 0u);
+        // The register picks read whole vec4s too; they sum the aggregates
+        // in their one read (pick_chunk), where the collecting loop's
+        // aggregates copy reads a logit at a time.
+        bool vpicks = !ROW_INPUTS && (PLAIN || (pc.stride & 3u) == 0u);
         // (The variant's flag tested at run time as well: folded to a constant,
         // lavapipe's code for the radix levels took 5% more instructions.)
         if (RADIX_CHUNKS && (pc.flags & FLAG_RADIX_CHUNKS) != 0u && need > RADIX_FROM && !use_floor) {  // uniform
@@ -789,12 +808,14 @@ void collect_chunk() {
                 if (t == 0u) s_fill = 0u;
                 barrier();
             }
-        } else if (vmap && 2u * PROBE * WG <= CAP && (PLAIN || need <= PROBE * WG)) {
-            listed = pick_chunk(row, begin, end, need, list, use_floor, floor_offset, bad, first_bad, kmin, kmax, kept);
-            if (!listed) {  // the collecting loop reads the chunk again from tau
+        } else if (vpicks && 2u * PROBE * WG <= CAP && (PLAIN || need <= PROBE * WG)) {
+            listed = pick_chunk(row, begin, end, need, list, use_floor, floor_offset, aggregates, want_sigma, want_mass,
+                                agg_t, a, bad, first_bad, kmin, kmax, kept);
+            if (!listed) {  // the collecting loop reads the chunk again from tau (and sums it again)
                 bad = 0u;
                 first_bad = 0xFFFFFFFFu;
                 kmin = 0xFFFFFFFFu;
+                a = agg_empty();
                 if (t == 0u) s_fill = 0u;
                 barrier();
             }

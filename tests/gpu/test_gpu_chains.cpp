@@ -85,6 +85,12 @@ RowParams preset(const std::string& name) {
     }
     if (name == "xtc_coin") p.xtc_probability = 0.5f;  // the coin decides, step by step
     if (name == "llama_defaults") p = RowParams();
+    if (name == "top_k_off") {  // top-k 0: top-p's cut needs the row's whole mass, and it cuts before min-p does
+        p = RowParams();
+        p.top_k = 0;
+        p.top_p = 0.5f;
+        p.min_p = 0.01f;
+    }
     return p;
 }
 
@@ -563,6 +569,10 @@ std::vector<Case> chain_cases() {
     // LLM vocabularies, for a few chains.
     out.push_back({kDefaultOrder, "active", large});
     out.push_back({kDefaultOrder, "llama_defaults", {262144}});
+    // Top-p the first cut with min-p after it: the collect pass sums the
+    // row's mass (in the register picks' read on rows of whole vec4s), and
+    // no row goes wide (min-p cuts in the buffer or sends the row to the twin).
+    out.push_back({"top_k;top_p;min_p;temperature", "top_k_off", {1000, 32000, 151936}});
     out.push_back({"top_k;temperature", "active", large});
     out.push_back({"min_p;temperature", "active", large});
     out.push_back({"top_k;xtc;temperature", "active", large});

@@ -5,8 +5,9 @@
  * profiling on (GPU timestamps around each dispatch), each stage's median
  * over CALLS more calls; one line a case:
  * "<case> <median us> <stage>=<median us> ...". The cases are sieve bench's one-row chains (cli/bench_suite.cpp)
- * without history, and llama.cpp's default chain with a logit bias (default_bias); the row is a fixed
- * Zipf-like one.
+ * without history, llama.cpp's default chain with a logit bias (default_bias) and two chains that need
+ * the full-row aggregates (top_p_min_p: the default chain with top-k off; top_n_sigma); the row is a
+ * fixed Zipf-like one.
  *
  *   sieve_engine_ab CALLS [CASES]   (CASES: a comma-separated list; default all)
  *
@@ -57,11 +58,14 @@ int main(int argc, char** argv) {
         const char* samplers;
         int top_k;
         double top_p;
-        int bias;  /* a logit bias of +1 on token 5 (the rows' inputs) */
-    } cases[] = {{"greedy", "greedy", 40, 0.95, 0},         {"dist", "temperature;dist", 40, 0.95, 0},
-                 {"default", "", 40, 0.95, 0},              {"top_p", "top_p;temperature", 40, 0.9, 0},
-                 {"min_p", "min_p;temperature", 40, 0.95, 0}, {"top_k1000", "top_k;temperature", 1000, 0.95, 0},
-                 {"default_bias", "", 40, 0.95, 1}};
+        int bias;        /* a logit bias of +1 on token 5 (the rows' inputs) */
+        double n_sigma;  /* top-n-sigma's n (0: the chain's default) */
+    } cases[] = {{"greedy", "greedy", 40, 0.95, 0, 0},          {"dist", "temperature;dist", 40, 0.95, 0, 0},
+                 {"default", "", 40, 0.95, 0, 0},               {"top_p", "top_p;temperature", 40, 0.9, 0, 0},
+                 {"min_p", "min_p;temperature", 40, 0.95, 0, 0}, {"top_k1000", "top_k;temperature", 1000, 0.95, 0, 0},
+                 {"default_bias", "", 40, 0.95, 1, 0},
+                 /* the full-row aggregates: top-p first with min-p after it (top-k off), top-n-sigma */
+                 {"top_p_min_p", "", 0, 0.95, 0, 0},            {"top_n_sigma", "top_n_sigma;temperature", 40, 0.95, 0, 1.0}};
     const size_t n_cases = sizeof(cases) / sizeof(cases[0]);
     for (const char* p = only; p && *p;) {  /* every name given must be a case */
         const char* end = strchr(p, ',');
@@ -105,6 +109,7 @@ int main(int argc, char** argv) {
         }
         sieve_chain_set_param(chain, -1, SIEVE_PARAM_TOP_K, cases[c].top_k);
         sieve_chain_set_param(chain, -1, SIEVE_PARAM_TOP_P, cases[c].top_p);
+        if (cases[c].n_sigma > 0) sieve_chain_set_param(chain, -1, SIEVE_PARAM_TOP_N_SIGMA, cases[c].n_sigma);
         const int32_t biased = 5;
         const float plus_one = 1.0f;
         if (cases[c].bias && sieve_chain_set_logit_bias(chain, 0, &biased, &plus_one, 1) != SIEVE_OK) {
