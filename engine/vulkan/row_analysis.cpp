@@ -175,12 +175,19 @@ Needs analyse_needs(const std::vector<SamplerKind>& samplers, const ref::RowPara
 
 // Whether the collect tail may hand the row to the wide passes (a top-p cut
 // past the buffer): false where no top-p acts on the row (only op_top_p hands
-// a cut over: tail.glsl) and when an acting top-k of at most what the buffer
-// keeps comes before every other acting sampler (llama.cpp's default chain).
-// Conservative: true wherever unsure.
+// a cut over: tail.glsl), where an acting min-p follows the last top-p (its
+// cut, in the buffer, drops the rest; past it, the row goes to the CPU twin:
+// tail.glsl, min_p_cut; llama.cpp's default chain with top-k off), and when
+// an acting top-k of at most what the buffer keeps comes before every other
+// acting sampler (llama.cpp's default chain). Conservative: true wherever
+// unsure.
 bool may_go_wide(const ChainAnalysis& chain, const std::vector<SamplerKind>& samplers, const ref::RowParams& row,
                  uint32_t capacity) {
     if (!chain.top_p || !acts(SamplerKind::TopP, row)) return false;
+    if (acts(SamplerKind::MinP, row)) {
+        const auto last_top_p = std::find(samplers.rbegin(), samplers.rend(), SamplerKind::TopP);
+        if (std::find(samplers.rbegin(), last_top_p, SamplerKind::MinP) != last_top_p) return false;
+    }
     const uint32_t bound = std::min(kUnboundedNeed, capacity / 2);
     for (size_t i = 0; i + 1 < samplers.size(); ++i) {
         const SamplerKind k = samplers[i];

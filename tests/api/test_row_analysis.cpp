@@ -144,12 +144,21 @@ TEST(RowAnalysis, LlamaDefaultChainIsBoundedByItsTopK) {
     EXPECT_FALSE(call.wide);
     EXPECT_FALSE(call.history);
     EXPECT_FALSE(call.inputs);
-    // A top-k past what the buffer keeps for it (64) bounds nothing: maybe wide.
+    // A top-k past what the buffer keeps for it (64) bounds nothing: maybe
+    // wide, unless a min-p acts after the top-p (its cut drops the rest or
+    // sends the row to the twin).
     sieve::ref::RowParams at_bound;
     at_bound.top_k = 64;
     EXPECT_FALSE(row_of(kLlamaDefault, at_bound).may_go_wide);
     sieve::ref::RowParams big_k;
     big_k.top_k = 65;
+    EXPECT_FALSE(row_of(kLlamaDefault, big_k).may_go_wide);
+    sieve::ref::RowParams top_k_off = big_k;
+    top_k_off.top_k = 0;
+    EXPECT_FALSE(row_of(kLlamaDefault, top_k_off).may_go_wide);
+    EXPECT_FALSE(call_of(kLlamaDefault, {top_k_off, top_k_off}).wide);
+    EXPECT_TRUE(row_of({K::MinP, K::TopP, K::Temperature, K::Dist}, top_k_off).may_go_wide);  // min-p before it
+    big_k.min_p = 0.0f;
     EXPECT_TRUE(row_of(kLlamaDefault, big_k).may_go_wide);
     EXPECT_TRUE(call_of(kLlamaDefault, {row, big_k}).wide);
     // Only top-p hands a cut to the wide passes: with it off (min-p alone
