@@ -286,12 +286,12 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
     uint q_first, q_stop;  // contiguous stretches (stretch.glsl)
     stretch_share(begin / 4u, end / 4u, q_first, q_stop);
     const uint q_step = RUN_LANES;
-    // Two loads an iteration: lavapipe loads a vector lane by lane, each
-    // lane's load waiting on the previous one's; two independent loads
-    // overlap.
     // Rows of the general variant whose chain needs the full-row aggregates
     // sum them in the same read (the plain variants compile none of it).
     bool sums = !PLAIN && aggregates;
+    // Two loads an iteration: lavapipe loads a vector lane by lane, each
+    // lane's load waiting on the previous one's; two independent loads
+    // overlap.
     uint q = q_first;
     for (; q + 3u * q_step < q_stop; q += 4u * q_step) {
         vec4 fa = row_vec4(row4 + q);
