@@ -88,19 +88,23 @@ RecordingKey GpuChain::key_for(const CallAnalysis& call, RecordingKind kind, uin
 }
 
 // Widening f16/bf16 to f32 happens here, in the one write to the mapped
-// buffer the upload makes anyway.
+// buffer the upload makes anyway, and so do a row's bias and bitmask where
+// the analysis leaves them to the upload (RowAnalysis::inputs_on_upload).
 void GpuChain::upload(const LogitsView& logits) {
     auto* dst = static_cast<float*>(device_.unified_memory() ? buffers_.logits.mapped : buffers_.staging.mapped);
     const auto row_at = [&](int32_t r) {
         return dst + buffers_.row_at(static_cast<uint32_t>(r), static_cast<uint64_t>(config_.max_vocab),
                                      static_cast<uint64_t>(logits.vocab));
     };
-    if (buffers_.windows().count == 1) logits.pack_f32(dst);
-    else
-        for (int32_t r = 0; r < logits.rows; ++r) logits.copy_row_f32(r, row_at(r));
-    for (int32_t r = 0; r < logits.rows; ++r)
+    const bool inputs = std::any_of(call_.rows.begin(), call_.rows.end(),
+                                    [](const RowAnalysis& a) { return a.inputs_on_upload; });
+    if (buffers_.windows().count == 1 && !inputs) return logits.pack_f32(dst);
+    for (int32_t r = 0; r < logits.rows; ++r) {
         if (call_.rows[static_cast<size_t>(r)].inputs_on_upload)
-            write_inputs_into_row(rows_[static_cast<size_t>(r)], logits.row_f32(r, &scratch_), row_at(r), logits.vocab);
+            copy_row_with_inputs(rows_[static_cast<size_t>(r)], logits.row_f32(r, &scratch_), row_at(r), logits.vocab);
+        else
+            logits.copy_row_f32(r, row_at(r));
+    }
 }
 
 void GpuChain::write_params(bool commit) {

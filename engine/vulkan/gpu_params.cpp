@@ -118,15 +118,22 @@ void write_row_breakers(uint32_t* block, const ref::RowParams& row, uint32_t max
 // +-inf is NaN (the row fails, as the twin's apply_logit_bias does). A
 // subnormal sum reads as zero in the passes (they flush what they read),
 // where the twin keeps it: docs/semantics.md.
-void write_inputs_into_row(const ref::RowParams& row, const float* src, float* dst, int32_t vocab) {
+// The copy and the mask are one pass over the row: a word that allows
+// every token is copied as it is.
+void copy_row_with_inputs(const ref::RowParams& row, const float* src, float* dst, int32_t vocab) {
     const auto fails = [](float f) { return std::isnan(f) || f == INFINITY; };
     const uint32_t v = static_cast<uint32_t>(vocab);
-    if (!row.token_bitmask.empty())
+    if (row.token_bitmask.empty()) std::memcpy(dst, src, static_cast<size_t>(v) * 4);
+    else
         for (uint32_t w = 0; w * 32 < v; ++w) {
             const uint32_t allowed = w < row.token_bitmask.size() ? row.token_bitmask[w] : 0u;
-            if (allowed == 0xFFFFFFFFu) continue;
-            for (uint32_t i = 32 * w, end = std::min(v, 32 * w + 32); i < end; ++i)
-                if (!((allowed >> (i % 32)) & 1u) && !fails(src[i])) dst[i] = -INFINITY;
+            const uint32_t begin = 32 * w, end = std::min(v, begin + 32);
+            if (allowed == 0xFFFFFFFFu) {
+                std::memcpy(dst + begin, src + begin, static_cast<size_t>(end - begin) * 4);
+                continue;
+            }
+            for (uint32_t i = begin; i < end; ++i)
+                dst[i] = ((allowed >> (i % 32)) & 1u) || fails(src[i]) ? src[i] : -INFINITY;
         }
     const auto allowed = [&](uint32_t t) {
         return row.token_bitmask.empty() || (t / 32 < row.token_bitmask.size() && ((row.token_bitmask[t / 32] >> (t % 32)) & 1u));

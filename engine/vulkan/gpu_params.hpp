@@ -57,9 +57,9 @@ void write_row_params(uint32_t* block, const RowAnalysis& analysis, const ref::R
 void write_row_inputs(uint32_t* block, const ref::RowParams& row, uint32_t max_vocab);
 void write_row_breakers(uint32_t* block, const ref::RowParams& row, uint32_t max_vocab);
 
-// A row's bias and bitmask written into the row the upload copied (dst, from
-// the model's logits src; a row with RowAnalysis::inputs_on_upload), as the
-// passes' row_logit would apply them as they read (common.glsl).
-void write_inputs_into_row(const ref::RowParams& row, const float* src, float* dst, int32_t vocab);
+// The upload's copy of a row with RowAnalysis::inputs_on_upload: the model's
+// logits src into dst with the row's bias and bitmask applied, as the passes'
+// row_logit would apply them as they read (common.glsl).
+void copy_row_with_inputs(const ref::RowParams& row, const float* src, float* dst, int32_t vocab);
 
 } // namespace sieve
