@@ -1696,7 +1696,7 @@ INSTANTIATE_TEST_SUITE_P(Inputs, GpuInputsVsTwin, testing::ValuesIn(inputs_cases
 // reads as zero before its bias adds to it (its token ties the row's other
 // logits instead of passing them). Statuses and tokens equal the twin's,
 // written on upload and applied by the passes, on a small row and a big one.
-TEST(GpuInputsVsTwin, TheUploadWritesThemByThePassesRules) {
+TEST(GpuInputsRules, TheUploadWritesThemByThePassesRules) {
     auto gpu = sieve_test::gpu_context();
     constexpr float kHuge = 3e38f;
     const float kTiny = 2e-38f;  // normal (FLT_MIN is 1.18e-38)
