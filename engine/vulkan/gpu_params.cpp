@@ -135,16 +135,20 @@ void copy_row_with_inputs(const ref::RowParams& row, const float* src, float* ds
             for (uint32_t i = begin; i < end; ++i)
                 dst[i] = ((allowed >> (i % 32)) & 1u) || fails(src[i]) ? src[i] : -INFINITY;
         }
-    const auto allowed = [&](uint32_t t) {
-        return row.token_bitmask.empty() || (t / 32 < row.token_bitmask.size() && ((row.token_bitmask[t / 32] >> (t % 32)) & 1u));
+    // A bias adds to an allowed token whose logit does not fail the row.
+    const auto biased = [&](uint32_t t) {
+        const bool allowed = row.token_bitmask.empty() ||
+                             (t / 32 < row.token_bitmask.size() && ((row.token_bitmask[t / 32] >> (t % 32)) & 1u));
+        return allowed && !fails(src[t]);
     };
+    // Each biased token from its flushed logit, then every entry in list order.
     for (const ref::LogitBias& e : row.logit_bias) {
         const uint32_t t = static_cast<uint32_t>(e.token);
-        if (allowed(t) && !fails(src[t])) dst[t] = ref::flush_subnormal(src[t]);
+        if (biased(t)) dst[t] = ref::flush_subnormal(src[t]);
     }
     for (const ref::LogitBias& e : row.logit_bias) {
         const uint32_t t = static_cast<uint32_t>(e.token);
-        if (!allowed(t) || fails(src[t])) continue;
+        if (!biased(t)) continue;
         const float before = dst[t], after = before + e.bias;
         dst[t] = std::isinf(after) && !std::isinf(before) && !std::isinf(e.bias) ? NAN : after;
     }

@@ -37,9 +37,10 @@ void agg_add(inout Agg a, float l, float x, bool sigma, bool mass) {
 // Four logits at once (the register picks' vec4s, collect_chunk.glsl), the
 // finite ones only: the quad's own count, mean and spread joined to the
 // running ones by Chan et al.'s rule, and the online softmax sum rescaled at
-// most once for the quad. A division for the mean and five exponentials a
-// quad where agg_add takes a division and (a CPU device running both sides
-// of its branch) two exponentials a logit.
+// most once for the quad. Two divisions and five exponentials a quad for
+// what agg_add takes a division and (a CPU device running both sides of its
+// branch) two exponentials a logit for (the division by the temperature is
+// per logit in both).
 void agg_add4(inout Agg a, vec4 l, float agg_t, bool sigma, bool mass) {
     bvec4 finite = not(bvec4(uvec4(isinf(l)) | uvec4(isnan(l))));
     vec4 w = vec4(finite);

@@ -790,13 +790,13 @@ void collect_chunk() {
         uint bad = 0u, first_bad = 0xFFFFFFFFu, kmin = 0xFFFFFFFFu, kmax = 0u;
         // The threshold's own logit passes the test (<= ti): a probe threshold
         // is not in the buffer yet; a compaction's is, and is never tested again.
-        // The vec4 map: plain rows (no bias, bitmask or aggregates) whose
-        // stride is a multiple of 4 (chunks start at multiples of 4).
-        bool vmap = !ROW_INPUTS && !aggregates && (PLAIN || (pc.stride & 3u) == 0u);
-        // The register picks read whole vec4s too; they sum the aggregates
-        // in their one read (pick_chunk), where the collecting loop's
-        // aggregates copy reads a logit at a time.
+        // The register picks read whole vec4s: rows without a bias or bitmask
+        // whose stride is a multiple of 4 (chunks start at multiples of 4).
+        // They sum the aggregates in their one read (pick_chunk); the
+        // collecting loop's vec4 map takes rows without aggregates only (its
+        // aggregates copy reads a logit at a time).
         bool vpicks = !ROW_INPUTS && (PLAIN || (pc.stride & 3u) == 0u);
+        bool vmap = vpicks && !aggregates;
         // (The variant's flag tested at run time as well: folded to a constant,
         // lavapipe's code for the radix levels took 5% more instructions.)
         if (RADIX_CHUNKS && (pc.flags & FLAG_RADIX_CHUNKS) != 0u && need > RADIX_FROM && !use_floor) {  // uniform
