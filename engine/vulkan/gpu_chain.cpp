@@ -428,12 +428,14 @@ std::vector<sieve_stage_estimate> GpuChain::plan_estimate(int32_t rows, int32_t 
     // What each row keeps and which collect variant it takes, as the call
     // would write them (write_params).
     in.collect_plain = true;
+    in.floored_lists = r > 0;
     const uint32_t capacity = history_capacity();
     for (uint32_t i = 0; i < r; ++i) {
         const RowAnalysis& a = call.rows[i];
         in.need = std::max(in.need, std::clamp(a.need, 1u, std::max(limits_.candidate_capacity / 2, 1u)));
         in.collect_plain = in.collect_plain && rec.key.row_takes_plain(a);
         in.aggregates = in.aggregates || (a.flags & (ROW_NEED_SIGMA | ROW_NEED_MASS)) != 0;
+        in.floored_lists = in.floored_lists && (a.flags & ROW_FLOOR) != 0;
         auto window = [&](int32_t last_n) { return last_n < 0 ? capacity : std::min(static_cast<uint32_t>(last_n), capacity); };
         if (a.penalties) in.history_tokens = std::max(in.history_tokens, window(rows_[i].penalty_last_n));
         if (a.dry) in.history_tokens = std::max(in.history_tokens, window(rows_[i].dry_penalty_last_n));

@@ -32,6 +32,7 @@ struct EstimateInputs {
     uint32_t history_tokens = 0;  // the longest history window the history pass reads
     bool collect_plain = true;    // the host arms collect_chunk.glsl's plain variant (else the general one)
     bool aggregates = false;      // some row's chain reads the full-row aggregates (ROW_NEED_SIGMA, ROW_NEED_MASS)
+    bool floored_lists = false;   // every row's tail cuts its lists to min-p's floor (ROW_FLOOR)
     ShaderSet shaders = ShaderSet::Today;
     // Per row group (as `groups`): the chunks its collect pass splits a row
     // into (collect_chunks_for_group); empty: the plan's n_chunks.

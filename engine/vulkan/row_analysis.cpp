@@ -62,7 +62,10 @@ struct Needs {
 };
 
 // Candidates kept when no top-k bounds the chain: rows whose survivors pass
-// them go to the CPU twin (cpu_fallback_rows).
+// them go to the CPU twin (cpu_fallback_rows), but for min-p first
+// (ROW_FLOOR), whose chunks keep their share of the buffer and whose tail
+// keeps every survivor it can prove it holds (collect.glsl: chunk_need;
+// collect_tail.glsl: floor_lists_whole).
 constexpr uint32_t kUnboundedNeed = 64;
 
 // Whether a sampler acts on this row (a parameter may switch it off: the

@@ -10,6 +10,16 @@ const uint HALF = CAP / 2u;
 // (2 x CAP entries). MAX_COLLECT_CHUNKS, MAX_ROW_CHUNKS: gpu_layout.h.
 const uint ROW_WORDS = MAX_COLLECT_CHUNKS * CAP;
 
+// min-p's floor (ROW_FLOOR) below a maximum's key: a logit whose key is below
+// it can never pass min-p (tail.glsl: op_min_p). Conservative: rounding never
+// drops a logit the tail would keep (P_FLOOR is itself a little generous:
+// row_analysis.cpp). The chunks floor what they read from their running
+// maximum; the tail floors their lists from the row's.
+uint min_p_floor_key(uint max_key, float floor_offset) {
+    float wv = sieve_key_value(max_key);
+    return sieve_key(wv + floor_offset - 1e-5 * abs(wv));
+}
+
 // Chunk c's list, of a row split into n chunks: (key, id) pairs in canonical
 // order. More than MAX_COLLECT_CHUNKS chunks share the row's words equally
 // (the host splits a row so only where each share holds `need` entries:
@@ -17,6 +27,21 @@ const uint ROW_WORDS = MAX_COLLECT_CHUNKS * CAP;
 uint chunk_list_at(uint row, uint c, uint n) {
     uint share = n <= MAX_COLLECT_CHUNKS ? HALF * 2u : (ROW_WORDS / n) & ~1u;
     return row * ROW_WORDS + c * share;
+}
+
+// The entries a chunk keeps: `need` (P_NEED, clamped), or, for a row whose
+// first cut is min-p (ROW_FLOOR), its whole share of the buffer (up to
+// HALF), which holds `need` (the host splits rows so). Such a row's
+// survivors are bounded by min-p's floor, not by a count; the more of them
+// a chunk keeps, the fewer rows go to the CPU twin because a chunk's list
+// was full (collect_tail.glsl: floor_lists_whole), while the split, chosen
+// for `need`, stays: a GPU's one-row plan (32 chunks) keeps 64 either way, a
+// batch's or a CPU device's plan (at most MAX_COLLECT_CHUNKS) HALF.
+uint chunk_need(uint row, uint n) {
+    uint need = clamp(param_u(row, P_NEED), 1u, HALF);
+    if ((param_u(row, P_ROW_FLAGS) & ROW_FLOOR) == 0u) return need;
+    uint share = n <= MAX_COLLECT_CHUNKS ? HALF : ((ROW_WORDS / n) & ~1u) / 2u;
+    return max(need, min(share, HALF));
 }
 
 // Logits per chunk of a row split into n chunks: a multiple of 4 (collect_chunk.glsl

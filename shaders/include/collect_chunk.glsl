@@ -62,12 +62,11 @@ uint append(uint k, uint i) {
     return NO_RETRY;
 }
 
-// The key below which min-p's floor drops logits (0: none yet). Conservative:
-// rounding never drops a logit the tail would keep.
+// The key below which min-p's floor drops logits (0: none yet), from the
+// chunk's running maximum.
 uint floor_key(bool use_floor, float floor_offset) {
     if (!use_floor || s_wmax_key == 0u) return 0u;
-    float wv = sieve_key_value(s_wmax_key);
-    return sieve_key(wv + floor_offset - 1e-5 * abs(wv));
+    return min_p_floor_key(s_wmax_key, floor_offset);
 }
 
 // The probes' end: their picks at c[0, n) (n a power of two) sorted
@@ -732,7 +731,7 @@ void collect_chunk() {
     uint chunk = gl_WorkGroupID.x;
     uint t = gl_LocalInvocationID.x;
     bool small = COLLECT_VARIANT == VARIANT_SMALL;
-    uint need = clamp(param_u(row, P_NEED), 1u, HALF);
+    uint need = chunk_need(row, gl_NumWorkGroups.x);
     uint row_flags = param_u(row, P_ROW_FLAGS);
     bool want_sigma = (row_flags & ROW_NEED_SIGMA) != 0u;
     bool want_mass = (row_flags & ROW_NEED_MASS) != 0u;

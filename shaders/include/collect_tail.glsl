@@ -25,13 +25,69 @@ layout(std430, set = 0, binding = BINDING_OUTPUT) writeonly buffer DistOut { uin
 shared uint s_at[MAX_ROW_CHUNKS], s_len[MAX_ROW_CHUNKS];  // the merge's lists
 shared uint s_from[MAX_ROW_CHUNKS + 1u];  // sort_chunk_lists: where each list's entries start, counted in order
 
+uint chunk_kept(uint row, uint c) { return chunk_stats[(row * pc.n_chunks + c) * CHUNK_STRIDE + C_KEPT]; }
+
+// Keys a search round of entries_reaching loads at once: on a GPU each
+// round waits for memory once (two rounds for a list of 64, where a binary
+// search waited six times); a CPU device takes one, a binary search.
+const uint REACH_PROBES = INDEXED_BINS != 0u ? 1u : 8u;
+
+// How many of the first `len` entries of the list at `at` have a key of at
+// least k: a prefix. Each round probes REACH_PROBES places of the window
+// [lo, hi) still unknown, spread evenly in it (all in it, some the same where
+// it is small); the probes reaching k are a prefix of them, and the window
+// becomes the gap after the last of those.
+uint entries_reaching(uint at, uint len, uint k) {
+    uint lo = 0u, hi = len;
+    while (lo < hi) {
+        uint w = hi - lo, base = lo, reach = 0u;  // probe j at base + (j + 1) w / (REACH_PROBES + 1)
+        uint key[REACH_PROBES];
+        [[unroll]] for (uint j = 0u; j < REACH_PROBES; ++j)
+            key[j] = candidates[at + 2u * (base + (j + 1u) * w / (REACH_PROBES + 1u))];
+        [[unroll]] for (uint j = 0u; j < REACH_PROBES; ++j) reach += key[j] >= k ? 1u : 0u;
+        if (reach > 0u) lo = base + reach * w / (REACH_PROBES + 1u) + 1u;
+        if (reach < REACH_PROBES) hi = base + (reach + 1u) * w / (REACH_PROBES + 1u);
+    }
+    return lo;
+}
+
 // Where the row's n_chunks lists are and their first `need` entries' count.
-void locate_chunk_lists(uint row, uint need, uint n_chunks) {
+// min-p first (`floored`, ROW_FLOOR): a chunk dropped the logits below its
+// running maximum + the floor and, where it kept `need`, those after its
+// last (canonical order); each list is cut to its entries at or above the
+// row's floor (from the row's maximum, the lists' first entries, which
+// every invocation reads), a superset of what min-p keeps (floor_lists_whole).
+void locate_chunk_lists(uint row, uint need, uint n_chunks, bool floored, float floor_offset) {
+    uint kf = 0u;
+    if (floored) {  // uniform
+        uint kmax = 0u;
+        for (uint c = 0u; c < n_chunks; ++c) {
+            uint k0 = candidates[chunk_list_at(row, c, n_chunks)];  // loaded whatever the count: one wait
+            kmax = chunk_kept(row, c) != 0u ? max(kmax, k0) : kmax;
+        }
+        kf = min_p_floor_key(kmax, floor_offset);
+    }
     for (uint c = gl_LocalInvocationID.x; c < n_chunks; c += WG) {
-        s_at[c] = chunk_list_at(row, c, n_chunks);
-        s_len[c] = min(chunk_stats[(row * pc.n_chunks + c) * CHUNK_STRIDE + C_KEPT], need);
+        uint at = chunk_list_at(row, c, n_chunks), len = min(chunk_kept(row, c), need);
+        s_at[c] = at;
+        s_len[c] = floored ? entries_reaching(at, len, kf) : len;
     }
     barrier();
+}
+
+// After locate_chunk_lists of a floored row: whether its lists hold every
+// logit at or above the row's floor (the rest fails min-p: min_p_cut), and
+// at most HALF in all (*total), so the merge keeps them all, not the first
+// `need`. Not where a list's `need` entries all reach the floor (its chunk
+// may have dropped passing logits): the row goes to the CPU twin.
+bool floor_lists_whole(uint need, uint n_chunks, out uint total) {
+    total = 0u;
+    bool open = false;
+    for (uint c = 0u; c < n_chunks; ++c) {
+        total += s_len[c];
+        open = open || s_len[c] == need;
+    }
+    return !open && total <= HALF;
 }
 
 // The row's top `need` (canonical order) from the chunks' sorted lists, into
@@ -244,8 +300,9 @@ void merge_list_runs(uint n, uint n_chunks) {
 const uint COPY_LOADS = INDEXED_BINS != 0u ? 1u : 8u;
 
 // (After locate_chunk_lists.)
-uint sort_chunk_lists(uint need, uint n_chunks) {
-    if (n_chunks * need > CAP) narrow_chunk_lists(need, n_chunks);  // uniform; lists of at most need
+// `fits`: the lists hold at most HALF entries in all (floor_lists_whole).
+uint sort_chunk_lists(uint need, uint n_chunks, bool fits) {
+    if (!fits && n_chunks * need > CAP) narrow_chunk_lists(need, n_chunks);  // uniform; lists of at most need
     uint n = list_offsets(n_chunks);
     if (n > CAP) return merge_chunk_lists(need, n_chunks);
     for (uint j0 = gl_LocalInvocationID.x; j0 < n; j0 += COPY_LOADS * WG) {
@@ -418,13 +475,14 @@ void collect_tail(uint row, uint n_chunks) {
     uint t = gl_LocalInvocationID.x;
     uint o = row * ROW_STRIDE;
     bool small = (pc.flags & FLAG_SMALL) != 0u;
-    uint need = clamp(param_u(row, P_NEED), 1u, HALF);
+    uint need = chunk_need(row, n_chunks);  // what each chunk kept at most
     uint row_flags = param_u(row, P_ROW_FLAGS);
     uint region = row * ROW_WORDS;
 
     RowStats s = merge_chunk_stats(row, n_chunks);
     Agg a;
     uint n;
+    bool floor_whole = false;  // min-p's floor left every survivor in the lists (floor_lists_whole)
     if (small) {
         // The whole row, sorted, is chunk 0's list (its aggregates are empty:
         // the tail computes what it needs from the array).
@@ -446,12 +504,16 @@ void collect_tail(uint row, uint n_chunks) {
             red_agg[3][0] = m.mmax;
             red_agg[4][0] = m.msum;
         }
-        locate_chunk_lists(row, need, n_chunks);
+        bool floored = (row_flags & ROW_FLOOR) != 0u;
+        locate_chunk_lists(row, need, n_chunks, floored, param_f(row, P_FLOOR));
+        uint merge_need = need, total;
+        floor_whole = floored && floor_lists_whole(need, n_chunks, total);
+        if (floor_whole) merge_need = max(total, 1u);
         // FLAG_SORT_MERGE is a GPU plan's (gpu_plan.cpp), never a CPU device's
         // paths: TAIL_SERIAL compiles the sort out of lavapipe's code, which
         // would run it under a lane mask in every call (tail.glsl: TAIL_SERIAL).
         bool sorting = TAIL_SERIAL == 0u && (pc.flags & FLAG_SORT_MERGE) != 0u;
-        n = sorting ? sort_chunk_lists(need, n_chunks) : merge_chunk_lists(need, n_chunks);
+        n = sorting ? sort_chunk_lists(merge_need, n_chunks, floor_whole) : merge_chunk_lists(merge_need, n_chunks);
         a = Agg(red_agg[0][0], red_agg[1][0], red_agg[2][0], red_agg[3][0], red_agg[4][0]);
         // The row's maximum is its first candidate (canonical: the first maximal id).
         s.max_key = c_key[0];
@@ -472,10 +534,8 @@ void collect_tail(uint row, uint n_chunks) {
         s_agg_ok = 1u;
         s_tprod = 1.0;
         s_rest_min = sieve_key_value(s.min_finite_key);
-        // Nothing was dropped for the top-need cut (n < need): the rest is
-        // exactly what the min-p floor dropped.
-        s_floor_ok = (row_flags & ROW_FLOOR) != 0u ? 1u : 0u;
-        s_need = need;
+        // min-p's floor: is the rest exactly what it dropped (min_p_cut)?
+        s_floor_ok = (row_flags & ROW_FLOOR) == 0u ? FLOOR_NONE : (floor_whole ? FLOOR_WHOLE : FLOOR_OPEN);
         s_wide = 0u;
         s_divisions = 0u;
         row_state[o + R_WIDE_PHASE] = WIDE_NONE;

@@ -46,8 +46,8 @@ layout(constant_id = SPEC_TAIL_SERIAL) const uint TAIL_SERIAL = 0u;
 
 shared uint s_n, s_rest, s_rest_kind, s_fallback, s_status;
 shared uint s_agg_ok;     // the array is still the whole row (the full-row aggregates describe it)
-shared uint s_floor_ok;   // the collect pass ran min-p's floor (collect_chunk.glsl)
-shared uint s_need;       // candidates the collect pass kept per chunk
+shared uint s_floor_ok;   // FLOOR_*: the collect pass ran min-p's floor (collect_chunk.glsl)
+const uint FLOOR_NONE = 0u, FLOOR_WHOLE = 1u, FLOOR_OPEN = 2u;  // no floor; the rest fails min-p; unknown
 shared float s_tprod;     // temperatures applied while the rest is REST_UNKNOWN
 shared float s_rest_min;  // current value of the row's smallest finite logit
 shared float s_total;     // scratch: a mass total
@@ -343,25 +343,24 @@ void op_top_p(uint row, float p, uint min_keep, float agg_mass) {
 // min-p's cut once `pass` entries pass (entry 0 always does): invocation 0.
 void min_p_cut(uint pass, uint n, uint min_keep) {
     uint keep = max(pass, max(min_keep, 1u));
-    if (s_floor_ok != 0u && s_rest_kind == REST_UNKNOWN) {
-        // The collect pass dropped logits below the floor (at or below
-        // this threshold) and logits below the need-th best of their
-        // chunk. A passing logit dropped the second way leaves a chunk
-        // with `need` passing ones, so the buffer would be full of them:
-        // if it is not (pass < n or n < need), every passing logit is
-        // here and the rest fails. Below the threshold the buffer holds
-        // whatever came before the floor rose, no prefix: min_keep cannot
-        // reach into it.
-        if (pass < n || n < s_need) {
+    if (s_floor_ok != FLOOR_NONE && s_rest_kind == REST_UNKNOWN) {
+        // The collect pass dropped logits below the floor (below this
+        // threshold) and logits after the need-th best of their chunk;
+        // the tail kept every entry at or above the row's floor, and knows
+        // whether a chunk may have dropped a passing logit the second way
+        // (collect_tail.glsl: floor_lists_whole). If none did, the buffer
+        // is every logit at or above the row's floor, a prefix of the
+        // canonical order: every passing logit is here, and min_keep may
+        // keep failing ones up to the floor; the rest fails.
+        if (s_floor_ok == FLOOR_WHOLE) {
             s_rest = 0u;
             s_rest_kind = REST_NONE;
-            if (keep > pass) s_fallback = 1u;
-            keep = pass;
+            if (keep > n) s_fallback = 1u;  // min_keep reaches below the floor
         } else {
             s_fallback = 1u;
         }
     }
-    s_floor_ok = 0u;
+    s_floor_ok = FLOOR_NONE;
     if (pass < n || s_rest_kind == REST_NONE || s_rest_kind == REST_MASKED) {
         if (s_rest_kind == REST_NONE || s_rest_kind == REST_MASKED) keep = min(keep, n + s_rest);
         if (keep <= n || s_rest_kind == REST_MASKED) keep_first(keep);

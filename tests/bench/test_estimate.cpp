@@ -221,6 +221,28 @@ TEST(Estimate, RanksTodaysTailAheadOf521950cs) {
     EXPECT_LT(collect_and_tail_us(now) + 15.0, collect_and_tail_us(then));
 }
 
+// A min-p-first row's tail cuts its lists to the row's floor (a read of
+// their first entries, then 2 rounds of a list's search for a need of 40)
+// and merges `need` entries, where top-k first merges every list's 40
+// (32 chunks at one row: 1280): the same plan, need and ops otherwise
+// (estimate.md, the tail's rows; stated constants).
+TEST(Estimate, ChargesMinPsFloorCutInTheTail) {
+    sieve_test::ScopedEnv units("SIEVE_COMPUTE_UNITS", "132");
+    const sieve_cli::Device device = gpu_profile_device();
+    sieve_cli::SamplingOptions o;
+    o.top_k = 40;
+    o.min_p = 0.05f;
+    o.samplers = "min_p;top_k;temperature";
+    const double floored = collect_and_tail_us(sieve_cli::make_chain(device, o, 1, 151936).plan_estimate(1, 151936));
+    o.samplers = "top_k;min_p;temperature";
+    const double bounded = collect_and_tail_us(sieve_cli::make_chain(device, o, 1, 151936).plan_estimate(1, 151936));
+    // merge_lists_us's rounds: log2(32) rounds of 2 barriers and shared
+    // accesses of log2(n) + 3 ceil(n / 256) an output, at 0.065 and 0.065 / 4 us.
+    auto rounds = [](double log2n, double seg) { return 5 * (2 * 0.065 + 0.065 / 4 * (log2n + 3 * seg)); };
+    const double want = 3 * 0.75 + rounds(6, 1) - rounds(11, 5);
+    EXPECT_NEAR(floored - bounded, want, 1e-6) << "floored " << floored << " us, top-k first " << bounded << " us";
+}
+
 TEST(Estimate, TheCpuBackendHasNoPlan) {
     const sieve_cli::Device twin = sieve_cli::open_cpu_twin();
     sieve::Chain chain = sieve_cli::make_chain(twin, sieve_cli::SamplingOptions{}, 1, 1000);

@@ -1199,6 +1199,99 @@ TEST(GpuChainOverflow, FallbackRowsEqualTheTwinAndAreCounted) {
     }
 }
 
+// min-p first without a top-k: a chunk keeps its best logits over min-p's
+// floor, as many as its share of the candidate buffer holds (64 at a GPU's
+// one-row split, half the buffer in a plan of at most MAX_COLLECT_CHUNKS
+// chunks: collect.glsl, chunk_need), and the tail keeps every listed logit
+// at or above the row's floor, so the GPU finishes a row with hundreds of
+// survivors spread over its chunks (a flat LM row at temperature 1). The
+// twin takes the row only where a chunk's list is full of logits that reach
+// the floor (it may have dropped passing ones), where more than half the
+// candidate buffer survives, or where min_keep reaches below the floor: the
+// test works out which from the plan's chunks and asserts the fallback
+// count both ways, tokens and distributions against the twin. Rows: N(0, 1) with S tokens at 9 + U(0, 1)
+// (all of them pass min-p 0.05, nothing else does), at random ids or S / 2
+// of them at consecutive ids (one chunk full).
+TEST(GpuChainMinP, SurvivorsSpreadOverTheChunksStayOnTheGpu) {
+    const int32_t vocab = 151936;
+    const auto kinds = sieve_test::twin_chain("min_p;temperature");
+    ASSERT_FALSE(kinds.empty());
+    struct FlatCase {
+        int32_t survivors;    // kHalf: half the candidate buffer
+        int32_t consecutive;  // of them at consecutive ids (kHalf: all)
+        int32_t min_keep;     // beside 0
+    };
+    const int32_t kHalf = -1;
+    const FlatCase cases[] = {{100, 0, 0},   {300, 0, 290},   {300, 0, 310},          {900, 0, 0},
+                              {1600, 0, 0},  {300, 150, 0},   {kHalf, kHalf, 0}};
+    int on_gpu = 0, to_twin = 0;
+    for (Profile profile : {Profile::Full, Profile::Constrained, Profile::Wide}) {
+        auto gpu = sieve_test::gpu_context(profile);
+        const uint32_t cap = sieve_test::limits_of(gpu).candidate_capacity;
+
+        for (FlatCase fc : cases) {
+            if (fc.survivors == kHalf) fc.survivors = static_cast<int32_t>(cap / 2);
+            if (fc.consecutive == kHalf) fc.consecutive = fc.survivors;
+            SCOPED_TRACE("profile " + std::to_string(static_cast<int>(profile)) + ", " + std::to_string(fc.survivors) +
+                         " survivors, " + std::to_string(fc.consecutive) + " of them at consecutive ids, min_keep " +
+                         std::to_string(fc.min_keep));
+            const uint32_t salt = 17u * static_cast<uint32_t>(fc.survivors) + static_cast<uint32_t>(fc.consecutive);
+            std::mt19937 rng(salt);
+            std::normal_distribution<float> normal(0.0f, 1.0f);
+            std::uniform_real_distribution<float> high(9.0f, 10.0f);
+            std::vector<float> logits(static_cast<size_t>(vocab));
+            for (auto& x : logits) x = normal(rng);
+            std::vector<bool> taken(static_cast<size_t>(vocab), false);
+            for (int32_t i = 0; i < fc.survivors; ++i) {
+                int32_t at = i < fc.consecutive ? vocab / 3 + i : static_cast<int32_t>(rng() % vocab);
+                while (taken[static_cast<size_t>(at)]) at = (at + 1) % vocab;
+                taken[static_cast<size_t>(at)] = true;
+                logits[static_cast<size_t>(at)] = high(rng);
+            }
+            RowParams base;
+            base.temperature = 1.0f;
+            base.min_p = 0.05f;
+            base.min_keep = fc.min_keep;
+            const auto params = row_params(base, 1, salt);
+            sieve::Chain chain(gpu, sieve_test::chain_desc("min_p;temperature", 1, vocab, base.temperature, 1));
+            set_row(chain, 0, params[0]);
+            // The plan's chunks of the row (collect_chunk_size's split) and the
+            // survivors each holds.
+            int32_t chunks = 0;
+            for (const auto& e : chain.plan_estimate(1, vocab))
+                if (std::string(e.stage) == "collect_plain" || std::string(e.stage) == "collect")
+                    chunks = std::max(chunks, static_cast<int32_t>(e.workgroups));  // the variant the row takes
+            ASSERT_GT(chunks, 0);
+            const int32_t chunk_size = ((vocab + chunks - 1) / chunks + 3) / 4 * 4;
+            const uint32_t share = chunks <= static_cast<int32_t>(sieve::glsl::MAX_COLLECT_CHUNKS)
+                                       ? cap / 2
+                                       : ((sieve::glsl::MAX_COLLECT_CHUNKS * cap / static_cast<uint32_t>(chunks)) & ~1u) / 2;
+            const int32_t keeps = static_cast<int32_t>(std::max(std::min(64u, cap / 2), std::min(share, cap / 2)));
+            const float threshold = *std::max_element(logits.begin(), logits.end()) + std::log(0.05f);
+            std::vector<int32_t> per_chunk(static_cast<size_t>(chunks), 0);
+            for (int32_t i = 0; i < vocab; ++i)
+                if (logits[static_cast<size_t>(i)] >= threshold) ++per_chunk[static_cast<size_t>(i / chunk_size)];
+            const bool whole = *std::max_element(per_chunk.begin(), per_chunk.end()) < keeps &&
+                               fc.survivors <= static_cast<int32_t>(cap / 2) && fc.min_keep <= fc.survivors;
+            Tally tally;
+            run_and_compare(chain, kinds, logits, 1, vocab, params, 2, &tally);
+            expect_rare(tally);
+            const uint64_t fallback = chain.counters().cpu_fallback_rows;
+            if (whole) {
+                EXPECT_EQ(fallback, 0u) << "every survivor was in the lists, yet the twin took the row";
+                ++on_gpu;
+            } else {
+                EXPECT_GT(fallback, 0u) << "survivors past the lists, yet no CPU fallback was counted";
+                ++to_twin;
+            }
+        }
+    }
+    // Both ways are exercised on this device (1600 survivors pass half the
+    // buffer; half the buffer at consecutive ids fills a chunk's list).
+    EXPECT_GT(on_gpu, 0);
+    EXPECT_GT(to_twin, 0);
+}
+
 // ---- 2b. top-p whose cut falls past the candidate buffer, on the GPU ------------
 
 // top-p 0.9 without top-k over LM-like rows keeps thousands of tokens: the
@@ -1744,8 +1837,9 @@ TEST(GpuInputsRules, TheUploadWritesThemByThePassesRules) {
                     EXPECT_EQ(got.status, want[r]);
                     compare_token(got, Row{kinds, &at(r, 0), vocab, params[static_cast<size_t>(r)]}, 0, &tally);
                 }
-                if (std::string(text) == "greedy")
+                if (std::string(text) == "greedy") {
                     EXPECT_EQ(out[5].token, 0) << "the subnormal logit read as zero ties the others";
+                }
                 expect_rare(tally);
             }
 }
