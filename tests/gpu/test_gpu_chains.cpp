@@ -1292,6 +1292,56 @@ TEST(GpuChainMinP, SurvivorsSpreadOverTheChunksStayOnTheGpu) {
     EXPECT_GT(to_twin, 0);
 }
 
+// min_keep past min-p's survivors on a row whose lists hold every logit at
+// or above the row's floor (slightly below min-p's threshold, for rounding):
+// those lists are a prefix of the canonical order, so min_keep takes the
+// failing logits listed just below the threshold on the GPU, in order, and
+// goes to the twin only past them. The row: 20 tokens at 9 + U(0, 1), one at
+// 10, five at 10 to 14 float steps below min-p's threshold (llama.cpp's
+// max + logf(p): they fail it, but reach the floor), the rest N(0, 1).
+TEST(GpuChainMinP, MinKeepTakesTheListedLogitsBelowTheThreshold) {
+    const int32_t vocab = 151936;
+    const auto kinds = sieve_test::twin_chain("min_p;temperature");
+    ASSERT_FALSE(kinds.empty());
+    std::mt19937 rng(4711);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::uniform_real_distribution<float> high(9.0f, 9.9f);
+    std::vector<float> logits(static_cast<size_t>(vocab));
+    for (auto& x : logits) x = normal(rng);
+    logits[1000] = 10.0f;
+    for (int32_t i = 0; i < 20; ++i) logits[static_cast<size_t>(3000 + 7001 * i)] = high(rng);
+    const float threshold = 10.0f + std::log(0.05f);
+    float below = threshold;
+    for (int32_t step = 0; step < 10; ++step) below = std::nextafter(below, 0.0f);
+    for (int32_t i = 0; i < 5; ++i) {
+        logits[static_cast<size_t>(5000 + 9001 * i)] = below;
+        below = std::nextafter(below, 0.0f);
+    }
+    for (Profile profile : {Profile::Full, Profile::Constrained, Profile::Wide}) {
+        auto gpu = sieve_test::gpu_context(profile);
+        // 21 pass; 23 and 26 reach into the five below; 27 past them.
+        for (int32_t min_keep : {23, 26, 27}) {
+            SCOPED_TRACE("profile " + std::to_string(static_cast<int>(profile)) + ", min_keep " +
+                         std::to_string(min_keep));
+            RowParams base;
+            base.temperature = 1.0f;
+            base.min_p = 0.05f;
+            base.min_keep = min_keep;
+            const auto params = row_params(base, 1, static_cast<uint32_t>(min_keep));
+            sieve::Chain chain(gpu, sieve_test::chain_desc("min_p;temperature", 1, vocab, base.temperature, 1));
+            set_row(chain, 0, params[0]);
+            Tally tally;
+            run_and_compare(chain, kinds, logits, 1, vocab, params, 2, &tally);
+            expect_rare(tally);
+            if (min_keep <= 26) {
+                EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u) << "min_keep within the listed logits";
+            } else {
+                EXPECT_GT(chain.counters().cpu_fallback_rows, 0u) << "min_keep past the listed logits";
+            }
+        }
+    }
+}
+
 // ---- 2b. top-p whose cut falls past the candidate buffer, on the GPU ------------
 
 // top-p 0.9 without top-k over LM-like rows keeps thousands of tokens: the
