@@ -1342,6 +1342,44 @@ TEST(GpuChainMinP, MinKeepTakesTheListedLogitsBelowTheThreshold) {
     }
 }
 
+// A chunk's list full of logits that reach the row's floor but fail min-p
+// (a few float steps below its threshold): the chunk may have dropped more
+// of them, yet the buffer is the row's first `need`, and a buffered entry
+// fails, so the rest fails too: the GPU finishes the row. The row: one token
+// at 10, 20 at 9 + U(0, 1) spread over it, 300 at consecutive ids 10 float
+// steps below the threshold, the rest N(0, 1). (On a plan whose chunks keep
+// half the buffer the 300 fit a list; on a GPU's one-row split of 32 chunks
+// of 64 they fill one.)
+TEST(GpuChainMinP, AListFullOfFailingLogitsStillCuts) {
+    const int32_t vocab = 151936;
+    const auto kinds = sieve_test::twin_chain("min_p;temperature");
+    ASSERT_FALSE(kinds.empty());
+    std::mt19937 rng(815);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::uniform_real_distribution<float> high(9.0f, 9.9f);
+    std::vector<float> logits(static_cast<size_t>(vocab));
+    for (auto& x : logits) x = normal(rng);
+    logits[1000] = 10.0f;
+    for (int32_t i = 0; i < 20; ++i) logits[static_cast<size_t>(3000 + 7001 * i)] = high(rng);
+    float below = 10.0f + std::log(0.05f);
+    for (int32_t step = 0; step < 10; ++step) below = std::nextafter(below, 0.0f);
+    for (int32_t i = 0; i < 300; ++i) logits[static_cast<size_t>(vocab / 2 + i)] = below;
+    for (Profile profile : {Profile::Full, Profile::Constrained, Profile::Wide}) {
+        SCOPED_TRACE("profile " + std::to_string(static_cast<int>(profile)));
+        auto gpu = sieve_test::gpu_context(profile);
+        RowParams base;
+        base.temperature = 1.0f;
+        base.min_p = 0.05f;
+        const auto params = row_params(base, 1, 3);
+        sieve::Chain chain(gpu, sieve_test::chain_desc("min_p;temperature", 1, vocab, base.temperature, 1));
+        set_row(chain, 0, params[0]);
+        Tally tally;
+        run_and_compare(chain, kinds, logits, 1, vocab, params, 2, &tally);
+        expect_rare(tally);
+        EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u);
+    }
+}
+
 // ---- 2b. top-p whose cut falls past the candidate buffer, on the GPU ------------
 
 // top-p 0.9 without top-k over LM-like rows keeps thousands of tokens: the
