@@ -351,10 +351,10 @@ void min_p_cut(uint pass, uint n, uint min_keep) {
         // (collect_tail.glsl: floor_lists_whole). If none did, the buffer
         // is every logit at or above the row's floor, a prefix of the
         // canonical order: every passing logit is here, and min_keep may
-        // keep failing ones up to the floor; the rest fails. If one did,
-        // the buffer is the row's first `need` (every one of them reaches
-        // the floor that list's last entry reaches), also a prefix: where a
-        // buffered entry fails, so does the rest.
+        // keep failing ones up to the floor; the rest fails. Else (a list
+        // full of them, or more than HALF in all) the buffer is the row's
+        // first `need`, also a prefix: where a buffered entry fails, so
+        // does the rest.
         if (s_floor_ok == FLOOR_WHOLE || pass < n) {
             s_rest = 0u;
             s_rest_kind = REST_NONE;
