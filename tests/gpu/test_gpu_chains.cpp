@@ -1292,6 +1292,23 @@ TEST(GpuChainMinP, SurvivorsSpreadOverTheChunksStayOnTheGpu) {
     EXPECT_GT(to_twin, 0);
 }
 
+// A row for min-p 0.05 around its threshold: N(0, 1), one token at 10 and
+// 20 at 9 + U(0, 1) spread over the row (they pass); *below: the value 10
+// float steps under llama.cpp's threshold (max + logf(p)), which fails it
+// but reaches the row's floor.
+std::vector<float> row_around_min_p_threshold(int32_t vocab, uint32_t seed, float* below) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::uniform_real_distribution<float> high(9.0f, 9.9f);
+    std::vector<float> logits(static_cast<size_t>(vocab));
+    for (auto& x : logits) x = normal(rng);
+    logits[1000] = 10.0f;
+    for (int32_t i = 0; i < 20; ++i) logits[static_cast<size_t>(3000 + 7001 * i)] = high(rng);
+    *below = 10.0f + std::log(0.05f);
+    for (int32_t step = 0; step < 10; ++step) *below = std::nextafter(*below, 0.0f);
+    return logits;
+}
+
 // min_keep past min-p's survivors on a row whose lists hold every logit at
 // or above the row's floor (slightly below min-p's threshold, for rounding):
 // those lists are a prefix of the canonical order, so min_keep takes the
@@ -1303,16 +1320,8 @@ TEST(GpuChainMinP, MinKeepTakesTheListedLogitsBelowTheThreshold) {
     const int32_t vocab = 151936;
     const auto kinds = sieve_test::twin_chain("min_p;temperature");
     ASSERT_FALSE(kinds.empty());
-    std::mt19937 rng(4711);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::uniform_real_distribution<float> high(9.0f, 9.9f);
-    std::vector<float> logits(static_cast<size_t>(vocab));
-    for (auto& x : logits) x = normal(rng);
-    logits[1000] = 10.0f;
-    for (int32_t i = 0; i < 20; ++i) logits[static_cast<size_t>(3000 + 7001 * i)] = high(rng);
-    const float threshold = 10.0f + std::log(0.05f);
-    float below = threshold;
-    for (int32_t step = 0; step < 10; ++step) below = std::nextafter(below, 0.0f);
+    float below;
+    std::vector<float> logits = row_around_min_p_threshold(vocab, 4711, &below);
     for (int32_t i = 0; i < 5; ++i) {
         logits[static_cast<size_t>(5000 + 9001 * i)] = below;
         below = std::nextafter(below, 0.0f);
@@ -1354,15 +1363,8 @@ TEST(GpuChainMinP, AListFullOfFailingLogitsStillCuts) {
     const int32_t vocab = 151936;
     const auto kinds = sieve_test::twin_chain("min_p;temperature");
     ASSERT_FALSE(kinds.empty());
-    std::mt19937 rng(815);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::uniform_real_distribution<float> high(9.0f, 9.9f);
-    std::vector<float> logits(static_cast<size_t>(vocab));
-    for (auto& x : logits) x = normal(rng);
-    logits[1000] = 10.0f;
-    for (int32_t i = 0; i < 20; ++i) logits[static_cast<size_t>(3000 + 7001 * i)] = high(rng);
-    float below = 10.0f + std::log(0.05f);
-    for (int32_t step = 0; step < 10; ++step) below = std::nextafter(below, 0.0f);
+    float below;
+    std::vector<float> logits = row_around_min_p_threshold(vocab, 815, &below);
     for (int32_t i = 0; i < 300; ++i) logits[static_cast<size_t>(vocab / 2 + i)] = below;
     for (Profile profile : {Profile::Full, Profile::Constrained, Profile::Wide}) {
         SCOPED_TRACE("profile " + std::to_string(static_cast<int>(profile)));
