@@ -24,10 +24,9 @@ uint min_p_floor_key(uint max_key, float floor_offset) {
 // order. More than MAX_COLLECT_CHUNKS chunks share the row's words equally
 // (the host splits a row so only where each share holds `need` entries:
 // gpu_plan.hpp, chunk_list_pairs).
-uint chunk_list_at(uint row, uint c, uint n) {
-    uint share = n <= MAX_COLLECT_CHUNKS ? HALF * 2u : (ROW_WORDS / n) & ~1u;
-    return row * ROW_WORDS + c * share;
-}
+uint chunk_list_words(uint n) { return n <= MAX_COLLECT_CHUNKS ? HALF * 2u : (ROW_WORDS / n) & ~1u; }
+
+uint chunk_list_at(uint row, uint c, uint n) { return row * ROW_WORDS + c * chunk_list_words(n); }
 
 // The entries a chunk keeps: `need` (P_NEED, clamped), or, for a row whose
 // first cut is min-p (ROW_FLOOR), its whole share of the buffer (up to
@@ -40,8 +39,7 @@ uint chunk_list_at(uint row, uint c, uint n) {
 uint chunk_need(uint row, uint n) {
     uint need = clamp(param_u(row, P_NEED), 1u, HALF);
     if ((param_u(row, P_ROW_FLAGS) & ROW_FLOOR) == 0u) return need;
-    uint share = n <= MAX_COLLECT_CHUNKS ? HALF : ((ROW_WORDS / n) & ~1u) / 2u;
-    return max(need, min(share, HALF));
+    return max(need, min(chunk_list_words(n) / 2u, HALF));
 }
 
 // Logits per chunk of a row split into n chunks: a multiple of 4 (collect_chunk.glsl

@@ -1263,9 +1263,7 @@ TEST(GpuChainMinP, SurvivorsSpreadOverTheChunksStayOnTheGpu) {
                     chunks = std::max(chunks, static_cast<int32_t>(e.workgroups));  // the variant the row takes
             ASSERT_GT(chunks, 0);
             const int32_t chunk_size = ((vocab + chunks - 1) / chunks + 3) / 4 * 4;
-            const uint32_t share = chunks <= static_cast<int32_t>(sieve::glsl::MAX_COLLECT_CHUNKS)
-                                       ? cap / 2
-                                       : ((sieve::glsl::MAX_COLLECT_CHUNKS * cap / static_cast<uint32_t>(chunks)) & ~1u) / 2;
+            const uint32_t share = sieve::chunk_list_pairs(static_cast<uint32_t>(chunks), cap);
             const int32_t keeps = static_cast<int32_t>(std::max(std::min(64u, cap / 2), std::min(share, cap / 2)));
             const float threshold = *std::max_element(logits.begin(), logits.end()) + std::log(0.05f);
             std::vector<int32_t> per_chunk(static_cast<size_t>(chunks), 0);
@@ -1309,6 +1307,26 @@ std::vector<float> row_around_min_p_threshold(int32_t vocab, uint32_t seed, floa
     return logits;
 }
 
+// min-p 0.05 with `min_keep` (temperature 1 after it) over one row, tokens
+// and distributions against the twin; returns the rows the twin took.
+uint64_t min_p_fallback_rows(const sieve::Context& gpu, const std::vector<float>& logits, int32_t min_keep,
+                             uint32_t salt) {
+    const int32_t vocab = static_cast<int32_t>(logits.size());
+    const auto kinds = sieve_test::twin_chain("min_p;temperature");
+    EXPECT_FALSE(kinds.empty());
+    RowParams base;
+    base.temperature = 1.0f;
+    base.min_p = 0.05f;
+    base.min_keep = min_keep;
+    const auto params = row_params(base, 1, salt);
+    sieve::Chain chain(gpu, sieve_test::chain_desc("min_p;temperature", 1, vocab, base.temperature, 1));
+    set_row(chain, 0, params[0]);
+    Tally tally;
+    run_and_compare(chain, kinds, logits, 1, vocab, params, 2, &tally);
+    expect_rare(tally);
+    return chain.counters().cpu_fallback_rows;
+}
+
 // min_keep past min-p's survivors on a row whose lists hold every logit at
 // or above the row's floor (slightly below min-p's threshold, for rounding):
 // those lists are a prefix of the canonical order, so min_keep takes the
@@ -1318,8 +1336,6 @@ std::vector<float> row_around_min_p_threshold(int32_t vocab, uint32_t seed, floa
 // max + logf(p): they fail it, but reach the floor), the rest N(0, 1).
 TEST(GpuChainMinP, MinKeepTakesTheListedLogitsBelowTheThreshold) {
     const int32_t vocab = 151936;
-    const auto kinds = sieve_test::twin_chain("min_p;temperature");
-    ASSERT_FALSE(kinds.empty());
     float below;
     std::vector<float> logits = row_around_min_p_threshold(vocab, 4711, &below);
     for (int32_t i = 0; i < 5; ++i) {
@@ -1332,20 +1348,11 @@ TEST(GpuChainMinP, MinKeepTakesTheListedLogitsBelowTheThreshold) {
         for (int32_t min_keep : {23, 26, 27}) {
             SCOPED_TRACE("profile " + std::to_string(static_cast<int>(profile)) + ", min_keep " +
                          std::to_string(min_keep));
-            RowParams base;
-            base.temperature = 1.0f;
-            base.min_p = 0.05f;
-            base.min_keep = min_keep;
-            const auto params = row_params(base, 1, static_cast<uint32_t>(min_keep));
-            sieve::Chain chain(gpu, sieve_test::chain_desc("min_p;temperature", 1, vocab, base.temperature, 1));
-            set_row(chain, 0, params[0]);
-            Tally tally;
-            run_and_compare(chain, kinds, logits, 1, vocab, params, 2, &tally);
-            expect_rare(tally);
+            const uint64_t fallback = min_p_fallback_rows(gpu, logits, min_keep, static_cast<uint32_t>(min_keep));
             if (min_keep <= 26) {
-                EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u) << "min_keep within the listed logits";
+                EXPECT_EQ(fallback, 0u) << "min_keep within the listed logits";
             } else {
-                EXPECT_GT(chain.counters().cpu_fallback_rows, 0u) << "min_keep past the listed logits";
+                EXPECT_GT(fallback, 0u) << "min_keep past the listed logits";
             }
         }
     }
@@ -1361,24 +1368,13 @@ TEST(GpuChainMinP, MinKeepTakesTheListedLogitsBelowTheThreshold) {
 // of 64 they fill one.)
 TEST(GpuChainMinP, AListFullOfFailingLogitsStillCuts) {
     const int32_t vocab = 151936;
-    const auto kinds = sieve_test::twin_chain("min_p;temperature");
-    ASSERT_FALSE(kinds.empty());
     float below;
     std::vector<float> logits = row_around_min_p_threshold(vocab, 815, &below);
     for (int32_t i = 0; i < 300; ++i) logits[static_cast<size_t>(vocab / 2 + i)] = below;
     for (Profile profile : {Profile::Full, Profile::Constrained, Profile::Wide}) {
         SCOPED_TRACE("profile " + std::to_string(static_cast<int>(profile)));
         auto gpu = sieve_test::gpu_context(profile);
-        RowParams base;
-        base.temperature = 1.0f;
-        base.min_p = 0.05f;
-        const auto params = row_params(base, 1, 3);
-        sieve::Chain chain(gpu, sieve_test::chain_desc("min_p;temperature", 1, vocab, base.temperature, 1));
-        set_row(chain, 0, params[0]);
-        Tally tally;
-        run_and_compare(chain, kinds, logits, 1, vocab, params, 2, &tally);
-        expect_rare(tally);
-        EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u);
+        EXPECT_EQ(min_p_fallback_rows(gpu, logits, 0, 3), 0u);
     }
 }
 
