@@ -89,12 +89,12 @@ bool take_and_sum(float x, uint i, bool inside, inout uvec2 before_run, inout uv
     float v;
     bool live = wide_member(x, i, v, bin) && inside;
     key = sieve_key(v);
-    bool outside = live && (bin < g_clo || (bin >= g_cend && bin < g_bstar));
     float vd = wide_divide(v, g_temperature, g_n_draw, WIDE_ALL_DIVISIONS);
     if (WIDE_DIRECT != 0u) {
         float wd = exp(vd - g_md);
-        direct += vec2(outside && bin < g_clo ? wd : 0.0, outside && bin >= g_clo ? wd : 0.0);
+        direct += vec2(live && bin < g_clo ? wd : 0.0, live && bin >= g_cend && bin < g_bstar ? wd : 0.0);
     } else {
+        bool outside = live && (bin < g_clo || (bin >= g_cend && bin < g_bstar));
         uvec2 qd = outside ? sieve_mass(vd, g_md) : uvec2(0u);
         before_run = u64_add(before_run, bin < g_clo ? qd : uvec2(0u));
         after_run = u64_add(after_run, bin < g_clo ? uvec2(0u) : qd);
