@@ -121,10 +121,10 @@ const uint SEL_BINS = 256u;
 const uint W_SLOTS = SEL_BINS > WIDE_BINS ? SEL_BINS : WIDE_BINS;
 shared uint w_cnt[SEL_BINS], w_lo[W_SLOTS], w_hi[W_SLOTS];
 shared uint w_klo, w_khi, w_state, w_clamp, w_fill, w_token, w_key, w_bin, w_in_buffer;
-// The cut's selection (g_cut_select) also sums the draw's masses of b*'s
-// members up to the cut: a level's ranges' (w_dlo, w_dhi), those before the
-// chosen range added to w_kept as each level decides, then the final range's
-// sorted members up to the cut.
+// On a GPU the cut's selection (g_cut_select) also sums the draw's masses of
+// b*'s members up to the cut (KEPT_BY_LEVELS): a level's ranges' (w_dlo,
+// w_dhi), those before the chosen range added to w_kept as each level
+// decides, then the final range's sorted members up to the cut.
 shared uint w_dlo[SEL_BINS], w_dhi[SEL_BINS], w_kept_lo, w_kept_hi;
 shared uint w_staged;  // main: entries staged in c_key, c_id (STAGE_TAKES), then the row's list slot of the first
 shared uint w_chosen;  // a level's chosen range
@@ -149,11 +149,17 @@ uint g_tie_key = 0u;
 
 // The cut's selection over b* (resolve): its members' key range is the one the
 // gather's workgroups found (R_WIDE_KLO, R_WIDE_KHI: g_star_klo, g_star_khi),
-// so it reads the list for none, and it sums the draw's masses of the
-// members it keeps (w_kept), which the draw's total needs: two of the list's
-// reads fewer (each a pass over thousands of entries by one workgroup).
+// so it reads the list for none, and on a GPU it sums the draw's masses of
+// the members it keeps (w_kept), which the draw's total needs: two of the
+// list's reads fewer (each a pass over thousands of entries by one workgroup).
 bool g_cut_select = false;
 uint g_star_klo, g_star_khi;
+// A CPU device sums the kept draw masses in a read of its own once the cut is
+// known (kept_draw_mass): there each member's two shared 64-bit atomics in
+// the levels run lane after lane and cost more than that read, whose sums
+// stay in registers (lavapipe, top-p at 151936: 2.5% of a call's
+// instructions). The same members and integer masses either way.
+const bool KEPT_BY_LEVELS = INDEXED_BINS == 0u;
 
 // The draw's mass of a member at the cut's key kc.
 uvec2 draw_mass_of_cut_key(uint kc) {
@@ -181,37 +187,31 @@ void list_entries(uint list, uint j, uint m, out uvec2 e[LIST_LOADS]) {
 }
 
 // A list entry as a selection sees it: in bin `bin`, not after the cut when
-// one is given; its key and mass at the cut's (draw = false) or the draw's
-// temperatures.
-bool member_of(uvec2 entry, uint bin, bool draw, bool use_cut, uint cut_k, uint cut_id, bool want_mass,
-               out uint key, out uint id, out uvec2 q) {
+// one is given; its key at the cut's (draw = false) or the draw's
+// temperatures (inside a tie group: ~id).
+bool member_of(uvec2 entry, uint bin, bool draw, bool use_cut, uint cut_k, uint cut_id, out uint key, out uint id) {
     uint kc = entry.x;
     id = entry.y;
     float v = sieve_key_value(kc);
     key = kc;
-    q = uvec2(0u);
     if (wide_bin(v, g_top, g_scale) != bin || (use_cut && wide_after(kc, id, cut_k, cut_id))) return false;
-    if (draw) {
-        float vd = wide_divide(v, g_temperature, g_n_draw, WIDE_ALL_DIVISIONS);
-        key = sieve_key(vd);
-        if (want_mass) q = sieve_mass(vd, g_md);
-    } else if (want_mass) {
-        q = sieve_mass(v, g_mc);
-    }
+    if (draw) key = sieve_key(wide_divide(v, g_temperature, g_n_draw, WIDE_ALL_DIVISIONS));
     if (g_tie_key != 0u) {
         if (key != g_tie_key) return false;
         key = ~id;
-        q = uvec2(1u, 0u);
     }
     return true;
 }
 
-bool member(uvec2 entry, uint bin, bool draw, bool use_cut, uint cut_k, uint cut_id, out uint key, out uint id,
-            out uvec2 q) {
-    return member_of(entry, bin, draw, use_cut, cut_k, cut_id, true, key, id, q);
-}
-
 float key_mass_ref(bool draw) { return draw ? g_md : g_mc; }
+
+// The mass of a member by its key (member_of's) against `ref` (key_mass_ref:
+// the cut's or the draw's maximum), 1 inside a tie group. A level computes it
+// only for the members its range holds: after the first level that is a few
+// of the list's thousands, and each is an exp.
+uvec2 member_mass(uint key, float ref) {
+    return g_tie_key != 0u ? uvec2(1u, 0u) : sieve_mass(sieve_key_value(key), ref);
+}
 
 // Item i of a selection's walk: a level's bin (members false: its summed mass,
 // eligible when it has members) or the final range's i-th member in canonical
@@ -219,7 +219,7 @@ float key_mass_ref(bool draw) { return draw ? g_md : g_mc; }
 // group; the draw never lands on a zero mass).
 uvec2 pick_item(bool members, uint i, float ref, bool strict, out bool eligible) {
     if (members) {
-        uvec2 q = g_tie_key != 0u ? uvec2(1u, 0u) : sieve_mass(sieve_key_value(c_key[i]), ref);
+        uvec2 q = member_mass(c_key[i], ref);
         eligible = !strict || q != uvec2(0u);
         return q;
     }
@@ -293,10 +293,11 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
     uint t = gl_LocalInvocationID.x;
     // The members' key range first (no mass needed): the levels split only
     // that. The cut's comes from the gather.
-    bool sum_kept = g_cut_select && g_tie_key == 0u;  // uniform
+    bool gathered_range = g_cut_select && g_tie_key == 0u;  // uniform
+    bool sum_kept = gathered_range && KEPT_BY_LEVELS;
     if (t == 0u) {
-        w_klo = sum_kept ? g_star_klo : 0xFFFFFFFFu;
-        w_khi = sum_kept ? g_star_khi : 0u;
+        w_klo = gathered_range ? g_star_klo : 0xFFFFFFFFu;
+        w_khi = gathered_range ? g_star_khi : 0u;
         w_state = SEL_GOING;
         w_clamp = 0u;
         w_target = target;
@@ -307,13 +308,12 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
     }
     barrier();
     uint kmin = 0xFFFFFFFFu, kmax = 0u;
-    for (uint j0 = t; !sum_kept && j0 < m; j0 += LIST_LOADS * WG) {
+    for (uint j0 = t; !gathered_range && j0 < m; j0 += LIST_LOADS * WG) {
         uvec2 e[LIST_LOADS];
         list_entries(list, j0, m, e);
         [[unroll]] for (uint u = 0u; u < LIST_LOADS; ++u) {
             uint k, id;
-            uvec2 q;
-            if (j0 + u * WG >= m || !member_of(e[u], bin, draw, use_cut, cut_k, cut_id, false, k, id, q)) continue;
+            if (j0 + u * WG >= m || !member_of(e[u], bin, draw, use_cut, cut_k, cut_id, k, id)) continue;
             kmin = min(kmin, k);
             kmax = max(kmax, k);
         }
@@ -345,13 +345,12 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
                 list_entries(list, j0, m, e);
                 [[unroll]] for (uint u = 0u; u < LIST_LOADS; ++u) {
                     uint k, id;
-                    uvec2 q;
-                    if (j0 + u * WG >= m || !member(e[u], bin, draw, use_cut, cut_k, cut_id, k, id, q) || k < klo ||
+                    if (j0 + u * WG >= m || !member_of(e[u], bin, draw, use_cut, cut_k, cut_id, k, id) || k < klo ||
                         k > khi)
                         continue;
                     uint b = (khi - k) / step;  // bin 0: the largest keys
                     atomicAdd(w_cnt[b], 1u);
-                    U64_ATOMIC_ADD(w_lo[b], w_hi[b], q);
+                    U64_ATOMIC_ADD(w_lo[b], w_hi[b], member_mass(k, key_mass_ref(draw)));
                     if (sum_kept) {
                         uvec2 qd = draw_mass_of_cut_key(k);
                         U64_ATOMIC_ADD(w_dlo[b], w_dhi[b], qd);
@@ -406,8 +405,7 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
         list_entries(list, j0, m, e);
         [[unroll]] for (uint u = 0u; u < LIST_LOADS; ++u) {
             uint k, id;
-            uvec2 q;
-            if (j0 + u * WG >= m || !member_of(e[u], bin, draw, use_cut, cut_k, cut_id, false, k, id, q) || k < klo ||
+            if (j0 + u * WG >= m || !member_of(e[u], bin, draw, use_cut, cut_k, cut_id, k, id) || k < klo ||
                 k > khi)
                 continue;
             uint slot = atomicAdd(w_fill, 1u);
@@ -477,12 +475,28 @@ void select_resolving_ties(uint list, uint m, uint bin, bool draw, bool use_cut,
         w_q = q_each;
         // The cut's: the group's members up to the cut, w_rank + 1 of them
         // in id order, each of one draw mass, are kept.
-        if (g_cut_select) add_kept(u64_mul_u32(draw_mass_of_cut_key(tie_key), w_rank + 1u));
+        if (g_cut_select && KEPT_BY_LEVELS) add_kept(u64_mul_u32(draw_mass_of_cut_key(tie_key), w_rank + 1u));
     }
     barrier();
 }
 
 // ---- the resolve ------------------------------------------------------------------
+
+// The draw's masses of b*'s members up to the cut (cut_k, cut_id), summed
+// exactly by the workgroup (uniform); a CPU device's (KEPT_BY_LEVELS).
+uvec2 kept_draw_mass(uint list, uint m, uint bstar, uint cut_k, uint cut_id) {
+    uvec2 part = uvec2(0u);
+    for (uint j0 = gl_LocalInvocationID.x; j0 < m; j0 += LIST_LOADS * WG) {
+        uvec2 e[LIST_LOADS];
+        list_entries(list, j0, m, e);
+        [[unroll]] for (uint u = 0u; u < LIST_LOADS; ++u) {
+            uint k, id;
+            if (j0 + u * WG < m && member_of(e[u], bstar, false, true, cut_k, cut_id, k, id))
+                part = u64_add(part, draw_mass_of_cut_key(k));
+        }
+    }
+    return wg_sum_u64(part);
+}
 
 void resolve(uint row) {
     uint t = gl_LocalInvocationID.x;
@@ -502,8 +516,8 @@ void resolve(uint row) {
 
     // 1. The cut: the member of b* where the mass reaches what the buffer and
     //    the bins before it left (llama.cpp's cum_sum >= p, min_keep checked
-    //    by wide_histogram). It also sums the draw's masses of b*'s kept
-    //    part, exactly (w_kept).
+    //    by wide_histogram), and the draw's masses of b*'s kept part summed
+    //    exactly: by the cut's levels (w_kept) or by a read after it.
     g_star_klo = row_state[o + R_WIDE_KLO];
     g_star_khi = row_state[o + R_WIDE_KHI];
     g_cut_select = true;
@@ -514,7 +528,9 @@ void resolve(uint row) {
         return;
     }
     uint cut_k = w_key, cut_id = w_token;
-    uvec2 bstar_kept = uvec2(w_kept_lo, w_kept_hi);
+    uvec2 bstar_kept;
+    if (KEPT_BY_LEVELS) bstar_kept = uvec2(w_kept_lo, w_kept_hi);
+    else bstar_kept = kept_draw_mass(list, m, bstar, cut_k, cut_id);
 
     // 2. The draw's masses, summed exactly, of the gathered run's bins (slot
     //    b of w_lo/w_hi), where there is a run: each invocation adds its
