@@ -149,15 +149,16 @@ uint g_tie_key = 0u;
 
 // The cut's selection over b* (resolve): its members' key range is the one the
 // gather's workgroups found (R_WIDE_KLO, R_WIDE_KHI: g_star_klo, g_star_khi),
-// so it reads the list for none, and on a GPU it sums the draw's masses of
-// the members it keeps (w_kept), which the draw's total needs: two of the
-// list's reads fewer (each a pass over thousands of entries by one workgroup).
+// so it reads the list for none, and it sums the draw's masses of the
+// members it keeps (w_kept), which the draw's total needs: two of the list's
+// reads fewer (each a pass over thousands of entries by one workgroup).
 bool g_cut_select = false;
 uint g_star_klo, g_star_khi;
-// A CPU device sums the kept draw masses in a read of its own once the cut is
-// known (kept_draw_mass): there each member's two shared 64-bit atomics in
-// the levels run lane after lane and cost more than that read, whose sums
-// stay in registers (lavapipe, top-p at 151936: 2.5% of a call's
+// A CPU device sums the kept draw masses in registers instead: the members
+// before the final range as its read passes them, then the sorted members up
+// to the cut (after a tie group's selection, one read of its own:
+// kept_draw_mass). There each member's two shared 64-bit atomics in the
+// levels run lane after lane (lavapipe, top-p at 151936: 2.5% of a call's
 // instructions). The same members and integer masses either way.
 const bool KEPT_BY_LEVELS = INDEXED_BINS == 0u;
 
@@ -294,14 +295,15 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
     // The members' key range first (no mass needed): the levels split only
     // that. The cut's comes from the gather.
     bool gathered_range = g_cut_select && g_tie_key == 0u;  // uniform
-    bool sum_kept = gathered_range && KEPT_BY_LEVELS;
+    bool sum_kept = gathered_range && KEPT_BY_LEVELS;   // by the levels
+    bool kept_before = gathered_range && !KEPT_BY_LEVELS;  // by the final range's read
     if (t == 0u) {
         w_klo = gathered_range ? g_star_klo : 0xFFFFFFFFu;
         w_khi = gathered_range ? g_star_khi : 0u;
         w_state = SEL_GOING;
         w_clamp = 0u;
         w_target = target;
-        if (sum_kept) {  // not in a tie group's selection: it adds to the levels' sum
+        if (gathered_range) {  // not in a tie group's selection: it adds to the cut's sum
             w_kept_lo = 0u;
             w_kept_hi = 0u;
         }
@@ -400,14 +402,17 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
     if (t == 0u) w_fill = 0u;
     barrier();
     uint klo = w_klo, khi = w_khi;
+    uvec2 kept = uvec2(0u);  // kept_before: the members before the range (larger keys), kept whole
     for (uint j0 = t; j0 < m; j0 += LIST_LOADS * WG) {
         uvec2 e[LIST_LOADS];
         list_entries(list, j0, m, e);
         [[unroll]] for (uint u = 0u; u < LIST_LOADS; ++u) {
             uint k, id;
-            if (j0 + u * WG >= m || !member_of(e[u], bin, draw, use_cut, cut_k, cut_id, k, id) || k < klo ||
-                k > khi)
+            if (j0 + u * WG >= m || !member_of(e[u], bin, draw, use_cut, cut_k, cut_id, k, id) || k < klo) continue;
+            if (k > khi) {
+                if (kept_before) kept = u64_add(kept, draw_mass_of_cut_key(k));
                 continue;
+            }
             uint slot = atomicAdd(w_fill, 1u);
             c_key[slot] = k;
             c_id[slot] = id;
@@ -432,12 +437,29 @@ void select_member(uint list, uint m, uint bin, bool draw, bool use_cut, uint cu
         w_found = i;
     }
     barrier();
-    if (sum_kept) {  // uniform: the sorted members up to the cut are kept
-        uvec2 part = uvec2(0u);
+    if (gathered_range) {  // uniform: the sorted members up to the cut are kept
+        uvec2 part = kept;
         for (uint j = t; j <= w_found; j += WG) part = u64_add(part, draw_mass_of_cut_key(c_key[j]));
         add_kept(part);
         barrier();
     }
+}
+
+// The draw's masses of b*'s members up to the cut (cut_k, cut_id), summed
+// exactly by the workgroup (uniform): a CPU device's after a tie group's
+// selection (KEPT_BY_LEVELS).
+uvec2 kept_draw_mass(uint list, uint m, uint bstar, uint cut_k, uint cut_id) {
+    uvec2 part = uvec2(0u);
+    for (uint j0 = gl_LocalInvocationID.x; j0 < m; j0 += LIST_LOADS * WG) {
+        uvec2 e[LIST_LOADS];
+        list_entries(list, j0, m, e);
+        [[unroll]] for (uint u = 0u; u < LIST_LOADS; ++u) {
+            uint k, id;
+            if (j0 + u * WG < m && member_of(e[u], bstar, false, true, cut_k, cut_id, k, id))
+                part = u64_add(part, draw_mass_of_cut_key(k));
+        }
+    }
+    return wg_sum_u64(part);
 }
 
 shared uint w_rank;
@@ -478,25 +500,17 @@ void select_resolving_ties(uint list, uint m, uint bin, bool draw, bool use_cut,
         if (g_cut_select && KEPT_BY_LEVELS) add_kept(u64_mul_u32(draw_mass_of_cut_key(tie_key), w_rank + 1u));
     }
     barrier();
+    if (g_cut_select && !KEPT_BY_LEVELS && w_state == SEL_FOUND) {  // uniform
+        uvec2 kept = kept_draw_mass(list, m, bin, w_key, w_token);
+        if (t == 0u) {
+            w_kept_lo = kept.x;
+            w_kept_hi = kept.y;
+        }
+        barrier();
+    }
 }
 
 // ---- the resolve ------------------------------------------------------------------
-
-// The draw's masses of b*'s members up to the cut (cut_k, cut_id), summed
-// exactly by the workgroup (uniform); a CPU device's (KEPT_BY_LEVELS).
-uvec2 kept_draw_mass(uint list, uint m, uint bstar, uint cut_k, uint cut_id) {
-    uvec2 part = uvec2(0u);
-    for (uint j0 = gl_LocalInvocationID.x; j0 < m; j0 += LIST_LOADS * WG) {
-        uvec2 e[LIST_LOADS];
-        list_entries(list, j0, m, e);
-        [[unroll]] for (uint u = 0u; u < LIST_LOADS; ++u) {
-            uint k, id;
-            if (j0 + u * WG < m && member_of(e[u], bstar, false, true, cut_k, cut_id, k, id))
-                part = u64_add(part, draw_mass_of_cut_key(k));
-        }
-    }
-    return wg_sum_u64(part);
-}
 
 void resolve(uint row) {
     uint t = gl_LocalInvocationID.x;
@@ -517,7 +531,7 @@ void resolve(uint row) {
     // 1. The cut: the member of b* where the mass reaches what the buffer and
     //    the bins before it left (llama.cpp's cum_sum >= p, min_keep checked
     //    by wide_histogram), and the draw's masses of b*'s kept part summed
-    //    exactly: by the cut's levels (w_kept) or by a read after it.
+    //    exactly as it goes (w_kept).
     g_star_klo = row_state[o + R_WIDE_KLO];
     g_star_khi = row_state[o + R_WIDE_KHI];
     g_cut_select = true;
@@ -528,9 +542,7 @@ void resolve(uint row) {
         return;
     }
     uint cut_k = w_key, cut_id = w_token;
-    uvec2 bstar_kept;
-    if (KEPT_BY_LEVELS) bstar_kept = uvec2(w_kept_lo, w_kept_hi);
-    else bstar_kept = kept_draw_mass(list, m, bstar, cut_k, cut_id);
+    uvec2 bstar_kept = uvec2(w_kept_lo, w_kept_hi);
 
     // 2. The draw's masses, summed exactly, of the gathered run's bins (slot
     //    b of w_lo/w_hi), where there is a run: each invocation adds its
