@@ -62,8 +62,9 @@ struct Needs {
 };
 
 // Candidates kept when no top-k bounds the chain: rows whose survivors pass
-// them go to the CPU twin (cpu_fallback_rows), but for min-p first
-// (ROW_FLOOR), whose chunks keep their share of the buffer and whose tail
+// them go to the CPU twin (cpu_fallback_rows), but for rows with min-p's
+// floor (ROW_FLOOR: min-p first, or after top-p alone), whose chunks keep
+// their share of the buffer and whose tail
 // keeps every survivor it can prove it holds (collect.glsl: chunk_need;
 // collect_tail.glsl: floor_lists_whole).
 constexpr uint32_t kUnboundedNeed = 64;
@@ -100,6 +101,9 @@ Needs analyse_needs(const std::vector<SamplerKind>& samplers, const ref::RowPara
     n.need = std::min(kUnboundedNeed, half);
     float tprod = 1.0f;
     bool mass = false, xtc_before = false, cut_before = false;
+    // Every cut so far kept the row's maximum (none yet, or only top-p's):
+    // min-p's threshold is then the row's maximum + ln p, and its floor holds.
+    bool max_kept = true;
     // After min-p has acted the rest of the array is never "unknown" again:
     // its cut falls inside the buffer (the rest is dropped) or past it (the
     // row goes to the CPU twin; op_min_p in tail.glsl), so the draw never
@@ -135,25 +139,33 @@ Needs analyse_needs(const std::vector<SamplerKind>& samplers, const ref::RowPara
             cut_before = true;
             break;
         case SamplerKind::MinP:
-            // The chain's first cut: the collect pass may drop what can never
-            // pass it (slightly more generous than the threshold: rounding).
+            // The chain's first cut, or the first after top-p's (llama.cpp's
+            // default chain with top-k off), which keep the row's maximum: the
+            // collect pass may drop what can never pass it (slightly more
+            // generous than the threshold: rounding). After a top-p, what
+            // top-p keeps past the buffer is below the floor, so min-p drops
+            // it (tail.glsl: min_p_cut).
             min_p_cut = true;
-            if (!cut_before && row.min_p < 1.0f) {
+            if (max_kept && row.min_p < 1.0f) {
                 n.flags |= ROW_FLOOR;
                 n.floor = static_cast<float>(static_cast<double>(tprod) * std::log(static_cast<double>(row.min_p)) * (1.0 + 1e-5));
             }
+            max_kept = false;  // one floor a row
             cut_before = true;
             break;
         case SamplerKind::TypicalP:
+            max_kept = false;
             cut_before = true;
             break;
         case SamplerKind::Xtc:
             want_mass();
+            max_kept = false;
             xtc_before = true;
             cut_before = true;
             break;
         case SamplerKind::TopNSigma:
             n.flags |= ROW_NEED_SIGMA;
+            max_kept = false;
             cut_before = true;
             break;
         default: break;

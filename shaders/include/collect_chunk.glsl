@@ -765,7 +765,7 @@ void collect_chunk() {
         // read only about 2 x need logits (the first threshold comes early).
         uint trigger = min(CAP - WG, max(4u * need, 2u * WG));
         uint warm_per_inv = LONG_ROUND;
-        // min-p first (ROW_FLOOR): a logit below the running maximum + ln(p) can
+        // min-p's floor (ROW_FLOOR): a logit below the running maximum + ln(p) can
         // never survive it, so it is not collected (tail.glsl: op_min_p).
         bool use_floor = (row_flags & ROW_FLOOR) != 0u;
         bool aggregates = !PLAIN && (want_sigma || want_mass);

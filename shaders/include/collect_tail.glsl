@@ -52,7 +52,7 @@ uint entries_reaching(uint at, uint len, uint k) {
 }
 
 // Where the row's n_chunks lists are and their first `need` entries' count.
-// min-p first (`floored`, ROW_FLOOR): a chunk dropped the logits below its
+// min-p's floor (`floored`, ROW_FLOOR): a chunk dropped the logits below its
 // running maximum + the floor and, where it kept `need`, those after its
 // last (canonical order); each list is cut to its entries at or above the
 // row's floor (from the row's maximum, the lists' first entries, which

@@ -343,7 +343,10 @@ void op_top_p(uint row, float p, uint min_keep, float agg_mass) {
 // min-p's cut once `pass` entries pass (entry 0 always does): invocation 0.
 void min_p_cut(uint pass, uint n, uint min_keep) {
     uint keep = max(pass, max(min_keep, 1u));
-    if (s_floor_ok != FLOOR_NONE && s_rest_kind == REST_UNKNOWN) {
+    // After a top-p whose cut fell past the buffer (REST_CUT) as before any
+    // cut (REST_UNKNOWN): top-p keeps the row's maximum, so the floor holds,
+    // and what it kept past the buffer is the row's next logits.
+    if (s_floor_ok != FLOOR_NONE && (s_rest_kind == REST_UNKNOWN || s_rest_kind == REST_CUT)) {
         // The collect pass dropped logits below the floor (below this
         // threshold) and logits after the need-th best of their chunk;
         // the tail kept every entry at or above the row's floor, and knows

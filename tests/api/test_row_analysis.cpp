@@ -226,9 +226,32 @@ TEST(RowAnalysis, MinPFirstSetsTheFloor) {
     EXPECT_EQ(a.flags, ROW_FLOOR);
     EXPECT_NEAR(a.floor, 2.0 * std::log(0.05) * (1.0 + 1e-5), 1e-6);
     EXPECT_TRUE(a.collect_plain);
-    // After top-p has cut, min-p sets no floor (and top-p wants the mass).
-    const sieve::RowAnalysis after = row_of({K::TopP, K::MinP, K::Dist}, row, context(false, false));
-    EXPECT_EQ(after.flags, ROW_NEED_MASS);
+    // After top-p alone (which keeps the row's maximum) min-p sets its floor
+    // too, at the temperatures before it, and top-p wants the mass: llama.cpp's
+    // default chain with top-k off.
+    const sieve::RowAnalysis after = row_of({K::TopP, K::Temperature, K::MinP, K::Dist}, row, context(false, false));
+    EXPECT_EQ(after.flags, ROW_NEED_MASS | ROW_FLOOR);
+    EXPECT_NEAR(after.floor, 2.0 * std::log(0.05) * (1.0 + 1e-5), 1e-6);
+    EXPECT_FALSE(after.collect_plain);
+    // After a cut that may drop the maximum (typical, XTC), or masks (top-n-sigma),
+    // none; nor for a second min-p (one floor a row), nor where top-p is off
+    // (min-p is then the first cut).
+    sieve::ref::RowParams cuts = row;
+    cuts.typical_p = 0.9f;
+    cuts.xtc_probability = 0.5f;
+    cuts.xtc_threshold = 0.1f;
+    cuts.top_n_sigma = 1.0f;
+    for (K before : {K::TypicalP, K::Xtc, K::TopNSigma}) {
+        SCOPED_TRACE(static_cast<int>(before));
+        EXPECT_EQ(row_of({K::TopP, before, K::MinP, K::Dist}, cuts, context(false, false)).flags & ROW_FLOOR, 0u);
+        EXPECT_EQ(row_of({before, K::TopP, K::MinP, K::Dist}, cuts, context(false, false)).flags & ROW_FLOOR, 0u);
+    }
+    sieve::ref::RowParams off = row;
+    off.top_p = 1.0f;
+    EXPECT_EQ(row_of({K::TopP, K::MinP, K::Dist}, off).flags, ROW_FLOOR);
+    const sieve::RowAnalysis twice = row_of({K::MinP, K::Temperature, K::MinP, K::Dist}, row);
+    EXPECT_EQ(twice.flags, ROW_FLOOR);
+    EXPECT_NEAR(twice.floor, std::log(0.05) * (1.0 + 1e-5), 1e-6);
 }
 
 TEST(RowAnalysis, AggregatesAndSelectors) {

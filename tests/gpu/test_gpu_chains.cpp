@@ -1199,40 +1199,47 @@ TEST(GpuChainOverflow, FallbackRowsEqualTheTwinAndAreCounted) {
     }
 }
 
-// min-p first without a top-k: a chunk keeps its best logits over min-p's
-// floor, as many as its share of the candidate buffer holds (64 at a GPU's
-// one-row split, half the buffer in a plan of at most MAX_COLLECT_CHUNKS
-// chunks: collect.glsl, chunk_need), and the tail keeps every listed logit
+// min-p first without a top-k, or after top-p 0.95 (llama.cpp's default
+// chain with top-k off, whose top-p cut falls past the buffer on most of
+// these rows): a chunk keeps its best logits over min-p's floor, as many as
+// its share of the candidate buffer holds (64 at a GPU's one-row split, half
+// the buffer in a plan of at most MAX_COLLECT_CHUNKS chunks, at most 256
+// after top-p, whose chunks sum the row's mass: collect.glsl, chunk_need; at
+// least top-p's min_keep), and the tail keeps every listed logit
 // at or above the row's floor, so the GPU finishes a row with hundreds of
 // survivors spread over its chunks (a flat LM row at temperature 1). The
 // twin takes the row only where a chunk's list is full of logits that reach
 // the floor (it may have dropped passing ones), where more than half the
 // candidate buffer survives, or where min_keep reaches below the floor: the
 // test works out which from the plan's chunks and asserts the fallback
-// count both ways, tokens and distributions against the twin. Rows: N(0, 1) with S tokens at 9 + U(0, 1)
-// (all of them pass min-p 0.05, nothing else does), at random ids or S / 2
-// of them at consecutive ids (one chunk full).
+// count both ways, tokens and distributions against the twin. Rows: N(0, 1)
+// with S tokens at 9 + U(0, 1) (all of them pass min-p 0.05, nothing else
+// does), at random ids or some of them at consecutive ids (one chunk full:
+// 400 of 600 fill a list after top-p, not one of min-p first's HALF).
 TEST(GpuChainMinP, SurvivorsSpreadOverTheChunksStayOnTheGpu) {
     const int32_t vocab = 151936;
-    const auto kinds = sieve_test::twin_chain("min_p;temperature");
-    ASSERT_FALSE(kinds.empty());
     struct FlatCase {
         int32_t survivors;    // kHalf: half the candidate buffer
         int32_t consecutive;  // of them at consecutive ids (kHalf: all)
         int32_t min_keep;     // beside 0
     };
     const int32_t kHalf = -1;
-    const FlatCase cases[] = {{100, 0, 0},   {300, 0, 290},   {300, 0, 310},          {900, 0, 0},
-                              {1600, 0, 0},  {300, 150, 0},   {kHalf, kHalf, 0}};
+    const FlatCase cases[] = {{100, 0, 0},  {300, 0, 290},  {300, 0, 310},  {900, 0, 0},
+                              {1600, 0, 0}, {300, 150, 0},  {600, 400, 0},  {kHalf, kHalf, 0}};
     int on_gpu = 0, to_twin = 0;
+    for (const char* chain_text : {"min_p;temperature", "top_p;min_p;temperature"})
     for (Profile profile : {Profile::Full, Profile::Constrained, Profile::Wide}) {
+        const auto kinds = sieve_test::twin_chain(chain_text);
+        ASSERT_FALSE(kinds.empty());
+        const bool after_top_p = std::string(chain_text).rfind("top_p", 0) == 0;
         auto gpu = sieve_test::gpu_context(profile);
         const uint32_t cap = sieve_test::limits_of(gpu).candidate_capacity;
 
         for (FlatCase fc : cases) {
             if (fc.survivors == kHalf) fc.survivors = static_cast<int32_t>(cap / 2);
             if (fc.consecutive == kHalf) fc.consecutive = fc.survivors;
-            SCOPED_TRACE("profile " + std::to_string(static_cast<int>(profile)) + ", " + std::to_string(fc.survivors) +
+            SCOPED_TRACE(std::string(chain_text) + ", profile " + std::to_string(static_cast<int>(profile)) + ", " +
+                         std::to_string(fc.survivors) +
                          " survivors, " + std::to_string(fc.consecutive) + " of them at consecutive ids, min_keep " +
                          std::to_string(fc.min_keep));
             const uint32_t salt = 17u * static_cast<uint32_t>(fc.survivors) + static_cast<uint32_t>(fc.consecutive);
@@ -1251,9 +1258,10 @@ TEST(GpuChainMinP, SurvivorsSpreadOverTheChunksStayOnTheGpu) {
             RowParams base;
             base.temperature = 1.0f;
             base.min_p = 0.05f;
+            base.top_p = 0.95f;
             base.min_keep = fc.min_keep;
             const auto params = row_params(base, 1, salt);
-            sieve::Chain chain(gpu, sieve_test::chain_desc("min_p;temperature", 1, vocab, base.temperature, 1));
+            sieve::Chain chain(gpu, sieve_test::chain_desc(chain_text, 1, vocab, base.temperature, 1));
             set_row(chain, 0, params[0]);
             // The plan's chunks of the row (collect_chunk_size's split) and the
             // survivors each holds.
@@ -1264,7 +1272,9 @@ TEST(GpuChainMinP, SurvivorsSpreadOverTheChunksStayOnTheGpu) {
             ASSERT_GT(chunks, 0);
             const int32_t chunk_size = ((vocab + chunks - 1) / chunks + 3) / 4 * 4;
             const uint32_t share = sieve::chunk_list_pairs(static_cast<uint32_t>(chunks), cap);
-            const int32_t keeps = static_cast<int32_t>(std::max(std::min(64u, cap / 2), std::min(share, cap / 2)));
+            const uint32_t need = std::min(std::max(64u, after_top_p ? static_cast<uint32_t>(fc.min_keep) : 0u), cap / 2);
+            const uint32_t keep = std::min(share, after_top_p ? std::min(cap / 2, 256u) : cap / 2);
+            const int32_t keeps = static_cast<int32_t>(std::max(need, keep));
             const float threshold = *std::max_element(logits.begin(), logits.end()) + std::log(0.05f);
             std::vector<int32_t> per_chunk(static_cast<size_t>(chunks), 0);
             for (int32_t i = 0; i < vocab; ++i)
