@@ -22,6 +22,7 @@ constexpr ChainSpec kChains[] = {
     {"greedy", "greedy", 40, 0.95f, 0},
     {"dist", "temperature;dist", 40, 0.95f, 0},
     {"default", "", 40, 0.95f, 0},                        // llama.cpp's default chain and defaults
+    {"default_topk0", "", 0, 0.95f, 0},                   // the same with top-k off (a common setting)
     {"top_p", "top_p;temperature", 40, 0.9f, 0},          // top-p 0.9, no top-k
     {"min_p", "min_p;temperature", 40, 0.95f, 0},         // min-p 0.05
     {"top_k1000", "top_k;temperature", 1000, 0.95f, 0},   // a large k

@@ -321,7 +321,7 @@ TEST_F(Bench, SuitesListTheirCases) {
     Proc r = sieve("bench --list");
     ASSERT_EQ(r.code, 0) << r.err;
     for (const char* name : {"greedy/zipf/v151936/b1", "dist/zipf/v151936/b1", "default/zipf/v151936/b1",
-                             "top_p/zipf/v151936/b1", "min_p/zipf/v151936/b1", "top_k1000/zipf/v151936/b1",
+                             "default_topk0/zipf/v151936/b1", "top_p/zipf/v151936/b1", "min_p/zipf/v151936/b1", "top_k1000/zipf/v151936/b1",
                              "penalties_dry_n64/zipf/v151936/b1", "penalties_dry_n4096/zipf/v151936/b1",
                              "default/zipf/v32000/b1", "default/zipf/v128256/b1",
                              "default/zipf/v262144/b1", "default/zipf/v32000/b8", "default/zipf/v32000/b64",
@@ -330,7 +330,7 @@ TEST_F(Bench, SuitesListTheirCases) {
     Proc full = sieve("bench --suite full --list --json");
     ASSERT_EQ(full.code, 0) << full.err;
     json doc = parse(full.out);
-    EXPECT_EQ(doc["cases"].size(), 8u * 3u * 4u * 4u) << "8 chains x 3 shapes x 4 vocabularies x 4 row counts";
+    EXPECT_EQ(doc["cases"].size(), 9u * 3u * 4u * 4u) << "9 chains x 3 shapes x 4 vocabularies x 4 row counts";
     Proc filtered = sieve("bench --list --case top_k1000");
     ASSERT_EQ(filtered.code, 0);
     EXPECT_EQ(filtered.out, "top_k1000/zipf/v151936/b1\n");

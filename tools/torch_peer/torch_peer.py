@@ -68,6 +68,12 @@ def chains(torch):
     def default(x, h):
         return default_on(x)
 
+    def default_topk0(x, h):  # top_p 0.95 over the whole row (a full sort); min_p 0.05; temperature 0.8; dist
+        s, i = x.sort(dim=-1, descending=True)
+        keep = top_p_mask(s, 0.95) & (s >= s[:, :1] + math.log(0.05))
+        s = s.masked_fill(~keep, -math.inf)
+        return i.gather(-1, race(s / TEMP).unsqueeze(-1)).squeeze(-1)
+
     def top_p(x, h):  # top_p 0.9 over the whole row: a full sort
         s, i = x.sort(dim=-1, descending=True)
         s = s.masked_fill(~top_p_mask(s, 0.9), -math.inf)
@@ -118,6 +124,7 @@ def chains(torch):
         "greedy": (greedy, False),
         "dist": (dist, False),
         "default": (default, False),
+        "default_topk0": (default_topk0, False),
         "top_p": (top_p, False),
         "min_p": (min_p, False),
         "top_k1000": (top_k1000, False),
