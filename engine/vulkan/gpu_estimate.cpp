@@ -42,17 +42,20 @@ double sort_us(uint32_t n, uint32_t workgroup) {
 // log2(lists) rounds of merge paths (two barriers, a co-rank search and
 // three accesses an output an invocation).
 // Rows whose lists are cut to min-p's floor first (locate_chunk_lists: a
-// read of the lists' first entries, then each list's search, rounds of eight
-// probes at once, a read each) merge their survivors alone, never narrowed:
-// the estimate takes `need` of them (a row whose survivors no chunk's list
-// fills, as the bench's Zipf row at min-p 0.05: stated, not measured).
+// read of the lists' first entries, then each list's search over what its
+// chunk listed, rounds of GPU_REACH_PROBES probes at once, a read each)
+// merge their survivors alone, never narrowed: the estimate takes `need` of
+// them, and `need` listed a chunk (a row whose survivors no chunk's list
+// fills, as the bench's Zipf row at min-p 0.05, whose chunks list fewer:
+// stated, not measured).
 double merge_lists_us(const EstimateInputs& in, uint32_t chunks) {
     double us = 0;
     uint32_t n = static_cast<uint32_t>(
         std::min<uint64_t>(tail_merge_entries(in.need, chunks, in.capacity, in.workgroup), in.capacity));
     if (in.floored_lists) {
+        constexpr uint32_t probes = glsl::GPU_REACH_PROBES;
         uint32_t rounds = 0;
-        for (uint32_t w = in.need; w > 0; w = (w + 8) / 9 - 1) ++rounds;  // entries_reaching: REACH_PROBES 8
+        for (uint32_t w = in.need; w > 0; w = (w + probes) / (probes + 1) - 1) ++rounds;
         us += (1 + rounds) * M::kUsPerListRead;
         n = std::min(n, in.need);
     } else if (uint64_t{chunks} * in.need > in.capacity) {

@@ -223,6 +223,19 @@ inline uint32_t chunk_list_pairs(uint32_t n, uint32_t capacity) {
     return static_cast<uint32_t>((collect_row_words(capacity) / n) & ~uint64_t{1}) / 2;
 }
 
+// The entries each chunk of a row split into n chunks keeps (collect.glsl:
+// chunk_need, which this mirrors): `need` (clamped to [1, CAP / 2]), or, for
+// a row with min-p's floor (ROW_FLOOR), its whole share of the row's words
+// (chunk_list_pairs, up to CAP / 2; FLOOR_AGGREGATES_KEEP where the row sums
+// full-row aggregates), never fewer than `need`.
+inline uint32_t chunk_keep(uint32_t need, uint32_t row_flags, uint32_t n, uint32_t capacity) {
+    need = std::clamp(need, 1u, std::max(capacity / 2, 1u));
+    if (!(row_flags & glsl::ROW_FLOOR)) return need;
+    uint32_t keep = std::min(chunk_list_pairs(n, capacity), capacity / 2);
+    if (row_flags & (glsl::ROW_NEED_SIGMA | glsl::ROW_NEED_MASS)) keep = std::min(keep, glsl::FLOOR_AGGREGATES_KEEP);
+    return std::max(need, keep);
+}
+
 // The most entries a GPU tail copies into its buffer to merge `lists` lists
 // of up to `need` (collect_tail.glsl: sort_chunk_lists), ties aside: all of
 // them where they fit the buffer (CAP), else what the splitters leave

@@ -28,13 +28,6 @@ uint chunk_list_words(uint n) { return n <= MAX_COLLECT_CHUNKS ? HALF * 2u : (RO
 
 uint chunk_list_at(uint row, uint c, uint n) { return row * ROW_WORDS + c * chunk_list_words(n); }
 
-// The most a chunk of a row with min-p's floor and full-row aggregates keeps
-// (the general variant: top-p before min-p): collect_chunk.glsl's register
-// picks and probe take a need of at most PROBE x WG there, 256 at a CPU
-// device's 64 invocations; past it a chunk takes the slower collecting loop
-// for every row, where only a flat row's crowded chunk gains from more.
-const uint FLOOR_AGGREGATES_KEEP = 256u;
-
 // The entries a chunk keeps: `need` (P_NEED, clamped), or, for a row with
 // min-p's floor (ROW_FLOOR), its whole share of the buffer (up to HALF;
 // FLOOR_AGGREGATES_KEEP where it sums aggregates), which holds `need` (the
@@ -42,9 +35,10 @@ const uint FLOOR_AGGREGATES_KEEP = 256u;
 // floor, not by a count; the more of them a chunk keeps, the fewer rows go
 // to the CPU twin because a chunk's list was full (collect_tail.glsl:
 // floor_lists_whole), while the split, chosen for `need`, stays: a GPU's
-// one-row plan (32 chunks) keeps 64 either way, a batch's or a CPU device's
-// plan (at most MAX_COLLECT_CHUNKS) HALF. The tail calls this too: the same
-// row's flags and split give the same count.
+// one-row plan (32 chunks) keeps CAP / 8 (512 at an H200's CAP of 4096), a
+// batch's or a CPU device's plan (at most MAX_COLLECT_CHUNKS) HALF. The
+// tail calls this too (the same row's flags and split give the same count),
+// and the host's chunk_keep (gpu_plan.hpp) is its twin.
 uint chunk_need(uint row, uint n) {
     uint need = clamp(param_u(row, P_NEED), 1u, HALF);
     uint flags = param_u(row, P_ROW_FLAGS);

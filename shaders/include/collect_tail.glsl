@@ -30,7 +30,7 @@ uint chunk_kept(uint row, uint c) { return chunk_stats[(row * pc.n_chunks + c) *
 // Keys a search round of entries_reaching loads at once: on a GPU each
 // round waits for memory once (two rounds for a list of 64, where a binary
 // search waited six times); a CPU device takes one, a binary search.
-const uint REACH_PROBES = INDEXED_BINS != 0u ? 1u : 8u;
+const uint REACH_PROBES = INDEXED_BINS != 0u ? 1u : GPU_REACH_PROBES;
 
 // How many of the first `len` entries of the list at `at` have a key of at
 // least k: a prefix. Each round probes REACH_PROBES places of the window

@@ -1202,10 +1202,10 @@ TEST(GpuChainOverflow, FallbackRowsEqualTheTwinAndAreCounted) {
 // min-p first without a top-k, or after top-p 0.95 (llama.cpp's default
 // chain with top-k off, whose top-p cut falls past the buffer on most of
 // these rows): a chunk keeps its best logits over min-p's floor, as many as
-// its share of the candidate buffer holds (64 at a GPU's one-row split, half
-// the buffer in a plan of at most MAX_COLLECT_CHUNKS chunks, at most 256
-// after top-p, whose chunks sum the row's mass: collect.glsl, chunk_need; at
-// least top-p's min_keep), and the tail keeps every listed logit
+// its share of the candidate buffer holds (CAP / 8 at a GPU's one-row split
+// of 32, half the buffer in a plan of at most MAX_COLLECT_CHUNKS chunks, at
+// most 256 after top-p, whose chunks sum the row's mass: collect.glsl,
+// chunk_need; at least top-p's min_keep), and the tail keeps every listed logit
 // at or above the row's floor, so the GPU finishes a row with hundreds of
 // survivors spread over its chunks (a flat LM row at temperature 1). The
 // twin takes the row only where a chunk's list is full of logits that reach
@@ -1271,10 +1271,11 @@ TEST(GpuChainMinP, SurvivorsSpreadOverTheChunksStayOnTheGpu) {
                     chunks = std::max(chunks, static_cast<int32_t>(e.workgroups));  // the variant the row takes
             ASSERT_GT(chunks, 0);
             const int32_t chunk_size = ((vocab + chunks - 1) / chunks + 3) / 4 * 4;
-            const uint32_t share = sieve::chunk_list_pairs(static_cast<uint32_t>(chunks), cap);
-            const uint32_t need = std::min(std::max(64u, after_top_p ? static_cast<uint32_t>(fc.min_keep) : 0u), cap / 2);
-            const uint32_t keep = std::min(share, after_top_p ? std::min(cap / 2, 256u) : cap / 2);
-            const int32_t keeps = static_cast<int32_t>(std::max(need, keep));
+            // What each chunk keeps (collect.glsl: chunk_need; the host's
+            // chunk_keep): top-p's need is min_keep where that is more than 64.
+            const uint32_t need = std::max(64u, after_top_p ? static_cast<uint32_t>(fc.min_keep) : 0u);
+            const uint32_t flags = sieve::glsl::ROW_FLOOR | (after_top_p ? sieve::glsl::ROW_NEED_MASS : 0u);
+            const int32_t keeps = static_cast<int32_t>(sieve::chunk_keep(need, flags, static_cast<uint32_t>(chunks), cap));
             const float threshold = *std::max_element(logits.begin(), logits.end()) + std::log(0.05f);
             std::vector<int32_t> per_chunk(static_cast<size_t>(chunks), 0);
             for (int32_t i = 0; i < vocab; ++i)
