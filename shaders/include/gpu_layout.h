@@ -287,11 +287,12 @@ SIEVE_CONST uint PH_END = 15u;      // the row's result written
 SIEVE_CONST uint MAX_COLLECT_CHUNKS = 8u;
 SIEVE_CONST uint MAX_ROW_CHUNKS = 64u;
 // The most a chunk keeps of a row with min-p's floor that sums full-row
-// aggregates (the general variant: top-p before min-p), in place of its
-// whole share (collect.glsl: chunk_need): collect_chunk.glsl's register
-// picks and probe take a need of at most PROBE x WG there, 256 at a CPU
-// device's 64 invocations; past it a chunk takes the slower collecting loop
-// for every row, where only a flat row's crowded chunk gains from more.
+// aggregates (the general variant: top-p before min-p, XTC after it), in
+// place of its whole share (collect.glsl: chunk_need): collect_chunk.glsl's
+// register picks and probe take a need of at most PROBE x WG there, 256 at
+// a CPU device's 64 invocations; past it a chunk takes the slower
+// collecting loop for every row, where only a flat row's crowded chunk
+// gains from more.
 SIEVE_CONST uint FLOOR_AGGREGATES_KEEP = 256u;
 // Keys a GPU's search round of a sorted list loads at once
 // (collect_tail.glsl: entries_reaching; a CPU device's rounds take one).
