@@ -321,7 +321,8 @@ TEST_F(Bench, SuitesListTheirCases) {
     Proc r = sieve("bench --list");
     ASSERT_EQ(r.code, 0) << r.err;
     for (const char* name : {"greedy/zipf/v151936/b1", "dist/zipf/v151936/b1", "default/zipf/v151936/b1",
-                             "default_topk0/zipf/v151936/b1", "top_p/zipf/v151936/b1", "min_p/zipf/v151936/b1", "top_k1000/zipf/v151936/b1",
+                             "default_topk0/zipf/v151936/b1", "top_p/zipf/v151936/b1", "min_p/zipf/v151936/b1",
+                             "top_k1000/zipf/v151936/b1",
                              "penalties_dry_n64/zipf/v151936/b1", "penalties_dry_n4096/zipf/v151936/b1",
                              "default/zipf/v32000/b1", "default/zipf/v128256/b1",
                              "default/zipf/v262144/b1", "default/zipf/v32000/b8", "default/zipf/v32000/b64",
