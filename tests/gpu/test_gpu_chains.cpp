@@ -1227,71 +1227,72 @@ TEST(GpuChainMinP, SurvivorsSpreadOverTheChunksStayOnTheGpu) {
     const FlatCase cases[] = {{100, 0, 0},  {300, 0, 290},  {300, 0, 310},  {900, 0, 0},
                               {1600, 0, 0}, {300, 150, 0},  {600, 400, 0},  {kHalf, kHalf, 0}};
     int on_gpu = 0, to_twin = 0;
-    for (const char* chain_text : {"min_p;temperature", "top_p;min_p;temperature"})
-    for (Profile profile : {Profile::Full, Profile::Constrained, Profile::Wide}) {
+    for (const char* chain_text : {"min_p;temperature", "top_p;min_p;temperature"}) {
         const auto kinds = sieve_test::twin_chain(chain_text);
         ASSERT_FALSE(kinds.empty());
         const bool after_top_p = std::string(chain_text).rfind("top_p", 0) == 0;
-        auto gpu = sieve_test::gpu_context(profile);
-        const uint32_t cap = sieve_test::limits_of(gpu).candidate_capacity;
+        for (Profile profile : {Profile::Full, Profile::Constrained, Profile::Wide}) {
+            auto gpu = sieve_test::gpu_context(profile);
+            const uint32_t cap = sieve_test::limits_of(gpu).candidate_capacity;
 
-        for (FlatCase fc : cases) {
-            if (fc.survivors == kHalf) fc.survivors = static_cast<int32_t>(cap / 2);
-            if (fc.consecutive == kHalf) fc.consecutive = fc.survivors;
-            SCOPED_TRACE(std::string(chain_text) + ", profile " + std::to_string(static_cast<int>(profile)) + ", " +
-                         std::to_string(fc.survivors) +
-                         " survivors, " + std::to_string(fc.consecutive) + " of them at consecutive ids, min_keep " +
-                         std::to_string(fc.min_keep));
-            const uint32_t salt = 17u * static_cast<uint32_t>(fc.survivors) + static_cast<uint32_t>(fc.consecutive);
-            std::mt19937 rng(salt);
-            std::normal_distribution<float> normal(0.0f, 1.0f);
-            std::uniform_real_distribution<float> high(9.0f, 10.0f);
-            std::vector<float> logits(static_cast<size_t>(vocab));
-            for (auto& x : logits) x = normal(rng);
-            std::vector<bool> taken(static_cast<size_t>(vocab), false);
-            for (int32_t i = 0; i < fc.survivors; ++i) {
-                int32_t at = i < fc.consecutive ? vocab / 3 + i : static_cast<int32_t>(rng() % vocab);
-                while (taken[static_cast<size_t>(at)]) at = (at + 1) % vocab;
-                taken[static_cast<size_t>(at)] = true;
-                logits[static_cast<size_t>(at)] = high(rng);
-            }
-            RowParams base;
-            base.temperature = 1.0f;
-            base.min_p = 0.05f;
-            base.top_p = 0.95f;
-            base.min_keep = fc.min_keep;
-            const auto params = row_params(base, 1, salt);
-            sieve::Chain chain(gpu, sieve_test::chain_desc(chain_text, 1, vocab, base.temperature, 1));
-            set_row(chain, 0, params[0]);
-            // The plan's chunks of the row (collect_chunk_size's split) and the
-            // survivors each holds.
-            int32_t chunks = 0;
-            for (const auto& e : chain.plan_estimate(1, vocab))
-                if (std::string(e.stage) == "collect_plain" || std::string(e.stage) == "collect")
-                    chunks = std::max(chunks, static_cast<int32_t>(e.workgroups));  // the variant the row takes
-            ASSERT_GT(chunks, 0);
-            const int32_t chunk_size = ((vocab + chunks - 1) / chunks + 3) / 4 * 4;
-            // What each chunk keeps (collect.glsl: chunk_need; the host's
-            // chunk_keep): top-p's need is min_keep where that is more than 64.
-            const uint32_t need = std::max(64u, after_top_p ? static_cast<uint32_t>(fc.min_keep) : 0u);
-            const uint32_t flags = sieve::glsl::ROW_FLOOR | (after_top_p ? sieve::glsl::ROW_NEED_MASS : 0u);
-            const int32_t keeps = static_cast<int32_t>(sieve::chunk_keep(need, flags, static_cast<uint32_t>(chunks), cap));
-            const float threshold = *std::max_element(logits.begin(), logits.end()) + std::log(0.05f);
-            std::vector<int32_t> per_chunk(static_cast<size_t>(chunks), 0);
-            for (int32_t i = 0; i < vocab; ++i)
-                if (logits[static_cast<size_t>(i)] >= threshold) ++per_chunk[static_cast<size_t>(i / chunk_size)];
-            const bool whole = *std::max_element(per_chunk.begin(), per_chunk.end()) < keeps &&
-                               fc.survivors <= static_cast<int32_t>(cap / 2) && fc.min_keep <= fc.survivors;
-            Tally tally;
-            run_and_compare(chain, kinds, logits, 1, vocab, params, 2, &tally);
-            expect_rare(tally);
-            const uint64_t fallback = chain.counters().cpu_fallback_rows;
-            if (whole) {
-                EXPECT_EQ(fallback, 0u) << "every survivor was in the lists, yet the twin took the row";
-                ++on_gpu;
-            } else {
-                EXPECT_GT(fallback, 0u) << "survivors past the lists, yet no CPU fallback was counted";
-                ++to_twin;
+            for (FlatCase fc : cases) {
+                if (fc.survivors == kHalf) fc.survivors = static_cast<int32_t>(cap / 2);
+                if (fc.consecutive == kHalf) fc.consecutive = fc.survivors;
+                SCOPED_TRACE(std::string(chain_text) + ", profile " + std::to_string(static_cast<int>(profile)) + ", " +
+                             std::to_string(fc.survivors) + " survivors, " + std::to_string(fc.consecutive) +
+                             " of them at consecutive ids, min_keep " + std::to_string(fc.min_keep));
+                const uint32_t salt = 17u * static_cast<uint32_t>(fc.survivors) + static_cast<uint32_t>(fc.consecutive);
+                std::mt19937 rng(salt);
+                std::normal_distribution<float> normal(0.0f, 1.0f);
+                std::uniform_real_distribution<float> high(9.0f, 10.0f);
+                std::vector<float> logits(static_cast<size_t>(vocab));
+                for (auto& x : logits) x = normal(rng);
+                std::vector<bool> taken(static_cast<size_t>(vocab), false);
+                for (int32_t i = 0; i < fc.survivors; ++i) {
+                    int32_t at = i < fc.consecutive ? vocab / 3 + i : static_cast<int32_t>(rng() % vocab);
+                    while (taken[static_cast<size_t>(at)]) at = (at + 1) % vocab;
+                    taken[static_cast<size_t>(at)] = true;
+                    logits[static_cast<size_t>(at)] = high(rng);
+                }
+                RowParams base;
+                base.temperature = 1.0f;
+                base.min_p = 0.05f;
+                base.top_p = 0.95f;
+                base.min_keep = fc.min_keep;
+                const auto params = row_params(base, 1, salt);
+                sieve::Chain chain(gpu, sieve_test::chain_desc(chain_text, 1, vocab, base.temperature, 1));
+                set_row(chain, 0, params[0]);
+                // The plan's chunks of the row (collect_chunk_size's split) and the
+                // survivors each holds.
+                int32_t chunks = 0;
+                for (const auto& e : chain.plan_estimate(1, vocab))
+                    if (std::string(e.stage) == "collect_plain" || std::string(e.stage) == "collect")
+                        chunks = std::max(chunks, static_cast<int32_t>(e.workgroups));  // the variant the row takes
+                ASSERT_GT(chunks, 0);
+                const int32_t chunk_size = ((vocab + chunks - 1) / chunks + 3) / 4 * 4;
+                // What each chunk keeps (collect.glsl: chunk_need; the host's
+                // chunk_keep): top-p's need is min_keep where that is more than 64.
+                const uint32_t need = std::max(64u, after_top_p ? static_cast<uint32_t>(fc.min_keep) : 0u);
+                const uint32_t flags = sieve::glsl::ROW_FLOOR | (after_top_p ? sieve::glsl::ROW_NEED_MASS : 0u);
+                const int32_t keeps =
+                    static_cast<int32_t>(sieve::chunk_keep(need, flags, static_cast<uint32_t>(chunks), cap));
+                const float threshold = *std::max_element(logits.begin(), logits.end()) + std::log(0.05f);
+                std::vector<int32_t> per_chunk(static_cast<size_t>(chunks), 0);
+                for (int32_t i = 0; i < vocab; ++i)
+                    if (logits[static_cast<size_t>(i)] >= threshold) ++per_chunk[static_cast<size_t>(i / chunk_size)];
+                const bool whole = *std::max_element(per_chunk.begin(), per_chunk.end()) < keeps &&
+                                   fc.survivors <= static_cast<int32_t>(cap / 2) && fc.min_keep <= fc.survivors;
+                Tally tally;
+                run_and_compare(chain, kinds, logits, 1, vocab, params, 2, &tally);
+                expect_rare(tally);
+                const uint64_t fallback = chain.counters().cpu_fallback_rows;
+                if (whole) {
+                    EXPECT_EQ(fallback, 0u) << "every survivor was in the lists, yet the twin took the row";
+                    ++on_gpu;
+                } else {
+                    EXPECT_GT(fallback, 0u) << "survivors past the lists, yet no CPU fallback was counted";
+                    ++to_twin;
+                }
             }
         }
     }
