@@ -5,8 +5,11 @@
 // values); the entries after them ("the rest") are described, not stored:
 //   REST_NONE     the array ends at n;
 //   REST_MASKED   s_rest more entries, all -inf (masked members still count);
-//   REST_UNKNOWN  s_rest more entries, the row's lower values (untouched so
-//                 far, so full-row aggregates describe the whole array);
+//   REST_UNKNOWN  s_rest more entries, the row's next values in canonical
+//                 order: untouched so far (s_agg_ok: full-row aggregates
+//                 describe the whole array), or, with s_agg_ok 0, cut short
+//                 by a top-k past the buffer or partly masked by top-n-sigma
+//                 (a later cut inside the buffer still finishes the row);
 //   REST_CUT      an unknown number of them (a cut fell past the buffer).
 // A sampler that needs what the rest hides sets s_fallback: the row goes to the
 // CPU twin (cpu_fallback_rows), never a guess. Samplers keep the array in
@@ -49,7 +52,9 @@ shared uint s_agg_ok;     // the array is still the whole row (the full-row aggr
 shared uint s_floor_ok;   // FLOOR_*: the collect pass ran min-p's floor (collect_chunk.glsl)
 const uint FLOOR_NONE = 0u, FLOOR_WHOLE = 1u, FLOOR_OPEN = 2u;  // no floor; the rest fails min-p; unknown
 shared float s_tprod;     // temperatures applied while the rest is REST_UNKNOWN
-shared float s_rest_min;  // current value of the row's smallest finite logit
+// Current value of the row's smallest finite logit; once the array is no
+// longer the whole row (s_agg_ok 0), a lower bound of the rest's.
+shared float s_rest_min;
 shared float s_total;     // scratch: a mass total
 // A top-p cut past the buffer that two more passes can finish (wide.glsl):
 // set by op_top_p, cleared by any later sampler that would need more than the
@@ -160,12 +165,14 @@ void op_divide(uint row, float temperature) {
     barrier();
     if (t == 0u && s_rest_kind != REST_NONE && s_rest_kind != REST_MASKED) {
         // The rest's values are divided too: its extreme must not overflow.
-        // Past a top-p cut (REST_CUT) the extreme is a bound, L, below the
-        // survivors: only the CPU twin can tell whether one overflows (the
-        // twin divides survivors only, as llama.cpp's array holds them).
+        // Once a sampler has cut or masked the rest (past a top-p cut, L;
+        // past a top-k or top-n-sigma, the row's smallest or the mask's
+        // threshold) the extreme is a bound below the survivors: only the
+        // CPU twin can tell whether one overflows (the twin divides
+        // survivors only, as llama.cpp's array holds them).
         float x = sieve_div(s_rest_min, temperature);
         if (isinf(x) && !isinf(s_rest_min)) {
-            if (s_rest_kind == REST_CUT) s_fallback = 1u;
+            if (s_rest_kind == REST_CUT || s_agg_ok == 0u) s_fallback = 1u;
             else s_status = STATUS_NON_FINITE;
         }
         s_rest_min = x;
@@ -184,8 +191,13 @@ void op_top_k(int k) {
             s_rest_kind = REST_NONE;
         } else if (s_rest_kind == REST_MASKED) {
             s_rest = min(kk - n, s_rest);
+        } else if (s_rest_kind == REST_UNKNOWN) {
+            // k reaches into entries the buffer does not hold: the array is
+            // now the row's first k, the rest's count known, its mass not.
+            s_rest = min(kk - n, s_rest);
+            s_agg_ok = 0u;
         } else if (s_rest_kind != REST_NONE) {
-            s_fallback = 1u;  // k reaches into entries the buffer does not hold
+            s_fallback = 1u;  // past a cut the buffer does not end (REST_CUT): the k-th is unknown
         }
     }
     barrier();
@@ -459,9 +471,17 @@ void op_top_n_sigma(float nsig, Agg agg) {
                 float threshold = cand_value(0u) - nsig * sigma;
                 s_total = threshold;
                 if (s_rest_kind == REST_UNKNOWN) {
-                    // The rest lies below the buffer's last entry.
-                    if (cand_value(n - 1u) < threshold) s_rest_kind = REST_MASKED;
-                    else s_fallback = 1u;
+                    // The rest lies below the buffer's last entry: all of it
+                    // masked, or (survivors past the buffer) those below the
+                    // threshold, which leaves its count and the maximum (a
+                    // top-k or min-p after it cuts inside the buffer) but not
+                    // its mass.
+                    if (cand_value(n - 1u) < threshold) {
+                        s_rest_kind = REST_MASKED;
+                    } else {
+                        s_agg_ok = 0u;
+                        s_rest_min = max(s_rest_min, threshold);
+                    }
                 }
             }
         }

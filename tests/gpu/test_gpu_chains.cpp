@@ -1302,6 +1302,85 @@ TEST(GpuChainMinP, SurvivorsSpreadOverTheChunksStayOnTheGpu) {
     EXPECT_GT(to_twin, 0);
 }
 
+// A cut whose survivors reach past the candidate buffer but keep its order
+// (top-n-sigma's mask of what lies below its threshold, a top-k larger than
+// the buffer) leaves the rest's count known and its mass not: a later cut
+// inside the buffer (top-k, min-p) still finishes the row on the GPU, and
+// only what needs the survivors' mass (the draw, top-p) sends it to the twin
+// (tail.glsl: op_top_n_sigma, op_top_k). llama.cpp's default chain with
+// top-n-sigma on runs it before its top-k 40. Rows: N(0, 1) with S tokens at
+// 9 + U(0, 1) at random ids (top-n-sigma 1 keeps them, about 9 and up). A
+// temperature after such a cut must not overflow the rest's smallest value,
+// which is then a bound (op_divide): one logit at -1e9 (top-n-sigma masks
+// it) at temperature 1e-30 stays on the GPU, below the mask's threshold; one
+// at -2e38 at temperature 0.5 overflows the GPU's float variance, so its
+// top-n-sigma masks nothing, and that logit overflows where the twin's
+// top-n-sigma (double) or the top-k has dropped it: the twin takes the row,
+// no failed status.
+TEST(GpuChainTopNSigma, SurvivorsPastTheBufferFinishWhereALaterCutFallsInside) {
+    const int32_t vocab = 151936;
+    const int32_t kCap = -1;  // top-k: the candidate buffer's capacity
+    struct SpreadCase {
+        const char* chain;
+        int32_t top_k;
+        float min_p;
+        int32_t survivors;
+        float planted;  // one logit at this value (0: none)
+        float temperature;
+        bool expect_fallback;
+    };
+    // Few chains (a cold pipeline build takes seconds on a CPU device): a
+    // top-k or min-p that is 0 leaves its sampler out of the pipeline.
+    const SpreadCase cases[] = {
+        {kDefaultOrder, 40, 0.05f, 300, 0.0f, 1.0f, false},
+        {kDefaultOrder, 40, 0.05f, 1500, 0.0f, 1.0f, false},
+        {"top_n_sigma;min_p;temperature", 0, 0.9f, 300, 0.0f, 1.0f, false},
+        {"top_n_sigma;min_p;temperature", 0, 0.05f, 300, 0.0f, 1.0f, true},
+        {"top_n_sigma;temperature;top_k", 0, 0.0f, 300, 0.0f, 1.0f, true},
+        {"top_n_sigma;temperature;top_k", 40, 0.0f, 300, -1e9f, 1e-30f, false},
+        {"top_n_sigma;temperature;top_k", 40, 0.0f, 300, -2e38f, 0.5f, true},
+        {"top_k;temperature;min_p", kCap, 0.9f, 300, 0.0f, 1.0f, false},
+        {"top_k;temperature;min_p", kCap, 0.0f, 300, 0.0f, 1.0f, true},
+        {"top_k;temperature;min_p", kCap, 0.9f, 300, -2e38f, 0.5f, true},
+    };
+    for (Profile profile : {Profile::Full, Profile::Constrained}) {
+        auto gpu = sieve_test::gpu_context(profile);
+        const uint32_t cap = sieve_test::limits_of(gpu).candidate_capacity;
+        for (const SpreadCase& sc : cases) {
+            SCOPED_TRACE(std::string(sc.chain) + ", profile " + std::to_string(static_cast<int>(profile)) + ", " +
+                         std::to_string(sc.survivors) + " survivors, one at " + std::to_string(sc.planted) +
+                         ", temperature " + std::to_string(sc.temperature));
+            const auto kinds = sieve_test::twin_chain(sc.chain);
+            ASSERT_FALSE(kinds.empty());
+            const uint32_t salt = 31u * static_cast<uint32_t>(sc.survivors) + static_cast<uint32_t>(sc.top_k);
+            std::mt19937 rng(salt);
+            std::normal_distribution<float> normal(0.0f, 1.0f);
+            std::uniform_real_distribution<float> high(9.0f, 10.0f);
+            std::vector<float> logits(static_cast<size_t>(vocab));
+            for (auto& x : logits) x = normal(rng);
+            for (int32_t i = 0; i < sc.survivors; ++i) logits[rng() % static_cast<uint32_t>(vocab)] = high(rng);
+            if (sc.planted != 0.0f) logits[static_cast<size_t>(vocab / 2)] = sc.planted;
+            RowParams base;
+            base.temperature = sc.temperature;
+            base.top_n_sigma = 1.0f;
+            base.top_k = sc.top_k == kCap ? static_cast<int32_t>(cap) : sc.top_k;
+            base.top_p = 0.95f;
+            base.min_p = sc.min_p;
+            const auto params = row_params(base, 1, salt);
+            sieve::Chain chain(gpu, sieve_test::chain_desc(sc.chain, 1, vocab, base.temperature, 1));
+            set_row(chain, 0, params[0]);
+            Tally tally;
+            run_and_compare(chain, kinds, logits, 1, vocab, params, 2, &tally);
+            expect_rare(tally);
+            const uint64_t fallback = chain.counters().cpu_fallback_rows;
+            if (sc.expect_fallback)
+                EXPECT_GT(fallback, 0u) << "the survivors' mass is past the buffer, yet no CPU fallback was counted";
+            else
+                EXPECT_EQ(fallback, 0u) << "a cut inside the buffer follows, yet the twin took the row";
+        }
+    }
+}
+
 // A row for min-p 0.05 around its threshold: N(0, 1), one token at 10 and
 // 20 at 9 + U(0, 1) spread over the row (they pass); *below: the value 10
 // float steps under llama.cpp's threshold (max + logf(p)), which fails it
