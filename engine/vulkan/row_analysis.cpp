@@ -182,6 +182,12 @@ Needs analyse_needs(const std::vector<SamplerKind>& samplers, const ref::RowPara
         // (mirostat v2 at mu = 10 keeps tokens down to p = 2^-10).
         n.need = half;
         want_mass();
+        // Mirostat v2 after temperatures alone (llama.cpp's chain for it)
+        // keeps p >= 2^-mu, a floor below the row's maximum: the collect
+        // pass drops what lies below it, from the slot's mu (collect.glsl:
+        // row_floor_offset), and the cut knows the rest fails
+        // (selectors.glsl: mirostat_v2_cut).
+        if (samplers.back() == SamplerKind::MirostatV2 && !cut_before) n.flags |= ROW_FLOOR | ROW_MU_FLOOR;
         break;
     default: break;
     }

@@ -20,6 +20,20 @@ uint min_p_floor_key(uint max_key, float floor_offset) {
     return sieve_key(wv + floor_offset - 1e-5 * abs(wv));
 }
 
+// The row's floor below its maximum in raw logits (ROW_FLOOR): min-p's,
+// from the host (P_FLOOR), or mirostat v2's (ROW_MU_FLOOR), from the slot's
+// mu as the tail reads it (selectors.glsl): a token whose surprise -log2(p)
+// is at most mu has p >= 2^-mu, and p is at most its mass relative to the
+// maximum (the total holds the maximum's 1), so its value is at least the
+// maximum's - mu ln 2 at the selector's temperatures (P_AGG_T); a little
+// lower for rounding. A mu below 0 keeps the maximum alone (the floor at
+// it); one that bounds nothing (NaN, +inf) gives -inf.
+float row_floor_offset(uint row, uint flags) {
+    if ((flags & ROW_MU_FLOOR) == 0u) return param_f(row, P_FLOOR);
+    float offset = -param_f(row, P_AGG_T) * (mirostat_mu(row) * 0.6931471805599453 * (1.0 + 1e-5) + 1e-3);
+    return isnan(offset) ? NEG_INF : min(offset, 0.0);
+}
+
 // Chunk c's list, of a row split into n chunks: (key, id) pairs in canonical
 // order. More than MAX_COLLECT_CHUNKS chunks share the row's words equally
 // (the host splits a row so only where each share holds `need` entries:

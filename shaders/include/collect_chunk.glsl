@@ -325,10 +325,10 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
     }
     phase_chunk_mark(PH_READ);
     kmin = kmin1 < KEY_POS_INF - KEY_NEG_INF - 1u ? kmin1 + KEY_NEG_INF + 1u : 0xFFFFFFFFu;
-    if (CHAIN_HAS_MIN_P) kmax = max(kmax, k0);
+    if (CHAIN_HAS_FLOOR) kmax = max(kmax, k0);
     // min-p's floor from the chunk's maximum (read after the select's first
     // barrier): at or below the row's, so nothing min-p keeps is below it.
-    if (CHAIN_HAS_MIN_P && use_floor) atomicMax(s_wmax_key, kmax);
+    if (CHAIN_HAS_FLOOR && use_floor) atomicMax(s_wmax_key, kmax);
     // This invocation saw NaN or +Inf (rare): its share again, for their count
     // and the first one's index (a loop, so no other invocation pays for it).
     bool saw_bad = k0 >= KEY_POS_INF || klo < KEY_NEG_INF;
@@ -381,7 +381,7 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
             // lies below the floor takes the chunk's logits at or above the
             // floor instead: a superset of what min-p keeps, usually a few
             // dozen, so the picks hold them all.
-            if (CHAIN_HAS_MIN_P && use_floor) {
+            if (CHAIN_HAS_FLOOR && use_floor) {
                 uint kf = floor_key(true, floor_offset);
                 floored = kf > tau;
                 tau = max(tau, kf);
@@ -769,7 +769,7 @@ void collect_chunk() {
         // never survive it, so it is not collected (tail.glsl: op_min_p).
         bool use_floor = (row_flags & ROW_FLOOR) != 0u;
         bool aggregates = !PLAIN && (want_sigma || want_mass);
-        float floor_offset = param_f(row, P_FLOOR);
+        float floor_offset = row_floor_offset(row, row_flags);
         if (t == 0u) {
             s_fill = 0u;
             s_has_tau = 0u;
@@ -845,7 +845,7 @@ void collect_chunk() {
                     uint k = sieve_key(f);
                     bool ok = key_valid(k);
                     chunk_stats_add(k, i, bad, first_bad, kmin);
-                    if (CHAIN_HAS_MIN_P) kmax = ok ? max(kmax, k) : kmax;
+                    if (CHAIN_HAS_FLOOR) kmax = ok ? max(kmax, k) : kmax;
                     if (ok && k != KEY_NEG_INF) agg_add(a, f, f / agg_t, want_sigma, want_mass);
                     bool take = ok && round_takes(k, i, kfloor, tk, ti);
                     takes += take ? 1u : 0u;
@@ -861,7 +861,7 @@ void collect_chunk() {
                         uint k = sieve_key(f4[c]);
                         bool ok = key_valid(k);
                         chunk_stats_add(k, i, bad, first_bad, kmin);
-                        if (CHAIN_HAS_MIN_P) kmax = ok ? max(kmax, k) : kmax;
+                        if (CHAIN_HAS_FLOOR) kmax = ok ? max(kmax, k) : kmax;
                         bool take = ok && round_takes(k, i, kfloor, tk, ti);
                         takes += take ? 1u : 0u;
                         k0 = take ? k : k0;
@@ -875,7 +875,7 @@ void collect_chunk() {
                     // and +Inf fall outside (the row fails on them).
                     bool ok = key_valid(k);
                     chunk_stats_add(k, i, bad, first_bad, kmin);
-                    if (CHAIN_HAS_MIN_P) kmax = ok ? max(kmax, k) : kmax;
+                    if (CHAIN_HAS_FLOOR) kmax = ok ? max(kmax, k) : kmax;
                     bool take = ok && round_takes(k, i, kfloor, tk, ti);
                     takes += take ? 1u : 0u;
                     k0 = take ? k : k0;
@@ -910,7 +910,7 @@ void collect_chunk() {
                     --takes;
                 }
             }
-            if (CHAIN_HAS_MIN_P) atomicMax(s_wmax_key, kmax);
+            if (CHAIN_HAS_FLOOR) atomicMax(s_wmax_key, kmax);
             barrier();
             while (s_fill > CAP) {  // uniform: read after a barrier
                 compact(need);

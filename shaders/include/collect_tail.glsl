@@ -505,7 +505,7 @@ void collect_tail(uint row, uint n_chunks) {
             red_agg[4][0] = m.msum;
         }
         bool floored = (row_flags & ROW_FLOOR) != 0u;
-        locate_chunk_lists(row, need, n_chunks, floored, param_f(row, P_FLOOR));
+        locate_chunk_lists(row, need, n_chunks, floored, row_floor_offset(row, row_flags));
         uint merge_need = need, total;
         floor_whole = floored && floor_lists_whole(need, n_chunks, total);
         if (floor_whole) merge_need = max(total, 1u);

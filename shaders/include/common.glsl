@@ -65,10 +65,13 @@ layout(constant_id = SPEC_INDEXED_BINS) const uint INDEXED_BINS = 0u;
 // (division.glsl; tests/gpu/test_gpu_division.cpp checks the correction).
 layout(constant_id = SPEC_EXACT_DIVISION) const uint EXACT_DIVISION = 1u;
 #define CHAIN_OP(o) ((((o) < 8u ? CHAIN_OPS_LO : CHAIN_OPS_HI) >> (4u * ((o) % 8u))) & 15u)
-// Whether the chain holds min-p (OP_MIN_P = 4 in some nibble): only then does
-// the collect pass track the running maximum for min-p's floor.
+// Whether a row of the chain may take a floor (ROW_FLOOR): the chain holds
+// min-p (OP_MIN_P = 4 in some nibble) or ends in mirostat v2
+// (SELECT_MIROSTAT_V2 = 2): only then does the collect pass track the
+// running maximum for the floor. (One `||` only: glslang 11 turns a second
+// into a branch whose phi the spec-constant expression cannot use.)
 #define HAS_OP_NIBBLE(w, v) ((((w) ^ ((v) * 0x11111111u)) - 0x11111111u) & ~((w) ^ ((v) * 0x11111111u)) & 0x88888888u)
-#define CHAIN_HAS_MIN_P (HAS_OP_NIBBLE(CHAIN_OPS_LO, 4u) != 0u || HAS_OP_NIBBLE(CHAIN_OPS_HI, 4u) != 0u)
+#define CHAIN_HAS_FLOOR ((HAS_OP_NIBBLE(CHAIN_OPS_LO, 4u) | HAS_OP_NIBBLE(CHAIN_OPS_HI, 4u)) != 0u || CHAIN_SELECTOR == 2u)
 
 #include "gpu_layout.h"
 

@@ -122,7 +122,7 @@ SIEVE_CONST uint P_PREFIX_LEN = 37u;    // tokens the history samplers see after
 SIEVE_CONST uint ROW_HAS_INPUTS = 1u;  // a logit bias or a token bitmask applies
 SIEVE_CONST uint ROW_NEED_SIGMA = 2u;  // the collect pass sums mean/variance of the row
 SIEVE_CONST uint ROW_NEED_MASS = 4u;   // the collect pass sums the row's softmax mass at P_AGG_T
-SIEVE_CONST uint ROW_FLOOR = 8u;       // min-p is the chain's first cut, or after top-p alone: collect only logits above its floor
+SIEVE_CONST uint ROW_FLOOR = 8u;       // min-p is the chain's first cut, or after top-p alone (or ROW_MU_FLOOR): collect only logits above its floor
 SIEVE_CONST uint ROW_DEFER_TOP_P = 16u;  // top-p is the only cut: the wide passes sum the mass (wide.glsl)
 SIEVE_CONST uint ROW_ADJUST = 32u;   // penalties or DRY act: logits of history tokens change (history.comp)
 SIEVE_CONST uint ROW_DRY_FIRST = 64u;  // DRY comes before the penalties in the chain
@@ -135,6 +135,9 @@ SIEVE_CONST uint ROW_PATCH = 256u;
 // The row's slot keeps its step: several positions of one sequence read it,
 // and the host advances it by the tokens sieve_verify emits.
 SIEVE_CONST uint ROW_HOLD_STEP = 512u;
+// The floor (ROW_FLOOR) is mirostat v2's, from the slot's mu (collect.glsl:
+// row_floor_offset): only temperatures act before the selector.
+SIEVE_CONST uint ROW_MU_FLOOR = 1024u;
 
 SIEVE_CONST uint OP_END = 0u;
 SIEVE_CONST uint OP_TEMPERATURE = 1u;

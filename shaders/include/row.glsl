@@ -34,6 +34,15 @@ RowStats merge_chunk_stats(uint row, uint chunks) {
     return wg_reduce_row_stats(s);
 }
 
+uint slot_flags(uint row) { return slot_state[param_u(row, P_SLOT) + S_FLAGS]; }
+
+// mu = 2 * tau until the slot's first mirostat token (llama.cpp's init and reset).
+float mirostat_mu(uint row) {
+    uint slot = param_u(row, P_SLOT);
+    return (slot_flags(row) & SLOT_MU_SET) != 0u ? uintBitsToFloat(slot_state[slot + S_MU])
+                                                 : 2.0 * param_f(row, P_MIRO_TAU);
+}
+
 // llama.cpp: temperature <= 0 keeps only the first maximal logit, so the draw
 // is the argmax; a chain ending in greedy is the argmax too.
 bool row_greedy(uint row) { return (pc.flags & FLAG_GREEDY) != 0u || !(row_scale(row) > 0.0); }

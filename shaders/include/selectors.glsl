@@ -15,14 +15,7 @@ shared float s_sel_v0;         // adaptive-p: the array's maximum before the res
 
 uint selector() { return CHAIN_SELECTOR; }
 
-uint slot_flags(uint row) { return slot_state[param_u(row, P_SLOT) + S_FLAGS]; }
-
-// mu = 2 * tau until the slot's first mirostat token (llama.cpp's init and reset).
-float mirostat_mu(uint row) {
-    uint slot = param_u(row, P_SLOT);
-    return (slot_flags(row) & SLOT_MU_SET) != 0u ? uintBitsToFloat(slot_state[slot + S_MU])
-                                                 : 2.0 * param_f(row, P_MIRO_TAU);
-}
+// slot_flags, mirostat_mu: row.glsl (the chunks read mu too, for the floor).
 
 // Whether the buffer holds the array's whole live part.
 bool array_whole() { return s_rest_kind == REST_NONE || s_rest_kind == REST_MASKED; }
@@ -46,7 +39,9 @@ void mirostat_v2_cut(uint row, float agg_mass) {
         s_fallback = 1u;
         return;
     }
-    if (keep == n && !array_whole()) {
+    // With the collect pass's floor whole (ROW_MU_FLOOR: collect.glsl,
+    // row_floor_offset) every entry past the buffer fails mu.
+    if (keep == n && !array_whole() && s_floor_ok != FLOOR_WHOLE) {
         s_fallback = 1u;  // the cut may fall among entries the buffer does not hold
         return;
     }

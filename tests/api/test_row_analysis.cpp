@@ -260,11 +260,24 @@ TEST(RowAnalysis, AggregatesAndSelectors) {
     const sieve::RowAnalysis sigma = row_of({K::TopNSigma, K::Dist}, row);
     EXPECT_EQ(sigma.flags, ROW_NEED_SIGMA | ROW_NEED_MASS);
     EXPECT_FALSE(sigma.collect_plain);
-    // The learning selectors see half the buffer.
+    // The learning selectors see half the buffer. Mirostat v2 after
+    // temperatures alone takes its floor from the slot's mu (ROW_MU_FLOOR:
+    // the shaders compute it); after a cut, or for v1 and adaptive-p, none.
     const sieve::RowAnalysis miro = row_of({K::Temperature, K::MirostatV2}, row);
     EXPECT_EQ(miro.need, 1024u);
-    EXPECT_EQ(miro.flags, ROW_NEED_MASS);
+    EXPECT_EQ(miro.flags, ROW_NEED_MASS | ROW_FLOOR | ROW_MU_FLOOR);
     EXPECT_EQ(miro.agg_t, 0.8f);
+    EXPECT_FALSE(miro.radix_chunk);
+    sieve::ref::RowParams cut = row;
+    cut.top_n_sigma = -1.0f;
+    cut.min_p = 0.05f;
+    for (const Samplers& chain : {Samplers{K::MinP, K::Temperature, K::MirostatV2}, Samplers{K::Temperature, K::Mirostat},
+                                  Samplers{K::Temperature, K::AdaptiveP}}) {
+        const sieve::RowAnalysis other = row_of(chain, cut);
+        EXPECT_EQ(other.flags & ROW_MU_FLOOR, 0u);
+        EXPECT_EQ(other.need, 1024u);
+    }
+    EXPECT_EQ(row_of({K::MinP, K::Temperature, K::MirostatV2}, cut).flags, ROW_NEED_MASS | ROW_FLOOR);  // min-p's
     // A need past the register picks (more than 4 per invocation) is plain
     // too: its chunks select it by radix. A workgroup whose picks would not
     // fit half the buffer (8 x WG > CAP) is not.

@@ -1381,6 +1381,56 @@ TEST(GpuChainTopNSigma, SurvivorsPastTheBufferFinishWhereALaterCutFallsInside) {
     }
 }
 
+// Mirostat v2 after a temperature (llama.cpp's chain for it) keeps p >=
+// 2^-mu: the collect pass drops what lies below the row's maximum - mu ln 2
+// (at the temperature), mu read from the slot as the tail reads it
+// (collect.glsl: row_floor_offset), and where the chunks' lists hold every
+// logit over that floor the cut knows the rest fails, even where every
+// listed entry passes (selectors.glsl: mirostat_v2_cut; before, such a row
+// went to the twin). Rows: N(0, 1) with one token at 30 and five at 30 -
+// 3.25 (they pass mu = 10 at temperature 0.5, nothing else does); a flat row
+// (150 tokens at 9 + U(0, 1), all passing: within half the constrained
+// profile's buffer); a Zipf row. The token and the distribution of the first
+// step against the twin, no fallback.
+TEST(GpuChainMirostat, V2FloorFromTheSlotsMuKeepsItsSurvivors) {
+    const int32_t vocab = 151936;
+    const auto kinds = sieve_test::twin_chain("temperature;mirostat_v2");
+    ASSERT_FALSE(kinds.empty());
+    for (Profile profile : {Profile::Full, Profile::Constrained}) {
+        auto gpu = sieve_test::gpu_context(profile);
+        for (int shape = 0; shape < 3; ++shape) {
+            SCOPED_TRACE("profile " + std::to_string(static_cast<int>(profile)) + ", row " + std::to_string(shape));
+            std::vector<float> logits;
+            if (shape == 2) {
+                logits = sieve_test::make_rows(Shape::Zipf, 1, vocab, 91);
+            } else {
+                std::mt19937 rng(97u + static_cast<uint32_t>(shape));
+                std::normal_distribution<float> normal(0.0f, 1.0f);
+                std::uniform_real_distribution<float> high(9.0f, 10.0f);
+                logits.resize(static_cast<size_t>(vocab));
+                for (auto& x : logits) x = normal(rng);
+                if (shape == 0) {
+                    logits[static_cast<size_t>(vocab / 2)] = 30.0f;
+                    for (int32_t i = 1; i <= 5; ++i) logits[static_cast<size_t>(vocab / 2 + 7919 * i)] = 30.0f - 3.25f;
+                } else {
+                    for (int32_t i = 0; i < 150; ++i) logits[rng() % static_cast<uint32_t>(vocab)] = high(rng);
+                }
+            }
+            RowParams base;
+            base.temperature = 0.5f;
+            base.mirostat_tau = 5.0f;
+            base.mirostat_eta = 0.1f;
+            const auto params = row_params(base, 1, 61u + static_cast<uint32_t>(shape));
+            sieve::Chain chain(gpu, sieve_test::chain_desc("temperature;mirostat_v2", 1, vocab, base.temperature, 1));
+            set_row(chain, 0, params[0]);
+            Tally tally;
+            run_and_compare(chain, kinds, logits, 1, vocab, params, 1, &tally);
+            expect_rare(tally);
+            EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u) << "the survivors were in the lists, yet the twin took the row";
+        }
+    }
+}
+
 // A row for min-p 0.05 around its threshold: N(0, 1), one token at 10 and
 // 20 at 9 + U(0, 1) spread over the row (they pass); *below: the value 10
 // float steps under llama.cpp's threshold (max + logf(p)), which fails it

@@ -240,10 +240,12 @@ const HistoryCase kCases[] = {
     // In the chain but off: no history pass, no change.
     {"penalties;dry;top_k;temperature", 32000, Shape::Zipf, "neutral"},
     // The learning final samplers: mirostat v2 and v1 (llama.cpp's common chain:
-    // temperature then mirostat; the penalties before), after a top-k; adaptive-p
+    // temperature then mirostat; the penalties before; v2's floor from the
+    // slot's mu over a large row: collect.glsl), after a top-k; adaptive-p
     // after min-p, alone on a row the buffer holds whole, and on one it does not
     // (the twin finishes such rows and learns in the GPU's place).
     {"penalties;temperature;mirostat_v2", 32000, Shape::Zipf, "mirostat"},
+    {"temperature;mirostat_v2", 151936, Shape::Peaked, "mirostat"},
     {"penalties;temperature;mirostat", 32000, Shape::Zipf, "mirostat"},
     {"top_k;temperature;mirostat_v2", 1000, Shape::Gaussian, "mirostat"},
     {"penalties;temperature;mirostat", 151936, Shape::Peaked, "mirostat"},
