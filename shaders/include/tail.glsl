@@ -165,11 +165,12 @@ void op_divide(uint row, float temperature) {
     barrier();
     if (t == 0u && s_rest_kind != REST_NONE && s_rest_kind != REST_MASKED) {
         // The rest's values are divided too: its extreme must not overflow.
-        // Once a sampler has cut or masked the rest (past a top-p cut, L;
-        // past a top-k or top-n-sigma, the row's smallest or the mask's
-        // threshold) the extreme is a bound below the survivors: only the
-        // CPU twin can tell whether one overflows (the twin divides
-        // survivors only, as llama.cpp's array holds them).
+        // Once the array is not the whole row (REST_CUT, or s_agg_ok 0:
+        // past a top-p cut, L; past a top-k, top-n-sigma's mask or XTC's
+        // drop, the row's smallest or the mask's threshold) the extreme is
+        // a bound below the survivors: only the CPU twin can tell whether
+        // one overflows (the twin divides survivors only, as llama.cpp's
+        // array holds them).
         float x = sieve_div(s_rest_min, temperature);
         if (isinf(x) && !isinf(s_rest_min)) {
             if (s_rest_kind == REST_CUT || s_agg_ok == 0u) s_fallback = 1u;
