@@ -1386,8 +1386,10 @@ TEST(GpuChainTopNSigma, SurvivorsPastTheBufferFinishWhereALaterCutFallsInside) {
 // (at the temperature), mu read from the slot as the tail reads it
 // (collect.glsl: row_floor_offset), and where the chunks' lists hold every
 // logit over that floor the cut knows the rest fails, even where every
-// listed entry passes (selectors.glsl: mirostat_v2_cut; before, such a row
-// went to the twin). Rows: N(0, 1) with one token at 30 and five at 30 -
+// listed entry passes (selectors.glsl: mirostat_v2_cut; without that, the
+// floored lists would send such a row to the twin, where the buffer of the
+// row's first `need` held failing entries to end the cut on before the
+// floor). Rows: N(0, 1) with one token at 30 and five at 30 -
 // 3.25 (they pass mu = 10 at temperature 0.5, nothing else does); a flat row
 // (150 tokens at 9 + U(0, 1), all passing: within half the constrained
 // profile's buffer); a Zipf row. The token and the distribution of the first
