@@ -1199,6 +1199,24 @@ TEST(GpuChainOverflow, FallbackRowsEqualTheTwinAndAreCounted) {
     }
 }
 
+// A flat LM row: N(0, 1) with `survivors` tokens at 9 + U(0, 1), the first
+// `consecutive` of them at consecutive ids from vocab / 3, the others at
+// distinct random ids (drawn from `rng` in this order, so a seed is a row).
+std::vector<float> flat_row(int32_t vocab, int32_t survivors, int32_t consecutive, std::mt19937& rng) {
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::uniform_real_distribution<float> high(9.0f, 10.0f);
+    std::vector<float> logits(static_cast<size_t>(vocab));
+    for (auto& x : logits) x = normal(rng);
+    std::vector<bool> taken(static_cast<size_t>(vocab), false);
+    for (int32_t i = 0; i < survivors; ++i) {
+        int32_t at = i < consecutive ? vocab / 3 + i : static_cast<int32_t>(rng() % vocab);
+        while (taken[static_cast<size_t>(at)]) at = (at + 1) % vocab;
+        taken[static_cast<size_t>(at)] = true;
+        logits[static_cast<size_t>(at)] = high(rng);
+    }
+    return logits;
+}
+
 // min-p first without a top-k, or after top-p 0.95 (llama.cpp's default
 // chain with top-k off, whose top-p cut falls past the buffer on most of
 // these rows): a chunk keeps its best logits over min-p's floor, as many as
@@ -1243,17 +1261,7 @@ TEST(GpuChainMinP, SurvivorsSpreadOverTheChunksStayOnTheGpu) {
                              " of them at consecutive ids, min_keep " + std::to_string(fc.min_keep));
                 const uint32_t salt = 17u * static_cast<uint32_t>(fc.survivors) + static_cast<uint32_t>(fc.consecutive);
                 std::mt19937 rng(salt);
-                std::normal_distribution<float> normal(0.0f, 1.0f);
-                std::uniform_real_distribution<float> high(9.0f, 10.0f);
-                std::vector<float> logits(static_cast<size_t>(vocab));
-                for (auto& x : logits) x = normal(rng);
-                std::vector<bool> taken(static_cast<size_t>(vocab), false);
-                for (int32_t i = 0; i < fc.survivors; ++i) {
-                    int32_t at = i < fc.consecutive ? vocab / 3 + i : static_cast<int32_t>(rng() % vocab);
-                    while (taken[static_cast<size_t>(at)]) at = (at + 1) % vocab;
-                    taken[static_cast<size_t>(at)] = true;
-                    logits[static_cast<size_t>(at)] = high(rng);
-                }
+                const std::vector<float> logits = flat_row(vocab, fc.survivors, fc.consecutive, rng);
                 RowParams base;
                 base.temperature = 1.0f;
                 base.min_p = 0.05f;
@@ -1354,11 +1362,7 @@ TEST(GpuChainTopNSigma, SurvivorsPastTheBufferFinishWhereALaterCutFallsInside) {
             ASSERT_FALSE(kinds.empty());
             const uint32_t salt = 31u * static_cast<uint32_t>(sc.survivors) + static_cast<uint32_t>(sc.top_k);
             std::mt19937 rng(salt);
-            std::normal_distribution<float> normal(0.0f, 1.0f);
-            std::uniform_real_distribution<float> high(9.0f, 10.0f);
-            std::vector<float> logits(static_cast<size_t>(vocab));
-            for (auto& x : logits) x = normal(rng);
-            for (int32_t i = 0; i < sc.survivors; ++i) logits[rng() % static_cast<uint32_t>(vocab)] = high(rng);
+            std::vector<float> logits = flat_row(vocab, sc.survivors, 0, rng);
             if (sc.planted != 0.0f) logits[static_cast<size_t>(vocab / 2)] = sc.planted;
             RowParams base;
             base.temperature = sc.temperature;
@@ -1407,15 +1411,10 @@ TEST(GpuChainMirostat, V2FloorFromTheSlotsMuKeepsItsSurvivors) {
                 logits = sieve_test::make_rows(Shape::Zipf, 1, vocab, 91);
             } else {
                 std::mt19937 rng(97u + static_cast<uint32_t>(shape));
-                std::normal_distribution<float> normal(0.0f, 1.0f);
-                std::uniform_real_distribution<float> high(9.0f, 10.0f);
-                logits.resize(static_cast<size_t>(vocab));
-                for (auto& x : logits) x = normal(rng);
+                logits = flat_row(vocab, shape == 1 ? 150 : 0, 0, rng);
                 if (shape == 0) {
                     logits[static_cast<size_t>(vocab / 2)] = 30.0f;
                     for (int32_t i = 1; i <= 5; ++i) logits[static_cast<size_t>(vocab / 2 + 7919 * i)] = 30.0f - 3.25f;
-                } else {
-                    for (int32_t i = 0; i < 150; ++i) logits[rng() % static_cast<uint32_t>(vocab)] = high(rng);
                 }
             }
             RowParams base;
