@@ -708,6 +708,22 @@ void deep_probe_threshold(uint row, uint begin, uint stop, uint need, bool vmap)
     barrier();
 }
 
+// A floored row's chunk (ROW_FLOOR) that the register picks do not read (a
+// bias or bitmask, or a stride not a multiple of 4): its maximum first, in a
+// read of its own, so that the floor drops logits from the collecting loop's
+// first round on. Without it, that round took every logit until a threshold
+// existed (sorts of the whole buffer), and the probes that find one read for a
+// `need` (HALF for mirostat v2) that the floor, not a count, bounds.
+void floor_from_chunk_max(uint row, uint begin, uint end) {
+    uint km = 0u;
+    for (uint i = begin + gl_LocalInvocationID.x; i < end; i += WG) {
+        uint k = sieve_key(row_logit(row, i));
+        km = key_valid(k) ? max(km, k) : km;
+    }
+    atomicMax(s_wmax_key, km);
+    barrier();  // the floor (floor_key) reads the chunk's maximum
+}
+
 // Keeps the best `need` of the buffer, sorted; the need-th becomes the
 // threshold. A bitonic sort: a few dozen barriers cost less on a CPU device
 // than one invocation's loop over the entries.
@@ -792,10 +808,12 @@ void collect_chunk() {
         // The register picks read whole vec4s: rows without a bias or bitmask
         // whose stride is a multiple of 4 (chunks start at multiples of 4).
         // They sum the aggregates in their one read (pick_chunk); the
-        // collecting loop's vec4 map takes rows without aggregates only (its
+        // collecting loop's vec4 map takes rows whose aggregates it need not
+        // sum: none, or summed by picks that left the chunk to it (its
         // aggregates copy reads a logit at a time).
         bool vpicks = !ROW_INPUTS && (PLAIN || (pc.stride & 3u) == 0u);
-        bool vmap = vpicks && !aggregates;
+        bool loop_sums = aggregates;  // the collecting loop sums them
+        bool vmap = vpicks && !loop_sums;
         // (The variant's flag tested at run time as well: folded to a constant,
         // lavapipe's code for the radix levels took 5% more instructions.)
         if (RADIX_CHUNKS && (pc.flags & FLAG_RADIX_CHUNKS) != 0u && need > RADIX_FROM && !use_floor) {  // uniform
@@ -807,17 +825,22 @@ void collect_chunk() {
                 if (t == 0u) s_fill = 0u;
                 barrier();
             }
-        } else if (vpicks && 2u * PROBE * WG <= CAP && (PLAIN || need <= PROBE * WG)) {
+        } else if (vpicks && 2u * PROBE * WG <= CAP && (PLAIN || need <= PROBE * WG || use_floor)) {
+            // (A floored row's picks take its logits over the floor, whatever
+            // its need: mirostat v2's HALF, bounded by the floor.)
             listed = pick_chunk(row, begin, end, need, list, use_floor, floor_offset, aggregates, want_sigma, want_mass,
                                 agg_t, a, bad, first_bad, kmin, kmax, kept);
-            if (!listed) {  // the collecting loop reads the chunk again from tau (and sums it again)
+            if (!listed) {  // the collecting loop reads the chunk again from tau (the aggregates are summed)
                 bad = 0u;
                 first_bad = 0xFFFFFFFFu;
                 kmin = 0xFFFFFFFFu;
-                a = agg_empty();
+                loop_sums = false;
+                vmap = vpicks;
                 if (t == 0u) s_fill = 0u;
                 barrier();
             }
+        } else if (CHAIN_HAS_FLOOR && use_floor) {
+            floor_from_chunk_max(row, begin, end);
         } else if (!PLAIN && 2u * PROBE * WG <= CAP && need <= PROBE * WG)
             probe_threshold(row, begin, min(begin + PROBE_ROUND * WG, end), need);
         else if (!PLAIN && PROBE_DEEP * WG <= CAP && need <= PROBE_DEEP * WG)
@@ -839,7 +862,7 @@ void collect_chunk() {
             // only by rows that need them.
             uint takes = 0u;
             uint k0 = 0u, i0 = 0u;  // the last logit to append
-            if (aggregates) {
+            if (loop_sums) {
                 for (uint i = base + t; i < stop; i += WG) {
                     float f = row_logit(row, i);
                     uint k = sieve_key(f);

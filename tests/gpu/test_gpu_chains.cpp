@@ -1396,33 +1396,45 @@ TEST(GpuChainTopNSigma, SurvivorsPastTheBufferFinishWhereALaterCutFallsInside) {
 // floor). Rows: N(0, 1) with one token at 30 and five at 30 -
 // 3.25 (they pass mu = 10 at temperature 0.5, nothing else does); a flat row
 // (150 tokens at 9 + U(0, 1), all passing: within half the constrained
-// profile's buffer); a Zipf row. The token and the distribution of the first
-// step against the twin, no fallback.
+// profile's buffer), and the same at consecutive ids (one chunk holds more
+// than its register picks take: the collecting loop reads it again from the
+// floor, the aggregates already summed); a Zipf row; the first row with its
+// maximum biased down to 20 and three tokens at 25 in its chunk (they pass,
+// below the unbiased maximum's floor: a chunk that no register picks read
+// floors from its biased maximum, read first: collect_chunk.glsl,
+// floor_from_chunk_max).
+// The token and the distribution of the first step against the twin, no
+// fallback.
 TEST(GpuChainMirostat, V2FloorFromTheSlotsMuKeepsItsSurvivors) {
     const int32_t vocab = 151936;
     const auto kinds = sieve_test::twin_chain("temperature;mirostat_v2");
     ASSERT_FALSE(kinds.empty());
     for (Profile profile : {Profile::Full, Profile::Constrained}) {
         auto gpu = sieve_test::gpu_context(profile);
-        for (int shape = 0; shape < 3; ++shape) {
+        for (int shape = 0; shape < 5; ++shape) {
             SCOPED_TRACE("profile " + std::to_string(static_cast<int>(profile)) + ", row " + std::to_string(shape));
             std::vector<float> logits;
             if (shape == 2) {
                 logits = sieve_test::make_rows(Shape::Zipf, 1, vocab, 91);
             } else {
                 std::mt19937 rng(97u + static_cast<uint32_t>(shape));
-                logits = flat_row(vocab, shape == 1 ? 150 : 0, 0, rng);
-                if (shape == 0) {
+                const bool flat = shape == 1 || shape == 3;
+                logits = flat_row(vocab, flat ? 150 : 0, shape == 3 ? 150 : 0, rng);
+                if (!flat) {
                     logits[static_cast<size_t>(vocab / 2)] = 30.0f;
                     for (int32_t i = 1; i <= 5; ++i) logits[static_cast<size_t>(vocab / 2 + 7919 * i)] = 30.0f - 3.25f;
                 }
+                if (shape == 4)
+                    for (int32_t i = 1; i <= 3; ++i) logits[static_cast<size_t>(vocab / 2 + 101 * i)] = 25.0f;
             }
             RowParams base;
             base.temperature = 0.5f;
             base.mirostat_tau = 5.0f;
             base.mirostat_eta = 0.1f;
+            if (shape == 4) base.logit_bias = {{vocab / 2, -10.0f}};
             const auto params = row_params(base, 1, 61u + static_cast<uint32_t>(shape));
             sieve::Chain chain(gpu, sieve_test::chain_desc("temperature;mirostat_v2", 1, vocab, base.temperature, 1));
+            if (shape == 4) sieve_test::leave_inputs_to_the_passes(chain);  // the bias as the passes read
             set_row(chain, 0, params[0]);
             Tally tally;
             run_and_compare(chain, kinds, logits, 1, vocab, params, 1, &tally);
