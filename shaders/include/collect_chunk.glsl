@@ -839,7 +839,7 @@ void collect_chunk() {
                 if (t == 0u) s_fill = 0u;
                 barrier();
             }
-        } else if (CHAIN_HAS_FLOOR && use_floor) {
+        } else if (!PLAIN && CHAIN_HAS_FLOOR && use_floor) {  // not in the plain variant (lavapipe runs it untaken)
             floor_from_chunk_max(row, begin, end);
         } else if (!PLAIN && 2u * PROBE * WG <= CAP && need <= PROBE * WG)
             probe_threshold(row, begin, min(begin + PROBE_ROUND * WG, end), need);
