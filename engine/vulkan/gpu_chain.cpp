@@ -73,7 +73,7 @@ RecordingKey GpuChain::key_for(const CallAnalysis& call, RecordingKind kind, uin
     for (const RowAnalysis& a : call.rows) {
         const bool takes_plain = key.row_takes_plain(a);
         (takes_plain ? plain : general) = true;
-        key.radix_chunks = key.radix_chunks || (takes_plain && a.radix_chunk);
+        if (key.row_takes_radix(a)) (takes_plain ? key.radix_plain : key.radix_general) = true;
     }
     key.collect_variants = plain && general ? CollectVariants::Both
                            : plain         ? CollectVariants::Plain

@@ -137,12 +137,13 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
     const double resident = assumed_resident_per_unit(d.stage);  // today's shaders'
     switch (d.stage) {
     case Stage::CollectPlain:
-        // The radix chunks run in the picks' pipeline (collect_chunk.glsl's
-        // plain variant): its shared memory and registers, so its residency.
-        if ((p.flags & glsl::FLAG_RADIX_CHUNKS) && in.need > M::kPickLimit)
-            return {4 * M::kUsPerSelectLevelOf521950c + radix_chunk_us(in, chunk, read), chunk, resident, fused_tail};
-        [[fallthrough]];
     case Stage::Collect:
+        // The radix chunks run in the picks' pipeline (collect_chunk.glsl's
+        // plain variant, and today the general one too): its shared memory
+        // and registers, so its residency.
+        if ((p.flags & glsl::FLAG_RADIX_CHUNKS) && in.need > M::kPickLimit &&
+            (d.stage == Stage::CollectPlain || in.shaders == ShaderSet::Today))
+            return {4 * M::kUsPerSelectLevelOf521950c + radix_chunk_us(in, chunk, read), chunk, resident, fused_tail};
         if (in.shaders == ShaderSet::Of30de833)
             return {M::kCollectUs + M::kCollectUsPerNeed * in.need + read, chunk, M::kHeavyPerSm};
         return {M::kPicksUs + read, chunk, resident, fused_tail};

@@ -22,9 +22,10 @@ Recording Recorder::describe(const RecordingKey& key) const {
         key.history ? history_groups_for(static_cast<uint32_t>(config_.history_capacity), key.rows, limits_) : 0u;
     rec.plan = make_plan(key.kind, chain_.greedy, key.collect, key.wide, history_groups, key.vocab, limits_, type_,
                          key.logprobs, key.wide_direct, key.collect_variants, key.key_levels);
-    // Only such a call's plain pipeline holds radix_chunk (VARIANT_PLAIN_RADIX):
-    // a CPU device would run its lines under a lane mask for every chunk.
-    if (key.radix_chunks && key.collect && !rec.plan.small) rec.plan.flags |= FLAG_RADIX_CHUNKS;
+    // Only such a call's pipelines hold radix_chunk (VARIANT_PLAIN_RADIX,
+    // VARIANT_GENERAL_RADIX): a CPU device would run its lines under a lane
+    // mask for every chunk.
+    if ((key.radix_plain || key.radix_general) && key.collect && !rec.plan.small) rec.plan.flags |= FLAG_RADIX_CHUNKS;
     if (rec.plan.dispatches.size() > kMaxPlanDispatches) fail(SIEVE_ERROR_INTERNAL, "plan longer than the timestamp pool");
     split_for_batch(&rec.plan, key.rows, key.vocab, limits_);
     const bool selection_levels =
@@ -199,7 +200,9 @@ void Recorder::emit_passes(VkCommandBuffer cmd, const Recording& rec, const Plan
             VkPipeline pipeline =
                 collect_stage ? pipelines_.collect(d.stage, key.chain_ops, chain_.selector, key.inputs,
                                                    plan.small, texel, plan.fused_tail,
-                                                   (plan.flags & FLAG_RADIX_CHUNKS) != 0)
+                                                   (plan.flags & FLAG_RADIX_CHUNKS) != 0 &&
+                                                       (d.stage == Stage::CollectPlain ? key.radix_plain
+                                                                                       : key.radix_general))
                               : pipelines_.get(d.stage, key.inputs, key.rows_of_whole_vec4s(), texel,
                                                chain_.wide_divisions, plan.wide_direct);
             vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);

@@ -30,7 +30,9 @@ struct RecordingKey {
     bool wide = false;         // the wide passes are recorded (some row may take them)
     bool wide_direct = false;  // the wide passes alone, from the rows (make_plan, wide.glsl: WIDE_DIRECT)
     CollectVariants collect_variants = CollectVariants::Both;  // collect_chunk.glsl's the row groups take
-    bool radix_chunks = false;  // some plain row keeps its need by radix_chunk (FLAG_RADIX_CHUNKS)
+    // Some row of collect_chunk.glsl's plain (general) variant keeps its need
+    // by radix_chunk (FLAG_RADIX_CHUNKS): that variant's pipeline holds it.
+    bool radix_plain = false, radix_general = false;
     KeyLevels key_levels = KeyLevels::Inline;  // a selection chain's key levels: in the plan or apart
     uint64_t chain_ops = 0;    // the samplers the collect tail runs: those acting on some row (CallAnalysis)
 
@@ -43,10 +45,16 @@ struct RecordingKey {
     bool row_takes_plain(const RowAnalysis& a) const {
         return a.collect_plain && inputs == InputsMode::None && rows_of_whole_vec4s();
     }
+    // Whether a row's chunks may take radix_chunk: its analysis asks for it,
+    // and they read whole vec4s as the plain variant's do.
+    bool row_takes_radix(const RowAnalysis& a) const {
+        return a.radix_chunk && inputs == InputsMode::None && rows_of_whole_vec4s();
+    }
 
     auto tie() const {
         return std::tie(kind, rows, vocab, timestamps, collect, inputs, history, device_input, logprobs, app_rows,
-                        stride, wide_direct, wide, collect_variants, radix_chunks, key_levels, chain_ops);
+                        stride, wide_direct, wide, collect_variants, radix_plain, radix_general, key_levels,
+                        chain_ops);
     }
     bool operator<(const RecordingKey& o) const { return tie() < o.tie(); }
 };

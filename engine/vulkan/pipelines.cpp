@@ -254,7 +254,7 @@ VkPipeline Pipelines::collect(Stage stage, uint64_t ops, uint32_t selector, Inpu
     std::lock_guard<std::mutex> lock(collect_mutex_);
     small = small && stage == Stage::Collect;
     texel = texel && stage == Stage::CollectPlain;
-    radix = radix && stage == Stage::CollectPlain;
+    radix = radix && (stage == Stage::CollectPlain || (stage == Stage::Collect && !small));
     const bool tail = stage == Stage::CollectTail;
     fused = fused && !tail;
     const auto key = std::make_tuple(static_cast<uint32_t>(stage), ops, selector, static_cast<uint32_t>(inputs),
@@ -266,8 +266,9 @@ VkPipeline Pipelines::collect(Stage stage, uint64_t ops, uint32_t selector, Inpu
     const bool short_chain = (ops >> (4u * glsl::SHORT_CHAIN_OPS)) == 0u;
     const shaders::Spirv& code = fused ? fused_spirv(short_chain) : tail ? tail_spirv(short_chain) : spirv(stage);
     const auto& lim = device_.limits();
-    // collect_chunk.glsl's COLLECT_VARIANT: 0 general, 1 plain, 2 small, 3 plain with radix_chunk.
-    const uint32_t collect_variant = stage == Stage::CollectPlain ? (radix ? 3u : 1u) : small ? 2u : 0u;
+    // collect_chunk.glsl's COLLECT_VARIANT: 0 general, 1 plain, 2 small, 3 plain with radix_chunk, 4 general
+    // with radix_chunk.
+    const uint32_t collect_variant = stage == Stage::CollectPlain ? (radix ? 3u : 1u) : small ? 2u : radix ? 4u : 0u;
     // The tail runs one workgroup per row, over a few dozen candidates and
     // mostly in one invocation; a CPU device runs each line of it once per
     // SIMD batch of the workgroup, so there it gets 8 invocations, one batch

@@ -92,7 +92,7 @@ public:
     // variant); texel: the plain variant reads the row through the texel
     // binding (TEXEL_READ); fused: Collect or CollectPlain with the tail in
     // the last chunk workgroup (collect_fused.comp, Plan::fused_tail);
-    // radix: CollectPlain with radix_chunk (FLAG_RADIX_CHUNKS).
+    // radix: CollectPlain or Collect with radix_chunk (FLAG_RADIX_CHUNKS).
     VkPipeline collect(Stage stage, uint64_t ops, uint32_t selector, InputsMode inputs, bool small,
                        bool texel = false, bool fused = false, bool radix = false);
     bool uses_subgroups() const { return uses_subgroups_; }

@@ -231,14 +231,16 @@ bool collect_plain(uint32_t flags, uint32_t workgroup_size, uint32_t capacity) {
     return (flags & (ROW_NEED_SIGMA | ROW_NEED_MASS)) == 0 && 8 * workgroup_size <= capacity;
 }
 
-// collect_chunk.glsl's choice of radix_chunk for a plain row: a need past
+// collect_chunk.glsl's choice of radix_chunk for a row of either variant
+// (plain, or general: its first read sums the aggregates): a need past
 // RADIX_FROM (a CPU device's register picks, PROBE x WG; else PICK_LIMIT,
 // min(2 x WG, CAP / 2)) and no min-p floor (the picks take a floored row
 // whatever its need). The shader clamps the need to [1, CAP / 2] as
-// analyse_needs does.
+// analyse_needs does. The bias/bitmask and the vec4 map are the
+// recording's business (RecordingKey::row_takes_radix).
 bool radix_chunk(const RowAnalysis& a, const RowContext& at) {
     const uint32_t from = at.cpu_paths ? 4 * at.workgroup_size : std::min(2 * at.workgroup_size, at.capacity / 2);
-    return a.collect_plain && (a.flags & ROW_FLOOR) == 0 && std::max(a.need, 1u) > from;
+    return (a.flags & ROW_FLOOR) == 0 && std::max(a.need, 1u) > from;
 }
 
 // llama_sampler_penalties_apply returns at once when penalty_last_n == 0 or

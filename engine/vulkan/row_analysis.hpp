@@ -60,8 +60,8 @@ struct RowAnalysis {
     float floor = 0.0f;
     bool collect = false;        // a dynamic temperature: the collect pass even if the chain needs none
     bool collect_plain = false;  // collect_chunk.glsl's plain variant serves it (no aggregates, a need its picks hold)
-    // ... and its chunks keep the need by a radix select (radix_chunk): a
-    // need past the shader's RADIX_FROM, no min-p floor.
+    // Its chunks keep the need by a radix select (radix_chunk): a need past
+    // the shader's RADIX_FROM, no min-p floor.
     bool radix_chunk = false;
     // The history pass (history.comp): penalties or DRY of the chain act on
     // this row this call.

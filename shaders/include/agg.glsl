@@ -16,6 +16,15 @@ struct Agg {
 
 Agg agg_empty() { return Agg(0.0, 0.0, 0.0, NEG_INF, 0.0); }
 
+// Which aggregates a row's chunks sum (none: sums false), and the
+// temperature its mass is summed at.
+struct AggWant {
+    bool sums;
+    bool sigma;
+    bool mass;
+    float t;
+};
+
 // Welford's update for mean/variance; the online softmax sum.
 void agg_add(inout Agg a, float l, float x, bool sigma, bool mass) {
     if (sigma) {

@@ -28,13 +28,15 @@ const uint VARIANT_GENERAL = 0u;  // chunks of any row
 // the host arms it for a row group whose rows all are (gpu_chain.cpp).
 const uint VARIANT_PLAIN = 1u;
 const uint VARIANT_SMALL = 2u;  // whole rows that fit the buffer (FLAG_SMALL)
-// The plain variant with radix_chunk, for a call where some plain row keeps
-// a need past RADIX_FROM (row_analysis.cpp: radix_chunk). The plain variant
-// leaves it out: a CPU device runs its lines for every chunk, radix or not
-// (lavapipe, the default chain at 151936: 12% of the call's instructions).
+// The plain and general variants with radix_chunk, for a call where some
+// row they serve keeps a need past RADIX_FROM (row_analysis.cpp:
+// radix_chunk). The others leave it out: a CPU device runs its lines for
+// every chunk, radix or not (lavapipe, the default chain at 151936: 12% of
+// the call's instructions).
 const uint VARIANT_PLAIN_RADIX = 3u;
+const uint VARIANT_GENERAL_RADIX = 4u;
 const bool PLAIN = COLLECT_VARIANT == VARIANT_PLAIN || COLLECT_VARIANT == VARIANT_PLAIN_RADIX;
-const bool RADIX_CHUNKS = COLLECT_VARIANT == VARIANT_PLAIN_RADIX;
+const bool RADIX_CHUNKS = COLLECT_VARIANT == VARIANT_PLAIN_RADIX || COLLECT_VARIANT == VARIANT_GENERAL_RADIX;
 
 // The logits again, four at a time (logits4.glsl): one load and one loop
 // iteration per 4 logits in the hot loop (the plain variant's register read
@@ -266,9 +268,8 @@ void rank_sort_to_list(uint n, uint need, uint list) {
 // When they pass half the buffer (ties at tau), or tau is still too low
 // after the last level, the collecting loop reads the chunk again from tau
 // (returns false; a valid threshold, since `need` chunk logits are >= tau).
-bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_floor, float floor_offset,
-                bool aggregates, bool want_sigma, bool want_mass, float agg_t, inout Agg a, inout uint bad,
-                inout uint first_bad, inout uint kmin, inout uint kmax, out uint kept) {
+bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_floor, float floor_offset, AggWant w,
+                inout Agg a, inout uint bad, inout uint first_bad, inout uint kmin, inout uint kmax, out uint kept) {
     uint t = gl_LocalInvocationID.x;
     kept = 0u;
     uint k0 = 0u, k1 = 0u, k2 = 0u, k3 = 0u;  // groups' maxima, descending; key 0: below every logit's
@@ -287,7 +288,7 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
     const uint q_step = RUN_LANES;
     // Rows of the general variant whose chain needs the full-row aggregates
     // sum them in the same read (the plain variants compile none of it).
-    bool sums = !PLAIN && aggregates;
+    bool sums = !PLAIN && w.sums;
     // Two loads an iteration: lavapipe loads a vector lane by lane, each
     // lane's load waiting on the previous one's; two independent loads
     // overlap.
@@ -302,10 +303,10 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
         PICK_VEC4(fc, q + 2u * q_step)
         PICK_VEC4(fd, q + 3u * q_step)
         if (sums) {
-            agg_add4(a, fa, agg_t, want_sigma, want_mass);
-            agg_add4(a, fb, agg_t, want_sigma, want_mass);
-            agg_add4(a, fc, agg_t, want_sigma, want_mass);
-            agg_add4(a, fd, agg_t, want_sigma, want_mass);
+            agg_add4(a, fa, w.t, w.sigma, w.mass);
+            agg_add4(a, fb, w.t, w.sigma, w.mass);
+            agg_add4(a, fc, w.t, w.sigma, w.mass);
+            agg_add4(a, fd, w.t, w.sigma, w.mass);
         }
     }
     for (; q + q_step < q_stop; q += 2u * q_step) {
@@ -314,14 +315,14 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
         PICK_VEC4(fa, q)
         PICK_VEC4(fb, q + q_step)
         if (sums) {
-            agg_add4(a, fa, agg_t, want_sigma, want_mass);
-            agg_add4(a, fb, agg_t, want_sigma, want_mass);
+            agg_add4(a, fa, w.t, w.sigma, w.mass);
+            agg_add4(a, fb, w.t, w.sigma, w.mass);
         }
     }
     for (; q < q_stop; q += q_step) {
         vec4 fa = row_vec4(row4 + q);
         PICK_VEC4(fa, q)
-        if (sums) agg_add4(a, fa, agg_t, want_sigma, want_mass);
+        if (sums) agg_add4(a, fa, w.t, w.sigma, w.mass);
     }
     phase_chunk_mark(PH_READ);
     kmin = kmin1 < KEY_POS_INF - KEY_NEG_INF - 1u ? kmin1 + KEY_NEG_INF + 1u : 0xFFFFFFFFu;
@@ -484,8 +485,8 @@ bool round_takes(uint k, uint i, uint kfloor, uint tk, uint ti) { return k >= kf
 // one that counts them in registers about 50). Stops after the first digit
 // where at most CAP keys are at or above its edge (`edge`: the shift the
 // prefix's last digit ends at). As radix_choose otherwise.
-bool radix_chunk_nibbles(uint row4, uint q_first, uint q_stop, uint shift, uint need, bool first_read,
-                         inout uint prefix, inout uint above, out uint m, out uint edge, inout uint bad,
+bool radix_chunk_nibbles(uint row4, uint q_first, uint q_stop, uint shift, uint need, bool first_read, AggWant w,
+                         inout Agg a, inout uint prefix, inout uint above, out uint m, out uint edge, inout uint bad,
                          inout uint first_bad, inout uint kmin) {
     bool found = true;
     for (uint nib = shift + 4u;; nib -= 4u) {  // uniform
@@ -497,6 +498,7 @@ bool radix_chunk_nibbles(uint row4, uint q_first, uint q_stop, uint shift, uint 
         uint lo = 0u, hi = 0u, loads = 0u;
         for (uint q = q_first; q < q_stop; q += RUN_LANES) {
             vec4 f4 = row_vec4(row4 + q);
+            if (!PLAIN && first_read && nib == 28u && w.sums) agg_add4(a, f4, w.t, w.sigma, w.mass);
             [[unroll]] for (uint c = 0u; c < 4u; ++c) {
                 uint k = sieve_key(f4[c]);
                 if (first_read && nib == 28u) chunk_stats_add(k, 4u * q + c, bad, first_bad, kmin);
@@ -561,8 +563,8 @@ uint radix_gathered(uint need, uint logits) {
 // collecting loop reads the chunk again (returns false). A fixed number of
 // barriers instead of compactions that grow with `need` (top-k 1000: dozens
 // of sorts of the buffer).
-bool radix_chunk(uint row, uint begin, uint end, uint need, uint list, inout uint bad, inout uint first_bad,
-                 inout uint kmin, out uint kept) {
+bool radix_chunk(uint row, uint begin, uint end, uint need, uint list, AggWant w, inout Agg a, inout uint bad,
+                 inout uint first_bad, inout uint kmin, out uint kept) {
     uint t = gl_LocalInvocationID.x;
     kept = 0u;
     uint row4 = row * (pc.stride / 4u);
@@ -575,12 +577,13 @@ bool radix_chunk(uint row, uint begin, uint end, uint need, uint list, inout uin
         bool found, first_read = shift == 24u;
         uint edge = shift;
         if (INDEXED_BINS != 0u && NIBBLE_LEVEL_SHARE * (m - above) > end - begin) {  // the level's logits, at most
-            found = radix_chunk_nibbles(row4, q_first, q_stop, shift, need, first_read, prefix, above, m, edge, bad,
-                                        first_bad, kmin);
+            found = radix_chunk_nibbles(row4, q_first, q_stop, shift, need, first_read, w, a, prefix, above, m, edge,
+                                        bad, first_bad, kmin);
         } else {
             radix_clear(0u);
             for (uint q = q_first; q < q_stop; q += RUN_LANES) {
                 vec4 f4 = row_vec4(row4 + q);
+                if (!PLAIN && first_read && w.sums) agg_add4(a, f4, w.t, w.sigma, w.mass);
                 [[unroll]] for (uint c = 0u; c < 4u; ++c) {
                     uint k = sieve_key(f4[c]);
                     if (first_read) chunk_stats_add(k, 4u * q + c, bad, first_bad, kmin);
@@ -785,6 +788,7 @@ void collect_chunk() {
         // never survive it, so it is not collected (tail.glsl: op_min_p).
         bool use_floor = (row_flags & ROW_FLOOR) != 0u;
         bool aggregates = !PLAIN && (want_sigma || want_mass);
+        AggWant w = AggWant(aggregates, want_sigma, want_mass, agg_t);
         float floor_offset = row_floor_offset(row, row_flags);
         if (t == 0u) {
             s_fill = 0u;
@@ -814,23 +818,19 @@ void collect_chunk() {
         bool vpicks = !ROW_INPUTS && (PLAIN || (pc.stride & 3u) == 0u);
         bool loop_sums = aggregates;  // the collecting loop sums them
         bool vmap = vpicks && !loop_sums;
-        // (The variant's flag tested at run time as well: folded to a constant,
-        // lavapipe's code for the radix levels took 5% more instructions.)
-        if (RADIX_CHUNKS && (pc.flags & FLAG_RADIX_CHUNKS) != 0u && need > RADIX_FROM && !use_floor) {  // uniform
-            listed = radix_chunk(row, begin, end, need, list, bad, first_bad, kmin, kept);
-            if (!listed) {  // the collecting loop reads the chunk again
-                bad = 0u;
-                first_bad = 0xFFFFFFFFu;
-                kmin = 0xFFFFFFFFu;
-                if (t == 0u) s_fill = 0u;
-                barrier();
-            }
-        } else if (vpicks && 2u * PROBE * WG <= CAP && (PLAIN || need <= PROBE * WG || use_floor)) {
-            // (A floored row's picks take its logits over the floor, whatever
-            // its need: mirostat v2's HALF, bounded by the floor.)
-            listed = pick_chunk(row, begin, end, need, list, use_floor, floor_offset, aggregates, want_sigma, want_mass,
-                                agg_t, a, bad, first_bad, kmin, kmax, kept);
-            if (!listed) {  // the collecting loop reads the chunk again from tau (the aggregates are summed)
+        // A need past RADIX_FROM without a floor: radix_chunk, which sums the
+        // aggregates in its first read as the picks do (the variant's flag
+        // tested at run time as well: folded to a constant, lavapipe's code
+        // for the radix levels took 5% more instructions).
+        bool radix = RADIX_CHUNKS && (pc.flags & FLAG_RADIX_CHUNKS) != 0u && need > RADIX_FROM && !use_floor && vpicks;
+        // (A floored row's picks take its logits over the floor, whatever its
+        // need: mirostat v2's HALF, bounded by the floor.)
+        bool picks = !radix && vpicks && 2u * PROBE * WG <= CAP && (PLAIN || need <= PROBE * WG || use_floor);
+        if (radix || picks) {  // uniform
+            if (radix) listed = radix_chunk(row, begin, end, need, list, w, a, bad, first_bad, kmin, kept);
+            else listed = pick_chunk(row, begin, end, need, list, use_floor, floor_offset, w, a, bad, first_bad, kmin,
+                                     kmax, kept);
+            if (!listed) {  // the collecting loop reads the chunk again (the aggregates are summed)
                 bad = 0u;
                 first_bad = 0xFFFFFFFFu;
                 kmin = 0xFFFFFFFFu;

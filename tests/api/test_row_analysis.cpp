@@ -296,8 +296,8 @@ TEST(RowAnalysis, AggregatesAndSelectors) {
 // Which plain rows take radix_chunk (collect_chunk.glsl's RADIX_FROM): on a
 // CPU device a need past the register picks (4 x WG = 256 here), on a GPU
 // past PICK_LIMIT (min(2 x WG, CAP / 2) = 128); never a row min-p's floor
-// bounds, nor one the plain variant does not serve. Only a call with such a
-// row records the plain pipeline that holds it (FLAG_RADIX_CHUNKS).
+// bounds. Only a call with such a row records the pipeline of its variant
+// that holds it (FLAG_RADIX_CHUNKS).
 TEST(RowAnalysis, RadixChunksPastTheRegisterPicks) {
     const Samplers top_k = {K::TopK, K::Dist};
     const auto with_k = [](int32_t k) {
@@ -317,10 +317,16 @@ TEST(RowAnalysis, RadixChunksPastTheRegisterPicks) {
         // min-p first bounds the row by its floor, whatever its need.
         sieve::ref::RowParams floored = with_k(1000);
         EXPECT_FALSE(row_of({K::MinP, K::TopK, K::Dist}, floored, context(cpu)).radix_chunk);
-        // Sums over the row: the general variant, no radix.
+        // Sums over the row: the general variant, whose radix select sums
+        // them in its first read. Mirostat v1 and adaptive-p keep half the
+        // buffer without a floor: radix too.
         sieve::ref::RowParams sigma = with_k(1000);
         sigma.top_n_sigma = 1.5f;
-        EXPECT_FALSE(row_of({K::TopNSigma, K::TopK, K::Dist}, sigma, context(cpu)).radix_chunk);
+        const sieve::RowAnalysis sigma_k = row_of({K::TopNSigma, K::TopK, K::Dist}, sigma, context(cpu));
+        EXPECT_FALSE(sigma_k.collect_plain);
+        EXPECT_TRUE(sigma_k.radix_chunk);
+        EXPECT_TRUE(row_of({K::Temperature, K::Mirostat}, sieve::ref::RowParams{}, context(cpu)).radix_chunk);
+        EXPECT_TRUE(row_of({K::Temperature, K::AdaptiveP}, sieve::ref::RowParams{}, context(cpu)).radix_chunk);
     }
     // The bound follows the workgroup (plain rows have CAP >= 8 x WG, so
     // PICK_LIMIT is 2 x WG there).

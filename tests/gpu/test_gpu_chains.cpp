@@ -632,7 +632,8 @@ struct OverflowCase {
 // than PICK_LIMIT logits over the picks' threshold, which is raised over
 // those logits alone (refine_tau). (Kind 7, the best
 // 2400 at consecutive ids, and kind 8, 300 adjacent floats ten times each,
-// are for large top-k: LargeTopKKeepsItsBest.)
+// are for large top-k: LargeTopKKeepsItsBest; kind 11, a tie group past the
+// buffer in one chunk only, for LargeNeedOfSummedRowsKeepsItsBest.)
 std::vector<float> collect_path_row(int kind, int32_t vocab, uint32_t seed) {
     if (kind == 0) return sieve_test::make_row(Shape::Zipf, vocab, seed);  // LM-like
     std::mt19937 rng(seed);
@@ -675,6 +676,10 @@ std::vector<float> collect_path_row(int kind, int32_t vocab, uint32_t seed) {
         break;
     case 10:  // the best 5000 at the lowest ids, in id order (each a little below the one before)
         for (int32_t i = 0; i < 5000; ++i) row[static_cast<size_t>(i)] = 10.0f - 0.001f * static_cast<float>(i);
+        break;
+    case 11:  // the best 500 in one block of ids, distinct, and after them 5000 ties below them
+        for (int32_t i = 0; i < 500; ++i) row[static_cast<size_t>(vocab / 2 + i)] = 3.0f + 0.01f * static_cast<float>((i * 7) % 500);
+        for (int32_t i = 500; i < 5500; ++i) row[static_cast<size_t>(vocab / 2 + i)] = 2.5f;
         break;
     default:  // mostly -inf, the finite ones spread thinly
         for (auto& x : row) x = (rng() % 500 == 0) ? normal(rng) : -kInf;
@@ -1113,6 +1118,49 @@ TEST(GpuChainCollectPaths, LargeTopKOfBiasedRowsKeepsItsBestEqualsTheTwin) {
             // hands the row to the twin.)
             if (static_cast<uint32_t>(base.top_k) <= gpu.device_info().candidate_capacity / 2) {
                 EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u);
+            }
+        }
+    }
+    expect_rare(tally);
+}
+
+// A large need on rows that sum the full-row aggregates (the general
+// variant): their chunks select it by radix over the chunk as plain rows do
+// (radix_chunk), summing the row's spread (top-n-sigma's) and its mass
+// (top-p's, the draw's) in the first read; where ties at the last level pass
+// the buffer (kind 2 in every chunk, kind 11 in one) the collecting loop reads
+// the chunk again, keeping those sums (summed again, that chunk's would
+// weigh twice in kind 11's). Top-n-sigma before a top-k of 1000, and top-p
+// before it, each cut from the sums, equal the twin.
+TEST(GpuChainCollectPaths, LargeNeedOfSummedRowsKeepsItsBestEqualsTheTwin) {
+    Tally tally;
+    for (int profile = 0; profile < 2; ++profile) {
+        auto options = sieve_test::gpu_options(Profile::Full);
+        if (profile == 1) options.profile("gpu");
+        sieve::Context gpu(options);
+        const int32_t vocab = 151936;
+        for (const char* chain_text : {"top_n_sigma;top_k;temperature", "top_p;top_k;temperature"}) {
+            const auto kinds = sieve_test::twin_chain(chain_text);
+            ASSERT_FALSE(kinds.empty());
+            for (int kind : {0, 2, 11}) {
+                SCOPED_TRACE(std::string(chain_text) + " row kind " + std::to_string(kind) + " profile " +
+                             std::to_string(profile));
+                const uint32_t salt = static_cast<uint32_t>(vocab) + 31u * static_cast<uint32_t>(kind);
+                const auto logits = collect_path_row(kind, vocab, salt);
+                RowParams base = preset("active");
+                base.top_k = 1000;
+                base.top_n_sigma = 2.5f;
+                base.top_p = 0.5f;
+                const auto params = row_params(base, 1, salt);
+                sieve::Chain chain(gpu, sieve_test::chain_desc(chain_text, 1, vocab, base.temperature, 1));
+                set_row(chain, 0, params[0]);
+                const auto stages = plan_stages(chain, 1, vocab);
+                EXPECT_TRUE(has(stages, "collect"));
+                EXPECT_FALSE(has(stages, "collect_plain"));
+                run_and_compare(chain, kinds, logits, 1, vocab, params, 2, &tally);
+                if (static_cast<uint32_t>(base.top_k) <= gpu.device_info().candidate_capacity / 2) {
+                    EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u);
+                }
             }
         }
     }
