@@ -826,25 +826,26 @@ void collect_chunk() {
         // (A floored row's picks take its logits over the floor, whatever its
         // need: mirostat v2's HALF, bounded by the floor.)
         bool picks = !radix && vpicks && 2u * PROBE * WG <= CAP && (PLAIN || need <= PROBE * WG || use_floor);
-        if (radix || picks) {  // uniform
-            if (radix) listed = radix_chunk(row, begin, end, need, list, w, a, bad, first_bad, kmin, kept);
-            else listed = pick_chunk(row, begin, end, need, list, use_floor, floor_offset, w, a, bad, first_bad, kmin,
-                                     kmax, kept);
-            if (!listed) {  // the collecting loop reads the chunk again (the aggregates are summed)
-                bad = 0u;
-                first_bad = 0xFFFFFFFFu;
-                kmin = 0xFFFFFFFFu;
-                loop_sums = false;
-                vmap = vpicks;
-                if (t == 0u) s_fill = 0u;
-                barrier();
-            }
-        } else if (!PLAIN && CHAIN_HAS_FLOOR && use_floor) {  // not in the plain variant (lavapipe runs it untaken)
+        if (radix)  // uniform
+            listed = radix_chunk(row, begin, end, need, list, w, a, bad, first_bad, kmin, kept);
+        else if (picks)
+            listed = pick_chunk(row, begin, end, need, list, use_floor, floor_offset, w, a, bad, first_bad, kmin, kmax,
+                                kept);
+        else if (!PLAIN && CHAIN_HAS_FLOOR && use_floor)  // not in the plain variant (lavapipe runs it untaken)
             floor_from_chunk_max(row, begin, end);
-        } else if (!PLAIN && 2u * PROBE * WG <= CAP && need <= PROBE * WG)
+        else if (!PLAIN && 2u * PROBE * WG <= CAP && need <= PROBE * WG)
             probe_threshold(row, begin, min(begin + PROBE_ROUND * WG, end), need);
         else if (!PLAIN && PROBE_DEEP * WG <= CAP && need <= PROBE_DEEP * WG)
             deep_probe_threshold(row, begin, end, need, vmap);
+        if ((radix || picks) && !listed) {  // the collecting loop reads the chunk again (the aggregates are summed)
+            bad = 0u;
+            first_bad = 0xFFFFFFFFu;
+            kmin = 0xFFFFFFFFu;
+            loop_sums = false;
+            vmap = vpicks;
+            if (t == 0u) s_fill = 0u;
+            barrier();
+        }
         uint base = listed ? end : begin;
         while (base < end) {
             uint fill = s_fill;
