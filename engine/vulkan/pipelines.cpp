@@ -253,7 +253,10 @@ VkPipeline Pipelines::collect(Stage stage, uint64_t ops, uint32_t selector, Inpu
                               bool texel, bool fused, bool radix) {
     std::lock_guard<std::mutex> lock(collect_mutex_);
     small = small && stage == Stage::Collect;
-    texel = texel && stage == Stage::CollectPlain;
+    // (The general variant's register picks and radix levels read whole
+    // vec4s too: on lavapipe through the texel view, a third of the
+    // instructions of a call whose rows sum the aggregates.)
+    texel = texel && (stage == Stage::CollectPlain || (stage == Stage::Collect && !small));
     radix = radix && (stage == Stage::CollectPlain || (stage == Stage::Collect && !small));
     const bool tail = stage == Stage::CollectTail;
     fused = fused && !tail;

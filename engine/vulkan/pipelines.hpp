@@ -89,8 +89,8 @@ public:
     // row_analysis.hpp's CallAnalysis::chain_ops encodes them), built on
     // first use and shared by the context's chains.
     // small: the plan's rows fit the candidate buffer (collect_chunk.glsl's small
-    // variant); texel: the plain variant reads the row through the texel
-    // binding (TEXEL_READ); fused: Collect or CollectPlain with the tail in
+    // variant); texel: the plain and general variants read whole vec4s
+    // through the texel binding (TEXEL_READ); fused: Collect or CollectPlain with the tail in
     // the last chunk workgroup (collect_fused.comp, Plan::fused_tail);
     // radix: CollectPlain or Collect with radix_chunk (FLAG_RADIX_CHUNKS).
     VkPipeline collect(Stage stage, uint64_t ops, uint32_t selector, InputsMode inputs, bool small,
