@@ -223,6 +223,14 @@ void refine_count(uint tau0, uint prefix, uint shift, bool dropped, uint row4, u
     }
 }
 
+// The first `kept` of c[0, ..) (sorted) into the chunk's list at `list`.
+void write_list(uint kept, uint list) {
+    for (uint i = gl_LocalInvocationID.x; i < kept; i += WG) {
+        candidates[list + 2u * i] = c_key[i];
+        candidates[list + 2u * i + 1u] = c_id[i];
+    }
+}
+
 // Rank sort of c[0, n) (distinct entries, after a barrier) straight into the
 // chunk's list at `list`: each entry counts the entries before it in
 // canonical order and, when that rank is below `need`, writes itself there.
@@ -265,13 +273,17 @@ void rank_sort_to_list(uint n, uint need, uint list) {
 // (a vec4 each) and take their logits >= tau. So the chunk's logits >= tau,
 // rank sorted, hold its top `need`: the first `need` of them are written to
 // the chunk's list at `list` (returns true; `kept` = how many).
-// When they pass half the buffer (ties at tau), or tau is still too low
-// after the last level, the collecting loop reads the chunk again from tau
-// (returns false; a valid threshold, since `need` chunk logits are >= tau).
+// Past PICK_LIMIT they are left in the buffer for the caller's compaction to
+// sort (returns false, in_buffer). When they pass half the buffer (ties at
+// tau), or tau is still too low after the last level, the collecting loop
+// reads the chunk again from tau (returns false; a valid threshold, since
+// `need` chunk logits are >= tau).
 bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_floor, float floor_offset, AggWant w,
-                inout Agg a, inout uint bad, inout uint first_bad, inout uint kmin, inout uint kmax, out uint kept) {
+                inout Agg a, inout uint bad, inout uint first_bad, inout uint kmin, inout uint kmax, out uint kept,
+                out bool in_buffer) {
     uint t = gl_LocalInvocationID.x;
     kept = 0u;
+    in_buffer = false;
     uint k0 = 0u, k1 = 0u, k2 = 0u, k3 = 0u;  // groups' maxima, descending; key 0: below every logit's
     uint i0 = 0u, i1 = 0u, i2 = 0u, i3 = 0u;  // their vec4 indices
     uint kmin1 = 0xFFFFFFFFu;  // min of k - (KEY_NEG_INF + 1): -inf wraps to the top
@@ -430,11 +442,12 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
         // last (one key), and takes max(tau, that edge): `need` of the
         // chunk's logits are still >= it. (Only counting too many could raise
         // the edge too far; counting too few lowers it, which keeps the
-        // result and costs entries.) Otherwise, past half the buffer (a tie
-        // group at tau), or past PICK_LIMIT over a floor (a flat row): the
-        // collecting loop reads the chunk again from tau.
+        // result and costs entries.) Up to half the buffer (a tie group at
+        // tau, or a floor's survivors: a flat row) they are gathered and
+        // sorted below; past it the collecting loop reads the chunk again
+        // from tau.
         bool refine = pass == 0u && !floored && need <= PICK_LIMIT;
-        if (s_count <= (refine || floored ? PICK_LIMIT : HALF)) break;  // uniform
+        if (s_count <= (refine ? PICK_LIMIT : HALF)) break;  // uniform
         if (!refine) return false;
     }
     uint slot = mine > 0u ? atomicAdd(s_fill, mine) : 0u;
@@ -459,6 +472,12 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
     }
     barrier();
     uint n = s_fill;
+    // Past PICK_LIMIT the rank sort's square passes the bitonic sort's
+    // stages: the caller's compaction sorts the gathered logits (a flat
+    // row's floor in a CPU device's 2 chunks: 150 survivors each; before,
+    // the collecting loop read such a chunk again).
+    in_buffer = n > PICK_LIMIT;
+    if (in_buffer) return false;  // uniform
     rank_sort_to_list(n, need, list);
     kept = min(n, need);
     return true;
@@ -616,10 +635,7 @@ bool radix_chunk(uint row, uint begin, uint end, uint need, uint list, AggWant w
     if (INDEXED_BINS != 0u) merge_sort_prefix(n);
     else sort_prefix(n);
     kept = min(n, need);
-    for (uint i = t; i < kept; i += WG) {
-        candidates[list + 2u * i] = c_key[i];
-        candidates[list + 2u * i + 1u] = c_id[i];
-    }
+    write_list(kept, list);
     return true;
 }
 
@@ -670,7 +686,7 @@ void deep_probe_threshold(uint row, uint begin, uint stop, uint need, bool vmap)
         uint row4 = row * (pc.stride / 4u);
         uint q = begin / 4u + t;
         for (; q < stop / 4u; q += WG) {
-            vec4 f4 = logits4[row4 + q];
+            vec4 f4 = row_vec4(row4 + q);
             uint kg = 0u;
             [[unroll]] for (uint c = 0u; c < 4u; ++c) {
                 uint k = sieve_key(f4[c]);
@@ -764,6 +780,7 @@ void collect_chunk() {
     uint n_chunks = gl_NumWorkGroups.x;
     uint list = chunk_list_at(row, chunk, n_chunks);
     bool listed = false;  // pick_chunk or radix_chunk sorted the chunk and wrote its list already
+    bool in_buffer = false;  // ... or pick_chunk left its logits >= tau in the buffer, for the compaction to sort
     if (small) {
         // The whole row (vocab <= CAP) in the buffer.
         for (uint i = t; i < pc.vocab; i += WG) {
@@ -830,14 +847,16 @@ void collect_chunk() {
             listed = radix_chunk(row, begin, end, need, list, w, a, bad, first_bad, kmin, kept);
         else if (picks)
             listed = pick_chunk(row, begin, end, need, list, use_floor, floor_offset, w, a, bad, first_bad, kmin, kmax,
-                                kept);
+                                kept, in_buffer);
         else if (!PLAIN && CHAIN_HAS_FLOOR && use_floor)  // not in the plain variant (lavapipe runs it untaken)
             floor_from_chunk_max(row, begin, end);
         else if (!PLAIN && 2u * PROBE * WG <= CAP && need <= PROBE * WG)
             probe_threshold(row, begin, min(begin + PROBE_ROUND * WG, end), need);
         else if (!PLAIN && PROBE_DEEP * WG <= CAP && need <= PROBE_DEEP * WG)
             deep_probe_threshold(row, begin, end, need, vmap);
-        if ((radix || picks) && !listed) {  // the collecting loop reads the chunk again (the aggregates are summed)
+        // Radix or picks gave up: the collecting loop reads the chunk again
+        // (the aggregates are summed).
+        if ((radix || picks) && !listed && !in_buffer) {
             bad = 0u;
             first_bad = 0xFFFFFFFFu;
             kmin = 0xFFFFFFFFu;
@@ -846,7 +865,7 @@ void collect_chunk() {
             if (t == 0u) s_fill = 0u;
             barrier();
         }
-        uint base = listed ? end : begin;
+        uint base = listed || in_buffer ? end : begin;
         while (base < end) {
             uint fill = s_fill;
             barrier();  // every invocation has read it before anyone appends
@@ -879,7 +898,7 @@ void collect_chunk() {
             } else if (vmap) {
                 uint row4 = row * (pc.stride / 4u);
                 for (uint q = base / 4u + t; q < stop / 4u; q += WG) {
-                    vec4 f4 = logits4[row4 + q];
+                    vec4 f4 = row_vec4(row4 + q);
                     [[unroll]] for (uint c = 0u; c < 4u; ++c) {
                         uint i = 4u * q + c;
                         uint k = sieve_key(f4[c]);
@@ -961,10 +980,7 @@ void collect_chunk() {
     }
     // The list for collect_tail.glsl (a small row's is the whole row, sorted)
     // and the chunk's statistics.
-    for (uint i = t; !listed && i < kept; i += WG) {
-        candidates[list + 2u * i] = c_key[i];
-        candidates[list + 2u * i + 1u] = c_id[i];
-    }
+    if (!listed) write_list(kept, list);
     if (t == 0u) {
         uint c = (row * pc.n_chunks + chunk) * CHUNK_STRIDE;
         store_chunk_stats(row, chunk, s);
