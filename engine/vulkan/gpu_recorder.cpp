@@ -25,7 +25,8 @@ Recording Recorder::describe(const RecordingKey& key) const {
     // Only such a call's pipelines hold radix_chunk (VARIANT_PLAIN_RADIX,
     // VARIANT_GENERAL_RADIX): a CPU device would run its lines under a lane
     // mask for every chunk.
-    if ((key.radix_plain || key.radix_general) && key.collect && !rec.plan.small) rec.plan.flags |= FLAG_RADIX_CHUNKS;
+    if ((key.radix_plain || key.radix_general) && key.collect && !rec.plan.small)
+        rec.plan.flags |= FLAG_RADIX_CHUNKS;
     if (rec.plan.dispatches.size() > kMaxPlanDispatches) fail(SIEVE_ERROR_INTERNAL, "plan longer than the timestamp pool");
     split_for_batch(&rec.plan, key.rows, key.vocab, limits_);
     const bool selection_levels =

@@ -678,7 +678,8 @@ std::vector<float> collect_path_row(int kind, int32_t vocab, uint32_t seed) {
         for (int32_t i = 0; i < 5000; ++i) row[static_cast<size_t>(i)] = 10.0f - 0.001f * static_cast<float>(i);
         break;
     case 11:  // the best 500 in one block of ids, distinct, and after them 5000 ties below them
-        for (int32_t i = 0; i < 500; ++i) row[static_cast<size_t>(vocab / 2 + i)] = 3.0f + 0.01f * static_cast<float>((i * 7) % 500);
+        for (int32_t i = 0; i < 500; ++i)
+            row[static_cast<size_t>(vocab / 2 + i)] = 3.0f + 0.01f * static_cast<float>((i * 7) % 500);
         for (int32_t i = 500; i < 5500; ++i) row[static_cast<size_t>(vocab / 2 + i)] = 2.5f;
         break;
     default:  // mostly -inf, the finite ones spread thinly
