@@ -39,8 +39,8 @@ const bool PLAIN = COLLECT_VARIANT == VARIANT_PLAIN || COLLECT_VARIANT == VARIAN
 const bool RADIX_CHUNKS = COLLECT_VARIANT == VARIANT_PLAIN_RADIX || COLLECT_VARIANT == VARIANT_GENERAL_RADIX;
 
 // The logits again, four at a time (logits4.glsl): one load and one loop
-// iteration per 4 logits in the hot loop (the plain variant's register read
-// through the texel binding on a CPU device).
+// iteration per 4 logits in the hot loops (on a CPU device through the texel
+// binding: row_vec4).
 #include "logits4.glsl"
 
 // The logits an invocation owns in a round, in the order it reads them: every
