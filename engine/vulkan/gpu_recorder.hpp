@@ -42,14 +42,13 @@ struct RecordingKey {
     bool rows_of_whole_vec4s() const { return vocab % 4 == 0 && stride % 4 == 0; }
     // Whether collect_chunk.glsl's plain variant may read a row of this call: its
     // analysis allows it (no full-row sums), no bias or bitmask, whole vec4s.
-    bool row_takes_plain(const RowAnalysis& a) const {
-        return a.collect_plain && inputs == InputsMode::None && rows_of_whole_vec4s();
-    }
+    bool row_takes_plain(const RowAnalysis& a) const { return a.collect_plain && reads_vec4s_as_they_are(); }
     // Whether a row's chunks may take radix_chunk: its analysis asks for it,
     // and they read whole vec4s as the plain variant's do.
-    bool row_takes_radix(const RowAnalysis& a) const {
-        return a.radix_chunk && inputs == InputsMode::None && rows_of_whole_vec4s();
-    }
+    bool row_takes_radix(const RowAnalysis& a) const { return a.radix_chunk && reads_vec4s_as_they_are(); }
+    // No bias or bitmask for the passes in the call, and whole vec4s: the
+    // collect pass may read its rows four at a time as they are.
+    bool reads_vec4s_as_they_are() const { return inputs == InputsMode::None && rows_of_whole_vec4s(); }
 
     auto tie() const {
         return std::tie(kind, rows, vocab, timestamps, collect, inputs, history, device_input, logprobs, app_rows,

@@ -253,11 +253,13 @@ VkPipeline Pipelines::collect(Stage stage, uint64_t ops, uint32_t selector, Inpu
                               bool texel, bool fused, bool radix) {
     std::lock_guard<std::mutex> lock(collect_mutex_);
     small = small && stage == Stage::Collect;
-    // (The general variant's register picks and radix levels read whole
-    // vec4s too: on lavapipe through the texel view, a third of the
-    // instructions of a call whose rows sum the aggregates.)
-    texel = texel && (stage == Stage::CollectPlain || (stage == Stage::Collect && !small));
-    radix = radix && (stage == Stage::CollectPlain || (stage == Stage::Collect && !small));
+    // The chunks' variants, plain and general: both read whole vec4s (their
+    // register picks and radix levels; the general one's through the texel
+    // view cost lavapipe a third fewer instructions a call where rows sum the
+    // aggregates) and may hold radix_chunk.
+    const bool chunks = stage == Stage::CollectPlain || (stage == Stage::Collect && !small);
+    texel = texel && chunks;
+    radix = radix && chunks;
     const bool tail = stage == Stage::CollectTail;
     fused = fused && !tail;
     const auto key = std::make_tuple(static_cast<uint32_t>(stage), ops, selector, static_cast<uint32_t>(inputs),
