@@ -1581,6 +1581,42 @@ TEST(GpuChainMinP, AListFullOfFailingLogitsStillCuts) {
     }
 }
 
+// A chunk whose own floor (its maximum + ln p: at or below the row's) more
+// than half the candidate buffer reaches, though the row's floor few do:
+// the register picks cut its logits over that floor to its best `need` by a
+// refining pass (collect_chunk.glsl, pick_chunk), the row's survivors stay
+// on the GPU. The row: N(0, 1), 150 tokens at 5.2 + U(0, 0.5) at random ids,
+// one at 12; min-p 0.001 (ln p about -6.9) puts the floor of a chunk without
+// the 12 near -1.2, where about 89% of its logits pass, and the row's near
+// 5.1, which the 151 pass. A temperature of 4 after min-p gives the 150 most
+// of the mass, so the draws land on them.
+TEST(GpuChainMinP, ChunksCrowdedOverTheirOwnFloorKeepTheirBest) {
+    const int32_t vocab = 151936;
+    std::mt19937 rng(4242);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::uniform_real_distribution<float> near(5.2f, 5.7f);
+    std::vector<float> logits(static_cast<size_t>(vocab));
+    for (auto& x : logits) x = normal(rng);
+    for (int32_t i = 0; i < 150; ++i) logits[rng() % static_cast<uint32_t>(vocab)] = near(rng);
+    logits[static_cast<size_t>(vocab - 7)] = 12.0f;
+    const auto kinds = sieve_test::twin_chain("min_p;temperature");
+    ASSERT_FALSE(kinds.empty());
+    for (Profile profile : {Profile::Full, Profile::Constrained, Profile::Wide}) {
+        SCOPED_TRACE("profile " + std::to_string(static_cast<int>(profile)));
+        auto gpu = sieve_test::gpu_context(profile);
+        RowParams base;
+        base.temperature = 4.0f;
+        base.min_p = 0.001f;
+        const auto params = row_params(base, 1, 99);
+        sieve::Chain chain(gpu, sieve_test::chain_desc("min_p;temperature", 1, vocab, base.temperature, 1));
+        set_row(chain, 0, params[0]);
+        Tally tally;
+        run_and_compare(chain, kinds, logits, 1, vocab, params, 4, &tally);
+        expect_rare(tally);
+        EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u) << "every survivor was in the lists, yet the twin took the row";
+    }
+}
+
 // ---- 2b. top-p whose cut falls past the candidate buffer, on the GPU ------------
 
 // top-p 0.9 without top-k over LM-like rows keeps thousands of tokens: the
