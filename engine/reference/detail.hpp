@@ -37,6 +37,16 @@ inline bool canonical_before(const TokenData& a, const TokenData& b) {
     return a.id < b.id;
 }
 
+// Sorts 64-bit keys ascending on their bits [low_bit, 64), stably (an LSD
+// radix sort, digits of 11 bits; a digit every key shares is skipped):
+// low_bit 32 keeps keys with equal upper halves in their input order.
+void radix_sort_u64(std::vector<uint64_t>& keys, unsigned low_bit);
+
+// The indices of `data`'s entries in canonical order, the masked (-inf) ones
+// left out unless `with_masked`: by comparisons for short arrays, else by
+// radix_sort_u64 (the same order: canonical order is total over distinct ids).
+std::vector<uint32_t> canonical_order(const std::vector<TokenData>& data, bool with_masked);
+
 // Sorts the whole array in canonical order and marks it sorted. Where llama.cpp
 // sorts (std::sort / std::partial_sort by logit, unspecified order among equal
 // logits), the twin sorts canonically: ties at every cut go to the lower id.

@@ -1,4 +1,5 @@
 // The CPU twin (engine/reference/) against llama.cpp's semantics and test vectors.
+#include "reference/detail.hpp"
 #include "reference/reference.hpp"
 
 #include <gtest/gtest.h>
@@ -265,6 +266,70 @@ TEST(ReferenceDistribution, LargeRowsMatchAComparatorSort) {
         });
         ASSERT_EQ(dist.size(), ids.size()) << vocab;
         for (size_t i = 0; i < ids.size(); ++i) ASSERT_EQ(dist[i].id, ids[i]) << "vocab " << vocab << " position " << i;
+    }
+}
+
+// The twin's sort (detail::canonical_order, sort_canonical): by radix from
+// 1024 entries, by comparisons below, as it is where the ids are not
+// distinct non-negative values of a small table; the same order as a
+// comparator sort either way, entries carried whole. Arrays with ties, both
+// zeros and masked members, their ids ascending, shuffled, sparse (gaps up
+// to 3x the size), spread past the table (ids up to 10x), negative, and an
+// array already in canonical order; and ids that repeat (no sampler makes
+// such an array: the order among an id's entries is then left open, the ids
+// and logits in order are checked).
+TEST(ReferenceSort, CanonicalOrderMatchesAComparatorSort) {
+    std::mt19937 rng(7);
+    enum class Ids { Ascending, Shuffled, Sparse, Spread, Negative, Sorted, Repeated };
+    for (int32_t n : {5, 1023, 1024, 5000, 151936}) {
+        for (Ids ids : {Ids::Ascending, Ids::Shuffled, Ids::Sparse, Ids::Spread, Ids::Negative, Ids::Sorted,
+                        Ids::Repeated}) {
+            SCOPED_TRACE("size " + std::to_string(n) + ", ids " + std::to_string(static_cast<int>(ids)));
+            std::vector<int32_t> id(static_cast<size_t>(n));
+            const int32_t scale = ids == Ids::Sparse ? 3 : ids == Ids::Spread ? 10 : 1;
+            for (int32_t i = 0; i < n; ++i)
+                id[static_cast<size_t>(i)] = ids == Ids::Repeated ? i / 2 : i * scale - (ids == Ids::Negative ? n / 2 : 0);
+            if (ids != Ids::Ascending && ids != Ids::Sorted) std::shuffle(id.begin(), id.end(), rng);
+            CandidateArray cur;
+            for (int32_t i = 0; i < n; ++i) {
+                const uint32_t r = rng();
+                float l = static_cast<float>(static_cast<int>(r % 4001) - 2000) / 64.0f;  // few distinct values: ties
+                if (r % 17 == 0) l = -INFINITY;
+                if (r % 13 == 0) l = (r & 1) ? 0.0f : -0.0f;
+                cur.data.push_back({id[static_cast<size_t>(i)], l, static_cast<float>(i)});
+            }
+            std::vector<TokenData> expected = cur.data;
+            std::sort(expected.begin(), expected.end(), detail::canonical_before);
+            if (ids == Ids::Sorted) cur.data = expected;
+            for (bool with_masked : {true, false}) {
+                const std::vector<uint32_t> order = detail::canonical_order(cur.data, with_masked);
+                size_t j = 0;
+                for (const TokenData& e : expected) {
+                    if (!with_masked && e.logit == -INFINITY) continue;
+                    ASSERT_LT(j, order.size());
+                    ASSERT_EQ(cur.data[order[j]].id, e.id) << "position " << j << ", masked kept " << with_masked;
+                    ASSERT_EQ(detail::float_key(cur.data[order[j]].logit), detail::float_key(e.logit)) << "position " << j;
+                    ++j;
+                }
+                EXPECT_EQ(j, order.size());
+            }
+            detail::sort_canonical(cur);
+            EXPECT_TRUE(cur.sorted);
+            ASSERT_EQ(cur.data.size(), expected.size());
+            for (size_t j = 0; j < expected.size(); ++j) {
+                ASSERT_EQ(cur.data[j].id, expected[j].id) << "position " << j;
+                ASSERT_EQ(detail::float_key(cur.data[j].logit), detail::float_key(expected[j].logit)) << "position " << j;
+                if (ids == Ids::Repeated) continue;
+                ASSERT_EQ(cur.data[j].p, expected[j].p) << "position " << j;  // the entry whole
+                ASSERT_EQ(std::signbit(cur.data[j].logit), std::signbit(expected[j].logit)) << "position " << j;
+            }
+            if (ids == Ids::Repeated) {  // every entry once: the p are the entries' indices
+                std::vector<float> seen;
+                for (const TokenData& e : cur.data) seen.push_back(e.p);
+                std::sort(seen.begin(), seen.end());
+                for (int32_t i = 0; i < n; ++i) ASSERT_EQ(seen[static_cast<size_t>(i)], static_cast<float>(i));
+            }
+        }
     }
 }
 
