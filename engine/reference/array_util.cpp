@@ -47,6 +47,11 @@ namespace {
 // 2-core test machine).
 constexpr size_t kRadixSortFrom = 1024;
 
+// Ids out of order are found again through a table of this many entries at
+// least (a vocabulary's: a few survivors of a cut spread over its ids), or
+// of 4 entries a member.
+constexpr size_t kIdTableFrom = size_t{1} << 20;
+
 } // namespace
 
 std::vector<uint32_t> canonical_order(const std::vector<TokenData>& data, bool with_masked) {
@@ -78,12 +83,12 @@ std::vector<uint32_t> canonical_order(const std::vector<TokenData>& data, bool w
     // it the entry's index where the ids ascend with it (a stable sort of the
     // upper half keeps ties in id order), else the id, found again through a
     // table of the ids (sorted by comparisons where the ids are not distinct
-    // non-negative values of a table's size).
+    // non-negative values of a table's size, kIdTableFrom).
     std::vector<uint64_t> keys;
     keys.reserve(n);
     std::vector<uint32_t> at;  // id -> index, for ids out of order
     if (!ids_ascending) {
-        if (lowest < 0 || static_cast<size_t>(highest) >= 4 * n) return by_comparison();
+        if (lowest < 0 || static_cast<size_t>(highest) >= std::max(4 * n, kIdTableFrom)) return by_comparison();
         at.assign(static_cast<size_t>(highest) + 1, UINT32_MAX);
     }
     for (size_t j = 0; j < n; ++j) {

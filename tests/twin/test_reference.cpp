@@ -274,7 +274,7 @@ TEST(ReferenceDistribution, LargeRowsMatchAComparatorSort) {
 // distinct non-negative values of a small table; the same order as a
 // comparator sort either way, entries carried whole. Arrays with ties, both
 // zeros and masked members, their ids ascending, shuffled, sparse (gaps up
-// to 3x the size), spread past the table (ids up to 10x), negative, and an
+// to 3x the size), spread past the table (ids past 2^20), negative, and an
 // array already in canonical order; and ids that repeat (no sampler makes
 // such an array: the order among an id's entries is then left open, the ids
 // and logits in order are checked).
@@ -286,7 +286,7 @@ TEST(ReferenceSort, CanonicalOrderMatchesAComparatorSort) {
                         Ids::Repeated}) {
             SCOPED_TRACE("size " + std::to_string(n) + ", ids " + std::to_string(static_cast<int>(ids)));
             std::vector<int32_t> id(static_cast<size_t>(n));
-            const int32_t scale = ids == Ids::Sparse ? 3 : ids == Ids::Spread ? 10 : 1;
+            const int32_t scale = ids == Ids::Sparse ? 3 : ids == Ids::Spread ? std::max(10, (1 << 21) / n) : 1;
             for (int32_t i = 0; i < n; ++i)
                 id[static_cast<size_t>(i)] = ids == Ids::Repeated ? i / 2 : i * scale - (ids == Ids::Negative ? n / 2 : 0);
             if (ids != Ids::Ascending && ids != Ids::Sorted) std::shuffle(id.begin(), id.end(), rng);

@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -250,6 +251,48 @@ TEST(TwinTruncation, TypicalMinKeepAndMaskedMembers) {
     apply_typical(all, 0.99999f, 5);
     ASSERT_EQ(all.data.size(), 5u);
     EXPECT_EQ(all.data.back().id, 2); // score +inf: last
+}
+
+// A long array (the radix path of typical's sort by score): four logit
+// levels of many members each at shuffled ids. Typical leaves the array in
+// score order, equal scores (a level's members) in canonical order (id
+// ascending), and cuts where the cumulative probability passes p; the levels'
+// scores, worked out here, fix that order and cut.
+TEST(TwinTruncation, TypicalOverALongArrayKeepsScoreOrder) {
+    const float level[] = {0.0f, -0.5f, -1.5f, -3.0f};
+    const int32_t count[] = {900, 1300, 1500, 1300};
+    std::vector<float> logits;
+    for (int32_t l = 0; l < 4; ++l) logits.insert(logits.end(), static_cast<size_t>(count[l]), level[l]);
+    std::mt19937 rng(5);
+    std::shuffle(logits.begin(), logits.end(), rng);
+    double z = 0.0;
+    for (int32_t l = 0; l < 4; ++l) z += count[l] * std::exp(static_cast<double>(level[l]));
+    double entropy = 0.0;
+    double prob[4], score[4];
+    for (int32_t l = 0; l < 4; ++l) {
+        prob[l] = std::exp(static_cast<double>(level[l])) / z;
+        entropy -= count[l] * prob[l] * std::log(prob[l]);
+    }
+    for (int32_t l = 0; l < 4; ++l)
+        score[l] = std::fabs(-std::log(static_cast<double>(static_cast<float>(prob[l]))) - entropy);
+    int32_t by_score[] = {0, 1, 2, 3};
+    std::sort(by_score, by_score + 4, [&](int32_t a, int32_t b) { return score[a] < score[b]; });
+    ASSERT_NE(score[by_score[0]], score[by_score[1]]);  // the levels' order is strict
+    for (float p : {0.3f, 0.8f}) {
+        SCOPED_TRACE("p " + std::to_string(p));
+        std::vector<int32_t> expected;  // ids: levels by score, each in id order, up to the cut
+        double cum = 0.0;
+        for (int32_t l : by_score)
+            for (int32_t id = 0; id < static_cast<int32_t>(logits.size()) && cum <= p; ++id)
+                if (logits[static_cast<size_t>(id)] == level[l]) {
+                    expected.push_back(id);
+                    cum += prob[l];
+                }
+        CandidateArray cur = make_candidates(logits.data(), static_cast<int32_t>(logits.size()));
+        apply_typical(cur, p, 0);
+        ASSERT_EQ(cur.data.size(), expected.size());
+        for (size_t i = 0; i < expected.size(); ++i) ASSERT_EQ(cur.data[i].id, expected[i]) << "position " << i;
+    }
 }
 
 // ---- top-n-sigma (test_top_n_sigma) -------------------------------------------------
