@@ -451,9 +451,9 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
         // share of the buffer), which is what the collecting loop kept, at
         // a few reads of the chunk where the loop compacted the buffer again
         // and again (lavapipe: the collect pass 6.5 -> 1.4 ms).
-        bool refine = pass == 0u && !floored && need <= PICK_LIMIT;
-        if (s_count <= (refine ? PICK_LIMIT : HALF)) break;  // uniform
-        if (!refine && !(pass == 0u && floored)) return false;
+        bool refine = pass == 0u && (floored || need <= PICK_LIMIT);
+        if (s_count <= (refine && !floored ? PICK_LIMIT : HALF)) break;  // uniform
+        if (!refine) return false;
     }
     uint slot = mine > 0u ? atomicAdd(s_fill, mine) : 0u;
     if (dropped) {
