@@ -52,6 +52,41 @@ constexpr size_t kRadixSortFrom = 1024;
 // of 4 entries a member.
 constexpr size_t kIdTableFrom = size_t{1} << 20;
 
+// `order` (indices into `data`, at least kRadixSortFrom of them) in canonical
+// order by an LSD radix sort of 64-bit keys: the descending logit key above,
+// below it the entry's index where the ids ascend with it (a stable sort of
+// the upper half keeps ties in id order), else the id, found again through a
+// table of the ids. False, `order` untouched, where the ids are not distinct
+// non-negative values of a table's size (kIdTableFrom).
+bool radix_canonical(const std::vector<TokenData>& data, std::vector<uint32_t>& order, bool ids_ascending,
+                     int32_t lowest, int32_t highest) {
+    const size_t n = order.size();
+    std::vector<uint64_t> keys;
+    keys.reserve(n);
+    std::vector<uint32_t> at;  // id -> index, for ids out of order
+    if (!ids_ascending) {
+        if (lowest < 0 || static_cast<size_t>(highest) >= std::max(4 * n, kIdTableFrom)) return false;
+        at.assign(static_cast<size_t>(highest) + 1, UINT32_MAX);
+    }
+    for (size_t j = 0; j < n; ++j) {
+        const TokenData& td = data[order[j]];
+        uint32_t low = order[j];
+        if (!ids_ascending) {
+            uint32_t& slot = at[static_cast<size_t>(td.id)];
+            if (slot != UINT32_MAX) return false;  // a repeated id
+            slot = order[j];
+            low = static_cast<uint32_t>(td.id);
+        }
+        keys.push_back((uint64_t{~float_key(td.logit)} << 32) | low);
+    }
+    radix_sort_u64(keys, ids_ascending ? 32u : 0u);
+    for (size_t j = 0; j < n; ++j) {
+        const uint32_t low = static_cast<uint32_t>(keys[j]);
+        order[j] = ids_ascending ? low : at[low];
+    }
+    return true;
+}
+
 } // namespace
 
 std::vector<uint32_t> canonical_order(const std::vector<TokenData>& data, bool with_masked) {
@@ -72,41 +107,8 @@ std::vector<uint32_t> canonical_order(const std::vector<TokenData>& data, bool w
         order.push_back(static_cast<uint32_t>(i));
     }
     if (in_order) return order;  // already canonical (a sorted array a temperature left as it was)
-    const size_t n = order.size();
-    auto by_comparison = [&] {
-        std::sort(order.begin(), order.end(),
-                  [&](uint32_t a, uint32_t b) { return canonical_before(data[a], data[b]); });
-        return order;
-    };
-    if (n < kRadixSortFrom) return by_comparison();
-    // An LSD radix sort of 64-bit keys: the descending logit key above, below
-    // it the entry's index where the ids ascend with it (a stable sort of the
-    // upper half keeps ties in id order), else the id, found again through a
-    // table of the ids (sorted by comparisons where the ids are not distinct
-    // non-negative values of a table's size, kIdTableFrom).
-    std::vector<uint64_t> keys;
-    keys.reserve(n);
-    std::vector<uint32_t> at;  // id -> index, for ids out of order
-    if (!ids_ascending) {
-        if (lowest < 0 || static_cast<size_t>(highest) >= std::max(4 * n, kIdTableFrom)) return by_comparison();
-        at.assign(static_cast<size_t>(highest) + 1, UINT32_MAX);
-    }
-    for (size_t j = 0; j < n; ++j) {
-        const TokenData& td = data[order[j]];
-        uint32_t low = order[j];
-        if (!ids_ascending) {
-            uint32_t& slot = at[static_cast<size_t>(td.id)];
-            if (slot != UINT32_MAX) return by_comparison();  // a repeated id
-            slot = order[j];
-            low = static_cast<uint32_t>(td.id);
-        }
-        keys.push_back((uint64_t{~float_key(td.logit)} << 32) | low);
-    }
-    radix_sort_u64(keys, ids_ascending ? 32u : 0u);
-    for (size_t j = 0; j < n; ++j) {
-        const uint32_t low = static_cast<uint32_t>(keys[j]);
-        order[j] = ids_ascending ? low : at[low];
-    }
+    if (order.size() >= kRadixSortFrom && radix_canonical(data, order, ids_ascending, lowest, highest)) return order;
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return canonical_before(data[a], data[b]); });
     return order;
 }
 
