@@ -47,44 +47,32 @@ namespace {
 // 2-core test machine).
 constexpr size_t kRadixSortFrom = 1024;
 
-// Ids out of order are found again through a table of this many entries at
-// least (a vocabulary's: a few survivors of a cut spread over its ids), or
-// of 4 entries a member.
-constexpr size_t kIdTableFrom = size_t{1} << 20;
-
 // `order` (indices into `data`, at least kRadixSortFrom of them) in canonical
-// order by an LSD radix sort of 64-bit keys: the descending logit key above,
-// below it the entry's index where the ids ascend with it (a stable sort of
-// the upper half keeps ties in id order), else the id, found again through a
-// table of the ids. False, `order` untouched, where the ids are not distinct
-// non-negative values of a table's size (kIdTableFrom).
-bool radix_canonical(const std::vector<TokenData>& data, std::vector<uint32_t>& order, bool ids_ascending,
-                     int32_t lowest, int32_t highest) {
+// order: an LSD radix sort of 64-bit keys, the descending logit key above the
+// entry's position in `order`, stable on the upper half, so the entries of
+// one key keep their positions. Where the ids do not ascend with the
+// positions, each run of one key is then sorted by id: ties are short runs
+// in a row's logits, and no table of the ids is needed (a cut's few
+// survivors spread over a vocabulary's ids filled one of 2^20 entries a call).
+void radix_canonical(const std::vector<TokenData>& data, std::vector<uint32_t>& order, bool ids_ascending) {
     const size_t n = order.size();
     std::vector<uint64_t> keys;
     keys.reserve(n);
-    std::vector<uint32_t> at;  // id -> index, for ids out of order
-    if (!ids_ascending) {
-        if (lowest < 0 || static_cast<size_t>(highest) >= std::max(4 * n, kIdTableFrom)) return false;
-        at.assign(static_cast<size_t>(highest) + 1, UINT32_MAX);
+    for (size_t j = 0; j < n; ++j) keys.push_back((uint64_t{~float_key(data[order[j]].logit)} << 32) | j);
+    radix_sort_u64(keys, 32u);
+    std::vector<uint32_t> sorted;
+    sorted.reserve(n);
+    for (uint64_t k : keys) sorted.push_back(order[static_cast<uint32_t>(k)]);
+    order.swap(sorted);
+    if (ids_ascending) return;
+    for (size_t a = 0; a < n;) {
+        size_t b = a + 1;
+        while (b < n && (keys[b] >> 32) == (keys[a] >> 32)) ++b;
+        if (b - a > 1)
+            std::sort(order.begin() + static_cast<std::ptrdiff_t>(a), order.begin() + static_cast<std::ptrdiff_t>(b),
+                      [&](uint32_t x, uint32_t y) { return data[x].id < data[y].id; });
+        a = b;
     }
-    for (size_t j = 0; j < n; ++j) {
-        const TokenData& td = data[order[j]];
-        uint32_t low = order[j];
-        if (!ids_ascending) {
-            uint32_t& slot = at[static_cast<size_t>(td.id)];
-            if (slot != UINT32_MAX) return false;  // a repeated id
-            slot = order[j];
-            low = static_cast<uint32_t>(td.id);
-        }
-        keys.push_back((uint64_t{~float_key(td.logit)} << 32) | low);
-    }
-    radix_sort_u64(keys, ids_ascending ? 32u : 0u);
-    for (size_t j = 0; j < n; ++j) {
-        const uint32_t low = static_cast<uint32_t>(keys[j]);
-        order[j] = ids_ascending ? low : at[low];
-    }
-    return true;
 }
 
 } // namespace
@@ -93,7 +81,6 @@ std::vector<uint32_t> canonical_order(const std::vector<TokenData>& data, bool w
     std::vector<uint32_t> order;
     order.reserve(data.size());
     bool in_order = true, ids_ascending = true;
-    int32_t lowest = INT32_MAX, highest = INT32_MIN;
     for (size_t i = 0; i < data.size(); ++i) {
         const TokenData& td = data[i];
         if (!with_masked && td.logit == -INFINITY) continue;
@@ -102,13 +89,13 @@ std::vector<uint32_t> canonical_order(const std::vector<TokenData>& data, bool w
             if (!canonical_before(before, td)) in_order = false;
             if (td.id <= before.id) ids_ascending = false;
         }
-        lowest = std::min(lowest, td.id);
-        highest = std::max(highest, td.id);
         order.push_back(static_cast<uint32_t>(i));
     }
     if (in_order) return order;  // already canonical (a sorted array a temperature left as it was)
-    if (order.size() >= kRadixSortFrom && radix_canonical(data, order, ids_ascending, lowest, highest)) return order;
-    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return canonical_before(data[a], data[b]); });
+    if (order.size() >= kRadixSortFrom)
+        radix_canonical(data, order, ids_ascending);
+    else
+        std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return canonical_before(data[a], data[b]); });
     return order;
 }
 

@@ -57,6 +57,12 @@ void sort_canonical(CandidateArray& cur);
 // with cur.data. llama.cpp computes them in float.
 std::vector<double> softmax_double(const CandidateArray& cur);
 
+// The indices of `score` ascending by score, equal scores in index order: a
+// stable sort (typical's). Linear where the scores fall and then rise, as
+// typical's do over a canonical array; any other sequence (a NaN among them)
+// takes std::stable_sort.
+std::vector<size_t> order_by_score(const std::vector<double>& score);
+
 // The index of the maximal logit, ties by lowest id (-1 for an empty array).
 int64_t first_max_index(const CandidateArray& cur);
 

@@ -24,6 +24,44 @@
 #include <numeric>
 
 namespace sieve::ref {
+namespace detail {
+
+// In canonical order -log p never falls, so |-log p - H| falls and then
+// rises (as does a grid step of it, a monotone map): the order is the merge
+// of the falling run, read backwards a group of equal scores at a time, with
+// the rising one, which is linear where a sort of the whole row was not.
+std::vector<size_t> order_by_score(const std::vector<double>& score) {
+    const size_t n = score.size();
+    std::vector<size_t> order;
+    order.reserve(n);
+    size_t rise = 1;  // the falling run is [0, rise)
+    while (rise < n && score[rise] <= score[rise - 1]) ++rise;
+    bool shaped = true;  // no NaN, and the rest rises
+    for (size_t i = 0; i < n && shaped; ++i) shaped = !std::isnan(score[i]) && (i <= rise || score[i] >= score[i - 1]);
+    if (!shaped) {
+        order.resize(n);
+        std::iota(order.begin(), order.end(), size_t{0});
+        std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return score[a] < score[b]; });
+        return order;
+    }
+    size_t fall = std::min(rise, n);  // the falling run's entries not taken yet: [0, fall)
+    size_t up = fall;
+    while (fall > 0 || up < n) {
+        if (fall > 0 && (up == n || score[fall - 1] <= score[up])) {
+            // The falling run's lowest score, its equal ones in index order;
+            // at a tie they come first (their indices are lower).
+            size_t group = fall - 1;
+            while (group > 0 && score[group - 1] == score[fall - 1]) --group;
+            for (size_t i = group; i < fall; ++i) order.push_back(i);
+            fall = group;
+        } else {
+            order.push_back(up++);
+        }
+    }
+    return order;
+}
+
+} // namespace detail
 
 void apply_typical(CandidateArray& cur, float p, size_t min_keep, int32_t grid_ulps, bool grid_shifted) {
     if (p >= 1.0f) return;
@@ -42,10 +80,7 @@ void apply_typical(CandidateArray& cur, float p, size_t min_keep, int32_t grid_u
         for (double& s : score)
             if (std::isfinite(s)) s = std::floor(s / step + (grid_shifted ? 0.5 : 0.0));
     }
-    std::vector<size_t> order(prob.size());
-    std::iota(order.begin(), order.end(), size_t{0});
-    // Stable: equal scores keep the canonical order the array is in.
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return score[a] < score[b]; });
+    const std::vector<size_t> order = detail::order_by_score(score);
 
     const double target = static_cast<double>(p);
     double cum = 0.0;

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -329,6 +330,48 @@ TEST(ReferenceSort, CanonicalOrderMatchesAComparatorSort) {
                 std::sort(seen.begin(), seen.end());
                 for (int32_t i = 0; i < n; ++i) ASSERT_EQ(seen[static_cast<size_t>(i)], static_cast<float>(i));
             }
+        }
+    }
+}
+
+// Typical's order by score against std::stable_sort: scores that fall and
+// then rise (typical's shape over a canonical array), with ties inside each
+// run and across them, infinite scores at the end, and sequences of other
+// shapes (random, a NaN) that take the sort.
+TEST(ReferenceSort, OrderByScoreIsAStableSort) {
+    std::mt19937 rng(11);
+    enum class Shape { FallThenRise, Falling, Rising, Random, WithNaN };
+    for (size_t n : {size_t{0}, size_t{1}, size_t{2}, size_t{7}, size_t{300}, size_t{5000}}) {
+        for (Shape shape : {Shape::FallThenRise, Shape::Falling, Shape::Rising, Shape::Random, Shape::WithNaN}) {
+            SCOPED_TRACE("size " + std::to_string(n) + ", shape " + std::to_string(static_cast<int>(shape)));
+            std::vector<double> score(n);
+            for (double& s : score) s = static_cast<double>(rng() % 9) * 0.25;  // few values: ties
+            const size_t turn = n == 0 ? 0 : rng() % n;
+            if (shape == Shape::FallThenRise) {
+                std::sort(score.begin(), score.begin() + static_cast<std::ptrdiff_t>(turn), std::greater<double>());
+                std::sort(score.begin() + static_cast<std::ptrdiff_t>(turn), score.end());
+                if (n > 3) score[n - 1] = score[n - 2] = INFINITY;  // masked members
+            } else if (shape == Shape::Falling) {
+                std::sort(score.begin(), score.end(), std::greater<double>());
+            } else if (shape == Shape::Rising) {
+                std::sort(score.begin(), score.end());
+            } else if (shape == Shape::WithNaN && n > 0) {
+                std::sort(score.begin(), score.end());
+                score[turn] = NAN;
+            }
+            std::vector<size_t> expected(n);
+            for (size_t i = 0; i < n; ++i) expected[i] = i;
+            if (shape != Shape::WithNaN)
+                std::stable_sort(expected.begin(), expected.end(), [&](size_t a, size_t b) { return score[a] < score[b]; });
+            const std::vector<size_t> order = detail::order_by_score(score);
+            ASSERT_EQ(order.size(), n);
+            if (shape == Shape::WithNaN) {  // the sort's order is unspecified: every index once
+                std::vector<size_t> seen = order;
+                std::sort(seen.begin(), seen.end());
+                EXPECT_EQ(seen, expected);
+                continue;
+            }
+            for (size_t i = 0; i < n; ++i) ASSERT_EQ(order[i], expected[i]) << "position " << i;
         }
     }
 }
