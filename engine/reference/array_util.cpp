@@ -4,40 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <memory>
 
 namespace sieve::ref::detail {
-
-void radix_sort_u64(std::vector<uint64_t>& keys, unsigned low_bit) {
-    constexpr unsigned kDigit = 11;
-    constexpr uint64_t kMask = (uint64_t{1} << kDigit) - 1;
-    std::vector<unsigned> shifts;
-    for (unsigned s = low_bit; s < 64; s += kDigit) shifts.push_back(s);
-    std::vector<size_t> counts(shifts.size() << kDigit, 0);
-    for (uint64_t k : keys) {
-        for (size_t d = 0; d < shifts.size(); ++d) ++counts[(d << kDigit) + ((k >> shifts[d]) & kMask)];
-    }
-    // Not value-initialised: every pass writes all of it (on a whole
-    // vocabulary the zeroing and its page faults cost as much as a pass).
-    std::unique_ptr<uint64_t[]> scratch(new uint64_t[keys.size()]);
-    uint64_t* from = keys.data();
-    uint64_t* to = scratch.get();
-    for (size_t d = 0; d < shifts.size(); ++d) {
-        size_t* bucket = &counts[d << kDigit];
-        size_t total = 0;
-        bool single_bucket = false;
-        for (size_t b = 0; b <= kMask; ++b) {
-            const size_t c = bucket[b];
-            if (c == keys.size()) single_bucket = true;
-            bucket[b] = total;
-            total += c;
-        }
-        if (single_bucket) continue; // every key has this digit: the pass would be a copy
-        for (size_t i = 0; i < keys.size(); ++i) to[bucket[(from[i] >> shifts[d]) & kMask]++] = from[i];
-        std::swap(from, to);
-    }
-    if (from != keys.data()) std::copy(from, from + keys.size(), keys.begin());
-}
 
 namespace {
 
@@ -47,24 +15,64 @@ namespace {
 // 2-core test machine).
 constexpr size_t kRadixSortFrom = 1024;
 
-// `order` (indices into `data`, at least kRadixSortFrom of them) in canonical
-// order: an LSD radix sort of 64-bit keys, the descending logit key above the
-// entry's position in `order`, stable on the upper half, so the entries of
-// one key keep their positions. Where the ids do not ascend with the
-// positions, each run of one key is then sorted by id: ties are short runs
-// in a row's logits, and no table of the ids is needed (a cut's few
-// survivors spread over a vocabulary's ids filled one of 2^20 entries a call).
+// Sorts 64-bit keys ascending on their upper 32 bits, stably (keys with
+// equal upper halves keep their input order): an LSD radix sort in digits
+// of 11, 11 and 10 bits, all counted in one read; a digit every key shares
+// is skipped.
+void radix_sort_upper_half(std::vector<uint64_t>& keys) {
+    constexpr unsigned kDigits = 3, kDigitBits = 11;
+    constexpr unsigned kShift[kDigits] = {32, 32 + kDigitBits, 32 + 2 * kDigitBits};
+    constexpr uint64_t kMask = (uint64_t{1} << kDigitBits) - 1;
+    const size_t n = keys.size();
+    std::vector<size_t> counts(kDigits << kDigitBits, 0);
+    size_t* const count[kDigits] = {&counts[0], &counts[size_t{1} << kDigitBits], &counts[size_t{2} << kDigitBits]};
+    for (uint64_t k : keys) {
+        ++count[0][(k >> kShift[0]) & kMask];
+        ++count[1][(k >> kShift[1]) & kMask];
+        ++count[2][(k >> kShift[2]) & kMask];
+    }
+    // The passes' other buffer, kept by the thread between calls (see
+    // radix_canonical).
+    thread_local std::vector<uint64_t> scratch;
+    scratch.resize(n);
+    uint64_t* from = keys.data();
+    uint64_t* to = scratch.data();
+    for (unsigned d = 0; d < kDigits; ++d) {
+        size_t* bucket = count[d];
+        size_t total = 0;
+        bool single_bucket = false;
+        for (size_t b = 0; b <= kMask; ++b) {
+            const size_t c = bucket[b];
+            if (c == n) single_bucket = true;
+            bucket[b] = total;
+            total += c;
+        }
+        if (single_bucket) continue;  // every key has this digit: the pass would be a copy
+        for (size_t i = 0; i < n; ++i) to[bucket[(from[i] >> kShift[d]) & kMask]++] = from[i];
+        std::swap(from, to);
+    }
+    if (from != keys.data()) keys.swap(scratch);  // an odd number of passes: the keys are in the scratch
+}
+
+// `order` (ascending indices into `data`, at least kRadixSortFrom of them)
+// in canonical order: an LSD radix sort of 64-bit keys, the descending logit
+// key above the index, stable on the upper half, so the entries of one key
+// keep their order. Where the ids do not ascend with the indices, each run
+// of one key is then sorted by id: ties are short runs in a row's logits,
+// and no table of the ids is needed (a cut's few survivors spread over a
+// vocabulary's ids filled one of 2^20 entries a call).
 void radix_canonical(const std::vector<TokenData>& data, std::vector<uint32_t>& order, bool ids_ascending) {
-    const size_t n = order.size();
-    std::vector<uint64_t> keys;
-    keys.reserve(n);
-    for (size_t j = 0; j < n; ++j) keys.push_back((uint64_t{~float_key(data[order[j]].logit)} << 32) | j);
-    radix_sort_u64(keys, 32u);
-    std::vector<uint32_t> sorted;
-    sorted.reserve(n);
-    for (uint64_t k : keys) sorted.push_back(order[static_cast<uint32_t>(k)]);
-    order.swap(sorted);
+    // Kept by the thread between calls, as radix_sort_upper_half's scratch: fresh
+    // buffers a call took a page fault every 4 KiB (a vocabulary's keys and
+    // scratch, 600 of them, about as long as the sort on this project's
+    // test machine).
+    thread_local std::vector<uint64_t> keys;
+    keys.clear();
+    for (uint32_t i : order) keys.push_back((uint64_t{~float_key(data[i].logit)} << 32) | i);
+    radix_sort_upper_half(keys);
+    for (size_t j = 0; j < order.size(); ++j) order[j] = static_cast<uint32_t>(keys[j]);
     if (ids_ascending) return;
+    const size_t n = order.size();
     for (size_t a = 0; a < n;) {
         size_t b = a + 1;
         while (b < n && (keys[b] >> 32) == (keys[a] >> 32)) ++b;
@@ -81,14 +89,15 @@ std::vector<uint32_t> canonical_order(const std::vector<TokenData>& data, bool w
     std::vector<uint32_t> order;
     order.reserve(data.size());
     bool in_order = true, ids_ascending = true;
+    const TokenData* before = nullptr;
     for (size_t i = 0; i < data.size(); ++i) {
         const TokenData& td = data[i];
         if (!with_masked && td.logit == -INFINITY) continue;
-        if (!order.empty()) {
-            const TokenData& before = data[order.back()];
-            if (!canonical_before(before, td)) in_order = false;
-            if (td.id <= before.id) ids_ascending = false;
+        if (before) {
+            in_order &= canonical_before(*before, td);
+            ids_ascending &= td.id > before->id;
         }
+        before = &td;
         order.push_back(static_cast<uint32_t>(i));
     }
     if (in_order) return order;  // already canonical (a sorted array a temperature left as it was)

@@ -14,11 +14,14 @@ namespace sieve::ref::detail {
 // Order-preserving 32-bit key of a float: a < b (as floats) <=> key(a) < key(b)
 // for non-NaN values; -0 and +0 share the key of +0 (they compare equal as
 // floats). The same mapping the GPU's radix selection uses (docs/contracts.md, "Determinism").
+// Written without branches: over a row's logits of both signs a branch on
+// the sign is mispredicted half the time, which cost the twin's canonical
+// sort more than its radix passes.
 inline uint32_t float_key(float f) {
-    if (f == 0.0f) f = 0.0f; // -0 -> +0
     uint32_t u;
     std::memcpy(&u, &f, sizeof u);
-    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    u &= 0u - static_cast<uint32_t>((u << 1) != 0u);  // -0 -> +0
+    return u ^ (static_cast<uint32_t>(static_cast<int32_t>(u) >> 31) | 0x80000000u);
 }
 
 // apply_temperature that also reports overflow: after a t > 0 division a finite
@@ -33,18 +36,12 @@ std::string format_float(double value);
 inline bool canonical_before(const TokenData& a, const TokenData& b) {
     const uint32_t ka = float_key(a.logit);
     const uint32_t kb = float_key(b.logit);
-    if (ka != kb) return ka > kb;
-    return a.id < b.id;
+    return (ka > kb) | ((ka == kb) & (a.id < b.id));  // no branch: see float_key
 }
-
-// Sorts 64-bit keys ascending on their bits [low_bit, 64), stably (an LSD
-// radix sort, digits of 11 bits; a digit every key shares is skipped):
-// low_bit 32 keeps keys with equal upper halves in their input order.
-void radix_sort_u64(std::vector<uint64_t>& keys, unsigned low_bit);
 
 // The indices of `data`'s entries in canonical order, the masked (-inf) ones
 // left out unless `with_masked`: by comparisons for short arrays, else by
-// radix_sort_u64 (the same order: canonical order is total over distinct ids).
+// a radix sort (the same order: canonical order is total over distinct ids).
 std::vector<uint32_t> canonical_order(const std::vector<TokenData>& data, bool with_masked);
 
 // Sorts the whole array in canonical order and marks it sorted. Where llama.cpp

@@ -279,6 +279,27 @@ TEST(ReferenceDistribution, LargeRowsMatchAComparatorSort) {
 // array already in canonical order; and ids that repeat (no sampler makes
 // such an array: the order among an id's entries is then left open, the ids
 // and logits in order are checked).
+// The order-preserving key: floats in ascending order (both zeros, both
+// infinities, subnormals, the extremes, random values of both signs) get
+// ascending keys, strictly where the floats differ, and -0 takes +0's.
+TEST(ReferenceSort, FloatKeyKeepsTheFloatsOrder) {
+    std::vector<float> values = {-INFINITY, -FLT_MAX, -1.0f, -FLT_MIN, -FLT_TRUE_MIN, -0.0f, 0.0f,
+                                 FLT_TRUE_MIN, FLT_MIN, 1.0f, FLT_MAX, INFINITY};
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> uniform(-100.0f, 100.0f);
+    for (int i = 0; i < 2000; ++i) values.push_back(uniform(rng));
+    std::sort(values.begin(), values.end());
+    for (size_t i = 1; i < values.size(); ++i) {
+        const uint32_t a = detail::float_key(values[i - 1]), b = detail::float_key(values[i]);
+        if (values[i - 1] == values[i])
+            EXPECT_EQ(a, b) << values[i - 1] << " and " << values[i];
+        else
+            EXPECT_LT(a, b) << values[i - 1] << " before " << values[i];
+    }
+    EXPECT_EQ(detail::float_key(-0.0f), detail::float_key(0.0f));
+    EXPECT_EQ(detail::float_key(0.0f), 0x80000000u);  // zero's key, as common.glsl's sieve_key
+}
+
 TEST(ReferenceSort, CanonicalOrderMatchesAComparatorSort) {
     std::mt19937 rng(7);
     enum class Ids { Ascending, Shuffled, Sparse, Spread, Negative, Sorted, Repeated };
