@@ -17,8 +17,9 @@ void apply_top_k(CandidateArray& cur, int32_t k) {
     if (k <= 0) return;
     const size_t keep = std::min(static_cast<size_t>(k), cur.data.size());
     if (!cur.sorted) {
+        // A lambda, not the function's address: the comparisons inline.
         std::partial_sort(cur.data.begin(), cur.data.begin() + static_cast<std::ptrdiff_t>(keep), cur.data.end(),
-                          detail::canonical_before);
+                          [](const TokenData& a, const TokenData& b) { return detail::canonical_before(a, b); });
         cur.sorted = true;
     }
     cur.data.resize(keep);
