@@ -62,10 +62,9 @@ void radix_sort_upper_half(std::vector<uint64_t>& keys) {
 // and no table of the ids is needed (a cut's few survivors spread over a
 // vocabulary's ids filled one of 2^20 entries a call).
 void radix_canonical(const std::vector<TokenData>& data, std::vector<uint32_t>& order, bool ids_ascending) {
-    // Kept by the thread between calls, as radix_sort_upper_half's scratch: fresh
-    // buffers a call took a page fault every 4 KiB (a vocabulary's keys and
-    // scratch, 600 of them, about as long as the sort on this project's
-    // test machine).
+    // Kept by the thread between calls, as radix_sort_upper_half's scratch:
+    // fresh buffers of a vocabulary's keys took a page fault every 4 KiB
+    // whenever the allocator handed them back to the system.
     thread_local std::vector<uint64_t> keys;
     keys.clear();
     for (uint32_t i : order) keys.push_back((uint64_t{~float_key(data[i].logit)} << 32) | i);
@@ -110,8 +109,10 @@ std::vector<uint32_t> canonical_order(const std::vector<TokenData>& data, bool w
 
 void sort_canonical(CandidateArray& cur) {
     const std::vector<uint32_t> order = canonical_order(cur.data, true);
-    std::vector<TokenData> sorted;
-    sorted.reserve(order.size());
+    // The sorted copy goes into the buffer the thread's previous sort left,
+    // and this array's buffer is kept for the next (as radix_canonical's).
+    thread_local std::vector<TokenData> sorted;
+    sorted.clear();
     for (uint32_t i : order) sorted.push_back(cur.data[i]);
     cur.data.swap(sorted);
     cur.sorted = true;

@@ -31,7 +31,7 @@ std::vector<Weighted> canonical_distribution(const CandidateArray& cur) {
     double sum = 0.0;
     for (size_t j = 0; j < unmasked; ++j) {
         const TokenData& td = data[order[j]];
-        const double w = std::exp(static_cast<double>(td.logit) - max_d);
+        const double w = canonical_weight(td.logit, max_d);
         out[j] = Weighted{td.id, w};
         sum += w;
     }

@@ -103,12 +103,19 @@ std::vector<Weighted> mirostat_v1_distribution(CandidateArray& cur, int32_t n_vo
 
 std::vector<Weighted> mirostat_v2_distribution(CandidateArray& cur, float mu) {
     if (!cur.sorted) sort_canonical(cur);
-    // The unmasked members come first in canonical order, in the order
-    // canonical_distribution lists them.
-    const std::vector<Weighted> all = canonical_distribution(cur);
+    // The probabilities canonical_distribution gives the whole array, only as
+    // far as the cut: its list of a whole vocabulary took more time than the
+    // rest of the call. The unmasked members come first in canonical order,
+    // in the order it sums them.
+    const auto& data = cur.data;
+    size_t unmasked = 0;
+    while (unmasked < data.size() && data[unmasked].logit != -INFINITY) ++unmasked;
+    const double max_d = unmasked > 0 ? static_cast<double>(data[0].logit) : 0.0;
+    double sum = 0.0;
+    for (size_t j = 0; j < unmasked; ++j) sum += canonical_weight(data[j].logit, max_d);
     size_t keep = 0;
     const double limit = static_cast<double>(mu);
-    while (keep < all.size() && !(-std::log2(all[keep].p) > limit)) ++keep;
+    while (keep < unmasked && !(-std::log2(canonical_weight(data[keep].logit, max_d) / sum) > limit)) ++keep;
     keep = std::max<size_t>(keep, 1);
     cur.data.resize(keep);
     return canonical_distribution(cur);

@@ -6,6 +6,7 @@
 #include <sieve/sieve.h>
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -262,6 +263,9 @@ struct Weighted {
     double p;
 };
 std::vector<Weighted> canonical_distribution(const CandidateArray& cur);
+// A member's weight in it, before the division by the sum: exp(logit - max) in
+// double, max the first member's logit in canonical order.
+inline double canonical_weight(float logit, double max) { return std::exp(static_cast<double>(logit) - max); }
 
 // Inverse CDF in canonical order: the first entry whose cumulative probability
 // exceeds u = u32 / 2^32. Returns the index into `dist`.
