@@ -270,15 +270,6 @@ TEST(ReferenceDistribution, LargeRowsMatchAComparatorSort) {
     }
 }
 
-// The twin's sort (detail::canonical_order, sort_canonical): by radix from
-// 1024 entries, by comparisons below, as it is where the ids are not
-// distinct non-negative values of a small table; the same order as a
-// comparator sort either way, entries carried whole. Arrays with ties, both
-// zeros and masked members, their ids ascending, shuffled, sparse (gaps up
-// to 3x the size), spread past the table (ids past 2^20), negative, and an
-// array already in canonical order; and ids that repeat (no sampler makes
-// such an array: the order among an id's entries is then left open, the ids
-// and logits in order are checked).
 // The order-preserving key: floats in ascending order (both zeros, both
 // infinities, subnormals, the extremes, random values of both signs) get
 // ascending keys, strictly where the floats differ, and -0 takes +0's.
@@ -300,6 +291,14 @@ TEST(ReferenceSort, FloatKeyKeepsTheFloatsOrder) {
     EXPECT_EQ(detail::float_key(0.0f), 0x80000000u);  // zero's key, as common.glsl's sieve_key
 }
 
+// The twin's sort (detail::canonical_order, sort_canonical): by radix from
+// 1024 entries (then each run of one key by id where the ids do not
+// ascend), by comparisons below; the same order as a comparator sort either
+// way, entries carried whole. Arrays with ties, both zeros and masked
+// members, their ids ascending, shuffled, sparse (gaps up to 3x the size),
+// spread (ids past 2^20), negative, and an array already in canonical order; and ids that repeat (no sampler makes
+// such an array: the order among an id's entries is then left open, the ids
+// and logits in order are checked).
 TEST(ReferenceSort, CanonicalOrderMatchesAComparatorSort) {
     std::mt19937 rng(7);
     enum class Ids { Ascending, Shuffled, Sparse, Spread, Negative, Sorted, Repeated };
