@@ -65,13 +65,13 @@ void radix_canonical(const std::vector<TokenData>& data, std::vector<uint32_t>& 
     // Kept by the thread between calls, as radix_sort_upper_half's scratch:
     // fresh buffers of a vocabulary's keys took a page fault every 4 KiB
     // whenever the allocator handed them back to the system.
+    const size_t n = order.size();
     thread_local std::vector<uint64_t> keys;
     keys.clear();
     for (uint32_t i : order) keys.push_back((uint64_t{~float_key(data[i].logit)} << 32) | i);
     radix_sort_upper_half(keys);
-    for (size_t j = 0; j < order.size(); ++j) order[j] = static_cast<uint32_t>(keys[j]);
+    for (size_t j = 0; j < n; ++j) order[j] = static_cast<uint32_t>(keys[j]);
     if (ids_ascending) return;
-    const size_t n = order.size();
     for (size_t a = 0; a < n;) {
         size_t b = a + 1;
         while (b < n && (keys[b] >> 32) == (keys[a] >> 32)) ++b;

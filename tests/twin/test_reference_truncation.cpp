@@ -253,11 +253,12 @@ TEST(TwinTruncation, TypicalMinKeepAndMaskedMembers) {
     EXPECT_EQ(all.data.back().id, 2); // score +inf: last
 }
 
-// A long array (the twin's radix sort, then typical's stable sort by
-// score): four logit levels of many members each at shuffled ids. Typical
-// leaves the array in score order, equal scores (a level's members) in
-// canonical order (id ascending), and cuts where the cumulative probability
-// passes p; the levels' scores, worked out here, fix that order and cut.
+// A long array (the twin's radix sort, then typical's order by score, a
+// merge of its falling and rising runs): four logit levels of many members
+// each at shuffled ids. Typical leaves the array in score order, equal
+// scores (a level's members) in canonical order (id ascending), and cuts
+// where the cumulative probability passes p; the levels' scores, worked out
+// here, fix that order and cut.
 TEST(TwinTruncation, TypicalOverALongArrayKeepsScoreOrder) {
     const float level[] = {0.0f, -0.5f, -1.5f, -3.0f};
     const int32_t count[] = {900, 1300, 1500, 1300};
