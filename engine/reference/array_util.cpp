@@ -32,7 +32,7 @@ void radix_sort_upper_half(std::vector<uint64_t>& keys) {
         ++count[2][(k >> kShift[2]) & kMask];
     }
     // The passes' other buffer, kept by the thread between calls (see
-    // radix_canonical).
+    // canonical_words).
     thread_local std::vector<uint64_t> scratch;
     scratch.resize(n);
     uint64_t* from = keys.data();
@@ -54,39 +54,18 @@ void radix_sort_upper_half(std::vector<uint64_t>& keys) {
     if (from != keys.data()) keys.swap(scratch);  // an odd number of passes: the keys are in the scratch
 }
 
-// `order` (ascending indices into `data`, at least kRadixSortFrom of them)
-// in canonical order: an LSD radix sort of 64-bit keys, the descending logit
-// key above the index, stable on the upper half, so the entries of one key
-// keep their order. Where the ids do not ascend with the indices, each run
-// of one key is then sorted by id: ties are short runs in a row's logits,
-// and no table of the ids is needed (a cut's few survivors spread over a
-// vocabulary's ids filled one of 2^20 entries a call).
-void radix_canonical(const std::vector<TokenData>& data, std::vector<uint32_t>& order, bool ids_ascending) {
-    // Kept by the thread between calls, as radix_sort_upper_half's scratch:
-    // fresh buffers of a vocabulary's keys took a page fault every 4 KiB
-    // whenever the allocator handed them back to the system.
-    const size_t n = order.size();
-    thread_local std::vector<uint64_t> keys;
-    keys.clear();
-    for (uint32_t i : order) keys.push_back((uint64_t{~float_key(data[i].logit)} << 32) | i);
-    radix_sort_upper_half(keys);
-    for (size_t j = 0; j < n; ++j) order[j] = static_cast<uint32_t>(keys[j]);
-    if (ids_ascending) return;
-    for (size_t a = 0; a < n;) {
-        size_t b = a + 1;
-        while (b < n && (keys[b] >> 32) == (keys[a] >> 32)) ++b;
-        if (b - a > 1)
-            std::sort(order.begin() + static_cast<std::ptrdiff_t>(a), order.begin() + static_cast<std::ptrdiff_t>(b),
-                      [&](uint32_t x, uint32_t y) { return data[x].id < data[y].id; });
-        a = b;
-    }
-}
+// A word's low half for an entry's id: the int32 id with its sign bit
+// flipped, so that unsigned order is the ids' order.
+constexpr uint32_t kIdBias = 0x80000000u;
 
 } // namespace
 
-std::vector<uint32_t> canonical_order(const std::vector<TokenData>& data, bool with_masked) {
-    std::vector<uint32_t> order;
-    order.reserve(data.size());
+const std::vector<uint64_t>& canonical_words(const std::vector<TokenData>& data, bool with_masked, WordLow low) {
+    // Kept by the thread between calls, as radix_sort_upper_half's scratch:
+    // fresh buffers of a vocabulary's words took a page fault every 4 KiB
+    // whenever the allocator handed them back to the system.
+    thread_local std::vector<uint64_t> words;
+    words.clear();
     bool in_order = true, ids_ascending = true;
     const TokenData* before = nullptr;
     for (size_t i = 0; i < data.size(); ++i) {
@@ -97,23 +76,49 @@ std::vector<uint32_t> canonical_order(const std::vector<TokenData>& data, bool w
             ids_ascending &= td.id > before->id;
         }
         before = &td;
-        order.push_back(static_cast<uint32_t>(i));
+        const uint32_t low_half = low == WordLow::Id ? static_cast<uint32_t>(td.id) ^ kIdBias : static_cast<uint32_t>(i);
+        words.push_back((uint64_t{~float_key(td.logit)} << 32) | low_half);
     }
-    if (in_order) return order;  // already canonical (a sorted array a temperature left as it was)
-    if (order.size() >= kRadixSortFrom)
-        radix_canonical(data, order, ids_ascending);
-    else
-        std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return canonical_before(data[a], data[b]); });
-    return order;
+    if (in_order) return words;  // already canonical (a sorted array a temperature left as it was)
+    // A word's id, for the order among entries of one key.
+    const auto id_of = [&](uint64_t w) {
+        return low == WordLow::Id ? static_cast<int32_t>(static_cast<uint32_t>(w) ^ kIdBias)
+                                  : data[static_cast<uint32_t>(w)].id;
+    };
+    if (words.size() < kRadixSortFrom) {
+        std::sort(words.begin(), words.end(), [&](uint64_t a, uint64_t b) {
+            return (a >> 32) < (b >> 32) || ((a >> 32) == (b >> 32) && id_of(a) < id_of(b));
+        });
+        return words;
+    }
+    // The radix sort is stable on the key: where the ids ascend with the
+    // entries, each key's entries are already in id order. Otherwise each
+    // run of one key is sorted by id: ties are short runs in a row's logits,
+    // and no table of the ids is needed (a cut's few survivors spread over a
+    // vocabulary's ids filled one of 2^20 entries a call).
+    radix_sort_upper_half(words);
+    if (ids_ascending) return words;
+    const size_t n = words.size();
+    for (size_t a = 0; a < n;) {
+        size_t b = a + 1;
+        while (b < n && (words[b] >> 32) == (words[a] >> 32)) ++b;
+        if (b - a > 1)
+            std::sort(words.begin() + static_cast<std::ptrdiff_t>(a), words.begin() + static_cast<std::ptrdiff_t>(b),
+                      [&](uint64_t x, uint64_t y) { return id_of(x) < id_of(y); });
+        a = b;
+    }
+    return words;
 }
 
+int32_t word_id(uint64_t word) { return static_cast<int32_t>(static_cast<uint32_t>(word) ^ kIdBias); }
+
 void sort_canonical(CandidateArray& cur) {
-    const std::vector<uint32_t> order = canonical_order(cur.data, true);
+    const std::vector<uint64_t>& order = canonical_words(cur.data, true, WordLow::Index);
     // The sorted copy goes into the buffer the thread's previous sort left,
-    // and this array's buffer is kept for the next (as radix_canonical's).
+    // and this array's buffer is kept for the next (as canonical_words').
     thread_local std::vector<TokenData> sorted;
     sorted.clear();
-    for (uint32_t i : order) sorted.push_back(cur.data[i]);
+    for (uint64_t w : order) sorted.push_back(cur.data[static_cast<uint32_t>(w)]);
     cur.data.swap(sorted);
     cur.sorted = true;
 }

@@ -39,10 +39,26 @@ inline bool canonical_before(const TokenData& a, const TokenData& b) {
     return (ka > kb) | ((ka == kb) & (a.id < b.id));  // no branch: see float_key
 }
 
-// The indices of `data`'s entries in canonical order, the masked (-inf) ones
-// left out unless `with_masked`: by comparisons for short arrays, else by
-// a radix sort (the same order: canonical order is total over distinct ids).
-std::vector<uint32_t> canonical_order(const std::vector<TokenData>& data, bool with_masked);
+// The float whose key is `key`: float_key's inverse (-0 comes back as +0).
+inline float key_float(uint32_t key) {
+    const uint32_t u = key ^ (((key >> 31) - 1u) | 0x80000000u);
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+// `data`'s entries in canonical order, the masked (-inf) ones left out
+// unless `with_masked`, as 64-bit words: ~float_key(logit) above the entry's
+// index (WordLow::Index) or its id (WordLow::Id: word_id). By comparisons for
+// short arrays, else by a radix sort (the same order: canonical order is
+// total over distinct ids). With the id and the key in the word, a walk in
+// canonical order reads no entry (word_logit, word_id). The words are the
+// thread's, valid until its next call.
+enum class WordLow : uint8_t { Index, Id };
+const std::vector<uint64_t>& canonical_words(const std::vector<TokenData>& data, bool with_masked, WordLow low);
+// A word's logit (-0 as +0, which compares and weighs the same) and id (WordLow::Id).
+inline float word_logit(uint64_t word) { return key_float(~static_cast<uint32_t>(word >> 32)); }
+int32_t word_id(uint64_t word);
 
 // Sorts the whole array in canonical order and marks it sorted. Where llama.cpp
 // sorts (std::sort / std::partial_sort by logit, unspecified order among equal

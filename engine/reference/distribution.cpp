@@ -18,21 +18,20 @@ std::vector<Weighted> canonical_distribution(const CandidateArray& cur) {
     // The unmasked members (masked = -inf, as llama.cpp's masking samplers leave
     // them) in canonical order: logit descending, ties by lower id. Sorting by
     // the logit (not by p) makes the order exact: p is a monotone function of
-    // the logit.
-    const std::vector<uint32_t> order = detail::canonical_order(data, false);
+    // the logit. The words carry each member's logit and id: the walk reads
+    // them in order, not the array at random.
+    const std::vector<uint64_t>& order = detail::canonical_words(data, false, detail::WordLow::Id);
     const size_t unmasked = order.size();
     if (unmasked == 0) return out;
-    const float max_l = data[order[0]].logit;
 
     // Softmax in double: w_i = exp(l_i - max), p_i = w_i / sum (summed in canonical
     // order). llama.cpp computes the same in float (expf, float p).
     out.resize(unmasked);
-    const double max_d = static_cast<double>(max_l);
+    const double max_d = static_cast<double>(detail::word_logit(order[0]));
     double sum = 0.0;
     for (size_t j = 0; j < unmasked; ++j) {
-        const TokenData& td = data[order[j]];
-        const double w = canonical_weight(td.logit, max_d);
-        out[j] = Weighted{td.id, w};
+        const double w = canonical_weight(detail::word_logit(order[j]), max_d);
+        out[j] = Weighted{detail::word_id(order[j]), w};
         sum += w;
     }
     for (Weighted& w : out) w.p /= sum;

@@ -272,7 +272,8 @@ TEST(ReferenceDistribution, LargeRowsMatchAComparatorSort) {
 
 // The order-preserving key: floats in ascending order (both zeros, both
 // infinities, subnormals, the extremes, random values of both signs) get
-// ascending keys, strictly where the floats differ, and -0 takes +0's.
+// ascending keys, strictly where the floats differ, and -0 takes +0's; the
+// key's inverse gives each float back.
 TEST(ReferenceSort, FloatKeyKeepsTheFloatsOrder) {
     std::vector<float> values = {-INFINITY, -FLT_MAX, -1.0f, -FLT_MIN, -FLT_TRUE_MIN, -0.0f, 0.0f,
                                  FLT_TRUE_MIN, FLT_MIN, 1.0f, FLT_MAX, INFINITY};
@@ -289,9 +290,23 @@ TEST(ReferenceSort, FloatKeyKeepsTheFloatsOrder) {
     }
     EXPECT_EQ(detail::float_key(-0.0f), detail::float_key(0.0f));
     EXPECT_EQ(detail::float_key(0.0f), 0x80000000u);  // zero's key, as common.glsl's sieve_key
+    // key_float is its inverse: every float comes back bit for bit (a NaN
+    // too), -0 as +0.
+    values.push_back(std::numeric_limits<float>::quiet_NaN());
+    values.push_back(-std::numeric_limits<float>::quiet_NaN());
+    for (float v : values) {
+        const float back = detail::key_float(detail::float_key(v));
+        uint32_t vb, bb;
+        std::memcpy(&vb, &v, sizeof vb);
+        std::memcpy(&bb, &back, sizeof bb);
+        if (v == 0.0f)
+            EXPECT_EQ(bb, 0u) << "zero's key gives +0";
+        else
+            EXPECT_EQ(bb, vb) << v;
+    }
 }
 
-// The twin's sort (detail::canonical_order, sort_canonical): by radix from
+// The twin's sort (detail::canonical_words, sort_canonical): by radix from
 // 1024 entries (then each run of one key by id where the ids do not
 // ascend), by comparisons below; the same order as a comparator sort either
 // way, entries carried whole. Arrays with ties, both zeros and masked
@@ -323,16 +338,28 @@ TEST(ReferenceSort, CanonicalOrderMatchesAComparatorSort) {
             std::sort(expected.begin(), expected.end(), detail::canonical_before);
             if (ids == Ids::Sorted) cur.data = expected;
             for (bool with_masked : {true, false}) {
-                const std::vector<uint32_t> order = detail::canonical_order(cur.data, with_masked);
-                size_t j = 0;
-                for (const TokenData& e : expected) {
-                    if (!with_masked && e.logit == -INFINITY) continue;
-                    ASSERT_LT(j, order.size());
-                    ASSERT_EQ(cur.data[order[j]].id, e.id) << "position " << j << ", masked kept " << with_masked;
-                    ASSERT_EQ(detail::float_key(cur.data[order[j]].logit), detail::float_key(e.logit)) << "position " << j;
-                    ++j;
+                for (detail::WordLow low : {detail::WordLow::Index, detail::WordLow::Id}) {
+                    SCOPED_TRACE(std::string("masked kept ") + (with_masked ? "yes" : "no") + ", low half " +
+                                 (low == detail::WordLow::Id ? "id" : "index"));
+                    const std::vector<uint64_t> order = detail::canonical_words(cur.data, with_masked, low);
+                    size_t j = 0;
+                    for (const TokenData& e : expected) {
+                        if (!with_masked && e.logit == -INFINITY) continue;
+                        ASSERT_LT(j, order.size());
+                        const uint64_t w = order[j];
+                        if (low == detail::WordLow::Index) {
+                            const TokenData& at = cur.data[static_cast<uint32_t>(w)];
+                            ASSERT_EQ(at.id, e.id) << "position " << j;
+                            ASSERT_EQ(detail::float_key(at.logit), detail::float_key(e.logit)) << "position " << j;
+                        } else {
+                            ASSERT_EQ(detail::word_id(w), e.id) << "position " << j;
+                        }
+                        // The word's logit is the entry's (key_float's round trip: FloatKeyKeepsTheFloatsOrder).
+                        ASSERT_EQ(detail::float_key(detail::word_logit(w)), detail::float_key(e.logit)) << "position " << j;
+                        ++j;
+                    }
+                    EXPECT_EQ(j, order.size());
                 }
-                EXPECT_EQ(j, order.size());
             }
             detail::sort_canonical(cur);
             EXPECT_TRUE(cur.sorted);
