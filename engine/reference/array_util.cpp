@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace sieve::ref::detail {
 
@@ -65,7 +66,8 @@ const std::vector<uint64_t>& canonical_words(const std::vector<TokenData>& data,
     // fresh buffers of a vocabulary's words took a page fault every 4 KiB
     // whenever the allocator handed them back to the system.
     thread_local std::vector<uint64_t> words;
-    words.clear();
+    words.resize(data.size());  // written through a pointer, then cut to the entries taken
+    uint64_t* out = words.data();
     bool in_order = true, ids_ascending = true;
     const TokenData* before = nullptr;
     for (size_t i = 0; i < data.size(); ++i) {
@@ -77,8 +79,9 @@ const std::vector<uint64_t>& canonical_words(const std::vector<TokenData>& data,
         }
         before = &td;
         const uint32_t low_half = low == WordLow::Id ? static_cast<uint32_t>(td.id) ^ kIdBias : static_cast<uint32_t>(i);
-        words.push_back((uint64_t{~float_key(td.logit)} << 32) | low_half);
+        *out++ = (uint64_t{~float_key(td.logit)} << 32) | low_half;
     }
+    words.resize(static_cast<size_t>(out - words.data()));
     if (in_order) return words;  // already canonical (a sorted array a temperature left as it was)
     // A word's id, for the order among entries of one key.
     const auto id_of = [&](uint64_t w) {
@@ -112,13 +115,43 @@ const std::vector<uint64_t>& canonical_words(const std::vector<TokenData>& data,
 
 int32_t word_id(uint64_t word) { return static_cast<int32_t>(static_cast<uint32_t>(word) ^ kIdBias); }
 
+namespace {
+
+// Whether each entry of `data` is rebuilt bit for bit from its index and its
+// key: the ids are the indices (the array make_candidates built), all share
+// one p, and no logit is -0 (whose key is +0's). Stops at the first entry
+// that is not, which after a softmax is the second.
+bool rebuilt_from_keys(const std::vector<TokenData>& data) {
+    if (data.empty()) return false;
+    uint32_t p0;
+    std::memcpy(&p0, &data[0].p, sizeof p0);
+    for (size_t i = 0; i < data.size(); ++i) {
+        uint32_t p, logit;
+        std::memcpy(&p, &data[i].p, sizeof p);
+        std::memcpy(&logit, &data[i].logit, sizeof logit);
+        if (data[i].id != static_cast<int32_t>(i) || p != p0 || logit == 0x80000000u) return false;
+    }
+    return true;
+}
+
+} // namespace
+
 void sort_canonical(CandidateArray& cur) {
+    const bool rebuild = rebuilt_from_keys(cur.data);
+    const float p = rebuild ? cur.data[0].p : 0.0f;
     const std::vector<uint64_t>& order = canonical_words(cur.data, true, WordLow::Index);
     // The sorted copy goes into the buffer the thread's previous sort left,
     // and this array's buffer is kept for the next (as canonical_words').
+    // Entries the words give back whole are written from them in order
+    // rather than read from the array at random (a cache miss an entry
+    // over a vocabulary).
     thread_local std::vector<TokenData> sorted;
-    sorted.clear();
-    for (uint64_t w : order) sorted.push_back(cur.data[static_cast<uint32_t>(w)]);
+    sorted.resize(order.size());
+    TokenData* out = sorted.data();
+    if (rebuild)
+        for (uint64_t w : order) *out++ = TokenData{static_cast<int32_t>(static_cast<uint32_t>(w)), word_logit(w), p};
+    else
+        for (uint64_t w : order) *out++ = cur.data[static_cast<uint32_t>(w)];
     cur.data.swap(sorted);
     cur.sorted = true;
 }

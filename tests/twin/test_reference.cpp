@@ -381,6 +381,51 @@ TEST(ReferenceSort, CanonicalOrderMatchesAComparatorSort) {
     }
 }
 
+// sort_canonical over arrays whose entries it rebuilds from their keys (ids
+// the indices, one p for all, no -0: the array make_candidates built, a
+// temperature or penalties after) and over the same arrays just short of
+// that (a -0 logit, one p apart, two ids swapped), which it reads entry by
+// entry: each the comparator sort's array, bit for bit. Logits with ties,
+// masked members, +0, a NaN and an infinity.
+TEST(ReferenceSort, SortCanonicalRebuildsOnlyEntriesItsKeysGiveBack) {
+    std::mt19937 rng(11);
+    enum class Spoil { None, NegativeZero, OneP, SwappedIds };
+    for (int32_t n : {3, 1500, 151936}) {
+        for (Spoil spoil : {Spoil::None, Spoil::NegativeZero, Spoil::OneP, Spoil::SwappedIds}) {
+            SCOPED_TRACE("size " + std::to_string(n) + ", spoiled " + std::to_string(static_cast<int>(spoil)));
+            std::vector<float> logits(static_cast<size_t>(n));
+            for (float& l : logits) {
+                const uint32_t r = rng();
+                l = static_cast<float>(static_cast<int>(r % 4001) - 2000) / 64.0f;  // few distinct values: ties
+                if (r % 17 == 0) l = -INFINITY;
+                if (r % 13 == 0) l = 0.0f;
+            }
+            logits[static_cast<size_t>(n) / 2] = std::numeric_limits<float>::quiet_NaN();
+            logits[0] = INFINITY;
+            CandidateArray cur = make_candidates(logits.data(), n);
+            for (TokenData& e : cur.data) e.p = 0.25f;
+            const size_t at = static_cast<size_t>(n) - 1;
+            if (spoil == Spoil::NegativeZero) cur.data[at].logit = -0.0f;
+            if (spoil == Spoil::OneP) cur.data[at].p = 0.5f;
+            if (spoil == Spoil::SwappedIds) std::swap(cur.data[0].id, cur.data[at].id);
+            std::vector<TokenData> expected = cur.data;
+            std::sort(expected.begin(), expected.end(), detail::canonical_before);
+            detail::sort_canonical(cur);
+            ASSERT_EQ(cur.data.size(), expected.size());
+            for (size_t j = 0; j < expected.size(); ++j) {
+                ASSERT_EQ(cur.data[j].id, expected[j].id) << "position " << j;
+                uint32_t got[2], want[2];
+                std::memcpy(&got[0], &cur.data[j].logit, 4);
+                std::memcpy(&got[1], &cur.data[j].p, 4);
+                std::memcpy(&want[0], &expected[j].logit, 4);
+                std::memcpy(&want[1], &expected[j].p, 4);
+                ASSERT_EQ(got[0], want[0]) << "the logit's bits at position " << j;
+                ASSERT_EQ(got[1], want[1]) << "p's bits at position " << j;
+            }
+        }
+    }
+}
+
 // Typical's order by score against std::stable_sort: scores that fall and
 // then rise (typical's shape over a canonical array), with ties inside each
 // run and across them, infinite scores at the end, and sequences of other
