@@ -85,8 +85,7 @@ const std::vector<uint64_t>& canonical_words(const std::vector<TokenData>& data,
     if (in_order) return words;  // already canonical (a sorted array a temperature left as it was)
     // A word's id, for the order among entries of one key.
     const auto id_of = [&](uint64_t w) {
-        return low == WordLow::Id ? static_cast<int32_t>(static_cast<uint32_t>(w) ^ kIdBias)
-                                  : data[static_cast<uint32_t>(w)].id;
+        return low == WordLow::Id ? word_id(w) : data[static_cast<uint32_t>(w)].id;
     };
     if (words.size() < kRadixSortFrom) {
         std::sort(words.begin(), words.end(), [&](uint64_t a, uint64_t b) {

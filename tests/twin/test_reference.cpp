@@ -311,9 +311,10 @@ TEST(ReferenceSort, FloatKeyKeepsTheFloatsOrder) {
 // ascend), by comparisons below; the same order as a comparator sort either
 // way, entries carried whole. Arrays with ties, both zeros and masked
 // members, their ids ascending, shuffled, sparse (gaps up to 3x the size),
-// spread (ids past 2^20), negative, and an array already in canonical order; and ids that repeat (no sampler makes
-// such an array: the order among an id's entries is then left open, the ids
-// and logits in order are checked).
+// spread (ids past 2^20), negative, and an array already in canonical
+// order; and ids that repeat (no sampler makes such an array: the order
+// among an id's entries is then left open, the ids and logits in order are
+// checked).
 TEST(ReferenceSort, CanonicalOrderMatchesAComparatorSort) {
     std::mt19937 rng(7);
     enum class Ids { Ascending, Shuffled, Sparse, Spread, Negative, Sorted, Repeated };
