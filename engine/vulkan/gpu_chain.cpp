@@ -78,12 +78,22 @@ RecordingKey GpuChain::key_for(const CallAnalysis& call, RecordingKind kind, uin
     key.collect_variants = plain && general ? CollectVariants::Both
                            : plain         ? CollectVariants::Plain
                                            : CollectVariants::General;
-    // A CPU device's plan keeps them inline: an empty level costs it little,
-    // a second submission more.
-    key.key_levels = waited && limits_.plan_type != SIEVE_DEVICE_CPU && kind == RecordingKind::Sample &&
-                             !call.collect && !chain_.greedy && vocab > limits_.candidate_capacity
-                         ? KeyLevels::Apart
-                         : KeyLevels::Inline;
+    // min-p's survivors past the buffer (RowAnalysis::floor_levels): on a
+    // GPU's plan the key levels after the collect pass, apart (a call rarely
+    // needs them, and every min-p call would pay their empty dispatches), so
+    // only in a call the chain submits and waits for itself; a call the app
+    // submits leaves such a row to the CPU twin, and so does a CPU device's
+    // plan, where the twin on the same cores draws it faster than the passes
+    // (lavapipe, a Gaussian row at min-p 0.05: the twin's 0.6 ms against 1.8
+    // ms for level 1 and the gather). Not beside raw_stats.
+    key.floor_levels = waited && limits_.plan_type != SIEVE_DEVICE_CPU && kind == RecordingKind::Sample &&
+                       call.collect && call.floor_levels && !call.raw_stats && !chain_.greedy &&
+                       vocab > limits_.candidate_capacity;
+    // A selection plan's: a CPU device's plan keeps them inline (an empty
+    // level costs it little, a second submission more).
+    const bool selection_apart = waited && limits_.plan_type != SIEVE_DEVICE_CPU && kind == RecordingKind::Sample &&
+                                 !call.collect && !chain_.greedy && vocab > limits_.candidate_capacity;
+    key.key_levels = selection_apart || key.floor_levels ? KeyLevels::Apart : KeyLevels::Inline;
     return key;
 }
 
@@ -393,6 +403,7 @@ std::vector<sieve_stage_estimate> GpuChain::plan_estimate(int32_t rows, int32_t 
     if (shaders != ShaderSet::Today) {
         key.collect_variants = CollectVariants::Both;
         key.key_levels = KeyLevels::Inline;
+        key.floor_levels = false;  // they had none
     }
     Recording rec = recorder_.describe(key);
     // The measured runs chunked every row of these plans by the vocabulary

@@ -57,7 +57,8 @@ void append_key_levels_and_gather(Plan* p) {
 }
 
 Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, bool direct, uint32_t vocab,
-                   const EffectiveLimits& limits, sieve_device_type type, CollectVariants variants, KeyLevels levels) {
+                   const EffectiveLimits& limits, sieve_device_type type, CollectVariants variants, KeyLevels levels,
+                   bool floor_levels) {
     Plan p;
     chunking(vocab, limits, type, &p.n_chunks, &p.chunk_size);
     if (greedy_chain) p.flags |= FLAG_GREEDY;
@@ -121,6 +122,12 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
             p.dispatches.push_back({Stage::WideHistogram, 0, true, WIDE_HIST_ARGS});
             p.dispatches.push_back({Stage::WideGather, 0, true, WIDE_GATHER_ARGS});
         }
+        // min-p's survivors past the buffer: the key levels (level 1 armed
+        // by the tail) and the gather, as a selection plan's, here or apart.
+        if (floor_levels && !p.small && !greedy_chain && kind == RecordingKind::Sample) {
+            p.flags |= FLAG_FLOOR_LEVELS;
+            if (levels == KeyLevels::Inline) append_key_levels_and_gather(&p);
+        }
         p.min_row_passes = 1;
         p.min_dispatches = p.fused_tail ? 1 : 2;
         return p;
@@ -182,18 +189,23 @@ bool has_indirect(const Plan& plan) {
                        [](const Dispatch& d) { return d.indirect != kNotIndirect; });
 }
 
+bool on_wide_chunks(const Plan& plan, const Dispatch& d) {
+    if (d.stage == Stage::WideHistogram || d.stage == Stage::WideGather) return true;
+    return (plan.flags & FLAG_FLOOR_LEVELS) != 0 && (d.stage == Stage::MassHistogram || d.stage == Stage::Gather);
+}
+
 uint32_t workgroups_per_row(const Plan& plan, const Dispatch& d) {
     if (d.stage == Stage::History && d.level == HISTORY_BUILD) return plan.history_groups;
-    if (d.stage == Stage::WideHistogram || d.stage == Stage::WideGather) return plan.wide_chunks;
+    if (on_wide_chunks(plan, d)) return plan.wide_chunks;
     return d.per_chunk ? plan.n_chunks : 1u;
 }
 
 Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, uint32_t history_groups, uint32_t vocab,
                const EffectiveLimits& limits, sieve_device_type type, bool logprobs, bool wide_direct,
-               CollectVariants variants, KeyLevels levels) {
+               CollectVariants variants, KeyLevels levels, bool floor_levels) {
     const bool history = history_groups > 0;
     Plan p = make_row_plan(kind, greedy_chain, collect, wide, wide_direct && !history && !logprobs, vocab, limits, type,
-                           variants, levels);
+                           variants, levels, floor_levels);
     p.history_groups = history_groups;
     if (history) {
         p.dispatches.insert(p.dispatches.begin(),

@@ -101,7 +101,12 @@ uint32_t rows_per_group(uint32_t rows, uint32_t vocab, sieve_device_type type, u
 inline constexpr uint32_t kHistoryPositionsPerGroup = 64;
 uint32_t history_groups_for(uint32_t capacity, uint32_t rows, const EffectiveLimits& limits);
 
-// The grid x of a direct dispatch of the plan: its chunks (the wide passes':
+// The dispatch splits a row into the wide passes' chunks (Plan::wide_chunks,
+// wide_chunk_size): the wide passes, and a collect plan's key levels and
+// gather (FLAG_FLOOR_LEVELS), which the collect tail arms as it arms the
+// wide passes (it knows that count: pc.wide_chunks).
+bool on_wide_chunks(const Plan& plan, const Dispatch& d);
+// The grid x of a direct dispatch of the plan: its chunks (on_wide_chunks:
 // Plan::wide_chunks), the history pass's building workgroups, or one per row.
 uint32_t workgroups_per_row(const Plan& plan, const Dispatch& d);
 // Whether any of the plan's dispatches is indirect (reads arguments).
@@ -155,9 +160,14 @@ constexpr double kDeepRateWeight = 1.0 / 8.0;
 // variants: collect_chunk.glsl's variants the plan records (a big row's; a small
 // row has one).
 // levels: where a selection chain's key levels go (KeyLevels).
+// floor_levels: a collect plan of big rows where a min-p row's survivors may
+// reach past the buffer (RowAnalysis::floor_levels): FLAG_FLOOR_LEVELS, and
+// the key levels and the gather after its passes, where `levels` puts them
+// (Inline: in the plan; Apart: deep_levels_plan's part).
 Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, uint32_t history_groups, uint32_t vocab,
                const EffectiveLimits& limits, sieve_device_type type, bool logprobs = false, bool wide_direct = false,
-               CollectVariants variants = CollectVariants::Both, KeyLevels levels = KeyLevels::Inline);
+               CollectVariants variants = CollectVariants::Both, KeyLevels levels = KeyLevels::Inline,
+               bool floor_levels = false);
 
 // A GPU's plan whose figures no split of a row into chunks changes
 // (same_for_any_chunking) splits each row into about kStreamingWorkgroupsPerUnit

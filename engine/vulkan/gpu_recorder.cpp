@@ -21,7 +21,7 @@ Recording Recorder::describe(const RecordingKey& key) const {
     const uint32_t history_groups =
         key.history ? history_groups_for(static_cast<uint32_t>(config_.history_capacity), key.rows, limits_) : 0u;
     rec.plan = make_plan(key.kind, chain_.greedy, key.collect, key.wide, history_groups, key.vocab, limits_, type_,
-                         key.logprobs, key.wide_direct, key.collect_variants, key.key_levels);
+                         key.logprobs, key.wide_direct, key.collect_variants, key.key_levels, key.floor_levels);
     // Only such a call's pipelines hold radix_chunk (VARIANT_PLAIN_RADIX,
     // VARIANT_GENERAL_RADIX): a CPU device would run its lines under a lane
     // mask for every chunk.
@@ -29,13 +29,16 @@ Recording Recorder::describe(const RecordingKey& key) const {
         rec.plan.flags |= FLAG_RADIX_CHUNKS;
     if (rec.plan.dispatches.size() > kMaxPlanDispatches) fail(SIEVE_ERROR_INTERNAL, "plan longer than the timestamp pool");
     split_for_batch(&rec.plan, key.rows, key.vocab, limits_);
-    const bool selection_levels =
-        std::any_of(rec.plan.dispatches.begin(), rec.plan.dispatches.end(),
-                    [](const Dispatch& d) { return d.stage == Stage::MassHistogram && d.level == 0; });
-    if (key.key_levels == KeyLevels::Apart && selection_levels && key.kind == RecordingKind::Sample) {
+    // Key levels to put apart: a selection plan's after its level 0, or a
+    // collect plan's after its tail (FLAG_FLOOR_LEVELS).
+    const bool levels = (rec.plan.flags & FLAG_FLOOR_LEVELS) != 0 ||
+                        std::any_of(rec.plan.dispatches.begin(), rec.plan.dispatches.end(),
+                                    [](const Dispatch& d) { return d.stage == Stage::MassHistogram && d.level == 0; });
+    if (key.key_levels == KeyLevels::Apart && levels && key.kind == RecordingKind::Sample) {
         rec.deep_plan = deep_levels_plan(rec.plan);
         rec.whole_plan = make_plan(key.kind, chain_.greedy, key.collect, key.wide, history_groups, key.vocab, limits_,
-                                   type_, key.logprobs, key.wide_direct, key.collect_variants, KeyLevels::Inline);
+                                   type_, key.logprobs, key.wide_direct, key.collect_variants, KeyLevels::Inline,
+                                   key.floor_levels);
         split_for_batch(&rec.whole_plan, key.rows, key.vocab, limits_);
     }
     // Row groups never straddle a window.
@@ -180,10 +183,11 @@ void Recorder::emit_passes(VkCommandBuffer cmd, const Recording& rec, const Plan
                 d.stage == Stage::Collect || d.stage == Stage::CollectPlain || d.stage == Stage::CollectTail;
             // The collect passes index the chunk statistics by the slots a row
             // holds (a row may be split into more chunks than the plan's:
-            // collect.glsl); the wide passes split a row into their own
-            // chunks (the collect tail arms them so); the others take the
-            // plan's chunks.
-            const bool wide_stage = d.stage == Stage::WideHistogram || d.stage == Stage::WideGather;
+            // collect.glsl); the wide passes, and a collect plan's key
+            // levels and gather, split a row into their own chunks (the
+            // collect tail arms them so: on_wide_chunks); the others take
+            // the plan's chunks.
+            const bool wide_stage = on_wide_chunks(plan, d);
             Push pc{key.vocab,
                     key.stride,
                     wide_stage ? wide_chunk_size(plan, key.vocab) : plan.chunk_size,

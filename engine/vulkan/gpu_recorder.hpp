@@ -34,6 +34,9 @@ struct RecordingKey {
     // by radix_chunk (FLAG_RADIX_CHUNKS): that variant's pipeline holds it.
     bool radix_plain = false, radix_general = false;
     KeyLevels key_levels = KeyLevels::Inline;  // a selection chain's key levels: in the plan or apart
+    // A collect call's key levels for min-p's survivors past the buffer
+    // (make_plan: floor_levels; FLAG_FLOOR_LEVELS), where key_levels puts them.
+    bool floor_levels = false;
     uint64_t chain_ops = 0;    // the samplers the collect tail runs: those acting on some row (CallAnalysis)
 
     // Every row starts at a multiple of 4 logits and holds whole vec4s: the
@@ -53,7 +56,7 @@ struct RecordingKey {
     auto tie() const {
         return std::tie(kind, rows, vocab, timestamps, collect, inputs, history, device_input, logprobs, app_rows,
                         stride, wide_direct, wide, collect_variants, radix_plain, radix_general, key_levels,
-                        chain_ops);
+                        floor_levels, chain_ops);
     }
     bool operator<(const RecordingKey& o) const { return tie() < o.tie(); }
 };
@@ -66,7 +69,8 @@ struct Recording {
     // How long a blocking wait on this recording usually takes (ns, 0 = not
     // yet known): where Submitter::await starts polling.
     mutable double wait_ns = 0.0;
-    // KeyLevels::Apart: the key levels' part (deep_levels_plan), its own
+    // KeyLevels::Apart: the key levels' part (deep_levels_plan; a collect
+    // plan's, FLAG_FLOOR_LEVELS, for min-p's survivors), its own
     // command buffer and wait, submitted only when level 0 armed level 1
     // (GpuChain::submit_and_wait). No dispatches otherwise.
     Plan deep_plan;

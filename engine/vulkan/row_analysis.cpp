@@ -243,6 +243,33 @@ bool radix_chunk(const RowAnalysis& a, const RowContext& at) {
     return (a.flags & ROW_FLOOR) == 0 && std::max(a.need, 1u) > from;
 }
 
+// A min-p row whose survivors may reach past the candidate buffer can be
+// drawn by the key levels over them (collect_tail.glsl: hand_to_levels)
+// where they are every logit at or above min-p's threshold and the draw
+// needs nothing else: min-p is the only sampler acting before the draw (the
+// history samplers aside: they adjust the logits before everything) but at
+// most one plain temperature after it, which the levels take as the row's
+// scale (P_SCALE), the draw is dist, and min_keep keeps nothing past the
+// survivors. A sampling call only (a distribution lists the survivors: the
+// CPU twin).
+bool floor_levels(const ChainAnalysis& chain, const std::vector<SamplerKind>& samplers, const ref::RowParams& row,
+                  const RowContext& at) {
+    if (!at.sample || samplers.back() != SamplerKind::Dist || chain.temperatures > 1 || row.min_keep > 1) return false;
+    bool min_p = false;
+    for (size_t i = 0; i + 1 < samplers.size(); ++i) {
+        const SamplerKind k = samplers[i];
+        if (k == SamplerKind::Penalties || k == SamplerKind::Dry) continue;
+        if (k == SamplerKind::Temperature) {
+            if (!min_p || row.dynatemp_range > 0.0f || !(row.temperature > 0.0f)) return false;
+            continue;
+        }
+        if (!acts(k, row)) continue;
+        if (k != SamplerKind::MinP || min_p) return false;
+        min_p = true;
+    }
+    return min_p;
+}
+
 // llama_sampler_penalties_apply returns at once when penalty_last_n == 0 or
 // every value is neutral; llama_sampler_dry_apply when multiplier == 0,
 // base < 1 or dry_penalty_last_n == 0.
@@ -346,6 +373,8 @@ RowAnalysis analyse_row(const ChainAnalysis& chain, const std::vector<SamplerKin
     // divide at most WIDE_MAX_DIVISIONS times (wide.glsl).
     a.wide_direct = (a.flags & ROW_DEFER_TOP_P) != 0 && row.min_keep <= 1 && !a.adjusts() &&
                     chain.temperatures <= WIDE_MAX_DIVISIONS;
+    a.floor_levels = (a.flags & ROW_FLOOR) != 0 && floor_levels(chain, samplers, row, at);
+    if (a.floor_levels) a.flags |= ROW_FLOOR_LEVELS;
     return a;
 }
 
@@ -374,6 +403,7 @@ CallAnalysis analyse_call(const ChainAnalysis& chain, const std::vector<SamplerK
         call.patched = call.patched || (a.flags & ROW_PATCH) != 0;
         may_go_wide = may_go_wide || a.may_go_wide;
         all_direct = all_direct && a.wide_direct;
+        call.floor_levels = call.floor_levels || a.floor_levels;
     }
     // Without the wide passes the pass constants say wide_cap 0, so no row is
     // handed to them (llama.cpp's default chain, whose top-k bounds the array

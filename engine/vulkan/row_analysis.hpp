@@ -78,6 +78,10 @@ struct RowAnalysis {
     // past the buffer); they may take it alone (WIDE_DIRECT).
     bool may_go_wide = false;
     bool wide_direct = false;
+    // min-p's survivors past the buffer may take the key levels
+    // (ROW_FLOOR_LEVELS): min-p is the row's only cut, then at most one
+    // temperature and dist (floor_levels in row_analysis.cpp).
+    bool floor_levels = false;
 };
 RowAnalysis analyse_row(const ChainAnalysis& chain, const std::vector<ref::SamplerKind>& samplers,
                         const ref::RowParams& row, const RowContext& at);
@@ -94,6 +98,7 @@ struct CallAnalysis {
     bool wide = false;         // the wide passes are recorded (some row may take them)
     bool wide_direct = false;  // the wide passes alone (every row's; rows bigger than the buffer: the key's)
     bool patched = false;      // some row's adjusted logits are written into the row (ROW_PATCH)
+    bool floor_levels = false; // some row may take the key levels past the buffer (RowAnalysis::floor_levels)
     // The chain's samplers (but penalties and DRY) that act on some row of
     // the call: the collect tail's pipeline runs these only. Their count, and
     // as the shaders' CHAIN_OPS (4 bits per sampler, first in the low bits).

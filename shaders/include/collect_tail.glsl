@@ -414,6 +414,36 @@ void hand_to_wide(uint row, uint n) {
     atomicMax(dispatch_args[pc.args_base + WIDE_HIST_ARGS], pc.wide_chunks);
 }
 
+// min-p's survivors past the buffer (s_floor_levels; nothing after min-p but
+// a temperature and dist: ROW_FLOOR_LEVELS): every logit at or above the
+// threshold, a canonical prefix of the row, drawn by the recording's key
+// levels (FLAG_FLOOR_LEVELS) as temperature;dist's levels draw a whole row:
+// level 1 over the key range [the threshold's quotient, the maximum's] at
+// the row's temperature (P_SCALE, the chain's one temperature), its members
+// also at or above the raw threshold (row.glsl: level_floor), forms the
+// target from its own exact total (scan.glsl); the gather draws. The step
+// is left for that draw. Invocation 0; false where a value the levels would
+// take overflows at the temperature (the twin then draws, as before).
+bool hand_to_levels(uint row) {
+    uint o = row * ROW_STRIDE;
+    float scale = row_scale(row);
+    float top = scaled_logit(cand_value(0u), scale);  // the row's maximum (min-p ran on raw logits)
+    float bottom = scaled_logit(s_level_floor, scale);
+    if (isinf(top) || isinf(bottom)) return false;
+    row_state[o + R_MAX_KEY] = sieve_key(top);
+    row_state[o + R_KEY_LO] = sieve_key(bottom);
+    row_state[o + R_KEY_HI] = sieve_key(top);
+    row_state[o + R_LEVEL_FLOOR] = floatBitsToUint(s_level_floor);
+    row_state[o + R_LEVEL_MODE] = LEVEL_FLOOR | LEVEL_TARGET_PENDING;
+    row_state[o + R_CAND_COUNT] = 0u;
+    row_state[o + R_PASSES] = 1u;
+    row_state[o + R_PHASE] = PHASE_ACTIVE;
+    // The levels split a row into the wide passes' chunks (gpu_plan.hpp:
+    // on_wide_chunks).
+    atomicMax(dispatch_args[pc.args_base + LEVEL_ARGS_STRIDE], pc.wide_chunks);
+    return true;
+}
+
 // The draw's last step, in the invocation whose block [first, end) of the
 // array holds the target (less the blocks before it): the entry where the
 // target falls, its result and the row's step. Both draws below end here.
@@ -536,6 +566,7 @@ void collect_tail(uint row, uint n_chunks) {
         s_rest_min = sieve_key_value(s.min_finite_key);
         // min-p's floor: is the rest exactly what it dropped (min_p_cut)?
         s_floor_ok = (row_flags & ROW_FLOOR) == 0u ? FLOOR_NONE : (floor_whole ? FLOOR_WHOLE : FLOOR_OPEN);
+        s_floor_levels = 0u;
         s_wide = 0u;
         s_divisions = 0u;
         row_state[o + R_WIDE_PHASE] = WIDE_NONE;
@@ -593,6 +624,7 @@ void collect_tail(uint row, uint n_chunks) {
             return;
         }
         if (s_fallback != 0u) {
+            if (s_floor_levels != 0u && hand_to_levels(row)) return;
             write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, 1u);
         } else {
             write_result(row, c_id[0], 1.0, 0.0, STATUS_OK, step, 1u);

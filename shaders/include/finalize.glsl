@@ -191,6 +191,13 @@ void draw_candidates(uint row, uint n, bool small, uint lo, uint hi, uint passes
 // members of the group.
 shared uint s_tie_members;
 
+// Logit i of the row is a member of the tie group of `key` (at or above the
+// levels' raw floor too: row.glsl, level_floor).
+bool tie_member(uint row, uint i, float scale, uint key, float raw_floor) {
+    float f = row_logit(row, i);
+    return sieve_key(scaled_logit(f, scale)) == key && f >= raw_floor;
+}
+
 void tie_members(uint row, uint chunk) {
     uint t = gl_LocalInvocationID.x;
     uint o = row * ROW_STRIDE;
@@ -200,7 +207,8 @@ void tie_members(uint row, uint chunk) {
     barrier();
     uint members = 0u;
     uint end = min((chunk + 1u) * pc.chunk_size, pc.vocab);
-    for (uint i = chunk * pc.chunk_size + t; i < end; i += WG) members += load_key(row, i, scale) == key ? 1u : 0u;
+    float raw_floor = level_floor(row);
+    for (uint i = chunk * pc.chunk_size + t; i < end; i += WG) members += tie_member(row, i, scale, key, raw_floor) ? 1u : 0u;
     atomicAdd(s_tie_members, members);
     barrier();
     if (t == 0u) chunk_stats[(row * pc.n_chunks + chunk) * CHUNK_STRIDE + C_TIE] = s_tie_members;
@@ -230,9 +238,10 @@ void draw_tie(uint row, uint passes) {
     barrier();
     uint begin = chunk * pc.chunk_size;
     uint end = chunk < pc.n_chunks ? min(begin + pc.chunk_size, pc.vocab) : begin;  // past the group (a damaged state): no scan
+    float raw_floor = level_floor(row);
     for (uint base = begin; base < end; base += WG) {
         uint i = base + t;
-        s_flags[t] = (i < end && load_key(row, i, scale) == key) ? 1u : 0u;
+        s_flags[t] = (i < end && tie_member(row, i, scale, key, raw_floor)) ? 1u : 0u;
         barrier();
         if (t == 0u) {
             for (uint x = 0u; x < WG; ++x) {

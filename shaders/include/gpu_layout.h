@@ -53,6 +53,13 @@ SIEVE_CONST uint FLAG_SORT_MERGE = 8u;
 // select over the chunk (re-reads cost less than compactions): a call with such a
 // row (row_analysis.cpp: radix_chunk), whose plain pipeline holds it (VARIANT_PLAIN_RADIX)
 SIEVE_CONST uint FLAG_RADIX_CHUNKS = 16u;
+// The recording holds the key levels and the gather for collect rows (in its
+// key levels' part, or inline): a min-p row whose survivors reach past the
+// buffer (ROW_FLOOR_LEVELS) goes there from the collect tail, not to the CPU
+// twin (collect_tail.glsl: hand_to_levels). The levels and the gather then
+// split a row as the wide passes do (pc.wide_chunks: gpu_plan.hpp,
+// on_wide_chunks).
+SIEVE_CONST uint FLAG_FLOOR_LEVELS = 32u;
 // CHAIN_SELECTOR's values (engine/vulkan/row_analysis.cpp: ChainAnalysis::selector).
 SIEVE_CONST uint SELECT_DIST = 0u;   // dist or greedy: nothing learns
 SIEVE_CONST uint SELECT_MIROSTAT = 1u;
@@ -138,6 +145,10 @@ SIEVE_CONST uint ROW_HOLD_STEP = 512u;
 // The floor (ROW_FLOOR) is mirostat v2's, from the slot's mu (collect.glsl:
 // row_floor_offset): only temperatures act before the selector.
 SIEVE_CONST uint ROW_MU_FLOOR = 1024u;
+// min-p is the row's only cut, then at most one temperature and dist
+// (row_analysis.cpp: floor_levels): survivors past the buffer may take the
+// key levels (FLAG_FLOOR_LEVELS).
+SIEVE_CONST uint ROW_FLOOR_LEVELS = 2048u;
 
 SIEVE_CONST uint OP_END = 0u;
 SIEVE_CONST uint OP_TEMPERATURE = 1u;
@@ -218,11 +229,22 @@ SIEVE_CONST uint R_WIDE_TOP = 32u;     // float: bin 0's grid index, floor(v_n s
 SIEVE_CONST uint R_TARGET_HI = 33u;  // R_TARGET's high word
 SIEVE_CONST uint R_WIDE_KLO = 34u;   // b*'s members' keys at the cut, their range [KLO, KHI] (wide_gather's
 SIEVE_CONST uint R_WIDE_KHI = 35u;   //   workgroups; empty: KLO > KHI)
+// The key levels over min-p's survivors (FLAG_FLOOR_LEVELS): LEVEL_* bits, and
+// the raw floor every member passes (float: raw logit >= floor).
+SIEVE_CONST uint R_LEVEL_MODE = 36u;
+SIEVE_CONST uint R_LEVEL_FLOOR = 37u;
 
 SIEVE_CONST uint PHASE_ACTIVE = 1u;  // levels still narrowing
 SIEVE_CONST uint PHASE_GATHER = 2u;  // the bin fits the candidate buffer
 SIEVE_CONST uint PHASE_TIE = 3u;     // > CAP members with one identical key
 SIEVE_CONST uint PHASE_DONE = 4u;    // greedy, failed or drawn: nothing left to select
+
+// R_LEVEL_MODE: a level's members also pass R_LEVEL_FLOOR (a division by the
+// temperature can bring a logit below the floor onto the floor's quotient);
+// the target is still to be formed, by the first level, from its own exact
+// total (scan.glsl), as level 0 forms a whole row's.
+SIEVE_CONST uint LEVEL_FLOOR = 1u;
+SIEVE_CONST uint LEVEL_TARGET_PENDING = 2u;
 
 // Indirect dispatch arguments (VkDispatchIndirectCommand x, y, z) of a row
 // group, in words from pc.args_base: the wide passes' (wide.glsl), then those
@@ -371,13 +393,14 @@ static_assert(SHORT_CHAIN_OPS == MAX_CHAIN_OPS / 2, "tail.glsl's short build run
 
 static_assert(sizeof(Push) == 13 * sizeof(uint), "the push block: 13 words, no padding");
 static_assert(P_PREFIX_LEN < PARAM_STRIDE, "the parameter block holds every P_*");
-static_assert(ROW_HOLD_STEP < (1u << 16), "ROW_* flags fit P_ROW_FLAGS");
+static_assert(ROW_FLOOR_LEVELS < (1u << 16), "ROW_* flags fit P_ROW_FLAGS");
 static_assert(OP_XTC < 16u, "an op is a nibble of CHAIN_OPS_LO or CHAIN_OPS_HI");
 static_assert(S_ADAPT_WEIGHT < SLOT_HEADER, "the slot header holds every S_*");
 static_assert(C_TIE < CHUNK_STRIDE && C_AGG + 5u <= CHUNK_STRIDE, "a chunk's words fit CHUNK_STRIDE");
 static_assert(R_ARRIVE < R_WIDE_CEND && R_WIDE_CEND < R_WIDE_PHASE, "the wide words follow the row's selection words");
-static_assert(R_WIDE_TOP < ROW_STRIDE && R_TARGET_HI < ROW_STRIDE && R_WIDE_KHI < ROW_STRIDE,
-              "a row's state holds the wide words and the target");
+static_assert(R_WIDE_TOP < ROW_STRIDE && R_TARGET_HI < ROW_STRIDE && R_WIDE_KHI < R_LEVEL_MODE &&
+                  R_LEVEL_FLOOR < ROW_STRIDE,
+              "a row's state holds the wide words, the target and the levels' floor");
 static_assert(H_KEY_MAX < HIST_STRIDE, "a bin's words fit HIST_STRIDE");
 static_assert(RES_FIRST_BAD < RES_RAW_TOKEN && RES_RAW_IDS + MAX_RAW_LOGPROBS <= RES_RAW_LOGITS &&
                   RES_RAW_LOGITS + MAX_RAW_LOGPROBS <= RES_PHASES,

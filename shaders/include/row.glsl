@@ -87,4 +87,14 @@ uvec2 row_target(uint row) {
 uint key_step(uint lo, uint hi) { return (hi - lo) / BINS + 1u; }
 uint key_bin(uint k, uint hi, uint step) { return (hi - k) / step; }
 
+// The raw logit a key level's member is at least (R_LEVEL_MODE: min-p's
+// floor over a collect row's survivors), -inf for a whole row's levels. The
+// key range alone does not decide it: a division by the temperature can
+// bring a logit below the floor onto the floor's quotient.
+float level_floor(uint row) {
+    uint o = row * ROW_STRIDE;
+    return (row_state[o + R_LEVEL_MODE] & LEVEL_FLOOR) != 0u ? uintBitsToFloat(row_state[o + R_LEVEL_FLOOR])
+                                                              : NEG_INF;
+}
+
 #endif

@@ -3,7 +3,8 @@
 // sums on every run and for every chunking) and finds the bin where the
 // cumulative mass, taken in canonical order (largest logits first), passes the
 // draw target. Level 0 also sets the row's total mass and the target
-// floor(u * total / 2^32), as a small row's draw does (finalize.glsl). It then
+// floor(u * total / 2^32), as a small row's draw does (finalize.glsl); so does
+// the first key level over a collect row's min-p survivors (R_LEVEL_MODE). It then
 // arms what comes next through the indirect dispatch arguments: the next level
 // while the bin is larger than the candidate buffer.
 #ifndef SIEVE_SCAN_GLSL
@@ -79,10 +80,14 @@ void scan_level(uint row, uint level) {
     uint max_key = row_state[o + R_MAX_KEY];
     uint min_key = row_state[o + R_MIN_KEY];
     uvec2 target;
-    if (level == 0u) {
+    uint mode = row_state[o + R_LEVEL_MODE];
+    if (level == 0u || (mode & LEVEL_TARGET_PENDING) != 0u) {
+        // The row's total (or, handed over by the collect tail, its
+        // survivors': every one of them lies in level 1's key range).
         uvec2 total = uvec2(0u);
         for (uint b = 0u; b < BINS; ++b) total = u64_add(total, uvec2(s_bin_mass_lo[b], s_bin_mass_hi[b]));
         row_state[o + R_TOTAL] = floatBitsToUint(fixed40_value(total));
+        row_state[o + R_LEVEL_MODE] = mode & ~LEVEL_TARGET_PENDING;
         target = u64_mul_u32_shr32(total, row_uniform(row));  // u32 / 2^32 of the total, exactly
     } else {
         target = row_target(row);

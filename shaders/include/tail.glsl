@@ -52,6 +52,11 @@ shared uint s_agg_ok;     // the array is still the whole row (the full-row aggr
 shared uint s_floor_ok;   // FLOOR_*: the collect pass ran min-p's floor (collect_chunk.glsl)
 const uint FLOOR_NONE = 0u, FLOOR_WHOLE = 1u, FLOOR_OPEN = 2u;  // no floor; the rest fails min-p; unknown
 shared float s_tprod;     // temperatures applied while the rest is REST_UNKNOWN
+// min-p's survivors reach past the buffer, and the recording's key levels
+// can draw from them (collect_tail.glsl: hand_to_levels): s_fallback is set
+// too (nothing after min-p runs), and s_level_floor is min-p's threshold.
+shared uint s_floor_levels;
+shared float s_level_floor;
 // Current value of the row's smallest finite logit; once the array is no
 // longer the whole row (s_agg_ok 0), a lower bound of the rest's.
 shared float s_rest_min;
@@ -354,7 +359,9 @@ void op_top_p(uint row, float p, uint min_keep, float agg_mass) {
 }
 
 // min-p's cut once `pass` entries pass (entry 0 always does): invocation 0.
-void min_p_cut(uint pass, uint n, uint min_keep) {
+// levels: the row may take the key levels past the buffer (ROW_FLOOR_LEVELS
+// in a recording that holds them); threshold: the cut's value.
+void min_p_cut(uint pass, uint n, uint min_keep, bool levels, float threshold) {
     uint keep = max(pass, max(min_keep, 1u));
     // After a top-p whose cut fell past the buffer (REST_CUT) as before any
     // cut (REST_UNKNOWN): top-p keeps the row's maximum, so the floor holds,
@@ -376,7 +383,16 @@ void min_p_cut(uint pass, uint n, uint min_keep) {
             s_rest_kind = REST_NONE;
             if (keep > n) s_fallback = 1u;  // min_keep reaches below the floor
         } else {
+            // Every buffered entry passes and more may past it: the
+            // survivors are every logit at or above the threshold, a
+            // canonical prefix of the row, which the key levels can draw
+            // from where nothing but a temperature follows (the host's
+            // ROW_FLOOR_LEVELS) and min-p is the first cut (no division yet).
             s_fallback = 1u;
+            if (levels && s_rest_kind == REST_UNKNOWN && s_divisions == 0u && keep <= n) {
+                s_floor_levels = 1u;
+                s_level_floor = threshold;
+            }
         }
     }
     s_floor_ok = FLOOR_NONE;
@@ -393,13 +409,13 @@ void min_p_cut(uint pass, uint n, uint min_keep) {
 }
 
 // op_min_p by invocation 0 (TAIL_SERIAL).
-void op_min_p_serial(float p, uint min_keep) {
+void op_min_p_serial(float p, uint min_keep, bool levels) {
     if (gl_LocalInvocationID.x == 0u && p > 0.0) {
         uint n = s_n;
         float threshold = cand_value(0u) + log(p);
         uint pass = 1u;  // the first token always matches
         while (pass < n && cand_value(pass) >= threshold) ++pass;
-        min_p_cut(pass, n, min_keep);
+        min_p_cut(pass, n, min_keep, levels, threshold);
     }
     barrier();
 }
@@ -408,7 +424,7 @@ void op_min_p_serial(float p, uint min_keep) {
 // least max(1, min_keep) entries (its sorted fallback). The passing entries
 // are the ones before the first failing one after entry 0 (the walk's rule),
 // found by every invocation at once.
-void op_min_p(float p, uint min_keep) {
+void op_min_p(float p, uint min_keep, bool levels) {
     if (!(p > 0.0)) return;  // uniform
     uint n = s_n;
     float threshold = cand_value(0u) + log(p);
@@ -416,7 +432,7 @@ void op_min_p(float p, uint min_keep) {
     for (uint i = 1u + gl_LocalInvocationID.x; i < n; i += WG)
         if (!(cand_value(i) >= threshold)) wg_first_offer(i);
     uint pass = wg_first_end();
-    if (gl_LocalInvocationID.x == 0u) min_p_cut(pass, n, min_keep);
+    if (gl_LocalInvocationID.x == 0u) min_p_cut(pass, n, min_keep, levels, threshold);
     barrier();
 }
 
@@ -704,8 +720,9 @@ void run_op(uint row, uint op, Agg agg, uint scratch) {
         if (TAIL_SERIAL != 0u) op_top_p_serial(row, param_f(row, P_TOP_P), min_keep, agg.msum);
         else op_top_p(row, param_f(row, P_TOP_P), min_keep, agg.msum);
     } else if (op == OP_MIN_P) {
-        if (TAIL_SERIAL != 0u) op_min_p_serial(param_f(row, P_MIN_P), min_keep);
-        else op_min_p(param_f(row, P_MIN_P), min_keep);
+        bool levels = (pc.flags & FLAG_FLOOR_LEVELS) != 0u && (param_u(row, P_ROW_FLAGS) & ROW_FLOOR_LEVELS) != 0u;
+        if (TAIL_SERIAL != 0u) op_min_p_serial(param_f(row, P_MIN_P), min_keep, levels);
+        else op_min_p(param_f(row, P_MIN_P), min_keep, levels);
     } else if (op == OP_TYPICAL) {
         op_typical(row, param_f(row, P_TYPICAL), min_keep, scratch);
     } else if (op == OP_TOP_N_SIGMA) {

@@ -17,11 +17,15 @@
 // runs.
 const uint LOCAL_TAKES = INDEXED_BINS != 0u ? 8u : 0u;
 
-// A logit f of the row is in the chosen bin (finite, key in [lo, hi]); its key.
+// The levels' raw floor (row.glsl: level_floor), read once by main.
+float g_floor;
+
+// A logit f of the row is in the chosen bin (finite, key in [lo, hi], at or
+// above the levels' floor); its key.
 bool member(float f, float scale, uint lo, uint hi, out uint key) {
     float x = scaled_logit(f, scale);
     key = sieve_key(x);
-    return !isinf(x) && key >= lo && key <= hi;
+    return !isinf(x) && key >= lo && key <= hi && f >= g_floor;
 }
 
 bool bin_member(uint row, uint i, float scale, uint lo, uint hi, out uint key) {
@@ -54,6 +58,7 @@ void main() {
     uint o = row * ROW_STRIDE;
     uint phase = row_state[o + R_PHASE];
     if (phase != PHASE_GATHER && phase != PHASE_TIE) return;  // answered already (failed, greedy)
+    g_floor = level_floor(row);
 
     if (phase == PHASE_GATHER) {
         uint lo = row_state[o + R_KEY_LO];

@@ -111,10 +111,12 @@ void main() {
 #define VALUE_QUAD(F4, I0) [[unroll]] for (uint c = 0u; c < 4u; ++c) ADD_VALUE_MASS((F4)[c], (I0) + c < end)
         FOR_CHUNK_QUADS4(row, begin, end, VALUE_QUAD)
     } else {
+        float raw_floor = level_floor(row);
         for (uint i = begin + t; i < end; i += WG) {
-            float x = scaled_logit(row_logit(row, i), scale);
+            float f = row_logit(row, i);
+            float x = scaled_logit(f, scale);
             uint k = sieve_key(x);
-            if (isinf(x) || k < lo || k > hi) continue;
+            if (isinf(x) || k < lo || k > hi || !(f >= raw_floor)) continue;
             uint bin = key_bin(k, hi, step);
             uvec2 q = sieve_mass(x, max_scaled);
             uint carry;
