@@ -249,12 +249,13 @@ bool radix_chunk(const RowAnalysis& a, const RowContext& at) {
 // needs nothing else: min-p is the only sampler acting before the draw (the
 // history samplers aside: they adjust the logits before everything) but at
 // most one plain temperature after it, which the levels take as the row's
-// scale (P_SCALE), the draw is dist, and min_keep keeps nothing past the
-// survivors. A sampling call only (a distribution lists the survivors: the
+// scale (P_SCALE), and the draw is dist. (A min_keep the buffer does not
+// hold, which may reach past the survivors, is the tail's to refuse:
+// min_p_cut.) A sampling call only (a distribution lists the survivors: the
 // CPU twin).
 bool floor_levels(const ChainAnalysis& chain, const std::vector<SamplerKind>& samplers, const ref::RowParams& row,
                   const RowContext& at) {
-    if (!at.sample || samplers.back() != SamplerKind::Dist || chain.temperatures > 1 || row.min_keep > 1) return false;
+    if (!at.sample || samplers.back() != SamplerKind::Dist || chain.temperatures > 1) return false;
     bool min_p = false;
     for (size_t i = 0; i + 1 < samplers.size(); ++i) {
         const SamplerKind k = samplers[i];

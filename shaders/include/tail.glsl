@@ -387,7 +387,9 @@ void min_p_cut(uint pass, uint n, uint min_keep, bool levels, float threshold) {
             // survivors are every logit at or above the threshold, a
             // canonical prefix of the row, which the key levels can draw
             // from where nothing but a temperature follows (the host's
-            // ROW_FLOOR_LEVELS) and min-p is the first cut (no division yet).
+            // ROW_FLOOR_LEVELS), min-p is the first cut (no division yet) and
+            // min_keep is within the buffer (a larger one may reach past the
+            // survivors).
             s_fallback = 1u;
             if (levels && s_rest_kind == REST_UNKNOWN && s_divisions == 0u && keep <= n) {
                 s_floor_levels = 1u;

@@ -1277,9 +1277,12 @@ std::vector<float> flat_row(int32_t vocab, int32_t survivors, int32_t consecutiv
 // survivors spread over its chunks (a flat LM row at temperature 1). The
 // twin takes the row only where a chunk's list is full of logits that reach
 // the floor (it may have dropped passing ones), where more than half the
-// candidate buffer survives, or where min_keep reaches below the floor: the
-// test works out which from the plan's chunks and asserts the fallback
-// count both ways, tokens and distributions against the twin. Rows: N(0, 1)
+// candidate buffer survives, or where min_keep reaches below the floor (the
+// distribution, which lists the survivors, always; a sampling call of min-p
+// first on a GPU's plan goes to the key levels instead:
+// SurvivorsPastTheBufferTakeTheKeyLevels): the test works out which from the
+// plan's chunks and asserts the fallback count both ways, tokens and
+// distributions against the twin. Rows: N(0, 1)
 // with S tokens at 9 + U(0, 1) (all of them pass min-p 0.05, nothing else
 // does), at random ids or some of them at consecutive ids (one chunk full:
 // 400 of 600 fill a list after top-p, not one of min-p first's HALF).
@@ -1614,6 +1617,177 @@ TEST(GpuChainMinP, ChunksCrowdedOverTheirOwnFloorKeepTheirBest) {
         run_and_compare(chain, kinds, logits, 1, vocab, params, 4, &tally);
         expect_rare(tally);
         EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u) << "every survivor was in the lists, yet the twin took the row";
+    }
+}
+
+// min-p first whose survivors reach past the candidate buffer, with nothing
+// after it but a temperature and dist: on a GPU's plan the collect tail hands
+// the row to the key levels (level 1 over the key range from min-p's
+// threshold to the maximum at the temperature, its members at or above the
+// raw threshold, forming the target from their exact total) and the gather
+// draws, in the recording's second part; on a CPU device's plan the twin
+// draws (gpu_chain.cpp: floor_levels). Tokens against the twin over three
+// steps, two rows a call (their own temperatures and seeds), the row passes
+// each token took, and the fallback count, on a GPU's plan (full and
+// constrained buffers) and the device's own.
+// Rows, with min-p 0.05:
+// - N(0, 1): about 10000 of 151936 survive, at temperature 1 and 1.3; with
+//   the row's bias left to the passes (row_logit), its best token masked.
+// - At a floor where a division merges: the maximum 2^20 (min-p's threshold
+//   2^20 + ln 0.05 rounds to 2^20 - 3 on every device, whatever its log's
+//   last bits), `at` logits at the threshold and `at` one float step below
+//   it, where the temperature (chosen so) gives both the same quotient: in
+//   the key range, but failing min-p, so the levels, the gather and the tie
+//   draw must test the raw logit. 3000 of each make a tie group past the
+//   buffer (the tie draw), 1500 of each a bin the gather takes (the full
+//   buffer; a tie group under the constrained one). The rest N(0, 1).
+std::vector<float> merged_floor_row(int32_t vocab, int32_t at, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> logits(static_cast<size_t>(vocab));
+    for (auto& x : logits) x = normal(rng);
+    const float top = 1048576.0f, threshold = 1048573.0f;
+    const float below = std::nextafter(threshold, 0.0f);
+    logits[7] = top;
+    for (int32_t i = 0; i < 2 * at; ++i) logits[static_cast<size_t>(1000 + 23 * i)] = i % 2 == 0 ? threshold : below;
+    return logits;
+}
+
+// A temperature at which min-p's threshold of merged_floor_row and the
+// float below it divide to the same quotient (IEEE division, the twin's and
+// the GPU's).
+float merging_temperature() {
+    const float threshold = 1048573.0f, below = std::nextafter(threshold, 0.0f);
+    for (float t = 1.5f; t < 2.0f; t = std::nextafter(t, 2.0f) + 0.001f)
+        if (below / t == threshold / t) return t;
+    ADD_FAILURE() << "no temperature merges the threshold and the float below it";
+    return 1.0f;
+}
+
+TEST(GpuChainMinP, SurvivorsPastTheBufferTakeTheKeyLevels) {
+    const int32_t vocab = 151936;
+    const auto kinds = sieve_test::twin_chain("min_p;temperature");
+    ASSERT_FALSE(kinds.empty());
+    struct Case {
+        const char* name;
+        std::vector<float> logits;  // two rows
+        float temperature;          // row 0's (row_params gives row 1 its own)
+        bool bias;                  // a bias the passes apply (row 0 of each)
+    };
+    const float merging = merging_temperature();
+    std::vector<float> gaussian(2 * static_cast<size_t>(vocab));
+    std::mt19937 rng(2024);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (auto& x : gaussian) x = normal(rng);
+    auto merged = [&](int32_t at) {
+        std::vector<float> two = merged_floor_row(vocab, at, 5);
+        const auto other = merged_floor_row(vocab, at, 6);
+        two.insert(two.end(), other.begin(), other.end());
+        return two;
+    };
+    const Case cases[] = {{"gaussian", gaussian, 1.0f, false},
+                          {"gaussian, bias", gaussian, 1.0f, true},
+                          {"merged floor, tie group", merged(3000), merging, false},
+                          {"merged floor, gathered bin", merged(1500), merging, false}};
+    struct Planned {
+        const char* name;
+        Profile profile;
+        const char* options_profile;  // null: the device's own (SIEVE_PROFILE's)
+    };
+    const Planned plans[] = {{"a GPU's plan", Profile::Full, "gpu"},
+                          {"a GPU's plan, constrained", Profile::Constrained, "gpu,constrained"},
+                          {"the device's", Profile::Full, nullptr}};
+    for (const Planned& plan : plans) {
+        sieve::ContextOptions options = sieve_test::gpu_options(plan.profile);
+        if (plan.options_profile) options.profile(plan.options_profile);
+        sieve::Context gpu(options);
+        const sieve_device_info info = gpu.device_info();
+        const bool levels = !(info.type == SIEVE_DEVICE_CPU && !(info.profile & SIEVE_PROFILE_GPU));
+        for (const Case& c : cases) {
+            SCOPED_TRACE(std::string(plan.name) + ", " + c.name);
+            RowParams base;
+            base.temperature = c.temperature;
+            base.min_p = 0.05f;
+            auto params = row_params(base, 2, 31);
+            params[1].temperature = c.temperature == 1.0f ? 1.3f : c.temperature;
+            if (c.bias) {
+                const float* row = c.logits.data();
+                const int32_t best = static_cast<int32_t>(std::max_element(row, row + vocab) - row);
+                params[0].logit_bias = {{best, -kInf}, {11, 0.5f}, {4099, 0.25f}, {90001, -0.5f}};
+            }
+            sieve::Chain chain(gpu, sieve_test::chain_desc("min_p;temperature", 2, vocab, c.temperature, 1));
+            for (int32_t r = 0; r < 2; ++r) set_row(chain, r, params[static_cast<size_t>(r)]);
+            if (c.bias) sieve_test::leave_inputs_to_the_passes(chain);
+            Tally tally;
+            for (uint32_t step = 0; step < 3; ++step) {
+                const auto got = chain.sample(c.logits.data(), 2, vocab);
+                ASSERT_EQ(got.size(), 2u);
+                for (int32_t r = 0; r < 2; ++r) {
+                    SCOPED_TRACE("step " + std::to_string(step) + " row " + std::to_string(r));
+                    const size_t at = static_cast<size_t>(r);
+                    compare_token(got[at], Row{kinds, c.logits.data() + at * vocab, vocab, params[at]}, step, &tally);
+                    // The collect pass, level 1 (at least) and the gather.
+                    if (levels) {
+                        EXPECT_GE(got[at].row_passes, 3u);
+                    }
+                }
+            }
+            expect_rare(tally);
+            const uint64_t fallback = chain.counters().cpu_fallback_rows;
+            if (levels)
+                EXPECT_EQ(fallback, 0u) << "min-p's survivors past the buffer went to the twin on a GPU's plan";
+            else
+                EXPECT_EQ(fallback, 6u) << "a CPU device's plan leaves them to the twin";
+        }
+    }
+}
+
+// The key levels draw min-p's survivors only where nothing but a temperature
+// follows min-p and nothing divides before it (row_analysis.cpp:
+// floor_levels; tail.glsl: min_p_cut): a top-k after min-p, a temperature
+// before it, a second or a dynamic temperature, or a min_keep the buffer does not hold
+// (it may reach past the survivors) leave the row to the twin on a GPU's plan
+// too. N(0, 1) rows, min-p 0.05 (about 10000 survive).
+TEST(GpuChainMinP, OtherSamplersAroundMinPKeepTheTwin) {
+    const int32_t vocab = 151936;
+    std::vector<float> logits(2 * static_cast<size_t>(vocab));
+    std::mt19937 rng(77);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (auto& x : logits) x = normal(rng);
+    sieve::ContextOptions options = sieve_test::gpu_options();
+    options.profile("gpu");
+    sieve::Context gpu(options);
+    struct Case {
+        const char* chain;
+        int32_t min_keep;
+        float dynatemp_range;
+    };
+    for (const Case c : {Case{"min_p;top_k;temperature", 0, 0.0f}, Case{"temperature;min_p", 0, 0.0f},
+                         Case{"min_p;temperature;temperature", 0, 0.0f}, Case{"min_p;temperature", 20000, 0.0f},
+                         Case{"min_p;temperature", 0, 0.5f}}) {
+        SCOPED_TRACE(std::string(c.chain) + ", min_keep " + std::to_string(c.min_keep) + ", dynamic range " +
+                     std::to_string(c.dynatemp_range));
+        const auto kinds = sieve_test::twin_chain(c.chain);
+        ASSERT_FALSE(kinds.empty());
+        RowParams base;
+        base.temperature = 0.8f;
+        base.min_p = 0.05f;
+        base.top_k = 5000;  // past the buffer: the rows' survivors stay past it
+        base.min_keep = c.min_keep;
+        base.dynatemp_range = c.dynatemp_range;
+        const auto params = row_params(base, 2, 41);
+        sieve::Chain chain(gpu, sieve_test::chain_desc(c.chain, 2, vocab, base.temperature, 1));
+        for (int32_t r = 0; r < 2; ++r) set_row(chain, r, params[static_cast<size_t>(r)]);
+        Tally tally;
+        for (uint32_t step = 0; step < 2; ++step) {
+            const auto got = chain.sample(logits.data(), 2, vocab);
+            for (int32_t r = 0; r < 2; ++r) {
+                const size_t at = static_cast<size_t>(r);
+                compare_token(got[at], Row{kinds, logits.data() + at * vocab, vocab, params[at]}, step, &tally);
+            }
+        }
+        expect_rare(tally);
+        EXPECT_EQ(chain.counters().cpu_fallback_rows, 4u) << "the key levels drew a row whose chain needs the twin";
     }
 }
 
