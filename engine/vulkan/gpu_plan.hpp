@@ -130,7 +130,9 @@ enum class CollectVariants : uint8_t { Both, Plain, General };
 // of one-row calls, 5.5% of 64-row calls on its zipf rows). Such a recording
 // also holds the whole plan in one command buffer, which the host submits
 // instead while the recording's recent calls needed the levels often
-// (kWholeAboveDeepRate). Results are the same either way.
+// (kWholeAboveDeepRate). Results are the same either way. A collect plan's
+// key levels for min-p's survivors past the buffer (FLAG_FLOOR_LEVELS) are
+// always apart: the collect tail arms level 1 instead of level 0.
 enum class KeyLevels : uint8_t { Inline, Apart };
 // Past this share of recent calls needing the key levels, a recording with
 // them apart runs its whole plan: the second submission costs a submit and
@@ -201,8 +203,9 @@ void separate_tail(Plan* p);
 // runs); today the last workgroup of each call's pass empties the hash.
 void separate_history_clear(Plan* p);
 
-// The second part of a selection plan made with KeyLevels::Apart: key levels
-// 1..KEY_LEVELS (indirect, armed by the level before) and the gather again,
+// The second part of a plan made with KeyLevels::Apart (a selection plan's,
+// or a collect plan's with FLAG_FLOOR_LEVELS): key levels 1..KEY_LEVELS
+// (indirect, armed by the level before, or by the collect tail) and the gather again,
 // whose rows drawn by the first part's gather return at once (their phase is
 // PHASE_DONE). It starts from where the first part left the rows: no history
 // pass, no statistics, and the levels' arguments as level 0 armed them.

@@ -20,15 +20,19 @@ Recording Recorder::describe(const RecordingKey& key) const {
     rec.key = key;
     const uint32_t history_groups =
         key.history ? history_groups_for(static_cast<uint32_t>(config_.history_capacity), key.rows, limits_) : 0u;
-    rec.plan = make_plan(key.kind, chain_.greedy, key.collect, key.wide, history_groups, key.vocab, limits_, type_,
-                         key.logprobs, key.wide_direct, key.collect_variants, key.key_levels, key.floor_levels);
-    // Only such a call's pipelines hold radix_chunk (VARIANT_PLAIN_RADIX,
-    // VARIANT_GENERAL_RADIX): a CPU device would run its lines under a lane
-    // mask for every chunk.
-    if ((key.radix_plain || key.radix_general) && key.collect && !rec.plan.small)
-        rec.plan.flags |= FLAG_RADIX_CHUNKS;
-    if (rec.plan.dispatches.size() > kMaxPlanDispatches) fail(SIEVE_ERROR_INTERNAL, "plan longer than the timestamp pool");
-    split_for_batch(&rec.plan, key.rows, key.vocab, limits_);
+    // The key's plan with its key levels where `levels` puts them.
+    auto plan_with = [&](KeyLevels levels) {
+        Plan p = make_plan(key.kind, chain_.greedy, key.collect, key.wide, history_groups, key.vocab, limits_, type_,
+                           key.logprobs, key.wide_direct, key.collect_variants, levels, key.floor_levels);
+        // Only such a call's pipelines hold radix_chunk (VARIANT_PLAIN_RADIX,
+        // VARIANT_GENERAL_RADIX): a CPU device would run its lines under a
+        // lane mask for every chunk.
+        if ((key.radix_plain || key.radix_general) && key.collect && !p.small) p.flags |= FLAG_RADIX_CHUNKS;
+        if (p.dispatches.size() > kMaxPlanDispatches) fail(SIEVE_ERROR_INTERNAL, "plan longer than the timestamp pool");
+        split_for_batch(&p, key.rows, key.vocab, limits_);
+        return p;
+    };
+    rec.plan = plan_with(key.key_levels);
     // Key levels to put apart: a selection plan's after its level 0, or a
     // collect plan's after its tail (FLAG_FLOOR_LEVELS).
     const bool levels = (rec.plan.flags & FLAG_FLOOR_LEVELS) != 0 ||
@@ -36,10 +40,7 @@ Recording Recorder::describe(const RecordingKey& key) const {
                                     [](const Dispatch& d) { return d.stage == Stage::MassHistogram && d.level == 0; });
     if (key.key_levels == KeyLevels::Apart && levels && key.kind == RecordingKind::Sample) {
         rec.deep_plan = deep_levels_plan(rec.plan);
-        rec.whole_plan = make_plan(key.kind, chain_.greedy, key.collect, key.wide, history_groups, key.vocab, limits_,
-                                   type_, key.logprobs, key.wide_direct, key.collect_variants, KeyLevels::Inline,
-                                   key.floor_levels);
-        split_for_batch(&rec.whole_plan, key.rows, key.vocab, limits_);
+        rec.whole_plan = plan_with(KeyLevels::Inline);
     }
     // Row groups never straddle a window.
     const RowWindows& windows = buffers_.windows();

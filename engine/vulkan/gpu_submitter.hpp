@@ -15,8 +15,11 @@
 
 namespace sieve {
 
-// The longest plan (raw stats, history, stats, 9 levels, gather) once per row in the worst case.
-constexpr uint32_t kMaxPlanDispatches = 13;
+// The longest plan once per row in the worst case: a selection plan (raw
+// stats, history, stats, 9 levels, gather: 13) or a collect plan whose key
+// levels for min-p are inline (history, two collect variants, the wide
+// passes, 8 levels, gather: 14; no raw stats beside them).
+constexpr uint32_t kMaxPlanDispatches = 14;
 
 class Submitter {
 public:

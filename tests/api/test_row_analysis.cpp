@@ -248,10 +248,65 @@ TEST(RowAnalysis, MinPFirstSetsTheFloor) {
     }
     sieve::ref::RowParams off = row;
     off.top_p = 1.0f;
-    EXPECT_EQ(row_of({K::TopP, K::MinP, K::Dist}, off).flags, ROW_FLOOR);
+    // (min-p is then the only cut: its survivors past the buffer may take
+    // the key levels.)
+    EXPECT_EQ(row_of({K::TopP, K::MinP, K::Dist}, off).flags, ROW_FLOOR | ROW_FLOOR_LEVELS);
     const sieve::RowAnalysis twice = row_of({K::MinP, K::Temperature, K::MinP, K::Dist}, row);
     EXPECT_EQ(twice.flags, ROW_FLOOR);
     EXPECT_NEAR(twice.floor, std::log(0.05) * (1.0 + 1e-5), 1e-6);
+}
+
+// ROW_FLOOR_LEVELS (RowAnalysis::floor_levels): min-p acts, nothing but at
+// most one plain temperature after it (penalties and DRY aside, and samplers
+// the row switches off), the draw is dist, a sampling call; the call's
+// analysis has it where a row does.
+TEST(RowAnalysis, FloorLevelsOnlyWhereMinPIsTheOnlyCut) {
+    sieve::ref::RowParams row;
+    row.temperature = 0.8f;
+    row.min_p = 0.05f;
+    row.top_k = 0;
+    row.top_p = 1.0f;
+    auto levels = [&](const Samplers& s, const sieve::ref::RowParams& r, const sieve::RowContext& at = context()) {
+        const sieve::RowAnalysis a = row_of(s, r, at);
+        EXPECT_EQ(a.floor_levels, (a.flags & ROW_FLOOR_LEVELS) != 0);
+        return a.floor_levels;
+    };
+    EXPECT_TRUE(levels({K::MinP, K::Dist}, row));
+    EXPECT_TRUE(levels({K::MinP, K::Temperature, K::Dist}, row));
+    EXPECT_TRUE(levels({K::Penalties, K::Dry, K::TopK, K::TopP, K::MinP, K::Temperature, K::Dist}, row));
+    EXPECT_TRUE(levels({K::MinP, K::Temperature, K::Dist}, row, context(true)));  // the host decides the device
+    sieve::ref::RowParams min_keep = row;
+    min_keep.min_keep = 5000;  // the tail's to refuse (min_p_cut)
+    EXPECT_TRUE(levels({K::MinP, K::Temperature, K::Dist}, min_keep));
+
+    EXPECT_FALSE(levels({K::MinP, K::Temperature, K::Dist}, row, context(false, false)));  // a distribution
+    EXPECT_FALSE(levels({K::Temperature, K::MinP, K::Dist}, row));                       // a division first
+    EXPECT_FALSE(levels({K::MinP, K::Temperature, K::Temperature, K::Dist}, row));       // two temperatures
+    EXPECT_FALSE(levels({K::MinP, K::Temperature, K::Greedy}, row));
+    EXPECT_FALSE(levels({K::MinP, K::Temperature, K::MirostatV2}, row));
+    sieve::ref::RowParams cut = row;
+    cut.top_k = 40;
+    EXPECT_FALSE(levels({K::TopK, K::MinP, K::Temperature, K::Dist}, cut));
+    EXPECT_FALSE(levels({K::MinP, K::TopK, K::Temperature, K::Dist}, cut));
+    cut = row;
+    cut.top_p = 0.9f;
+    EXPECT_FALSE(levels({K::TopP, K::MinP, K::Temperature, K::Dist}, cut));
+    sieve::ref::RowParams dynamic = row;
+    dynamic.dynatemp_range = 0.5f;
+    EXPECT_FALSE(levels({K::MinP, K::Temperature, K::Dist}, dynamic));
+    sieve::ref::RowParams cold = row;
+    cold.temperature = 0.0f;
+    EXPECT_FALSE(levels({K::MinP, K::Temperature, K::Dist}, cold));
+    sieve::ref::RowParams no_min_p = row;
+    no_min_p.min_p = 0.0f;
+    EXPECT_FALSE(levels({K::MinP, K::Temperature, K::Dist}, no_min_p));
+
+    const Samplers chain = {K::TopK, K::MinP, K::Temperature, K::Dist};
+    sieve::ref::RowParams top_k = row;
+    top_k.top_k = 1000;
+    top_k.min_p = 0.0f;
+    EXPECT_TRUE(call_of(chain, {top_k, row}).floor_levels);
+    EXPECT_FALSE(call_of(chain, {top_k, top_k}).floor_levels);
 }
 
 TEST(RowAnalysis, AggregatesAndSelectors) {

@@ -1626,10 +1626,11 @@ TEST(GpuChainMinP, ChunksCrowdedOverTheirOwnFloorKeepTheirBest) {
 // threshold to the maximum at the temperature, its members at or above the
 // raw threshold, forming the target from their exact total) and the gather
 // draws, in the recording's second part; on a CPU device's plan the twin
-// draws (gpu_chain.cpp: floor_levels). Tokens against the twin over three
-// steps, two rows a call (their own temperatures and seeds), the row passes
-// each token took, and the fallback count, on a GPU's plan (full and
-// constrained buffers) and the device's own.
+// draws (gpu_chain.cpp: floor_levels). Tokens against the twin over five
+// steps (the last two submit the whole plan at once), two rows a call (their
+// own temperatures and seeds; in one case a top-k 1000 row beside the min-p
+// row), the row passes each token took, and the fallback count, on a GPU's
+// plan (full and constrained buffers) and the device's own.
 // Rows, with min-p 0.05:
 // - N(0, 1): about 10000 of 151936 survive, at temperature 1 and 1.3; with
 //   the row's bias left to the passes (row_logit), its best token masked.
@@ -1666,13 +1667,15 @@ float merging_temperature() {
 
 TEST(GpuChainMinP, SurvivorsPastTheBufferTakeTheKeyLevels) {
     const int32_t vocab = 151936;
-    const auto kinds = sieve_test::twin_chain("min_p;temperature");
-    ASSERT_FALSE(kinds.empty());
     struct Case {
         const char* name;
         std::vector<float> logits;  // two rows
         float temperature;          // row 0's (row_params gives row 1 its own)
         bool bias;                  // a bias the passes apply (row 0 of each)
+        // Row 0 a top-k 1000 without min-p instead (a GPU's radix chunks, where
+        // the buffer holds twice that), in top_k;min_p;temperature: the plan
+        // holds both kinds of row.
+        bool top_k_row = false;
     };
     const float merging = merging_temperature();
     std::vector<float> gaussian(2 * static_cast<size_t>(vocab));
@@ -1688,7 +1691,8 @@ TEST(GpuChainMinP, SurvivorsPastTheBufferTakeTheKeyLevels) {
     const Case cases[] = {{"gaussian", gaussian, 1.0f, false},
                           {"gaussian, bias", gaussian, 1.0f, true},
                           {"merged floor, tie group", merged(3000), merging, false},
-                          {"merged floor, gathered bin", merged(1500), merging, false}};
+                          {"merged floor, gathered bin", merged(1500), merging, false},
+                          {"gaussian, beside a top-k row", gaussian, 1.0f, false, true}};
     struct Planned {
         const char* name;
         Profile profile;
@@ -1715,29 +1719,43 @@ TEST(GpuChainMinP, SurvivorsPastTheBufferTakeTheKeyLevels) {
                 const int32_t best = static_cast<int32_t>(std::max_element(row, row + vocab) - row);
                 params[0].logit_bias = {{best, -kInf}, {11, 0.5f}, {4099, 0.25f}, {90001, -0.5f}};
             }
-            sieve::Chain chain(gpu, sieve_test::chain_desc("min_p;temperature", 2, vocab, c.temperature, 1));
+            const char* chain_text = c.top_k_row ? "top_k;min_p;temperature" : "min_p;temperature";
+            const auto case_kinds = sieve_test::twin_chain(chain_text);
+            if (c.top_k_row) {
+                // (At most half the buffer: a larger top-k goes to the twin.)
+                params[0].top_k = static_cast<int32_t>(std::min(1000u, sieve_test::limits_of(gpu).candidate_capacity / 2));
+                params[0].min_p = 0.0f;
+                params[1].top_k = 0;
+            }
+            sieve::Chain chain(gpu, sieve_test::chain_desc(chain_text, 2, vocab, c.temperature, 1));
             for (int32_t r = 0; r < 2; ++r) set_row(chain, r, params[static_cast<size_t>(r)]);
             if (c.bias) sieve_test::leave_inputs_to_the_passes(chain);
             Tally tally;
-            for (uint32_t step = 0; step < 3; ++step) {
+            // Five calls: the fourth and fifth submit the whole plan at once
+            // (three of three calls needed the levels: kWholeAboveDeepRate).
+            const uint32_t steps = 5;
+            for (uint32_t step = 0; step < steps; ++step) {
                 const auto got = chain.sample(c.logits.data(), 2, vocab);
                 ASSERT_EQ(got.size(), 2u);
                 for (int32_t r = 0; r < 2; ++r) {
                     SCOPED_TRACE("step " + std::to_string(step) + " row " + std::to_string(r));
                     const size_t at = static_cast<size_t>(r);
-                    compare_token(got[at], Row{kinds, c.logits.data() + at * vocab, vocab, params[at]}, step, &tally);
+                    compare_token(got[at], Row{case_kinds, c.logits.data() + at * vocab, vocab, params[at]}, step,
+                                  &tally);
                     // The collect pass, level 1 (at least) and the gather.
+                    const bool past = !(c.top_k_row && r == 0);
                     if (levels) {
-                        EXPECT_GE(got[at].row_passes, 3u);
+                        EXPECT_EQ(got[at].row_passes >= 3u, past) << got[at].row_passes << " row passes";
                     }
                 }
             }
             expect_rare(tally);
             const uint64_t fallback = chain.counters().cpu_fallback_rows;
+            const uint64_t past_rows = (c.top_k_row ? 1u : 2u) * steps;
             if (levels)
                 EXPECT_EQ(fallback, 0u) << "min-p's survivors past the buffer went to the twin on a GPU's plan";
             else
-                EXPECT_EQ(fallback, 6u) << "a CPU device's plan leaves them to the twin";
+                EXPECT_EQ(fallback, past_rows) << "a CPU device's plan leaves them to the twin";
         }
     }
 }
