@@ -80,15 +80,15 @@ RecordingKey GpuChain::key_for(const CallAnalysis& call, RecordingKind kind, uin
                                            : CollectVariants::General;
     // min-p's survivors past the buffer (RowAnalysis::floor_levels): on a
     // GPU's plan the key levels after the collect pass, apart (a call rarely
-    // needs them, and every min-p call would pay their empty dispatches), so
-    // only in a call the chain submits and waits for itself; a call the app
-    // submits leaves such a row to the CPU twin, and so does a CPU device's
-    // plan, where the twin on the same cores draws it faster than the passes
-    // (lavapipe, a Gaussian row at min-p 0.05: the twin's 0.6 ms against 1.8
-    // ms for level 1 and the gather). Not beside raw_stats.
-    key.floor_levels = waited && limits_.plan_type != SIEVE_DEVICE_CPU && kind == RecordingKind::Sample &&
-                       call.collect && call.floor_levels && !call.raw_stats && !chain_.greedy &&
-                       vocab > limits_.candidate_capacity;
+    // needs them, and every min-p call would pay their empty dispatches); in
+    // a call the app submits or leaves in flight the chain submits that part
+    // when the call is finished (finish_key_levels), so every form draws the
+    // same. A CPU device's plan leaves such a row to the CPU twin, which on
+    // the same cores draws it faster than the passes (lavapipe, a Gaussian
+    // row at min-p 0.05: the twin's 0.6 ms against 1.8 ms for level 1 and the
+    // gather). Not beside raw_stats.
+    key.floor_levels = limits_.plan_type != SIEVE_DEVICE_CPU && kind == RecordingKind::Sample && call.collect &&
+                       call.floor_levels && !call.raw_stats && !chain_.greedy && vocab > limits_.candidate_capacity;
     // A selection plan's: a CPU device's plan keeps them inline (an empty
     // level costs it little, a second submission more).
     const bool selection_apart = waited && limits_.plan_type != SIEVE_DEVICE_CPU && kind == RecordingKind::Sample &&

@@ -121,6 +121,9 @@ private:
     // Whether the recording's first part armed key level 1 for a row group
     // (the arguments as the host reads them after the wait).
     bool deep_levels_armed(const Recording& rec) const;
+    // A finished call the app submitted: its key levels' part, where its
+    // tail armed it (gpu_chain_device.cpp).
+    void finish_key_levels(const Recording& rec);
     // The one count of a call's device work once it finished
     // (GpuCounters): the recording's dispatches that launched, the ingest
     // pass that brought its rows in (ingest), and a distribution's row

@@ -128,7 +128,24 @@ GpuChain::InFlight GpuChain::take_in_flight() {
     InFlight call = std::move(*in_flight_);
     in_flight_.reset();
     account(call.rec, call.rec.plan, !call.input.in_place, false);
+    finish_key_levels(call.rec);
     return call;
+}
+
+// A call the app submitted (or the chain left in flight) whose collect tail
+// handed rows to the key levels (min-p's survivors past the buffer, its
+// results for them pending: STATUS_FALLBACK, token -1, as a twin's row reads
+// in the app's token buffer): the levels' part of the chain's own recording
+// of that key, submitted and waited for now, as the twin's rows read their
+// logits back now (device_host_rows). The app keeps its logits until the
+// call is finished either way.
+void GpuChain::finish_key_levels(const Recording& rec) {
+    if (!rec.key.floor_levels || !rec.has_deep() || !deep_levels_armed(rec)) return;
+    const Recording& own = recorder_.recording(rec.key);
+    submitter_.submit(&own.deep_cmd, 1, nullptr);
+    submitter_.await(submitter_.wait_timeout_ns(), "sampling did not finish within the wait timeout",
+                     &own.deep_wait_ns);
+    account(own, own.deep_plan, false, true);
 }
 
 void GpuChain::sample_async(const sieve_vulkan_logits& in, const sieve_vulkan_sync* sync) {

@@ -145,11 +145,13 @@ SIEVE_API sieve_status sieve_chain_release_input(sieve_chain* chain);
  *     VK_ACCESS_TRANSFER_WRITE_BIT, and the host may read it (a host-visible
  *     buffer) after sieve_chain_wait returned SIEVE_OK.
  *
- * Rows the GPU cannot finish exactly (survivors past its candidate buffer,
- * counted in cpu_fallback_rows) and rows that fail (non-finite logits, ...) are
- * -1 in the token buffer; sieve_chain_wait returns their true result (the twin
- * samples such a row there, reading the app's logits again: the logits buffer
- * must keep its values until sieve_chain_wait returns when that can happen). */
+ * Rows the call's own submission does not finish (survivors past the GPU's
+ * candidate buffer: sampled by the CPU twin, counted in cpu_fallback_rows, or,
+ * min-p's alone, drawn by a submission of the chain's own) and rows that fail
+ * (non-finite logits, ...) are -1 in the token buffer; sieve_chain_wait returns
+ * their true result (the twin or that submission draws such a row there,
+ * reading the app's logits again: the logits buffer must keep its values until
+ * sieve_chain_wait returns when that can happen). */
 typedef struct sieve_vulkan_sync {
     uint32_t struct_size;           /* sizeof(sieve_vulkan_sync) */
     VkSemaphore wait_semaphore;     /* VK_NULL_HANDLE = none */

@@ -422,9 +422,12 @@ void hand_to_wide(uint row, uint n) {
 // the row's temperature (P_SCALE, the chain's one temperature), its members
 // also at or above the raw threshold (row.glsl: level_floor), forms the
 // target from its own exact total (scan.glsl); the gather draws. The step
-// is left for that draw. Invocation 0; false where a value the levels would
-// take overflows at the temperature (the twin then draws, as before).
-bool hand_to_levels(uint row) {
+// is left for that draw; the result until then reads as a twin's row's
+// (token -1, STATUS_FALLBACK: what a call the app submits copies into its
+// token buffer, and what the host would hand the twin were the levels' part
+// never run). Invocation 0; false where a value the levels would take
+// overflows at the temperature (the twin then draws, as before).
+bool hand_to_levels(uint row, uint step) {
     uint o = row * ROW_STRIDE;
     float scale = row_scale(row);
     float top = scaled_logit(cand_value(0u), scale);  // the row's maximum (min-p ran on raw logits)
@@ -438,6 +441,7 @@ bool hand_to_levels(uint row) {
     row_state[o + R_CAND_COUNT] = 0u;
     row_state[o + R_PASSES] = 1u;
     row_state[o + R_PHASE] = PHASE_ACTIVE;
+    write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, 1u);
     // The levels split a row into the wide passes' chunks (gpu_plan.hpp:
     // on_wide_chunks).
     atomicMax(dispatch_args[pc.args_base + LEVEL_ARGS_STRIDE], pc.wide_chunks);
@@ -624,7 +628,7 @@ void collect_tail(uint row, uint n_chunks) {
             return;
         }
         if (s_fallback != 0u) {
-            if (s_floor_levels != 0u && hand_to_levels(row)) return;
+            if (s_floor_levels != 0u && hand_to_levels(row, step)) return;
             write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, 1u);
         } else {
             write_result(row, c_id[0], 1.0, 0.0, STATUS_OK, step, 1u);

@@ -24,15 +24,21 @@ constexpr int32_t kRows = 2, kVocab = 32000;
 // The default chain (penalties and DRY read the slots' histories, so each
 // step depends on the tokens the previous ones committed) and one whose rows
 // go to the CPU twin (finished at wait / collect time).
-constexpr const char* kChains[] = {"", "min_p;temperature"};
+// The default chain; min-p alone over more survivors than the buffer holds
+// (the CPU twin's rows on a CPU device's plan, the key levels' on a GPU's);
+// the same with a top-k after min-p (the twin's on every plan).
+constexpr const char* kChains[] = {"", "min_p;temperature", "min_p;top_k;temperature"};
 
 void configure(sieve::Chain& chain, const char* samplers) {
-    if (std::string(samplers) == "min_p;temperature") chain.set(SIEVE_PARAM_MIN_P, 0.0001);
+    if (std::string(samplers).rfind("min_p", 0) == 0) chain.set(SIEVE_PARAM_MIN_P, 0.0001);
+    if (std::string(samplers) == "min_p;top_k;temperature") chain.set(SIEVE_PARAM_TOP_K, 5000);
     chain.set(SIEVE_PARAM_REPEAT_PENALTY, 1.3);
 }
 
-// The ids the app's buffer received are the tokens; twin_ran: some rows went
-// to the CPU twin, whose ids exist only on the host (-1 in the buffer).
+// The ids the app's buffer received are the tokens; twin_ran: some rows were
+// finished after the call's own submission (by the CPU twin, or by the key
+// levels' part the chain submits when the call is finished), whose ids exist
+// only on the host (-1 in the buffer).
 void expect_ids(const AppDevice::AppBuffer& ids, VkDeviceSize offset, const std::vector<sieve_token>& tokens,
                 bool twin_ran) {
     for (size_t r = 0; r < tokens.size(); ++r) {
@@ -41,6 +47,14 @@ void expect_ids(const AppDevice::AppBuffer& ids, VkDeviceSize offset, const std:
         if (twin_ran && id == -1) continue;
         EXPECT_EQ(id, tokens[r].token) << "row " << r;
     }
+}
+
+// Whether a call in flight had rows finished after its own submission (its
+// `own` submissions of the chain's: 1 for sieve_sample_vulkan_async, 0 for
+// sieve_chain_record): the twin took some, or the chain submitted the key
+// levels' part (gpu_chain_device.cpp: finish_key_levels).
+bool finished_later(const sieve_counters& before, const sieve_counters& after, uint64_t own) {
+    return after.cpu_fallback_rows > before.cpu_fallback_rows || after.submits - before.submits > own;
 }
 
 TEST(Async, EqualsSyncWithBinarySemaphores) {
@@ -66,14 +80,14 @@ TEST(Async, EqualsSyncWithBinarySemaphores) {
             s.token_buffer = ids.buffer;
             s.token_offset = 64;
             s.token_buffer_size = ids.size;
-            const uint64_t twin_before = async.counters().cpu_fallback_rows;
+            const sieve_counters before = async.counters();
             ASSERT_EQ(sieve_sample_vulkan_async(async.get(), &a.desc, &s), SIEVE_OK) << sieve_last_error();
             const std::vector<sieve_token> want = sample_vulkan(sync, a.desc);
             app.submit_semaphores(sampled, VK_NULL_HANDLE, true);  // the next decode would wait here
             std::vector<sieve_token> got(kRows);
             ASSERT_EQ(sieve_chain_wait(async.get(), kLongWait, got.data()), SIEVE_OK) << sieve_last_error();
             expect_same(got, want);
-            expect_ids(ids, 64, got, async.counters().cpu_fallback_rows > twin_before);
+            expect_ids(ids, 64, got, finished_later(before, async.counters(), 1));
         }
         EXPECT_EQ(async.counters().cpu_fallback_rows, sync.counters().cpu_fallback_rows);
     }
@@ -124,7 +138,7 @@ TEST(Async, EqualsSyncWithTimelineSemaphores) {
             s.signal_value = 2 * step + 2;
             s.token_buffer = ids.buffer;
             s.token_buffer_size = ids.size;
-            const uint64_t twin_before = async.counters().cpu_fallback_rows;
+            const sieve_counters before = async.counters();
             ASSERT_EQ(sieve_sample_vulkan_async(async.get(), &a.desc, &s), SIEVE_OK) << sieve_last_error();
             // The host waits on Sieve's value, as a next decode's submission would on the device.
             VkSemaphoreWaitInfo wait{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
@@ -135,7 +149,7 @@ TEST(Async, EqualsSyncWithTimelineSemaphores) {
             std::vector<sieve_token> got(kRows);
             ASSERT_EQ(sieve_chain_wait(async.get(), kLongWait, got.data()), SIEVE_OK) << sieve_last_error();
             expect_same(got, sample_vulkan(sync, a.desc));
-            expect_ids(ids, 0, got, async.counters().cpu_fallback_rows > twin_before);
+            expect_ids(ids, 0, got, finished_later(before, async.counters(), 1));
         }
         EXPECT_EQ(async.counters().cpu_fallback_rows, sync.counters().cpu_fallback_rows);
     }
@@ -193,6 +207,7 @@ TEST(RecordInto, EqualsSampleVulkan) {
         sieve::Chain sync(*ctx, chain_desc(samplers, kRows, kVocab, 0.8f, 14));
         configure(recorded, samplers);
         configure(sync, samplers);
+        int finished_after_the_app = 0;
         for (int step = 0; step < 3; ++step) {
             SCOPED_TRACE("step " + std::to_string(step));
             VkCommandBuffer cmd = app.begin_command_buffer();
@@ -204,14 +219,19 @@ TEST(RecordInto, EqualsSampleVulkan) {
             s.token_buffer_size = ids.size;
             ASSERT_EQ(sieve_chain_record(recorded.get(), cmd, &a.desc, &s), SIEVE_OK) << sieve_last_error();
             app.submit_and_wait(cmd);
-            const uint64_t twin_before = recorded.counters().cpu_fallback_rows;
+            const sieve_counters before = recorded.counters();
             std::vector<sieve_token> got(kRows);
             ASSERT_EQ(sieve_chain_collect(recorded.get(), got.data()), SIEVE_OK) << sieve_last_error();
             expect_same(got, sample_vulkan(sync, a.desc));
-            expect_ids(ids, 8, got, recorded.counters().cpu_fallback_rows > twin_before);
+            const bool later = finished_later(before, recorded.counters(), 0);
+            expect_ids(ids, 8, got, later);
+            finished_after_the_app += later ? 1 : 0;
         }
         EXPECT_EQ(recorded.counters().cpu_fallback_rows, sync.counters().cpu_fallback_rows);
-        if (samplers == kChains[1]) {
+        if (samplers != kChains[0]) {
+            EXPECT_GT(finished_after_the_app, 0) << "no row was finished after the app's submission";
+        }
+        if (samplers == kChains[2]) {
             EXPECT_GT(recorded.counters().cpu_fallback_rows, 0u) << "the case no longer reaches the CPU twin";
         }
         // The chain takes synchronous calls again.

@@ -179,16 +179,60 @@ TEST(ZeroCopy, RowsTheTwinFinishes) {
     for (sieve_dtype dtype : {SIEVE_DTYPE_F16, SIEVE_DTYPE_F32}) {
     SCOPED_TRACE("dtype " + std::to_string(dtype));
     AppLogits a = make_app_logits(app, dtype, Shape::Gaussian, kRows, kVocab, kVocab, 0, 8);
-    sieve::Chain zero(*ctx, chain_desc("min_p;temperature", kRows, kVocab, 0.8f, 3));
-    sieve::Chain host(*ctx, chain_desc("min_p;temperature", kRows, kVocab, 0.8f, 3));
-    zero.set(SIEVE_PARAM_MIN_P, 0.001);
-    host.set(SIEVE_PARAM_MIN_P, 0.001);
+    // min-p's survivors past the buffer with a top-k after it: the twin's on
+    // every plan (a GPU's draws min-p alone by its key levels).
+    sieve::Chain zero(*ctx, chain_desc("min_p;top_k;temperature", kRows, kVocab, 0.8f, 3));
+    sieve::Chain host(*ctx, chain_desc("min_p;top_k;temperature", kRows, kVocab, 0.8f, 3));
+    for (sieve::Chain* c : {&zero, &host}) {
+        c->set(SIEVE_PARAM_MIN_P, 0.001);
+        c->set(SIEVE_PARAM_TOP_K, 5000);
+    }
     for (int step = 0; step < 2; ++step) {
         app.copy_on_queue(a.staging, a.tensor);
         expect_same(sample_vulkan(zero, a.desc), host.sample(a.host));
     }
     EXPECT_GT(zero.counters().cpu_fallback_rows, 0u) << "the case no longer reaches the CPU twin";
     EXPECT_EQ(zero.counters().cpu_fallback_rows, host.counters().cpu_fallback_rows);
+    }
+}
+
+// min-p alone over more survivors than the buffer holds (min_p 1e-4 over
+// Gaussian rows): on a GPU's plan the key levels draw them (on a CPU
+// device's, the twin), in the call's second submission for a synchronous
+// call, and, for a call the app submits (recorded) or leaves in flight, in a
+// submission the chain makes when the call is finished. Every form draws the
+// same tokens, p included.
+TEST(ZeroCopy, EveryFormDrawsMinPPastTheBufferAlike) {
+    AppDevice app;
+    auto ctx = app_context(app);
+    constexpr int32_t kRows = 2, kVocab = 32000;
+    AppLogits a = make_app_logits(app, SIEVE_DTYPE_F32, Shape::Gaussian, kRows, kVocab, kVocab, 0, 21);
+    sieve::Chain sync(*ctx, chain_desc("min_p;temperature", kRows, kVocab, 0.8f, 3));
+    sieve::Chain async(*ctx, chain_desc("min_p;temperature", kRows, kVocab, 0.8f, 3));
+    sieve::Chain recorded(*ctx, chain_desc("min_p;temperature", kRows, kVocab, 0.8f, 3));
+    for (sieve::Chain* c : {&sync, &async, &recorded}) c->set(SIEVE_PARAM_MIN_P, 0.0001);
+    const sieve_device_info info = ctx->device_info();
+    const bool levels = !(info.type == SIEVE_DEVICE_CPU && !(info.profile & SIEVE_PROFILE_GPU));
+    for (int step = 0; step < 3; ++step) {
+        SCOPED_TRACE("step " + std::to_string(step));
+        app.copy_on_queue(a.staging, a.tensor);
+        const std::vector<sieve_token> want = sample_vulkan(sync, a.desc);
+        std::vector<sieve_token> got(kRows);
+        ASSERT_EQ(sieve_sample_vulkan_async(async.get(), &a.desc, nullptr), SIEVE_OK) << sieve_last_error();
+        ASSERT_EQ(sieve_chain_wait(async.get(), UINT64_MAX, got.data()), SIEVE_OK) << sieve_last_error();
+        expect_same(got, want);
+        VkCommandBuffer cmd = app.begin_command_buffer();
+        ASSERT_EQ(sieve_chain_record(recorded.get(), cmd, &a.desc, nullptr), SIEVE_OK) << sieve_last_error();
+        app.submit_and_wait(cmd);
+        ASSERT_EQ(sieve_chain_collect(recorded.get(), got.data()), SIEVE_OK) << sieve_last_error();
+        expect_same(got, want);
+        if (levels) {
+            for (const sieve_token& t : want) EXPECT_GE(t.row_passes, 3u) << "the key levels did not draw the row";
+        }
+    }
+    for (sieve::Chain* c : {&sync, &async, &recorded}) {
+        if (levels) EXPECT_EQ(c->counters().cpu_fallback_rows, 0u);
+        else EXPECT_EQ(c->counters().cpu_fallback_rows, 6u);
     }
 }
 
