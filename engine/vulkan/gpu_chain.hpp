@@ -115,12 +115,20 @@ private:
     // Submits the recording (after prefix, the ingest pass, if any), waits,
     // counts it; then, where the recording keeps its key levels apart and
     // level 0 left some row's bin larger than the candidate buffer, its key
-    // levels' part the same way. A recording whose recent calls needed them
-    // often (Recording::deep_rate) runs its whole plan at once instead.
+    // levels' parts the same way (finish_levels_apart). A recording whose
+    // recent calls needed them often (Recording::deep_rate, far_rate) runs
+    // its near levels, or all, with its first part instead.
     void submit_and_wait(const Recording& rec, VkCommandBuffer prefix = VK_NULL_HANDLE);
-    // Whether the recording's first part armed key level 1 for a row group
-    // (the arguments as the host reads them after the wait).
-    bool deep_levels_armed(const Recording& rec) const;
+    // Whether the parts submitted so far armed key level `level` for a row
+    // group (the arguments as the host reads them after the wait).
+    bool levels_armed(const Recording& rec, uint32_t level) const;
+    // One part of the recording's: submitted alone, waited for, counted
+    // (its stage times after the call's).
+    void submit_part(const Recording& rec, VkCommandBuffer cmd, const Plan& part, double* wait_ns);
+    // After a recording's first part (with its near levels: deep_ran), the
+    // key levels' parts still armed: the near levels where level 1 is, then
+    // the far ones where the near ones armed the first of them.
+    void finish_levels_apart(const Recording& rec, bool deep_ran);
     // A finished call the app submitted: its key levels' part, where its
     // tail armed it (gpu_chain_device.cpp).
     void finish_key_levels(const Recording& rec);
@@ -130,8 +138,8 @@ private:
     // passes (it has no per-row results: the plan's minimum, and the ingest
     // pass's read). A sampled row's passes come from its result (finish_rows).
     // plan: the recording's part that ran (Recording: plan, deep_plan,
-    // whole_plan); append_stages: its stage times follow the call's first
-    // part's.
+    // far_plan, first_near_plan, whole_plan); append_stages: its stage times
+    // follow the call's first part's.
     void account(const Recording& rec, const Plan& plan, bool ingest, bool append_stages);
 
     // The call's rows after its device work, the one loop over them: each

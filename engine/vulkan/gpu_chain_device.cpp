@@ -140,12 +140,8 @@ GpuChain::InFlight GpuChain::take_in_flight() {
 // logits back now (device_host_rows). The app keeps its logits until the
 // call is finished either way.
 void GpuChain::finish_key_levels(const Recording& rec) {
-    if (!rec.key.floor_levels || !rec.has_deep() || !deep_levels_armed(rec)) return;
-    const Recording& own = recorder_.recording(rec.key);
-    submitter_.submit(&own.deep_cmd, 1, nullptr);
-    submitter_.await(submitter_.wait_timeout_ns(), "sampling did not finish within the wait timeout",
-                     &own.deep_wait_ns);
-    account(own, own.deep_plan, false, true);
+    if (!rec.key.floor_levels || !rec.has_deep() || !levels_armed(rec, 1)) return;
+    finish_levels_apart(recorder_.recording(rec.key), false);
 }
 
 void GpuChain::sample_async(const sieve_vulkan_logits& in, const sieve_vulkan_sync* sync) {

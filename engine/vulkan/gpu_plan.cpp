@@ -48,12 +48,18 @@ uint32_t collect_chunks_for_group(const Plan& plan, uint32_t vocab, uint32_t row
 
 namespace {
 
-// Key levels 1..KEY_LEVELS, each launched by the level before (indirect), then
-// the gather, whose last workgroup per row draws the token.
-void append_key_levels_and_gather(Plan* p) {
-    for (uint32_t level = 1; level <= KEY_LEVELS; ++level)
+// Key levels first..last, each launched by the level before (indirect), then
+// the gather, whose last workgroup per row draws the token (a row a later
+// level still narrows is left to the gather after that level).
+void append_key_levels_and_gather(Plan* p, uint32_t first, uint32_t last) {
+    for (uint32_t level = first; level <= last; ++level)
         p->dispatches.push_back({Stage::MassHistogram, level, true, histogram_args(level)});
     p->dispatches.push_back({Stage::Gather, 0, true});
+}
+
+// The levels a plan made with `levels` holds after its first pass (0: none).
+uint32_t levels_in_plan(KeyLevels levels) {
+    return levels == KeyLevels::Inline ? KEY_LEVELS : levels == KeyLevels::Near ? kNearKeyLevels : 0u;
 }
 
 Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, bool direct, uint32_t vocab,
@@ -126,7 +132,7 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
         // by the tail) and the gather, as a selection plan's, here or apart.
         if (floor_levels && !p.small && !greedy_chain && kind == RecordingKind::Sample) {
             p.flags |= FLAG_FLOOR_LEVELS;
-            if (levels == KeyLevels::Inline) append_key_levels_and_gather(&p);
+            if (levels != KeyLevels::Apart) append_key_levels_and_gather(&p, 1, levels_in_plan(levels));
         }
         p.min_row_passes = 1;
         p.min_dispatches = p.fused_tail ? 1 : 2;
@@ -152,13 +158,13 @@ Plan make_row_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wid
         // Level 0 (its last workgroup per row takes the level's decision), key
         // levels recorded for the worst case (8 x 4 bits) but launched
         // indirectly: a level no row needs gets zero workgroups (Inline), or
-        // recorded apart (deep_levels_plan). Then the gather, whose last
-        // workgroup per row draws the token.
+        // recorded apart, all (key_levels_plan) or the far ones (Near). Then
+        // the gather, whose last workgroup per row draws the token.
         p.dispatches.push_back({Stage::MassHistogram, 0, true});
-        if (levels == KeyLevels::Inline)
-            append_key_levels_and_gather(&p);
-        else
+        if (levels == KeyLevels::Apart)
             p.dispatches.push_back({Stage::Gather, 0, true});
+        else
+            append_key_levels_and_gather(&p, 1, levels_in_plan(levels));
     }
     p.min_row_passes = greedy_chain ? 1 : 3;
     p.min_dispatches = greedy_chain ? 1 : 3;
@@ -262,15 +268,15 @@ void separate_history_clear(Plan* p) {
     p->min_dispatches += 1;
 }
 
-Plan deep_levels_plan(const Plan& first) {
+Plan key_levels_plan(const Plan& first, uint32_t first_level, uint32_t last_level) {
     Plan p;
     p.n_chunks = first.n_chunks;
     p.chunk_size = first.chunk_size;
     p.collect_slots = first.collect_slots;
     p.wide_chunks = first.wide_chunks;
     p.flags = first.flags;
-    append_key_levels_and_gather(&p);
-    // Submitted only when a row needs level 1: that level and the gather.
+    append_key_levels_and_gather(&p, first_level, last_level);
+    // Submitted only when a row needs its first level: that level and the gather.
     p.min_row_passes = 2;
     p.min_dispatches = 2;
     return p;

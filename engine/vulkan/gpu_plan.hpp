@@ -122,22 +122,32 @@ enum class CollectVariants : uint8_t { Both, Plain, General };
 // without truncation, whose level 0 may leave more than CAP logits in its
 // bin). Inline: in the call's recording, launched indirectly, zero
 // workgroups when no row needs them (a CPU device's plan, and every call the
-// app submits or waits on itself). Apart: in a second command buffer of the
-// same recording (deep_levels_plan), which the host submits after the first
-// only when level 0 armed level 1 for some row: a GPU pays about 4 us for
-// each recorded level even when it launches nothing (8 levels, a third of
-// dist's GPU time on an H200), while a call needed level 1 rarely there (3.5%
-// of one-row calls, 5.5% of 64-row calls on its zipf rows). Such a recording
-// also holds the whole plan in one command buffer, which the host submits
-// instead while the recording's recent calls needed the levels often
-// (kWholeAboveDeepRate). Results are the same either way. A collect plan's
-// key levels for min-p's survivors past the buffer (FLAG_FLOOR_LEVELS) are
+// app submits or waits on itself). Apart: in two more command buffers of the
+// same recording (key_levels_plan): levels 1..kNearKeyLevels and the gather,
+// which the host submits after the first part only when level 0 armed level
+// 1 for some row, then the far levels and the gather again, only when the
+// near part armed the first of them. A GPU pays about 4 us for each recorded
+// level even when it launches nothing (8 levels, a third of dist's GPU time
+// on an H200), while a call needed level 1 rarely there (3.5% of one-row
+// calls, 5.5% of 64-row calls on its zipf rows), and a row that needs level
+// 1 seldom needs more than a few. Such a recording also holds its first part
+// with the near levels after it in one command buffer (Near), which the host
+// submits instead while the recording's recent calls needed level 1 often
+// (kWholeAboveDeepRate), and the whole plan (Inline), while they needed the
+// far levels often. Results are the same either way. A collect plan's key
+// levels for min-p's survivors past the buffer (FLAG_FLOOR_LEVELS) are
 // always apart: the collect tail arms level 1 instead of level 0.
-enum class KeyLevels : uint8_t { Inline, Apart };
-// Past this share of recent calls needing the key levels, a recording with
-// them apart runs its whole plan: the second submission costs a submit and
-// a wait (30-50 us on the H200) and a gather again, about twice the empty
-// levels (4 us each) it saves the calls that do not need them.
+enum class KeyLevels : uint8_t { Inline, Apart, Near };
+// The key levels a Near plan holds, and an Apart recording's near part:
+// on lavapipe, flat rows near 0 (N(0, 0.025)) needed up to three levels at
+// min-p 0.05 (their keys span many binades below the maximum's), N(0, 1)
+// rows one or two.
+constexpr uint32_t kNearKeyLevels = 3;
+// Past this share of recent calls needing the key levels (level 1; the far
+// ones), a recording with them apart runs its Near plan (its Inline plan):
+// a further submission costs a submit and a wait (30-50 us on the H200) and
+// a gather again, about twice the empty levels (4 us each) it saves the
+// calls that do not need them.
 constexpr double kWholeAboveDeepRate = 0.25;
 // The weight of a call in that share (a running mean over about 8 calls).
 constexpr double kDeepRateWeight = 1.0 / 8.0;
@@ -165,7 +175,8 @@ constexpr double kDeepRateWeight = 1.0 / 8.0;
 // floor_levels: a collect plan of big rows where a min-p row's survivors may
 // reach past the buffer (RowAnalysis::floor_levels): FLAG_FLOOR_LEVELS, and
 // the key levels and the gather after its passes, where `levels` puts them
-// (Inline: in the plan; Apart: deep_levels_plan's part).
+// (Inline: in the plan; Apart: key_levels_plan's parts; Near: the near
+// levels in the plan, the far ones apart).
 Plan make_plan(RecordingKind kind, bool greedy_chain, bool collect, bool wide, uint32_t history_groups, uint32_t vocab,
                const EffectiveLimits& limits, sieve_device_type type, bool logprobs = false, bool wide_direct = false,
                CollectVariants variants = CollectVariants::Both, KeyLevels levels = KeyLevels::Inline,
@@ -203,13 +214,14 @@ void separate_tail(Plan* p);
 // runs); today the last workgroup of each call's pass empties the hash.
 void separate_history_clear(Plan* p);
 
-// The second part of a plan made with KeyLevels::Apart (a selection plan's,
-// or a collect plan's with FLAG_FLOOR_LEVELS): key levels 1..KEY_LEVELS
-// (indirect, armed by the level before, or by the collect tail) and the gather again,
-// whose rows drawn by the first part's gather return at once (their phase is
-// PHASE_DONE). It starts from where the first part left the rows: no history
-// pass, no statistics, and the levels' arguments as level 0 armed them.
-Plan deep_levels_plan(const Plan& first);
+// A part of a plan made with KeyLevels::Apart or Near (a selection plan's,
+// or a collect plan's with FLAG_FLOOR_LEVELS): key levels
+// first_level..last_level (indirect, armed by the level before, or by the
+// collect tail) and the gather again, whose rows drawn by an earlier gather
+// return at once (their phase is PHASE_DONE). It starts from where the
+// parts before left the rows: no history pass, no statistics, and the
+// levels' arguments as the level before armed them.
+Plan key_levels_plan(const Plan& first, uint32_t first_level, uint32_t last_level);
 
 // collect.glsl: collect_chunk_size, the logits per chunk of a row split into
 // n chunks (a multiple of 4). collect_chunks_holding_logits: how many of them

@@ -39,7 +39,9 @@ Recording Recorder::describe(const RecordingKey& key) const {
                         std::any_of(rec.plan.dispatches.begin(), rec.plan.dispatches.end(),
                                     [](const Dispatch& d) { return d.stage == Stage::MassHistogram && d.level == 0; });
     if (key.key_levels == KeyLevels::Apart && levels && key.kind == RecordingKind::Sample) {
-        rec.deep_plan = deep_levels_plan(rec.plan);
+        rec.deep_plan = key_levels_plan(rec.plan, 1, kNearKeyLevels);
+        rec.far_plan = key_levels_plan(rec.plan, kNearKeyLevels + 1, KEY_LEVELS);
+        rec.first_near_plan = plan_with(KeyLevels::Near);
         rec.whole_plan = plan_with(KeyLevels::Inline);
     }
     // Row groups never straddle a window.
@@ -70,7 +72,9 @@ const Recording& Recorder::recording(const RecordingKey& key) {
     };
     rec.cmd = record([&](VkCommandBuffer cmd) { emit(cmd, rec); });
     if (rec.has_deep()) {
-        rec.deep_cmd = record([&](VkCommandBuffer cmd) { emit_deep(cmd, rec); });
+        rec.deep_cmd = record([&](VkCommandBuffer cmd) { emit_deep(cmd, rec, rec.deep_plan); });
+        rec.far_cmd = record([&](VkCommandBuffer cmd) { emit_deep(cmd, rec, rec.far_plan); });
+        rec.first_near_cmd = record([&](VkCommandBuffer cmd) { emit(cmd, rec, &rec.first_near_plan); });
         rec.whole_cmd = record([&](VkCommandBuffer cmd) { emit(cmd, rec, &rec.whole_plan); });
     }
     ++counters_.recordings;
@@ -81,7 +85,8 @@ void Recorder::drop_app_row_recordings() {
     for (auto it = by_key_.begin(); it != by_key_.end();) {
         if (it->second.key.app_rows) {
             device_.vk().vkFreeCommandBuffers(device_.handle(), submitter_.command_pool(), 1, &it->second.cmd);
-            for (VkCommandBuffer part : {it->second.deep_cmd, it->second.whole_cmd})
+            const Recording& r = it->second;
+            for (VkCommandBuffer part : {r.deep_cmd, r.far_cmd, r.first_near_cmd, r.whole_cmd})
                 if (part) device_.vk().vkFreeCommandBuffers(device_.handle(), submitter_.command_pool(), 1, &part);
             it = by_key_.erase(it);
         } else {
@@ -144,11 +149,11 @@ void Recorder::emit_call(VkCommandBuffer cmd, const Recording& rec, const Plan& 
     emit_passes(cmd, rec, emitted);
 }
 
-void Recorder::emit_deep(VkCommandBuffer cmd, const Recording& rec) const {
-    // The first part's shader writes (row state, histograms, the next
-    // level's indirect arguments) and its arguments' copy, earlier in
+void Recorder::emit_deep(VkCommandBuffer cmd, const Recording& rec, const Plan& part) const {
+    // The parts before: their shader writes (row state, histograms, the next
+    // level's indirect arguments) and their arguments' copy, earlier in
     // submission order, before this part's passes and copy. Nothing is reset:
-    // the levels continue from the arguments level 0 armed.
+    // the levels continue from the arguments the level before armed.
     VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT |
                             VK_ACCESS_TRANSFER_WRITE_BIT;
@@ -158,7 +163,7 @@ void Recorder::emit_deep(VkCommandBuffer cmd, const Recording& rec) const {
         cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1,
         &barrier, 0, nullptr, 0, nullptr);
-    emit_passes(cmd, rec, rec.deep_plan);
+    emit_passes(cmd, rec, part);
 }
 
 void Recorder::emit_passes(VkCommandBuffer cmd, const Recording& rec, const Plan& plan) const {

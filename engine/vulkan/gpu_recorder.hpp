@@ -69,20 +69,30 @@ struct Recording {
     // How long a blocking wait on this recording usually takes (ns, 0 = not
     // yet known): where Submitter::await starts polling.
     mutable double wait_ns = 0.0;
-    // KeyLevels::Apart: the key levels' part (deep_levels_plan; a collect
-    // plan's, FLAG_FLOOR_LEVELS, for min-p's survivors), its own
-    // command buffer and wait, submitted only when level 0 armed level 1
-    // (GpuChain::submit_and_wait). No dispatches otherwise.
+    // KeyLevels::Apart: the key levels' parts (key_levels_plan; a collect
+    // plan's, FLAG_FLOOR_LEVELS, for min-p's survivors), each with its own
+    // command buffer and wait: levels 1..kNearKeyLevels, submitted only when
+    // the first part armed level 1, and the far levels, only when the near
+    // ones armed the first of them (GpuChain::submit_and_wait). No
+    // dispatches otherwise.
     Plan deep_plan;
     VkCommandBuffer deep_cmd = VK_NULL_HANDLE;
     mutable double deep_wait_ns = 0.0;
-    // ... and the whole plan in one command buffer (as KeyLevels::Inline
-    // records it), submitted instead while deep_rate, the share of recent
-    // calls that needed level 1, is above kWholeAboveDeepRate.
+    Plan far_plan;
+    VkCommandBuffer far_cmd = VK_NULL_HANDLE;
+    mutable double far_wait_ns = 0.0;
+    // ... the first part with its near levels in one command buffer (as
+    // KeyLevels::Near records it), submitted instead while deep_rate, the
+    // share of recent calls that needed level 1, is above
+    // kWholeAboveDeepRate; and the whole plan (KeyLevels::Inline), while
+    // far_rate, the share that needed the far levels, is.
+    Plan first_near_plan;
+    VkCommandBuffer first_near_cmd = VK_NULL_HANDLE;
+    mutable double first_near_wait_ns = 0.0;
     Plan whole_plan;
     VkCommandBuffer whole_cmd = VK_NULL_HANDLE;
     mutable double whole_wait_ns = 0.0;
-    mutable double deep_rate = 0.0;
+    mutable double deep_rate = 0.0, far_rate = 0.0;
     bool has_deep() const { return !deep_plan.dispatches.empty(); }
 };
 
@@ -98,13 +108,13 @@ public:
     // The plan's commands, into the chain's own command buffer or the app's
     // (sieve_chain_record): every barrier the passes need, from the previous
     // call's work at the start to the host's reads of the results at the end.
-    // plan: one of the recording's (its whole_plan), else rec.plan. With
-    // timestamps, framed by the call timing's span queries.
+    // plan: one of the recording's (first_near_plan, whole_plan), else
+    // rec.plan. With timestamps, framed by the call timing's span queries.
     void emit(VkCommandBuffer cmd, const Recording& rec, const Plan* plan = nullptr) const;
-    // The key levels' part of a recording that has one (Recording::deep_plan):
-    // after the first part's submission, from the row state and indirect
-    // arguments it left.
-    void emit_deep(VkCommandBuffer cmd, const Recording& rec) const;
+    // A key levels' part of a recording that has them (Recording::deep_plan,
+    // far_plan): after the parts before it, from the row state and indirect
+    // arguments they left.
+    void emit_deep(VkCommandBuffer cmd, const Recording& rec, const Plan& part) const;
     // Frees the recordings that bind the app's rows (their sets are about to
     // be rewritten; recorded again on their next use). Nothing may be pending.
     void drop_app_row_recordings();

@@ -50,7 +50,7 @@ public:
     bool profiling() const { return profiling_; }
     VkQueryPool queries() const { return queries_; }
     // After a recording with timestamps ran: its stage times (append: after
-    // those read last, for a call's second submission).
+    // those read last, for a call's later submissions).
     void read_stage_times(const Plan& plan, const std::vector<RowGroup>& groups, bool append = false);
     const std::vector<sieve_stage_time>& stage_times() const { return stage_times_; }
     // Profiling's call timing (sieve_chain_call_timing): the recording's span

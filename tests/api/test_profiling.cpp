@@ -25,7 +25,7 @@ TEST(Profiling, StageTimesFollowThePlan) {
     auto stages = chain.stage_times();
     // row_stats, level 0, key levels 1..8 (launched only when needed), gather
     // on a CPU device's plan; a GPU's plan (any device under SIEVE_PROFILE=gpu)
-    // keeps the key levels apart, in a second submission this zipf row does
+    // keeps the key levels apart, in later submissions this zipf row does
     // not need (plan.md, KeyLevels).
     const sieve_device_info info = gpu.device_info();
     const bool levels_inline = info.type == SIEVE_DEVICE_CPU && !(info.profile & SIEVE_PROFILE_GPU);

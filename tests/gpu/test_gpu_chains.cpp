@@ -1625,9 +1625,9 @@ TEST(GpuChainMinP, ChunksCrowdedOverTheirOwnFloorKeepTheirBest) {
 // the row to the key levels (level 1 over the key range from min-p's
 // threshold to the maximum at the temperature, its members at or above the
 // raw threshold, forming the target from their exact total) and the gather
-// draws, in the recording's second part; on a CPU device's plan the twin
+// draws, in the recording's later parts; on a CPU device's plan the twin
 // draws (gpu_chain.cpp: floor_levels). Tokens against the twin over five
-// steps (the last two submit the whole plan at once), two rows a call (their
+// steps (the last two submit the near levels with the first part at once), two rows a call (their
 // own temperatures and seeds; in one case a top-k 1000 row beside the min-p
 // row), the row passes each token took, and the fallback count, on a GPU's
 // plan (full and constrained buffers) and the device's own.
@@ -1731,7 +1731,8 @@ TEST(GpuChainMinP, SurvivorsPastTheBufferTakeTheKeyLevels) {
             for (int32_t r = 0; r < 2; ++r) set_row(chain, r, params[static_cast<size_t>(r)]);
             if (c.bias) sieve_test::leave_inputs_to_the_passes(chain);
             Tally tally;
-            // Five calls: the fourth and fifth submit the whole plan at once
+            // Five calls: the fourth and fifth submit the near levels with the
+            // first part at once
             // (three of three calls needed the levels: kWholeAboveDeepRate).
             const uint32_t steps = 5;
             for (uint32_t step = 0; step < steps; ++step) {

@@ -1,8 +1,10 @@
 // A GPU's plan keeps a selection chain's key levels apart (gpu_plan.hpp:
 // KeyLevels::Apart): the call's first submission runs the statistics, level 0
 // and the gather; only when level 0 left some row's bin larger than the
-// candidate buffer does the chain submit the key levels and the gather again
-// (or, while its calls keep needing them, the whole plan at once).
+// candidate buffer does the chain submit the near key levels and the gather
+// again, and only when those left one so the far levels and the gather (or,
+// while its calls keep needing them, the near levels or all with the first
+// part).
 // The rows drawn first must stay as drawn (their phase PHASE_DONE), the rows
 // left must be finished, and both must equal the twin. The gpu profile makes
 // any device record a GPU's plan.
@@ -14,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -83,7 +86,7 @@ TEST(SelectionLevels, KeyLevelsApartRunOnlyForCallsWhoseRowsNeedThem) {
         EXPECT_EQ(after.submits - before.submits, call.deep ? 2u : 1u);
         EXPECT_EQ(after.recordings, 1u);  // both parts recorded with the first call
         EXPECT_EQ(after.cpu_fallback_rows, before.cpu_fallback_rows);
-        // The second part: level 1 at least and the gather again.
+        // The near levels' part: level 1 at least and the gather again.
         EXPECT_GE(after.dispatches - before.dispatches, call.deep ? 5u : 3u);
         if (!call.deep) {
             EXPECT_EQ(after.dispatches - before.dispatches, 3u);
@@ -115,8 +118,9 @@ TEST(SelectionLevels, KeyLevelsApartRunOnlyForCallsWhoseRowsNeedThem) {
     EXPECT_LE(tally.token_near_cdf_boundary + tally.token_near_tie_order, 1);
 }
 
-// A recording whose calls keep needing the key levels runs its whole plan
-// in one submission (Recording::deep_rate past kWholeAboveDeepRate), and goes
+// A recording whose calls keep needing the key levels runs its near levels
+// with its first part, one submission (Recording::deep_rate past
+// kWholeAboveDeepRate: flat rows need no far ones), and goes
 // back to two parts once they stop: the same tokens either way, and nothing
 // recorded again.
 TEST(SelectionLevels, CallsThatKeepNeedingTheLevelsRunThemInOneSubmission) {
@@ -161,6 +165,97 @@ TEST(SelectionLevels, CallsThatKeepNeedingTheLevelsRunThemInOneSubmission) {
     EXPECT_EQ(submits.back(), 2u);
     EXPECT_EQ(chain.counters().recordings, 1u);
     EXPECT_LE(tally.token_near_cdf_boundary + tally.token_near_tie_order, 1);
+}
+
+// A row whose chosen bin keeps its width level after level: a cluster of
+// CAP + 500 logits at consecutive keys from 1.0 down (1.0 and the floats
+// below it), one logit 16^j - 1 keys below 1.0 for j = 1..7, the rest -100
+// (no mass, another level-0 bin). Each level's bin holding the cluster also
+// holds the next of those logits at its low end, so its 16 key ranges keep
+// more than CAP members in one until a range holds at most 16^3 keys: key
+// level 4 at least, past the near levels (kNearKeyLevels, 3).
+std::vector<float> nested_row(int32_t vocab, uint32_t cap, uint32_t seed) {
+    std::vector<float> row(static_cast<size_t>(vocab), -100.0f);
+    uint32_t top;
+    const float one = 1.0f;
+    std::memcpy(&top, &one, sizeof top);
+    auto below_one = [&](uint32_t keys) {
+        const uint32_t bits = top - keys;
+        float x;
+        std::memcpy(&x, &bits, sizeof x);
+        return x;
+    };
+    const uint32_t start = (seed * 7919u) % static_cast<uint32_t>(vocab), cluster = cap + 500u;
+    for (uint32_t i = 0; i < cluster; ++i) row[(start + i) % static_cast<uint32_t>(vocab)] = below_one(i);
+    uint32_t keys = 1;
+    for (uint32_t j = 1; j <= 7; ++j) {
+        keys *= 16u;
+        row[(start + cluster + 97u * j) % static_cast<uint32_t>(vocab)] = below_one(keys - 1u);
+    }
+    return row;
+}
+
+// Rows that need the far key levels (past kNearKeyLevels) take a third part
+// after the near levels' (a dist row from level 0, a min-p row past the buffer
+// from the collect tail), and while calls keep needing them the whole plan
+// at once; once they stop, a call's near levels run with its first part
+// (rows still needing level 1) and a nested row's far levels apart. Every
+// token equals the twin's.
+TEST(SelectionLevels, RowsPastTheNearLevelsTakeTheFarOnes) {
+    auto gpu = gpu_plan_context();
+    const int32_t rows = 2, vocab = 151936;
+    const uint32_t cap = gpu.device_info().candidate_capacity;
+    for (const std::string samplers : {"temperature;dist", "min_p;temperature"}) {
+        SCOPED_TRACE(samplers);
+        sieve::Chain chain(gpu, sieve_test::chain_desc(samplers, rows, vocab, 1.0f, 5));
+        for (int32_t r = 0; r < rows; ++r) chain.set(SIEVE_PARAM_SEED, 60u + r, r);
+        const auto kinds = sieve_test::twin_chain(samplers);
+        sieve_test::twin::Tally tally;
+        std::vector<uint64_t> submits;
+        uint32_t step = 0;
+        // Row 0 nested or flat (levels 1 to 3 at most), row 1 peaked.
+        auto call = [&](bool nested) {
+            std::vector<float> logits =
+                nested ? nested_row(vocab, cap, step) : rows_of({Row::Flat}, vocab, step);
+            const std::vector<float> peaked = rows_of({Row::Peaked}, vocab, step);
+            logits.insert(logits.end(), peaked.begin(), peaked.end());
+            const uint64_t before = chain.counters().submits;
+            const std::vector<sieve_token> got = chain.sample(logits.data(), rows, vocab);
+            submits.push_back(chain.counters().submits - before);
+            EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u);
+            for (int32_t r = 0; r < rows; ++r) {
+                SCOPED_TRACE("call " + std::to_string(step) + " row " + std::to_string(r));
+                sieve::ref::RowParams params;
+                params.temperature = 1.0f;
+                params.seed = 60u + static_cast<uint32_t>(r);
+                const float* row = logits.data() + static_cast<size_t>(r) * vocab;
+                sieve_test::twin::compare_token(got[static_cast<size_t>(r)],
+                                                sieve_test::twin::Row{kinds, row, vocab, params}, step, &tally);
+            }
+            // The first pass (dist: statistics and level 0; min-p: the
+            // collect pass), levels 1 to 4 at least, the gather.
+            if (nested) {
+                EXPECT_GE(got[0].row_passes, samplers == "temperature;dist" ? 7u : 6u);
+            }
+            ++step;
+        };
+        // Nested rows: three parts until the far levels' share passes a
+        // quarter (three calls at a weight of 1/8), then the whole plan.
+        for (int i = 0; i < 6; ++i) call(true);
+        for (size_t i = 0; i < 3; ++i) EXPECT_EQ(submits[i], 3u) << "nested call " << i;
+        for (size_t i = 3; i < 6; ++i) EXPECT_EQ(submits[i], 1u) << "nested call " << i;
+        // Flat rows: level 1 every call, the far levels never; their share
+        // falls below a quarter after ten calls, level 1's does not.
+        for (int i = 0; i < 12; ++i) call(false);
+        for (size_t i = 6; i < submits.size(); ++i) EXPECT_LE(submits[i], 2u) << "flat call " << i;
+        EXPECT_EQ(submits.back(), 1u);
+        // Now a nested row: the near levels with the first part, the far
+        // ones apart.
+        call(true);
+        EXPECT_EQ(submits.back(), 2u);
+        EXPECT_EQ(chain.counters().recordings, 1u);
+        EXPECT_LE(tally.token_near_cdf_boundary + tally.token_near_tie_order, 1);
+    }
 }
 
 // The app's own submissions (sieve_sample_vulkan_async, sieve_chain_record)
