@@ -139,9 +139,9 @@ enum class CollectVariants : uint8_t { Both, Plain, General };
 // always apart: the collect tail arms level 1 instead of level 0.
 enum class KeyLevels : uint8_t { Inline, Apart, Near };
 // The key levels a Near plan holds, and an Apart recording's near part:
-// on lavapipe, flat rows near 0 (N(0, 0.025)) needed up to three levels at
-// min-p 0.05 (their keys span many binades below the maximum's), N(0, 1)
-// rows one or two.
+// on lavapipe, N(0, 1) rows needed one or two (dist, min-p 0.05), flat rows
+// near 0 (N(0, 0.025), whose keys span many binades below the maximum's)
+// up to three at min-p 0.05 in 29 of 30 calls, four in one.
 constexpr uint32_t kNearKeyLevels = 3;
 // Past this share of recent calls needing the key levels (level 1; the far
 // ones), a recording with them apart runs its Near plan (its Inline plan):
