@@ -118,6 +118,51 @@ TEST(SelectionLevels, KeyLevelsApartRunOnlyForCallsWhoseRowsNeedThem) {
     EXPECT_LE(tally.token_near_cdf_boundary + tally.token_near_tie_order, 1);
 }
 
+// One chain's calls on rows the test builds call by call: each call's
+// tokens against the twin (the chain's temperature, seed `seed` + row) and
+// its submissions.
+class CountedCalls {
+public:
+    CountedCalls(sieve::Context& gpu, const std::string& samplers, int32_t rows, int32_t vocab, float temperature,
+                 uint32_t seed)
+        : chain(gpu, sieve_test::chain_desc(samplers, rows, vocab, temperature, 5)),
+          kinds_(sieve_test::twin_chain(samplers)), rows_(rows), vocab_(vocab), temperature_(temperature),
+          seed_(seed) {
+        for (int32_t r = 0; r < rows; ++r) chain.set(SIEVE_PARAM_SEED, seed + static_cast<uint32_t>(r), r);
+    }
+
+    std::vector<sieve_token> call(const std::vector<float>& logits) {
+        const uint64_t before = chain.counters().submits;
+        const std::vector<sieve_token> got = chain.sample(logits.data(), rows_, vocab_);
+        submits.push_back(chain.counters().submits - before);
+        for (int32_t r = 0; r < rows_; ++r) {
+            SCOPED_TRACE("call " + std::to_string(step) + " row " + std::to_string(r));
+            sieve::ref::RowParams params;
+            params.temperature = temperature_;
+            params.seed = seed_ + static_cast<uint32_t>(r);
+            const float* row = logits.data() + static_cast<size_t>(r) * vocab_;
+            sieve_test::twin::compare_token(got[static_cast<size_t>(r)],
+                                            sieve_test::twin::Row{kinds_, row, vocab_, params}, step, &tally_);
+        }
+        ++step;
+        return got;
+    }
+
+    // Tokens near a CDF boundary or a tie order: at most one over the calls.
+    void expect_rare() const { EXPECT_LE(tally_.token_near_cdf_boundary + tally_.token_near_tie_order, 1); }
+
+    sieve::Chain chain;
+    std::vector<uint64_t> submits;  // each call's
+    uint32_t step = 0;              // calls so far
+
+private:
+    std::vector<sieve::ref::SamplerKind> kinds_;
+    int32_t rows_, vocab_;
+    float temperature_;
+    uint32_t seed_;
+    sieve_test::twin::Tally tally_;
+};
+
 // A recording whose calls keep needing the key levels runs its near levels
 // with its first part, one submission (Recording::deep_rate past
 // kWholeAboveDeepRate: flat rows need no far ones), and goes
@@ -125,32 +170,10 @@ TEST(SelectionLevels, KeyLevelsApartRunOnlyForCallsWhoseRowsNeedThem) {
 // recorded again.
 TEST(SelectionLevels, CallsThatKeepNeedingTheLevelsRunThemInOneSubmission) {
     auto gpu = gpu_plan_context();
-    const int32_t rows = 2, vocab = 151936;
-    const float temperature = 0.8f;
-    const std::string samplers = "temperature;dist";
-    sieve::Chain chain(gpu, sieve_test::chain_desc(samplers, rows, vocab, temperature, 5));
-    for (int32_t r = 0; r < rows; ++r) chain.set(SIEVE_PARAM_SEED, 80u + r, r);
-    const auto kinds = sieve_test::twin_chain(samplers);
-    sieve_test::twin::Tally tally;
-    std::vector<uint64_t> submits;
-    uint32_t step = 0;
-    auto call = [&](Row second) {
-        const std::vector<float> logits = rows_of({Row::Peaked, second}, vocab, step);
-        const uint64_t before = chain.counters().submits;
-        const std::vector<sieve_token> got = chain.sample(logits.data(), rows, vocab);
-        submits.push_back(chain.counters().submits - before);
-        for (int32_t r = 0; r < rows; ++r) {
-            SCOPED_TRACE("call " + std::to_string(step) + " row " + std::to_string(r));
-            sieve::ref::RowParams params;
-            params.temperature = temperature;
-            params.seed = 80u + static_cast<uint32_t>(r);
-            sieve_test::twin::compare_token(got[static_cast<size_t>(r)],
-                                            sieve_test::twin::Row{kinds, logits.data() + static_cast<size_t>(r) * vocab,
-                                                                  vocab, params},
-                                            step, &tally);
-        }
-        ++step;
-    };
+    const int32_t vocab = 151936;
+    CountedCalls calls(gpu, "temperature;dist", 2, vocab, 0.8f, 80);
+    const std::vector<uint64_t>& submits = calls.submits;
+    auto call = [&](Row second) { calls.call(rows_of({Row::Peaked, second}, vocab, calls.step)); };
     // Flat rows every call: two submissions until the share passes a
     // quarter (three calls at a weight of 1/8), then one.
     for (int i = 0; i < 8; ++i) call(Row::Flat);
@@ -163,8 +186,8 @@ TEST(SelectionLevels, CallsThatKeepNeedingTheLevelsRunThemInOneSubmission) {
     for (size_t i = 8; i < submits.size(); ++i) EXPECT_EQ(submits[i], 1u) << "peaked call " << i;
     call(Row::Flat);
     EXPECT_EQ(submits.back(), 2u);
-    EXPECT_EQ(chain.counters().recordings, 1u);
-    EXPECT_LE(tally.token_near_cdf_boundary + tally.token_near_tie_order, 1);
+    EXPECT_EQ(calls.chain.counters().recordings, 1u);
+    calls.expect_rare();
 }
 
 // A row whose chosen bin keeps its width level after level: a cluster of
@@ -203,41 +226,25 @@ std::vector<float> nested_row(int32_t vocab, uint32_t cap, uint32_t seed) {
 // token equals the twin's.
 TEST(SelectionLevels, RowsPastTheNearLevelsTakeTheFarOnes) {
     auto gpu = gpu_plan_context();
-    const int32_t rows = 2, vocab = 151936;
+    const int32_t vocab = 151936;
     const uint32_t cap = gpu.device_info().candidate_capacity;
     for (const std::string samplers : {"temperature;dist", "min_p;temperature"}) {
         SCOPED_TRACE(samplers);
-        sieve::Chain chain(gpu, sieve_test::chain_desc(samplers, rows, vocab, 1.0f, 5));
-        for (int32_t r = 0; r < rows; ++r) chain.set(SIEVE_PARAM_SEED, 60u + r, r);
-        const auto kinds = sieve_test::twin_chain(samplers);
-        sieve_test::twin::Tally tally;
-        std::vector<uint64_t> submits;
-        uint32_t step = 0;
+        CountedCalls calls(gpu, samplers, 2, vocab, 1.0f, 60);
+        const std::vector<uint64_t>& submits = calls.submits;
         // Row 0 nested or flat (levels 1 to 3 at most), row 1 peaked.
         auto call = [&](bool nested) {
             std::vector<float> logits =
-                nested ? nested_row(vocab, cap, step) : rows_of({Row::Flat}, vocab, step);
-            const std::vector<float> peaked = rows_of({Row::Peaked}, vocab, step);
+                nested ? nested_row(vocab, cap, calls.step) : rows_of({Row::Flat}, vocab, calls.step);
+            const std::vector<float> peaked = rows_of({Row::Peaked}, vocab, calls.step);
             logits.insert(logits.end(), peaked.begin(), peaked.end());
-            const uint64_t before = chain.counters().submits;
-            const std::vector<sieve_token> got = chain.sample(logits.data(), rows, vocab);
-            submits.push_back(chain.counters().submits - before);
-            EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u);
-            for (int32_t r = 0; r < rows; ++r) {
-                SCOPED_TRACE("call " + std::to_string(step) + " row " + std::to_string(r));
-                sieve::ref::RowParams params;
-                params.temperature = 1.0f;
-                params.seed = 60u + static_cast<uint32_t>(r);
-                const float* row = logits.data() + static_cast<size_t>(r) * vocab;
-                sieve_test::twin::compare_token(got[static_cast<size_t>(r)],
-                                                sieve_test::twin::Row{kinds, row, vocab, params}, step, &tally);
-            }
+            const std::vector<sieve_token> got = calls.call(logits);
+            EXPECT_EQ(calls.chain.counters().cpu_fallback_rows, 0u);
             // The first pass (dist: statistics and level 0; min-p: the
             // collect pass), levels 1 to 4 at least, the gather.
             if (nested) {
                 EXPECT_GE(got[0].row_passes, samplers == "temperature;dist" ? 7u : 6u);
             }
-            ++step;
         };
         // Nested rows: three parts until the far levels' share passes a
         // quarter (three calls at a weight of 1/8), then the whole plan.
@@ -253,8 +260,8 @@ TEST(SelectionLevels, RowsPastTheNearLevelsTakeTheFarOnes) {
         // ones apart.
         call(true);
         EXPECT_EQ(submits.back(), 2u);
-        EXPECT_EQ(chain.counters().recordings, 1u);
-        EXPECT_LE(tally.token_near_cdf_boundary + tally.token_near_tie_order, 1);
+        EXPECT_EQ(calls.chain.counters().recordings, 1u);
+        calls.expect_rare();
     }
 }
 
