@@ -15,8 +15,9 @@
 # reports merged by python3; on an H200's 16 cores 16 shards took 105 s where
 # one process took about 290), runs `sieve bench` there (its default suite, then its verify
 # suite: speculative decoding's sieve_verify against sieve_sample position by
-# position; then the default suite and 64 rows of the vocab-151936 cases with
-# the logits already in device memory, --input device, and its one-row cases
+# position; then the default suite, 64 rows of the vocab-151936 cases and
+# every chain on flat rows (N(0, 1), which need dist's and min-p's key
+# levels) with the logits already in device memory, --input device, and its one-row cases
 # again with the host's wait asleep and polling: SIEVE_WAIT_SPIN_US 0 and
 # 1000), the compiled pipelines' statistics with each one's residency an SM
 # beside the one the estimate assumes (SIEVE_PIPELINE_STATS,
@@ -268,7 +269,7 @@ PY
 fi
 part_done tests
 echo "== sieve bench"
-bench_status=0 verify_status=0 device_status=0 device_b64_status=0 wait_status=0
+bench_status=0 verify_status=0 device_status=0 device_b64_status=0 device_flat_status=0 wait_status=0
 if ! skipping bench; then
   "$sieve" bench --tokens "$tokens" ${bench_case:+--case "$bench_case"} --json-out "$work/bench.json"
   bench_status=$?
@@ -291,6 +292,14 @@ if ! skipping device_bench; then
   "$sieve" bench --input device --rows 64 --case "${b64_case%/b*}" --tokens "$tokens" \
     --json-out "$work/bench_device_b64.json"
   device_b64_status=$?
+  # Rows whose dist and min-p need the key levels (the built-in flat shape,
+  # N(0, 1): a GPU's plan draws them in submissions after the first), every
+  # chain at one row; with a --bench-case, its flat counterpart (its zipf/
+  # read as flat/).
+  flat_case=${bench_case:-zipf/v151936/b1}
+  "$sieve" bench --input device --suite full --case "${flat_case/zipf\//flat/}" --tokens "$tokens" \
+    --json-out "$work/bench_device_flat.json"
+  device_flat_status=$?
 fi
 part_done device_bench
 # The fixed cost by how the host waits (issue 34, item 3): the one-row cases
@@ -374,7 +383,7 @@ else
 fi
 part_done phases
 set -e
-for f in tests bench verify bench_device bench_device_b64 bench_wait_sleep bench_wait_poll pipeline_stats torch_table phases; do
+for f in tests bench verify bench_device bench_device_b64 bench_device_flat bench_wait_sleep bench_wait_poll pipeline_stats torch_table phases; do
   [[ -s $work/$f.json ]] || echo null > "$work/$f.json"
 done
 torch_lines=$(grep -v '^[[:space:]]*$' "$work/torch.jsonl" 2>/dev/null | paste -sd, -)
@@ -395,6 +404,8 @@ torch_lines=$(grep -v '^[[:space:]]*$' "$work/torch.jsonl" 2>/dev/null | paste -
   echo " \"bench_device\": $(cat "$work/bench_device.json"),"
   echo " \"bench_device_b64_exit_status\": $device_b64_status,"
   echo " \"bench_device_b64\": $(cat "$work/bench_device_b64.json"),"
+  echo " \"bench_device_flat_exit_status\": $device_flat_status,"
+  echo " \"bench_device_flat\": $(cat "$work/bench_device_flat.json"),"
   echo " \"bench_wait_exit_status\": $wait_status,"
   echo " \"bench_wait_sleep\": $(cat "$work/bench_wait_sleep.json"),"
   echo " \"bench_wait_poll\": $(cat "$work/bench_wait_poll.json"),"
@@ -411,9 +422,9 @@ torch_lines=$(grep -v '^[[:space:]]*$' "$work/torch.jsonl" 2>/dev/null | paste -
 
 failed=$(grep -c '^\[  FAILED  \] [A-Za-z]' "$work/tests.log" || true)
 echo "== report: $out (tests exit status $tests_status, $failed failed; bench exit status $bench_status, verify bench" \
-  "$verify_status, device-input bench $device_status and $device_b64_status, waits $wait_status, pipeline statistics" \
+  "$verify_status, device-input bench $device_status, $device_b64_status and $device_flat_status, waits $wait_status, pipeline statistics" \
   "$stats_status, torch peer $torch_status, phases $phase_status)"
 if ((tests_status != 0 || bench_status != 0 || verify_status != 0 || device_status != 0 || device_b64_status != 0 ||
-     wait_status != 0 || stats_status != 0 || phase_status != 0)); then
+     device_flat_status != 0 || wait_status != 0 || stats_status != 0 || phase_status != 0)); then
   exit 1
 fi

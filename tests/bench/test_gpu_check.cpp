@@ -99,6 +99,11 @@ TEST(GpuCheck, WritesOneReportWithDeviceTestsAndBench) {
     ASSERT_EQ(doc.at("bench_device").at("cases").size(), 1u);
     EXPECT_EQ(doc.at("bench_device").at("input"), "device");
     EXPECT_EQ(doc.at("bench_device_b64").at("cases").at(0).at("name"), "default/zipf/v32000/b64");
+    // ... and on flat rows (the full suite's case of that name).
+    EXPECT_EQ(doc.at("bench_device_flat_exit_status"), 0);
+    ASSERT_EQ(doc.at("bench_device_flat").at("cases").size(), 1u);
+    EXPECT_EQ(doc.at("bench_device_flat").at("cases").at(0).at("name"), "default/flat/v32000/b1");
+    EXPECT_EQ(doc.at("bench_device_flat").at("input"), "device");
     // The one-row case again, the host waiting asleep and polling from the submit.
     EXPECT_EQ(doc.at("bench_wait_exit_status"), 0);
     for (const char* wait : {"bench_wait_sleep", "bench_wait_poll"}) {
