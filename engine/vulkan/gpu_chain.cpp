@@ -199,43 +199,43 @@ bool GpuChain::levels_armed(const Recording& rec, uint32_t level) const {
                        [&](const RowGroup& g) { return args[g.args_base + histogram_args(level)] != 0; });
 }
 
-void GpuChain::submit_part(const Recording& rec, VkCommandBuffer cmd, const Plan& part, double* wait_ns) {
-    submitter_.submit(&cmd, 1, nullptr);
-    submitter_.await(submitter_.wait_timeout_ns(), "sampling did not finish within the wait timeout", wait_ns);
-    account(rec, part, false, true);
+void GpuChain::submit_part(const Recording& rec, const RecordedPart& part) {
+    submitter_.submit(&part.cmd, 1, nullptr);
+    submitter_.await(submitter_.wait_timeout_ns(), "sampling did not finish within the wait timeout", &part.wait_ns);
+    account(rec, part.plan, false, true);
 }
 
 void GpuChain::finish_levels_apart(const Recording& rec, bool deep_ran) {
     if (!deep_ran && levels_armed(rec, 1)) {
         // Rows whose bin holds more than CAP logits are still active: the
         // first part's gather left them (their results unwritten).
-        submit_part(rec, rec.deep_cmd, rec.deep_plan, &rec.deep_wait_ns);
+        submit_part(rec, rec.deep);
         deep_ran = true;
     }
     // ... and rows the near levels left so.
     if (deep_ran && levels_armed(rec, kNearKeyLevels + 1))
-        submit_part(rec, rec.far_cmd, rec.far_plan, &rec.far_wait_ns);
+        submit_part(rec, rec.far);
 }
 
 void GpuChain::submit_and_wait(const Recording& rec, VkCommandBuffer prefix) {
     arm_args(rec);
     // The recording's first part, or, while its recent calls kept needing
     // the key levels, that part with the near levels or the whole plan.
-    const bool whole = rec.has_deep() && rec.far_rate > kWholeAboveDeepRate;
-    const bool first_near = rec.has_deep() && !whole && rec.deep_rate > kWholeAboveDeepRate;
-    const VkCommandBuffer cmd = whole ? rec.whole_cmd : first_near ? rec.first_near_cmd : rec.cmd;
-    const VkCommandBuffer cmds[2] = {prefix, cmd};
+    const RecordedPart* instead = !rec.has_deep()                       ? nullptr
+                                  : rec.far_rate > kWholeAboveDeepRate  ? &rec.whole
+                                  : rec.deep_rate > kWholeAboveDeepRate ? &rec.first_near
+                                                                        : nullptr;
+    const VkCommandBuffer cmds[2] = {prefix, instead ? instead->cmd : rec.cmd};
     submitter_.submit(prefix ? cmds : cmds + 1, prefix ? 2 : 1, nullptr);
     submitter_.await(submitter_.wait_timeout_ns(), "sampling did not finish within the wait timeout",
-                     whole ? &rec.whole_wait_ns : first_near ? &rec.first_near_wait_ns : &rec.wait_ns);
-    account(rec, whole ? rec.whole_plan : first_near ? rec.first_near_plan : rec.plan, prefix != VK_NULL_HANDLE,
-            false);
+                     instead ? &instead->wait_ns : &rec.wait_ns);
+    account(rec, instead ? instead->plan : rec.plan, prefix != VK_NULL_HANDLE, false);
     if (rec.key.timestamps) submitter_.read_call_timing();  // the first submission's
     if (!rec.has_deep()) return;
     // Whichever ran, level 0 armed level 1 where a row needs it, and the
     // near levels their next where one still does.
     rec.deep_rate += ((levels_armed(rec, 1) ? 1.0 : 0.0) - rec.deep_rate) * kDeepRateWeight;
-    if (!whole) finish_levels_apart(rec, first_near);
+    if (instead != &rec.whole) finish_levels_apart(rec, instead == &rec.first_near);
     rec.far_rate += ((levels_armed(rec, kNearKeyLevels + 1) ? 1.0 : 0.0) - rec.far_rate) * kDeepRateWeight;
 }
 

@@ -124,7 +124,7 @@ private:
     bool levels_armed(const Recording& rec, uint32_t level) const;
     // One part of the recording's: submitted alone, waited for, counted
     // (its stage times after the call's).
-    void submit_part(const Recording& rec, VkCommandBuffer cmd, const Plan& part, double* wait_ns);
+    void submit_part(const Recording& rec, const RecordedPart& part);
     // After a recording's first part (with its near levels: deep_ran), the
     // key levels' parts still armed: the near levels where level 1 is, then
     // the far ones where the near ones armed the first of them.
@@ -137,8 +137,8 @@ private:
     // pass that brought its rows in (ingest), and a distribution's row
     // passes (it has no per-row results: the plan's minimum, and the ingest
     // pass's read). A sampled row's passes come from its result (finish_rows).
-    // plan: the recording's part that ran (Recording: plan, deep_plan,
-    // far_plan, first_near_plan, whole_plan); append_stages: its stage times
+    // plan: the recording's part that ran (Recording: plan, or a
+    // RecordedPart's); append_stages: its stage times
     // follow the call's first part's.
     void account(const Recording& rec, const Plan& plan, bool ingest, bool append_stages);
 

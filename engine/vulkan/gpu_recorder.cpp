@@ -39,10 +39,10 @@ Recording Recorder::describe(const RecordingKey& key) const {
                         std::any_of(rec.plan.dispatches.begin(), rec.plan.dispatches.end(),
                                     [](const Dispatch& d) { return d.stage == Stage::MassHistogram && d.level == 0; });
     if (key.key_levels == KeyLevels::Apart && levels && key.kind == RecordingKind::Sample) {
-        rec.deep_plan = key_levels_plan(rec.plan, 1, kNearKeyLevels);
-        rec.far_plan = key_levels_plan(rec.plan, kNearKeyLevels + 1, KEY_LEVELS);
-        rec.first_near_plan = plan_with(KeyLevels::Near);
-        rec.whole_plan = plan_with(KeyLevels::Inline);
+        rec.deep.plan = key_levels_plan(rec.plan, 1, kNearKeyLevels);
+        rec.far.plan = key_levels_plan(rec.plan, kNearKeyLevels + 1, KEY_LEVELS);
+        rec.first_near.plan = plan_with(KeyLevels::Near);
+        rec.whole.plan = plan_with(KeyLevels::Inline);
     }
     // Row groups never straddle a window.
     const RowWindows& windows = buffers_.windows();
@@ -72,10 +72,10 @@ const Recording& Recorder::recording(const RecordingKey& key) {
     };
     rec.cmd = record([&](VkCommandBuffer cmd) { emit(cmd, rec); });
     if (rec.has_deep()) {
-        rec.deep_cmd = record([&](VkCommandBuffer cmd) { emit_deep(cmd, rec, rec.deep_plan); });
-        rec.far_cmd = record([&](VkCommandBuffer cmd) { emit_deep(cmd, rec, rec.far_plan); });
-        rec.first_near_cmd = record([&](VkCommandBuffer cmd) { emit(cmd, rec, &rec.first_near_plan); });
-        rec.whole_cmd = record([&](VkCommandBuffer cmd) { emit(cmd, rec, &rec.whole_plan); });
+        rec.deep.cmd = record([&](VkCommandBuffer cmd) { emit_deep(cmd, rec, rec.deep.plan); });
+        rec.far.cmd = record([&](VkCommandBuffer cmd) { emit_deep(cmd, rec, rec.far.plan); });
+        rec.first_near.cmd = record([&](VkCommandBuffer cmd) { emit(cmd, rec, &rec.first_near.plan); });
+        rec.whole.cmd = record([&](VkCommandBuffer cmd) { emit(cmd, rec, &rec.whole.plan); });
     }
     ++counters_.recordings;
     return by_key_.emplace(key, rec).first->second;
@@ -86,7 +86,7 @@ void Recorder::drop_app_row_recordings() {
         if (it->second.key.app_rows) {
             device_.vk().vkFreeCommandBuffers(device_.handle(), submitter_.command_pool(), 1, &it->second.cmd);
             const Recording& r = it->second;
-            for (VkCommandBuffer part : {r.deep_cmd, r.far_cmd, r.first_near_cmd, r.whole_cmd})
+            for (VkCommandBuffer part : {r.deep.cmd, r.far.cmd, r.first_near.cmd, r.whole.cmd})
                 if (part) device_.vk().vkFreeCommandBuffers(device_.handle(), submitter_.command_pool(), 1, &part);
             it = by_key_.erase(it);
         } else {

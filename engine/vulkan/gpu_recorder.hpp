@@ -61,6 +61,14 @@ struct RecordingKey {
     bool operator<(const RecordingKey& o) const { return tie() < o.tie(); }
 };
 
+// A command buffer of a recording besides its first part: its plan, its
+// commands, and how long a blocking wait on it usually takes (Recording::wait_ns).
+struct RecordedPart {
+    Plan plan;
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    mutable double wait_ns = 0.0;
+};
+
 struct Recording {
     RecordingKey key;
     VkCommandBuffer cmd = VK_NULL_HANDLE;  // null for a plan emitted into the app's command buffer
@@ -70,30 +78,19 @@ struct Recording {
     // yet known): where Submitter::await starts polling.
     mutable double wait_ns = 0.0;
     // KeyLevels::Apart: the key levels' parts (key_levels_plan; a collect
-    // plan's, FLAG_FLOOR_LEVELS, for min-p's survivors), each with its own
-    // command buffer and wait: levels 1..kNearKeyLevels, submitted only when
-    // the first part armed level 1, and the far levels, only when the near
-    // ones armed the first of them (GpuChain::submit_and_wait). No
-    // dispatches otherwise.
-    Plan deep_plan;
-    VkCommandBuffer deep_cmd = VK_NULL_HANDLE;
-    mutable double deep_wait_ns = 0.0;
-    Plan far_plan;
-    VkCommandBuffer far_cmd = VK_NULL_HANDLE;
-    mutable double far_wait_ns = 0.0;
-    // ... the first part with its near levels in one command buffer (as
+    // plan's, FLAG_FLOOR_LEVELS, for min-p's survivors): levels
+    // 1..kNearKeyLevels (deep), submitted only when the first part armed
+    // level 1, and the far levels (far), only when the near ones armed the
+    // first of them (GpuChain::finish_levels_apart). No dispatches otherwise.
+    RecordedPart deep, far;
+    // ... the first part with its near levels (first_near, as
     // KeyLevels::Near records it), submitted instead while deep_rate, the
     // share of recent calls that needed level 1, is above
-    // kWholeAboveDeepRate; and the whole plan (KeyLevels::Inline), while
-    // far_rate, the share that needed the far levels, is.
-    Plan first_near_plan;
-    VkCommandBuffer first_near_cmd = VK_NULL_HANDLE;
-    mutable double first_near_wait_ns = 0.0;
-    Plan whole_plan;
-    VkCommandBuffer whole_cmd = VK_NULL_HANDLE;
-    mutable double whole_wait_ns = 0.0;
+    // kWholeAboveDeepRate; and the whole plan (whole, KeyLevels::Inline),
+    // while far_rate, the share that needed the far levels, is.
+    RecordedPart first_near, whole;
     mutable double deep_rate = 0.0, far_rate = 0.0;
-    bool has_deep() const { return !deep_plan.dispatches.empty(); }
+    bool has_deep() const { return !deep.plan.dispatches.empty(); }
 };
 
 class Recorder {
@@ -108,11 +105,11 @@ public:
     // The plan's commands, into the chain's own command buffer or the app's
     // (sieve_chain_record): every barrier the passes need, from the previous
     // call's work at the start to the host's reads of the results at the end.
-    // plan: one of the recording's (first_near_plan, whole_plan), else
+    // plan: one of the recording's parts' (first_near, whole), else
     // rec.plan. With timestamps, framed by the call timing's span queries.
     void emit(VkCommandBuffer cmd, const Recording& rec, const Plan* plan = nullptr) const;
-    // A key levels' part of a recording that has them (Recording::deep_plan,
-    // far_plan): after the parts before it, from the row state and indirect
+    // A key levels' part of a recording that has them (Recording::deep,
+    // far): after the parts before it, from the row state and indirect
     // arguments they left.
     void emit_deep(VkCommandBuffer cmd, const Recording& rec, const Plan& part) const;
     // Frees the recordings that bind the app's rows (their sets are about to
