@@ -107,12 +107,26 @@ DeviceLogits::~DeviceLogits() {
     if (h_->memory) a.vkFreeMemory(a.device, h_->memory, nullptr);
 }
 
-std::vector<sieve_token> DeviceLogits::sample(sieve::Chain& chain) const {
+std::vector<sieve_token> DeviceLogits::sample(sieve::Chain& chain, int32_t first, int32_t rows) const {
     sieve_vulkan_logits l;
-    sieve_vulkan_logits_init(&l, h_->buffer, h_->size, SIEVE_DTYPE_F32, rows_, vocab_);
-    std::vector<sieve_token> out(static_cast<size_t>(rows_));
+    sieve_vulkan_logits_init(&l, h_->buffer, h_->size, SIEVE_DTYPE_F32, rows, vocab_);
+    l.offset = static_cast<VkDeviceSize>(first) * static_cast<VkDeviceSize>(vocab_) * sizeof(float);
+    std::vector<sieve_token> out(static_cast<size_t>(rows));
     const sieve_status s = sieve_sample_vulkan(chain.get(), &l, out.data());
     // Row-level failures are the rows' business (as Chain::sample leaves them).
+    if (s != SIEVE_OK && !sieve::Chain::row_level(s)) sieve::check(s);
+    return out;
+}
+
+std::vector<sieve_verified> DeviceLogits::verify(sieve::Chain& chain, const std::vector<sieve_draft>& drafts,
+                                                 sieve_verify_mode mode) const {
+    sieve_vulkan_logits l;
+    sieve_vulkan_logits_init(&l, h_->buffer, h_->size, SIEVE_DTYPE_F32, rows_, vocab_);
+    std::vector<sieve_token> tokens(static_cast<size_t>(rows_));
+    std::vector<sieve_verified> out(drafts.size());
+    const sieve_status s = sieve_verify_vulkan(chain.get(), &l, drafts.data(), static_cast<int32_t>(drafts.size()),
+                                               mode, tokens.data(), out.data());
+    // A sequence's failure is its own (its status), as Chain::verify leaves it.
     if (s != SIEVE_OK && !sieve::Chain::row_level(s)) sieve::check(s);
     return out;
 }

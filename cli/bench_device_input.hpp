@@ -25,7 +25,14 @@ public:
     DeviceLogits(const DeviceLogits&) = delete;
     DeviceLogits& operator=(const DeviceLogits&) = delete;
     // sieve_sample_vulkan on the buffer; throws sieve::Error as Chain::sample does.
-    std::vector<sieve_token> sample(sieve::Chain& chain) const;
+    std::vector<sieve_token> sample(sieve::Chain& chain) const { return sample(chain, 0, rows_); }
+    // The same on rows [first, first + rows) of the buffer.
+    std::vector<sieve_token> sample(sieve::Chain& chain, int32_t first, int32_t rows) const;
+    // sieve_verify_vulkan on the whole buffer (every sequence's positions back
+    // to back); each sequence's outcome, the tokens left in the library's
+    // call. Throws sieve::Error on a call-level failure, as Chain::verify does.
+    std::vector<sieve_verified> verify(sieve::Chain& chain, const std::vector<sieve_draft>& drafts,
+                                       sieve_verify_mode mode) const;
     // Makes the chain forget the buffer (sieve_chain_release_input) before it goes.
     void release_from(sieve::Chain& chain) const;
 

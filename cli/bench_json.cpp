@@ -32,7 +32,8 @@ std::string version_string() {
 }
 
 // A verification case's figures: per step (one sieve_verify call for every
-// sequence) and for the baseline step (drafts + 1 sieve_sample calls).
+// sequence; sieve_verify_vulkan with --input device) and for the baseline
+// step (drafts + 1 sieve_sample calls; sieve_sample_vulkan).
 Json verify_json(const CaseResult& r) {
     const VerifyFigures& f = *r.verify;
     const BenchCase& c = r.c;
@@ -59,6 +60,8 @@ Json verify_json(const CaseResult& r) {
     v["baseline_row_passes_per_step"] = per_token(f.baseline_delta.row_passes, nb);
     const auto speedup = f.speedup(r.device);
     v["speedup"] = speedup ? Json(std::round(*speedup * 10000.0) / 10000.0) : Json(nullptr);
+    const auto in_calls = f.step_in_calls(r.device, c.drafts);
+    v["step_in_calls"] = in_calls ? Json(std::round(*in_calls * 10000.0) / 10000.0) : Json(nullptr);
     return v;
 }
 

@@ -241,19 +241,22 @@ std::vector<std::vector<BenchCase>> case_groups(const std::vector<BenchCase>& ca
     return groups;
 }
 
+bool BenchRunner::refuses_device_input(CaseResult& r) const {
+    r.input = s_.device_input ? "device" : "host";
+    if (!s_.device_input || vulkan_) return false;
+    set_outcome(r, "unsupported", "--input device needs a Vulkan device: the CPU twin backend has no device buffers",
+                kExitUsage);
+    return true;
+}
+
 void BenchRunner::start(Live& l) {
     CaseResult& r = l.r;
     const BenchCase& c = r.c;
-    r.input = s_.device_input ? "device" : "host";
     if (peer_) {
         r.peer_status = "n/a";
         r.peer_message = "the device did not run this case";
     }
-    if (s_.device_input && !vulkan_) {
-        set_outcome(r, "unsupported", "--input device needs a Vulkan device: the CPU twin backend has no device buffers",
-                    kExitUsage);
-        return;
-    }
+    if (refuses_device_input(r)) return;
     try {
         // Building the chain is where a device refuses a case.
         ChainSetup setup;

@@ -83,6 +83,10 @@ struct VerifyFigures {
     sieve_counters baseline_delta{};  // over the baseline's measured steps
     double acceptance() const { return offered > 0 ? static_cast<double>(accepted) / static_cast<double>(offered) : 0.0; }
     std::optional<double> speedup(const LatencyStats& verify) const;  // baseline median / verify median
+    // The step in baseline calls: verify median / (baseline median / (drafts +
+    // 1)), what one step costs in ordinary sampling calls (issue 34: at most
+    // 1.5 for 8 drafts).
+    std::optional<double> step_in_calls(const LatencyStats& verify, int32_t drafts) const;
 };
 
 struct CaseResult {
@@ -163,6 +167,9 @@ private:
     std::shared_ptr<const Logits> logits_for(const BenchCase& c);
     std::pair<std::optional<Calibration>, std::string> calibration_for(int32_t rows, int32_t vocab);
     CaseResult run_verify(const BenchCase& c);  // bench_verify.cpp
+    // Sets r.input; true, with r unsupported, where --input device has no
+    // device buffers to read (the CPU twin backend).
+    bool refuses_device_input(CaseResult& r) const;
     void start(Live& l);                         // builds, primes, uploads, warms up
     void finish(Live& l);                        // stages, calibration, the twin
     void warm_clocks(std::vector<std::unique_ptr<Live>>& live);

@@ -63,9 +63,18 @@ sieve_verify_mode mode_of(const BenchCase& c) {
     return c.verify == "rejection" ? SIEVE_VERIFY_REJECTION : SIEVE_VERIFY_MATCH;
 }
 
-// One verification step; returns the drafts accepted over the sequences.
-int64_t verify_step(sieve::Chain& chain, const BenchCase& c, const StepInputs& in) {
-    const std::vector<sieve::Chain::Verified> out = chain.verify(in.logits, in.views, mode_of(c));
+// The step's logits in device-local buffers (--input device), as an engine
+// holds them: every sequence's positions back to back (sieve_verify_vulkan)
+// and position by position (the baseline's sieve_sample_vulkan calls). Null
+// members: host logits (sieve_verify, sieve_sample).
+struct DeviceSteps {
+    std::unique_ptr<DeviceLogits> by_sequence, by_position;
+};
+
+// The drafts accepted over the sequences of one step's outcome (Chain::Verified
+// or sieve_verified); throws on a sequence that could not be verified.
+template <class Verified>
+int64_t accepted_drafts(const BenchCase& c, const std::vector<Verified>& out) {
     int64_t accepted = 0;
     for (size_t s = 0; s < out.size(); ++s) {
         if (out[s].status != SIEVE_OK)
@@ -78,11 +87,20 @@ int64_t verify_step(sieve::Chain& chain, const BenchCase& c, const StepInputs& i
     return accepted;
 }
 
+// One verification step; returns the drafts accepted over the sequences.
+int64_t verify_step(sieve::Chain& chain, const BenchCase& c, const StepInputs& in, const DeviceSteps& dev) {
+    if (dev.by_sequence) return accepted_drafts(c, dev.by_sequence->verify(chain, in.views, mode_of(c)));
+    return accepted_drafts(c, chain.verify(in.logits, in.views, mode_of(c)));
+}
+
 // The baseline step: every position, one sample call for all sequences.
-void baseline_step(sieve::Chain& chain, const BenchCase& c, const StepInputs& in) {
+void baseline_step(sieve::Chain& chain, const BenchCase& c, const StepInputs& in, const DeviceSteps& dev) {
     const size_t block = static_cast<size_t>(in.sequences) * static_cast<size_t>(in.vocab);
     for (int32_t i = 0; i < in.positions; ++i)
-        check_tokens(chain.sample(in.by_position.data() + static_cast<size_t>(i) * block, in.sequences, in.vocab), c);
+        check_tokens(dev.by_position
+                         ? dev.by_position->sample(chain, i * in.sequences, in.sequences)
+                         : chain.sample(in.by_position.data() + static_cast<size_t>(i) * block, in.sequences, in.vocab),
+                     c);
 }
 
 // Times steps of one kind.
@@ -111,6 +129,11 @@ std::optional<double> VerifyFigures::speedup(const LatencyStats& verify) const {
     return baseline.median / verify.median;
 }
 
+std::optional<double> VerifyFigures::step_in_calls(const LatencyStats& verify, int32_t drafts) const {
+    if (baseline.count == 0 || verify.count == 0 || baseline.median <= 0) return std::nullopt;
+    return verify.median * (drafts + 1) / baseline.median;
+}
+
 CaseResult BenchRunner::run_verify(const BenchCase& c) {
     CaseResult r;
     r.c = c;
@@ -124,15 +147,23 @@ CaseResult BenchRunner::run_verify(const BenchCase& c) {
         r.peer_message = "llama.cpp has no verification to time";
     }
     r.calibration_message = "a verification case has no floor";
+    if (refuses_device_input(r)) return r;
     std::shared_ptr<const Logits> logits;
     try {
+        DeviceSteps dev;  // declared before the chains, which go first
         sieve::Chain verifying = make_chain(device_, c.sampling, rows_case.rows, c.vocab);
         sieve::Chain looping = make_chain(device_, c.sampling, c.rows, c.vocab);
         logits = logits_for(rows_case);
         const StepInputs in = step_inputs(c, *logits);
+        if (vulkan_) {
+            std::string why;
+            dev.by_sequence = vulkan_->upload(logits->data.data(), rows_case.rows, c.vocab, &why);
+            if (dev.by_sequence) dev.by_position = vulkan_->upload(in.by_position.data(), rows_case.rows, c.vocab, &why);
+            if (!dev.by_position) return set_outcome(r, "unsupported", "--input device: " + why, kExitDevice);
+        }
         int64_t accepted = 0;
-        Timed v{[&] { accepted += verify_step(verifying, c, in); }, {}, {}};
-        Timed b{[&] { baseline_step(looping, c, in); }, {}, {}};
+        Timed v{[&] { accepted += verify_step(verifying, c, in, dev); }, {}, {}};
+        Timed b{[&] { baseline_step(looping, c, in, dev); }, {}, {}};
         try {
             v.run(s_.warmup);
             b.run(s_.warmup);
@@ -175,7 +206,7 @@ CaseResult BenchRunner::run_verify(const BenchCase& c) {
     try {
         sieve::Chain twin = make_chain(twin_, c.sampling, rows_case.rows, c.vocab);
         const StepInputs in = step_inputs(c, *logits);
-        Timed t{[&] { verify_step(twin, c, in); }, {}, {}};
+        Timed t{[&] { verify_step(twin, c, in, DeviceSteps{}); }, {}, {}};
         t.run(std::min(s_.warmup, 2));
         t.us.clear();
         while (static_cast<int32_t>(t.us.size()) < s_.tokens) {

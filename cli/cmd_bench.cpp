@@ -103,9 +103,11 @@ void print_header(std::ostream& out, const Device& device, const std::vector<std
         << o.profile_tokens
         << " profiled tokens (on a GPU after " << fixed(kClockWarmupGpuS * 1000, 0)
         << " ms of back-to-back calls; timestamps add their own cost)\n";
+    const std::string vk = o.input == "device" ? "_vulkan" : "";
     if (std::any_of(cases.begin(), cases.end(), [](const BenchCase& c) { return !c.verify.empty(); }))
-        out << "verify_* cases: per step (one sieve_verify call for every sequence's drafts; a token above is a step), "
-               "against drafts + 1 sieve_sample calls per step, alternating in blocks of "
+        out << "verify_* cases: per step (one sieve_verify" << vk
+            << " call for every sequence's drafts; a token above is a step), against drafts + 1 sieve_sample" << vk
+            << " calls per step, alternating in blocks of "
             << kPeerBlock << " steps; no profiled tokens (docs/bench.md, \"Speculative decoding\")\n";
     out << pad("case", 34, false) << pad("median", 10, true) << pad("p10", 10, true) << pad("p90", 10, true)
         << pad("twin", 10, true) << pad("twin/dev", 9, true) << pad("disp", 5, true) << pad("passes", 7, true)
@@ -127,13 +129,15 @@ void print_verify(std::ostream& out, const CaseResult& r) {
     out << "    verify " << r.c.verify << ", " << r.c.drafts << " drafts x " << r.c.rows << " sequence(s)"
         << (f.draft_probs == "token" ? " (q = 1 per draft)" : "") << ": acceptance " << fixed(100.0 * f.acceptance(), 1)
         << "% (" << f.accepted << " of " << f.offered << ")\n";
-    out << "      per step: sieve_verify " << fixed(r.device.median, 1) << " us, " << per(r.delta.submits, n)
+    const std::string vk = r.input == "device" ? "_vulkan" : "";
+    out << "      per step: sieve_verify" << vk << " " << fixed(r.device.median, 1) << " us, " << per(r.delta.submits, n)
         << " submits, " << per(r.delta.dispatches, n) << " dispatches, " << per(r.delta.row_passes, n)
-        << " row passes; " << r.c.drafts + 1 << " x sieve_sample " << (nb ? fixed(f.baseline.median, 1) : "-")
+        << " row passes; " << r.c.drafts + 1 << " x sieve_sample" << vk << " " << (nb ? fixed(f.baseline.median, 1) : "-")
         << " us (p10 " << (nb ? fixed(f.baseline.p10, 1) : "-") << ", p90 " << (nb ? fixed(f.baseline.p90, 1) : "-")
         << "), " << per(f.baseline_delta.submits, nb) << " submits, " << per(f.baseline_delta.dispatches, nb)
         << " dispatches, " << per(f.baseline_delta.row_passes, nb) << " row passes; baseline / verify "
-        << opt_fixed(f.speedup(r.device), 2) << "\n";
+        << opt_fixed(f.speedup(r.device), 2) << "; the step in baseline calls "
+        << opt_fixed(f.step_in_calls(r.device, r.c.drafts), 2) << "\n";
 }
 
 void print_row(std::ostream& out, const CaseResult& r) {

@@ -14,8 +14,9 @@
 # implementation (--shards N: in N processes at once, GTEST_TOTAL_SHARDS, their
 # reports merged by python3; on an H200's 16 cores 16 shards took 105 s where
 # one process took about 290), runs `sieve bench` there (its default suite, then its verify
-# suite: speculative decoding's sieve_verify against sieve_sample position by
-# position; then the default suite, 64 rows of the vocab-151936 cases and
+# suite with the logits in device memory: speculative decoding's
+# sieve_verify_vulkan against sieve_sample_vulkan position by position; then
+# the default suite, 64 rows of the vocab-151936 cases and
 # every chain on flat rows (N(0, 1), which need dist's and min-p's key
 # levels) with the logits already in device memory, --input device, and its one-row cases
 # again with the host's wait asleep and polling: SIEVE_WAIT_SPIN_US 0 and
@@ -275,9 +276,11 @@ if ! skipping bench; then
   bench_status=$?
 fi
 part_done bench
-echo "== sieve bench --suite verify"
+# As an engine verifies: every sequence's positions already in a device-local
+# buffer (sieve_verify_vulkan), against sieve_sample_vulkan per position.
+echo "== sieve bench --suite verify --input device"
 if ! skipping verify_bench; then
-  "$sieve" bench --suite verify --tokens "$tokens" ${verify_case:+--case "$verify_case"} --json-out "$work/verify.json"
+  "$sieve" bench --suite verify --input device --tokens "$tokens" ${verify_case:+--case "$verify_case"} --json-out "$work/verify.json"
   verify_status=$?
 fi
 part_done verify_bench

@@ -45,12 +45,19 @@ void slot_store_learnt(uint32_t* slot, const ref::SlotState& state) {
 }
 
 void slot_append(uint32_t* slot, uint32_t capacity, const int32_t* tokens, size_t n) {
+    // A GPU's slots may be device memory the host reads uncached (vk_device.hpp:
+    // HostAccess), a PCIe round trip a load: the header is read once and
+    // written once, not four loads a token (a verification appends up to
+    // drafts + 1 tokens to every sequence's slot).
+    uint32_t head = slot[S_HEAD], count = slot[S_COUNT];
     uint32_t* ring = slot + SLOT_HEADER;
     for (size_t i = 0; i < n; ++i) {
-        ring[slot[S_HEAD]] = static_cast<uint32_t>(tokens[i]);
-        slot[S_HEAD] = (slot[S_HEAD] + 1) % capacity;
-        if (slot[S_COUNT] < capacity) slot[S_COUNT] += 1;
+        ring[head] = static_cast<uint32_t>(tokens[i]);
+        head = (head + 1) % capacity;
+        if (count < capacity) ++count;
     }
+    slot[S_HEAD] = head;
+    slot[S_COUNT] = count;
 }
 
 void slot_reset(uint32_t* slot, uint32_t capacity) { std::memset(slot, 0, slot_words(capacity) * 4); }

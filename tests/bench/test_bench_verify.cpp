@@ -38,11 +38,10 @@ TEST_F(BenchVerify, TheSuiteHasBothModesAtFourAndEightDraftsForOneAndSixteenSequ
 // Two sequences (--rows), 4 drafts, both modes: every draft is the argmax of a
 // peaked row, which the default chain keeps alone (p = 1), so every draft is
 // accepted; the baseline makes drafts + 1 sample calls per step, each reading
-// every sequence's row at least once.
-TEST_F(BenchVerify, AShortRunReportsTheStepAndTheBaseline) {
+// every sequence's row at least once. `input` is the run's --input.
+void expect_short_run(const sieve_test::Proc& r, const std::string& input) {
     const int tokens = 3, sequences = 2, drafts = 4;
-    Proc r = sieve("bench --suite verify --case _d4/ --rows 2 --tokens 3 --warmup 1 --twin-budget 0.2 --json");
-    ASSERT_EQ(r.code, 0) << describe(r);
+    ASSERT_EQ(r.code, 0) << r.err;
     const json doc = json::parse(r.out, nullptr, false);
     ASSERT_FALSE(doc.is_discarded()) << r.out;
     json schema = json::parse(sieve_test::read_text(std::string(SIEVE_SOURCE_DIR) + "/docs/bench-schema.json"));
@@ -51,6 +50,7 @@ TEST_F(BenchVerify, AShortRunReportsTheStepAndTheBaseline) {
     for (const json& c : doc["cases"]) {
         SCOPED_TRACE(c["name"].get<std::string>());
         ASSERT_EQ(c["status"], "ok") << c;
+        EXPECT_EQ(c["input"], input);
         ASSERT_TRUE(c.contains("verify")) << c;
         const json& v = c["verify"];
         EXPECT_EQ(v["mode"], c["name"].get<std::string>().rfind("verify_match", 0) == 0 ? "match" : "rejection");
@@ -66,15 +66,57 @@ TEST_F(BenchVerify, AShortRunReportsTheStepAndTheBaseline) {
         EXPECT_GE(v["baseline_submits_per_step"].get<double>(), drafts + 1.0);
         EXPECT_GE(v["baseline_dispatches_per_step"].get<double>(), drafts + 1.0);
         EXPECT_GE(v["baseline_row_passes_per_step"].get<double>(), (drafts + 1.0) * sequences);
-        const double speedup = v["baseline_median_us"].get<double>() / c["median_us"].get<double>();
-        EXPECT_NEAR(v["speedup"].get<double>(), speedup, 1e-3 * speedup + 1e-4);
+        // One call a step, over every position of every sequence.
+        EXPECT_EQ(v["submits_per_step"], 1.0);
+        EXPECT_GE(v["row_passes_per_step"].get<double>(), (drafts + 1.0) * sequences);
+        const double verify = c["median_us"].get<double>(), baseline = v["baseline_median_us"].get<double>();
+        EXPECT_NEAR(v["speedup"].get<double>(), baseline / verify, 1e-3 * baseline / verify + 1e-4);
+        const double in_calls = verify * (drafts + 1) / baseline;
+        EXPECT_NEAR(v["step_in_calls"].get<double>(), in_calls, 1e-3 * in_calls + 1e-4);
         EXPECT_GT(c["twin_median_us"].get<double>(), 0.0);
     }
+}
+
+const std::string kShortRun = "bench --suite verify --case _d4/ --rows 2 --tokens 3 --warmup 1 --twin-budget 0.2";
+
+TEST_F(BenchVerify, AShortRunReportsTheStepAndTheBaseline) {
+    expect_short_run(sieve(kShortRun + " --json"), "host");
     Proc text = sieve("bench --suite verify --case verify_match_d4 --rows 2 --tokens 3 --warmup 1 --twin-budget 0.2");
     ASSERT_EQ(text.code, 0) << describe(text);
     EXPECT_NE(text.out.find("verify match, 4 drafts x 2 sequence(s): acceptance 100.0% (24 of 24)"), std::string::npos)
         << text.out;
-    EXPECT_NE(text.out.find("5 x sieve_sample"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("per step: sieve_verify "), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("5 x sieve_sample "), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("; the step in baseline calls "), std::string::npos) << text.out;
+}
+
+// --input device: the step is one sieve_verify_vulkan call on a device-local
+// buffer of every sequence's positions, the baseline sieve_sample_vulkan on
+// each position's rows of another; the same drafts are accepted.
+TEST_F(BenchVerify, DeviceInputTimesTheVulkanForms) {
+    expect_short_run(sieve(kShortRun + " --input device --json"), "device");
+    Proc text = sieve("bench --suite verify --case verify_rejection_d4 --rows 2 --tokens 3 --warmup 1 --twin-budget 0.2 "
+                      "--input device");
+    ASSERT_EQ(text.code, 0) << describe(text);
+    EXPECT_NE(text.out.find("one sieve_verify_vulkan call for every sequence's drafts"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("verify rejection, 4 drafts x 2 sequence(s) (q = 1 per draft): acceptance 100.0%"),
+              std::string::npos)
+        << text.out;
+    EXPECT_NE(text.out.find("per step: sieve_verify_vulkan "), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("5 x sieve_sample_vulkan "), std::string::npos) << text.out;
+}
+
+// The CPU twin backend has no device buffers: the case says so, the run goes on.
+TEST_F(BenchVerify, DeviceInputOnTheTwinBackendIsUnsupported) {
+    Proc r = sieve(kShortRun + " --device cpu --input device --json");
+    ASSERT_EQ(r.code, 0) << describe(r);
+    const json doc = json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(doc.is_discarded()) << r.out;
+    ASSERT_EQ(doc["cases"].size(), 2u) << r.out;
+    for (const json& c : doc["cases"]) {
+        EXPECT_EQ(c["status"], "unsupported") << c;
+        EXPECT_NE(c["message"].get<std::string>().find("--input device needs a Vulkan device"), std::string::npos) << c;
+    }
 }
 
 } // namespace

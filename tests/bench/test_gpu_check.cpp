@@ -133,11 +133,14 @@ TEST(GpuCheck, WritesOneReportWithDeviceTestsAndBench) {
     EXPECT_TRUE(doc.at("phases").is_null());
     EXPECT_NE(r.out.find("no phase-clock build: skipped"), std::string::npos) << r.out;
     EXPECT_EQ(doc.at("verify_bench_exit_status"), 0);
-    // The case matches as a substring: 1 and 16 sequences.
+    // The case matches as a substring: 1 and 16 sequences, verified as an
+    // engine does, from device-local buffers.
     const auto& verify = doc.at("verify_bench").at("cases");
     ASSERT_EQ(verify.size(), 2u);
     for (const auto& c : verify) {
         EXPECT_EQ(c.at("name").get<std::string>().rfind("verify_match_d4/default/peaked/v151936/b", 0), 0u);
+        EXPECT_EQ(c.at("status"), "ok") << c;
+        EXPECT_EQ(c.at("input"), "device");
         EXPECT_TRUE(c.contains("verify"));
     }
 }
