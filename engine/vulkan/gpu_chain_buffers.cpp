@@ -199,10 +199,10 @@ ChainBuffers::ChainBuffers(Device& device, Pipelines& pipelines, const ChainConf
         args_readback = device_.create_buffer(rows * GROUP_ARGS_WORDS * 4, VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                                               HostAccess::Reads, allocations_);
 
-        // A sampling set and (on first use) a distribution set and a set
+        // A sampling set and (on first use) a distribution set and the two
         // binding the app's rows per window.
-        pool_ = create_storage_pool(device_, 3 * windows_.count, 3 * BINDING_STORAGE_COUNT * windows_.count,
-                                    3 * windows_.count);
+        pool_ = create_storage_pool(device_, 4 * windows_.count, 4 * BINDING_STORAGE_COUNT * windows_.count,
+                                    4 * windows_.count);
         for (uint32_t w = 0; w < windows_.count; ++w) {
             sets_.push_back(new_set());
             write_set(sets_.back(), w, placeholder.buffer);
@@ -238,6 +238,7 @@ void ChainBuffers::record_clear(VkCommandBuffer cmd) const {
 VkDescriptorSet ChainBuffers::set(SetKind kind, uint32_t window) const {
     switch (kind) {
     case SetKind::AppRows: return app_row_sets_[window];
+    case SetKind::AppRowsDistribution: return app_row_distribution_sets_[window];
     case SetKind::Distribution: return distribution_sets_[window];
     default: return sets_[window];
     }
@@ -332,11 +333,20 @@ void ChainBuffers::ensure_distribution_output() {
         distribution_sets_.push_back(new_set());
         write_set(distribution_sets_.back(), w, probabilities.buffer);
     }
+    // New sets: no recording binds them yet.
+    if (app_rows_) write_app_row_sets(&app_row_distribution_sets_, probabilities.buffer);
 }
 
 void ChainBuffers::bind_app_rows(const AppRows& rows) {
+    app_rows_ = rows;
+    write_app_row_sets(&app_row_sets_, placeholder.buffer);
+    if (probabilities.buffer) write_app_row_sets(&app_row_distribution_sets_, probabilities.buffer);
+}
+
+void ChainBuffers::write_app_row_sets(std::vector<VkDescriptorSet>* sets, VkBuffer output) {
+    const AppRows& rows = *app_rows_;
     for (uint32_t w = 0; w < windows_.count; ++w) {
-        if (app_row_sets_.size() <= w) app_row_sets_.push_back(new_set());
+        if (sets->size() <= w) sets->push_back(new_set());
         // Window w's rows from its first row through the app's buffer (or as
         // far as one binding reaches): the rows of any call that fits.
         const VkDeviceSize offset = rows.offset + static_cast<VkDeviceSize>(w) * windows_.rows * rows.stride * 4;
@@ -345,9 +355,8 @@ void ChainBuffers::bind_app_rows(const AppRows& rows) {
         const VkDeviceSize reach = rows.size - std::min(offset, rows.size);
         const VkDescriptorBufferInfo app_logits{
             rows.buffer, offset, std::min<VkDeviceSize>(reach, limits_.max_storage_buffer_range) / 4 * 4};
-        write_set(app_row_sets_[w], w, placeholder.buffer, app_logits.range > 0 ? &app_logits : nullptr);
+        write_set((*sets)[w], w, output, app_logits.range > 0 ? &app_logits : nullptr);
     }
-    app_rows_ = rows;
 }
 
 } // namespace sieve

@@ -59,9 +59,9 @@ struct AppRows {
 };
 
 // Which descriptor sets a recording binds: the sampling sets, the
-// distribution sets (binding 8: the probabilities) or the sets with the app's
+// distribution sets (binding 8: the probabilities), or either with the app's
 // rows at binding 0.
-enum class SetKind { Sample, Distribution, AppRows };
+enum class SetKind { Sample, Distribution, AppRows, AppRowsDistribution };
 
 class ChainBuffers {
 public:
@@ -106,9 +106,10 @@ public:
     void ensure_distribution_output();
     // Whether the AppRows sets bind `rows` now.
     bool app_rows_bound(const AppRows& rows) const { return app_rows_ && *app_rows_ == rows; }
-    // Points the AppRows sets at `rows`. Rewriting a set invalidates the
-    // recordings that bind it: the caller drops them first. The previous call
-    // has finished.
+    // Points the AppRows sets (and the AppRowsDistribution sets, once the
+    // distribution output is there) at `rows`. Rewriting a set invalidates
+    // the recordings that bind it: the caller drops them first. The previous
+    // call has finished.
     void bind_app_rows(const AppRows& rows);
     // Forget the app's rows (rebound on the next use).
     void release_app_rows() { app_rows_.reset(); }
@@ -131,6 +132,9 @@ private:
     // binding 0 when it is not the chain's own logits buffer (the app's rows).
     void write_set(VkDescriptorSet set, uint32_t window, VkBuffer output,
                    const VkDescriptorBufferInfo* app_logits = nullptr);
+    // Writes `sets` (made where missing), one per window, with the app's rows
+    // app_rows_ at binding 0 and `output` at binding 8.
+    void write_app_row_sets(std::vector<VkDescriptorSet>* sets, VkBuffer output);
     void create_texel_views();
 
     Device& device_;
@@ -144,8 +148,9 @@ private:
     std::atomic<uint64_t>* allocations_;
     VkDescriptorPool pool_ = VK_NULL_HANDLE;
     std::vector<VkDescriptorSet> sets_, distribution_sets_;  // one per row window
-    std::vector<VkDescriptorSet> app_row_sets_;  // sets_ with the app's rows at binding 0 (made on first use)
-    std::optional<AppRows> app_rows_;            // what app_row_sets_ bind now
+    // sets_ and distribution_sets_ with the app's rows at binding 0 (made on first use)
+    std::vector<VkDescriptorSet> app_row_sets_, app_row_distribution_sets_;
+    std::optional<AppRows> app_rows_;  // what the app-row sets bind now
     // Texel views of the chain's logits (one per window, binding
     // BINDING_LOGITS_TEXELS); every other set binds the placeholder's view.
     bool texel_ = false;

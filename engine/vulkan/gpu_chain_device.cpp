@@ -14,12 +14,13 @@ using namespace glsl;
 DeviceInput GpuChain::prepare_device_input(const sieve_vulkan_logits& in, RecordingKind kind, bool commit) {
     submitter_.wait_pending();
     check_history_order(static_cast<uint32_t>(in.rows));
-    const bool sample = kind == RecordingKind::Sample;
-    if (!sample) buffers_.ensure_distribution_output();
+    if (kind == RecordingKind::Distribution) buffers_.ensure_distribution_output();
     call_ = analyse_call(kind, static_cast<uint32_t>(in.rows), false);
     DeviceInput input;
     input.source = device_input_.source(in);
-    input.in_place = sample && DeviceInputs::can_bind_in_place(input.source, call_.history);
+    // Sampling and distributions alike read the app's rows where they are
+    // when the passes can (a verification's rejection mode: no ingest pass).
+    input.in_place = DeviceInputs::can_bind_in_place(input.source, call_.history);
     if (input.in_place) {
         const AppRows rows{in.buffer, in.offset, in.size, input.source.stride};
         if (!buffers_.app_rows_bound(rows)) {

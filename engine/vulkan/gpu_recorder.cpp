@@ -176,9 +176,10 @@ void Recorder::emit_passes(VkCommandBuffer cmd, const Recording& rec, const Plan
         vk.vkCmdResetQueryPool(cmd, queries, 0, n_queries);
         vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries, 0);
     }
-    const SetKind sets = key.app_rows ? SetKind::AppRows
-                         : key.kind == RecordingKind::Distribution ? SetKind::Distribution
-                                                                   : SetKind::Sample;
+    const bool distribution = key.kind == RecordingKind::Distribution;
+    const SetKind sets = key.app_rows ? (distribution ? SetKind::AppRowsDistribution : SetKind::AppRows)
+                                      : distribution ? SetKind::Distribution
+                                                     : SetKind::Sample;
     const AdjustLayout& adjust = buffers_.adjust_layout();
     uint32_t query = 1;
     for (const RowGroup& g : rec.groups) {

@@ -77,9 +77,10 @@ void GpuChain::read_positions(const VerifyCall& call, const Recording& rec, cons
         for (uint32_t r = 0; r < rows; ++r) res->statuses[r] = res->sampled[r].status;
         return;
     }
-    // The distributions' rows came through the ingest pass (prepare_positions:
-    // counted with the recording, account); rows read on the host (the
-    // fallback, a chain without a collect pass) have it run again.
+    // The distributions' rows were read where the app keeps them or came
+    // through the ingest pass (prepare_positions: counted with the
+    // recording, account); rows read on the host (the fallback, a chain
+    // without a collect pass) have the ingest pass run for them.
     read_distributions(call.vocab, all_rows(call.rows), rec.key.collect, device_host_rows(input, rows, vocab),
                        &res->dists, &res->statuses, &message);
 }
@@ -113,14 +114,15 @@ void GpuChain::verify_in_waves(const LogitsView& logits, const std::vector<Draft
                                const std::vector<int32_t>& first_row, std::vector<ref::Verification>* results,
                                std::vector<uint32_t>* steps) {
     const size_t n_seq = drafts.size();
-    const size_t words = slot_words(history_capacity());
-    std::vector<std::vector<uint32_t>> before(n_seq);
+    const uint32_t capacity = history_capacity();
+    // What the waves can change in each slot (at most drafts + 1 tokens), to
+    // put back: not the whole record, read uncached on a GPU.
+    std::vector<SlotUndo> before(n_seq);
     std::vector<int32_t> slots(n_seq);
     for (size_t s = 0; s < n_seq; ++s) {
         slots[s] = slot_of(static_cast<int32_t>(s));
-        const uint32_t* record = slot_record(slots[s]);
-        before[s].assign(record, record + words);
-        (*steps)[s] = record[S_STEP];
+        before[s] = slot_undo_point(slot_record(slots[s]), capacity, drafts[s].tokens.size() + 1);
+        (*steps)[s] = before[s].header[S_STEP];
     }
     std::vector<size_t> active(n_seq);
     for (size_t s = 0; s < n_seq; ++s) active[s] = s;
@@ -129,7 +131,7 @@ void GpuChain::verify_in_waves(const LogitsView& logits, const std::vector<Draft
     // A call-level failure part way (the device lost, a wait that ran out)
     // leaves every slot as the call found it.
     const auto restore_all = [&] {
-        for (size_t s = 0; s < n_seq; ++s) std::copy(before[s].begin(), before[s].end(), slot_record(slots[s]));
+        for (size_t s = 0; s < n_seq; ++s) slot_undo(slot_record(slots[s]), capacity, before[s]);
     };
     try {
         for (size_t i = 0; !active.empty(); ++i) {
@@ -157,7 +159,7 @@ void GpuChain::verify_in_waves(const LogitsView& logits, const std::vector<Draft
                     v.status = sampled[k].status;
                     v.message = "position " + std::to_string(i) + ": " + sieve_status_name(sampled[k].status);
                     v.tokens.clear();
-                    std::copy(before[s].begin(), before[s].end(), slot_record(slots[s]));  // as it was
+                    slot_undo(slot_record(slots[s]), capacity, before[s]);  // as it was
                     continue;
                 }
                 v.tokens.push_back(as_result(sampled[k]));

@@ -2,6 +2,7 @@
 
 #include "api/error.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -58,6 +59,21 @@ void slot_append(uint32_t* slot, uint32_t capacity, const int32_t* tokens, size_
     }
     slot[S_HEAD] = head;
     slot[S_COUNT] = count;
+}
+
+SlotUndo slot_undo_point(const uint32_t* slot, uint32_t capacity, size_t appends) {
+    SlotUndo u;
+    std::memcpy(u.header, slot, sizeof(u.header));
+    const uint32_t head = u.header[S_HEAD];
+    u.ring.resize(std::min<size_t>(appends, capacity));
+    for (size_t i = 0; i < u.ring.size(); ++i) u.ring[i] = slot[SLOT_HEADER + (head + i) % capacity];
+    return u;
+}
+
+void slot_undo(uint32_t* slot, uint32_t capacity, const SlotUndo& undo) {
+    const uint32_t head = undo.header[S_HEAD];
+    for (size_t i = 0; i < undo.ring.size(); ++i) slot[SLOT_HEADER + (head + i) % capacity] = undo.ring[i];
+    std::memcpy(slot, undo.header, sizeof(undo.header));
 }
 
 void slot_reset(uint32_t* slot, uint32_t capacity) { std::memset(slot, 0, slot_words(capacity) * 4); }

@@ -35,6 +35,18 @@ void slot_store_learnt(uint32_t* slot, const ref::SlotState& state);
 // llama.cpp's accept: appends, the oldest token leaving a full ring.
 void slot_append(uint32_t* slot, uint32_t capacity, const int32_t* tokens, size_t n);
 void slot_reset(uint32_t* slot, uint32_t capacity);
+
+// What sampling with commit can change in a slot over up to `appends` tokens
+// (the header: step, count, head, learnt state; the ring words from the head
+// on), to put the record back as it was. A learner chain's verification keeps
+// one per sequence rather than the whole record, which on a GPU is device
+// memory the host reads uncached.
+struct SlotUndo {
+    uint32_t header[SLOT_HEADER];
+    std::vector<uint32_t> ring;  // the `appends` ring words from the head on
+};
+SlotUndo slot_undo_point(const uint32_t* slot, uint32_t capacity, size_t appends);
+void slot_undo(uint32_t* slot, uint32_t capacity, const SlotUndo& undo);
 // The newest `max` tokens of the history, oldest first.
 std::vector<int32_t> slot_history(const uint32_t* slot, uint32_t capacity);
 

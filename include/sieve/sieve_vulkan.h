@@ -92,8 +92,9 @@ SIEVE_API sieve_status sieve_sample_vulkan(sieve_chain* chain, const sieve_vulka
 /* sieve_verify (sieve.h, "speculative decoding") over logits in a VkBuffer:
  * the positions' rows back to back, as sieve_verify takes them, in one
  * submission; the same rules, statuses and results as sieve_verify on the same
- * values. The rejection mode's rows are copied into Sieve's own buffer by the
- * ingest pass (its passes read them there). The match mode of a chain with
+ * values. Both modes read the rows where they are when sieve_sample_vulkan
+ * would (f32, no penalty or DRY acting), else copy them into Sieve's own
+ * buffer first (the ingest pass). The match mode of a chain with
  * mirostat, mirostat_v2 or adaptive_p verifies one position after another
  * (each position's learnt state depends on the token before it): its rows are
  * read back to the host once and each position is one submission, as

@@ -351,7 +351,9 @@ Agg merge_chunk_aggs(uint row, uint n_chunks) {
 }
 
 void write_distribution(uint row, uint n, float total, uint step) {
-    uint base = row * (2u * pc.stride + 2u);
+    // Rows of 2 x vocabulary + 2 words, whatever the logits' stride (the
+    // app's rows may be spaced wider: SetKind::AppRowsDistribution).
+    uint base = row * (2u * pc.vocab + 2u);
     uint t = gl_LocalInvocationID.x;
     if (t == 0u) {  // the row's status, as sampling would report it
         results[row * RESULT_STRIDE + 3u] = s_status;

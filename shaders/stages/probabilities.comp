@@ -39,6 +39,8 @@ void main() {
                 p = exp(scaled_logit(f, scale) - max_scaled) / total;
             }
         }
-        probabilities[row * pc.stride + i] = p;
+        // Rows of the vocabulary, whatever the logits' stride (the app's rows
+        // may be spaced wider: SetKind::AppRowsDistribution).
+        probabilities[row * pc.vocab + i] = p;
     }
 }

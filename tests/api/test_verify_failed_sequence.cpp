@@ -157,6 +157,29 @@ TEST_P(VerifyFailedSequence, NanPastTheFirstMismatchIsNotRead) {
     }
 }
 
+// A learner chain (mirostat v2 after top-k 1: each position's token is its
+// argmax) verifies position by position, committing as it goes
+// (gpu_verify.cpp: verify_in_waves); a sequence that fails part way gets its
+// slot back word for word, here across the ring's wrap: capacity 5, three
+// tokens held, three appended before the NaN at its bonus position.
+TEST_P(VerifyFailedSequence, ALearnerChainsFailedSequenceGetsItsSlotBack) {
+    chain_ = sieve::Chain(ctx_, chain_desc("top_k;mirostat_v2", kRows, kVocab, 0.8f, 21u).slots(8).history_capacity(5));
+    chain_.set(SIEVE_PARAM_TOP_K, 1);
+    chain_.set_slots(kSlots);
+    for (int32_t s = 0; s < kSeqs; ++s) chain_.accept(s, {1, 2, 3 + s});
+    at(1, kDraft)[7] = kNaN;
+    const auto before = slots();
+    const Result r = verify(SIEVE_VERIFY_MATCH);
+    EXPECT_EQ(r.status, SIEVE_ERROR_NON_FINITE_LOGIT) << r.message;
+    EXPECT_EQ(r.out[1].status, SIEVE_ERROR_NON_FINITE_LOGIT);
+    EXPECT_EQ(r.out[1].n_tokens, 0);
+    expect_verified(r, 0, kDraft + 1);
+    expect_verified(r, 2, kDraft + 1);
+    const auto after = slots();
+    EXPECT_TRUE(after[1] == before[1]) << "the failed sequence's slot changed";
+    EXPECT_FALSE(after[0] == before[0]);
+}
+
 INSTANTIATE_TEST_SUITE_P(Verify, VerifyFailedSequence, testing::Values(Backend::Gpu, Backend::Cpu),
                          backend_name);
 

@@ -134,6 +134,10 @@ struct Case {
     sieve_verify_mode mode;
     sieve_dtype dtype;
     bool dense_q = false;  // the rejection mode's q: dense rows, else each draft's alone
+    // The passes read the app's rows where they are (f32, no history pass
+    // patching them, a collect pass whose output the host reads as it is):
+    // no ingest pass, unless some row goes to the twin.
+    bool in_place = false;
 };
 
 // Every form against sieve_verify on host logits, three steps (each step's
@@ -158,11 +162,12 @@ TEST(VerifyDevice, EveryFormEqualsHostLogits) {
         {"penalties;top_k;temperature;dist", SIEVE_VERIFY_REJECTION, SIEVE_DTYPE_F16},
         {"penalties;top_k;temperature;dist", SIEVE_VERIFY_REJECTION, SIEVE_DTYPE_F32, true},
         {"temperature;dist", SIEVE_VERIFY_REJECTION, SIEVE_DTYPE_F32},
+        {"top_k;temperature;dist", SIEVE_VERIFY_REJECTION, SIEVE_DTYPE_F32, false, true},
         {"min_p;temperature;dist", SIEVE_VERIFY_MATCH, SIEVE_DTYPE_BF16},
-        {"min_p;temperature;dist", SIEVE_VERIFY_REJECTION, SIEVE_DTYPE_F32},
+        {"min_p;temperature;dist", SIEVE_VERIFY_REJECTION, SIEVE_DTYPE_F32, false, true},
         {"temperature;mirostat_v2", SIEVE_VERIFY_MATCH, SIEVE_DTYPE_F16},
     };
-    int accepted = 0, rejected = 0;
+    int accepted = 0, rejected = 0, in_place_steps = 0;
     uint64_t twin_rows = 0;
     for (const Case& k : cases) {
         const bool learns = std::string(k.samplers).find("mirostat") != std::string::npos;
@@ -202,7 +207,16 @@ TEST(VerifyDevice, EveryFormEqualsHostLogits) {
                     EXPECT_LE(submits, own + levels_part);
                 }
                 twin_rows += after.cpu_fallback_rows - before.cpu_fallback_rows;
+                const sieve_counters host_before = host.counters();
                 expect_same(got, verify_host(host, a, d, k.mode));
+                const sieve_counters host_after = host.counters();
+                // Rows the passes read where the app keeps them: no ingest
+                // pass, the dispatches and row passes of the host logits' call.
+                if (k.in_place && after.cpu_fallback_rows == before.cpu_fallback_rows) {
+                    ++in_place_steps;
+                    EXPECT_EQ(after.dispatches - before.dispatches, host_after.dispatches - host_before.dispatches);
+                    EXPECT_EQ(after.row_passes - before.row_passes, host_after.row_passes - host_before.row_passes);
+                }
                 for (int32_t slot = 0; slot < kSeq; ++slot)
                     EXPECT_EQ(device.save_slot(slot), host.save_slot(slot)) << "slot " << slot;
                 for (size_t s = 0; s < got.out.size(); ++s) {
@@ -215,6 +229,7 @@ TEST(VerifyDevice, EveryFormEqualsHostLogits) {
     EXPECT_GE(accepted, 20) << "drafts past position 0 should be reached";
     EXPECT_GT(rejected, 0) << "some sequence should stop before its bonus";
     EXPECT_GT(twin_rows, 0u) << "no case reaches the CPU twin any more";
+    EXPECT_GE(in_place_steps, 9) << "the rejection mode on rows read in place";
 }
 
 // A verification waits on a timeline value the app signals only after the
