@@ -16,8 +16,8 @@
 # one process took about 290), runs `sieve bench` there (its default suite, then its verify
 # suite with the logits in device memory: speculative decoding's
 # sieve_verify_vulkan against sieve_sample_vulkan position by position; then
-# the default suite, 64 rows of the vocab-151936 cases and
-# every chain on flat rows (N(0, 1), which need dist's and min-p's key
+# the default suite, 64 rows of the vocab-151936 cases, the default chain at
+# 32000 x 256 rows and every chain on flat rows (N(0, 1), which need dist's and min-p's key
 # levels) with the logits already in device memory, --input device, and its one-row cases
 # again with the host's wait asleep and polling: SIEVE_WAIT_SPIN_US 0 and
 # 1000), the compiled pipelines' statistics with each one's residency an SM
@@ -270,7 +270,7 @@ PY
 fi
 part_done tests
 echo "== sieve bench"
-bench_status=0 verify_status=0 device_status=0 device_b64_status=0 device_flat_status=0 wait_status=0
+bench_status=0 verify_status=0 device_status=0 device_b64_status=0 device_b256_status=0 device_flat_status=0 wait_status=0
 if ! skipping bench; then
   "$sieve" bench --tokens "$tokens" ${bench_case:+--case "$bench_case"} --json-out "$work/bench.json"
   bench_status=$?
@@ -285,7 +285,7 @@ if ! skipping verify_bench; then
 fi
 part_done verify_bench
 # As an inference engine calls it: the logits already in a device-local
-# buffer (sieve_sample_vulkan), one row and 64 rows.
+# buffer (sieve_sample_vulkan), one row, 64 rows and 256.
 echo "== sieve bench --input device"
 if ! skipping device_bench; then
   "$sieve" bench --input device --tokens "$tokens" ${bench_case:+--case "$bench_case"} --json-out "$work/bench_device.json"
@@ -295,6 +295,10 @@ if ! skipping device_bench; then
   "$sieve" bench --input device --rows 64 --case "${b64_case%/b*}" --tokens "$tokens" \
     --json-out "$work/bench_device_b64.json"
   device_b64_status=$?
+  # Issue 34's batch target: the default chain at 32000 x 256 rows.
+  "$sieve" bench --input device --suite full --case default/zipf/v32000/b256 --tokens "$tokens" \
+    --json-out "$work/bench_device_b256.json"
+  device_b256_status=$?
   # Rows whose dist and min-p need the key levels (the built-in flat shape,
   # N(0, 1): a GPU's plan draws them in submissions after the first), every
   # chain at one row; with a --bench-case, its flat counterpart (its zipf/
@@ -386,7 +390,7 @@ else
 fi
 part_done phases
 set -e
-for f in tests bench verify bench_device bench_device_b64 bench_device_flat bench_wait_sleep bench_wait_poll pipeline_stats torch_table phases; do
+for f in tests bench verify bench_device bench_device_b64 bench_device_b256 bench_device_flat bench_wait_sleep bench_wait_poll pipeline_stats torch_table phases; do
   [[ -s $work/$f.json ]] || echo null > "$work/$f.json"
 done
 torch_lines=$(grep -v '^[[:space:]]*$' "$work/torch.jsonl" 2>/dev/null | paste -sd, -)
@@ -407,6 +411,8 @@ torch_lines=$(grep -v '^[[:space:]]*$' "$work/torch.jsonl" 2>/dev/null | paste -
   echo " \"bench_device\": $(cat "$work/bench_device.json"),"
   echo " \"bench_device_b64_exit_status\": $device_b64_status,"
   echo " \"bench_device_b64\": $(cat "$work/bench_device_b64.json"),"
+  echo " \"bench_device_b256_exit_status\": $device_b256_status,"
+  echo " \"bench_device_b256\": $(cat "$work/bench_device_b256.json"),"
   echo " \"bench_device_flat_exit_status\": $device_flat_status,"
   echo " \"bench_device_flat\": $(cat "$work/bench_device_flat.json"),"
   echo " \"bench_wait_exit_status\": $wait_status,"
@@ -425,9 +431,9 @@ torch_lines=$(grep -v '^[[:space:]]*$' "$work/torch.jsonl" 2>/dev/null | paste -
 
 failed=$(grep -c '^\[  FAILED  \] [A-Za-z]' "$work/tests.log" || true)
 echo "== report: $out (tests exit status $tests_status, $failed failed; bench exit status $bench_status, verify bench" \
-  "$verify_status, device-input bench $device_status, $device_b64_status and $device_flat_status, waits $wait_status, pipeline statistics" \
+  "$verify_status, device-input bench $device_status, $device_b64_status, $device_b256_status and $device_flat_status, waits $wait_status, pipeline statistics" \
   "$stats_status, torch peer $torch_status, phases $phase_status)"
 if ((tests_status != 0 || bench_status != 0 || verify_status != 0 || device_status != 0 || device_b64_status != 0 ||
-     device_flat_status != 0 || wait_status != 0 || stats_status != 0 || phase_status != 0)); then
+     device_b256_status != 0 || device_flat_status != 0 || wait_status != 0 || stats_status != 0 || phase_status != 0)); then
   exit 1
 fi

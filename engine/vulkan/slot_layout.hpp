@@ -47,6 +47,7 @@ struct SlotUndo {
 };
 SlotUndo slot_undo_point(const uint32_t* slot, uint32_t capacity, size_t appends);
 void slot_undo(uint32_t* slot, uint32_t capacity, const SlotUndo& undo);
+
 // The newest `max` tokens of the history, oldest first.
 std::vector<int32_t> slot_history(const uint32_t* slot, uint32_t capacity);
 

@@ -99,6 +99,12 @@ TEST(GpuCheck, WritesOneReportWithDeviceTestsAndBench) {
     ASSERT_EQ(doc.at("bench_device").at("cases").size(), 1u);
     EXPECT_EQ(doc.at("bench_device").at("input"), "device");
     EXPECT_EQ(doc.at("bench_device_b64").at("cases").at(0).at("name"), "default/zipf/v32000/b64");
+    // ... issue 34's batch shape, the default chain at 32000 x 256 rows ...
+    EXPECT_EQ(doc.at("bench_device_b256_exit_status"), 0);
+    ASSERT_EQ(doc.at("bench_device_b256").at("cases").size(), 1u);
+    EXPECT_EQ(doc.at("bench_device_b256").at("cases").at(0).at("name"), "default/zipf/v32000/b256");
+    EXPECT_EQ(doc.at("bench_device_b256").at("cases").at(0).at("status"), "ok");
+    EXPECT_EQ(doc.at("bench_device_b256").at("input"), "device");
     // ... and on flat rows (the full suite's case of that name).
     EXPECT_EQ(doc.at("bench_device_flat_exit_status"), 0);
     ASSERT_EQ(doc.at("bench_device_flat").at("cases").size(), 1u);
