@@ -60,6 +60,7 @@ Json verify_json(const CaseResult& r) {
     v["baseline_row_passes_per_step"] = per_token(f.baseline_delta.row_passes, nb);
     const auto speedup = f.speedup(r.device);
     v["speedup"] = speedup ? Json(std::round(*speedup * 10000.0) / 10000.0) : Json(nullptr);
+    v["baseline_est_us"] = f.baseline_est_us ? Json(std::round(*f.baseline_est_us * 1000.0) / 1000.0) : Json(nullptr);
     const auto in_calls = f.step_in_calls(r.device, c.drafts);
     v["step_in_calls"] = in_calls ? Json(std::round(*in_calls * 10000.0) / 10000.0) : Json(nullptr);
     return v;

@@ -241,6 +241,21 @@ std::vector<std::vector<BenchCase>> case_groups(const std::vector<BenchCase>& ca
     return groups;
 }
 
+std::vector<StageEstimate> BenchRunner::gpu_estimate(const sieve::Chain& chain, int32_t rows, int32_t vocab) const {
+    // The estimate describes a GPU's plan: a GPU device's, or any device's under the gpu profile.
+    const bool gpu_plan = device_.has_info && !device_.cpu_twin &&
+                          (device_.info.type != SIEVE_DEVICE_CPU || (device_.info.profile & SIEVE_PROFILE_GPU));
+    std::vector<StageEstimate> out;
+    if (!gpu_plan) return out;
+    try {
+        for (const sieve_stage_estimate& e : chain.plan_estimate(rows, vocab))
+            out.push_back({e.stage, e.level, e.workgroups, e.indirect != 0, e.est_us});
+    } catch (const sieve::Error&) {
+        out.clear();
+    }
+    return out;
+}
+
 bool BenchRunner::refuses_device_input(CaseResult& r) const {
     r.input = s_.device_input ? "device" : "host";
     if (!s_.device_input || vulkan_) return false;
@@ -270,17 +285,7 @@ void BenchRunner::start(Live& l) {
         } catch (const sieve::Error&) {
             r.plan.reset();  // the CPU twin backend has no plan
         }
-        // The estimate describes a GPU's plan: a GPU device's, or any device's under the gpu profile.
-        const bool gpu_plan = device_.has_info && !device_.cpu_twin &&
-                              (device_.info.type != SIEVE_DEVICE_CPU || (device_.info.profile & SIEVE_PROFILE_GPU));
-        if (gpu_plan) {
-            try {
-                for (const sieve_stage_estimate& e : chain.plan_estimate(c.rows, c.vocab))
-                    r.estimate.push_back({e.stage, e.level, e.workgroups, e.indirect != 0, e.est_us});
-            } catch (const sieve::Error&) {
-                r.estimate.clear();
-            }
-        }
+        r.estimate = gpu_estimate(chain, c.rows, c.vocab);
         if (vulkan_) {
             std::string why;
             l.device_logits = vulkan_->upload(l.data, c.rows, c.vocab, &why);

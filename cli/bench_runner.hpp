@@ -87,6 +87,11 @@ struct VerifyFigures {
     // 1)), what one step costs in ordinary sampling calls (issue 34: at most
     // 1.5 for 8 drafts).
     std::optional<double> step_in_calls(const LatencyStats& verify, int32_t drafts) const;
+    // The baseline step's estimated GPU time on the reference GPU: drafts + 1
+    // times the plan's of one call (an estimate, never a measurement; the
+    // match mode only, where the plan is a GPU's: the step's own is the
+    // case's `estimate`).
+    std::optional<double> baseline_est_us;
 };
 
 struct CaseResult {
@@ -167,6 +172,9 @@ private:
     std::shared_ptr<const Logits> logits_for(const BenchCase& c);
     std::pair<std::optional<Calibration>, std::string> calibration_for(int32_t rows, int32_t vocab);
     CaseResult run_verify(const BenchCase& c);  // bench_verify.cpp
+    // The plan's estimated GPU time per dispatch (sieve_chain_plan_estimate)
+    // for rows x vocab, where the plan is a GPU's; else empty.
+    std::vector<StageEstimate> gpu_estimate(const sieve::Chain& chain, int32_t rows, int32_t vocab) const;
     // Sets r.input; true, with r unsupported, where --input device has no
     // device buffers to read (the CPU twin backend).
     bool refuses_device_input(CaseResult& r) const;

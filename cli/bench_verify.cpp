@@ -153,6 +153,16 @@ CaseResult BenchRunner::run_verify(const BenchCase& c) {
         DeviceSteps dev;  // declared before the chains, which go first
         sieve::Chain verifying = make_chain(device_, c.sampling, rows_case.rows, c.vocab);
         sieve::Chain looping = make_chain(device_, c.sampling, c.rows, c.vocab);
+        // The step's plan and the baseline call's, estimated where the plan is
+        // a GPU's: the match mode's one call samples every position (the
+        // rejection mode's distribution plan is not in the model).
+        if (c.verify == "match") {
+            r.estimate = gpu_estimate(verifying, rows_case.rows, c.vocab);
+            double call = 0;
+            for (const StageEstimate& e : gpu_estimate(looping, c.rows, c.vocab)) call += e.est_us;
+            if (!r.estimate.empty() && call > 0) f.baseline_est_us = call * (c.drafts + 1);
+            else r.estimate.clear();
+        }
         logits = logits_for(rows_case);
         const StepInputs in = step_inputs(c, *logits);
         if (vulkan_) {

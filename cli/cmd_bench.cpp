@@ -138,6 +138,10 @@ void print_verify(std::ostream& out, const CaseResult& r) {
         << " dispatches, " << per(f.baseline_delta.row_passes, nb) << " row passes; baseline / verify "
         << opt_fixed(f.speedup(r.device), 2) << "; the step in baseline calls "
         << opt_fixed(f.step_in_calls(r.device, r.c.drafts), 2) << "\n";
+    if (f.baseline_est_us && r.est_us())
+        out << "      ESTIMATED on the reference GPU (the plans, not a measurement): the step " << fixed(*r.est_us(), 1)
+            << " us, the baseline step " << fixed(*f.baseline_est_us, 1) << " us, the step in baseline calls "
+            << fixed(*r.est_us() * (r.c.drafts + 1) / *f.baseline_est_us, 2) << "\n";
 }
 
 void print_row(std::ostream& out, const CaseResult& r) {

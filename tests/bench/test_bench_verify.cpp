@@ -4,6 +4,7 @@
 // suite leaves them out. No timing is asserted.
 #include "bench_schema_validator.hpp"
 #include "cli_fixture.hpp"
+#include "test_support.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -41,7 +42,7 @@ TEST_F(BenchVerify, TheSuiteHasBothModesAtFourAndEightDraftsForOneAndSixteenSequ
 // every sequence's row at least once. `input` is the run's --input.
 void expect_short_run(const sieve_test::Proc& r, const std::string& input) {
     const int tokens = 3, sequences = 2, drafts = 4;
-    ASSERT_EQ(r.code, 0) << r.err;
+    ASSERT_EQ(r.code, 0) << sieve_test::describe(r);
     const json doc = json::parse(r.out, nullptr, false);
     ASSERT_FALSE(doc.is_discarded()) << r.out;
     json schema = json::parse(sieve_test::read_text(std::string(SIEVE_SOURCE_DIR) + "/docs/bench-schema.json"));
@@ -104,6 +105,57 @@ TEST_F(BenchVerify, DeviceInputTimesTheVulkanForms) {
         << text.out;
     EXPECT_NE(text.out.find("per step: sieve_verify_vulkan "), std::string::npos) << text.out;
     EXPECT_NE(text.out.find("5 x sieve_sample_vulkan "), std::string::npos) << text.out;
+}
+
+// Under the gpu profile the match mode's step and baseline carry the plans'
+// estimated GPU time (the step's one call over every position against drafts
+// + 1 calls over the sequences); the rejection mode's distribution plan has
+// none, nor has a CPU device's own plan.
+TEST_F(BenchVerify, TheMatchModeIsEstimatedUnderTheGpuProfile) {
+    json schema = json::parse(sieve_test::read_text(std::string(SIEVE_SOURCE_DIR) + "/docs/bench-schema.json"));
+    {
+        sieve_test::ScopedEnv gpu("SIEVE_PROFILE", "gpu");
+        Proc r = sieve(kShortRun + " --json");
+        ASSERT_EQ(r.code, 0) << describe(r);
+        const json doc = json::parse(r.out, nullptr, false);
+        ASSERT_FALSE(doc.is_discarded()) << r.out;
+        for (const auto& e : sieve_test::SchemaValidator(schema).validate(doc)) ADD_FAILURE() << "schema: " << e;
+        ASSERT_EQ(doc["cases"].size(), 2u) << r.out;
+        for (const json& c : doc["cases"]) {
+            SCOPED_TRACE(c["name"].get<std::string>());
+            const json& v = c["verify"];
+            if (v["mode"] == "rejection") {
+                EXPECT_TRUE(c["est_us"].is_null()) << c;
+                EXPECT_TRUE(v["baseline_est_us"].is_null()) << v;
+                continue;
+            }
+            ASSERT_TRUE(c["est_us"].is_number()) << c;
+            ASSERT_TRUE(v["baseline_est_us"].is_number()) << v;
+            double sum = 0;
+            for (const json& e : c["estimate"]) sum += e["est_us"].get<double>();
+            EXPECT_NEAR(c["est_us"].get<double>(), sum, 0.01 * c["estimate"].size());
+            // One call over ten rows against five over two.
+            EXPECT_GT(c["est_us"].get<double>(), 0.0);
+            EXPECT_GT(v["baseline_est_us"].get<double>(), c["est_us"].get<double>());
+        }
+        Proc text = sieve("bench --suite verify --case verify_match_d4 --rows 2 --tokens 3 --warmup 1 --twin-budget 0.2");
+        ASSERT_EQ(text.code, 0) << describe(text);
+        EXPECT_NE(text.out.find("ESTIMATED on the reference GPU (the plans, not a measurement): the step "),
+                  std::string::npos)
+            << text.out;
+    }
+    // The device's own plan: estimated where it is a GPU's, not on lavapipe.
+    sieve_test::ScopedEnv own("SIEVE_PROFILE", nullptr);
+    Proc r = sieve("bench --suite verify --case verify_match_d4/ --rows 2 --tokens 3 --warmup 1 --twin-budget 0.2 --json");
+    ASSERT_EQ(r.code, 0) << describe(r);
+    const json doc = json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(doc.is_discarded()) << r.out;
+    const bool cpu_plan = doc["device_type"] == "cpu";
+    ASSERT_EQ(doc["cases"].size(), 1u) << r.out;
+    for (const json& c : doc["cases"]) {
+        EXPECT_EQ(c["est_us"].is_null(), cpu_plan) << c;
+        EXPECT_EQ(c["verify"]["baseline_est_us"].is_null(), cpu_plan) << c;
+    }
 }
 
 // The CPU twin backend has no device buffers: the case says so, the run goes on.
