@@ -151,7 +151,9 @@ Json case_json(const CaseResult& r) {
                                 {"gpu_span_us", round_us(t.gpu_span_us)},
                                 {"submit_to_gpu_us", t.calibrated ? Json(round_us(t.submit_to_gpu_us)) : Json(nullptr)},
                                 {"gpu_to_host_us", t.calibrated ? Json(round_us(t.gpu_to_host_us)) : Json(nullptr)},
-                                {"deviation_us", t.calibrated ? Json(round_us(t.deviation_us)) : Json(nullptr)}};
+                                {"deviation_us", t.calibrated ? Json(round_us(t.deviation_us)) : Json(nullptr)},
+                                {"call_us", opt(r.call_us)},
+                                {"host_us", opt(r.host_us)}};
     } else {
         j["call_timing"] = nullptr;
     }

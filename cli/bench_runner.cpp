@@ -72,19 +72,30 @@ double median_of(std::vector<double> v) { return latency_stats(std::move(v)).med
 // GPU time per stage: a separate short run with timestamps after every
 // dispatch (they cost ~50 us each on lavapipe, so these tokens are not timed).
 // *gpu_us: the median over the calls of their stages' sum; *timing: each
-// figure of the calls' sieve_chain_call_timing, its median.
+// figure of the calls' sieve_chain_call_timing, its median; *call_us: the
+// median of the calls as timed here; *host_us: the median of each call's
+// time as timed here less its timing's wall_us.
 std::vector<StageTime> profile_stages(sieve::Chain& chain, const BenchCase& c, const std::function<std::vector<sieve_token>()>& call,
                                       int32_t tokens, int* profiled, std::optional<double>* gpu_us,
-                                      std::optional<sieve_call_timing>* timing) {
+                                      std::optional<sieve_call_timing>* timing, std::optional<double>* call_us,
+                                      std::optional<double>* host_us) {
     chain.set_profiling(true);
     check_tokens(call(), c);  // records the profiled command buffer
     std::vector<std::vector<sieve_stage_time>> runs;
     std::vector<sieve_call_timing> timings;
+    std::vector<double> whole, outside;
     for (int32_t i = 0; i < tokens; ++i) {
-        check_tokens(call(), c);
+        const Clock::time_point t0 = Clock::now();
+        const std::vector<sieve_token> sampled = call();
+        const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+        check_tokens(sampled, c);
         runs.push_back(chain.stage_times());
         sieve_call_timing t{};
-        if (sieve_chain_call_timing(chain.get(), &t) == SIEVE_OK) timings.push_back(t);
+        if (sieve_chain_call_timing(chain.get(), &t) == SIEVE_OK) {
+            timings.push_back(t);
+            whole.push_back(us);
+            outside.push_back(us - t.wall_us);
+        }
     }
     chain.set_profiling(false);
     *profiled = static_cast<int>(runs.size());
@@ -101,6 +112,8 @@ std::vector<StageTime> profile_stages(sieve::Chain& chain, const BenchCase& c, c
         m.gpu_to_host_us = median(&sieve_call_timing::gpu_to_host_us);
         m.deviation_us = median(&sieve_call_timing::deviation_us);
         *timing = m;
+        *call_us = median_of(std::move(whole));
+        *host_us = median_of(std::move(outside));
     }
     std::vector<StageTime> out;
     if (runs.empty() || runs.front().empty()) return out;
@@ -381,7 +394,7 @@ void BenchRunner::finish(Live& l) {
                         check_tokens(l.call(), c);
                 }
                 r.stages = profile_stages(*l.chain, c, l.call, s_.profile_tokens, &r.profiled_tokens, &r.gpu_us,
-                                          &r.call_timing);
+                                          &r.call_timing, &r.call_us, &r.host_us);
             }
         } catch (const CliError& e) {
             set_outcome(r, "failed", e.what(), e.exit_code());

@@ -112,6 +112,12 @@ struct CaseResult {
     // figure the median over the profiled calls; none where the chain has no
     // device.
     std::optional<sieve_call_timing> call_timing;
+    // The same calls as the bench timed them (call_us), and the library's own
+    // time outside call_timing.wall_us (host_us: each call less its span from
+    // the submit to the wait's return; the checks, the parameters and the
+    // recording's look-up before, the tokens and the profile read after):
+    // medians over the profiled calls.
+    std::optional<double> call_us, host_us;
     std::vector<StageEstimate> estimate;   // the plan's, when it is a GPU's plan (else empty)
     std::optional<Calibration> calibration;
     std::string calibration_message;  // why there is none (CPU twin backend, a device limit...)

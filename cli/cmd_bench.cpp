@@ -180,6 +180,7 @@ void print_row(std::ostream& out, const CaseResult& r) {
         if (t.calibrated) out << fixed(t.submit_to_gpu_us, 1) << " submit to GPU + ";
         out << fixed(t.gpu_span_us, 1) << " on the GPU";
         if (t.calibrated) out << " + " << fixed(t.gpu_to_host_us, 1) << " GPU to host";
+        if (r.host_us) out << "; " << fixed(*r.host_us, 1) << " us more in the library, outside the submit and wait";
         out << "\n";
     }
     if (r.verify) print_verify(out, r);

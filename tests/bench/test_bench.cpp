@@ -157,6 +157,13 @@ TEST_F(Bench, MeasuredCasesCarryConsistentFigures) {
                                  ct["gpu_to_host_us"].get<double>();
             EXPECT_NEAR(parts, ct["wall_us"].get<double>(), ct["deviation_us"].get<double>() + 1.0);
         }
+        // The library's own time outside the submit and wait: the whole call
+        // as the bench timed it less wall_us (one profiled call: no medians
+        // to mix up), positive (host input copies the logits first).
+        ASSERT_TRUE(ct["host_us"].is_number());
+        ASSERT_TRUE(ct["call_us"].is_number());
+        EXPECT_GT(ct["host_us"].get<double>(), 0.0);
+        EXPECT_NEAR(ct["host_us"].get<double>(), ct["call_us"].get<double>() - ct["wall_us"].get<double>(), 0.01);
         ASSERT_TRUE((*c)["calibration"].is_object());
         const json& cal = (*c)["calibration"];
         EXPECT_GT(cal["submit_us"].get<double>(), 0);

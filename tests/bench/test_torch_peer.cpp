@@ -69,7 +69,7 @@ TEST_F(TorchPeer, TheTableMatchesCasesByNameAndDividesThePeersMedianBySieves) {
         std::ofstream b(bench);
         b << R"({"input": "device", "cases": [
               {"name": "greedy/zipf/v151936/b1", "input": "device", "status": "ok", "median_us": 40.0, "gpu_us": 10.0, "submit_us": 30.0,
-               "call_timing": {"wall_us": 70.0, "gpu_span_us": 45.0, "submit_to_gpu_us": 6.0, "gpu_to_host_us": 19.0, "deviation_us": 0.1}},
+               "call_timing": {"wall_us": 70.0, "gpu_span_us": 45.0, "submit_to_gpu_us": 6.0, "gpu_to_host_us": 19.0, "deviation_us": 0.1, "host_us": 2.5}},
               {"name": "dist/zipf/v151936/b1", "input": "host", "status": "ok", "median_us": 90.0},
               {"name": "top_p/zipf/v151936/b1", "input": "device", "status": "unsupported", "message": "no"}]})";
         std::ofstream t(torch);
@@ -89,8 +89,9 @@ TEST_F(TorchPeer, TheTableMatchesCasesByNameAndDividesThePeersMedianBySieves) {
     EXPECT_DOUBLE_EQ(doc["cases"][0]["torch_cuda_graph_per_dev"].get<double>(), 0.5);
     EXPECT_DOUBLE_EQ(doc["cases"][0]["to_gpu_us"].get<double>(), 6.0);  // the profiled calls' call_timing
     EXPECT_DOUBLE_EQ(doc["cases"][0]["to_host_us"].get<double>(), 19.0);
+    EXPECT_DOUBLE_EQ(doc["cases"][0]["library_host_us"].get<double>(), 2.5);
     r = sieve_test::run_program("python3", "'" + table + "' --torch '" + torch + "' '" + bench + "'", dir_);
-    EXPECT_NE(r.out.find("| greedy/zipf/v151936/b1 | 40.0 | 10.0 | 6.0 | 19.0 | 30.0 | 60.0 | 20.0 | 0.5 |"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("| greedy/zipf/v151936/b1 | 40.0 | 10.0 | 6.0 | 19.0 | 2.5 | 30.0 | 60.0 | 20.0 | 0.5 |"), std::string::npos) << r.out;
     EXPECT_EQ(sieve_test::run_program("python3", "'" + table + "' --torch '" + (dir_ / "none").string() + "' '" + bench + "'", dir_).code, 3);
 }
 

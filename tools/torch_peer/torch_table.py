@@ -3,8 +3,8 @@
 --json-out` files and torch_peer.py's JSON lines, matched by case name
 (<chain>/zipf/v<vocab>/b<rows>). torch/dev = the peer's median / Sieve's median
 (above 1: Sieve is faster); beside Sieve's median, its GPU time and, from its
-profiled calls' call_timing, the submit's way to the GPU and the way back to
-the woken host. Prints a Markdown table, or JSON with --json.
+profiled calls' call_timing, the submit's way to the GPU, the way back to
+the woken host and the library's own host time outside the two. Prints a Markdown table, or JSON with --json.
 
   python3 tools/torch_peer/torch_table.py --torch torch.jsonl BENCH.json [BENCH.json ...]
 
@@ -50,6 +50,7 @@ def rows(benches, torch_lines):
         timing = s.get("call_timing") or {}
         row = {"case": name, "sieve_median_us": s["median_us"], "sieve_gpu_us": s.get("gpu_us"),
                "to_gpu_us": timing.get("submit_to_gpu_us"), "to_host_us": timing.get("gpu_to_host_us"),
+               "library_host_us": timing.get("host_us"),
                "submit_us": s.get("submit_us")}
         for mode in ("eager", "cuda_graph"):
             m = p.get(mode, {}).get("median_us")
@@ -80,12 +81,12 @@ def main(argv=None):
         print("PyTorch peer skipped: " + header.get("reason", ""))
         return 0
     fmt = lambda v: "-" if v is None else ("%.1f" % v if isinstance(v, float) else str(v))  # noqa: E731
-    print("| case | Sieve (device input) | Sieve GPU | submit to GPU | GPU to host | submit floor | torch eager"
-          " | torch CUDA graph | torch graph/dev |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| case | Sieve (device input) | Sieve GPU | submit to GPU | GPU to host | in the library | submit floor"
+          " | torch eager | torch CUDA graph | torch graph/dev |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in table:
         print("| " + " | ".join([r["case"], fmt(r["sieve_median_us"]), fmt(r["sieve_gpu_us"]), fmt(r["to_gpu_us"]),
-                                  fmt(r["to_host_us"]), fmt(r["submit_us"]),
+                                  fmt(r["to_host_us"]), fmt(r["library_host_us"]), fmt(r["submit_us"]),
                                   fmt(r["torch_eager_us"]), fmt(r["torch_cuda_graph_us"]),
                                   fmt(r["torch_cuda_graph_per_dev"])]) + " |")
     return 0
