@@ -168,6 +168,11 @@ void GpuChain::arm_args(const Recording& rec) {
                      [](const Dispatch& d) { return d.stage == Stage::CollectPlain || d.stage == Stage::Collect; }) ||
         rec.plan.small)
         return;
+    // Where no shader arms any argument, the recording copies none back:
+    // the host's count reads the values written here (args_for_host).
+    uint32_t* mirror = buffers_.args_copied() && !rec.shader_arms_args()
+                           ? static_cast<uint32_t*>(buffers_.args_readback.mapped)
+                           : nullptr;
     for (const RowGroup& g : rec.groups) {
         bool plain = true;
         const uint32_t first = g.window * buffers_.windows().rows + g.row_base;
@@ -180,6 +185,10 @@ void GpuChain::arm_args(const Recording& rec) {
         const uint32_t on[3] = {chunks, g.rows, 1}, off[3] = {0, g.rows, 1};
         std::memcpy(args + g.args_base + COLLECT_PLAIN_ARGS, plain ? on : off, sizeof(on));
         std::memcpy(args + g.args_base + COLLECT_GENERAL_ARGS, plain ? off : on, sizeof(on));
+        if (mirror) {
+            std::memcpy(mirror + g.args_base + COLLECT_PLAIN_ARGS, plain ? on : off, sizeof(on));
+            std::memcpy(mirror + g.args_base + COLLECT_GENERAL_ARGS, plain ? off : on, sizeof(on));
+        }
     }
 }
 

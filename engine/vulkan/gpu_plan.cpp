@@ -195,6 +195,12 @@ bool has_indirect(const Plan& plan) {
                        [](const Dispatch& d) { return d.indirect != kNotIndirect; });
 }
 
+bool has_shader_armed(const Plan& plan) {
+    return std::any_of(plan.dispatches.begin(), plan.dispatches.end(), [](const Dispatch& d) {
+        return d.indirect != kNotIndirect && d.indirect < SHADER_ARGS_WORDS;
+    });
+}
+
 bool on_wide_chunks(const Plan& plan, const Dispatch& d) {
     if (d.stage == Stage::WideHistogram || d.stage == Stage::WideGather) return true;
     return (plan.flags & FLAG_FLOOR_LEVELS) != 0 && (d.stage == Stage::MassHistogram || d.stage == Stage::Gather);

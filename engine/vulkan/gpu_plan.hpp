@@ -111,6 +111,9 @@ bool on_wide_chunks(const Plan& plan, const Dispatch& d);
 uint32_t workgroups_per_row(const Plan& plan, const Dispatch& d);
 // Whether any of the plan's dispatches is indirect (reads arguments).
 bool has_indirect(const Plan& plan);
+// Whether a shader arms any of them: the host arms only the collect
+// variants' (COLLECT_*_ARGS, GpuChain::arm_args), the shaders the rest.
+bool has_shader_armed(const Plan& plan);
 
 // Which of collect_chunk.glsl's two variants a call's row groups take
 // (gpu_chain.cpp: arm_args): a plan records only those, since an empty

@@ -237,11 +237,11 @@ void Recorder::emit_passes(VkCommandBuffer cmd, const Recording& rec, const Plan
     }
     // On a GPU's plan, the indirect arguments the dispatches ran with, for
     // the host's count (GpuChain::account) and its choice to submit the key
-    // levels' part (GpuChain::deep_levels_armed), copied where the host reads
-    // them cached (ChainBuffers::args_for_host). Only plans with indirect
-    // dispatches, or a key levels' part, read any.
-    const bool indirect = rec.has_deep() || has_indirect(plan);
-    if (buffers_.args_copied() && indirect) {
+    // levels' part (GpuChain::levels_armed), copied where the host reads
+    // them cached (ChainBuffers::args_for_host). Only where a shader armed
+    // some: the host writes its own there itself (GpuChain::arm_args), and
+    // a call of the collect variants alone ends at its dispatch.
+    if (buffers_.args_copied() && rec.shader_arms_args()) {
         barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
         barrier.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
         vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1,

@@ -91,6 +91,11 @@ struct Recording {
     RecordedPart first_near, whole;
     mutable double deep_rate = 0.0, far_rate = 0.0;
     bool has_deep() const { return !deep.plan.dispatches.empty(); }
+    // Whether the call's indirect arguments are known only after it ran (a
+    // shader arms some): then a GPU's plan copies them for the host's count
+    // (Recorder::emit_passes); else the host's own values are all of them
+    // and it writes them there itself (GpuChain::arm_args).
+    bool shader_arms_args() const { return has_deep() || has_shader_armed(plan); }
 };
 
 class Recorder {
