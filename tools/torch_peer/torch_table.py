@@ -4,7 +4,8 @@
 (<chain>/zipf/v<vocab>/b<rows>). torch/dev = the peer's median / Sieve's median
 (above 1: Sieve is faster); beside Sieve's median, its GPU time and, from its
 profiled calls' call_timing, the submit's way to the GPU, the way back to
-the woken host and the library's own host time outside the two. Prints a Markdown table, or JSON with --json.
+the woken host and the library's own host time outside the two. Prints a
+Markdown table, or JSON with --json.
 
   python3 tools/torch_peer/torch_table.py --torch torch.jsonl BENCH.json [BENCH.json ...]
 
