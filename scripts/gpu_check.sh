@@ -3,7 +3,8 @@
 #
 #   ./scripts/gpu_check.sh [--no-setup] [--build-dir DIR] [--out FILE] [--tokens N] [--filter GTEST_FILTER]
 #                          [--shards N] [--bench-case TEXT] [--verify-case TEXT] [--skip PARTS]
-#   ./scripts/gpu_check.sh --bundle DIR [--no-setup] [--build-dir DIR] [--phase-build DIR]
+#                          [--baseline-build DIR]
+#   ./scripts/gpu_check.sh --bundle DIR [--no-setup] [--build-dir DIR] [--phase-build DIR] [--baseline-build DIR]
 #   DIR/gpu_check.sh [--out FILE] [--tokens N] [--filter GTEST_FILTER] [--shards N] [--bench-case TEXT]
 #                    [--verify-case TEXT] [--skip PARTS]
 #
@@ -27,13 +28,17 @@
 # peer where python3 imports a CUDA-enabled torch (tools/torch_peer), the
 # truncating one-row cases under the phase-clock build where there is one
 # (--phase-build DIR, or the bundle's phase/: cmake -DSIEVE_PHASE_CLOCK=ON,
-# the collect tail's phases timed inside its dispatch, tools/phase_clock), and
-# writes one report, sieve-gpu-check.json by default: the devices (name, type,
+# the collect tail's phases timed inside its dispatch, tools/phase_clock), an
+# A/B of the engine against another commit's where there is one
+# (--baseline-build DIR, a build of that commit, or the bundle's baseline/:
+# its libsieve under this build's CLI, swapped by LD_LIBRARY_PATH, the one-row
+# cases from device memory in three alternating rounds, each round's
+# `sieve bench --compare`), and writes one report, sieve-gpu-check.json by default: the devices (name, type,
 # driver, Vulkan version, subgroup size, features), the device checked, every
 # test with its result, the benches' JSON, the peer's figures beside Sieve's
 # (torch/dev) and each part's wall time. Attach it to an issue. --skip PARTS
 # (comma-separated: tests, bench, verify_bench, device_bench, wait_bench,
-# pipeline_stats, torch, phases) leaves those parts out, their report entries
+# ab_bench, pipeline_stats, torch, phases) leaves those parts out, their report entries
 # null: where a machine is lent for minutes (the whole check took longer than
 # 6 on an H200), a run can hold what it came for.
 #
@@ -42,9 +47,11 @@
 # the GPU test binary, libsieve, the PyTorch peer's scripts, the phase-clock
 # build's CLI and libsieve (--phase-build DIR, built beforehand: cmake -S .
 # -B DIR -DSIEVE_PHASE_CLOCK=ON -DSIEVE_BUILD_TESTS=OFF -DSIEVE_BUILD_TOOLS=OFF;
-# cmake --build DIR --target sieve_cli_main), the Vulkan loader and the validation layer of
-# this machine (the loader is used only where none is installed; the layer,
-# compressed, always: the same validation everywhere). Copy DIR to the GPU's
+# cmake --build DIR --target sieve_cli_main), the baseline build's libsieve
+# and its commit (--baseline-build DIR: the same SONAME as this build's), the
+# Vulkan loader and the validation layer of this machine (the loader is used
+# only where none is installed; the layer, compressed, always: the same
+# validation everywhere). Copy DIR to the GPU's
 # machine and run DIR/gpu_check.sh there; it needs a Vulkan driver and nothing
 # else (VK_DRIVER_FILES names a driver that is not installed system-wide).
 #
@@ -67,11 +74,24 @@ missing_program() {
   local f
   for f in "$@"; do [[ -x $f ]] || { echo "$f"; return; }; done
 }
+# missing_baseline CLI DIR: DIR's libsieve under the SONAME the CLI asks for
+# when DIR (a build of another commit) lacks it, or nothing.
+missing_baseline() {
+  local so
+  so=$(objdump -p "$1" | awk '$1 == "NEEDED" && $2 ~ /^libsieve/ {print $2}')
+  [[ -n $so && -f $2/engine/$so ]] || echo "$2/engine/${so:-libsieve.so}"
+}
+# baseline_commit DIR: the commit of the checkout DIR was configured from.
+baseline_commit() {
+  local src
+  src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$1/CMakeCache.txt" 2>/dev/null)
+  [[ -n $src ]] && git -C "$src" rev-parse HEAD 2>/dev/null || echo unknown
+}
 
 # Paths given are relative to where the script is called from.
 setup=1 build=$root/build out=$root/sieve-gpu-check.json tokens=200 filter='*' shards=1 bench_case='' verify_case='' bundle=''
-phase_build='' skip=''
-parts_known=tests,bench,verify_bench,device_bench,wait_bench,pipeline_stats,torch,phases  # what --skip may name
+phase_build='' baseline_build='' skip=''
+parts_known=tests,bench,verify_bench,device_bench,wait_bench,ab_bench,pipeline_stats,torch,phases  # what --skip may name
 while (($#)); do
   case $1 in
     --no-setup) setup=0 ;;
@@ -84,12 +104,13 @@ while (($#)); do
     --bench-case) (($# > 1)) || usage "--bench-case needs a text"; bench_case=$2; shift ;;
     --verify-case) (($# > 1)) || usage "--verify-case needs a text"; verify_case=$2; shift ;;
     --phase-build) (($# > 1)) || usage "--phase-build needs a directory"; phase_build=$(realpath -m "$2"); shift ;;
+    --baseline-build) (($# > 1)) || usage "--baseline-build needs a directory"; baseline_build=$(realpath -m "$2"); shift ;;
     --skip) (($# > 1)) || usage "--skip needs parts"
       for p in ${2//,/ }; do
         [[ ,$parts_known, == *",$p,"* ]] || usage "--skip: unknown part '$p' (${parts_known//,/, })"
       done
       skip=",$2,"; shift ;;
-    -h|--help) sed -n '2,54p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,63p' "$0"; exit 0 ;;
     *) usage "unknown argument '$1'" ;;
   esac
   shift
@@ -115,6 +136,7 @@ if [[ -n $bundle ]]; then
   rm -f "$bundle/.write-test"
   if ((setup)); then ./scripts/setup.sh; fi
   missing=$(missing_program "$build/cli/sieve" "$build/tests/sieve_gpu_tests" ${phase_build:+"$phase_build/cli/sieve"})
+  [[ -n $missing || -z $baseline_build ]] || missing=$(missing_baseline "$build/cli/sieve" "$baseline_build")
   if [[ -n $missing ]]; then
     ((made_dir)) && rmdir "$bundle" 2>/dev/null
     echo "gpu_check: $missing is missing: build first (run without --no-setup)" >&2
@@ -157,6 +179,13 @@ if [[ -n $bundle ]]; then
     cp -L "$phase_build/engine/$soname" "$bundle/phase/lib/$soname"
     strip --strip-unneeded "$bundle"/phase/bin/* "$bundle"/phase/lib/* 2>/dev/null || true
   fi
+  if [[ -n $baseline_build ]]; then  # compressed, as the layer: a bundle travels within a size limit
+    mkdir -p "$bundle/baseline"
+    cp -L "$baseline_build/engine/$soname" "$bundle/baseline/$soname"
+    strip --strip-unneeded "$bundle/baseline/$soname" 2>/dev/null || true
+    gzip "$bundle/baseline/$soname"
+    echo "commit=$(baseline_commit "$baseline_build")" > "$bundle/baseline/BASELINE"
+  fi
   cp "$here/$(basename "$0")" "$bundle/gpu_check.sh"
   chmod +x "$bundle/gpu_check.sh"
   {
@@ -176,6 +205,12 @@ if ((bundled)); then
   sieve=$root/bin/sieve
   gpu_tests=$root/bin/sieve_gpu_tests
   phase_sieve=$root/phase/bin/sieve phase_lib=$root/phase/lib
+  baseline_lib='' baseline_rev=''
+  if [[ -f $root/baseline/BASELINE ]]; then
+    mkdir -p "$work/baseline"
+    for z in "$root"/baseline/*.gz; do gzip -dc "$z" > "$work/baseline/$(basename "$z" .gz)"; done
+    baseline_lib=$work/baseline baseline_rev=$(sed -n 's/^commit=//p' "$root/baseline/BASELINE")
+  fi
   commit=$(sed -n 's/^commit=//p' "$root/BUNDLE")
   export LD_LIBRARY_PATH=$root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   if ! ldconfig -p 2>/dev/null | grep 'libvulkan\.so\.1 ' >/dev/null && [[ -f $root/loader/libvulkan.so.1 ]]; then
@@ -195,9 +230,12 @@ else
   sieve=$build/cli/sieve
   gpu_tests=$build/tests/sieve_gpu_tests
   phase_sieve=${phase_build:+$phase_build/cli/sieve} phase_lib=${phase_build:+$phase_build/engine}
+  baseline_lib=${baseline_build:+$baseline_build/engine}
+  baseline_rev=${baseline_build:+$(baseline_commit "$baseline_build")}
   commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 fi
 missing=$(missing_program "$sieve" "$gpu_tests" ${phase_build:+"$phase_sieve"})
+[[ -n $missing || -z $baseline_build ]] || missing=$(missing_baseline "$sieve" "$baseline_build")
 [[ -z $missing ]] || { echo "gpu_check: $missing is missing: build first (run without --no-setup)" >&2; exit 2; }
 
 # part NAME: the wall time since the part began, printed and kept for the report.
@@ -325,6 +363,35 @@ if ! skipping wait_bench; then
   ((wait_status |= $?))
 fi
 part_done wait_bench
+# The engine against another commit's (--baseline-build, the bundle's
+# baseline/): this build's CLI with each libsieve in turn (the bench itself
+# the same on both sides), the one-row cases from device memory, three rounds
+# alternating so that neither side gets the warmer GPU; each round's
+# `sieve bench --compare baseline current` (B/A below 1: this build is faster).
+echo "== A/B against the baseline build's engine (skipped without one)"
+ab_status=0 ab_rounds=''
+ab_case=${bench_case:-zipf/v151936/b1}
+if skipping ab_bench; then
+  :
+elif [[ -n $baseline_lib ]]; then
+  for round in 1 2 3; do
+    "$sieve" bench --input device --case "$ab_case" --tokens "$tokens" --profile-tokens 0 --twin-budget 0.1 \
+      --json-out "$work/ab_current_$round.json" > /dev/null || ab_status=1
+    LD_LIBRARY_PATH="$baseline_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$sieve" bench --input device \
+      --case "$ab_case" --tokens "$tokens" --profile-tokens 0 --twin-budget 0.1 \
+      --json-out "$work/ab_baseline_$round.json" > /dev/null || ab_status=1
+    echo "round $round: baseline ${baseline_rev:-unknown} (A) against $commit (B)"
+    "$sieve" bench --compare "$work/ab_baseline_$round.json" "$work/ab_current_$round.json" || ab_status=1
+    "$sieve" bench --compare "$work/ab_baseline_$round.json" "$work/ab_current_$round.json" --json \
+      > "$work/ab_compare_$round.json" 2> /dev/null || ab_status=1
+    [[ -s $work/ab_compare_$round.json ]] || echo null > "$work/ab_compare_$round.json"
+    ab_rounds+="${ab_rounds:+, }$(cat "$work/ab_compare_$round.json")"
+  done
+  echo "{\"baseline_commit\": \"${baseline_rev:-unknown}\", \"rounds\": [$ab_rounds]}" > "$work/ab_bench.json"
+else
+  echo "no baseline build: skipped"
+fi
+part_done ab_bench
 # Each pipeline's registers and so its residency an SM against the
 # estimate's (docs/architecture/estimate.md): a device Sieve creates (the
 # host's logits), which enables the statistics; the 64-row cases' plans
@@ -390,7 +457,7 @@ else
 fi
 part_done phases
 set -e
-for f in tests bench verify bench_device bench_device_b64 bench_device_b256 bench_device_flat bench_wait_sleep bench_wait_poll pipeline_stats torch_table phases; do
+for f in tests bench verify bench_device bench_device_b64 bench_device_b256 bench_device_flat bench_wait_sleep bench_wait_poll ab_bench pipeline_stats torch_table phases; do
   [[ -s $work/$f.json ]] || echo null > "$work/$f.json"
 done
 torch_lines=$(grep -v '^[[:space:]]*$' "$work/torch.jsonl" 2>/dev/null | paste -sd, -)
@@ -418,6 +485,8 @@ torch_lines=$(grep -v '^[[:space:]]*$' "$work/torch.jsonl" 2>/dev/null | paste -
   echo " \"bench_wait_exit_status\": $wait_status,"
   echo " \"bench_wait_sleep\": $(cat "$work/bench_wait_sleep.json"),"
   echo " \"bench_wait_poll\": $(cat "$work/bench_wait_poll.json"),"
+  echo " \"ab_bench_exit_status\": $ab_status,"
+  echo " \"ab_bench\": $(cat "$work/ab_bench.json"),"
   echo " \"pipeline_stats_exit_status\": $stats_status,"
   echo " \"pipeline_stats\": $(cat "$work/pipeline_stats.json"),"
   echo " \"torch_exit_status\": $torch_status,"
@@ -431,9 +500,10 @@ torch_lines=$(grep -v '^[[:space:]]*$' "$work/torch.jsonl" 2>/dev/null | paste -
 
 failed=$(grep -c '^\[  FAILED  \] [A-Za-z]' "$work/tests.log" || true)
 echo "== report: $out (tests exit status $tests_status, $failed failed; bench exit status $bench_status, verify bench" \
-  "$verify_status, device-input bench $device_status, $device_b64_status, $device_b256_status and $device_flat_status, waits $wait_status, pipeline statistics" \
+  "$verify_status, device-input bench $device_status, $device_b64_status, $device_b256_status and $device_flat_status, waits $wait_status, A/B $ab_status, pipeline statistics" \
   "$stats_status, torch peer $torch_status, phases $phase_status)"
 if ((tests_status != 0 || bench_status != 0 || verify_status != 0 || device_status != 0 || device_b64_status != 0 ||
-     device_b256_status != 0 || device_flat_status != 0 || wait_status != 0 || stats_status != 0 || phase_status != 0)); then
+     device_b256_status != 0 || device_flat_status != 0 || wait_status != 0 || ab_status != 0 || stats_status != 0 ||
+     phase_status != 0)); then
   exit 1
 fi

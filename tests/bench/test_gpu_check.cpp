@@ -138,6 +138,10 @@ TEST(GpuCheck, WritesOneReportWithDeviceTestsAndBench) {
     EXPECT_EQ(doc.at("phases_exit_status"), 0);
     EXPECT_TRUE(doc.at("phases").is_null());
     EXPECT_NE(r.out.find("no phase-clock build: skipped"), std::string::npos) << r.out;
+    // No baseline build given: no A/B, null in the report.
+    EXPECT_EQ(doc.at("ab_bench_exit_status"), 0);
+    EXPECT_TRUE(doc.at("ab_bench").is_null());
+    EXPECT_NE(r.out.find("no baseline build: skipped"), std::string::npos) << r.out;
     EXPECT_EQ(doc.at("verify_bench_exit_status"), 0);
     // The case matches as a substring: 1 and 16 sequences, verified as an
     // engine does, from device-local buffers.
@@ -157,13 +161,14 @@ TEST(GpuCheck, SkippedPartsAreNullInTheReport) {
     const fs::path dir = temp_dir("skip");
     const fs::path report = dir / "report.json";
     const auto r = run_check_on_cpu(dir, report, "verify_match_d4/default/peaked/v151936/b1",
-                                    "--skip tests,bench,verify_bench,wait_bench,pipeline_stats,torch,phases");
+                                    "--skip tests,bench,verify_bench,wait_bench,ab_bench,pipeline_stats,torch,phases");
     ASSERT_EQ(r.code, 0) << r.out << r.err;
     const auto doc = nlohmann::json::parse(sieve_test::read_text(report.string()));
     for (const char* part :
          {"tests", "bench", "verify_bench", "bench_wait_sleep", "bench_wait_poll", "pipeline_stats", "phases"})
         EXPECT_TRUE(doc.at(part).is_null()) << part;
-    for (const char* part : {"tests", "bench", "verify_bench", "wait_bench", "pipeline_stats", "torch", "phases"})
+    for (const char* part :
+         {"tests", "bench", "verify_bench", "wait_bench", "ab_bench", "pipeline_stats", "torch", "phases"})
         EXPECT_NE(r.out.find(std::string("== ") + part + ": skipped (--skip)"), std::string::npos) << part;
     EXPECT_EQ(doc.at("torch").at("lines").at(0).at("reason"), "--skip torch");
     EXPECT_EQ(doc.at("bench_device").at("cases").at(0).at("name"), "default/zipf/v32000/b1");
@@ -175,6 +180,76 @@ TEST(GpuCheck, SkipNamesOnlyItsParts) {
     const auto r = sieve_test::run_program("/usr/bin/env", "bash '" + script() + "' --no-setup --skip tests,benches", dir);
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.err.find("unknown part 'benches'"), std::string::npos) << r.err;
+}
+
+// --baseline-build DIR: the engine of another build against this one's, the
+// same CLI with each libsieve in turn (here the build against itself), three
+// alternating rounds of the one-row case from device memory, each round's
+// comparison in the report with the baseline's commit.
+TEST(GpuCheck, ABaselineBuildIsComparedInAlternatingRounds) {
+    const fs::path dir = temp_dir("baseline");
+    const fs::path report = dir / "report.json";
+    const auto r = run_check_on_cpu(dir, report, "verify_match_d4/default/peaked/v151936/b1",
+                                    "--skip tests,bench,verify_bench,device_bench,wait_bench,pipeline_stats,torch,phases "
+                                    "--baseline-build '" + std::string(SIEVE_BUILD_DIR) + "'");
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    const auto doc = nlohmann::json::parse(sieve_test::read_text(report.string()));
+    EXPECT_EQ(doc.at("ab_bench_exit_status"), 0);
+    const auto& ab = doc.at("ab_bench");
+    EXPECT_EQ(ab.at("baseline_commit").get<std::string>().size(), 40u) << ab.at("baseline_commit");
+    ASSERT_EQ(ab.at("rounds").size(), 3u);
+    for (const auto& round : ab.at("rounds")) {
+        ASSERT_EQ(round.at("cases").size(), 1u) << round.dump();
+        const auto& c = round.at("cases").at(0);
+        EXPECT_EQ(c.at("name"), "default/zipf/v32000/b1");
+        EXPECT_GT(c.at("ratio").get<double>(), 0.0) << c.dump();
+    }
+    EXPECT_NE(r.out.find("round 3: baseline "), std::string::npos) << r.out;
+    EXPECT_TRUE(doc.at("seconds").contains("ab_bench"));
+}
+
+// The baseline's side runs on the baseline's library, not this build's: a
+// library there that does not load fails the A/B (exit 1, its status in the
+// report) while the rest of the check runs.
+TEST(GpuCheck, TheBaselineSideLoadsTheBaselinesLibrary) {
+    const fs::path dir = temp_dir("baseline_broken");
+    const fs::path broken = dir / "broken-build";
+    fs::create_directories(broken / "engine");
+    for (const auto& e : fs::directory_iterator(fs::path(SIEVE_BUILD_DIR) / "engine"))
+        if (e.path().filename().string().rfind("libsieve.so.", 0) == 0)
+            std::ofstream(broken / "engine" / e.path().filename()) << "not a library";
+    const fs::path report = dir / "report.json";
+    const auto r = run_check_on_cpu(dir, report, "verify_match_d4/default/peaked/v151936/b1",
+                                    "--skip tests,bench,verify_bench,device_bench,wait_bench,pipeline_stats,torch,phases "
+                                    "--baseline-build '" + broken.string() + "'");
+    EXPECT_EQ(r.code, 1) << r.out << r.err;
+    const auto doc = nlohmann::json::parse(sieve_test::read_text(report.string()));
+    EXPECT_EQ(doc.at("ab_bench_exit_status"), 1);
+    EXPECT_EQ(doc.at("ab_bench").at("baseline_commit"), "unknown");  // no CMakeCache.txt to name its checkout
+}
+
+// A baseline folder without a libsieve under the CLI's SONAME: refused
+// before anything runs, for the check and for a bundle.
+TEST(GpuCheck, ABaselineBuildWithoutItsLibraryIsRefused) {
+    const fs::path dir = temp_dir("baseline_missing");
+    const fs::path empty = dir / "no-build";
+    fs::create_directories(empty);
+    auto r = sieve_test::run_program("/usr/bin/env", "SIEVE_GPU_CHECK_ALLOW_CPU=1 bash '" + script() +
+                                                         "' --no-setup --build-dir '" + std::string(SIEVE_BUILD_DIR) +
+                                                         "' --out '" + (dir / "report.json").string() +
+                                                         "' --baseline-build '" + empty.string() + "'",
+                                     dir);
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("no-build/engine/libsieve.so"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir / "report.json"));
+    const fs::path target = dir / "target";
+    r = sieve_test::run_program("/usr/bin/env", "bash '" + script() + "' --no-setup --build-dir '" +
+                                                    std::string(SIEVE_BUILD_DIR) + "' --baseline-build '" +
+                                                    empty.string() + "' --bundle '" + target.string() + "'",
+                                dir);
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("no-build/engine/libsieve.so"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(target));
 }
 
 // --shards N runs the tests in N processes and merges their reports: every
@@ -263,11 +338,13 @@ TEST(GpuCheck, BundleRefusesAPathItCannotWrite) {
 // The bundle travels: written from the build, under 30 MB, it runs from
 // another directory with nothing of the checkout (its own CLI, test binary,
 // libsieve and validation layer), and its report names the build's commit and
-// each part's wall time.
+// each part's wall time; a baseline build given travels as its libsieve and
+// commit, and the bundle's run compares the two engines.
 TEST(GpuCheck, BundleRunsWithoutTheCheckout) {
     const fs::path dir = temp_dir("bundle");
     const fs::path bundle = dir / "travel" / "sieve-check";
     auto r = sieve_test::run_program("/usr/bin/env", "bash '" + script() + "' --no-setup --build-dir '" +
+                                                         std::string(SIEVE_BUILD_DIR) + "' --baseline-build '" +
                                                          std::string(SIEVE_BUILD_DIR) + "' --bundle '" +
                                                          bundle.string() + "'",
                                      dir);
@@ -278,8 +355,14 @@ TEST(GpuCheck, BundleRunsWithoutTheCheckout) {
     EXPECT_LT(bytes, 30ull << 20);
     for (const char* f : {"gpu_check.sh", "BUNDLE", "bin/sieve", "bin/sieve_gpu_tests",
                           "layers/VkLayer_khronos_validation.json", "layers/libVkLayer_khronos_validation.so.gz",
-                          "tools/pipeline_stats/residency.py"})
+                          "tools/pipeline_stats/residency.py", "baseline/BASELINE"})
         EXPECT_TRUE(fs::exists(bundle / f)) << f;
+    bool baseline_lib = false;  // libsieve under its SONAME, compressed
+    for (const auto& e : fs::directory_iterator(bundle / "baseline")) {
+        const std::string name = e.path().filename().string();
+        baseline_lib = baseline_lib || (name.rfind("libsieve.so.", 0) == 0 && e.path().extension() == ".gz");
+    }
+    EXPECT_TRUE(baseline_lib);
     const fs::path report = dir / "report.json";
     r = sieve_test::run_program(
         "/usr/bin/env", "SIEVE_GPU_CHECK_ALLOW_CPU=1 '" + (bundle / "gpu_check.sh").string() + "' --out '" +
@@ -293,7 +376,10 @@ TEST(GpuCheck, BundleRunsWithoutTheCheckout) {
     EXPECT_EQ(doc.at("commit").get<std::string>().size(), 40u) << doc.at("commit");
     EXPECT_GE(doc.at("tests").at("tests").get<int>(), 1);
     EXPECT_EQ(doc.at("tests").at("failures").get<int>(), 0);
-    for (const char* part : {"devices", "tests", "bench", "verify_bench", "wait_bench", "pipeline_stats", "phases"}) {
+    EXPECT_EQ(doc.at("ab_bench").at("rounds").size(), 3u);
+    EXPECT_EQ(doc.at("ab_bench").at("baseline_commit"), doc.at("commit"));
+    for (const char* part :
+         {"devices", "tests", "bench", "verify_bench", "wait_bench", "ab_bench", "pipeline_stats", "phases"}) {
         EXPECT_TRUE(doc.at("seconds").contains(part)) << part;
         EXPECT_NE(r.out.find(std::string("== ") + part + ": "), std::string::npos) << part << " wall time not printed";
     }
