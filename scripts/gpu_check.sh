@@ -33,14 +33,15 @@
 # (--baseline-build DIR, a build of that commit, or the bundle's baseline/:
 # its libsieve under this build's CLI, swapped by LD_LIBRARY_PATH, the one-row
 # cases from device memory in three alternating rounds, each round's
-# `sieve bench --compare`), and writes one report, sieve-gpu-check.json by default: the devices (name, type,
-# driver, Vulkan version, subgroup size, features), the device checked, every
-# test with its result, the benches' JSON, the peer's figures beside Sieve's
-# (torch/dev) and each part's wall time. Attach it to an issue. --skip PARTS
-# (comma-separated: tests, bench, verify_bench, device_bench, wait_bench,
-# ab_bench, pipeline_stats, torch, phases) leaves those parts out, their report entries
-# null: where a machine is lent for minutes (the whole check took longer than
-# 6 on an H200), a run can hold what it came for.
+# `sieve bench --compare`), and writes one report, sieve-gpu-check.json by
+# default: the devices (name, type, driver, Vulkan version, subgroup size,
+# features), the device checked, every test with its result, the benches'
+# JSON, the peer's figures beside Sieve's (torch/dev) and each part's wall
+# time. Attach it to an issue. --skip PARTS (comma-separated: tests, bench,
+# verify_bench, device_bench, wait_bench, ab_bench, pipeline_stats, torch,
+# phases) leaves those parts out, their report entries null: where a
+# machine is lent for minutes (the whole check took longer than 6 on an
+# H200), a run can hold what it came for.
 #
 # --bundle DIR builds (unless --no-setup), then writes into DIR (new or empty)
 # what a run needs on a machine with no compiler: this script, the `sieve` CLI,
@@ -51,9 +52,9 @@
 # and its commit (--baseline-build DIR: the same SONAME as this build's), the
 # Vulkan loader and the validation layer of this machine (the loader is used
 # only where none is installed; the layer, compressed, always: the same
-# validation everywhere). Copy DIR to the GPU's
-# machine and run DIR/gpu_check.sh there; it needs a Vulkan driver and nothing
-# else (VK_DRIVER_FILES names a driver that is not installed system-wide).
+# validation everywhere). Copy DIR to the GPU's machine and run
+# DIR/gpu_check.sh there; it needs a Vulkan driver and nothing else
+# (VK_DRIVER_FILES names a driver that is not installed system-wide).
 #
 # Exit status: 0 every test passed; 1 a test failed (the report says which);
 # 2 usage (also a --bundle DIR that exists and is not empty, or cannot be
@@ -110,7 +111,7 @@ while (($#)); do
         [[ ,$parts_known, == *",$p,"* ]] || usage "--skip: unknown part '$p' (${parts_known//,/, })"
       done
       skip=",$2,"; shift ;;
-    -h|--help) sed -n '2,63p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,64p' "$0"; exit 0 ;;
     *) usage "unknown argument '$1'" ;;
   esac
   shift
