@@ -75,11 +75,13 @@ missing_program() {
   local f
   for f in "$@"; do [[ -x $f ]] || { echo "$f"; return; }; done
 }
+# cli_soname CLI: the libsieve SONAME the CLI asks the dynamic linker for.
+cli_soname() { objdump -p "$1" | awk '$1 == "NEEDED" && $2 ~ /^libsieve/ {print $2}'; }
 # missing_baseline CLI DIR: DIR's libsieve under the SONAME the CLI asks for
 # when DIR (a build of another commit) lacks it, or nothing.
 missing_baseline() {
   local so
-  so=$(objdump -p "$1" | awk '$1 == "NEEDED" && $2 ~ /^libsieve/ {print $2}')
+  so=$(cli_soname "$1")
   [[ -n $so && -f $2/engine/$so ]] || echo "$2/engine/${so:-libsieve.so}"
 }
 # baseline_commit DIR: the commit of the checkout DIR was configured from.
@@ -146,7 +148,7 @@ if [[ -n $bundle ]]; then
   mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/loader" "$bundle/layers"
   cp "$build/cli/sieve" "$build/tests/sieve_gpu_tests" "$bundle/bin/"
   # libsieve under its SONAME, the name the CLI asks the dynamic linker for.
-  soname=$(objdump -p "$build/cli/sieve" | awk '$1 == "NEEDED" && $2 ~ /^libsieve/ {print $2}')
+  soname=$(cli_soname "$build/cli/sieve")
   [[ -n $soname ]] && cp -L "$build/engine/$soname" "$bundle/lib/$soname"
   command -v strip >/dev/null && strip --strip-unneeded "$bundle"/bin/* "$bundle"/lib/* 2>/dev/null || true
   # The loader this build ran with (volk opens libvulkan.so.1). The readers
@@ -375,16 +377,15 @@ ab_case=${bench_case:-zipf/v151936/b1}
 if skipping ab_bench; then
   :
 elif [[ -n $baseline_lib ]]; then
+  ab_args=(bench --input device --case "$ab_case" --tokens "$tokens" --profile-tokens 0 --twin-budget 0.1)
   for round in 1 2 3; do
-    "$sieve" bench --input device --case "$ab_case" --tokens "$tokens" --profile-tokens 0 --twin-budget 0.1 \
-      --json-out "$work/ab_current_$round.json" > /dev/null || ab_status=1
-    LD_LIBRARY_PATH="$baseline_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$sieve" bench --input device \
-      --case "$ab_case" --tokens "$tokens" --profile-tokens 0 --twin-budget 0.1 \
+    "$sieve" "${ab_args[@]}" --json-out "$work/ab_current_$round.json" > /dev/null || ab_status=1
+    LD_LIBRARY_PATH="$baseline_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$sieve" "${ab_args[@]}" \
       --json-out "$work/ab_baseline_$round.json" > /dev/null || ab_status=1
     echo "round $round: baseline ${baseline_rev:-unknown} (A) against $commit (B)"
-    "$sieve" bench --compare "$work/ab_baseline_$round.json" "$work/ab_current_$round.json" || ab_status=1
-    "$sieve" bench --compare "$work/ab_baseline_$round.json" "$work/ab_current_$round.json" --json \
-      > "$work/ab_compare_$round.json" 2> /dev/null || ab_status=1
+    # The table printed, the comparison's document written (--json-out).
+    "$sieve" bench --compare "$work/ab_baseline_$round.json" "$work/ab_current_$round.json" \
+      --json-out "$work/ab_compare_$round.json" || ab_status=1
     [[ -s $work/ab_compare_$round.json ]] || echo null > "$work/ab_compare_$round.json"
     ab_rounds+="${ab_rounds:+, }$(cat "$work/ab_compare_$round.json")"
   done

@@ -183,11 +183,10 @@ void GpuChain::arm_args(const Recording& rec) {
         }
         const uint32_t chunks = collect_chunks_for_group(rec.plan, rec.key.vocab, g.rows, most_need, plain, limits_);
         const uint32_t on[3] = {chunks, g.rows, 1}, off[3] = {0, g.rows, 1};
-        std::memcpy(args + g.args_base + COLLECT_PLAIN_ARGS, plain ? on : off, sizeof(on));
-        std::memcpy(args + g.args_base + COLLECT_GENERAL_ARGS, plain ? off : on, sizeof(on));
-        if (mirror) {
-            std::memcpy(mirror + g.args_base + COLLECT_PLAIN_ARGS, plain ? on : off, sizeof(on));
-            std::memcpy(mirror + g.args_base + COLLECT_GENERAL_ARGS, plain ? off : on, sizeof(on));
+        for (uint32_t* to : {args, mirror}) {
+            if (!to) continue;
+            std::memcpy(to + g.args_base + COLLECT_PLAIN_ARGS, plain ? on : off, sizeof(on));
+            std::memcpy(to + g.args_base + COLLECT_GENERAL_ARGS, plain ? off : on, sizeof(on));
         }
     }
 }
