@@ -2,6 +2,7 @@
 
 #include "vulkan/fence_wait.hpp"
 #include "vulkan/vk_check.hpp"
+#include "vulkan/wait_fault.hpp"
 
 #include <cstdio>
 #include <ctime>
@@ -105,7 +106,7 @@ void Submitter::submit(const VkCommandBuffer* cmds, uint32_t n, const sieve_vulk
 }
 
 void Submitter::await(uint64_t timeout_ns, const char* what, double* wait_ns) {
-    const VkResult r = wait_for_fence(device_, fence_, timeout_ns, wait_ns);
+    const VkResult r = wait_fault::filter(wait_for_fence(device_, fence_, timeout_ns, wait_ns));
     if (r == VK_TIMEOUT) fail(SIEVE_ERROR_TIMEOUT, what);
     vk_check(r, "vkWaitForFences");
     if (profiling_) wake_ns_ = monotonic_ns();

@@ -4,6 +4,7 @@
 // committed. A position the verification never reaches (after the first
 // mismatch or rejection) is not read: a NaN there fails nothing.
 #include "test_support.hpp"
+#include "vulkan/wait_fault.hpp"
 
 #include <sieve/sieve.h>
 
@@ -182,5 +183,77 @@ TEST_P(VerifyFailedSequence, ALearnerChainsFailedSequenceGetsItsSlotBack) {
 
 INSTANTIATE_TEST_SUITE_P(Verify, VerifyFailedSequence, testing::Values(Backend::Gpu, Backend::Cpu),
                          backend_name);
+
+// A call-level failure (here a wait that ran out, through the test seam
+// wait_fault.hpp): the call fails with the wait's status, every slot is as
+// the call found it, and the chain stays usable: the same verification then
+// gives what it gives on a chain that never failed. Only the GPU backend
+// waits.
+class VerifyCallFails : public VerifyFailedSequence {
+protected:
+    void TearDown() override { sieve::wait_fault::disarm(); }
+    // The fixture's chain again, or a learner (mirostat v2 after top-k 1)
+    // whose slots hold 3 tokens of a ring of 5.
+    void fresh_chain(bool learner) {
+        chain_ = learner ? sieve::Chain(ctx_, chain_desc("top_k;mirostat_v2", kRows, kVocab, 0.8f, 21u)
+                                                  .slots(8)
+                                                  .history_capacity(5))
+                         : sieve::Chain(ctx_, chain_desc("top_k;temperature;dist", kRows, kVocab, 0.8f, 21u).slots(8));
+        chain_.set(SIEVE_PARAM_TOP_K, 1);
+        chain_.set_slots(kSlots);
+        for (int32_t s = 0; s < kSeqs; ++s) chain_.accept(s, {1, 2, 3 + s});
+    }
+
+    // Verifies on a fresh chain (its waits counted), then, for each of those
+    // waits, on a fresh chain whose wait runs out there, then again.
+    void fail_each_wait(bool learner, sieve_verify_mode mode, uint64_t expected_waits) {
+        fresh_chain(learner);
+        const auto before = slots();
+        const uint64_t submits = chain_.counters().submits;
+        const Result clean = verify(mode);
+        ASSERT_EQ(clean.status, SIEVE_OK) << clean.message;
+        const auto verified = slots();
+        const uint64_t waits = chain_.counters().submits - submits;
+        ASSERT_EQ(waits, expected_waits);
+        for (uint32_t failing = 0; failing < waits; ++failing) {
+            SCOPED_TRACE("wait " + std::to_string(failing) + " runs out");
+            fresh_chain(learner);
+            ASSERT_TRUE(slots() == before);
+            sieve::wait_fault::arm(failing, VK_TIMEOUT);
+            const Result failed = verify(mode);
+            sieve::wait_fault::disarm();
+            EXPECT_EQ(failed.status, SIEVE_ERROR_TIMEOUT) << failed.message;
+            const auto after = slots();
+            for (size_t s = 0; s < after.size(); ++s)
+                EXPECT_TRUE(after[s] == before[s]) << "slot " << kSlots[s] << " changed";
+            const Result again = verify(mode);
+            ASSERT_EQ(again.status, SIEVE_OK) << again.message;
+            for (int32_t r = 0; r < kRows; ++r) {
+                EXPECT_EQ(again.tokens[r].token, clean.tokens[r].token) << "row " << r;
+                EXPECT_EQ(again.tokens[r].p, clean.tokens[r].p) << "row " << r;
+            }
+            EXPECT_TRUE(slots() == verified);
+        }
+    }
+};
+
+// A learner chain verifies in waves, one a position (gpu_verify.cpp:
+// verify_in_waves; every draft here is its position's argmax): when a wave's
+// wait fails, the GPU has committed that wave and every one before it to the
+// slots, the appends across the ring's wrap included; they are put back.
+TEST_P(VerifyCallFails, ALearnerChainsWavesPutEverySlotBack) {
+    fail_each_wait(true, SIEVE_VERIFY_MATCH, kDraft + 1);
+}
+
+// Every position in one submission, in either mode: the slots change only
+// after its wait, when the host walks the positions.
+TEST_P(VerifyCallFails, OneSubmissionsFailedWaitChangesNoSlot) {
+    for (sieve_verify_mode mode : kModes) {
+        SCOPED_TRACE(mode == SIEVE_VERIFY_MATCH ? "match" : "rejection");
+        fail_each_wait(false, mode, 1);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Verify, VerifyCallFails, testing::Values(Backend::Gpu), backend_name);
 
 } // namespace
