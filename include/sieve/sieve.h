@@ -451,7 +451,11 @@ typedef struct sieve_token {
  * a device error: nothing is sampled) writes its status into out[i].status,
  * with token -1 and every other field 0, for each i < min(rows, max_rows) when
  * out is not NULL; so do sieve_sample_logits, sieve_sample_draws (when out is
- * not NULL) and sieve_sample_vulkan. */
+ * not NULL) and sieve_sample_vulkan. The exception is SIEVE_ERROR_TIMEOUT (the
+ * host's wait ran out): the call's submission still runs to its end, the
+ * chain's next call waits for it, and what it commits takes effect though the
+ * call returned no token (each successful row's token joins its slot's
+ * history, its step advances); sieve_verify commits nothing then. */
 SIEVE_API sieve_status sieve_sample(sieve_chain* chain, const float* logits, int32_t rows, int32_t vocab,
                                     sieve_token* out);
 
@@ -624,9 +628,10 @@ typedef struct sieve_verified {
  * position's final distribution, the step used), the entries after them have
  * token -1 and status SIEVE_OK. Returns SIEVE_OK when every sequence succeeded,
  * else the first failed sequence's status; a failed sequence's slot is
- * unchanged. A call-level failure (bad arguments, a busy chain) changes no slot
- * and writes its status into out[s] (n_tokens 0) for s < min(n_seq, max_rows)
- * when out is not NULL; n_seq outside 1..max_rows is SIEVE_ERROR_CAPACITY. */
+ * unchanged. A call-level failure (bad arguments, a busy chain, a wait that ran
+ * out, part way through the positions or not) changes no slot and writes its
+ * status into out[s] (n_tokens 0) for s < min(n_seq, max_rows) when out is not
+ * NULL; n_seq outside 1..max_rows is SIEVE_ERROR_CAPACITY. */
 SIEVE_API sieve_status sieve_verify(sieve_chain* chain, const sieve_logits* logits, const sieve_draft* drafts,
                                     int32_t n_seq, sieve_verify_mode mode, sieve_token* tokens,
                                     sieve_verified* out);

@@ -223,6 +223,10 @@ protected:
             const Result failed = verify(mode);
             sieve::wait_fault::disarm();
             EXPECT_EQ(failed.status, SIEVE_ERROR_TIMEOUT) << failed.message;
+            for (int32_t s = 0; s < kSeqs; ++s) {
+                EXPECT_EQ(failed.out[s].status, SIEVE_ERROR_TIMEOUT) << "sequence " << s;
+                EXPECT_EQ(failed.out[s].n_tokens, 0) << "sequence " << s;
+            }
             const auto after = slots();
             for (size_t s = 0; s < after.size(); ++s)
                 EXPECT_TRUE(after[s] == before[s]) << "slot " << kSlots[s] << " changed";

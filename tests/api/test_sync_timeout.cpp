@@ -1,0 +1,65 @@
+// A synchronous call whose host wait runs out (sieve.h: SIEVE_ERROR_TIMEOUT):
+// the call reports it for every row and the chain stays usable. The
+// submission itself still runs to its end, so what it commits on the device
+// (the tokens joining their slots, the steps) takes effect, as sieve.h says.
+// The wait is made to run out by the test seam wait_fault.hpp (after the
+// submission finished: a healthy device never takes 120 s here).
+#include "test_support.hpp"
+#include "vulkan/wait_fault.hpp"
+
+#include <sieve/sieve.h>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace sieve_test;
+
+constexpr int32_t kRows = 3, kVocab = 4096;
+
+class SyncTimeout : public testing::Test {
+protected:
+    void TearDown() override { sieve::wait_fault::disarm(); }
+    // The default chain with a repeat penalty: each call depends on the
+    // tokens the calls before it committed.
+    sieve::Chain chain() {
+        sieve::Chain c(ctx_, chain_desc("", kRows, kVocab, 0.8f, 29u));
+        c.set(SIEVE_PARAM_REPEAT_PENALTY, 1.5);
+        return c;
+    }
+    sieve::Context ctx_ = backend_context(OnBackend::Gpu);
+    const std::vector<float> logits_ = make_rows(Shape::Zipf, kRows, kVocab, 11);
+};
+
+TEST_F(SyncTimeout, SampleReportsItAndItsSubmissionCommits) {
+    sieve::Chain timed_out = chain(), reference = chain();
+    const std::vector<sieve_token> first = reference.sample(logits_.data(), kRows, kVocab);
+    sieve::wait_fault::arm(0, VK_TIMEOUT);
+    std::vector<sieve_token> out(kRows);
+    EXPECT_TRUE(Fails(sieve_sample(timed_out.get(), logits_.data(), kRows, kVocab, out.data()), SIEVE_ERROR_TIMEOUT,
+                      {"did not finish"}));
+    for (int32_t r = 0; r < kRows; ++r) {
+        EXPECT_EQ(out[r].status, SIEVE_ERROR_TIMEOUT) << "row " << r;
+        EXPECT_EQ(out[r].token, -1) << "row " << r;
+    }
+    for (int32_t r = 0; r < kRows; ++r) {
+        SCOPED_TRACE("row " + std::to_string(r));
+        const std::vector<int32_t> history = timed_out.slot_history(r);
+        EXPECT_EQ(history, reference.slot_history(r));
+        ASSERT_EQ(history.size(), 1u);
+        EXPECT_EQ(history[0], first[r].token);
+    }
+    const std::vector<sieve_token> next = timed_out.sample(logits_.data(), kRows, kVocab);
+    const std::vector<sieve_token> expected = reference.sample(logits_.data(), kRows, kVocab);
+    for (int32_t r = 0; r < kRows; ++r) {
+        SCOPED_TRACE("row " + std::to_string(r));
+        EXPECT_EQ(next[r].status, SIEVE_OK);
+        EXPECT_EQ(next[r].token, expected[r].token);
+        EXPECT_EQ(next[r].p, expected[r].p);
+        EXPECT_EQ(next[r].step, expected[r].step);
+        EXPECT_EQ(next[r].step, 1u);
+    }
+}
+
+} // namespace
