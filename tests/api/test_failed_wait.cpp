@@ -1,9 +1,10 @@
-// A synchronous call whose host wait runs out (sieve.h: SIEVE_ERROR_TIMEOUT):
-// the call reports it for every row and the chain stays usable. The
-// submission itself still runs to its end, so what it commits on the device
-// (the tokens joining their slots, the steps) takes effect, as sieve.h says.
-// The wait is made to run out by the test seam wait_fault.hpp (after the
-// submission finished: a healthy device never takes 120 s here).
+// A synchronous call whose host wait fails, made to by the test seam
+// wait_fault.hpp (after the submission finished: a healthy device never
+// takes 120 s here, nor gets lost). A wait that runs out (sieve.h:
+// SIEVE_ERROR_TIMEOUT) is reported for every row and the chain stays usable;
+// the submission itself still runs to its end, so what it commits on the
+// device (the tokens joining their slots, the steps) takes effect, as sieve.h
+// says. A lost device is reported as such.
 #include "test_support.hpp"
 #include "vulkan/wait_fault.hpp"
 
@@ -18,7 +19,7 @@ using namespace sieve_test;
 
 constexpr int32_t kRows = 3, kVocab = 4096;
 
-class SyncTimeout : public testing::Test {
+class FailedWait : public testing::Test {
 protected:
     void TearDown() override { sieve::wait_fault::disarm(); }
     // The default chain with a repeat penalty: each call depends on the
@@ -32,7 +33,7 @@ protected:
     const std::vector<float> logits_ = make_rows(Shape::Zipf, kRows, kVocab, 11);
 };
 
-TEST_F(SyncTimeout, SampleReportsItAndItsSubmissionCommits) {
+TEST_F(FailedWait, SampleTimeoutIsReportedAndItsSubmissionCommits) {
     sieve::Chain timed_out = chain(), reference = chain();
     const std::vector<sieve_token> first = reference.sample(logits_.data(), kRows, kVocab);
     sieve::wait_fault::arm(0, VK_TIMEOUT);
@@ -59,6 +60,18 @@ TEST_F(SyncTimeout, SampleReportsItAndItsSubmissionCommits) {
         EXPECT_EQ(next[r].p, expected[r].p);
         EXPECT_EQ(next[r].step, expected[r].step);
         EXPECT_EQ(next[r].step, 1u);
+    }
+}
+
+TEST_F(FailedWait, LostDeviceIsReported) {
+    sieve::Chain c = chain();
+    sieve::wait_fault::arm(0, VK_ERROR_DEVICE_LOST);
+    std::vector<sieve_token> out(kRows);
+    EXPECT_TRUE(Fails(sieve_sample(c.get(), logits_.data(), kRows, kVocab, out.data()), SIEVE_ERROR_DEVICE_LOST,
+                      {"vkWaitForFences"}));
+    for (int32_t r = 0; r < kRows; ++r) {
+        EXPECT_EQ(out[r].status, SIEVE_ERROR_DEVICE_LOST) << "row " << r;
+        EXPECT_EQ(out[r].token, -1) << "row " << r;
     }
 }
 
