@@ -87,6 +87,10 @@ public:
 protected:
     uint32_t* slot_record(int32_t slot) override {
         submitter_.wait_pending();
+        return slot_words_at(slot);
+    }
+    // The same without the wait (Submitter::when_idle's functions).
+    uint32_t* slot_words_at(int32_t slot) {
         return static_cast<uint32_t*>(buffers_.slot_state.mapped) +
                static_cast<size_t>(slot) * slot_words(history_capacity());
     }

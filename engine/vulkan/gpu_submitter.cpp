@@ -112,6 +112,14 @@ void Submitter::await(uint64_t timeout_ns, const char* what, double* wait_ns) {
     if (profiling_) wake_ns_ = monotonic_ns();
     device_.vk().vkResetFences(device_.handle(), 1, &fence_);
     pending_ = false;
+    std::vector<std::function<void()>> done;
+    done.swap(when_idle_);
+    for (const auto& fn : done) fn();
+}
+
+void Submitter::when_idle(std::function<void()> fn) {
+    if (pending_) when_idle_.push_back(std::move(fn));
+    else fn();
 }
 
 void Submitter::drain() {

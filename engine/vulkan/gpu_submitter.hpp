@@ -41,6 +41,11 @@ public:
     uint64_t wait_timeout_ns() const { return sieve::wait_timeout_ns(device_.info().type); }
     // Waits for a submission whose earlier wait timed out.
     void wait_pending();
+    // Runs `fn` once no submission is pending: now, or once the pending
+    // one's wait succeeds (a call that failed part way puts back what its
+    // submission still writes, never under it). Dropped with the chain, and
+    // never run after a lost device.
+    void when_idle(std::function<void()> fn);
     // The same before the chain's pieces are destroyed: errors ignored.
     void drain();
 
@@ -71,6 +76,7 @@ private:
     VkCommandPool command_pool_ = VK_NULL_HANDLE;
     VkFence fence_ = VK_NULL_HANDLE;
     bool pending_ = false;  // a submission whose wait timed out
+    std::vector<std::function<void()>> when_idle_;  // to run once it has finished
     bool profiling_ = false;
     VkQueryPool queries_ = VK_NULL_HANDLE;
     std::vector<sieve_stage_time> stage_times_;

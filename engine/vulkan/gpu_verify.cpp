@@ -128,11 +128,6 @@ void GpuChain::verify_in_waves(const LogitsView& logits, const std::vector<Draft
     for (size_t s = 0; s < n_seq; ++s) active[s] = s;
     std::vector<float> packed, scratch;
     std::vector<sieve_token> sampled;
-    // A call-level failure part way (the device lost, a wait that ran out)
-    // leaves every slot as the call found it.
-    const auto restore_all = [&] {
-        for (size_t s = 0; s < n_seq; ++s) slot_undo(slot_record(slots[s]), capacity, before[s]);
-    };
     try {
         for (size_t i = 0; !active.empty(); ++i) {
             const int32_t rows = static_cast<int32_t>(active.size());
@@ -168,7 +163,13 @@ void GpuChain::verify_in_waves(const LogitsView& logits, const std::vector<Draft
             active.swap(next);
         }
     } catch (...) {
-        restore_all();
+        // A call-level failure part way (a wait that ran out, the device
+        // lost) leaves every slot as the call found it: once the failed
+        // wave's submission has finished, since it still writes them (after
+        // a wait that ran out, at the chain's next wait that succeeds).
+        submitter_.when_idle([this, capacity, slots = std::move(slots), before = std::move(before)] {
+            for (size_t s = 0; s < slots.size(); ++s) slot_undo(slot_words_at(slots[s]), capacity, before[s]);
+        });
         throw;
     }
 }

@@ -13,8 +13,9 @@
 
 namespace sieve::wait_fault {
 
-// The wait `after` waits from now (0: the next one) reports `result`, once.
-void arm(uint32_t after, VkResult result);
+// The wait `after` waits from now (0: the next one) reports `result`, and
+// so do the `times - 1` waits after it.
+void arm(uint32_t after, VkResult result, uint32_t times = 1);
 void disarm();
 // What a wait reports, given the fence wait's own result.
 VkResult filter(VkResult waited);

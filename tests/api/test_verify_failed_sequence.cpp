@@ -258,6 +258,26 @@ TEST_P(VerifyCallFails, OneSubmissionsFailedWaitChangesNoSlot) {
     }
 }
 
+// The bonus wave's wait runs out, and so does the chain's next wait: the
+// call puts the slots back without waiting (its submission still writes
+// them), and they come back once a later wait finds the submission done.
+// Here that wait is a read of a slot, which the app tries again after its
+// timeout.
+TEST_P(VerifyCallFails, ALearnerChainsSlotsComeBackOnceItsSubmissionHasFinished) {
+    fresh_chain(true);
+    const auto before = slots();
+    sieve::wait_fault::arm(kDraft, VK_TIMEOUT, 2);
+    const Result failed = verify(SIEVE_VERIFY_MATCH);
+    EXPECT_EQ(failed.status, SIEVE_ERROR_TIMEOUT) << failed.message;
+    size_t size = 0;
+    ASSERT_EQ(sieve_chain_slot_state_size(chain_.get(), &size), SIEVE_OK);
+    std::vector<uint8_t> blob(size);
+    EXPECT_TRUE(Fails(sieve_chain_save_slot(chain_.get(), kSlots[0], blob.data(), blob.size()), SIEVE_ERROR_TIMEOUT,
+                      {"still running"}));
+    const auto after = slots();
+    for (size_t s = 0; s < after.size(); ++s) EXPECT_TRUE(after[s] == before[s]) << "slot " << kSlots[s] << " changed";
+}
+
 INSTANTIATE_TEST_SUITE_P(Verify, VerifyCallFails, testing::Values(Backend::Gpu), backend_name);
 
 } // namespace
