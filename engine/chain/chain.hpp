@@ -17,6 +17,9 @@ struct VkCommandBuffer_T;
 
 namespace sieve {
 
+struct SlotHeader;  // vulkan/slot_layout.hpp
+
+
 struct ChainConfig {
     std::vector<ref::SamplerKind> samplers;  // parsed, ending in Dist or Greedy
     int32_t max_rows = 1;
@@ -169,10 +172,12 @@ protected:
     }
     void verify_on_host(const LogitsView& logits, const std::vector<Draft>& drafts, const std::vector<int32_t>& first_row,
                         sieve_verify_mode mode, std::vector<ref::Verification>* results, std::vector<uint32_t>* steps);
-    // The emitted tokens join the slot of `sequence`, whose step becomes
-    // step + their number; learnt: the slot's learnt state after them (match
-    // mode; NULL leaves it).
-    void commit_verified(int32_t sequence, uint32_t step, const ref::Verification& v, const ref::SlotState* learnt);
+    // The emitted tokens join the slot of `sequence`, whose step becomes the
+    // header's step + their number; header: the slot's as the call found it
+    // (slot_header), which the call left as it was; learnt: the slot's
+    // learnt state after them (match mode; NULL leaves it).
+    void commit_verified(int32_t sequence, const SlotHeader& header, const ref::Verification& v,
+                         const ref::SlotState* learnt);
     // Each sequence's emitted tokens into tokens[] (its n_draft + 1 rows from
     // first_row[s]; -1 past them) and its counts into out[s]; returns the
     // first failed sequence's status, its message in *message.

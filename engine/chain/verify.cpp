@@ -104,7 +104,8 @@ void ChainImpl::verify_on_host(const LogitsView& logits, const std::vector<Draft
         const Draft& d = drafts[s];
         uint32_t* slot = slot_record(slot_of(static_cast<int32_t>(s)));
         ref::SlotState state = slot_to_state(slot, history_capacity());
-        const uint32_t step = slot[S_STEP];
+        const SlotHeader header = slot_header(slot);
+        const uint32_t step = header.step;
         std::vector<const float*> rows(d.tokens.size() + 1);
         for (size_t i = 0; i < rows.size(); ++i)
             rows[i] = logits.row_f32(first_row[s] + static_cast<int32_t>(i), &scratch[i]);
@@ -115,18 +116,18 @@ void ChainImpl::verify_on_host(const LogitsView& logits, const std::vector<Draft
                 : ref::verify_rejection(config_.samplers, rows, logits.vocab, params, d.tokens, d.probs, step, &state);
         (*steps)[s] = step;
         if (v.status != SIEVE_OK) continue;
-        commit_verified(static_cast<int32_t>(s), step, v, mode == SIEVE_VERIFY_MATCH ? &state : nullptr);
+        commit_verified(static_cast<int32_t>(s), header, v, mode == SIEVE_VERIFY_MATCH ? &state : nullptr);
     }
 }
 
-void ChainImpl::commit_verified(int32_t sequence, uint32_t step, const ref::Verification& v,
+void ChainImpl::commit_verified(int32_t sequence, const SlotHeader& header, const ref::Verification& v,
                                 const ref::SlotState* learnt) {
     uint32_t* slot = slot_record(slot_of(sequence));
     std::vector<int32_t> emitted;
     for (const ref::RowResult& r : v.tokens) emitted.push_back(r.token);
-    slot_append(slot, history_capacity(), emitted.data(), emitted.size());
+    slot_append(slot, history_capacity(), header, emitted.data(), emitted.size());
     if (learnt) slot_store_learnt(slot, *learnt);
-    slot[S_STEP] = step + static_cast<uint32_t>(emitted.size());
+    slot[S_STEP] = header.step + static_cast<uint32_t>(emitted.size());
 }
 
 } // namespace sieve

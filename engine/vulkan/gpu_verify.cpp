@@ -49,11 +49,13 @@ std::unique_ptr<VerifyCall> GpuChain::begin_positions(std::vector<Draft> drafts,
     call->rows = rows;
     call->vocab = vocab;
     call->steps.resize(call->drafts.size());
+    call->headers.resize(call->drafts.size());
     call->swap =
         std::make_unique<PositionRows>(rows_, slot_of_row_, positions_, logprobs_n_, static_cast<size_t>(rows));
     positions_.assign(static_cast<size_t>(rows), RowPosition{});
     for (size_t s = 0; s < call->drafts.size(); ++s) {
-        call->steps[s] = slot_record(call->swap->saved_slot(s))[S_STEP];
+        call->headers[s] = slot_header(slot_record(call->swap->saved_slot(s)));
+        call->steps[s] = call->headers[s].step;
         const std::vector<int32_t>& tokens = call->drafts[s].tokens;
         for (size_t i = 0; i <= tokens.size(); ++i) {
             const size_t row = static_cast<size_t>(call->first_row[s]) + i;
@@ -105,7 +107,7 @@ std::vector<ref::Verification> GpuChain::walk_positions(const VerifyCall& call, 
             o.go_on = ref::match_goes_on(d.tokens, i, o.token.token);
             return o;
         });
-        if (results[s].status == SIEVE_OK) commit_verified(static_cast<int32_t>(s), step, results[s], nullptr);
+        if (results[s].status == SIEVE_OK) commit_verified(static_cast<int32_t>(s), call.headers[s], results[s], nullptr);
     }
     return results;
 }

@@ -5,6 +5,7 @@
 
 #include "chain/chain.hpp"
 #include "vulkan/gpu_params.hpp"
+#include "vulkan/slot_layout.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -59,6 +60,7 @@ struct VerifyCall {
     int32_t rows = 0;
     int32_t vocab = 0;
     std::vector<uint32_t> steps;
+    std::vector<SlotHeader> headers;  // each sequence's slot as the call found it (read once)
     std::unique_ptr<PositionRows> swap;  // reset once the positions are read
 };
 

@@ -45,12 +45,33 @@ void slot_store_learnt(uint32_t* slot, const ref::SlotState& state) {
     slot[S_ADAPT_WEIGHT] = as_word(state.adaptive_total_weight);
 }
 
+SlotHeader slot_header(const uint32_t* slot) {
+    static_assert(S_STEP < 4 && S_COUNT < 4 && S_HEAD < 4, "the header's first four words");
+    uint32_t words[4];
+#if defined(__GNUC__) || defined(__clang__)
+    // A volatile access keeps its width: a plain copy becomes the two
+    // narrower loads the three words need.
+    typedef uint32_t Words4 __attribute__((vector_size(16), aligned(4), may_alias));
+    const Words4 loaded = *reinterpret_cast<const volatile Words4*>(slot);
+    std::memcpy(words, &loaded, sizeof(words));
+#else
+    std::memcpy(words, slot, sizeof(words));
+#endif
+    SlotHeader h;
+    h.step = words[S_STEP];
+    h.count = words[S_COUNT];
+    h.head = words[S_HEAD];
+    return h;
+}
+
 void slot_append(uint32_t* slot, uint32_t capacity, const int32_t* tokens, size_t n) {
-    // A GPU's slots may be device memory the host reads uncached (vk_device.hpp:
-    // HostAccess), a PCIe round trip a load: the header is read once and
-    // written once, not four loads a token (a verification appends up to
-    // drafts + 1 tokens to every sequence's slot).
-    uint32_t head = slot[S_HEAD], count = slot[S_COUNT];
+    slot_append(slot, capacity, slot_header(slot), tokens, n);
+}
+
+void slot_append(uint32_t* slot, uint32_t capacity, const SlotHeader& header, const int32_t* tokens, size_t n) {
+    // The header is written once, not four words a token (a verification
+    // appends up to drafts + 1 tokens to every sequence's slot).
+    uint32_t head = header.head, count = header.count;
     uint32_t* ring = slot + SLOT_HEADER;
     for (size_t i = 0; i < n; ++i) {
         ring[head] = static_cast<uint32_t>(tokens[i]);

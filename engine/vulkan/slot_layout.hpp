@@ -32,8 +32,18 @@ inline uint32_t slot_words(uint32_t capacity) { return SLOT_HEADER + capacity; }
 ref::SlotState slot_to_state(const uint32_t* slot, uint32_t capacity);
 // Writes back what the twin's samplers learnt (mu, adaptive-p), not the history.
 void slot_store_learnt(uint32_t* slot, const ref::SlotState& state);
-// llama.cpp's accept: appends, the oldest token leaving a full ring.
+// The words of the header an append and a verification read (S_STEP,
+// S_COUNT, S_HEAD: the first four words), in one 16-byte load: on a GPU the
+// slot is device memory the host reads uncached, a PCIe round trip a load.
+struct SlotHeader {
+    uint32_t step = 0, count = 0, head = 0;
+};
+SlotHeader slot_header(const uint32_t* slot);
+// llama.cpp's accept: appends, the oldest token leaving a full ring. The
+// second form appends after a header the caller read (slot_header) and the
+// slot has kept since: it reads no word of the slot.
 void slot_append(uint32_t* slot, uint32_t capacity, const int32_t* tokens, size_t n);
+void slot_append(uint32_t* slot, uint32_t capacity, const SlotHeader& header, const int32_t* tokens, size_t n);
 void slot_reset(uint32_t* slot, uint32_t capacity);
 
 // What sampling with commit can change in a slot over up to `appends` tokens

@@ -158,6 +158,33 @@ TEST_P(VerifyFailedSequence, NanPastTheFirstMismatchIsNotRead) {
     }
 }
 
+// Every draft accepted into a full ring of 5 whose head is at 2 (7 tokens
+// accepted): the 4 emitted tokens wrap it again (the commit appends after
+// the head and count the call read at its start), in both modes.
+TEST_P(VerifyFailedSequence, EmittedTokensWrapTheRing) {
+    for (sieve_verify_mode mode : kModes) {
+        SCOPED_TRACE(mode == SIEVE_VERIFY_MATCH ? "match" : "rejection");
+        chain_ = sieve::Chain(ctx_, chain_desc("top_k;temperature;dist", kRows, kVocab, 0.8f, 21u).slots(8).history_capacity(5));
+        chain_.set(SIEVE_PARAM_TOP_K, 1);
+        chain_.set_slots(kSlots);
+        for (int32_t s = 0; s < kSeqs; ++s) chain_.accept(s, {1, 2, 3, 4, 5, 6, 7 + s});
+        const Result r = verify(mode);
+        ASSERT_EQ(r.status, SIEVE_OK) << r.message;
+        for (int32_t s = 0; s < kSeqs; ++s) {
+            SCOPED_TRACE("sequence " + std::to_string(s));
+            expect_verified(r, s, kDraft + 1);
+            std::vector<int32_t> expected = {7 + s};
+            for (int32_t i = 0; i <= kDraft; ++i) expected.push_back(argmax_[s * (kDraft + 1) + i]);
+            EXPECT_EQ(chain_.slot_history(kSlots[static_cast<size_t>(s)]), expected);
+            EXPECT_EQ(r.tokens[s * (kDraft + 1)].step, 0u);  // accept() leaves the step
+        }
+        const Result next = verify(mode);
+        ASSERT_EQ(next.status, SIEVE_OK) << next.message;
+        for (int32_t s = 0; s < kSeqs; ++s)
+            EXPECT_EQ(next.tokens[s * (kDraft + 1)].step, static_cast<uint32_t>(kDraft + 1)) << "sequence " << s;
+    }
+}
+
 // A learner chain (mirostat v2 after top-k 1: each position's token is its
 // argmax) verifies position by position, committing as it goes
 // (gpu_verify.cpp: verify_in_waves); a sequence that fails part way gets its
