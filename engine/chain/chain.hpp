@@ -19,7 +19,6 @@ namespace sieve {
 
 struct SlotHeader;  // vulkan/slot_layout.hpp
 
-
 struct ChainConfig {
     std::vector<ref::SamplerKind> samplers;  // parsed, ending in Dist or Greedy
     int32_t max_rows = 1;

@@ -32,9 +32,9 @@ inline uint32_t slot_words(uint32_t capacity) { return SLOT_HEADER + capacity; }
 ref::SlotState slot_to_state(const uint32_t* slot, uint32_t capacity);
 // Writes back what the twin's samplers learnt (mu, adaptive-p), not the history.
 void slot_store_learnt(uint32_t* slot, const ref::SlotState& state);
-// The words of the header an append and a verification read (S_STEP,
-// S_COUNT, S_HEAD: the first four words), in one 16-byte load: on a GPU the
-// slot is device memory the host reads uncached, a PCIe round trip a load.
+// The header words an append and a verification read (S_STEP, S_COUNT,
+// S_HEAD, among its first four), in one 16-byte load: on a GPU the slot is
+// device memory the host reads uncached, a PCIe round trip a load.
 struct SlotHeader {
     uint32_t step = 0, count = 0, head = 0;
 };
