@@ -88,16 +88,21 @@ void write_row_inputs(uint32_t* block, const ref::RowParams& row, uint32_t max_v
     block[0] = static_cast<uint32_t>(bias.size());
     block[1] = words;
     uint32_t* masks = block + 2;
+    // Each word's bias bits from the sorted entries as it goes: the block is
+    // device memory on a discrete GPU, which the host writes, never reads
+    // (an uncached PCIe round trip a word).
+    size_t e = 0;
     for (uint32_t w = 0; w < words; ++w) {
         masks[2 * w] = row.token_bitmask.empty() ? 0xFFFFFFFFu : (w < row.token_bitmask.size() ? row.token_bitmask[w] : 0u);
-        masks[2 * w + 1] = 0;
+        uint32_t biased = 0;
+        for (; e < bias.size() && static_cast<uint32_t>(bias[e].token) / 32 == w; ++e)
+            biased |= 1u << (static_cast<uint32_t>(bias[e].token) % 32);
+        masks[2 * w + 1] = biased;
     }
     uint32_t* entries = masks + 2 * words;
-    for (size_t e = 0; e < bias.size(); ++e) {
-        const uint32_t t = static_cast<uint32_t>(bias[e].token);
-        masks[2 * (t / 32) + 1] |= 1u << (t % 32);
-        entries[2 * e] = t;
-        entries[2 * e + 1] = bits(bias[e].bias);
+    for (size_t i = 0; i < bias.size(); ++i) {
+        entries[2 * i] = static_cast<uint32_t>(bias[i].token);
+        entries[2 * i + 1] = bits(bias[i].bias);
     }
 }
 
