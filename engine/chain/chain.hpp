@@ -212,6 +212,7 @@ protected:
     std::vector<int32_t> slot_of_row_;
 
 private:
+    uint64_t inputs_versions_ = 0;  // the last RowParams::inputs_version given
     std::vector<sieve_logprobs> last_logprobs_;
     std::vector<bool> last_logprobs_valid_;
     void set_one(int32_t row, sieve_param param, double value);

@@ -120,6 +120,7 @@ void GpuChain::upload(const LogitsView& logits) {
 void GpuChain::write_params(bool commit) {
     const uint32_t rows = static_cast<uint32_t>(call_.rows.size());
     params_written_.resize(static_cast<size_t>(config_.max_rows) * PARAM_STRIDE);
+    inputs_written_.resize(static_cast<size_t>(config_.max_rows));
     uint32_t* p = params_written_.data();
     auto* inputs = static_cast<uint32_t*>(buffers_.inputs.mapped);
     const uint32_t max_vocab = static_cast<uint32_t>(config_.max_vocab);
@@ -134,7 +135,14 @@ void GpuChain::write_params(bool commit) {
         at.logprobs = logprobs_n_;
         write_row_params(p + r * PARAM_STRIDE, a, rows_[r], row_scale(static_cast<int32_t>(r)), at);
         uint32_t* block = inputs + static_cast<size_t>(r) * input_words;
-        if (a.inputs) write_row_inputs(block, rows_[r], max_vocab);
+        // A row's bias and bitmask (up to 38 KB at 151936) cross PCIe on a
+        // discrete GPU: written once a version, not every call.
+        uint64_t& written = inputs_written_[r];
+        const uint64_t version = rows_[r].inputs_version;
+        if (a.inputs && (version == 0 || version != written)) {
+            write_row_inputs(block, rows_[r], max_vocab);
+            written = version;
+        }
         if (a.dry && !rows_[r].dry_sequence_breakers.empty()) write_row_breakers(block, rows_[r], max_vocab);
         if (!positions_.empty()) write_row_position(p + r * PARAM_STRIDE, block, at.inputs_offset, max_vocab, positions_[r]);
     }

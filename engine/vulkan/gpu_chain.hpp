@@ -270,6 +270,9 @@ private:
     // that may be device memory the host reads uncached (HostAccess), and
     // write_row_position reads a block back.
     std::vector<uint32_t> params_written_;
+    // The inputs_version whose bias and bitmask each row's input block holds
+    // (0: none known): write_params writes a block only when its row's differ.
+    std::vector<uint64_t> inputs_written_;
     // The rows of the call under way, analysed at its start (sample,
     // distributions, prepare_device_input): its key, its parameter blocks and
     // its collect variants read it.

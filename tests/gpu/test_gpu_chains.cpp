@@ -2278,6 +2278,14 @@ TEST_P(GpuInputsVsTwin, BiasAndBitmaskAgree) {
         if (c.by_the_passes) sieve_test::leave_inputs_to_the_passes(chain);
         for (int32_t r = 0; r < rows; ++r) set_row(chain, r, params[static_cast<size_t>(r)]);
         run_and_compare(chain, kinds, logits, rows, c.vocab, params, 3, &tally);
+        // Other inputs on the same chain (row 0 a bias alone, row 1 another
+        // bitmask, row 2's kept): the passes read them, not what the calls
+        // before wrote (a row's block is written when its inputs change).
+        params[0].logit_bias = bias_for(row2, c.vocab, salt + 3);
+        params[0].token_bitmask.clear();
+        params[1].token_bitmask = bitmask_for(c.vocab, salt + 4, 5);
+        for (int32_t r = 0; r < rows; ++r) set_row(chain, r, params[static_cast<size_t>(r)]);
+        run_and_compare(chain, kinds, logits, rows, c.vocab, params, 2, &tally);
     }
     expect_rare(tally);
 }
