@@ -2,7 +2,9 @@
 // 27; sieve.h, sieve_verify): its status, token -1 in each of its rows, its
 // slot unchanged, while the other sequences of the call are verified and
 // committed. A position the verification never reaches (after the first
-// mismatch or rejection) is not read: a NaN there fails nothing.
+// mismatch or rejection) is not read: a NaN there fails nothing. A call
+// that fails as a whole (a wait that ran out) changes no slot, even part way
+// through a learner chain's waves (VerifyCallFails).
 #include "test_support.hpp"
 #include "vulkan/wait_fault.hpp"
 
