@@ -451,11 +451,11 @@ typedef struct sieve_token {
  * a device error: nothing is sampled) writes its status into out[i].status,
  * with token -1 and every other field 0, for each i < min(rows, max_rows) when
  * out is not NULL; so do sieve_sample_logits, sieve_sample_draws (when out is
- * not NULL) and sieve_sample_vulkan. The exception is SIEVE_ERROR_TIMEOUT (the
- * host's wait ran out): the call's submission still runs to its end, the
- * chain's next call waits for it, and what it commits takes effect though the
- * call returned no token (each successful row's token joins its slot's
- * history, its step advances); sieve_verify commits nothing then. */
+ * not NULL) and sieve_sample_vulkan. After SIEVE_ERROR_TIMEOUT (the host's wait
+ * ran out; reported the same way) the call's submission still runs to its end,
+ * the chain's next call waits for it, and what it commits takes effect though
+ * the call returned no token: each successful row's token joins its slot's
+ * history and its step advances (sieve_verify commits nothing then). */
 SIEVE_API sieve_status sieve_sample(sieve_chain* chain, const float* logits, int32_t rows, int32_t vocab,
                                     sieve_token* out);
 
