@@ -48,14 +48,12 @@ std::unique_ptr<VerifyCall> GpuChain::begin_positions(std::vector<Draft> drafts,
     call->mode = mode;
     call->rows = rows;
     call->vocab = vocab;
-    call->steps.resize(call->drafts.size());
     call->headers.resize(call->drafts.size());
     call->swap =
         std::make_unique<PositionRows>(rows_, slot_of_row_, positions_, logprobs_n_, static_cast<size_t>(rows));
     positions_.assign(static_cast<size_t>(rows), RowPosition{});
     for (size_t s = 0; s < call->drafts.size(); ++s) {
         call->headers[s] = slot_header(slot_record(call->swap->saved_slot(s)));
-        call->steps[s] = call->headers[s].step;
         const std::vector<int32_t>& tokens = call->drafts[s].tokens;
         for (size_t i = 0; i <= tokens.size(); ++i) {
             const size_t row = static_cast<size_t>(call->first_row[s]) + i;
@@ -91,7 +89,7 @@ std::vector<ref::Verification> GpuChain::walk_positions(const VerifyCall& call, 
     std::vector<ref::Verification> results(call.drafts.size());
     for (size_t s = 0; s < call.drafts.size(); ++s) {
         const Draft& d = call.drafts[s];
-        const uint32_t step = call.steps[s];
+        const uint32_t step = call.headers[s].step;
         results[s] = ref::walk_sequence(d.tokens.size(), [&](size_t i) {
             const size_t row = static_cast<size_t>(call.first_row[s]) + i;
             ref::PositionOutcome o;
@@ -222,7 +220,7 @@ bool GpuChain::verify_sequences(const LogitsView& logits, const sieve_vulkan_log
     }
     call->swap.reset();  // the chain's own rows again: the walk commits to their slots
     *results = walk_positions(*call, res);
-    *steps = call->steps;
+    *steps = call->steps();
     return true;
 }
 
@@ -267,7 +265,7 @@ sieve_status GpuChain::finish_verify(bool recorded, uint64_t timeout_ns, sieve_t
     read_positions(call, done.rec, done.input, &res);
     call.swap.reset();  // the chain's own rows again: the walk commits to their slots
     const std::vector<ref::Verification> results = walk_positions(call, res);
-    return write_verified(call.drafts, call.first_row, results, call.steps, tokens, out, message);
+    return write_verified(call.drafts, call.first_row, results, call.steps(), tokens, out, message);
 }
 
 } // namespace sieve

@@ -59,8 +59,13 @@ struct VerifyCall {
     sieve_verify_mode mode = SIEVE_VERIFY_MATCH;
     int32_t rows = 0;
     int32_t vocab = 0;
-    std::vector<uint32_t> steps;
     std::vector<SlotHeader> headers;  // each sequence's slot as the call found it (read once)
+    // Each sequence's step at the start (its first position's).
+    std::vector<uint32_t> steps() const {
+        std::vector<uint32_t> out(headers.size());
+        for (size_t s = 0; s < headers.size(); ++s) out[s] = headers[s].step;
+        return out;
+    }
     std::unique_ptr<PositionRows> swap;  // reset once the positions are read
 };
 

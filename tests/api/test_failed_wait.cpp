@@ -29,6 +29,17 @@ protected:
         c.set(SIEVE_PARAM_REPEAT_PENALTY, 1.5);
         return c;
     }
+    // A sample on `c` whose next wait reports `result`: the call's status
+    // (its message naming `part`) in every row, token -1.
+    void expect_sample_fails(sieve::Chain& c, VkResult result, sieve_status status, const std::string& part) {
+        sieve::wait_fault::arm(0, result);
+        std::vector<sieve_token> out(kRows);
+        EXPECT_TRUE(Fails(sieve_sample(c.get(), logits_.data(), kRows, kVocab, out.data()), status, {part}));
+        for (int32_t r = 0; r < kRows; ++r) {
+            EXPECT_EQ(out[r].status, status) << "row " << r;
+            EXPECT_EQ(out[r].token, -1) << "row " << r;
+        }
+    }
     sieve::Context ctx_ = backend_context(OnBackend::Gpu);
     const std::vector<float> logits_ = make_rows(Shape::Zipf, kRows, kVocab, 11);
 };
@@ -36,14 +47,7 @@ protected:
 TEST_F(FailedWait, SampleTimeoutIsReportedAndItsSubmissionCommits) {
     sieve::Chain timed_out = chain(), reference = chain();
     const std::vector<sieve_token> first = reference.sample(logits_.data(), kRows, kVocab);
-    sieve::wait_fault::arm(0, VK_TIMEOUT);
-    std::vector<sieve_token> out(kRows);
-    EXPECT_TRUE(Fails(sieve_sample(timed_out.get(), logits_.data(), kRows, kVocab, out.data()), SIEVE_ERROR_TIMEOUT,
-                      {"did not finish"}));
-    for (int32_t r = 0; r < kRows; ++r) {
-        EXPECT_EQ(out[r].status, SIEVE_ERROR_TIMEOUT) << "row " << r;
-        EXPECT_EQ(out[r].token, -1) << "row " << r;
-    }
+    expect_sample_fails(timed_out, VK_TIMEOUT, SIEVE_ERROR_TIMEOUT, "did not finish");
     for (int32_t r = 0; r < kRows; ++r) {
         SCOPED_TRACE("row " + std::to_string(r));
         const std::vector<int32_t> history = timed_out.slot_history(r);
@@ -65,14 +69,7 @@ TEST_F(FailedWait, SampleTimeoutIsReportedAndItsSubmissionCommits) {
 
 TEST_F(FailedWait, LostDeviceIsReported) {
     sieve::Chain c = chain();
-    sieve::wait_fault::arm(0, VK_ERROR_DEVICE_LOST);
-    std::vector<sieve_token> out(kRows);
-    EXPECT_TRUE(Fails(sieve_sample(c.get(), logits_.data(), kRows, kVocab, out.data()), SIEVE_ERROR_DEVICE_LOST,
-                      {"vkWaitForFences"}));
-    for (int32_t r = 0; r < kRows; ++r) {
-        EXPECT_EQ(out[r].status, SIEVE_ERROR_DEVICE_LOST) << "row " << r;
-        EXPECT_EQ(out[r].token, -1) << "row " << r;
-    }
+    expect_sample_fails(c, VK_ERROR_DEVICE_LOST, SIEVE_ERROR_DEVICE_LOST, "vkWaitForFences");
 }
 
 } // namespace
