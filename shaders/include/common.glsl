@@ -130,8 +130,11 @@ float sieve_div(float x, float y) {
 // The logit the draw sees: divided by the temperature exactly as llama.cpp's
 // temperature sampler does (one float division), so that keys, ties and masses
 // are those of the twin's candidate array. scale <= 0 is greedy masking, which
-// keeps the raw order.
-float scaled_logit(float f, float scale) { return scale > 0.0 ? sieve_div(f, scale) : f; }
+// keeps the raw order. Scale 1 (no temperature in the chain, as greedy's, or
+// temperatures of 1) divides nothing: x / 1 is x in IEEE arithmetic, and the
+// correction would cost each logit a division and a dozen operations. (Where
+// a device would flush a subnormal quotient, sieve_key flushes x by its bits.)
+float scaled_logit(float f, float scale) { return scale > 0.0 && scale != 1.0 ? sieve_div(f, scale) : f; }
 
 // The mass of a scaled logit x in 40-bit fixed point relative to the row's
 // maximal scaled logit M: trunc(exp(x - M) * 2^40) as (lo, hi). Exact integer
