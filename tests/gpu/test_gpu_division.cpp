@@ -46,6 +46,31 @@ TEST(DivisionGpu, EveryStartWithinThreeUlpsEndsAtTheIeeeQuotient) {
     add(std::nextafter(low, 3.0f), 1.7f);
     add(3.0f, 1.5f);
     add(-6.0f, 0.75f);
+    // Quotients around a power of two: starts and steps that cross into the
+    // next binade, whose spacing is twice this one's.
+    for (float y : divisors) {
+        for (int k : {-60, -1, 0, 1, 7, 40}) {
+            float x = std::ldexp(1.0f, k) * y;  // the 129 floats around it
+            for (int j = 0; j < 64; ++j) x = std::nextafter(x, 0.0f);
+            for (int j = 0; j <= 128; ++j, x = std::nextafter(x, INFINITY)) add(x, y);
+        }
+    }
+    // Quotients within 2^-14 of a float's spacing of a midpoint between two
+    // floats (found in double, which holds a quotient of floats to 2^-53):
+    // where the choice between the two floats around it is closest.
+    int near_midpoints = 0;
+    for (int i = 0; near_midpoints < 400 && i < 20000000; ++i) {
+        const float x = std::ldexp(mantissa(rng), exponent(rng) / 4);
+        const float y = divisors[i % 10];
+        const double q = static_cast<double>(x) / static_cast<double>(y);
+        const double nearest = static_cast<double>(static_cast<float>(q));
+        const double spacing = std::ldexp(1.0, std::ilogb(static_cast<float>(q)) - 23);
+        const double off = std::abs(q - nearest) / spacing;  // in [0, 0.5]
+        if (0.5 - off > std::ldexp(1.0, -14)) continue;
+        add(x, y);
+        ++near_midpoints;
+    }
+    ASSERT_EQ(near_midpoints, 400);
     auto ctx = sieve_test::gpu_context();
     const std::vector<float> got = sieve::quotients_on_device(ctx.get(), cases);
     ASSERT_EQ(got.size(), cases.size());
