@@ -132,7 +132,7 @@ float sieve_div(float x, float y) {
 // are those of the twin's candidate array. scale <= 0 is greedy masking, which
 // keeps the raw order. Scale 1 (no temperature in the chain, as greedy's, or
 // temperatures of 1) divides nothing: x / 1 is x in IEEE arithmetic, and the
-// correction would cost each logit a division and a dozen operations. (Where
+// correction would cost each logit a division and dozens of operations. (Where
 // a device would flush a subnormal quotient, sieve_key flushes x by its bits.)
 float scaled_logit(float f, float scale) { return scale > 0.0 && scale != 1.0 ? sieve_div(f, scale) : f; }
 
