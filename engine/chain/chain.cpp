@@ -285,11 +285,10 @@ void ChainImpl::set_logit_bias(int32_t row, const int32_t* tokens, const float* 
             list.push_back(ref::LogitBias{t, b});
         }
     }
-    const uint64_t version = ++inputs_versions_;
     for (int32_t r = 0; r < config_.max_rows; ++r)
         if (row == -1 || r == row) {
             rows_[static_cast<size_t>(r)].logit_bias = list;
-            rows_[static_cast<size_t>(r)].inputs_version = version;
+            rows_[static_cast<size_t>(r)].inputs_version = ++inputs_versions_;
         }
 }
 
@@ -308,11 +307,10 @@ void ChainImpl::set_token_bitmask(int32_t row, const uint32_t* words, int32_t n_
                                                    std::to_string(max_words) + " words)");
         mask.assign(words, words + n_words);
     }
-    const uint64_t version = ++inputs_versions_;
     for (int32_t r = 0; r < config_.max_rows; ++r)
         if (row == -1 || r == row) {
             rows_[static_cast<size_t>(r)].token_bitmask = mask;
-            rows_[static_cast<size_t>(r)].inputs_version = version;
+            rows_[static_cast<size_t>(r)].inputs_version = ++inputs_versions_;
         }
 }
 

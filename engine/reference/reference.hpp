@@ -120,9 +120,11 @@ struct RowParams {
     // structured-output engines produce it. Empty = none.
     std::vector<LogitBias> logit_bias;
     std::vector<uint32_t> token_bitmask;
-    // Not a sampler parameter: a value the chain gives the two above each
-    // time either is set (unique within the chain; 0: none given), so that a
-    // GPU writes a row's inputs into device memory only when they changed.
+    // Not a sampler parameter: a value the chain gives a row each time
+    // either of the two above is set on it, never the same to two rows (0:
+    // none given), so that equal versions mean equal inputs (a copy of the
+    // row, as a verification's position, carries its version) and a GPU
+    // writes a row's inputs into device memory only when they changed.
     uint64_t inputs_version = 0;
 
     // The stateful samplers (they read the slot's history and state, SlotState),

@@ -232,6 +232,40 @@ TEST(VerifyDevice, EveryFormEqualsHostLogits) {
     EXPECT_GE(in_place_steps, 9) << "the rejection mode on rows read in place";
 }
 
+// Each position's row takes its sequence's bias and bitmask, which the passes
+// read from the row's input block: a sample from the app's buffer first wrote
+// every chain row's own inputs into the blocks the positions then take, and
+// a bias set on every row at once gave rows of different bitmasks the same
+// set of inputs to compare by (the blocks are written when their inputs
+// change, not every call).
+TEST(VerifyDevice, PositionsTakeTheirSequencesInputs) {
+    AppDevice app;
+    auto ctx = app_context(app);
+    const int32_t capacity = static_cast<int32_t>(ctx->device_info().candidate_capacity);
+    const int32_t vocab = capacity < kVocab ? kVocab : 2 * capacity;
+    AppLogits a = make_app_logits(app, SIEVE_DTYPE_F32, Shape::Zipf, kRows, vocab, vocab, 0, 78);
+    const Drafts d(make_rows(Shape::Zipf, kRows, vocab, 78), SIEVE_VERIFY_MATCH, false, vocab);
+    sieve::Chain device(*ctx, chain_desc("top_k;temperature;dist", kRows, vocab, 0.1f, 9));
+    sieve::Chain host(*ctx, chain_desc("top_k;temperature;dist", kRows, vocab, 0.1f, 9));
+    const size_t words = static_cast<size_t>(vocab + 31) / 32;
+    for (sieve::Chain* c : {&device, &host}) {
+        for (int32_t r = 0; r < kRows; ++r) {
+            // Row r bans a different third of the vocabulary (ids 3j + r % 3).
+            std::vector<uint32_t> mask(words, 0u);
+            for (int32_t t = 0; t < vocab; ++t)
+                if (t % 3 != r % 3) mask[static_cast<size_t>(t) / 32] |= 1u << (t % 32);
+            c->set_token_bitmask(mask, r);
+        }
+        c->set_logit_bias({1, 2, 3}, {0.5f, 0.5f, 0.5f});
+        app.copy_on_queue(a.staging, a.tensor);
+        std::vector<sieve_token> sampled(kRows);
+        ASSERT_EQ(sieve_sample_vulkan(c->get(), &a.desc, sampled.data()), SIEVE_OK) << sieve_last_error();
+    }
+    const Verified got = verify_device(app, device, a, d, SIEVE_VERIFY_MATCH, Form::Sync);
+    expect_same(got, verify_host(host, a, d, SIEVE_VERIFY_MATCH));
+    for (int32_t slot = 0; slot < kSeq; ++slot) EXPECT_EQ(device.save_slot(slot), host.save_slot(slot)) << "slot " << slot;
+}
+
 // A verification waits on a timeline value the app signals only after the
 // host's wait ran out: TIMEOUT, the chain refuses every other call (the
 // sampling finishers included) and keeps the call, whose later wait returns
