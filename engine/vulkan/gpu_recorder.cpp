@@ -137,8 +137,11 @@ void Recorder::emit_call(VkCommandBuffer cmd, const Recording& rec, const Plan& 
         VkBufferCopy region{0, 0,
                             buffers_.call_logits_bytes(key.rows, static_cast<uint64_t>(config_.max_vocab), key.vocab)};
         vk.vkCmdCopyBuffer(cmd, buffers_.staging.buffer, buffers_.logits.buffer, 1, &region);
+        // The passes read the copied rows, and the history pass also writes
+        // them in place (its adjusted logits): a write after the copy's write
+        // needs the copy made available to it as well.
         barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-        barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT;
+        barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
         vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
                                 &barrier, 0, nullptr, 0, nullptr);
     }

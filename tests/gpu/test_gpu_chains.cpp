@@ -996,16 +996,20 @@ TEST(GpuChainCollectPaths, LargeTopKKeepsItsBestEqualsTheTwin) {
 // 8 chunks). Rows under top-k 800 and 1000, Zipf-like, or masked but for
 // one logit in 500, and besides a block of up to 3000, or the first 1500 ids
 // falling with the id (the first list wholly above the next), equal the
-// twin.
-std::vector<float> short_list_row(int kind, int32_t vocab, uint32_t seed) {
+// twin. Those sizes are for a candidate buffer of 2048 (lavapipe's); a
+// larger buffer (an H200's 4096) scales them, so that the lists still
+// outgrow it together.
+std::vector<float> short_list_row(int kind, int32_t vocab, uint32_t seed, int32_t scale) {
     // collect_path_row's Zipf-like kind 0, or its kind 4 (masked but one in 500).
     std::vector<float> row = collect_path_row(kind == 0 ? 0 : 4, vocab, seed);
     std::mt19937 rng(seed + 1u);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     if (kind == 2)
-        for (int32_t i = vocab / 3; i < std::min(vocab / 3 + 3000, vocab); ++i) row[static_cast<size_t>(i)] = normal(rng);
+        for (int32_t i = vocab / 3; i < std::min(vocab / 3 + 3000 * scale, vocab); ++i)
+            row[static_cast<size_t>(i)] = normal(rng);
     if (kind == 3)
-        for (int32_t i = 0; i < 1500; ++i) row[static_cast<size_t>(i)] = 10.0f - 0.001f * static_cast<float>(i);
+        for (int32_t i = 0; i < std::min(1500 * scale, vocab); ++i)
+            row[static_cast<size_t>(i)] = 10.0f - 0.001f * static_cast<float>(i) / static_cast<float>(scale);
     return row;
 }
 
@@ -1027,12 +1031,13 @@ TEST(GpuChainCollectPaths, LargeTopKOverShortListsEqualsTheTwin) {
         if (config.workgroup != 0) options.constrained(0, 0, config.workgroup);
         sieve::Context gpu(options);
         const uint32_t capacity = gpu.device_info().candidate_capacity;
+        const int32_t scale = static_cast<int32_t>(std::max(capacity / 2048u, 1u));
         for (int32_t vocab : {4100, 32000, 151936}) {
-            for (int32_t top_k : {800, 1000}) {
+            for (int32_t top_k : {800 * scale, 1000 * scale}) {
                 sieve::Chain chain(gpu, sieve_test::chain_desc(chain_text, 1, vocab, 1.0f, 1));
                 for (int kind = 0; kind < 4; ++kind) {
                     const uint32_t salt = static_cast<uint32_t>(vocab) + 31u * static_cast<uint32_t>(kind);
-                    const auto logits = short_list_row(kind, vocab, salt);
+                    const auto logits = short_list_row(kind, vocab, salt, scale);
                     RowParams base = preset("active");
                     base.top_k = top_k;
                     const auto params = row_params(base, 1, salt);
