@@ -80,11 +80,6 @@ VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT
     return VK_FALSE;
 }
 
-bool validation_wanted() {
-    const char* env = std::getenv("SIEVE_VALIDATION");
-    return env && std::strcmp(env, "0") != 0 && *env;
-}
-
 uint32_t memory_type(const VkPhysicalDeviceMemoryProperties& props, uint32_t bits, VkMemoryPropertyFlags want) {
     for (uint32_t i = 0; i < props.memoryTypeCount; ++i)
         if ((bits & (1u << i)) && (props.memoryTypes[i].propertyFlags & want) == want) return i;
@@ -92,6 +87,11 @@ uint32_t memory_type(const VkPhysicalDeviceMemoryProperties& props, uint32_t bit
 }
 
 } // namespace
+
+bool validation_wanted() {
+    const char* env = std::getenv("SIEVE_VALIDATION");
+    return env && std::strcmp(env, "0") != 0 && *env;
+}
 
 struct DeviceLogits::Handles {
     VkBuffer buffer = VK_NULL_HANDLE;

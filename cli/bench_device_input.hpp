@@ -16,6 +16,11 @@
 
 namespace sieve_cli {
 
+// Whether SIEVE_VALIDATION asks for the validation layer, as the library reads
+// it: the app's device of --input device gets it too, and the bench warns
+// that its timings then include the layer.
+bool validation_wanted();
+
 class BenchVulkan;
 
 // One case's logits in a device-local buffer of the bench's device.

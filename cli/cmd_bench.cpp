@@ -11,6 +11,7 @@
 #include "bench_report_html.hpp"
 #include "bench_runner.hpp"
 #include "bench_suite.hpp"
+#include "bench_device_input.hpp"
 #include "device_text.hpp"
 #include "exit_codes.hpp"
 #include "json_output.hpp"
@@ -356,6 +357,9 @@ int run_bench(const BenchOptions& o, std::ostream& out, std::ostream& err) {
     info.peer = peer.get();
     if (device.has_info && !device.cpu_twin && device.info.type == SIEVE_DEVICE_CPU)
         info.warnings.push_back(cpu_device_warning(device.info));
+    if (!device.cpu_twin && validation_wanted())
+        info.warnings.push_back("validation layers on (SIEVE_VALIDATION): every call's timing includes the layer's "
+                                "checks of its submission");
     if (device.cpu_twin) info.warnings.push_back("--device cpu: the device measured is the CPU twin itself (no calibration, no stages)");
     if (!o.json) print_header(out, device, info.warnings, o, cases, peer.get());
     const size_t n_header_warnings = info.warnings.size();
