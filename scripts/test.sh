@@ -5,7 +5,8 @@
 #                          the real llama.cpp, label llama, and the packaging
 #                          tests, label package)
 #   the GPU-facing tests   (ctest label gpu) on the device as it is, under
-#                          SIEVE_PROFILE=gpu at subgroup sizes 4 and 64 and
+#                          SIEVE_PROFILE=gpu at subgroup sizes 4 and 64 (the
+#                          latter with a discrete card's staged memory) and
 #                          under gpu,constrained: on lavapipe each test under
 #                          one of them (SIEVE_TEST_MATRIX=full: under each)
 #   sanitizers, fuzzing    scripts/sanitize.sh, scripts/fuzz.sh (25 s a harness)
@@ -60,7 +61,11 @@ run() {
 # sizes 4 and 64 (LP_NATIVE_VECTOR_WIDTH=128/2048: lavapipe presents width /
 # 32, from 4 to 128, whatever the host's vectors): many subgroups of a
 # workgroup, and few, as AMD's wave64 runs them; a size assumption breaks at
-# one end or the other. Intel's and Mali's 8 and 16 and NVIDIA's 32 lie
+# one end or the other. The subgroup-64 run also takes a discrete card's
+# memory path (SIEVE_TEST_STAGED_MEMORY=1, tests/support/environment.cpp):
+# lavapipe's memory is unified, so it would never record the staging copies
+# and their barriers, where an H200 run found a hazard the other runs could
+# not. Intel's and Mali's 8 and 16 and NVIDIA's 32 lie
 # between (8 is the device's own); 128, Vulkan's largest (Adreno), is a run
 # by hand (SIEVE_PROFILE=gpu LP_NATIVE_VECTOR_WIDTH=4096 ctest -L gpu). A
 # cold first call at these widths waits for lavapipe's compile inside the
@@ -104,7 +109,11 @@ if ./cli/sieve devices --json | tr -d ' \n' | grep -q '"default":true,"type":"cp
       echo "sieve test matrix: LP_NATIVE_VECTOR_WIDTH=$width gives subgroup size ${got:-?}, not $size" >&2
       exit 1
     fi
-    configs+=("gpu, subgroup $size|SIEVE_PROFILE=gpu LP_NATIVE_VECTOR_WIDTH=$width")
+    # At 64, a discrete card's memory path besides (AMD's desktop cards run
+    # wave64): the staging copies and their barriers (SIEVE_TEST_STAGED_MEMORY).
+    staged=''
+    ((size == 64)) && staged=' SIEVE_TEST_STAGED_MEMORY=1'
+    configs+=("gpu, subgroup $size${staged:+, staged memory}|SIEVE_PROFILE=gpu LP_NATIVE_VECTOR_WIDTH=$width$staged")
   done
 else
   configs+=("gpu|SIEVE_PROFILE=gpu")
