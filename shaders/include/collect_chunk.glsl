@@ -455,6 +455,7 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
         if (s_count <= (refine && !floored ? PICK_LIMIT : HALF)) break;  // uniform
         if (!refine) return false;
     }
+    phase_chunk_mark(PH_COUNTED);
     uint slot = mine > 0u ? atomicAdd(s_fill, mine) : 0u;
     if (dropped) {
         for (uint q = q_first; q < q_stop; q += q_step) {
@@ -476,6 +477,7 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
         group_write(k3, i3, row4, tau, slot);
     }
     barrier();
+    phase_chunk_mark(PH_WRITTEN);
     uint n = s_fill;
     // Past PICK_LIMIT the rank sort's square passes the bitonic sort's
     // stages: the caller's compaction sorts the gathered logits (a flat

@@ -541,9 +541,11 @@ void collect_tail(uint row, uint n_chunks) {
             red_agg[4][0] = m.msum;
         }
         bool floored = (row_flags & ROW_FLOOR) != 0u;
+        phase_mark(row, PH_STATS);
         locate_chunk_lists(row, need, n_chunks, floored, row_floor_offset(row, row_flags));
         uint merge_need = need, total;
         floor_whole = floored && floor_lists_whole(need, n_chunks, total);
+        phase_mark(row, PH_LOCATED);
         if (floor_whole) merge_need = max(total, 1u);
         // FLAG_SORT_MERGE is a GPU plan's (gpu_plan.cpp), never a CPU device's
         // paths: TAIL_SERIAL compiles the sort out of lavapipe's code, which

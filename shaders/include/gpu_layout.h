@@ -269,7 +269,7 @@ SIEVE_CONST uint H_KEY_MAX = 4u;
 // the raw log-probability words (raw_stats.comp); in the phase-clock build
 // (SIEVE_PHASE_CLOCK, phase_clock.glsl) the tail's phase marks after them.
 #ifdef SIEVE_PHASE_CLOCK
-SIEVE_CONST uint RESULT_STRIDE = 96u;
+SIEVE_CONST uint RESULT_STRIDE = 104u;
 #else
 SIEVE_CONST uint RESULT_STRIDE = 64u;
 #endif
@@ -293,17 +293,21 @@ SIEVE_CONST uint MAX_RAW_LOGPROBS = 20u;  // SIEVE_MAX_TOP_LOGPROBS
 // cycles, device realtime ticks), PHASE_UNSET where the row did not pass it
 // (engine/vulkan/phase_log.cpp writes them out).
 SIEVE_CONST uint RES_PHASES = 64u;
-SIEVE_CONST uint PHASE_MARKS = 16u;
+SIEVE_CONST uint PHASE_MARKS = 20u;
 SIEVE_CONST uint PHASE_UNSET = 0xFFFFFFFFu;
 SIEVE_CONST uint PH_READ = 0u;      // the last workgroup's own chunk read into its register picks (pick_chunk)
 SIEVE_CONST uint PH_SELECT = 1u;    //   the picks' radix select done: the chunk's threshold
-SIEVE_CONST uint PH_CHUNK = 2u;     //   the chunk listed (any path)
-SIEVE_CONST uint PH_ARRIVED = 3u;   // counted in last (arrive.glsl)
-SIEVE_CONST uint PH_LISTS = 4u;     // the chunks' statistics, aggregates and lists merged: the array
-SIEVE_CONST uint PH_OP0 = 5u;       // after the chain's sampler at position i: PH_OP0 + i, i < SHORT_CHAIN_OPS
-SIEVE_CONST uint PH_SELECTOR = 13u; // the learning selector's work before the draw
-SIEVE_CONST uint PH_TOTAL = 14u;    // the draw's float total (rows with survivors past the array)
-SIEVE_CONST uint PH_END = 15u;      // the row's result written
+SIEVE_CONST uint PH_COUNTED = 2u;   //   the chunk's logits at or above it counted (and the refining pass)
+SIEVE_CONST uint PH_WRITTEN = 3u;   //   those logits in shared memory, before their rank sort
+SIEVE_CONST uint PH_CHUNK = 4u;     //   the chunk listed (any path)
+SIEVE_CONST uint PH_ARRIVED = 5u;   // counted in last (arrive.glsl)
+SIEVE_CONST uint PH_STATS = 6u;     // the chunks' statistics and aggregates merged
+SIEVE_CONST uint PH_LOCATED = 7u;   // the chunks' lists located (how much of each the array takes)
+SIEVE_CONST uint PH_LISTS = 8u;     // the chunks' lists merged: the array
+SIEVE_CONST uint PH_OP0 = 9u;       // after the chain's sampler at position i: PH_OP0 + i, i < SHORT_CHAIN_OPS
+SIEVE_CONST uint PH_SELECTOR = 17u; // the learning selector's work before the draw
+SIEVE_CONST uint PH_TOTAL = 18u;    // the draw's float total (rows with survivors past the array)
+SIEVE_CONST uint PH_END = 19u;      // the row's result written
 
 // A row's words in the candidates buffer (collect.glsl): up to
 // MAX_COLLECT_CHUNKS chunks' lists of CAP / 2 (key, id) pairs, or, on a GPU,

@@ -26,7 +26,8 @@ uvec2 phase_t0_cycles = uvec2(0u);
 uvec2 phase_t0_ticks = uvec2(0u);
 bool phase_started = false;  // only the shaders that mark: phase_end in write_result does nothing elsewhere
 // The workgroup's own chunk marks, PH_READ..PH_CHUNK: (cycles, ticks).
-uvec2 phase_own[PH_CHUNK + 1u] = uvec2[](uvec2(PHASE_UNSET), uvec2(PHASE_UNSET), uvec2(PHASE_UNSET));
+uvec2 phase_own[PH_CHUNK + 1u] = uvec2[](uvec2(PHASE_UNSET), uvec2(PHASE_UNSET), uvec2(PHASE_UNSET),
+                                         uvec2(PHASE_UNSET), uvec2(PHASE_UNSET));
 
 void phase_start() {
     phase_t0_cycles = clock2x32ARB();

@@ -96,8 +96,8 @@ TEST(PhaseClock, TheFusedTailMarksItsChunkEachSamplerAndTheDraw) {
     for (size_t i = 0; i < lines.size(); ++i) {
         EXPECT_EQ(lines[i].rows, 2);
         EXPECT_EQ(lines[i].row, int(i % 2));
-        expect_marks(lines[i], {PH_READ, PH_SELECT, PH_CHUNK, PH_ARRIVED, PH_LISTS, PH_OP0, PH_OP0 + 1, PH_OP0 + 2,
-                                PH_OP0 + 3, PH_SELECTOR, PH_TOTAL, PH_END});
+        expect_marks(lines[i], {PH_READ, PH_SELECT, PH_COUNTED, PH_WRITTEN, PH_CHUNK, PH_ARRIVED, PH_STATS, PH_LOCATED,
+                                PH_LISTS, PH_OP0, PH_OP0 + 1, PH_OP0 + 2, PH_OP0 + 3, PH_SELECTOR, PH_TOTAL, PH_END});
     }
 }
 
@@ -106,7 +106,8 @@ TEST(PhaseClock, ATailOfItsOwnHasNoChunkMark) {
     auto ctx = sieve_test::gpu_context();
     const auto lines = sample_logged(ctx, "min_p;dist", 1, 2);
     ASSERT_EQ(lines.size(), 2u);
-    for (const Logged& l : lines) expect_marks(l, {PH_ARRIVED, PH_LISTS, PH_OP0, PH_SELECTOR, PH_TOTAL, PH_END});
+    for (const Logged& l : lines)
+        expect_marks(l, {PH_ARRIVED, PH_STATS, PH_LOCATED, PH_LISTS, PH_OP0, PH_SELECTOR, PH_TOTAL, PH_END});
 }
 
 TEST(PhaseClock, ACallWithoutATailLogsNothing) {

@@ -7,8 +7,11 @@ of the collect tail's workgroup, from one mark to the next it passed.
 
 Marks (shaders/include/gpu_layout.h, PH_*), counted from the workgroup's start:
 read (its own chunk read into the register picks), select (the picks' radix
-select), chunk (its chunk listed), arrived (counted in last), lists (the
-chunks' lists merged into the array), op0..op7 (after each sampler the
+select), counted (the chunk's logits at or above the threshold counted, the
+refining pass included), written (those logits in shared memory), chunk (its
+chunk listed: their rank sort, and the list written), arrived (counted in
+last), stats (the chunks' statistics and aggregates merged), located (the
+chunks' lists located), lists (the lists merged into the array), op0..op7 (after each sampler the
 call's tail runs: those acting on some row, so llama.cpp's default chain at
 its defaults has op0..op3 for top-k, top-p, min-p, temperature), selector,
 total, end (the result written). Times are the device's
@@ -19,7 +22,8 @@ import json
 import statistics
 import sys
 
-NAMES = ["read", "select", "chunk", "arrived", "lists"] + [f"op{i}" for i in range(8)] + ["selector", "total", "end"]
+NAMES = ["read", "select", "counted", "written", "chunk", "arrived", "stats", "located", "lists"] + \
+    [f"op{i}" for i in range(8)] + ["selector", "total", "end"]
 
 
 def phases(lines):
