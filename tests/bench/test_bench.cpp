@@ -118,6 +118,27 @@ TEST_F(Bench, TinySuiteRunsAndItsJsonFollowsTheSchema) {
     }
 }
 
+// Whether a warning says the validation layer timed itself with the calls.
+bool warns_of_validation(const json& doc) {
+    for (const json& w : doc["warnings"])
+        if (w.get<std::string>().find("validation layers on") != std::string::npos) return true;
+    return false;
+}
+
+// The validation layer under the timings is warned about (the suite's
+// environment turns it on: support/environment.cpp), and not where it is off.
+TEST_F(Bench, TheValidationLayerUnderTheTimingsIsWarnedAbout) {
+    ASSERT_STREQ(std::getenv("SIEVE_VALIDATION"), "1");
+    EXPECT_TRUE(warns_of_validation(tiny_run()));
+    sieve_test::ScopedEnv off("SIEVE_VALIDATION", "0");
+    Proc r = sieve("bench --suite tiny --case greedy --tokens 3 --warmup 1 --profile-tokens 0 "
+                   "--calibration-iterations 3 --twin-budget 0.1 --json");
+    ASSERT_EQ(r.code, 0) << r.err;
+    const json doc = parse(r.out);
+    ASSERT_TRUE(doc.contains("warnings"));
+    EXPECT_FALSE(warns_of_validation(doc));
+}
+
 TEST_F(Bench, MeasuredCasesCarryConsistentFigures) {
     const json& doc = tiny_run();
     ASSERT_TRUE(doc.contains("cases"));

@@ -117,6 +117,12 @@ TEST(GpuCheck, WritesOneReportWithDeviceTestsAndBench) {
         EXPECT_EQ(doc.at(wait).at("cases").at(0).at("name"), "default/zipf/v32000/b1") << wait;
         EXPECT_EQ(doc.at(wait).at("input"), "device") << wait;
     }
+    // The benches ran without the validation layer, which this test's own
+    // environment turns on (it would time itself: the bench warns of it).
+    for (const char* bench : {"bench", "bench_device", "bench_device_b64", "bench_device_b256", "bench_device_flat",
+                              "bench_wait_sleep", "bench_wait_poll", "verify_bench"})
+        for (const auto& w : doc.at(bench).at("warnings"))
+            EXPECT_EQ(w.get<std::string>().find("validation layers on"), std::string::npos) << bench << ": " << w;
     // Each pipeline the one-row and 64-row cases build, with its residency
     // an SM where the driver gives its statistics, else why not.
     EXPECT_EQ(doc.at("pipeline_stats_exit_status"), 0);
