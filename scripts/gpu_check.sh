@@ -36,12 +36,15 @@
 # `sieve bench --compare`), and writes one report, sieve-gpu-check.json by
 # default: the devices (name, type, driver, Vulkan version, subgroup size,
 # features), the device checked, every test with its result, the benches'
-# JSON, the peer's figures beside Sieve's (torch/dev) and each part's wall
-# time. Attach it to an issue. --skip PARTS (comma-separated: tests, bench,
-# verify_bench, device_bench, wait_bench, ab_bench, pipeline_stats, torch,
-# phases) leaves those parts out, their report entries null: where a
-# machine is lent for minutes (the whole check took longer than 6 on an
-# H200), a run can hold what it came for.
+# JSON, the peer's figures beside Sieve's (torch/dev), each part's wall
+# time and, where nvidia-smi is there, the GPU's clocks through each part
+# (clocks: null elsewhere). The tests run with validation layers on, the
+# benches without (the layer would time itself). Attach it to an issue.
+# --skip PARTS (comma-separated: tests, bench, verify_bench, device_bench,
+# wait_bench, ab_bench, pipeline_stats, torch, phases) leaves those parts
+# out, their report entries null: where a machine is lent for minutes (the
+# whole check took longer than 6 on an H200), a run can hold what it came
+# for.
 #
 # --bundle DIR builds (unless --no-setup), then writes into DIR (new or empty)
 # what a run needs on a machine with no compiler: this script, the `sieve` CLI,
@@ -113,7 +116,7 @@ while (($#)); do
         [[ ,$parts_known, == *",$p,"* ]] || usage "--skip: unknown part '$p' (${parts_known//,/, })"
       done
       skip=",$2,"; shift ;;
-    -h|--help) sed -n '2,64p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,67p' "$0"; exit 0 ;;
     *) usage "unknown argument '$1'" ;;
   esac
   shift
@@ -203,7 +206,8 @@ fi
 
 # ---- the check ----------------------------------------------------------------
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+clock_pid=''
+trap '[[ -n $clock_pid ]] && kill "$clock_pid" 2>/dev/null; rm -rf "$work"' EXIT
 if ((bundled)); then
   sieve=$root/bin/sieve
   gpu_tests=$root/bin/sieve_gpu_tests
@@ -254,7 +258,18 @@ part_done() {
   echo "== $1: $seconds s"
   parts+="${parts:+, }\"$1\": $seconds"
   part_start=$SECONDS
+  echo "$(date '+%Y/%m/%d %H:%M:%S.%N') $1" >> "$work/part_marks.txt"
 }
+# The GPU's clocks through the check, where nvidia-smi is there: a sample
+# every 200 ms (its own timestamps), summed up per part for the report. A
+# GPU's SM clock falls to idle between bursts of work (an H200 at 345 MHz
+# against 1980): a bench part that ran at the idle clock says so here.
+echo "$(date '+%Y/%m/%d %H:%M:%S.%N') start" > "$work/part_marks.txt"
+if command -v nvidia-smi >/dev/null 2>&1; then
+  nvidia-smi --query-gpu=timestamp,index,clocks.sm,clocks.mem,pstate --format=csv,noheader,nounits -lms 200 \
+    > "$work/clocks.csv" 2>/dev/null &
+  clock_pid=$!
+fi
 
 devices_json=$("$sieve" devices --json)
 echo "== Vulkan devices"
@@ -461,8 +476,58 @@ else
   echo "no phase-clock build: skipped"
 fi
 part_done phases
+# The clocks per part: each part's samples (between its start and its end
+# mark), per GPU the SM clock's least, median and most, the memory clock's
+# median and the performance states seen.
+if [[ -n $clock_pid ]]; then
+  kill "$clock_pid" 2>/dev/null
+  wait "$clock_pid" 2>/dev/null
+  clock_pid=''
+  if command -v python3 >/dev/null 2>&1; then
+    python3 - "$work" > "$work/clocks.json" <<'PY' || echo null > "$work/clocks.json"
+import datetime, json, statistics, sys
+work = sys.argv[1]
+def when(text):  # "YYYY/MM/DD HH:MM:SS.fraction", the fraction cut to microseconds
+    day, time = text.strip().split(" ")
+    whole, _, fraction = time.partition(".")
+    return datetime.datetime.strptime(f"{day} {whole}.{(fraction + '000000')[:6]}", "%Y/%m/%d %H:%M:%S.%f")
+marks = []
+for line in open(f"{work}/part_marks.txt"):
+    day, time, name = line.split(" ", 2)
+    marks.append((when(f"{day} {time}"), name.strip()))
+samples = []
+for line in open(f"{work}/clocks.csv"):
+    fields = [f.strip() for f in line.split(",")]
+    try:
+        samples.append((when(fields[0]), int(fields[1]), float(fields[2]), float(fields[3]), fields[4]))
+    except (ValueError, IndexError):
+        continue  # a line cut short by the kill, or "[N/A]"
+parts = {}
+for (begin, _), (end, name) in zip(marks, marks[1:]):
+    per_gpu = {}
+    for t, gpu, sm, mem, pstate in samples:
+        if begin <= t < end:
+            per_gpu.setdefault(gpu, []).append((sm, mem, pstate))
+    parts[name] = [{"gpu": gpu, "samples": len(s),
+                    "sm_mhz": {"min": min(x[0] for x in s), "median": statistics.median(x[0] for x in s),
+                               "max": max(x[0] for x in s)},
+                    "mem_mhz_median": statistics.median(x[1] for x in s),
+                    "pstates": sorted({x[2] for x in s})} for gpu, s in sorted(per_gpu.items())]
+json.dump({"source": "nvidia-smi", "interval_ms": 200, "parts": parts}, sys.stdout)
+PY
+    python3 - "$work/clocks.json" <<'PY' || true
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for name, gpus in (doc or {}).get("parts", {}).items():
+    for g in gpus:
+        s = g["sm_mhz"]
+        print(f"== clocks: {name}: GPU {g['gpu']} SM {s['median']:.0f} MHz median ({s['min']:.0f}-{s['max']:.0f}),"
+              f" {g['samples']} samples, {' '.join(g['pstates'])}")
+PY
+  fi
+fi
 set -e
-for f in tests bench verify bench_device bench_device_b64 bench_device_b256 bench_device_flat bench_wait_sleep bench_wait_poll ab_bench pipeline_stats torch_table phases; do
+for f in clocks tests bench verify bench_device bench_device_b64 bench_device_b256 bench_device_flat bench_wait_sleep bench_wait_poll ab_bench pipeline_stats torch_table phases; do
   [[ -s $work/$f.json ]] || echo null > "$work/$f.json"
 done
 torch_lines=$(grep -v '^[[:space:]]*$' "$work/torch.jsonl" 2>/dev/null | paste -sd, -)
@@ -475,6 +540,7 @@ torch_lines=$(grep -v '^[[:space:]]*$' "$work/torch.jsonl" 2>/dev/null | paste -
   echo " \"device_index\": $index,"
   echo " \"devices\": $devices_json,"
   echo " \"seconds\": {$parts},"
+  echo " \"clocks\": $(cat "$work/clocks.json"),"
   echo " \"tests_exit_status\": $tests_status,"
   echo " \"tests\": $(cat "$work/tests.json"),"
   echo " \"bench_exit_status\": $bench_status,"

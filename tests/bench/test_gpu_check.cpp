@@ -123,6 +123,10 @@ TEST(GpuCheck, WritesOneReportWithDeviceTestsAndBench) {
                               "bench_wait_sleep", "bench_wait_poll", "verify_bench"})
         for (const auto& w : doc.at(bench).at("warnings"))
             EXPECT_EQ(w.get<std::string>().find("validation layers on"), std::string::npos) << bench << ": " << w;
+    // No nvidia-smi (a CI machine): no clocks.
+    if (std::system("command -v nvidia-smi > /dev/null 2>&1") != 0) {
+        EXPECT_TRUE(doc.at("clocks").is_null()) << doc.at("clocks").dump();
+    }
     // Each pipeline the one-row and 64-row cases build, with its residency
     // an SM where the driver gives its statistics, else why not.
     EXPECT_EQ(doc.at("pipeline_stats_exit_status"), 0);
@@ -179,6 +183,45 @@ TEST(GpuCheck, SkippedPartsAreNullInTheReport) {
     EXPECT_EQ(doc.at("torch").at("lines").at(0).at("reason"), "--skip torch");
     EXPECT_EQ(doc.at("bench_device").at("cases").at(0).at("name"), "default/zipf/v32000/b1");
     EXPECT_EQ(doc.at("bench_device_b64").at("cases").at(0).at("name"), "default/zipf/v32000/b64");
+}
+
+// Where nvidia-smi is there (here a stand-in that prints its CSV lines, every
+// 0.1 s, an SM clock of 1755 MHz), the report holds the GPU's clocks through
+// each part, and the log a line a part.
+TEST(GpuCheck, TheClocksThroughEachPartWhereNvidiaSmiIsThere) {
+    const fs::path dir = temp_dir("clocks");
+    const fs::path bin = dir / "bin";
+    fs::create_directories(bin);
+    {
+        std::ofstream smi(bin / "nvidia-smi");
+        smi << "#!/bin/bash\n"
+               "while true; do echo \"$(date '+%Y/%m/%d %H:%M:%S.%3N'), 0, 1755, 2619, P0\"; sleep 0.1; done\n";
+    }
+    fs::permissions(bin / "nvidia-smi", fs::perms::owner_all, fs::perm_options::add);
+    const fs::path report = dir / "report.json";
+    const char* path = std::getenv("PATH");
+    const auto r = sieve_test::run_program(
+        "/usr/bin/env", "PATH='" + bin.string() + ":" + (path ? path : "/usr/bin:/bin") +
+                            "' SIEVE_GPU_CHECK_ALLOW_CPU=1 bash '" + script() + "' --no-setup --build-dir '" +
+                            std::string(SIEVE_BUILD_DIR) + "' --out '" + report.string() +
+                            "' --skip tests,verify_bench,device_bench,wait_bench,ab_bench,pipeline_stats,torch,phases"
+                            " --bench-case default/zipf/v32000/b1 --tokens 10",
+        dir);
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    const auto doc = nlohmann::json::parse(sieve_test::read_text(report.string()));
+    const auto& clocks = doc.at("clocks");
+    ASSERT_TRUE(clocks.is_object()) << clocks.dump();
+    EXPECT_EQ(clocks.at("source"), "nvidia-smi");
+    const auto& bench = clocks.at("parts").at("bench");
+    ASSERT_EQ(bench.size(), 1u) << bench.dump();
+    EXPECT_EQ(bench.at(0).at("gpu"), 0);
+    EXPECT_GE(bench.at(0).at("samples").get<int>(), 2);
+    EXPECT_EQ(bench.at(0).at("sm_mhz").at("median").get<double>(), 1755.0);
+    EXPECT_EQ(bench.at(0).at("sm_mhz").at("min").get<double>(), 1755.0);
+    EXPECT_EQ(bench.at(0).at("mem_mhz_median").get<double>(), 2619.0);
+    EXPECT_EQ(bench.at(0).at("pstates"), nlohmann::json::array({"P0"}));
+    EXPECT_TRUE(clocks.at("parts").contains("devices"));
+    EXPECT_NE(r.out.find("== clocks: bench: GPU 0 SM 1755 MHz median (1755-1755)"), std::string::npos) << r.out;
 }
 
 TEST(GpuCheck, SkipNamesOnlyItsParts) {
