@@ -289,7 +289,9 @@ fi
 # layer (an H200 run with them on paid 30-60 us more per call, in the
 # submission and the wait).
 export SIEVE_DEVICE=$index SIEVE_VALIDATION=0
-unset SIEVE_PROFILE LP_NATIVE_VECTOR_WIDTH
+# A sharding of the caller's (GoogleTest's variables, from a test run that
+# calls this script) would run only its share of the tests: --shards sets them.
+unset SIEVE_PROFILE LP_NATIVE_VECTOR_WIDTH GTEST_TOTAL_SHARDS GTEST_SHARD_INDEX
 echo "== checking device $index"
 part_done devices
 

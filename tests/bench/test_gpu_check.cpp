@@ -224,6 +224,23 @@ TEST(GpuCheck, TheClocksThroughEachPartWhereNvidiaSmiIsThere) {
     EXPECT_NE(r.out.find("== clocks: bench: GPU 0 SM 1755 MHz median (1755-1755)"), std::string::npos) << r.out;
 }
 
+// The caller's GoogleTest sharding (this test binary's, run in shards) does
+// not reach the check's tests: all three run.
+TEST(GpuCheck, TheCallersShardingLeavesItsTestsWhole) {
+    const fs::path dir = temp_dir("outer_shards");
+    const fs::path report = dir / "report.json";
+    const auto r = sieve_test::run_program(
+        "/usr/bin/env", "GTEST_TOTAL_SHARDS=3 GTEST_SHARD_INDEX=1 SIEVE_GPU_CHECK_ALLOW_CPU=1 bash '" + script() +
+                            "' --no-setup --build-dir '" + std::string(SIEVE_BUILD_DIR) + "' --out '" +
+                            report.string() +
+                            "' --skip bench,verify_bench,device_bench,wait_bench,ab_bench,pipeline_stats,torch,phases"
+                            " --filter 'PhiloxGpu.*:GpuSteadyState.NoRecordingNoAllocationPerToken'",
+        dir);
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    const auto doc = nlohmann::json::parse(sieve_test::read_text(report.string()));
+    EXPECT_EQ(doc.at("tests").at("tests").get<int>(), 3);
+}
+
 TEST(GpuCheck, SkipNamesOnlyItsParts) {
     const fs::path dir = temp_dir("skip_unknown");
     const auto r = sieve_test::run_program("/usr/bin/env", "bash '" + script() + "' --no-setup --skip tests,benches", dir);
