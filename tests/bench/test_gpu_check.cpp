@@ -41,11 +41,11 @@ fs::path temp_dir(const char* name) {
 
 // The check from this build with lavapipe standing in for a GPU: two Philox
 // tests and the steady-state test, one bench case, the verify case given,
-// 10 tokens; `extra`: more arguments.
+// 10 tokens; `extra`: more arguments; `env`: more variables (NAME=VALUE ...).
 sieve_test::Proc run_check_on_cpu(const fs::path& dir, const fs::path& report, const std::string& verify_case,
-                                  const std::string& extra = "") {
+                                  const std::string& extra = "", const std::string& env = "") {
     return sieve_test::run_program(
-        "/usr/bin/env", "SIEVE_GPU_CHECK_ALLOW_CPU=1 bash '" + script() + "' --no-setup --build-dir '" +
+        "/usr/bin/env", env + " SIEVE_GPU_CHECK_ALLOW_CPU=1 bash '" + script() + "' --no-setup --build-dir '" +
                             std::string(SIEVE_BUILD_DIR) + "' --out '" + report.string() + "' " + extra +
                             " --filter 'PhiloxGpu.*:GpuSteadyState.NoRecordingNoAllocationPerToken'"
                             " --bench-case default/zipf/v32000/b1 --verify-case " + verify_case + " --tokens 10",
@@ -200,13 +200,9 @@ TEST(GpuCheck, TheClocksThroughEachPartWhereNvidiaSmiIsThere) {
     fs::permissions(bin / "nvidia-smi", fs::perms::owner_all, fs::perm_options::add);
     const fs::path report = dir / "report.json";
     const char* path = std::getenv("PATH");
-    const auto r = sieve_test::run_program(
-        "/usr/bin/env", "PATH='" + bin.string() + ":" + (path ? path : "/usr/bin:/bin") +
-                            "' SIEVE_GPU_CHECK_ALLOW_CPU=1 bash '" + script() + "' --no-setup --build-dir '" +
-                            std::string(SIEVE_BUILD_DIR) + "' --out '" + report.string() +
-                            "' --skip tests,verify_bench,device_bench,wait_bench,ab_bench,pipeline_stats,torch,phases"
-                            " --bench-case default/zipf/v32000/b1 --tokens 10",
-        dir);
+    const auto r = run_check_on_cpu(dir, report, "verify_match_d4/default/peaked/v151936/b1",
+                                    "--skip tests,verify_bench,device_bench,wait_bench,ab_bench,pipeline_stats,torch,phases",
+                                    "PATH='" + bin.string() + ":" + (path ? path : "/usr/bin:/bin") + "'");
     ASSERT_EQ(r.code, 0) << r.out << r.err;
     const auto doc = nlohmann::json::parse(sieve_test::read_text(report.string()));
     const auto& clocks = doc.at("clocks");
@@ -229,13 +225,9 @@ TEST(GpuCheck, TheClocksThroughEachPartWhereNvidiaSmiIsThere) {
 TEST(GpuCheck, TheCallersShardingLeavesItsTestsWhole) {
     const fs::path dir = temp_dir("outer_shards");
     const fs::path report = dir / "report.json";
-    const auto r = sieve_test::run_program(
-        "/usr/bin/env", "GTEST_TOTAL_SHARDS=3 GTEST_SHARD_INDEX=1 SIEVE_GPU_CHECK_ALLOW_CPU=1 bash '" + script() +
-                            "' --no-setup --build-dir '" + std::string(SIEVE_BUILD_DIR) + "' --out '" +
-                            report.string() +
-                            "' --skip bench,verify_bench,device_bench,wait_bench,ab_bench,pipeline_stats,torch,phases"
-                            " --filter 'PhiloxGpu.*:GpuSteadyState.NoRecordingNoAllocationPerToken'",
-        dir);
+    const auto r = run_check_on_cpu(dir, report, "verify_match_d4/default/peaked/v151936/b1",
+                                    "--skip bench,verify_bench,device_bench,wait_bench,ab_bench,pipeline_stats,torch,phases",
+                                    "GTEST_TOTAL_SHARDS=3 GTEST_SHARD_INDEX=1");
     ASSERT_EQ(r.code, 0) << r.out << r.err;
     const auto doc = nlohmann::json::parse(sieve_test::read_text(report.string()));
     EXPECT_EQ(doc.at("tests").at("tests").get<int>(), 3);

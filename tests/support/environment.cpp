@@ -7,8 +7,9 @@
 // validation checks their barriers.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
-#include <cstring>
+#include <string>
 
 #include "test_support.hpp"
 #include "vulkan/vk_device.hpp"
@@ -26,14 +27,13 @@ void count_validation_message(const char* message, void*) {
 
 int main(int argc, char** argv) {
     setenv("SIEVE_VALIDATION", "1", 0);
-    const char* staged = std::getenv("SIEVE_TEST_STAGED_MEMORY");
-    if (staged != nullptr && std::strcmp(staged, "0") != 0 && staged[0] != '\0') {
-        if (std::strcmp(staged, "1") != 0) {
-            std::fprintf(stderr, "SIEVE_TEST_STAGED_MEMORY=%s: 0 or 1\n", staged);
-            return 2;
-        }
-        sieve::stage_memory_for_tests(true);
+    const char* env = std::getenv("SIEVE_TEST_STAGED_MEMORY");
+    const std::string staged = env != nullptr ? env : "";
+    if (staged != "" && staged != "0" && staged != "1") {
+        std::fprintf(stderr, "SIEVE_TEST_STAGED_MEMORY=%s: 0 or 1\n", staged.c_str());
+        return 2;
     }
+    if (staged == "1") sieve::stage_memory_for_tests(true);
     ::testing::InitGoogleTest(&argc, argv);
     return RUN_ALL_TESTS();
 }
