@@ -192,6 +192,16 @@ const uint PICK_LIMIT = 2u * WG < CAP / 2u ? 2u * WG : CAP / 2u;
 // radix; top-k 500 and 1000: 1264 and 1550 by radix against 1623 and 2400
 // in the general variant).
 const uint RADIX_FROM = INDEXED_BINS != 0u ? PROBE * WG : PICK_LIMIT;
+// Where the picks' select stops: at its first level where at most
+// PICK_LIMIT picks reach the edge on a CPU device, as it always did; on a GPU
+// (PICKS_DEEPER) at the first where at most need + PICK_SLACK do. There the
+// rank sort costs each invocation a shared read of every entry it sorts, one
+// after another, and a level a few barriers: at the default chain's 32
+// chunks of a 151936-logit Zipf row, the first level's edge (an 8-bit key
+// prefix: two binary exponents) holds about 280 logits of a chunk, the
+// second's about 41 (need 40).
+const uint PICK_SLACK = 64u;
+const bool PICKS_DEEPER = INDEXED_BINS == 0u;
 
 // A logit's key into a refining level's bins: keys >= tau0 only.
 void refine_bin(uint k, uint tau0, uint prefix, uint shift) {
@@ -263,9 +273,10 @@ void rank_sort_to_list(uint n, uint need, uint list) {
 // every invocation keeps the PROBE groups of 4 logits (vec4s) of its share
 // with the largest maxima (its picks: each a group's maximum and vec4 index)
 // and the row statistics. A radix select over the picks' keys (8 bits a
-// level, counts in shared memory) finds the lowest key edge tau such that at
-// least `need` picks have a key >= tau and at most PICK_LIMIT do (or the
-// exact key of the need-th pick). Each pick's key is a distinct logit of the
+// level, counts in shared memory) finds the first level's key edge tau such
+// that at least `need` picks have a key >= tau and at most min(PICK_LIMIT,
+// need + PICK_SLACK) do (or the exact key of the need-th pick). Each pick's
+// key is a distinct logit of the
 // chunk, so the chunk's top `need` are >= tau, and every logit >= tau lies in
 // a group whose maximum is >= tau. An invocation whose PROBE-th pick has a
 // key >= tau may have dropped such groups: it reads its own share again and
@@ -384,7 +395,10 @@ bool pick_chunk(uint row, uint begin, uint end, uint need, uint list, bool use_f
             // counts more than PICK_LIMIT >= need: a bin is found.)
             if (!radix_choose(need, 0u, prefix, above, m)) break;
             tau = max(tau0, prefix << shift);
-            if (m <= PICK_LIMIT || shift == 0u) break;
+            // (A refining pass reads groups again a level: it stops at
+            // PICK_LIMIT.)
+            uint enough = PICKS_DEEPER && pass == 0u ? min(PICK_LIMIT, need + PICK_SLACK) : PICK_LIMIT;
+            if (m <= enough || shift == 0u) break;
         }
         if (pass == 0u) {
             phase_chunk_mark(PH_SELECT);
