@@ -39,8 +39,9 @@ double sort_us(uint32_t n, uint32_t workgroup) {
 // could outgrow the buffer cut by splitters (narrow_chunk_lists: their read,
 // three barriers, each invocation's binary searches in every list's
 // splitters), the offsets' scan (three barriers), the copy (a read), and
-// log2(lists) rounds of merge paths (two barriers, a co-rank search and
-// three accesses an output an invocation).
+// log2(lists) rounds of merge paths, each pair cut to `need` (two
+// barriers, invocation 0's placing of the pairs, a search for the pair, a
+// co-rank search and three accesses an output an invocation).
 // Rows whose lists are cut to min-p's floor first (locate_chunk_lists: a
 // read of the lists' first entries, then each list's search over what its
 // chunk listed, rounds of GPU_REACH_PROBES probes at once, a read each)
@@ -63,8 +64,19 @@ double merge_lists_us(const EstimateInputs& in, uint32_t chunks) {
         us += M::kUsPerListRead + 3 * M::kUsPerBarrier + M::kUsPerSharedAccess * chunks * (log2_ceil(per) + 1);
     }
     us += 3 * M::kUsPerBarrier + M::kUsPerListRead;
-    const double seg = std::ceil(double(n) / in.workgroup);
-    us += log2_ceil(chunks) * (2 * M::kUsPerBarrier + M::kUsPerSharedAccess * (log2_ceil(n) + 3 * seg));
+    // Each round's pairs keep their first `need` entries, packed (a pair
+    // takes at most 2 need, and the round at most what the lists hold):
+    // invocation 0 places them (two accesses a pair), and an invocation
+    // finds its pair, its co-rank in two runs of at most `need` and merges
+    // its share of the round's outputs.
+    const uint32_t run = std::min(n, in.need);
+    for (uint32_t runs = chunks; runs > 1; runs = (runs + 1) / 2) {
+        const uint32_t pairs = (runs + 1) / 2;
+        const double outputs = std::min<double>(double(pairs) * run, n);
+        const double seg = std::ceil(outputs / in.workgroup);
+        us += 2 * M::kUsPerBarrier +
+              M::kUsPerSharedAccess * (2 * pairs + log2_ceil(pairs) + log2_ceil(2 * run) + 3 * seg);
+    }
     return us;
 }
 

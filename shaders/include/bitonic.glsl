@@ -102,15 +102,19 @@ void merge_segment(uint a0, uint la, uint b0, uint lb, uint d, uint count, uint 
     }
 }
 
-// Ends a merge round: once every invocation has read the runs (a barrier),
-// this invocation's held outputs go to c[first, first + count); ends with a
-// barrier. The whole workgroup.
-void end_merge_round(uint first, uint count) {
-    barrier();
+// This invocation's held outputs to c[first, first + count).
+// end_merge_round: once every invocation has read the runs (a barrier),
+// store_merge_held; ends with a barrier. The whole workgroup.
+void store_merge_held(uint first, uint count) {
     for (uint q = 0u; q < count; ++q) {
         c_key[first + q] = merge_held[q].x;
         c_id[first + q] = merge_held[q].y;
     }
+}
+
+void end_merge_round(uint first, uint count) {
+    barrier();
+    store_merge_held(first, count);
     barrier();
 }
 

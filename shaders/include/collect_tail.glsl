@@ -23,7 +23,12 @@
 layout(std430, set = 0, binding = BINDING_OUTPUT) writeonly buffer DistOut { uint dist_out[]; };
 
 shared uint s_at[MAX_ROW_CHUNKS], s_len[MAX_ROW_CHUNKS];  // the merge's lists
-shared uint s_from[MAX_ROW_CHUNKS + 1u];  // sort_chunk_lists: where each list's entries start, counted in order
+// sort_chunk_lists: where each list's entries start, counted in order; in
+// merge_list_runs, where each run of the round starts.
+shared uint s_from[MAX_ROW_CHUNKS + 1u];
+// merge_list_runs' pairs of a round: where each pair's outputs start,
+// packed one after another (s_pair_from[pairs]: their total).
+shared uint s_pair_from[MAX_ROW_CHUNKS / 2u + 1u];
 
 uint chunk_kept(uint row, uint c) { return chunk_stats[(row * pc.n_chunks + c) * CHUNK_STRIDE + C_KEPT]; }
 
@@ -196,14 +201,14 @@ uint list_offsets(uint n_chunks) {
     return total.x;
 }
 
-// Of `runs` runs of `stride` lists each (run g's entries start at
-// s_from[stride g]), the last that starts at or before entry j (after
-// list_offsets).
-uint run_holding(uint j, uint stride, uint runs) {
-    uint lo = 0u, hi = runs - 1u;
+// Of the first `count` lists (s_from), or of a merge round's pairs
+// (s_pair_from: `pairs`), the one holding entry j: the last that starts at
+// or before it (one with no entries starts where the next one does).
+uint holding(uint j, uint count, bool pairs) {
+    uint lo = 0u, hi = count - 1u;
     while (lo < hi) {
         uint mid = (lo + hi + 1u) >> 1u;
-        if (s_from[stride * mid] <= j) lo = mid;
+        if ((pairs ? s_pair_from[mid] : s_from[mid]) <= j) lo = mid;
         else hi = mid - 1u;
     }
     return lo;
@@ -212,7 +217,7 @@ uint run_holding(uint j, uint stride, uint runs) {
 // The word offset of the row's j-th list entry, counting list by list (after
 // list_offsets).
 uint list_entry_at(uint j, uint n_chunks) {
-    uint c = run_holding(j, 1u, n_chunks);
+    uint c = holding(j, n_chunks, false);
     return s_at[c] + 2u * (j - s_from[c]);
 }
 
@@ -269,25 +274,49 @@ void narrow_chunk_lists(uint need, uint n_chunks) {
     barrier();
 }
 
-// Merges the lists, copied one after another into c[0, n) (s_from), in
-// pairs of runs, log2(lists) rounds. Invocation t writes outputs [t seg, t
-// seg + seg) of a round, which may span pairs: it finds the pair holding
-// its next output and merges from there to the pair's end or its own
-// (merge_segment). Ends with a barrier.
-void merge_list_runs(uint n, uint n_chunks) {
-    uint seg = (n + WG - 1u) / WG;  // <= SORT_SEG: n <= CAP
-    uint first = min(gl_LocalInvocationID.x * seg, n), stop = min(first + seg, n);
-    for (uint w = 1u; w < n_chunks; w <<= 1u) {  // uniform: runs of w lists, merged in pairs
-        uint pairs = (n_chunks + 2u * w - 1u) / (2u * w);
+// The round's pairs of `runs` runs (run r's entries start at s_from[r],
+// s_from[runs] is their end): pair g merges runs 2g and 2g + 1 (or 2g
+// alone) into its first `need` entries, at s_pair_from[g]. Invocation 0.
+void pair_outputs(uint runs, uint need) {
+    uint pairs = (runs + 1u) >> 1u, at = 0u;
+    for (uint g = 0u; g < pairs; ++g) {
+        s_pair_from[g] = at;
+        at += min(need, s_from[min(2u * g + 2u, runs)] - s_from[2u * g]);
+    }
+    s_pair_from[pairs] = at;
+}
+
+// Merges the lists, copied one after another into c[0, n) (s_from, and
+// pair_outputs(n_chunks, need) done), in pairs of runs, log2(lists) rounds.
+// A pair keeps only its first `need` entries (no entry past a run's
+// need-th is among the row's first `need`), and the pairs' outputs are
+// packed: each round then merges at most (runs / 2) need entries, where
+// merging whole runs merged all the lists' entries every round (the default
+// chain's 32 lists of 40: 1280 a round, 6400 in five rounds, against 1240
+// in all). Invocation t writes packed outputs [t seg, t seg + seg) of a
+// round, which may span pairs: it finds the pair holding its next output
+// and merges from there to the pair's end or its own (merge_segment). The
+// row's first min(n, need) end at c[0, ..). Ends with a barrier.
+void merge_list_runs(uint n_chunks, uint need) {
+    uint t = gl_LocalInvocationID.x;
+    for (uint runs = n_chunks; runs > 1u; runs = (runs + 1u) >> 1u) {  // uniform
+        uint pairs = (runs + 1u) >> 1u, total = s_pair_from[pairs];
+        uint seg = (total + WG - 1u) / WG;  // <= SORT_SEG: total <= n <= CAP
+        uint first = min(t * seg, total), stop = min(first + seg, total);
         for (uint p = first; p < stop;) {
-            uint g = run_holding(p, 2u * w, pairs);  // the pair holding output p
-            uint a0 = s_from[2u * w * g], b0 = s_from[min(2u * w * g + w, n_chunks)];
-            uint end = s_from[min(2u * w * g + 2u * w, n_chunks)];
-            uint count = min(stop, end) - p;
-            merge_segment(a0, b0 - a0, b0, end - b0, p - a0, count, p - first);
+            uint g = holding(p, pairs, true);
+            uint a0 = s_from[2u * g], b0 = s_from[min(2u * g + 1u, runs)], end = s_from[min(2u * g + 2u, runs)];
+            uint count = min(stop, s_pair_from[g + 1u]) - p;
+            merge_segment(a0, b0 - a0, b0, end - b0, p - s_pair_from[g], count, p - first);
             p += count;
         }
-        end_merge_round(first, stop - first);
+        barrier();  // every invocation has read the runs and the pairs: both are overwritten next
+        store_merge_held(first, stop - first);
+        if (t == 0u) {  // the next round's runs are this one's pairs
+            for (uint g = 0u; g <= pairs; ++g) s_from[g] = s_pair_from[g];
+            pair_outputs(pairs, need);
+        }
+        barrier();
     }
 }
 
@@ -320,8 +349,10 @@ uint sort_chunk_lists(uint need, uint n_chunks, bool fits) {
             }
         }
     }
+    // The first round's pairs while the copy's loads are under way.
+    if (gl_LocalInvocationID.x == 0u) pair_outputs(n_chunks, need);
     barrier();
-    merge_list_runs(n, n_chunks);
+    merge_list_runs(n_chunks, need);
     return min(n, need);
 }
 

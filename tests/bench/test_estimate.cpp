@@ -14,6 +14,8 @@
 
 #include <sieve/sieve.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -224,7 +226,8 @@ TEST(Estimate, RanksTodaysTailAheadOf521950cs) {
 // A min-p-first row's tail cuts its lists to the row's floor (a read of
 // their first entries, then 2 rounds of a list's search for a need of 40)
 // and merges `need` entries, where top-k first merges every list's 40
-// (32 chunks at one row: 1280): the same plan, need and ops otherwise
+// (32 chunks at one row: 1280, each round's pairs cut to 40): the same
+// plan, need and ops otherwise
 // (estimate.md, the tail's rows; stated constants).
 TEST(Estimate, ChargesMinPsFloorCutInTheTail) {
     sieve_test::ScopedEnv units("SIEVE_COMPUTE_UNITS", "132");
@@ -236,10 +239,17 @@ TEST(Estimate, ChargesMinPsFloorCutInTheTail) {
     const double floored = collect_and_tail_us(sieve_cli::make_chain(device, o, 1, 151936).plan_estimate(1, 151936));
     o.samplers = "top_k;min_p;temperature";
     const double bounded = collect_and_tail_us(sieve_cli::make_chain(device, o, 1, 151936).plan_estimate(1, 151936));
-    // merge_lists_us's rounds: log2(32) rounds of 2 barriers and shared
-    // accesses of log2(n) + 3 ceil(n / 256) an output, at 0.065 and 0.065 / 4 us.
-    auto rounds = [](double log2n, double seg) { return 5 * (2 * 0.065 + 0.065 / 4 * (log2n + 3 * seg)); };
-    const double want = 3 * 0.75 + rounds(6, 1) - rounds(11, 5);
+    // merge_lists_us's rounds over n entries: 32 lists, then 16 runs, ...,
+    // 2; a round of p pairs keeps at most p x 40 of them, 2 barriers and
+    // shared accesses of 2 p (placing the pairs) + log2(p) + log2(80) (the
+    // pair and the co-rank) + 3 ceil(outputs / 256), at 0.065 and 0.065 / 4 us.
+    auto rounds = [](double n) {
+        double us = 0;
+        for (double pairs = 16; pairs >= 1; pairs /= 2)
+            us += 2 * 0.065 + 0.065 / 4 * (2 * pairs + std::log2(pairs) + 7 + 3 * std::ceil(std::min(pairs * 40, n) / 256));
+        return us;
+    };
+    const double want = 3 * 0.75 + rounds(40) - rounds(1280);
     EXPECT_NEAR(floored - bounded, want, 1e-6) << "floored " << floored << " us, top-k first " << bounded << " us";
 }
 
