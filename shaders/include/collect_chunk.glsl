@@ -276,12 +276,12 @@ void rank_sort_to_list(uint n, uint need, uint list) {
 // level, counts in shared memory) finds the first level's key edge tau such
 // that at least `need` picks have a key >= tau and at most min(PICK_LIMIT,
 // need + PICK_SLACK) do (or the exact key of the need-th pick). Each pick's
-// key is a distinct logit of the
-// chunk, so the chunk's top `need` are >= tau, and every logit >= tau lies in
-// a group whose maximum is >= tau. An invocation whose PROBE-th pick has a
-// key >= tau may have dropped such groups: it reads its own share again and
-// takes every logit >= tau; the others read their picked groups >= tau again
-// (a vec4 each) and take their logits >= tau. So the chunk's logits >= tau,
+// key is a distinct logit of the chunk, so the chunk's top `need` are >=
+// tau, and every logit >= tau lies in a group whose maximum is >= tau. An
+// invocation whose PROBE-th pick has a key >= tau may have dropped such
+// groups: it reads its own share again and takes every logit >= tau; the
+// others read their picked groups >= tau again (a vec4 each) and take their
+// logits >= tau. So the chunk's logits >= tau,
 // rank sorted, hold its top `need`: the first `need` of them are written to
 // the chunk's list at `list` (returns true; `kept` = how many).
 // Past PICK_LIMIT they are left in the buffer for the caller's compaction to

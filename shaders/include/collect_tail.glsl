@@ -312,7 +312,7 @@ void merge_list_runs(uint n_chunks, uint need) {
         }
         barrier();  // every invocation has read the runs and the pairs: both are overwritten next
         store_merge_held(first, stop - first);
-        if (t == 0u) {  // the next round's runs are this one's pairs
+        if (t == 0u && pairs > 1u) {  // the next round's runs are this one's pairs
             for (uint g = 0u; g <= pairs; ++g) s_from[g] = s_pair_from[g];
             pair_outputs(pairs, need);
         }
