@@ -31,9 +31,10 @@ const char* stage_name(Stage stage) {
 }
 
 uint32_t wide_bins(const EffectiveLimits& limits) {
+    if (!limits.cpu_paths) return kWideGpuBins;
     // wide_histogram's columns in shared memory: at most WG x 64 words, and 1 KB for the rest.
     const bool fits = static_cast<uint64_t>(limits.workgroup_size) * 256 + 1024 <= limits.shared_memory;
-    return limits.cpu_paths && fits ? kWideMaxBins : 16u;
+    return fits ? kWideMaxBins : 16u;
 }
 
 VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, const shaders::Spirv& code,

@@ -143,10 +143,16 @@ void write_texel_binding(Device& device, VkDescriptorSet set, VkBufferView view)
 
 // wide.glsl's value bins (SPEC_WIDE_BINS): 256 with the CPU paths
 // (EffectiveLimits::cpu_paths) when the workgroup's columns fit the shared
-// memory (WG x 256 bytes), else 16; at most 256 (wide_gather's resolve). A
-// top-p chain's histograms are sized for wide_bins (gpu_chain_buffers.cpp:
-// histogram_bins).
+// memory (WG x 256 bytes), else 16; kWideGpuBins on a GPU, which adds into
+// them by shared atomics (2 words a bin); at most 256 (wide_gather's
+// resolve). A top-p chain's histograms are sized for wide_bins
+// (gpu_chain_buffers.cpp: histogram_bins).
 constexpr uint32_t kWideMaxBins = 256;
+// A GPU's: the flat rows' bins (N(0, 1) at 151936, top-p 0.9) hold few
+// enough members for the list where 16 held more in most draws (each
+// gathered bin's members grow with its width); more bins lengthen the last
+// workgroup's sums of the chunks' bins.
+constexpr uint32_t kWideGpuBins = 64;
 uint32_t wide_bins(const EffectiveLimits& limits);
 
 

@@ -6,7 +6,7 @@
 // over the row finish the cut and the draw on the GPU, launched indirectly
 // (zero workgroups when no row of the call needs them):
 //
-//   wide_histogram  16 or 256 value bins of the entries after the buffer, in
+//   wide_histogram  64 or 256 value bins of the entries after the buffer, in
 //                   [L, v_n]: their mass at the cut's temperatures. Its last
 //                   workgroup finds the bin where the cumulative mass reaches
 //                   p (b*) and, from bounds on the bins' masses at the draw's
@@ -74,10 +74,11 @@ layout(constant_id = SPEC_WIDE_DIRECT) const uint WIDE_DIRECT = 0u;
 // index (common.glsl: INDEXED_BINS; the cost per logit does not grow with the
 // bins) and the wide passes run 8 invocations a workgroup, so that b* and the
 // draw's bins hold few members to gather and select (top-p 0.95 over the
-// bench's Zipf rows at 151936: b* 1426 members, 5388 with 64 bins); 16
-// elsewhere (registers and selects). At most 256: the resolve sums the
-// gathered bins in its 256 selection slots (wide_gather.comp). The host
-// chooses (pipelines.cpp).
+// bench's Zipf rows at 151936: b* 1426 members, 5388 with 64 bins); 64 on a
+// GPU, added by shared atomics (16 on a CPU device whose shared memory
+// cannot hold the columns). At most 256: the resolve sums the gathered bins
+// in its 256 selection slots (wide_gather.comp). The host chooses
+// (pipelines.cpp).
 layout(constant_id = SPEC_WIDE_BINS) const uint WIDE_BINS = 16u;
 
 // A row's block in `wide` (gpu_plan.hpp: wide_row_words): the buffer's

@@ -161,6 +161,9 @@ uint g_star_klo, g_star_khi;
 // levels run lane after lane (lavapipe, top-p at 151936: 2.5% of a call's
 // instructions). The same members and integer masses either way.
 const bool KEPT_BY_LEVELS = INDEXED_BINS == 0u;
+// The resolve's sums of the gathered run's bins in registers, a CPU
+// device's (one entry, never used, on a GPU).
+const uint RUN_PARTS = INDEXED_BINS != 0u ? WIDE_BINS : 1u;
 
 // The draw's mass of a member at the cut's key kc.
 uvec2 draw_mass_of_cut_key(uint kc) {
@@ -545,26 +548,31 @@ void resolve(uint row) {
     uvec2 bstar_kept = uvec2(w_kept_lo, w_kept_hi);
 
     // 2. The draw's masses, summed exactly, of the gathered run's bins (slot
-    //    b of w_lo/w_hi), where there is a run: each invocation adds its
-    //    members by bin, then one 64-bit atomic per bin.
+    //    b of w_lo/w_hi), where there is a run: on a CPU device each
+    //    invocation adds its members by bin (an array indexed per lane),
+    //    then one 64-bit atomic per bin; a GPU adds each member by shared
+    //    atomics (its bins, 64, would make the array local memory).
     if (g_clo < g_cend) {  // uniform: the row's
         for (uint b = t; b < WIDE_BINS; b += WG) {
             w_lo[b] = 0u;
             w_hi[b] = 0u;
         }
         barrier();
-        uvec2 part[WIDE_BINS];
-        for (uint b = 0u; b < WIDE_BINS; ++b) part[b] = uvec2(0u);
+        uvec2 part[RUN_PARTS];
+        for (uint b = 0u; b < RUN_PARTS; ++b) part[b] = uvec2(0u);
         for (uint j0 = t; j0 < m; j0 += LIST_LOADS * WG) {
             uvec2 e[LIST_LOADS];
             list_entries(list, j0, m, e);
             [[unroll]] for (uint u = 0u; u < LIST_LOADS; ++u) {
                 uint b = wide_bin(sieve_key_value(e[u].x), g_top, g_scale);
-                if (j0 + u * WG < m && b >= g_clo && b < g_cend)
-                    part[b] = u64_add(part[b], draw_mass_of_cut_key(e[u].x));
+                if (j0 + u * WG < m && b >= g_clo && b < g_cend) {
+                    uvec2 q = draw_mass_of_cut_key(e[u].x);
+                    if (INDEXED_BINS != 0u) part[b] = u64_add(part[b], q);
+                    else if (q != uvec2(0u)) U64_ATOMIC_ADD(w_lo[b], w_hi[b], q);
+                }
             }
         }
-        for (uint b = g_clo; b < g_cend; ++b) {
+        for (uint b = g_clo; INDEXED_BINS != 0u && b < g_cend; ++b) {
             if (part[b] != uvec2(0u)) U64_ATOMIC_ADD(w_lo[b], w_hi[b], part[b]);
         }
         barrier();

@@ -1,6 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// A top-p cut past the candidate buffer, pass 2 of 3 (wide.glsl): 16 or 256
+// A top-p cut past the candidate buffer, pass 2 of 3 (wide.glsl): 64 or 256
 // value bins of the row's entries after the buffer and at or above L, per
 // chunk, with their mass at the cut's temperatures. No counts (a bin holds a
 // member when its mass is positive; members lighter than 2^-40 of the
@@ -10,12 +10,13 @@
 // and no masses at the draw's temperatures (bounded from the cut's, below;
 // wide_gather sums them): on a CPU device each per-bin sum is a scatter of a
 // lane at a time, about half of the pass.
-// Every invocation keeps its bins in registers (selects, no atomics; by
-// index on a CPU device), the workgroup adds them up and the last workgroup
-// the chunks: a buffer row's masses are exact 40-bit sums (the same bins for
-// any split of the row into chunks), a direct row's float sums in a fixed
-// order. That workgroup then finds the bin holding the cut and the bins the
-// draw can land in, and arms the gather.
+// A GPU adds each member's mass into the workgroup's bins in shared memory
+// (64-bit sums from 32-bit atomics); a CPU device keeps every invocation's
+// bins in registers by index, and the workgroup adds them up. The last
+// workgroup adds the chunks: a buffer row's masses are exact 40-bit sums (the
+// same bins for any split of the row into chunks, in any order), a direct
+// row's float sums in a fixed order. That workgroup then finds the bin
+// holding the cut and the bins the draw can land in, and arms the gather.
 #include "common.glsl"
 #include "row.glsl"
 #include "arrive.glsl"
@@ -35,19 +36,28 @@
 // under a lane mask when the choice is left to run time.
 layout(constant_id = SPEC_WIDE_ROWS_X4) const uint WIDE_ROWS_X4 = 0u;
 
-// The workgroup's bins: WIDE_COLS words of every invocation at a time
-// (columns: row t is invocation t's), or the subgroups' sums
-// (store_exact_bins).
-const uint WIDE_COLS = WIDE_BINS < 64u ? WIDE_BINS : 64u;
-shared uint s_ab[WG][WIDE_COLS];
+// A GPU's bins (INDEXED_BINS 0): each member's exact mass added into its
+// bin by shared atomics, value WIDE_BINS the mass below L (store_exact_bins).
+const uint SHARED_BINS = INDEXED_BINS == 0u ? WIDE_BINS + 1u : 1u;
+shared uint s_bin_lo[SHARED_BINS], s_bin_hi[SHARED_BINS];
 
-// The last workgroup's reads of what a direct row's chunks left in device
-// memory, for a walk in chunk order on invocation 0 (float sums): the whole
-// workgroup copies them into s_ab at once, up to STAGE_WORDS words a batch,
-// and invocation 0 takes them from there (one memory latency a batch, where
-// invocation 0 alone waited one a chunk). decide shares the exact bins'
-// sums through it too.
-const uint STAGE_WORDS = WG * WIDE_COLS;
+// A CPU device's bins: WIDE_COLS words of every invocation at a time
+// (columns: row t is invocation t's; store_exact_bins, store_float_bins).
+// The rows also stage the last workgroup's reads: what a direct row's chunks
+// left in device memory, for a walk in chunk order on invocation 0 (float
+// sums): the whole workgroup copies them into s_ab at once, up to
+// STAGE_WORDS words a batch, and invocation 0 takes them from there (one
+// memory latency a batch, where invocation 0 alone waited one a chunk).
+// decide shares the exact bins' sums through it too, two words a value
+// (DECIDE_WORDS: a CPU device's 8 rows of 64 words hold 512 of 256 bins'
+// 514). A GPU needs the staging rows only.
+const uint WIDE_COLS = INDEXED_BINS == 0u ? 16u : (WIDE_BINS < 64u ? WIDE_BINS : 64u);
+const uint DECIDE_WORDS = 2u * (WIDE_BINS + 1u);
+const uint DECIDE_ROWS = (DECIDE_WORDS + WIDE_COLS - 1u) / WIDE_COLS;
+const uint COLUMN_ROWS = INDEXED_BINS == 0u ? 0u : WG;
+const uint STAGE_ROWS = COLUMN_ROWS > DECIDE_ROWS ? COLUMN_ROWS : DECIDE_ROWS;
+shared uint s_ab[STAGE_ROWS][WIDE_COLS];
+const uint STAGE_WORDS = STAGE_ROWS * WIDE_COLS;
 uint staged(uint i) { return s_ab[i / WIDE_COLS][i % WIDE_COLS]; }
 void stage(uint i, uint word) { s_ab[i / WIDE_COLS][i % WIDE_COLS] = word; }
 
@@ -153,30 +163,39 @@ vec2 draw_mass_bounds(uint b, float mc, float top, float scale, float lowest, fl
     return vec2(mc * exp(min(glo, ghi) - e - ref) * (1.0 - 1e-4), mc * exp(max(glo, ghi) + e - ref) * (1.0 + 1e-4));
 }
 
-// Invocation 0, from the bins' masses at the cut (mc): the cut's bin, the
-// draw's possible bins, the gather's arming.
-void choose(uint row, float mc[WIDE_BINS]) {
+// The bins' masses at the cut (s_mc), and bounds on their masses at the
+// draw's temperatures (s_md), for choose.
+shared float s_mc[WIDE_BINS];
+shared vec2 s_md[WIDE_BINS];
+
+// The whole workgroup, from the bins' masses at the cut (s_mc, after a
+// barrier; the row's words in row_state visible to every invocation): the
+// cut's bin, the draw's possible bins, the gather's arming (invocation 0).
+void choose(uint row) {
+    uint t = gl_LocalInvocationID.x;
     uint o = row * ROW_STRIDE;
     uint passes = WIDE_DIRECT != 0u ? 1u : 2u;
     // top-p: the first entry whose cumulative mass reaches the target; the
-    // bins before b* are kept whole.
+    // bins before b* are kept whole. (Every invocation walks the bins, to
+    // the same b*: a few float adds a bin.)
     float rc = uintBitsToFloat(row_state[o + R_WIDE_RC]);
     float before = 0.0;
     uint bstar = WIDE_BINS;
     uint kept = row_state[o + R_WIDE_N];  // at least: the buffer, one per bin before b* and one of b*
     for (uint b = 0u; b < WIDE_BINS; ++b) {
-        if (mc[b] > 0.0 && before + mc[b] >= rc) {
+        float mc = s_mc[b];
+        if (mc > 0.0 && before + mc >= rc) {
             bstar = b;
             break;
         }
-        before += mc[b];
-        kept += mc[b] > 0.0 ? 1u : 0u;
+        before += mc;
+        kept += mc > 0.0 ? 1u : 0u;
     }
     // llama.cpp keeps at least min_keep: past b*'s start the GPU would need
     // ranks, not masses (the collect pass keeps min_keep entries in the
     // buffer, up to CAP / 2, so only a min_keep past that gets here).
-    if (bstar == WIDE_BINS || row_state[o + R_WIDE_KEEP] > kept + 1u) {
-        wide_fallback(row, passes);
+    if (bstar == WIDE_BINS || row_state[o + R_WIDE_KEEP] > kept + 1u) {  // uniform
+        if (t == 0u) wide_fallback(row, passes);
         return;
     }
     // The draw's masses per bin lie within bounds (draw_mass_bounds); so does
@@ -185,7 +204,8 @@ void choose(uint row, float mc[WIDE_BINS]) {
     // run: both ends of a bin's part only grow with b) are gathered with b*;
     // wide_gather sums the draw's masses of the bins before and after them.
     // (More members than the list holds: its resolve hands the row to the
-    // CPU twin.)
+    // CPU twin.) The bounds, a few exponentials and divisions a bin, one bin
+    // an invocation; invocation 0 walks them.
     uint nt = row_state[o + R_WIDE_NT];
     uint n_draw = ((nt >> 16u) & 0x7FFFu) - (nt & 0x7FFFu);
     float top = uintBitsToFloat(row_state[o + R_WIDE_TOP]);
@@ -193,23 +213,24 @@ void choose(uint row, float mc[WIDE_BINS]) {
     float lowest = uintBitsToFloat(row_state[o + R_WIDE_L]);
     float temperature = param_f(row, P_TEMPERATURE);
     float ref = uintBitsToFloat(row_state[o + R_WIDE_MD]) - uintBitsToFloat(row_state[o + R_WIDE_MC]);
+    for (uint b = t; b <= bstar; b += WG)
+        s_md[b] = draw_mass_bounds(b, s_mc[b], top, scale, lowest, temperature, n_draw, ref);
+    barrier();
+    if (t != 0u) return;
     float bd = uintBitsToFloat(row_state[o + R_WIDE_BD]);
-    vec2 md[WIDE_BINS];
     vec2 a = vec2(bd);
-    for (uint b = 0u; b <= bstar; ++b) {
-        md[b] = draw_mass_bounds(b, mc[b], top, scale, lowest, temperature, n_draw, ref);
-        if (b < bstar) a += md[b];
-    }
+    for (uint b = 0u; b < bstar; ++b) a += s_md[b];
     float u = float(row_uniform(row)) * 2.3283064365386963e-10;
-    float lo = u * a.x * (1.0 - 1e-5), hi = u * (a.y + md[bstar].y) * (1.0 + 1e-5);
+    float lo = u * a.x * (1.0 - 1e-5), hi = u * (a.y + s_md[bstar].y) * (1.0 + 1e-5);
     uint clo = bstar, cend = bstar;
     vec2 cum = vec2(bd);
     for (uint b = 0u; b < bstar; ++b) {
-        if (cum.y + md[b].y >= lo && cum.x <= hi) {
+        vec2 md = s_md[b];
+        if (cum.y + md.y >= lo && cum.x <= hi) {
             clo = min(clo, b);
             cend = b + 1u;
         }
-        cum += md[b];
+        cum += md;
     }
     row_state[o + R_WIDE_BSTAR] = bstar;
     row_state[o + R_WIDE_CLO] = clo;
@@ -224,10 +245,10 @@ void choose(uint row, float mc[WIDE_BINS]) {
 
 // decide's values: the WIDE_BINS bins and the mass below L, each the sum of
 // its word over the chunks, taken by DECIDE_LANES invocations a value
-// (chunks lane, lane + DECIDE_LANES, ...): on a GPU 17 values x 64 chunks are
-// 4 or 5 independent loads an invocation, where one invocation a value
-// waited on all 64 in turn. A CPU device's workgroup of 8 has one
-// invocation a value and more.
+// (chunks lane, lane + DECIDE_LANES, ...): on a GPU's 256 invocations 65
+// values x 32 chunks are 11 independent loads an invocation, where one
+// invocation a value waited on all 32 in turn. A CPU device's workgroup of 8
+// has one invocation a value and more.
 const uint DECIDE_VALUES = WIDE_BINS + 1u;
 const uint DECIDE_LANES = WG >= 2u * DECIDE_VALUES ? WG / DECIDE_VALUES : 1u;
 
@@ -264,15 +285,12 @@ void decide(uint row) {
         }
     }
     barrier();
-    float mc[WIDE_BINS];
     uvec2 past = uvec2(0u);  // the bins' and below L's
-    for (uint b = 0u; b <= WIDE_BINS; ++b) {
-        uvec2 sum = uvec2(staged(2u * b), staged(2u * b + 1u));
-        past = u64_add(past, sum);
-        if (b < WIDE_BINS) mc[b] = fixed40_value(sum);
-    }
+    for (uint b = 0u; b <= WIDE_BINS; ++b) past = u64_add(past, uvec2(staged(2u * b), staged(2u * b + 1u)));
+    for (uint b = t; b < WIDE_BINS; b += WG) s_mc[b] = fixed40_value(uvec2(staged(2u * b), staged(2u * b + 1u)));
     if ((row_state[o + R_WIDE_NT] & WIDE_DEFERRED) != 0u && cut_in_buffer(row, past)) return;  // uniform
-    if (t == 0u) choose(row, mc);
+    barrier();
+    choose(row);
 }
 
 // A direct row's grid (wide.glsl: WIDE_DIRECT): the window ln(V / (1 - p)) + 1
@@ -334,8 +352,7 @@ void decide_direct(uint row, RowStats s) {
         if (t == 0u) wide_fallback(row, 1u);  // uniform
         return;
     }
-    float mc[WIDE_BINS];
-    for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] = 0.0;
+    for (uint b = t; b < WIDE_BINS; b += WG) s_mc[b] = 0.0;  // before stage_chunks' barrier
     vec2 below = vec2(0.0);  // compensated: the total's smallest part
     const uint per = CHUNK_WORDS;
     const uint batch = STAGE_WORDS / per;
@@ -349,30 +366,34 @@ void decide_direct(uint row, RowStats s) {
             uint shift = uint(top - wide_grid(mcc, scale));
             for (uint b = 0u; b < WIDE_BINS; ++b) {
                 float x = uintBitsToFloat(staged(k * per + 1u + b)) * f;
-                if (b + shift < WIDE_BINS) mc[b + shift] += x;
+                if (b + shift < WIDE_BINS) s_mc[b + shift] += x;
                 else ksum_add(below, x);
             }
             ksum_add(below, uintBitsToFloat(staged(k * per + 1u + WIDE_BINS)) * f);
         }
         barrier();  // the next batch overwrites them
     }
-    if (t != 0u) return;
-    vec2 total = below;
-    for (uint b = 0u; b < WIDE_BINS; ++b) ksum_add(total, mc[b]);
-    float p = param_f(row, P_TOP_P);
-    row_state[o + R_WIDE_KN] = 0xFFFFFFFFu;  // no buffer: every entry is after it
-    row_state[o + R_WIDE_IDN] = 0u;
-    row_state[o + R_WIDE_MC] = floatBitsToUint(m);
-    row_state[o + R_WIDE_MD] = floatBitsToUint(md);
-    row_state[o + R_WIDE_L] = floatBitsToUint(lowest);
-    row_state[o + R_WIDE_INVW] = floatBitsToUint(scale);
-    row_state[o + R_WIDE_TOP] = floatBitsToUint(top);
-    row_state[o + R_WIDE_NT] = n_cut | WIDE_NT_DIRECT | (n_all << 16u);
-    row_state[o + R_WIDE_RC] = floatBitsToUint(p * (total.x - total.y));
-    row_state[o + R_WIDE_BD] = floatBitsToUint(0.0);
-    row_state[o + R_WIDE_N] = 0u;
-    row_state[o + R_WIDE_KEEP] = param_u(row, P_MIN_KEEP);
-    choose(row, mc);
+    if (t == 0u) {
+        vec2 total = below;
+        for (uint b = 0u; b < WIDE_BINS; ++b) ksum_add(total, s_mc[b]);
+        float p = param_f(row, P_TOP_P);
+        row_state[o + R_WIDE_KN] = 0xFFFFFFFFu;  // no buffer: every entry is after it
+        row_state[o + R_WIDE_IDN] = 0u;
+        row_state[o + R_WIDE_MC] = floatBitsToUint(m);
+        row_state[o + R_WIDE_MD] = floatBitsToUint(md);
+        row_state[o + R_WIDE_L] = floatBitsToUint(lowest);
+        row_state[o + R_WIDE_INVW] = floatBitsToUint(scale);
+        row_state[o + R_WIDE_TOP] = floatBitsToUint(top);
+        row_state[o + R_WIDE_NT] = n_cut | WIDE_NT_DIRECT | (n_all << 16u);
+        row_state[o + R_WIDE_RC] = floatBitsToUint(p * (total.x - total.y));
+        row_state[o + R_WIDE_BD] = floatBitsToUint(0.0);
+        row_state[o + R_WIDE_N] = 0u;
+        row_state[o + R_WIDE_KEEP] = param_u(row, P_MIN_KEEP);
+    }
+    // choose reads these words in every invocation.
+    memoryBarrierBuffer();
+    barrier();
+    choose(row);
 }
 
 // A direct row's chunk statistics (the collect pass's, row_stats.comp's
@@ -428,10 +449,11 @@ RowStats direct_stats(uint row, uint begin, uint end, bool vmap, uint j_first, u
     return s;
 }
 
-// The bins a workgroup keeps: exact ones for buffer rows, float ones for
-// direct rows; the other kind one entry, never used (a CPU device would
-// otherwise clear and carry 256 of them per invocation for nothing).
-const uint EXACT_BINS = WIDE_DIRECT != 0u ? 1u : WIDE_BINS;
+// The bins an invocation keeps: exact ones for a CPU device's buffer rows,
+// float ones for direct rows; otherwise one entry, never used (a CPU device
+// would otherwise clear and carry 256 of them per invocation for nothing; a
+// GPU adds into s_bin_lo, s_bin_hi).
+const uint EXACT_BINS = WIDE_DIRECT != 0u || INDEXED_BINS == 0u ? 1u : WIDE_BINS;
 const uint FLOAT_BINS = WIDE_DIRECT != 0u ? WIDE_BINS : 1u;
 
 // A direct row's chunk bins (float) and mass below L into the chunk's words,
@@ -463,34 +485,24 @@ void store_float_bins(uint h, float mc[FLOAT_BINS], float below) {
 
 // A buffer row's exact bins (two words each) and mass below L into the
 // chunk's words; value b = WIDE_BINS is the mass below L. Integer sums,
-// exact in any order. With subgroup arithmetic and register bins: each
-// subgroup's sums (u64.glsl: subgroup_add_u64), then invocation b adds value
-// b's over the subgroups (2 words a value and a subgroup of at least 4
-// invocations: pipelines.cpp; they fit s_ab). Else by columns, half of
-// WIDE_COLS values a round (low and high words).
+// exact in any order. A GPU's bins are the workgroup's already (s_bin_lo,
+// s_bin_hi): each invocation adds its mass below L (deferred rows; one
+// atomic a subgroup where subgroup arithmetic exists), and invocation b
+// stores value b. A CPU device's by columns, half of WIDE_COLS values a
+// round (low and high words).
 void store_exact_bins(uint h, uint mlo[EXACT_BINS], uint mhi[EXACT_BINS], uvec2 below) {
     uint t = gl_LocalInvocationID.x;
-#ifdef SIEVE_SUBGROUP
     if (INDEXED_BINS == 0u) {
-        const uint per = 2u * (WIDE_BINS + 1u);  // words a subgroup
-        uint g = gl_SubgroupID;
-        [[unroll]] for (uint b = 0u; b <= WIDE_BINS; ++b) {
-            uvec2 m = subgroup_add_u64(b < WIDE_BINS ? uvec2(mlo[b], mhi[b]) : below);
-            if (subgroupElect()) {
-                stage(g * per + 2u * b, m.x);
-                stage(g * per + 2u * b + 1u, m.y);
-            }
-        }
+#ifdef SIEVE_SUBGROUP
+        below = subgroup_add_u64(below);
+        if (!subgroupElect()) below = uvec2(0u);
+#endif
+        if (below != uvec2(0u)) U64_ATOMIC_ADD(s_bin_lo[WIDE_BINS], s_bin_hi[WIDE_BINS], below);
         barrier();
-        for (uint b = t; b <= WIDE_BINS; b += WG) {
-            uvec2 sum = uvec2(0u);
-            for (uint k = 0u; k < gl_NumSubgroups; ++k)
-                sum = u64_add(sum, uvec2(staged(k * per + 2u * b), staged(k * per + 2u * b + 1u)));
-            store_wide_hist_u64(h, b < WIDE_BINS ? WH_BIN(b) : WH_BELOW, sum);
-        }
+        for (uint b = t; b <= WIDE_BINS; b += WG)
+            store_wide_hist_u64(h, b < WIDE_BINS ? WH_BIN(b) : WH_BELOW, uvec2(s_bin_lo[b], s_bin_hi[b]));
         return;
     }
-#endif
     const uint values = WIDE_COLS / 2u;
     for (uint base = 0u; base <= WIDE_BINS; base += values) {
         [[unroll]] for (uint c = 0u; c < values; ++c) {
@@ -579,6 +591,13 @@ void main() {
         mhi[b] = 0u;
     }
     [[unroll]] for (uint b = 0u; b < FLOAT_BINS; ++b) mc[b] = 0.0;
+    if (INDEXED_BINS == 0u) {
+        for (uint b = t; b < SHARED_BINS; b += WG) {
+            s_bin_lo[b] = 0u;
+            s_bin_hi[b] = 0u;
+        }
+        barrier();
+    }
     uvec2 below = uvec2(0u);
     float below_f = 0.0;
 // The logits of quad J (F4) into the bins, in order (the float sums, and so
@@ -606,12 +625,9 @@ void main() {
                 uint bin = wide_bin(v, top, scale);                                             \
                 mlo[bin] = uaddCarry(mlo[bin], live ? q.x : 0u, carry);                         \
                 mhi[bin] += (live ? q.y : 0u) + carry;                                          \
-            } else {                                                                            \
-                uint bin = live ? wide_bin(v, top, scale) : WIDE_BINS;                          \
-                [[unroll]] for (uint b = 0u; b < WIDE_BINS; ++b) {                              \
-                    mlo[b] = uaddCarry(mlo[b], bin == b ? q.x : 0u, carry);                     \
-                    mhi[b] += (bin == b ? q.y : 0u) + carry;                                    \
-                }                                                                               \
+            } else if (live && q != uvec2(0u)) {                                                \
+                uint bin = wide_bin(v, top, scale);                                             \
+                U64_ATOMIC_ADD(s_bin_lo[bin], s_bin_hi[bin], q)                                 \
             }                                                                                   \
         }                                                                                       \
     }

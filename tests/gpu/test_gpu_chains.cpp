@@ -1856,6 +1856,9 @@ TEST(GpuChainWideTopP, TokensEqualTheTwinWithoutFallback) {
         {"top_p;temperature", Shape::Zipf, 32000, 0.9f, 200, 3},
         {"top_p;temperature", Shape::Ties, 32000, 0.5f, 0, 3},
         {"top_p;temperature", Shape::Gaussian, 32000, 0.6f, 0, 3},
+        // A flat row whose cut and draw fall among tens of thousands of
+        // members: a GPU's wide bins hold few enough of them for the list.
+        {"top_p;temperature", Shape::Flat, 151936, 0.9f, 0, 3},
         {"top_p;temperature", Shape::Masked, 151936, 0.9f, 0, 3},
         {"top_p;temperature", Shape::Peaked, 32000, 0.9f, 0, 2},
         {"top_p;temperature", Shape::Peaked, 32000, 0.9f, 3, 2},

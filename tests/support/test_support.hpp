@@ -127,7 +127,9 @@ inline std::string backend_name(const testing::TestParamInfo<OnBackend>& info) {
     return info.param == OnBackend::Gpu ? "Gpu" : "Cpu";
 }
 
-enum class Shape { Gaussian, Zipf, Peaked, Masked, Ties };
+// Gaussian: N(0, 4); Flat: N(0, 1), no outliers (`sieve bench`'s flat rows),
+// whose top-p cuts and draws fall among tens of thousands of logits.
+enum class Shape { Gaussian, Zipf, Peaked, Masked, Ties, Flat };
 
 inline const char* shape_name(Shape s) {
     switch (s) {
@@ -136,6 +138,7 @@ inline const char* shape_name(Shape s) {
     case Shape::Peaked: return "peaked";
     case Shape::Masked: return "masked";
     case Shape::Ties: return "ties";
+    case Shape::Flat: return "flat";
     }
     return "?";
 }
@@ -161,6 +164,9 @@ inline std::vector<float> make_row(Shape shape, int32_t vocab, uint32_t seed) {
     case Shape::Peaked:
         for (auto& x : row) x = normal(rng);
         row[rng() % row.size()] = 25.0f;
+        break;
+    case Shape::Flat:
+        for (auto& x : row) x = normal(rng);
         break;
     case Shape::Masked:
         for (auto& x : row) x = (rng() % 4 == 0) ? normal(rng) : -std::numeric_limits<float>::infinity();
