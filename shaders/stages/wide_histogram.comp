@@ -352,7 +352,10 @@ void decide_direct(uint row, RowStats s) {
         if (t == 0u) wide_fallback(row, 1u);  // uniform
         return;
     }
-    for (uint b = t; b < WIDE_BINS; b += WG) s_mc[b] = 0.0;  // before stage_chunks' barrier
+    // Invocation 0's sums (an array indexed per lane: a CPU device's), shared
+    // for choose once added.
+    float mc[WIDE_BINS];
+    for (uint b = 0u; b < WIDE_BINS; ++b) mc[b] = 0.0;
     vec2 below = vec2(0.0);  // compensated: the total's smallest part
     const uint per = CHUNK_WORDS;
     const uint batch = STAGE_WORDS / per;
@@ -366,7 +369,7 @@ void decide_direct(uint row, RowStats s) {
             uint shift = uint(top - wide_grid(mcc, scale));
             for (uint b = 0u; b < WIDE_BINS; ++b) {
                 float x = uintBitsToFloat(staged(k * per + 1u + b)) * f;
-                if (b + shift < WIDE_BINS) s_mc[b + shift] += x;
+                if (b + shift < WIDE_BINS) mc[b + shift] += x;
                 else ksum_add(below, x);
             }
             ksum_add(below, uintBitsToFloat(staged(k * per + 1u + WIDE_BINS)) * f);
@@ -375,7 +378,10 @@ void decide_direct(uint row, RowStats s) {
     }
     if (t == 0u) {
         vec2 total = below;
-        for (uint b = 0u; b < WIDE_BINS; ++b) ksum_add(total, s_mc[b]);
+        for (uint b = 0u; b < WIDE_BINS; ++b) {
+            ksum_add(total, mc[b]);
+            s_mc[b] = mc[b];
+        }
         float p = param_f(row, P_TOP_P);
         row_state[o + R_WIDE_KN] = 0xFFFFFFFFu;  // no buffer: every entry is after it
         row_state[o + R_WIDE_IDN] = 0u;
@@ -390,7 +396,7 @@ void decide_direct(uint row, RowStats s) {
         row_state[o + R_WIDE_N] = 0u;
         row_state[o + R_WIDE_KEEP] = param_u(row, P_MIN_KEEP);
     }
-    // choose reads these words in every invocation.
+    // choose reads these words and s_mc in every invocation.
     memoryBarrierBuffer();
     barrier();
     choose(row);
