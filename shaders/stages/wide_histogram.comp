@@ -289,6 +289,9 @@ void decide(uint row) {
     for (uint b = 0u; b <= WIDE_BINS; ++b) past = u64_add(past, uvec2(staged(2u * b), staged(2u * b + 1u)));
     for (uint b = t; b < WIDE_BINS; b += WG) s_mc[b] = fixed40_value(uvec2(staged(2u * b), staged(2u * b + 1u)));
     if ((row_state[o + R_WIDE_NT] & WIDE_DEFERRED) != 0u && cut_in_buffer(row, past)) return;  // uniform
+    // choose reads s_mc, and R_WIDE_RC (a deferred row's, which
+    // cut_in_buffer's invocation 0 wrote) in every invocation.
+    memoryBarrierBuffer();
     barrier();
     choose(row);
 }
