@@ -247,16 +247,18 @@ bool radix_chunk(const RowAnalysis& a, const RowContext& at) {
 // drawn by the key levels over them (collect_tail.glsl: hand_to_levels)
 // where they are every logit at or above min-p's threshold and the draw
 // needs nothing else: min-p is the only sampler acting before the draw (the
-// history samplers aside: they adjust the logits before everything) but at
-// most one plain temperature after it, which the levels take as the row's
-// scale (P_SCALE), and the draw is dist. (A min_keep the buffer does not
-// hold, which may reach past the survivors, is the tail's to refuse:
-// min_p_cut.) A sampling call only (a distribution lists the survivors: the
-// CPU twin).
+// history samplers aside: they adjust the logits before everything), or
+// follows one top-p (llama.cpp's default chain with top-k off: both keep a
+// canonical prefix, and min-p's is the row's where top-p's cut lies past it,
+// which level 1 shows first: scan.glsl, cut_past_survivors), with at most
+// one plain temperature after it, which the levels take as the row's scale
+// (P_SCALE), and the draw is dist. (A min_keep the buffer does not hold,
+// which may reach past the survivors, is the tail's to refuse: min_p_cut.)
+// A sampling call only (a distribution lists the survivors: the CPU twin).
 bool floor_levels(const ChainAnalysis& chain, const std::vector<SamplerKind>& samplers, const ref::RowParams& row,
                   const RowContext& at) {
     if (!at.sample || samplers.back() != SamplerKind::Dist || chain.temperatures > 1) return false;
-    bool min_p = false;
+    bool min_p = false, top_p = false;
     for (size_t i = 0; i + 1 < samplers.size(); ++i) {
         const SamplerKind k = samplers[i];
         if (k == SamplerKind::Penalties || k == SamplerKind::Dry) continue;
@@ -265,6 +267,10 @@ bool floor_levels(const ChainAnalysis& chain, const std::vector<SamplerKind>& sa
             continue;
         }
         if (!acts(k, row)) continue;
+        if (k == SamplerKind::TopP && !top_p && !min_p) {
+            top_p = true;
+            continue;
+        }
         if (k != SamplerKind::MinP || min_p) return false;
         min_p = true;
     }

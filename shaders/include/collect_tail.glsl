@@ -470,7 +470,15 @@ bool hand_to_levels(uint row, uint step) {
     row_state[o + R_KEY_LO] = sieve_key(bottom);
     row_state[o + R_KEY_HI] = sieve_key(top);
     row_state[o + R_LEVEL_FLOOR] = floatBitsToUint(s_level_floor);
-    row_state[o + R_LEVEL_MODE] = LEVEL_FLOOR | LEVEL_TARGET_PENDING;
+    uint mode = LEVEL_FLOOR | LEVEL_TARGET_PENDING;
+    if (s_floor_levels == 2u) {
+        // After a top-p cut past the buffer: its target against the raw
+        // maximum (nothing divided before either cut), for level 1's check.
+        row_state[o + R_LEVEL_CUT_MAX] = floatBitsToUint(cand_value(0u));
+        row_state[o + R_LEVEL_CUT_NEED] = floatBitsToUint(s_wide_need);
+        mode |= LEVEL_CUT_CHECK;
+    }
+    row_state[o + R_LEVEL_MODE] = mode;
     row_state[o + R_CAND_COUNT] = 0u;
     row_state[o + R_PASSES] = 1u;
     row_state[o + R_PHASE] = PHASE_ACTIVE;

@@ -233,6 +233,10 @@ SIEVE_CONST uint R_WIDE_KHI = 35u;   //   workgroups; empty: KLO > KHI)
 // the raw floor every member passes (float: raw logit >= floor).
 SIEVE_CONST uint R_LEVEL_MODE = 36u;
 SIEVE_CONST uint R_LEVEL_FLOOR = 37u;
+// LEVEL_CUT_CHECK: the raw maximum (float), and the mass top-p's cut needs,
+// p times the row's mass at the cut relative to that maximum (float).
+SIEVE_CONST uint R_LEVEL_CUT_MAX = 38u;
+SIEVE_CONST uint R_LEVEL_CUT_NEED = 39u;
 
 SIEVE_CONST uint PHASE_ACTIVE = 1u;  // levels still narrowing
 SIEVE_CONST uint PHASE_GATHER = 2u;  // the bin fits the candidate buffer
@@ -245,6 +249,11 @@ SIEVE_CONST uint PHASE_DONE = 4u;    // greedy, failed or drawn: nothing left to
 // total (scan.glsl), as level 0 forms a whole row's.
 SIEVE_CONST uint LEVEL_FLOOR = 1u;
 SIEVE_CONST uint LEVEL_TARGET_PENDING = 2u;
+// A top-p before min-p cut past the buffer (llama.cpp's default chain with
+// top-k off): level 1 first shows that the survivors' mass at the cut stays
+// below what the cut needs, so that top-p kept every one of them, or hands
+// the row to the CPU twin (scan.glsl: cut_past_survivors).
+SIEVE_CONST uint LEVEL_CUT_CHECK = 4u;
 
 // Indirect dispatch arguments (VkDispatchIndirectCommand x, y, z) of a row
 // group, in words from pc.args_base: the wide passes' (wide.glsl), then those
@@ -403,7 +412,7 @@ static_assert(S_ADAPT_WEIGHT < SLOT_HEADER, "the slot header holds every S_*");
 static_assert(C_TIE < CHUNK_STRIDE && C_AGG + 5u <= CHUNK_STRIDE, "a chunk's words fit CHUNK_STRIDE");
 static_assert(R_ARRIVE < R_WIDE_CEND && R_WIDE_CEND < R_WIDE_PHASE, "the wide words follow the row's selection words");
 static_assert(R_WIDE_TOP < ROW_STRIDE && R_TARGET_HI < ROW_STRIDE && R_WIDE_KHI < R_LEVEL_MODE &&
-                  R_LEVEL_FLOOR < ROW_STRIDE,
+                  R_LEVEL_FLOOR < ROW_STRIDE && R_LEVEL_CUT_NEED < ROW_STRIDE,
               "a row's state holds the wide words, the target and the levels' floor");
 static_assert(H_KEY_MAX < HIST_STRIDE, "a bin's words fit HIST_STRIDE");
 static_assert(RES_FIRST_BAD < RES_RAW_TOKEN && RES_RAW_IDS + MAX_RAW_LOGPROBS <= RES_RAW_LOGITS &&

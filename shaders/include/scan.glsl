@@ -10,6 +10,7 @@
 #ifndef SIEVE_SCAN_GLSL
 #define SIEVE_SCAN_GLSL
 
+#include "result.glsl"
 #include "u64.glsl"
 
 // mass_histogram.comp's tree of the per-invocation bins (each step, the upper
@@ -28,6 +29,33 @@ shared uint s_bin_kmin[BINS];
 shared uint s_bin_kmax[BINS];
 
 void arm(uint args, uint groups) { atomicMax(dispatch_args[pc.args_base + args], groups); }
+
+// LEVEL_CUT_CHECK (tail.glsl: min_p_cut): min-p's survivors followed a
+// top-p whose cut fell past the buffer. top-p keeps the smallest canonical
+// prefix whose mass at the cut reaches p times the row's, so it kept every
+// survivor of min-p's (a shorter prefix) where their mass stays below that.
+// Level 1's bins hold exactly the survivors (the key range and the raw
+// floor), each with its count and largest key: a member's raw logit is at
+// most the key's value times the temperature (the division rounds to
+// nearest, less than 2^-23 relative; 1e-6 more covers it and the product's
+// rounding), so count x exp(that - the raw maximum) bounds a bin's mass at
+// the cut from above. The cut's need is a float sum of the row's mass (the
+// collect pass's aggregates, as the tail's top-p takes it); a bound within
+// 0.1% of it is not trusted. Invocation 0.
+bool cut_past_survivors(uint row) {
+    uint o = row * ROW_STRIDE;
+    float scale = row_scale(row);
+    float top = uintBitsToFloat(row_state[o + R_LEVEL_CUT_MAX]);
+    float need = uintBitsToFloat(row_state[o + R_LEVEL_CUT_NEED]);
+    float bound = 0.0;
+    for (uint b = 0u; b < BINS; ++b) {
+        if (s_bin_count[b] == 0u) continue;
+        float x = sieve_key_value(s_bin_kmax[b]) * scale;
+        x += abs(x) * 1e-6;
+        bound += float(s_bin_count[b]) * exp(min(x - top, 0.0));
+    }
+    return bound * 1.001 < need;
+}
 
 void scan_level(uint row, uint level) {
     uint t = gl_LocalInvocationID.x;
@@ -81,13 +109,21 @@ void scan_level(uint row, uint level) {
     uint min_key = row_state[o + R_MIN_KEY];
     uvec2 target;
     uint mode = row_state[o + R_LEVEL_MODE];
+    if ((mode & LEVEL_CUT_CHECK) != 0u && !cut_past_survivors(row)) {
+        // Not shown: the twin draws the row (its result already reads as
+        // the twin's, the collect tail's hand_to_levels), and its step
+        // advances as a row handed to the twin's does.
+        row_state[o + R_PHASE] = PHASE_DONE;
+        advance_step(row, row_step(row));
+        return;
+    }
     if (level == 0u || (mode & LEVEL_TARGET_PENDING) != 0u) {
         // The row's total (or, handed over by the collect tail, its
         // survivors': every one of them lies in level 1's key range).
         uvec2 total = uvec2(0u);
         for (uint b = 0u; b < BINS; ++b) total = u64_add(total, uvec2(s_bin_mass_lo[b], s_bin_mass_hi[b]));
         row_state[o + R_TOTAL] = floatBitsToUint(fixed40_value(total));
-        row_state[o + R_LEVEL_MODE] = mode & ~LEVEL_TARGET_PENDING;
+        row_state[o + R_LEVEL_MODE] = mode & ~(LEVEL_TARGET_PENDING | LEVEL_CUT_CHECK);
         target = u64_mul_u32_shr32(total, row_uniform(row));  // u32 / 2^32 of the total, exactly
     } else {
         target = row_target(row);

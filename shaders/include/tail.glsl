@@ -55,6 +55,8 @@ shared float s_tprod;     // temperatures applied while the rest is REST_UNKNOWN
 // min-p's survivors reach past the buffer, and the recording's key levels
 // can draw from them (collect_tail.glsl: hand_to_levels): s_fallback is set
 // too (nothing after min-p runs), and s_level_floor is min-p's threshold.
+// 2: after a top-p whose cut fell past the buffer, which level 1 shows to
+// lie past the survivors first (LEVEL_CUT_CHECK).
 shared uint s_floor_levels;
 shared float s_level_floor;
 // Current value of the row's smallest finite logit; once the array is no
@@ -68,6 +70,7 @@ shared uint s_wide;
 shared uint s_divisions;  // temperature divisions applied so far (op_divide)
 shared uint s_wide_divisions, s_wide_kn, s_wide_idn;
 shared float s_wide_mc, s_wide_rc, s_wide_lowest;
+shared float s_wide_need;  // the cut's target, p times the row's mass (reference MC; not a deferred cut's)
 
 float cand_value(uint i) { return sieve_key_value(c_key[i]); }
 
@@ -235,6 +238,7 @@ void hand_cut_to_wide(uint n, float p, float v0, uint divisions, float rest, flo
     s_wide_idn = c_id[n - 1u];
     s_wide_mc = v0;
     s_wide_rc = rest;
+    s_wide_need = p * bound;
     float lowest = v0 + log((1.0 - p) * bound / float(pc.vocab));
     s_wide_lowest = lowest - 1e-4 * (abs(lowest) + 1.0);
     s_rest_min = max(s_rest_min, s_wide_lowest);  // the survivors' lowest value (op_divide)
@@ -387,12 +391,17 @@ void min_p_cut(uint pass, uint n, uint min_keep, bool levels, float threshold) {
             // survivors are every logit at or above the threshold, a
             // canonical prefix of the row, which the key levels can draw
             // from where nothing but a temperature follows (the host's
-            // ROW_FLOOR_LEVELS), min-p is the first cut (no division yet) and
-            // min_keep is within the buffer (a larger one may reach past the
-            // survivors).
+            // ROW_FLOOR_LEVELS), nothing divided yet and min_keep is within
+            // the buffer (a larger one may reach past the survivors). min-p
+            // is the first cut, or follows a top-p whose cut fell past the
+            // buffer (s_wide: top-p's own, the chain's one top-p): top-p's
+            // survivors are a canonical prefix too, so the row's are the
+            // shorter of the two, min-p's where top-p's cut lies past it,
+            // which level 1 shows before it draws (LEVEL_CUT_CHECK).
             s_fallback = 1u;
-            if (levels && s_rest_kind == REST_UNKNOWN && s_divisions == 0u && keep <= n) {
-                s_floor_levels = 1u;
+            bool after_cut = s_rest_kind == REST_CUT && s_wide != 0u;
+            if (levels && (s_rest_kind == REST_UNKNOWN || after_cut) && s_divisions == 0u && keep <= n) {
+                s_floor_levels = after_cut ? 2u : 1u;
                 s_level_floor = threshold;
             }
         }

@@ -256,11 +256,12 @@ TEST(RowAnalysis, MinPFirstSetsTheFloor) {
     EXPECT_NEAR(twice.floor, std::log(0.05) * (1.0 + 1e-5), 1e-6);
 }
 
-// ROW_FLOOR_LEVELS (RowAnalysis::floor_levels): min-p acts, nothing but at
-// most one plain temperature after it (penalties and DRY aside, and samplers
-// the row switches off), the draw is dist, a sampling call; the call's
-// analysis has it where a row does.
-TEST(RowAnalysis, FloorLevelsOnlyWhereMinPIsTheOnlyCut) {
+// ROW_FLOOR_LEVELS (RowAnalysis::floor_levels): min-p acts, after at most
+// one top-p and nothing else, with nothing but at most one plain
+// temperature after it (penalties and DRY aside, and samplers the row
+// switches off), the draw is dist, a sampling call; the call's analysis has
+// it where a row does.
+TEST(RowAnalysis, FloorLevelsOnlyWhereMinPIsTheOnlyCutOrFollowsATopP) {
     sieve::ref::RowParams row;
     row.temperature = 0.8f;
     row.min_p = 0.05f;
@@ -290,7 +291,13 @@ TEST(RowAnalysis, FloorLevelsOnlyWhereMinPIsTheOnlyCut) {
     EXPECT_FALSE(levels({K::MinP, K::TopK, K::Temperature, K::Dist}, cut));
     cut = row;
     cut.top_p = 0.9f;
-    EXPECT_FALSE(levels({K::TopP, K::MinP, K::Temperature, K::Dist}, cut));
+    // llama.cpp's default chain with top-k off: one top-p before min-p.
+    EXPECT_TRUE(levels({K::TopK, K::TopP, K::MinP, K::Temperature, K::Dist}, cut));
+    EXPECT_TRUE(levels({K::TopP, K::MinP, K::Dist}, cut));
+    EXPECT_FALSE(levels({K::TopP, K::TopP, K::MinP, K::Temperature, K::Dist}, cut));  // two cuts before
+    EXPECT_FALSE(levels({K::MinP, K::TopP, K::Temperature, K::Dist}, cut));           // a cut after
+    EXPECT_FALSE(levels({K::TopP, K::Temperature, K::MinP, K::Dist}, cut));           // a division before
+    EXPECT_FALSE(levels({K::TopP, K::Temperature, K::Dist}, cut));                    // no min-p
     sieve::ref::RowParams dynamic = row;
     dynamic.dynatemp_range = 0.5f;
     EXPECT_FALSE(levels({K::MinP, K::Temperature, K::Dist}, dynamic));

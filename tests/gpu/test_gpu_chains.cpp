@@ -1815,6 +1815,79 @@ TEST(GpuChainMinP, OtherSamplersAroundMinPKeepTheTwin) {
     }
 }
 
+// llama.cpp's default chain with top-k off (top-p 0.95, then min-p 0.05)
+// over N(0, 1) rows: top-p's cut falls past the buffer, and min-p's
+// survivors (about 10000) reach past it too. Both keep a canonical prefix;
+// on a GPU's plan the key levels draw min-p's where level 1 shows that
+// top-p's cut lies past it (scan.glsl: cut_past_survivors; about a third of
+// the row's mass at the cut lies over min-p's threshold), and the twin draws
+// where it does not (top-p 0.2: its cut lies inside min-p's survivors, past
+// the buffer). Tokens against the twin over four steps, two rows a call
+// (temperatures 0.8 and 1.3), the row passes, and the fallback count, on a
+// GPU's plan (full and constrained buffers) and the device's own.
+TEST(GpuChainMinP, AfterATopPCutPastTheBufferTakesTheKeyLevels) {
+    const int32_t vocab = 151936;
+    std::vector<float> logits(2 * static_cast<size_t>(vocab));
+    std::mt19937 rng(4242);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (auto& x : logits) x = normal(rng);
+    const char* chain_text = "top_k;top_p;min_p;temperature";
+    const auto kinds = sieve_test::twin_chain(chain_text);
+    ASSERT_FALSE(kinds.empty());
+    struct Planned {
+        const char* name;
+        Profile profile;
+        const char* options_profile;  // null: the device's own (SIEVE_PROFILE's)
+    };
+    const Planned plans[] = {{"a GPU's plan", Profile::Full, "gpu"},
+                             {"a GPU's plan, constrained", Profile::Constrained, "gpu,constrained"},
+                             {"the device's", Profile::Full, nullptr}};
+    struct Case {
+        float top_p;
+        bool shown;  // top-p's cut lies past min-p's survivors
+    };
+    for (const Planned& plan : plans) {
+        sieve::ContextOptions options = sieve_test::gpu_options(plan.profile);
+        if (plan.options_profile) options.profile(plan.options_profile);
+        sieve::Context gpu(options);
+        const sieve_device_info info = gpu.device_info();
+        const bool levels = !(info.type == SIEVE_DEVICE_CPU && !(info.profile & SIEVE_PROFILE_GPU));
+        for (const Case c : {Case{0.95f, true}, Case{0.2f, false}}) {
+            SCOPED_TRACE(std::string(plan.name) + ", top-p " + std::to_string(c.top_p));
+            RowParams base;
+            base.temperature = 0.8f;
+            base.top_k = 0;
+            base.top_p = c.top_p;
+            base.min_p = 0.05f;
+            auto params = row_params(base, 2, 53);
+            params[1].temperature = 1.3f;
+            sieve::Chain chain(gpu, sieve_test::chain_desc(chain_text, 2, vocab, base.temperature, 1));
+            for (int32_t r = 0; r < 2; ++r) set_row(chain, r, params[static_cast<size_t>(r)]);
+            Tally tally;
+            const uint32_t steps = 4;
+            for (uint32_t step = 0; step < steps; ++step) {
+                const auto got = chain.sample(logits.data(), 2, vocab);
+                ASSERT_EQ(got.size(), 2u);
+                for (int32_t r = 0; r < 2; ++r) {
+                    SCOPED_TRACE("step " + std::to_string(step) + " row " + std::to_string(r));
+                    const size_t at = static_cast<size_t>(r);
+                    compare_token(got[at], Row{kinds, logits.data() + at * vocab, vocab, params[at]}, step, &tally);
+                    // The collect pass, level 1 (at least) and the gather.
+                    if (levels && c.shown) {
+                        EXPECT_GE(got[at].row_passes, 3u);
+                    }
+                }
+            }
+            expect_rare(tally);
+            const uint64_t fallback = chain.counters().cpu_fallback_rows;
+            if (levels && c.shown)
+                EXPECT_EQ(fallback, 0u) << "min-p's survivors after top-p's cut went to the twin on a GPU's plan";
+            else
+                EXPECT_EQ(fallback, 2u * steps) << "the twin draws where the cut is not shown past the survivors";
+        }
+    }
+}
+
 // ---- 2b. top-p whose cut falls past the candidate buffer, on the GPU ------------
 
 // top-p 0.9 without top-k over LM-like rows keeps thousands of tokens: the
