@@ -1815,16 +1815,31 @@ TEST(GpuChainMinP, OtherSamplersAroundMinPKeepTheTwin) {
     }
 }
 
-// llama.cpp's default chain with top-k off (top-p 0.95, then min-p 0.05)
-// over N(0, 1) rows: top-p's cut falls past the buffer, and min-p's
-// survivors (about 10000) reach past it too. Both keep a canonical prefix;
-// on a GPU's plan the key levels draw min-p's where level 1 shows that
-// top-p's cut lies past it (scan.glsl: cut_past_survivors; about a third of
-// the row's mass at the cut lies over min-p's threshold), and the twin draws
-// where it does not (top-p 0.2: its cut lies inside min-p's survivors, past
-// the buffer). Tokens against the twin over four steps, two rows a call
-// (temperatures 0.8 and 1.3), the row passes, and the fallback count, on a
-// GPU's plan (full and constrained buffers) and the device's own.
+// The share of a row's mass (raw logits) at or above min-p's threshold.
+double min_p_share(const float* row, int32_t vocab, float min_p) {
+    const float top = *std::max_element(row, row + vocab);
+    const float threshold = top + std::log(min_p);
+    double all = 0.0, kept = 0.0;
+    for (int32_t i = 0; i < vocab; ++i) {
+        const double m = std::exp(static_cast<double>(row[i]) - top);
+        all += m;
+        kept += row[i] >= threshold ? m : 0.0;
+    }
+    return kept / all;
+}
+
+// llama.cpp's default chain with top-k off (top-p, then min-p 0.05) over
+// N(0, 1) rows: top-p's cut falls past the buffer, and min-p's survivors
+// (about 10000, about a third of the row's mass) reach past it too. Both
+// keep a canonical prefix; on a GPU's plan the key levels draw min-p's
+// where level 1 shows that top-p's cut lies past it (scan.glsl:
+// cut_past_survivors), and the twin draws where it does not. Each row's
+// top-p: llama.cpp's 0.95; 1.25 times the survivors' share (shown: the
+// bound is within that of their mass); 0.9 times it (the cut lies inside
+// the survivors, past the buffer: never shown). Tokens against the twin
+// over four steps, two rows a call (temperatures 0.8 and 1.3), the row
+// passes, and the fallback count, on a GPU's plan (full and constrained
+// buffers) and the device's own.
 TEST(GpuChainMinP, AfterATopPCutPastTheBufferTakesTheKeyLevels) {
     const int32_t vocab = 151936;
     std::vector<float> logits(2 * static_cast<size_t>(vocab));
@@ -1843,8 +1858,8 @@ TEST(GpuChainMinP, AfterATopPCutPastTheBufferTakesTheKeyLevels) {
                              {"a GPU's plan, constrained", Profile::Constrained, "gpu,constrained"},
                              {"the device's", Profile::Full, nullptr}};
     struct Case {
-        float top_p;
-        bool shown;  // top-p's cut lies past min-p's survivors
+        double of_share;  // top-p as a multiple of the row's min_p_share (0: 0.95)
+        bool shown;       // level 1 shows top-p's cut past min-p's survivors
     };
     for (const Planned& plan : plans) {
         sieve::ContextOptions options = sieve_test::gpu_options(plan.profile);
@@ -1852,15 +1867,18 @@ TEST(GpuChainMinP, AfterATopPCutPastTheBufferTakesTheKeyLevels) {
         sieve::Context gpu(options);
         const sieve_device_info info = gpu.device_info();
         const bool levels = !(info.type == SIEVE_DEVICE_CPU && !(info.profile & SIEVE_PROFILE_GPU));
-        for (const Case c : {Case{0.95f, true}, Case{0.2f, false}}) {
-            SCOPED_TRACE(std::string(plan.name) + ", top-p " + std::to_string(c.top_p));
+        for (const Case c : {Case{0.0, true}, Case{1.25, true}, Case{0.9, false}}) {
+            SCOPED_TRACE(std::string(plan.name) + ", top-p " + std::to_string(c.of_share) + " of the share");
             RowParams base;
             base.temperature = 0.8f;
             base.top_k = 0;
-            base.top_p = c.top_p;
+            base.top_p = 0.95f;
             base.min_p = 0.05f;
             auto params = row_params(base, 2, 53);
             params[1].temperature = 1.3f;
+            for (size_t r = 0; r < 2 && c.of_share > 0.0; ++r)
+                params[r].top_p =
+                    static_cast<float>(c.of_share * min_p_share(logits.data() + r * vocab, vocab, base.min_p));
             sieve::Chain chain(gpu, sieve_test::chain_desc(chain_text, 2, vocab, base.temperature, 1));
             for (int32_t r = 0; r < 2; ++r) set_row(chain, r, params[static_cast<size_t>(r)]);
             Tally tally;
