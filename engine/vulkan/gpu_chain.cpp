@@ -87,7 +87,7 @@ RecordingKey GpuChain::key_for(const CallAnalysis& call, RecordingKind kind, uin
     // the same cores draws it faster than the passes (lavapipe, a Gaussian
     // row at min-p 0.05: the twin's 0.6 ms against 1.8 ms for level 1 and the
     // gather). Not beside raw_stats.
-    key.floor_levels = limits_.plan_type != SIEVE_DEVICE_CPU && kind == RecordingKind::Sample && call.collect &&
+    key.floor_levels = limits_.floor_levels_plan() && kind == RecordingKind::Sample && call.collect &&
                        call.floor_levels && !call.raw_stats && !chain_.greedy && vocab > limits_.candidate_capacity;
     // A selection plan's: a CPU device's plan keeps them inline (an empty
     // level costs it little, a second submission more).

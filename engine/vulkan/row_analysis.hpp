@@ -79,8 +79,9 @@ struct RowAnalysis {
     bool may_go_wide = false;
     bool wide_direct = false;
     // min-p's survivors past the buffer may take the key levels
-    // (ROW_FLOOR_LEVELS): min-p is the row's only cut, then at most one
-    // temperature and dist (floor_levels in row_analysis.cpp).
+    // (ROW_FLOOR_LEVELS): min-p is the row's only cut or follows one top-p,
+    // then at most one temperature and dist (floor_levels in
+    // row_analysis.cpp).
     bool floor_levels = false;
 };
 RowAnalysis analyse_row(const ChainAnalysis& chain, const std::vector<ref::SamplerKind>& samplers,

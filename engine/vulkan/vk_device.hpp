@@ -73,6 +73,10 @@ struct EffectiveLimits {
     uint32_t max_workgroup_count_y = 0;
     bool timestamps = false;
     float timestamp_period_ns = 1.0f;
+    // Whether the plans draw min-p's survivors past the buffer by the key
+    // levels (a GPU's; a CPU device's leave them to the CPU twin):
+    // gpu_chain.cpp's RecordingKey::floor_levels, scan.glsl's FLOOR_LEVELS.
+    bool floor_levels_plan() const { return plan_type != SIEVE_DEVICE_CPU; }
 };
 
 // How the host touches a buffer, which decides its memory type

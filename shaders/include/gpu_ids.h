@@ -42,6 +42,7 @@
 #define SPEC_INGEST_KIND 13      // ingest.comp: INGEST_KIND
 #define SPEC_TAIL_SERIAL 14      // tail.glsl: TAIL_SERIAL
 #define SPEC_EXACT_DIVISION 15   // common.glsl: EXACT_DIVISION
-#define SPEC_COUNT 16
+#define SPEC_FLOOR_LEVELS 16     // scan.glsl: FLOOR_LEVELS
+#define SPEC_COUNT 17
 
 #endif

@@ -30,6 +30,12 @@ shared uint s_bin_kmax[BINS];
 
 void arm(uint args, uint groups) { atomicMax(dispatch_args[pc.args_base + args], groups); }
 
+// 1 where the plans hand a collect row's min-p survivors to the key levels
+// (a GPU's: EffectiveLimits::floor_levels_plan); 0 compiles their check out
+// of a CPU device's levels, which lavapipe would run under a lane mask in
+// every level's decision (0.4% of temperature;dist's instructions there).
+layout(constant_id = SPEC_FLOOR_LEVELS) const uint FLOOR_LEVELS = 1u;
+
 // LEVEL_CUT_CHECK (tail.glsl: min_p_cut): min-p's survivors followed a
 // top-p whose cut fell past the buffer. top-p keeps the smallest canonical
 // prefix whose mass at the cut reaches p times the row's, so it kept every
@@ -109,7 +115,7 @@ void scan_level(uint row, uint level) {
     uint min_key = row_state[o + R_MIN_KEY];
     uvec2 target;
     uint mode = row_state[o + R_LEVEL_MODE];
-    if ((mode & LEVEL_CUT_CHECK) != 0u && !cut_past_survivors(row)) {
+    if (FLOOR_LEVELS != 0u && (mode & LEVEL_CUT_CHECK) != 0u && !cut_past_survivors(row)) {
         // Not shown: the twin draws the row (its result already reads as
         // the twin's, the collect tail's hand_to_levels), and its step
         // advances as a row handed to the twin's does.
