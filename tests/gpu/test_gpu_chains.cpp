@@ -1625,6 +1625,30 @@ TEST(GpuChainMinP, ChunksCrowdedOverTheirOwnFloorKeepTheirBest) {
     }
 }
 
+// The plans the key levels' tests over min-p's survivors run on: a GPU's
+// (full and constrained buffers) and the device's own.
+struct FloorPlan {
+    const char* name;
+    Profile profile;
+    const char* options_profile;  // null: the device's own (SIEVE_PROFILE's)
+};
+const FloorPlan kFloorPlans[] = {{"a GPU's plan", Profile::Full, "gpu"},
+                                 {"a GPU's plan, constrained", Profile::Constrained, "gpu,constrained"},
+                                 {"the device's", Profile::Full, nullptr}};
+
+sieve::Context floor_plan_context(const FloorPlan& plan) {
+    sieve::ContextOptions options = sieve_test::gpu_options(plan.profile);
+    if (plan.options_profile) options.profile(plan.options_profile);
+    return sieve::Context(options);
+}
+
+// Whether the context's plan draws min-p's survivors past the buffer by the
+// key levels: every plan but a CPU device's own, which leaves them to the twin.
+bool draws_floor_levels(const sieve::Context& gpu) {
+    const sieve_device_info info = gpu.device_info();
+    return !(info.type == SIEVE_DEVICE_CPU && !(info.profile & SIEVE_PROFILE_GPU));
+}
+
 // min-p first whose survivors reach past the candidate buffer, with nothing
 // after it but a temperature and dist: on a GPU's plan the collect tail hands
 // the row to the key levels (level 1 over the key range from min-p's
@@ -1698,20 +1722,9 @@ TEST(GpuChainMinP, SurvivorsPastTheBufferTakeTheKeyLevels) {
                           {"merged floor, tie group", merged(3000), merging, false},
                           {"merged floor, gathered bin", merged(1500), merging, false},
                           {"gaussian, beside a top-k row", gaussian, 1.0f, false, true}};
-    struct Planned {
-        const char* name;
-        Profile profile;
-        const char* options_profile;  // null: the device's own (SIEVE_PROFILE's)
-    };
-    const Planned plans[] = {{"a GPU's plan", Profile::Full, "gpu"},
-                          {"a GPU's plan, constrained", Profile::Constrained, "gpu,constrained"},
-                          {"the device's", Profile::Full, nullptr}};
-    for (const Planned& plan : plans) {
-        sieve::ContextOptions options = sieve_test::gpu_options(plan.profile);
-        if (plan.options_profile) options.profile(plan.options_profile);
-        sieve::Context gpu(options);
-        const sieve_device_info info = gpu.device_info();
-        const bool levels = !(info.type == SIEVE_DEVICE_CPU && !(info.profile & SIEVE_PROFILE_GPU));
+    for (const FloorPlan& plan : kFloorPlans) {
+        sieve::Context gpu = floor_plan_context(plan);
+        const bool levels = draws_floor_levels(gpu);
         for (const Case& c : cases) {
             SCOPED_TRACE(std::string(plan.name) + ", " + c.name);
             RowParams base;
@@ -1842,31 +1855,17 @@ double min_p_share(const float* row, int32_t vocab, float min_p) {
 // buffers) and the device's own.
 TEST(GpuChainMinP, AfterATopPCutPastTheBufferTakesTheKeyLevels) {
     const int32_t vocab = 151936;
-    std::vector<float> logits(2 * static_cast<size_t>(vocab));
-    std::mt19937 rng(4242);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (auto& x : logits) x = normal(rng);
+    const std::vector<float> logits = sieve_test::make_rows(Shape::Flat, 2, vocab, 4242);
     const char* chain_text = "top_k;top_p;min_p;temperature";
     const auto kinds = sieve_test::twin_chain(chain_text);
     ASSERT_FALSE(kinds.empty());
-    struct Planned {
-        const char* name;
-        Profile profile;
-        const char* options_profile;  // null: the device's own (SIEVE_PROFILE's)
-    };
-    const Planned plans[] = {{"a GPU's plan", Profile::Full, "gpu"},
-                             {"a GPU's plan, constrained", Profile::Constrained, "gpu,constrained"},
-                             {"the device's", Profile::Full, nullptr}};
     struct Case {
         double of_share;  // top-p as a multiple of the row's min_p_share (0: 0.95)
         bool shown;       // level 1 shows top-p's cut past min-p's survivors
     };
-    for (const Planned& plan : plans) {
-        sieve::ContextOptions options = sieve_test::gpu_options(plan.profile);
-        if (plan.options_profile) options.profile(plan.options_profile);
-        sieve::Context gpu(options);
-        const sieve_device_info info = gpu.device_info();
-        const bool levels = !(info.type == SIEVE_DEVICE_CPU && !(info.profile & SIEVE_PROFILE_GPU));
+    for (const FloorPlan& plan : kFloorPlans) {
+        sieve::Context gpu = floor_plan_context(plan);
+        const bool levels = draws_floor_levels(gpu);
         for (const Case c : {Case{0.0, true}, Case{1.25, true}, Case{0.9, false}}) {
             SCOPED_TRACE(std::string(plan.name) + ", top-p " + std::to_string(c.of_share) + " of the share");
             RowParams base;
