@@ -254,13 +254,14 @@ inline uint32_t chunk_list_pairs(uint32_t n, uint32_t capacity) {
 // The entries each chunk of a row split into n chunks keeps (collect.glsl:
 // chunk_need, which this mirrors): `need` (clamped to [1, CAP / 2]), or, for
 // a row with min-p's floor (ROW_FLOOR), its whole share of the row's words
-// (chunk_list_pairs, up to CAP / 2; FLOOR_AGGREGATES_KEEP where the row sums
-// full-row aggregates), never fewer than `need`.
-inline uint32_t chunk_keep(uint32_t need, uint32_t row_flags, uint32_t n, uint32_t capacity) {
+// (chunk_list_pairs, up to CAP / 2; PICKS_PER_INVOCATION x the chunks'
+// `workgroup` where the row sums full-row aggregates), never fewer than `need`.
+inline uint32_t chunk_keep(uint32_t need, uint32_t row_flags, uint32_t n, uint32_t capacity, uint32_t workgroup) {
     need = std::clamp(need, 1u, std::max(capacity / 2, 1u));
     if (!(row_flags & glsl::ROW_FLOOR)) return need;
     uint32_t keep = std::min(chunk_list_pairs(n, capacity), capacity / 2);
-    if (row_flags & (glsl::ROW_NEED_SIGMA | glsl::ROW_NEED_MASS)) keep = std::min(keep, glsl::FLOOR_AGGREGATES_KEEP);
+    if (row_flags & (glsl::ROW_NEED_SIGMA | glsl::ROW_NEED_MASS))
+        keep = std::min(keep, glsl::PICKS_PER_INVOCATION * workgroup);
     return std::max(need, keep);
 }
 

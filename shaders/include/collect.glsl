@@ -43,9 +43,9 @@ uint chunk_list_words(uint n) { return n <= MAX_COLLECT_CHUNKS ? HALF * 2u : (RO
 uint chunk_list_at(uint row, uint c, uint n) { return row * ROW_WORDS + c * chunk_list_words(n); }
 
 // The entries a chunk keeps: `need` (P_NEED, clamped), or, for a row with
-// min-p's floor (ROW_FLOOR), its whole share of the buffer (up to HALF;
-// FLOOR_AGGREGATES_KEEP where it sums aggregates), which holds `need` (the
-// host splits rows so). Such a row's survivors are bounded by min-p's
+// min-p's floor (ROW_FLOOR), its whole share of the buffer (up to HALF; at
+// most PICKS_PER_INVOCATION x CHUNK_WG where it sums aggregates), which
+// holds `need` (the host splits rows so). Such a row's survivors are bounded by min-p's
 // floor, not by a count; the more of them a chunk keeps, the fewer rows go
 // to the CPU twin because a chunk's list was full (collect_tail.glsl:
 // floor_lists_whole), while the split, chosen for `need`, stays: a GPU's
@@ -58,7 +58,7 @@ uint chunk_need(uint row, uint n) {
     uint flags = param_u(row, P_ROW_FLAGS);
     if ((flags & ROW_FLOOR) == 0u) return need;
     uint keep = min(chunk_list_words(n) / 2u, HALF);
-    if ((flags & (ROW_NEED_SIGMA | ROW_NEED_MASS)) != 0u) keep = min(keep, FLOOR_AGGREGATES_KEEP);
+    if ((flags & (ROW_NEED_SIGMA | ROW_NEED_MASS)) != 0u) keep = min(keep, PICKS_PER_INVOCATION * CHUNK_WG);
     return max(need, keep);
 }
 

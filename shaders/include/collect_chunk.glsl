@@ -92,7 +92,7 @@ void threshold_from_picks(uint n, uint need) {
 // best: nothing the chunk's top `need` holds is ever dropped).
 // The invocations' picks are written at the end of c_key/c_id, then sorted at
 // the front (PROBE * WG <= CAP / 2, so the two never overlap).
-const uint PROBE = 4u;
+const uint PROBE = PICKS_PER_INVOCATION;
 const uint PROBE_ROUND = 64u;  // logits per invocation the probe reads (a cheap loop: 4 selects each)
 const uint PROBE_AT = CAP - PROBE * WG;
 

@@ -37,6 +37,9 @@
 layout(constant_id = SPEC_WG) const uint WG = 256;
 layout(constant_id = SPEC_CAP) const uint CAP = 1024;   // power of two, CAP * 8 bytes of shared memory
 layout(local_size_x_id = SPEC_WG) in;
+// The collect pass's chunks' workgroup size: WG, but in a CPU device's
+// narrower collect tail (pipelines.cpp), which reads what the chunks kept.
+layout(constant_id = SPEC_CHUNK_WG) const uint CHUNK_WG = 256;
 // What the passes read besides the logits (engine/vulkan/pipelines.hpp, InputsMode):
 // 0 nothing, 1 the token bitmask, logit bias and history table. Calls where no
 // row has a bias or bitmask compile none of it: its lookups, inlined wherever

@@ -43,6 +43,7 @@
 #define SPEC_TAIL_SERIAL 14      // tail.glsl: TAIL_SERIAL
 #define SPEC_EXACT_DIVISION 15   // common.glsl: EXACT_DIVISION
 #define SPEC_FLOOR_LEVELS 16     // scan.glsl: FLOOR_LEVELS
-#define SPEC_COUNT 17
+#define SPEC_CHUNK_WG 17         // common.glsl: CHUNK_WG
+#define SPEC_COUNT 18
 
 #endif

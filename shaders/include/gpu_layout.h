@@ -324,14 +324,18 @@ SIEVE_CONST uint PH_END = 19u;      // the row's result written
 // <= CAP: each list fits its share, and the tail merges them at once).
 SIEVE_CONST uint MAX_COLLECT_CHUNKS = 8u;
 SIEVE_CONST uint MAX_ROW_CHUNKS = 64u;
-// The most a chunk keeps of a row with min-p's floor that sums full-row
-// aggregates (the general variant: top-p before min-p, XTC after it), in
-// place of its whole share (collect.glsl: chunk_need): collect_chunk.glsl's
-// register picks and probe take a need of at most PROBE x WG there, 256 at
-// a CPU device's 64 invocations; past it a chunk takes the slower
-// collecting loop for every row, where only a flat row's crowded chunk
-// gains from more.
-SIEVE_CONST uint FLOOR_AGGREGATES_KEEP = 256u;
+// What each invocation of a chunk keeps while it reads (collect_chunk.glsl:
+// PROBE): its probe's best logits, its register picks' best groups of 4.
+// A chunk of a row with min-p's floor that sums full-row aggregates (the
+// general variant: top-p before min-p, XTC after it) keeps at most that many
+// an invocation of its workgroup (collect.glsl: chunk_need), not its whole
+// share of the buffer: 256 at a CPU device's 64 invocations, 1024 at a GPU's
+// 256. Only a flat row's crowded chunk keeps that many. More lets a row with
+// more survivors in a chunk finish in the buffer (where 256 sent one with
+// 257 in a chunk of a GPU's plan to the key levels' second submission), at
+// the cost of a longer sort in each chunk of a row whose survivors pass the
+// buffer anyway.
+SIEVE_CONST uint PICKS_PER_INVOCATION = 4u;
 // Keys a GPU's search round of a sorted list loads at once
 // (collect_tail.glsl: entries_reaching; a CPU device's rounds take one).
 SIEVE_CONST uint GPU_REACH_PROBES = 8u;

@@ -1271,13 +1271,52 @@ std::vector<float> flat_row(int32_t vocab, int32_t survivors, int32_t consecutiv
     return logits;
 }
 
+// Whether top-p (p, min_keep) cuts `logits` inside what the tail's buffer
+// holds of the row's canonical order: each chunk of `chunk_size` lists its
+// best logits at or above its own floor (its maximum + ln min_p), at most
+// `keeps`, and the merge keeps the first `keeps` of them. Where it does, the
+// tail finishes the row whatever min-p after it finds, even with a list full.
+bool top_p_cut_in_lists(const std::vector<float>& logits, int32_t chunk_size, int32_t keeps, float p, float min_p,
+                        int32_t min_keep) {
+    std::vector<int32_t> order(logits.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+        return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)];
+    });
+    const size_t chunks = (logits.size() + static_cast<size_t>(chunk_size) - 1) / static_cast<size_t>(chunk_size);
+    std::vector<float> chunk_floor(chunks, -INFINITY);
+    for (size_t i = 0; i < logits.size(); ++i)
+        chunk_floor[i / static_cast<size_t>(chunk_size)] =
+            std::max(chunk_floor[i / static_cast<size_t>(chunk_size)], logits[i] + std::log(min_p));
+    std::vector<int32_t> listed(chunks, 0);
+    int32_t held = 0;  // the canonical prefix the lists hold
+    for (int32_t id : order) {
+        const size_t c = static_cast<size_t>(id) / static_cast<size_t>(chunk_size);
+        if (listed[c] == keeps || logits[static_cast<size_t>(id)] < chunk_floor[c]) break;
+        ++listed[c];
+        ++held;
+    }
+    held = std::min(held, keeps);
+    const double top = logits[static_cast<size_t>(order[0])];
+    double total = 0.0;
+    for (float x : logits) total += std::exp(static_cast<double>(x) - top);
+    double sum = 0.0;
+    int32_t cut = 0;  // llama.cpp's: the first prefix reaching p of the mass, at least min_keep
+    for (int32_t id : order) {
+        sum += std::exp(static_cast<double>(logits[static_cast<size_t>(id)]) - top);
+        if (++cut >= min_keep && sum >= p * total) break;
+    }
+    return cut <= held;
+}
+
 // min-p first without a top-k, or after top-p 0.95 (llama.cpp's default
 // chain with top-k off, whose top-p cut falls past the buffer on most of
 // these rows): a chunk keeps its best logits over min-p's floor, as many as
 // its share of the candidate buffer holds (CAP / 8 at a GPU's one-row split
 // of 32, half the buffer in a plan of at most MAX_COLLECT_CHUNKS chunks, at
-// most 256 after top-p, whose chunks sum the row's mass: collect.glsl,
-// chunk_need; at least top-p's min_keep), and the tail keeps every listed logit
+// most 4 an invocation after top-p, whose chunks sum the row's mass:
+// collect.glsl, chunk_need; at least top-p's min_keep), and the tail keeps
+// every listed logit
 // at or above the row's floor, so the GPU finishes a row with hundreds of
 // survivors spread over its chunks (a flat LM row at temperature 1). The
 // twin takes the row only where a chunk's list is full of logits that reach
@@ -1290,7 +1329,8 @@ std::vector<float> flat_row(int32_t vocab, int32_t survivors, int32_t consecutiv
 // distributions against the twin. Rows: N(0, 1)
 // with S tokens at 9 + U(0, 1) (all of them pass min-p 0.05, nothing else
 // does), at random ids or some of them at consecutive ids (one chunk full:
-// 400 of 600 fill a list after top-p, not one of min-p first's HALF).
+// 400 of 600 fill a list after top-p at 64 invocations, 1100 of 1200 at
+// 256, neither one of min-p first's HALF).
 TEST(GpuChainMinP, SurvivorsSpreadOverTheChunksStayOnTheGpu) {
     const int32_t vocab = 151936;
     struct FlatCase {
@@ -1299,8 +1339,8 @@ TEST(GpuChainMinP, SurvivorsSpreadOverTheChunksStayOnTheGpu) {
         int32_t min_keep;     // beside 0
     };
     const int32_t kHalf = -1;
-    const FlatCase cases[] = {{100, 0, 0},  {300, 0, 290},  {300, 0, 310},  {900, 0, 0},
-                              {1600, 0, 0}, {300, 150, 0},  {600, 400, 0},  {kHalf, kHalf, 0}};
+    const FlatCase cases[] = {{100, 0, 0},   {300, 0, 290},  {300, 0, 310},     {900, 0, 0},  {1600, 0, 0},
+                              {300, 150, 0}, {600, 400, 0},  {1200, 1100, 0}, {kHalf, kHalf, 0}};
     int on_gpu = 0, to_twin = 0;
     for (const char* chain_text : {"min_p;temperature", "top_p;min_p;temperature"}) {
         const auto kinds = sieve_test::twin_chain(chain_text);
@@ -1339,14 +1379,17 @@ TEST(GpuChainMinP, SurvivorsSpreadOverTheChunksStayOnTheGpu) {
                 // chunk_keep): top-p's need is min_keep where that is more than 64.
                 const uint32_t need = std::max(64u, after_top_p ? static_cast<uint32_t>(fc.min_keep) : 0u);
                 const uint32_t flags = sieve::glsl::ROW_FLOOR | (after_top_p ? sieve::glsl::ROW_NEED_MASS : 0u);
-                const int32_t keeps =
-                    static_cast<int32_t>(sieve::chunk_keep(need, flags, static_cast<uint32_t>(chunks), cap));
+                const int32_t keeps = static_cast<int32_t>(sieve::chunk_keep(
+                    need, flags, static_cast<uint32_t>(chunks), cap, sieve_test::limits_of(gpu).workgroup_size));
                 const float threshold = *std::max_element(logits.begin(), logits.end()) + std::log(0.05f);
                 std::vector<int32_t> per_chunk(static_cast<size_t>(chunks), 0);
                 for (int32_t i = 0; i < vocab; ++i)
                     if (logits[static_cast<size_t>(i)] >= threshold) ++per_chunk[static_cast<size_t>(i / chunk_size)];
-                const bool whole = *std::max_element(per_chunk.begin(), per_chunk.end()) < keeps &&
-                                   fc.survivors <= static_cast<int32_t>(cap / 2) && fc.min_keep <= fc.survivors;
+                // (Or, with a list full, where top-p cuts inside the lists.)
+                const bool whole = (*std::max_element(per_chunk.begin(), per_chunk.end()) < keeps &&
+                                    fc.survivors <= static_cast<int32_t>(cap / 2) && fc.min_keep <= fc.survivors) ||
+                                   (after_top_p && top_p_cut_in_lists(logits, chunk_size, keeps, base.top_p,
+                                                                      base.min_p, fc.min_keep));
                 Tally tally;
                 run_and_compare(chain, kinds, logits, 1, vocab, params, 2, &tally);
                 expect_rare(tally);
