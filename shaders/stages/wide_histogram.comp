@@ -50,11 +50,13 @@ shared uint s_bin_lo[SHARED_BINS], s_bin_hi[SHARED_BINS];
 // memory latency a batch, where invocation 0 alone waited one a chunk).
 // decide shares the exact bins' sums through it too, two words a value
 // (DECIDE_WORDS: a CPU device's 8 rows of 64 words hold 512 of 256 bins'
-// 514). A GPU needs the staging rows only.
+// 514). A GPU needs the staging rows only: the host records direct rows
+// (store_float_bins' columns) on a CPU device alone, and a pipeline built
+// otherwise still gets a row an invocation rather than writing past them.
 const uint WIDE_COLS = INDEXED_BINS == 0u ? 16u : (WIDE_BINS < 64u ? WIDE_BINS : 64u);
 const uint DECIDE_WORDS = 2u * (WIDE_BINS + 1u);
 const uint DECIDE_ROWS = (DECIDE_WORDS + WIDE_COLS - 1u) / WIDE_COLS;
-const uint COLUMN_ROWS = INDEXED_BINS == 0u ? 0u : WG;
+const uint COLUMN_ROWS = INDEXED_BINS == 0u && WIDE_DIRECT == 0u ? 0u : WG;
 const uint STAGE_ROWS = COLUMN_ROWS > DECIDE_ROWS ? COLUMN_ROWS : DECIDE_ROWS;
 shared uint s_ab[STAGE_ROWS][WIDE_COLS];
 const uint STAGE_WORDS = STAGE_ROWS * WIDE_COLS;
