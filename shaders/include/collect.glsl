@@ -44,15 +44,15 @@ uint chunk_list_at(uint row, uint c, uint n) { return row * ROW_WORDS + c * chun
 
 // The entries a chunk keeps: `need` (P_NEED, clamped), or, for a row with
 // min-p's floor (ROW_FLOOR), its whole share of the buffer (up to HALF; at
-// most PICKS_PER_INVOCATION x CHUNK_WG where it sums aggregates), which
-// holds `need` (the host splits rows so). Such a row's survivors are bounded by min-p's
-// floor, not by a count; the more of them a chunk keeps, the fewer rows go
-// to the CPU twin because a chunk's list was full (collect_tail.glsl:
+// most PICKS_PER_INVOCATION x CHUNK_WG where it sums aggregates), which holds
+// `need` (the host splits rows so). Such a row's survivors are bounded by
+// min-p's floor, not by a count; the more of them a chunk keeps, the fewer
+// rows go to the CPU twin because a chunk's list was full (collect_tail.glsl:
 // floor_lists_whole), while the split, chosen for `need`, stays: a GPU's
 // one-row plan (32 chunks) keeps CAP / 8 (512 at an H200's CAP of 4096), a
-// batch's or a CPU device's plan (at most MAX_COLLECT_CHUNKS) HALF. The
-// tail calls this too (the same row's flags and split give the same count),
-// and the host's chunk_keep (gpu_plan.hpp) is its twin.
+// batch's or a CPU device's plan (at most MAX_COLLECT_CHUNKS) HALF. The tail
+// calls this too (the same row's flags and split give the same count), and the
+// host's chunk_keep (gpu_plan.hpp) is its twin.
 uint chunk_need(uint row, uint n) {
     uint need = clamp(param_u(row, P_NEED), 1u, HALF);
     uint flags = param_u(row, P_ROW_FLAGS);

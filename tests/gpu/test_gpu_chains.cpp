@@ -1309,28 +1309,27 @@ bool top_p_cut_in_lists(const std::vector<float>& logits, int32_t chunk_size, in
     return cut <= held;
 }
 
-// min-p first without a top-k, or after top-p 0.95 (llama.cpp's default
-// chain with top-k off, whose top-p cut falls past the buffer on most of
-// these rows): a chunk keeps its best logits over min-p's floor, as many as
-// its share of the candidate buffer holds (CAP / 8 at a GPU's one-row split
-// of 32, half the buffer in a plan of at most MAX_COLLECT_CHUNKS chunks, at
-// most 4 an invocation after top-p, whose chunks sum the row's mass:
-// collect.glsl, chunk_need; at least top-p's min_keep), and the tail keeps
-// every listed logit
-// at or above the row's floor, so the GPU finishes a row with hundreds of
-// survivors spread over its chunks (a flat LM row at temperature 1). The
+// min-p first without a top-k, or after top-p 0.95 (llama.cpp's default chain
+// with top-k off, whose top-p cut falls past the buffer on most of these
+// rows): a chunk keeps its best logits over min-p's floor, as many as its
+// share of the candidate buffer holds (CAP / 8 at a GPU's one-row split of 32,
+// half the buffer in a plan of at most MAX_COLLECT_CHUNKS chunks, at most 4 an
+// invocation after top-p, whose chunks sum the row's mass: collect.glsl,
+// chunk_need; at least top-p's min_keep), and the tail keeps every listed
+// logit at or above the row's floor, so the GPU finishes a row with hundreds
+// of survivors spread over its chunks (a flat LM row at temperature 1). The
 // twin takes the row only where a chunk's list is full of logits that reach
 // the floor (it may have dropped passing ones), where more than half the
 // candidate buffer survives, or where min_keep reaches below the floor (the
 // distribution, which lists the survivors, always; a sampling call of min-p
 // first on a GPU's plan goes to the key levels instead:
-// SurvivorsPastTheBufferTakeTheKeyLevels): the test works out which from the
+// SurvivorsPastTheBufferTakeTheKeyLevels; after top-p, not where its cut lies
+// inside the lists: top_p_cut_in_lists): the test works out which from the
 // plan's chunks and asserts the fallback count both ways, tokens and
-// distributions against the twin. Rows: N(0, 1)
-// with S tokens at 9 + U(0, 1) (all of them pass min-p 0.05, nothing else
-// does), at random ids or some of them at consecutive ids (one chunk full:
-// 400 of 600 fill a list after top-p at 64 invocations, 1100 of 1200 at
-// 256, neither one of min-p first's HALF).
+// distributions against the twin. Rows: N(0, 1) with S tokens at 9 + U(0, 1)
+// (all of them pass min-p 0.05, nothing else does), at random ids or some of
+// them at consecutive ids (one chunk full: 400 of 600 fill a list after top-p
+// at 64 invocations, 1100 of 1200 at 256, neither one of min-p first's HALF).
 TEST(GpuChainMinP, SurvivorsSpreadOverTheChunksStayOnTheGpu) {
     const int32_t vocab = 151936;
     struct FlatCase {
@@ -1339,8 +1338,8 @@ TEST(GpuChainMinP, SurvivorsSpreadOverTheChunksStayOnTheGpu) {
         int32_t min_keep;     // beside 0
     };
     const int32_t kHalf = -1;
-    const FlatCase cases[] = {{100, 0, 0},   {300, 0, 290},  {300, 0, 310},     {900, 0, 0},  {1600, 0, 0},
-                              {300, 150, 0}, {600, 400, 0},  {1200, 1100, 0}, {kHalf, kHalf, 0}};
+    const FlatCase cases[] = {{100, 0, 0},   {300, 0, 290}, {300, 0, 310},   {900, 0, 0},      {1600, 0, 0},
+                              {300, 150, 0}, {600, 400, 0}, {1200, 1100, 0}, {kHalf, kHalf, 0}};
     int on_gpu = 0, to_twin = 0;
     for (const char* chain_text : {"min_p;temperature", "top_p;min_p;temperature"}) {
         const auto kinds = sieve_test::twin_chain(chain_text);
