@@ -1278,11 +1278,8 @@ std::vector<float> flat_row(int32_t vocab, int32_t survivors, int32_t consecutiv
 // tail finishes the row whatever min-p after it finds, even with a list full.
 bool top_p_cut_in_lists(const std::vector<float>& logits, int32_t chunk_size, int32_t keeps, float p, float min_p,
                         int32_t min_keep) {
-    std::vector<int32_t> order(logits.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
-    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-        return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)];
-    });
+    const std::vector<Weighted> order = sieve::ref::canonical_distribution(
+        sieve::ref::make_candidates(logits.data(), static_cast<int32_t>(logits.size())));
     const size_t chunks = (logits.size() + static_cast<size_t>(chunk_size) - 1) / static_cast<size_t>(chunk_size);
     std::vector<float> chunk_floor(chunks, -INFINITY);
     for (size_t i = 0; i < logits.size(); ++i)
@@ -1290,21 +1287,18 @@ bool top_p_cut_in_lists(const std::vector<float>& logits, int32_t chunk_size, in
             std::max(chunk_floor[i / static_cast<size_t>(chunk_size)], logits[i] + std::log(min_p));
     std::vector<int32_t> listed(chunks, 0);
     int32_t held = 0;  // the canonical prefix the lists hold
-    for (int32_t id : order) {
-        const size_t c = static_cast<size_t>(id) / static_cast<size_t>(chunk_size);
-        if (listed[c] == keeps || logits[static_cast<size_t>(id)] < chunk_floor[c]) break;
+    for (const Weighted& w : order) {
+        const size_t c = static_cast<size_t>(w.id) / static_cast<size_t>(chunk_size);
+        if (listed[c] == keeps || logits[static_cast<size_t>(w.id)] < chunk_floor[c]) break;
         ++listed[c];
         ++held;
     }
     held = std::min(held, keeps);
-    const double top = logits[static_cast<size_t>(order[0])];
-    double total = 0.0;
-    for (float x : logits) total += std::exp(static_cast<double>(x) - top);
     double sum = 0.0;
     int32_t cut = 0;  // llama.cpp's: the first prefix reaching p of the mass, at least min_keep
-    for (int32_t id : order) {
-        sum += std::exp(static_cast<double>(logits[static_cast<size_t>(id)]) - top);
-        if (++cut >= min_keep && sum >= p * total) break;
+    for (const Weighted& w : order) {
+        sum += w.p;
+        if (++cut >= min_keep && sum >= p) break;
     }
     return cut <= held;
 }
