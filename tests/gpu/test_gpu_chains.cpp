@@ -1870,7 +1870,7 @@ double min_p_share(const float* row, int32_t vocab, float min_p) {
     const float threshold = top + std::log(min_p);
     double all = 0.0, kept = 0.0;
     for (int32_t i = 0; i < vocab; ++i) {
-        const double m = std::exp(static_cast<double>(row[i]) - top);
+        const double m = sieve::ref::canonical_weight(row[i], top);
         all += m;
         kept += row[i] >= threshold ? m : 0.0;
     }
