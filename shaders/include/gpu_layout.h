@@ -332,9 +332,9 @@ SIEVE_CONST uint MAX_ROW_CHUNKS = 64u;
 // share of the buffer: 256 at a CPU device's 64 invocations, 1024 at a GPU's
 // 256. Only a flat row's crowded chunk keeps that many. More lets a row with
 // more survivors in a chunk finish in the buffer (where 256 sent one with
-// 257 in a chunk of a GPU's plan to the key levels' second submission), at
-// the cost of a longer sort in each chunk of a row whose survivors pass the
-// buffer anyway.
+// 257 in a chunk of a GPU's plan to the key levels' second submission, or to
+// the CPU twin where top-p's cut lay among them), at the cost of a longer
+// sort in each chunk of a row whose survivors pass the buffer anyway.
 SIEVE_CONST uint PICKS_PER_INVOCATION = 4u;
 // Keys a GPU's search round of a sorted list loads at once
 // (collect_tail.glsl: entries_reaching; a CPU device's rounds take one).
