@@ -5,12 +5,12 @@
 #                          the real llama.cpp, label llama, and the packaging
 #                          tests, label package)
 #   the GPU-facing tests   (ctest label gpu) on the device as it is, under
-#                          SIEVE_PROFILE=gpu at subgroup sizes 4 and 64 (the
-#                          latter with a discrete card's staged memory) and
+#                          SIEVE_PROFILE=gpu at subgroup sizes 4, 16 and 64
+#                          (the last with a discrete card's staged memory) and
 #                          under gpu,constrained: on lavapipe each test under
 #                          one of them (SIEVE_TEST_MATRIX=full: under each)
 #   sanitizers, fuzzing    scripts/sanitize.sh, scripts/fuzz.sh (25 s a harness)
-# On lavapipe LP_NATIVE_VECTOR_WIDTH=128/2048 presents subgroup size 4/64; the
+# On lavapipe LP_NATIVE_VECTOR_WIDTH=128/512/2048 presents subgroup size 4/16/64; the
 # size each run gets is checked, never assumed. Extra arguments go to ctest
 # (the ctest runs only).
 set -euo pipefail
@@ -58,15 +58,16 @@ run() {
 #
 # The configurations of the GPU-facing tests: the device as it is, and the
 # GPU-shaped ones. On lavapipe: the GPU plan's subgroup variants at subgroup
-# sizes 4 and 64 (LP_NATIVE_VECTOR_WIDTH=128/2048: lavapipe presents width /
-# 32, from 4 to 128, whatever the host's vectors): many subgroups of a
-# workgroup, and few, as AMD's wave64 runs them; a size assumption breaks at
-# one end or the other. The subgroup-64 run also takes a discrete card's
-# memory path (SIEVE_TEST_STAGED_MEMORY=1, tests/support/environment.cpp):
+# sizes 4, 16 and 64 (LP_NATIVE_VECTOR_WIDTH=128/512/2048: lavapipe presents
+# width / 32, from 4 to 128, whatever the host's vectors): many subgroups of
+# a workgroup, Intel's and Mali's 16, and few, as AMD's wave64 runs them; a
+# size assumption breaks at one end or the other. The subgroup-64 run also
+# takes a discrete card's memory path (SIEVE_TEST_STAGED_MEMORY=1,
+# tests/support/environment.cpp):
 # lavapipe's memory is unified, so it would never record the staging copies
 # and their barriers, where an H200 run found a hazard the other runs could
-# not. Intel's and Mali's 8 and 16 and NVIDIA's 32 lie
-# between (8 is the device's own); 128, Vulkan's largest (Adreno), is a run
+# not. Intel's 8 is the device's own and NVIDIA's 32 lies
+# between; 128, Vulkan's largest (Adreno), is a run
 # by hand (SIEVE_PROFILE=gpu LP_NATIVE_VECTOR_WIDTH=4096 ctest -L gpu). A
 # cold first call at these widths waits for lavapipe's compile inside the
 # submission, which a CPU device's wait timeout allows for (600 s). And
@@ -76,13 +77,13 @@ run() {
 # gpu,constrained at the device's own size.
 #
 # Dealt (the default on a CPU device): each GPU-facing test runs under one
-# configuration, ctest -I k,,4 by test number, the deal turned by the commit
+# configuration, ctest -I k,,5 by test number, the deal turned by the commit
 # (the parameterized families, the chains, the GPU-vs-twin shapes, the
-# history chains, spread over all four; over successive commits every test
+# history chains, spread over all five; over successive commits every test
 # meets every configuration). On lavapipe most of a GPU-facing test's time
 # is compiling its pipelines cold (LLVM splits a shader at every barrier:
 # collect_fused for a typ_p chain takes 28 s without the shader cache, 3.7
-# with it), once per configuration: the whole suite and the three GPU-shaped
+# with it), once per configuration: the whole suite and the four GPU-shaped
 # runs took a slow CI machine past its limit. SIEVE_TEST_MATRIX=full runs
 # every GPU-facing test under each configuration (about three times as
 # long; the default on a real GPU); SIEVE_TEST_DEAL=N turns the deal by N to
@@ -102,7 +103,7 @@ if ./cli/sieve devices --json | tr -d ' \n' | grep -q '"default":true,"type":"cp
   matrix=dealt
   configs+=("device as it is|")
   # The sizes are lavapipe's to present (width / 32, 4 to 128); each is checked.
-  for pair in 4:128 64:2048; do
+  for pair in 4:128 16:512 64:2048; do
     size=${pair%:*} width=${pair#*:}
     got=$(subgroup_size LP_NATIVE_VECTOR_WIDTH="$width")
     if [[ $got != "$size" ]]; then
