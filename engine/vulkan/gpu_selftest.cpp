@@ -14,9 +14,11 @@ namespace sieve {
 namespace {
 
 // Runs a self-test kernel (binding 0: `inputs`, binding 1: `out_words` words
-// of results; push constant: the case count) once over `cases` invocations.
+// of results; push constant: the case count) once over `cases` invocations,
+// or over `cases` workgroups of 64 (`per_workgroup`).
 std::vector<uint32_t> run_self_test(sieve_context* context, const char* what, const shaders::Spirv& code,
-                                    const std::vector<uint32_t>& inputs, uint32_t cases, size_t out_words) {
+                                    const std::vector<uint32_t>& inputs, uint32_t cases, size_t out_words,
+                                    bool per_workgroup = false) {
     auto* vc = context ? dynamic_cast<VulkanContext*>(context->impl.get()) : nullptr;
     if (!vc) fail(SIEVE_ERROR_INVALID_ARGUMENT, std::string(what) + " needs a Vulkan context");
     Device& device = vc->device();
@@ -39,7 +41,7 @@ std::vector<uint32_t> run_self_test(sieve_context* context, const char* what, co
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     vk.vkBeginCommandBuffer(cmd, &bi);
-    kernel.record(cmd, &cases, (cases + wg - 1) / wg, 1);
+    kernel.record(cmd, &cases, per_workgroup ? cases : (cases + wg - 1) / wg, 1);
     VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
     barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
@@ -92,6 +94,21 @@ std::vector<float> quotients_on_device(sieve_context* context, const std::vector
     const std::vector<uint32_t> words = run_self_test(context, "quotients_on_device", shaders::division_kat, inputs, n, n);
     std::vector<float> result(words.size());
     if (!result.empty()) std::memcpy(result.data(), words.data(), words.size() * 4);
+    return result;
+}
+
+std::vector<RawRange> raw_ranges_on_device(sieve_context* context, const std::vector<RawRangeCase>& cases) {
+    const uint32_t n = static_cast<uint32_t>(cases.size());
+    std::vector<uint32_t> inputs(static_cast<size_t>(n) * 3);
+    for (uint32_t i = 0; i < n; ++i) {
+        std::memcpy(&inputs[i * 3], &cases[i].scale, 4);
+        inputs[i * 3 + 1] = cases[i].lo;
+        inputs[i * 3 + 2] = cases[i].hi;
+    }
+    const std::vector<uint32_t> words =
+        run_self_test(context, "raw_ranges_on_device", shaders::raw_range_kat, inputs, n, size_t{n} * 3, true);
+    std::vector<RawRange> result(words.size() / 3);
+    for (size_t i = 0; i < result.size(); ++i) result[i] = {words[i * 3] != 0, words[i * 3 + 1], words[i * 3 + 2]};
     return result;
 }
 

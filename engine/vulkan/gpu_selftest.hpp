@@ -28,4 +28,18 @@ struct DivisionCase {
 // for a CPU context).
 std::vector<float> quotients_on_device(sieve_context* context, const std::vector<DivisionCase>& cases);
 
+struct RawRangeCase {
+    float scale = 1;       // the row's scale (scaled_logit)
+    uint32_t lo = 0, hi = 0;  // a key range of the scaled logits
+};
+
+struct RawRange {
+    bool found = false;    // false: the pass divides every logit instead
+    uint32_t lo = 0, hi = 0;  // the raw logits' keys whose scaled keys lie in the range
+};
+
+// raw_range.glsl's raw_key_range(scale, lo, hi) for each case on the
+// context's device, a workgroup of 64 a case (throws Failure for a CPU context).
+std::vector<RawRange> raw_ranges_on_device(sieve_context* context, const std::vector<RawRangeCase>& cases);
+
 } // namespace sieve

@@ -61,7 +61,7 @@ VkPipeline create_compute_pipeline(Device& device, VkPipelineLayout layout, cons
     values[SPEC_FLOOR_LEVELS] = device.limits().floor_levels_plan() ? 1u : 0u;
     values[SPEC_CHUNK_WG] = device.limits().workgroup_size;
     // The device's own arithmetic, whatever the plan: a CPU's vector division is IEEE's.
-    values[SPEC_EXACT_DIVISION] = device.info().type == SIEVE_DEVICE_CPU ? 0u : 1u;
+    values[SPEC_EXACT_DIVISION] = device.exact_division() ? 1u : 0u;
     values[SPEC_WIDE_BINS] = wide_bins(device.limits());
     values[SPEC_WIDE_DIVISIONS] = s.wide_divisions;
     values[SPEC_WIDE_DIRECT] = s.wide_direct;

@@ -13,6 +13,7 @@ namespace sieve {
 
 namespace {
 std::atomic<bool> g_stage_memory_for_tests{false};
+std::atomic<bool> g_exact_division_for_tests{false};
 #ifdef SIEVE_PHASE_CLOCK
 // The phase-clock build's shaders read both shader clocks
 // (shaders/include/phase_clock.glsl): a device without them cannot run it.
@@ -30,6 +31,7 @@ void require_shader_clock(VkPhysicalDevice physical) {
 } // namespace
 
 bool stage_memory_for_tests(bool on) { return g_stage_memory_for_tests.exchange(on); }
+bool exact_division_for_tests(bool on) { return g_exact_division_for_tests.exchange(on); }
 
 namespace {
 
@@ -224,6 +226,7 @@ void Device::init(const sieve_context_options& options, uint32_t enabled_feature
         }
     }
     if (g_stage_memory_for_tests.load()) unified_memory_ = false;
+    exact_division_ = info_.type != SIEVE_DEVICE_CPU || g_exact_division_for_tests.load();
 }
 
 Device::~Device() {

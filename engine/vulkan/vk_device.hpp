@@ -40,6 +40,12 @@ int32_t resolve_wait_spin(int32_t option);
 // never record either). Returns the previous setting.
 bool stage_memory_for_tests(bool on);
 
+// Tests only: contexts created while this is set correct every quotient
+// (shaders: EXACT_DIVISION) on a CPU device too, whose vector division is
+// IEEE's, so lavapipe runs the passes that only a GPU's inexact division
+// takes (raw_range.glsl's members by raw keys). Returns the previous setting.
+bool exact_division_for_tests(bool on);
+
 // Limits and features after the profile and the context's caps are applied
 // (device_profile.hpp: shape_limits): what every pipeline and plan is built for.
 // sieve_device_info.compute_units of a discrete or virtual GPU whose count no
@@ -142,6 +148,9 @@ public:
     // Whether device-local memory is also host-visible (UMA, lavapipe, phones):
     // then logits are written straight into the buffer the shaders read.
     bool unified_memory() const { return unified_memory_; }
+    // The shaders correct each quotient (EXACT_DIVISION): every device but
+    // a CPU implementation, whose vector division is IEEE's.
+    bool exact_division() const { return exact_division_; }
     // Whether the device's timestamps can be put on the host's CLOCK_MONOTONIC
     // (VK_EXT_calibrated_timestamps, enabled on a device Sieve creates; an
     // app's device says nothing of its extensions): Submitter's call timing.
@@ -170,6 +179,7 @@ private:
     EffectiveLimits limits_{};
     VkPhysicalDeviceMemoryProperties memory_{};
     bool unified_memory_ = false;
+    bool exact_division_ = true;
     bool calibrated_timestamps_ = false;
     std::string statistics_file_;
     bool captures_statistics_ = false;

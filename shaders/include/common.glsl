@@ -30,7 +30,7 @@
                                  gl_StorageSemanticsShared | gl_StorageSemanticsBuffer, gl_SemanticsAcquireRelease)
 #endif
 
-#include "division.glsl"
+#include "keys.glsl"
 
 // Workgroup size and candidate capacity come from the device's limits (and the
 // constrained profile), never from an assumed subgroup size.
@@ -62,11 +62,6 @@ layout(constant_id = SPEC_CHAIN_SELECTOR) const uint CHAIN_SELECTOR = 0u;
 // the bins. A GPU keeps the selects: an indexed array there would leave the
 // registers.
 layout(constant_id = SPEC_INDEXED_BINS) const uint INDEXED_BINS = 0u;
-// 1 where the device's float division may be inexact (every device but a CPU
-// implementation, whose vector division is IEEE's, whatever the profile):
-// sieve_div corrects each quotient llama.cpp computes by a division
-// (division.glsl; tests/gpu/test_gpu_division.cpp checks the correction).
-layout(constant_id = SPEC_EXACT_DIVISION) const uint EXACT_DIVISION = 1u;
 #define CHAIN_OP(o) ((((o) < 8u ? CHAIN_OPS_LO : CHAIN_OPS_HI) >> (4u * ((o) % 8u))) & 15u)
 // Whether a row of the chain may take a floor (ROW_FLOOR): the chain holds
 // min-p (OP_MIN_P = 4 in some nibble) or ends in mirostat v2
@@ -99,45 +94,7 @@ layout(std430, set = 0, binding = BINDING_WIDE) coherent buffer Wide { uint wide
 // of the tokens whose logit changes, their hash entries, DRY's scratch.
 layout(std430, set = 0, binding = BINDING_ADJUST) coherent buffer Adjust { uint adjust[]; };
 
-// Order-preserving key: uint order == float order; -0 and +0 share a key.
-// NaN never gets here (rows holding one fail in row_stats first).
-// Subnormals share it too, by their bits (a device may flush them in any float
-// op; docs/semantics.md, "Subnormal logits").
-uint sieve_key(float f) {
-    uint b = floatBitsToUint(f);
-    if ((b & 0x7F800000u) == 0u) b = 0u;
-    // Negative: every bit flipped; else the sign bit set (two operations: the
-    // hot loops compute this for every logit).
-    return b ^ (uint(int(b) >> 31) | 0x80000000u);
-}
-
-float sieve_key_value(uint k) {
-    return uintBitsToFloat((k & 0x80000000u) != 0u ? (k & 0x7FFFFFFFu) : ~k);
-}
-
-const uint KEY_NEG_INF = 0x007FFFFFu;  // sieve_key(-inf)
-const uint KEY_POS_INF = 0xFF800000u;  // sieve_key(+inf); NaNs fall outside [KEY_NEG_INF, KEY_POS_INF]
-
-// The key of -inf or of a finite value: not NaN or +Inf, on which a row fails
-// (one unsigned compare: keys below KEY_NEG_INF wrap past the range).
-bool key_valid(uint k) { return k - KEY_NEG_INF < KEY_POS_INF - KEY_NEG_INF; }
-
 float row_scale(uint row) { return uintBitsToFloat(params[row * PARAM_STRIDE + P_SCALE]); }
-
-// x / y rounded as IEEE rounds it, as the twin and llama.cpp divide.
-float sieve_div(float x, float y) {
-    float q = x / y;
-    return EXACT_DIVISION != 0u ? correct_quotient(x, y, q) : q;
-}
-
-// The logit the draw sees: divided by the temperature exactly as llama.cpp's
-// temperature sampler does (one float division), so that keys, ties and masses
-// are those of the twin's candidate array. scale <= 0 is greedy masking, which
-// keeps the raw order. Scale 1 (no temperature in the chain, as greedy's, or
-// temperatures of 1) divides nothing: x / 1 is x in IEEE arithmetic, and the
-// correction would cost each logit a division and dozens of operations. (Where
-// a device would flush a subnormal quotient, sieve_key flushes x by its bits.)
-float scaled_logit(float f, float scale) { return scale > 0.0 && scale != 1.0 ? sieve_div(f, scale) : f; }
 
 // The mass of a scaled logit x in 40-bit fixed point relative to the row's
 // maximal scaled logit M: trunc(exp(x - M) * 2^40) as (lo, hi). Exact integer

@@ -9,6 +9,7 @@
 #include "finalize.glsl"
 #include "stretch.glsl"
 #include "logits4.glsl"
+#include "raw_range.glsl"
 
 // Members an invocation holds before writing them (main): CPU devices only,
 // where a local array indexed per lane is cheap (common.glsl: INDEXED_BINS).
@@ -40,12 +41,28 @@ void put_candidate(uint row, uint slot, uint key, uint i) {
     }
 }
 
+// A GPU's members by their raw keys (raw_range.glsl), read once by main:
+// whether they are known, and their range.
+bool g_raw;
+uint g_raw_lo, g_raw_hi;
+
+// member(), tested first by the logit's own key where the raw range is
+// known: only the range's logits are divided.
+bool raw_member(float f, float scale, uint lo, uint hi, out uint key) {
+    key = 0u;
+    if (g_raw) {
+        uint k = sieve_key(f);
+        if (k < g_raw_lo || k > g_raw_hi) return false;
+    }
+    return member(f, scale, lo, hi, key);
+}
+
 // The members among logits i0 .. i0 + 3 (values f4; those at or past end are
 // not), each to its candidate slot (an atomic a member: a GPU's).
 void put_members(uint row, vec4 f4, uint i0, uint end, float scale, uint lo, uint hi) {
     [[unroll]] for (uint c = 0u; c < 4u; ++c) {
         uint k;
-        if (i0 + c < end && member(f4[c], scale, lo, hi, k))
+        if (i0 + c < end && raw_member(f4[c], scale, lo, hi, k))
             put_candidate(row, atomicAdd(row_state[row * ROW_STRIDE + R_CAND_COUNT], 1u), k, i0 + c);
     }
 }
@@ -68,7 +85,9 @@ void main() {
         uint end = min(begin + pc.chunk_size, pc.vocab);
         if (INDEXED_BINS == 0u) {
             // A GPU: an atomic per member, after the trip's four quads are
-            // loaded (logits4.glsl).
+            // loaded (logits4.glsl); in long chunks members known by their
+            // raw keys where the quotients are corrected (raw_range_pays).
+            g_raw = raw_range_pays(pc.chunk_size) && raw_key_range(scale, lo, hi, g_raw_lo, g_raw_hi);
 #define GATHER_QUAD(F4, I0) put_members(row, F4, I0, end, scale, lo, hi);
             FOR_CHUNK_QUADS4(row, begin, end, GATHER_QUAD)
         } else {
@@ -128,6 +147,17 @@ void main() {
         return;
     }
     uint n = min(row_state[o + R_CAND_COUNT], CAP);
+    // The members gathered are the ones the level counted in the bin (scan.glsl:
+    // R_BUCKET_COUNT): other counts are a damaged state only, and the twin
+    // draws the row rather than a walk over the wrong members.
+    if (row_state[o + R_CAND_COUNT] != row_state[o + R_BUCKET_COUNT]) {  // uniform
+        if (t == 0u) {
+            uint step = row_step(row);
+            write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, passes);
+            advance_step(row, step);
+        }
+        return;
+    }
     for (uint i = t; i < n; i += WG) {
         c_key[i] = candidates[(row * CAP + i) * 2u + 0u];
         c_id[i] = candidates[(row * CAP + i) * 2u + 1u];

@@ -20,6 +20,7 @@
 #include "stretch.glsl"
 #include "u64.glsl"
 #include "logits4.glsl"
+#include "raw_range.glsl"
 
 // The indexed level 0's shared word: a bin's high mass words in bits 0..19,
 // its count from bit 20. Over a span of 4 QUADS_PER_SPAN = 4092 logits an
@@ -112,8 +113,17 @@ void main() {
         FOR_CHUNK_QUADS4(row, begin, end, VALUE_QUAD)
     } else {
         float raw_floor = level_floor(row);
+        // A GPU's long chunks know the range's logits by their raw keys
+        // (raw_range.glsl) and divide only those, where every logit was
+        // divided to be tested.
+        uint raw_lo, raw_hi;
+        bool raw = INDEXED_BINS == 0u && raw_range_pays(pc.chunk_size) && raw_key_range(scale, lo, hi, raw_lo, raw_hi);
         for (uint i = begin + t; i < end; i += WG) {
             float f = row_logit(row, i);
+            if (raw) {  // outside the range's raw keys: not divided
+                uint kr = sieve_key(f);
+                if (kr < raw_lo || kr > raw_hi) continue;
+            }
             float x = scaled_logit(f, scale);
             uint k = sieve_key(x);
             if (isinf(x) || k < lo || k > hi || !(f >= raw_floor)) continue;
