@@ -29,12 +29,12 @@ struct DivisionCase {
 std::vector<float> quotients_on_device(sieve_context* context, const std::vector<DivisionCase>& cases);
 
 struct RawRangeCase {
-    float scale = 1;       // the row's scale (scaled_logit)
+    float scale = 1;          // the row's scale (scaled_logit)
     uint32_t lo = 0, hi = 0;  // a key range of the scaled logits
 };
 
 struct RawRange {
-    bool found = false;    // false: the pass divides every logit instead
+    bool found = false;       // false: the pass divides every logit instead
     uint32_t lo = 0, hi = 0;  // the raw logits' keys whose scaled keys lie in the range
 };
 

@@ -1,8 +1,9 @@
 // A key range of the scaled logits as a range of the raw logits' own keys:
-// gather.comp's members on a GPU, tested by a logit's key alone, where each
-// test divided the logit by the temperature (the exact division, division.glsl:
-// dozens of operations a logit, most of what the pass executes). Needs WG and
-// keys.glsl; raw_range_kat.comp checks it against the host's IEEE division.
+// the members of gather.comp's bin and of a key level's range on a GPU,
+// tested by a logit's key alone, where each test divided the logit by the
+// row's scale (the exact division, division.glsl: dozens of operations a
+// logit on a GPU). Needs WG and keys.glsl; raw_range_kat.comp checks it
+// against the host's IEEE division.
 #ifndef SIEVE_RAW_RANGE_GLSL
 #define SIEVE_RAW_RANGE_GLSL
 
