@@ -162,13 +162,7 @@ TEST(RawRange, DrawsFromRunsOfConsecutiveFloatsEqualTheTwin) {
                 const uint32_t start = (step * 7919u) % static_cast<uint32_t>(vocab), one = shader_key(1.0f);
                 for (uint32_t i = 0; i < 20000; ++i)
                     row[(start + i) % static_cast<uint32_t>(vocab)] = key_value(one - 10000u + i);
-                chain.set(SIEVE_PARAM_SEED, 31u + step, 0);
-                const std::vector<sieve_token> got = chain.sample(row.data(), 1, vocab);
-                sieve::ref::RowParams params;
-                params.temperature = temperature;
-                params.seed = 31u + step;
-                sieve_test::twin::compare_token(got[0], sieve_test::twin::Row{kinds, row.data(), vocab, params}, 0,
-                                                &tally);
+                sieve_test::twin::sample_against_twin(chain, kinds, row, temperature, 31u + step, &tally);
             }
             EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u);
         }

@@ -339,13 +339,7 @@ TEST(SelectionLevels, ChunksOfAnyAlignmentGatherEachLogitOnce) {
                 for (int32_t i = end - 2; i < end + 2; ++i) row[static_cast<size_t>(i)] = 1.5f;
             row[0] = row[static_cast<size_t>(vocab) - 1] = 1.5f;
             for (uint32_t step = 0; step < 12; ++step) {
-                chain.set(SIEVE_PARAM_SEED, 7u + step, 0);
-                const std::vector<sieve_token> got = chain.sample(row.data(), 1, vocab);
-                sieve::ref::RowParams params;
-                params.temperature = temperature;
-                params.seed = 7u + step;
-                sieve_test::twin::compare_token(got[0], sieve_test::twin::Row{kinds, row.data(), vocab, params}, 0,
-                                                &tally);
+                sieve_test::twin::sample_against_twin(chain, kinds, row, temperature, 7u + step, &tally);
             }
         }
     }

@@ -335,4 +335,17 @@ inline void compare_token(const sieve_token& got, const Row& row, uint32_t step,
     EXPECT_LE(std::fabs(got.p - want.p), kProbRel * want.p) << "p of token " << got.token;
 }
 
+// A one-row chain's token of `row` at seed `seed` (set now: its step starts
+// again at 0) against the twin's at the chain's temperature.
+inline void sample_against_twin(sieve::Chain& chain, const std::vector<SamplerKind>& kinds,
+                                const std::vector<float>& row, float temperature, uint32_t seed, Tally* tally) {
+    chain.set(SIEVE_PARAM_SEED, seed, 0);
+    const int32_t vocab = static_cast<int32_t>(row.size());
+    const std::vector<sieve_token> got = chain.sample(row.data(), 1, vocab);
+    RowParams params;
+    params.temperature = temperature;
+    params.seed = seed;
+    compare_token(got[0], Row{kinds, row.data(), vocab, params}, 0, tally);
+}
+
 } // namespace sieve_test::twin
