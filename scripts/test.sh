@@ -66,7 +66,7 @@ run() {
 # tests/support/environment.cpp):
 # lavapipe's memory is unified, so it would never record the staging copies
 # and their barriers, where an H200 run found a hazard the other runs could
-# not. Intel's 8 is the device's own and NVIDIA's 32 lies
+# not. 8 (Intel's narrowest) is the device's own size and NVIDIA's 32 lies
 # between; 128, Vulkan's largest (Adreno), is a run
 # by hand (SIEVE_PROFILE=gpu LP_NATIVE_VECTOR_WIDTH=4096 ctest -L gpu). A
 # cold first call at these widths waits for lavapipe's compile inside the
@@ -83,7 +83,7 @@ run() {
 # meets every configuration). On lavapipe most of a GPU-facing test's time
 # is compiling its pipelines cold (LLVM splits a shader at every barrier:
 # collect_fused for a typ_p chain takes 28 s without the shader cache, 3.7
-# with it), once per configuration: the whole suite and the four GPU-shaped
+# with it), once per configuration: the whole suite and the three GPU-shaped
 # runs took a slow CI machine past its limit. SIEVE_TEST_MATRIX=full runs
 # every GPU-facing test under each configuration (about three times as
 # long; the default on a real GPU); SIEVE_TEST_DEAL=N turns the deal by N to
