@@ -1,6 +1,6 @@
-// raw_range.glsl: a GPU's gather tests a logit's membership in the chosen
-// bin by the logit's own key, from the range of raw keys whose scaled
-// logits' keys lie in the bin. On the device (raw_range_kat.comp), each
+// raw_range.glsl: a GPU's gather and key levels test a logit's membership
+// in the chosen bin (or range) by the logit's own key, from the range of
+// raw keys whose scaled logits' keys lie in it. On the device (raw_range_kat.comp), each
 // edge against a search over every raw key with the host's IEEE division;
 // then whole draws of bins whose edges every raw key around them reaches.
 #include "vulkan/gpu_selftest.hpp"
@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
