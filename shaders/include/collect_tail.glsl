@@ -537,8 +537,7 @@ void draw_serial(uint row, uint n, bool whole, uint step, uint region) {
         target = u64_sub(target, s_scan[block]);
     }
     if (block == WG) {  // past every entry: the draw falls past the buffer (never for a whole array)
-        write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, 1u);
-        advance_step(row, step);
+        write_fallback(row, step, 1u);
         return;
     }
     draw_in_block(row, block * per, min(block * per + per, n), target, v0, total, step, region);
@@ -703,8 +702,7 @@ void collect_tail(uint row, uint n_chunks) {
     uvec2 target = u64_mul_u32_shr32(exact, sieve_uniform_u32(param_u(row, P_SEED), step, param_u(row, P_DRAW)));
     if (!u64_less(target, sum)) {  // past every entry: the draw falls past the buffer (never for a whole array)
         if (t != 0u) return;
-        write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, 1u);
-        advance_step(row, step);
+        write_fallback(row, step, 1u);
         return;
     }
     if (u64_less(target, before) || !u64_less(target, u64_add(before, part))) return;  // another block holds it

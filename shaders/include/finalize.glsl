@@ -260,8 +260,7 @@ void draw_tie(uint row, uint passes) {
     if (t == 0u) {
         uint step = row_step(row);
         if (s_found == 0u) {  // a damaged state only (the exact target lies in the group): the twin
-            write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, passes);
-            advance_step(row, step);
+            write_fallback(row, step, passes);
             return;
         }
         float p = fixed40_value(w) / uintBitsToFloat(row_state[o + R_TOTAL]);

@@ -37,6 +37,13 @@ void advance_step(uint row, uint step) {
     slot_state[param_u(row, P_SLOT) + S_STEP] = step + 1u;
 }
 
+// A row the CPU twin draws (its token -1, STATUS_FALLBACK): the host hands it
+// the row. Its step advances as a sampled token's would.
+void write_fallback(uint row, uint step, uint passes) {
+    write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, passes);
+    advance_step(row, step);
+}
+
 // A failed row, or the argmax for greedy rows: the whole answer once the row
 // statistics are known.
 void write_failed_or_greedy(uint row, uint status, uint argmax, uint passes) {

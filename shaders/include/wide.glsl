@@ -140,9 +140,7 @@ float wide_divide(float x, float t, uint n, uint most) {
 // The row goes to the CPU twin at this step (counted by the host); passes:
 // the row passes it took.
 void wide_fallback(uint row, uint passes) {
-    uint step = row_step(row);
-    write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, passes);
-    advance_step(row, step);
+    write_fallback(row, row_step(row), passes);
     row_state[row * ROW_STRIDE + R_WIDE_PHASE] = WIDE_NONE;
 }
 

@@ -146,18 +146,15 @@ void main() {
         draw_tie(row, passes);
         return;
     }
-    uint n = min(row_state[o + R_CAND_COUNT], CAP);
+    uint gathered = row_state[o + R_CAND_COUNT];
     // The members gathered are the ones the level counted in the bin (scan.glsl:
     // R_BUCKET_COUNT): other counts are a damaged state only, and the twin
     // draws the row rather than a walk over the wrong members.
-    if (row_state[o + R_CAND_COUNT] != row_state[o + R_BUCKET_COUNT]) {  // uniform
-        if (t == 0u) {
-            uint step = row_step(row);
-            write_result(row, 0xFFFFFFFFu, 0.0, 0.0, STATUS_FALLBACK, step, passes);
-            advance_step(row, step);
-        }
+    if (gathered != row_state[o + R_BUCKET_COUNT]) {  // uniform
+        if (t == 0u) write_fallback(row, row_step(row), passes);
         return;
     }
+    uint n = min(gathered, CAP);
     for (uint i = t; i < n; i += WG) {
         c_key[i] = candidates[(row * CAP + i) * 2u + 0u];
         c_id[i] = candidates[(row * CAP + i) * 2u + 1u];

@@ -5,6 +5,7 @@
 // then whole draws of bins whose edges every raw key around them reaches.
 #include "vulkan/gpu_selftest.hpp"
 #include "vulkan/vk_device.hpp"
+#include "reference/detail.hpp"
 #include "reference/reference.hpp"
 #include "test_support.hpp"
 #include "twin_compare.hpp"
@@ -23,7 +24,11 @@ namespace {
 constexpr uint32_t kKeyNegInf = 0x007FFFFFu;  // keys.glsl: KEY_NEG_INF
 constexpr uint32_t kKeyPosInf = 0xFF800000u;  // KEY_POS_INF
 
-// keys.glsl's sieve_key: subnormals (and -0) share zero's key.
+// keys.glsl's sieve_key_value is the twin's key_float.
+using sieve::ref::detail::key_float;
+
+// keys.glsl's sieve_key: subnormals (and -0) share zero's key, where the
+// twin's float_key keeps subnormals apart.
 uint32_t shader_key(float f) {
     uint32_t b;
     std::memcpy(&b, &f, 4);
@@ -31,15 +36,8 @@ uint32_t shader_key(float f) {
     return b ^ (static_cast<uint32_t>(static_cast<int32_t>(b) >> 31) | 0x80000000u);
 }
 
-float key_value(uint32_t k) {  // sieve_key_value
-    const uint32_t b = (k & 0x80000000u) ? (k & 0x7FFFFFFFu) : ~k;
-    float f;
-    std::memcpy(&f, &b, 4);
-    return f;
-}
-
 uint32_t scaled_key(uint32_t raw, float scale) {  // sieve_key(scaled_logit(raw's value, scale))
-    const float f = key_value(raw);
+    const float f = key_float(raw);
     return shader_key(scale > 0.0f && scale != 1.0f ? f / scale : f);
 }
 
@@ -162,7 +160,7 @@ TEST(RawRange, DrawsFromRunsOfConsecutiveFloatsEqualTheTwin) {
                 std::vector<float> row(static_cast<size_t>(vocab), -100.0f);
                 const uint32_t start = (step * 7919u) % static_cast<uint32_t>(vocab), one = shader_key(1.0f);
                 for (uint32_t i = 0; i < 20000; ++i)
-                    row[(start + i) % static_cast<uint32_t>(vocab)] = key_value(one - 10000u + i);
+                    row[(start + i) % static_cast<uint32_t>(vocab)] = key_float(one - 10000u + i);
                 sieve_test::twin::sample_against_twin(chain, kinds, row, temperature, 31u + step, &tally);
             }
             EXPECT_EQ(chain.counters().cpu_fallback_rows, 0u);
