@@ -474,6 +474,7 @@ std::vector<sieve_stage_estimate> GpuChain::plan_estimate(int32_t rows, int32_t 
     // would write them (write_params).
     in.collect_plain = true;
     in.floored_lists = r > 0;
+    in.raw_logprobs = logprobs_n_ > 0 ? static_cast<uint32_t>(logprobs_n_) : 0u;
     const uint32_t capacity = history_capacity();
     for (uint32_t i = 0; i < r; ++i) {
         const RowAnalysis& a = call.rows[i];

@@ -199,6 +199,15 @@ Work work_of(const Dispatch& d, const EstimateInputs& in, uint32_t chunks) {
         return {M::kMassHistogramUs - M::kChunkReadUs * saved + read, chunk, resident};
     }
     case Stage::Gather: return {M::kGatherUs + read, chunk, resident};
+    case Stage::RawStats: {
+        const double n = in.raw_logprobs;
+        const bool today = in.shaders == ShaderSet::Today;
+        const double tree = log2_ceil(in.workgroup) + 1.0;
+        const double steps = today ? 2 * n + 2 : (n + 2) * tree;
+        const double list_reads = n == 0 ? 0 : today ? 1 : n;
+        const double rounds = steps * M::kRawStepUs;
+        return {M::kOtherPassUs + rounds + read, chunk, resident, rounds + list_reads * M::kChunkReadUs};
+    }
     default: return {M::kOtherPassUs + read, chunk, resident};
     }
 }

@@ -33,6 +33,7 @@ struct EstimateInputs {
     bool collect_plain = true;    // the host arms collect_chunk.glsl's plain variant (else the general one)
     bool aggregates = false;      // some row's chain reads the full-row aggregates (ROW_NEED_SIGMA, ROW_NEED_MASS)
     bool floored_lists = false;   // every row's tail cuts its lists to min-p's floor (ROW_FLOOR)
+    uint32_t raw_logprobs = 0;    // the raw log-probabilities' top n (sieve_chain_set_logprobs; 0: none or off)
     ShaderSet shaders = ShaderSet::Today;
     // Per row group (as `groups`): the chunks its collect pass splits a row
     // into (collect_chunks_for_group); empty: the plan's n_chunks.
@@ -169,6 +170,16 @@ struct EstimateModel {
     static constexpr double kMassHistogramUs = 25.4;
     static constexpr double kGatherUs = 6.8;
     static constexpr double kOtherPassUs = 6.0;           // passes without an H200 figure (stated, not fitted)
+    // The raw log-probabilities pass (raw_stats.comp) on each chunk's
+    // workgroup and again on the row's last: a maximum and a sum, then n
+    // workgroup-wide picks of the next best entry. 521950c's took a tree of
+    // log2(WG) barrier steps each (and one to broadcast: the max and sum one
+    // each), and the last workgroup read the chunks' lists again every round
+    // (a dependent read, kChunkReadUs); today's take two steps each (a fold
+    // by groups of 16), the max and sum two together, and the lists are read
+    // once. A step: a barrier and a shared access. Stated, no GPU has run
+    // either.
+    static constexpr double kRawStepUs = kUsPerBarrier + kUsPerSharedAccess;
     static constexpr double kHeavyPerSm = 1;              // shared-memory-heavy workgroups resident per SM (fitted)
     static constexpr double kLightPerSm = 4;              // streaming workgroups per SM (stated, not fitted)
 };

@@ -23,48 +23,89 @@ shared uint s_id[WG];
 shared float s_max[WG];
 shared float s_sum[WG];
 
+// The workgroup's reductions take two barriers each, not a tree's log2(WG)
+// (the per-chunk top-n below makes n of them in a row: 2n barriers instead of
+// 9n at 256 invocations): one invocation of each group of FAN folds its
+// group's offers, then every invocation folds the groups' results itself, in
+// group order (so a float sum has one order on every run).
+const uint FAN = 16u;  // WG is a power of two >= 32 (device_profile.cpp)
+const uint GROUPS = WG / FAN;
+shared uint s_group_key[GROUPS];
+shared uint s_group_id[GROUPS];
+shared float s_group_max[GROUPS];
+shared float s_group_sum[GROUPS];
+
 // Canonical order: a before b.
 bool before(uint ka, uint ia, uint kb, uint ib) { return ka > kb || (ka == kb && ia < ib); }
 
 // The workgroup's first (key, id) in canonical order; invocations offer
-// (0, NONE_ID) for nothing.
+// (0, NONE_ID) for nothing. (The next call's first writes wait for this
+// one's readers at its first barrier.)
 void wg_first(inout uint key, inout uint id) {
     uint t = gl_LocalInvocationID.x;
     s_key[t] = key;
     s_id[t] = id;
     barrier();
-    for (uint s = WG / 2u; s > 0u; s >>= 1u) {
-        if (t < s && before(s_key[t + s], s_id[t + s], s_key[t], s_id[t])) {
-            s_key[t] = s_key[t + s];
-            s_id[t] = s_id[t + s];
-        }
-        barrier();
+    if (t < GROUPS) {
+        uint k = s_key[t * FAN], i = s_id[t * FAN];
+        for (uint j = t * FAN + 1u; j < (t + 1u) * FAN; ++j)
+            if (before(s_key[j], s_id[j], k, i)) {
+                k = s_key[j];
+                i = s_id[j];
+            }
+        s_group_key[t] = k;
+        s_group_id[t] = i;
     }
-    key = s_key[0];
-    id = s_id[0];
     barrier();
+    key = s_group_key[0];
+    id = s_group_id[0];
+    for (uint g = 1u; g < GROUPS; ++g)
+        if (before(s_group_key[g], s_group_id[g], key, id)) {
+            key = s_group_key[g];
+            id = s_group_id[g];
+        }
 }
 
-// The workgroup's maximum and rescaled sum.
+// The workgroup's maximum and its sum rescaled to it (an invocation's sum is
+// at its own maximum m).
 void wg_max_sum(inout float m, inout float sum) {
     uint t = gl_LocalInvocationID.x;
     s_max[t] = m;
+    s_sum[t] = sum;
     barrier();
-    for (uint s = WG / 2u; s > 0u; s >>= 1u) {
-        if (t < s) s_max[t] = max(s_max[t], s_max[t + s]);
-        barrier();
+    if (t < GROUPS) {
+        float gm = NEG_INF;
+        for (uint j = t * FAN; j < (t + 1u) * FAN; ++j) gm = max(gm, s_max[j]);
+        float gs = 0.0;
+        for (uint j = t * FAN; j < (t + 1u) * FAN; ++j) gs += s_sum[j] > 0.0 ? s_sum[j] * exp(s_max[j] - gm) : 0.0;
+        s_group_max[t] = gm;
+        s_group_sum[t] = gs;
     }
-    float wg_m = s_max[0];
-    s_sum[t] = sum > 0.0 ? sum * exp(m - wg_m) : 0.0;
     barrier();
-    for (uint s = WG / 2u; s > 0u; s >>= 1u) {
-        if (t < s) s_sum[t] += s_sum[t + s];
-        barrier();
-    }
-    m = wg_m;
-    sum = s_sum[0];
-    barrier();
+    m = NEG_INF;
+    for (uint g = 0u; g < GROUPS; ++g) m = max(m, s_group_max[g]);
+    sum = 0.0;
+    for (uint g = 0u; g < GROUPS; ++g)
+        sum += s_group_sum[g] > 0.0 ? s_group_sum[g] * exp(s_group_max[g] - m) : 0.0;
 }
+
+// Entry e of the row's chunk lists (chunk e / n, place e % n): its key's word.
+uint raw_entry(uint row, uint e, uint n) {
+    return (row * pc.n_chunks + e / n) * BINS * HIST_STRIDE + 2u + 2u * (e % n);
+}
+
+// Entry (k, i) is the round's best so far, (key, id), where it comes after the
+// previous round's winner (last_key, last_id) and before (key, id).
+void take_if_next(uint k, uint i, uint last_key, uint last_id, inout uint key, inout uint id) {
+    if (i != NONE_ID && before(last_key, last_id, k, i) && (id == NONE_ID || before(k, i, key, id))) {
+        key = k;
+        id = i;
+    }
+}
+
+// Chunk-list entries an invocation of the last workgroup holds through the
+// merge's rounds.
+const uint HELD = 8u;
 
 void main() {
     uint row = pc.row_base + gl_WorkGroupID.y;
@@ -75,34 +116,38 @@ void main() {
     uint end = min(begin + pc.chunk_size, pc.vocab);
 
     // This invocation's share, in two reads of it (the second from cache): its
-    // maximum and its n best, then its sum of exp at that maximum (one exp
+    // maximum and its TOPN best, then its sum of exp at that maximum (one exp
     // per logit; an online rescaled sum would take two, or a divergent branch).
-    // The n best are unsorted in a small array; the worst of them is kept in
-    // scalars, so a logit that does not enter (almost all) costs one compare.
+    // The best are kept sorted (best first) in fixed places, so a logit that
+    // does not enter (almost all) costs one compare with the last, and one
+    // that does a pass of selects over the places: no index that varies by
+    // invocation, which a GPU would put in local memory and a CPU device
+    // turns into a loop over the lanes.
     float m = NEG_INF, sum = 0.0;
     uint top_key[TOPN], top_id[TOPN];
-    uint count = 0u, worst = 0u, worst_key = 0u, worst_id = NONE_ID;
+    [[unroll]] for (uint j = 0u; j < TOPN; ++j) {
+        top_key[j] = 0u;  // (0, NONE_ID): after every logit
+        top_id[j] = NONE_ID;
+    }
     for (uint i = begin + t; i < end; i += WG) {
         float f = flush_subnormal(logits[row * pc.stride + i]);
         if (isnan(f) || isinf(f)) continue;
         m = max(m, f);
         if (n == 0u) continue;
         uint k = sieve_key(f);
-        if (count == n && !before(k, i, worst_key, worst_id)) continue;
-        if (count < n) {
-            top_key[count] = k;
-            top_id[count] = i;
-            ++count;
-        } else {
-            top_key[worst] = k;
-            top_id[worst] = i;
+        if (!before(k, i, top_key[TOPN - 1u], top_id[TOPN - 1u])) continue;
+        // Place j takes the entry before it where (k, i) comes before that
+        // one, else (k, i) where it comes before place j's (from the last
+        // place up, so each reads its neighbour's old entry).
+        [[unroll]] for (uint j = TOPN - 1u; j > 0u; --j) {
+            bool above = before(k, i, top_key[j - 1u], top_id[j - 1u]);
+            bool here = before(k, i, top_key[j], top_id[j]);
+            top_key[j] = above ? top_key[j - 1u] : here ? k : top_key[j];
+            top_id[j] = above ? top_id[j - 1u] : here ? i : top_id[j];
         }
-        if (count == n) {
-            worst = 0u;
-            for (uint j = 1u; j < n; ++j)
-                if (before(top_key[worst], top_id[worst], top_key[j], top_id[j])) worst = j;
-            worst_key = top_key[worst];
-            worst_id = top_id[worst];
+        if (before(k, i, top_key[0], top_id[0])) {
+            top_key[0] = k;
+            top_id[0] = i;
         }
     }
     for (uint i = begin + t; i < end; i += WG) {
@@ -116,19 +161,19 @@ void main() {
         histograms[scratch + 1u] = floatBitsToUint(sum);
     }
     // The chunk's n best: n rounds, each taking the workgroup's first among
-    // the invocations' best untaken entries.
-    uint taken = 0u;
+    // the invocations' first entries; the winner's entries move up a place.
     for (uint r = 0u; r < n; ++r) {
-        uint key = 0u, id = NONE_ID, mine = TOPN;
-        for (uint j = 0u; j < count; ++j)
-            if ((taken & (1u << j)) == 0u && (mine == TOPN || before(top_key[j], top_id[j], key, id))) {
-                key = top_key[j];
-                id = top_id[j];
-                mine = j;
-            }
+        uint key = top_key[0], id = top_id[0];
         uint offered = id;
         wg_first(key, id);
-        if (mine != TOPN && offered == id) taken |= 1u << mine;
+        if (offered != NONE_ID && offered == id) {  // ids are distinct: this invocation's
+            [[unroll]] for (uint j = 0u; j + 1u < TOPN; ++j) {
+                top_key[j] = top_key[j + 1u];
+                top_id[j] = top_id[j + 1u];
+            }
+            top_key[TOPN - 1u] = 0u;
+            top_id[TOPN - 1u] = NONE_ID;
+        }
         if (t == 0u) {
             histograms[scratch + 2u + 2u * r] = key;
             histograms[scratch + 3u + 2u * r] = id;
@@ -151,20 +196,32 @@ void main() {
     }
     wg_max_sum(rm, rsum);
     // Each round takes the first entry after the previous winner: the chunks'
-    // lists hold distinct ids, so this walks the merged order.
+    // lists hold distinct ids, so this walks the merged order. An invocation
+    // loads its first HELD entries once, before the rounds, where reading them
+    // every round would wait n times for memory; entries past HELD x WG
+    // (more chunks than a plan makes at WG 256) are read each round.
+    uint total = pc.n_chunks * n;
+    uint held_key[HELD], held_id[HELD];
+    [[unroll]] for (uint h = 0u; h < HELD; ++h) {
+        uint e = t + h * WG;
+        held_key[h] = 0u;
+        held_id[h] = NONE_ID;
+        if (e < total) {
+            uint at = raw_entry(row, e, n);
+            held_key[h] = histograms[at];
+            held_id[h] = histograms[at + 1u];
+        }
+    }
     uint last_key = 0xFFFFFFFFu, last_id = 0u, found = 0u;
     uint o = row * RESULT_STRIDE;
     for (uint r = 0u; r < n; ++r) {
         uint key = 0u, id = NONE_ID;
-        for (uint e = t; e < pc.n_chunks * n; e += WG) {
-            uint c = e / n, j = e % n;
-            uint at = (row * pc.n_chunks + c) * BINS * HIST_STRIDE + 2u + 2u * j;
-            uint k = histograms[at], i = histograms[at + 1u];
-            if (i == NONE_ID || !before(last_key, last_id, k, i)) continue;
-            if (id == NONE_ID || before(k, i, key, id)) {
-                key = k;
-                id = i;
-            }
+        [[unroll]] for (uint h = 0u; h < HELD; ++h) {
+            take_if_next(held_key[h], held_id[h], last_key, last_id, key, id);
+        }
+        for (uint e = t + HELD * WG; e < total; e += WG) {
+            uint at = raw_entry(row, e, n);
+            take_if_next(histograms[at], histograms[at + 1u], last_key, last_id, key, id);
         }
         wg_first(key, id);
         if (id != NONE_ID) {

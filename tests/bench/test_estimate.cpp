@@ -253,6 +253,27 @@ TEST(Estimate, ChargesMinPsFloorCutInTheTail) {
     EXPECT_NEAR(floored - bounded, want, 1e-6) << "floored " << floored << " us, top-k first " << bounded << " us";
 }
 
+// The raw log-probabilities pass's top 20 (raw_stats.comp): 20 picks, a
+// maximum and a sum on each chunk's workgroup and again on the row's last.
+// 521950c's took log2(256) + 1 = 9 barrier steps each and read the chunks'
+// lists again every round on the last; today's two a pick, two for the
+// maximum and the sum together, and one read of the lists (stated constants,
+// estimate.md: a step is a barrier and a shared access, 0.065 + 0.065 / 4 us;
+// a dependent read 0.2 us). One row: one wave on both.
+TEST(Estimate, ChargesTheRawLogprobsRounds) {
+    sieve_test::ScopedEnv units("SIEVE_COMPUTE_UNITS", "132");
+    const sieve_cli::Device device = gpu_profile_device();
+    sieve::Chain chain = sieve_cli::make_chain(device, sieve_cli::SamplingOptions{}, 1, 151936);
+    EXPECT_EQ(total_us(chain.plan_estimate(1, 151936), "raw_stats"), 0.0) << "no logprobs, no pass";
+    ASSERT_EQ(sieve_chain_set_logprobs(chain.get(), 20), SIEVE_OK) << sieve_last_error();
+    const double now = total_us(chain.plan_estimate(1, 151936), "raw_stats");
+    const double then = total_us(sieve_test::plan_estimate_as_run(chain, 1, 151936, "521950c"), "raw_stats");
+    const double step = 0.065 + 0.065 / 4;
+    const double want = 2 * (22 * 9 - 42) * step + 19 * 0.2;
+    EXPECT_NEAR(then - now, want, 1e-6) << "today " << now << " us, 521950c's " << then << " us";
+    EXPECT_GT(now, 5.0 + 6.0 + 2 * 42 * step + 0.2 - 1e-6) << "launch, fixed term, rounds and the read of the lists";
+}
+
 TEST(Estimate, TheCpuBackendHasNoPlan) {
     const sieve_cli::Device twin = sieve_cli::open_cpu_twin();
     sieve::Chain chain = sieve_cli::make_chain(twin, sieve_cli::SamplingOptions{}, 1, 1000);

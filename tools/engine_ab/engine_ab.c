@@ -60,12 +60,19 @@ int main(int argc, char** argv) {
         double top_p;
         int bias;        /* a logit bias of +1 on token 5 (the rows' inputs) */
         double n_sigma;  /* top-n-sigma's n (0: the chain's default) */
-    } cases[] = {{"greedy", "greedy", 40, 0.95, 0, 0},          {"dist", "temperature;dist", 40, 0.95, 0, 0},
-                 {"default", "", 40, 0.95, 0, 0},               {"top_p", "top_p;temperature", 40, 0.9, 0, 0},
-                 {"min_p", "min_p;temperature", 40, 0.95, 0, 0}, {"top_k1000", "top_k;temperature", 1000, 0.95, 0, 0},
-                 {"default_bias", "", 40, 0.95, 1, 0},
+        int logprobs;    /* sieve_chain_set_logprobs's n (-1: off) */
+    } cases[] = {{"greedy", "greedy", 40, 0.95, 0, 0, -1},
+                 {"dist", "temperature;dist", 40, 0.95, 0, 0, -1},
+                 {"default", "", 40, 0.95, 0, 0, -1},
+                 {"top_p", "top_p;temperature", 40, 0.9, 0, 0, -1},
+                 {"min_p", "min_p;temperature", 40, 0.95, 0, 0, -1},
+                 {"top_k1000", "top_k;temperature", 1000, 0.95, 0, 0, -1},
+                 {"default_bias", "", 40, 0.95, 1, 0, -1},
                  /* the full-row aggregates: top-p first with min-p after it (top-k off), top-n-sigma */
-                 {"top_p_min_p", "", 0, 0.95, 0, 0},            {"top_n_sigma", "top_n_sigma;temperature", 40, 0.95, 0, 1.0}};
+                 {"top_p_min_p", "", 0, 0.95, 0, 0, -1},
+                 {"top_n_sigma", "top_n_sigma;temperature", 40, 0.95, 0, 1.0, -1},
+                 /* the raw log-probabilities pass: the token's and the top 20 */
+                 {"default_logprobs", "", 40, 0.95, 0, 0, 20}};
     const size_t n_cases = sizeof(cases) / sizeof(cases[0]);
     for (const char* p = only; p && *p;) {  /* every name given must be a case */
         const char* end = strchr(p, ',');
@@ -110,6 +117,10 @@ int main(int argc, char** argv) {
         sieve_chain_set_param(chain, -1, SIEVE_PARAM_TOP_K, cases[c].top_k);
         sieve_chain_set_param(chain, -1, SIEVE_PARAM_TOP_P, cases[c].top_p);
         if (cases[c].n_sigma > 0) sieve_chain_set_param(chain, -1, SIEVE_PARAM_TOP_N_SIGMA, cases[c].n_sigma);
+        if (cases[c].logprobs >= 0 && sieve_chain_set_logprobs(chain, cases[c].logprobs) != SIEVE_OK) {
+            fprintf(stderr, "sieve_engine_ab: no logprobs for %s: %s\n", cases[c].name, sieve_last_error());
+            return 1;
+        }
         const int32_t biased = 5;
         const float plus_one = 1.0f;
         if (cases[c].bias && sieve_chain_set_logit_bias(chain, 0, &biased, &plus_one, 1) != SIEVE_OK) {
