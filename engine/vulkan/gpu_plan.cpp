@@ -9,7 +9,9 @@ using namespace glsl;
 uint32_t max_chunks_for(const EffectiveLimits&, sieve_device_type type) {
     // A CPU implementation (lavapipe) runs a handful of workgroups in parallel:
     // more chunks only add merge work. A GPU needs many to fill it at batch 1.
-    return type == SIEVE_DEVICE_CPU ? 4u : 64u;
+    // (raw_stats.comp's last workgroup holds a row's chunks' top logprobs in
+    // registers sized for MAX_ROW_CHUNKS.)
+    return type == SIEVE_DEVICE_CPU ? 4u : MAX_ROW_CHUNKS;
 }
 
 uint32_t chunks_for(const EffectiveLimits& limits, sieve_device_type type) {

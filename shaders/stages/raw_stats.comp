@@ -89,23 +89,10 @@ void wg_max_sum(inout float m, inout float sum) {
         sum += s_group_sum[g] > 0.0 ? s_group_sum[g] * exp(s_group_max[g] - m) : 0.0;
 }
 
-// Entry e of the row's chunk lists (chunk e / n, place e % n): its key's word.
-uint raw_entry(uint row, uint e, uint n) {
-    return (row * pc.n_chunks + e / n) * BINS * HIST_STRIDE + 2u + 2u * (e % n);
-}
-
-// Entry (k, i) is the round's best so far, (key, id), where it comes after the
-// previous round's winner (last_key, last_id) and before (key, id).
-void take_if_next(uint k, uint i, uint last_key, uint last_id, inout uint key, inout uint id) {
-    if (i != NONE_ID && before(last_key, last_id, k, i) && (id == NONE_ID || before(k, i, key, id))) {
-        key = k;
-        id = i;
-    }
-}
-
 // Chunk-list entries an invocation of the last workgroup holds through the
-// merge's rounds.
-const uint HELD = 8u;
+// merge's rounds: every chunk's n <= TOPN, a plan splitting a row into at
+// most MAX_ROW_CHUNKS chunks (gpu_plan.cpp: max_chunks_for).
+const uint HELD = (MAX_ROW_CHUNKS * TOPN + WG - 1u) / WG;
 
 void main() {
     uint row = pc.row_base + gl_WorkGroupID.y;
@@ -167,12 +154,12 @@ void main() {
         uint offered = id;
         wg_first(key, id);
         if (offered != NONE_ID && offered == id) {  // ids are distinct: this invocation's
+            // (Its last place keeps its entry: an invocation wins at most
+            // n <= TOPN rounds, so no round reaches it again.)
             [[unroll]] for (uint j = 0u; j + 1u < TOPN; ++j) {
                 top_key[j] = top_key[j + 1u];
                 top_id[j] = top_id[j + 1u];
             }
-            top_key[TOPN - 1u] = 0u;
-            top_id[TOPN - 1u] = NONE_ID;
         }
         if (t == 0u) {
             histograms[scratch + 2u + 2u * r] = key;
@@ -196,10 +183,9 @@ void main() {
     }
     wg_max_sum(rm, rsum);
     // Each round takes the first entry after the previous winner: the chunks'
-    // lists hold distinct ids, so this walks the merged order. An invocation
-    // loads its first HELD entries once, before the rounds, where reading them
-    // every round would wait n times for memory; entries past HELD x WG
-    // (more chunks than a plan makes at WG 256) are read each round.
+    // lists hold distinct ids, so this walks the merged order. Each invocation
+    // loads its share of the lists once, before the rounds, where reading it
+    // every round would wait n times for memory.
     uint total = pc.n_chunks * n;
     uint held_key[HELD], held_id[HELD];
     [[unroll]] for (uint h = 0u; h < HELD; ++h) {
@@ -207,7 +193,7 @@ void main() {
         held_key[h] = 0u;
         held_id[h] = NONE_ID;
         if (e < total) {
-            uint at = raw_entry(row, e, n);
+            uint at = (row * pc.n_chunks + e / n) * BINS * HIST_STRIDE + 2u + 2u * (e % n);
             held_key[h] = histograms[at];
             held_id[h] = histograms[at + 1u];
         }
@@ -217,11 +203,12 @@ void main() {
     for (uint r = 0u; r < n; ++r) {
         uint key = 0u, id = NONE_ID;
         [[unroll]] for (uint h = 0u; h < HELD; ++h) {
-            take_if_next(held_key[h], held_id[h], last_key, last_id, key, id);
-        }
-        for (uint e = t + HELD * WG; e < total; e += WG) {
-            uint at = raw_entry(row, e, n);
-            take_if_next(histograms[at], histograms[at + 1u], last_key, last_id, key, id);
+            if (h * WG >= total) break;  // uniform
+            uint k = held_key[h], i = held_id[h];
+            if (i != NONE_ID && before(last_key, last_id, k, i) && (id == NONE_ID || before(k, i, key, id))) {
+                key = k;
+                id = i;
+            }
         }
         wg_first(key, id);
         if (id != NONE_ID) {
