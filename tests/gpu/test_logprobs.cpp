@@ -67,9 +67,8 @@ TEST_P(Logprobs, MatchTheTwinAndChangeNoToken) {
         {"penalties;top_k;temperature", 32000, Shape::Zipf, 3, true},
         {"", 151936, Shape::Zipf, 20, false},
         // A plan without the collect pass: a GPU's splits the row into its
-        // most chunks (64), whose lists fill every place the merge holds;
-        // ties across chunks order by id.
-        {"temperature;dist", 151936, Shape::Ties, 20, false},
+        // most chunks (64), whose lists fill every place the merge holds.
+        {"temperature;dist", 151936, Shape::Zipf, 20, false},
     };
     constexpr int32_t kRows = 3;
     for (const Case& c : cases) {
