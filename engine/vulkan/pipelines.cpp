@@ -187,6 +187,7 @@ PipelineUse use_of(Stage stage) { return {stage_name(stage), assumed_resident_pe
 bool reads_texels(Stage stage) {
     switch (stage) {
         case Stage::RowStats:
+        case Stage::RawStats:
         case Stage::MassHistogram:
         case Stage::Gather:
         case Stage::WideHistogram:

@@ -13,6 +13,8 @@
 // Scratch: the row's histogram space, which no pass reads before writing it.
 #include "common.glsl"
 #include "arrive.glsl"
+#include "stretch.glsl"
+#include "logits4.glsl"
 
 const uint TOPN = MAX_RAW_LOGPROBS;      // SIEVE_MAX_TOP_LOGPROBS
 const uint CHUNK_WORDS = 2u + 2u * TOPN;  // max, sum, TOPN x (key, id)
@@ -94,6 +96,71 @@ void wg_max_sum(inout float m, inout float sum) {
 // most MAX_ROW_CHUNKS chunks (gpu_plan.cpp: max_chunks_for).
 const uint HELD = (MAX_ROW_CHUNKS * TOPN + WG - 1u) / WG;
 
+// Each logit (f, id i) of the chunk [begin, end) of the row as the model gave
+// it (subnormals as zeros) to FUNC(f, i), each invocation's in increasing i:
+// where the row's stride is a multiple of 4, the chunk's vec4-aligned middle
+// four a load, in contiguous stretches (stretch.glsl), two loads a trip; the
+// unaligned ends one by one. (Lavapipe loads a storage buffer's scalar lane
+// by lane, checking each one's bounds: one by one, the two reads of this pass
+// cost 17 M instructions a call at 151936, against 2.7 M for the whole
+// default chain.)
+#define FOR_RAW_LOGITS(ROW, BEGIN, END, FUNC)                                        \
+    {                                                                                \
+        uint a4_ = (pc.stride & 3u) == 0u ? min(((BEGIN) + 3u) & ~3u, (END)) : (END); \
+        uint e4_ = max((END) & ~3u, a4_);                                            \
+        for (uint i_ = (BEGIN) + t; i_ < a4_; i_ += WG) FUNC(raw_logit(ROW, i_), i_); \
+        uint row4_ = (ROW) * pc.stride / 4u, q_, q_stop_;                            \
+        stretch_share(a4_ / 4u, e4_ / 4u, q_, q_stop_);                              \
+        for (; q_ + RUN_LANES < q_stop_; q_ += 2u * RUN_LANES) {                     \
+            vec4 fa_ = row_vec4(row4_ + q_), fb_ = row_vec4(row4_ + q_ + RUN_LANES); \
+            [[unroll]] for (uint c_ = 0u; c_ < 4u; ++c_) FUNC(fa_[c_], 4u * q_ + c_); \
+            [[unroll]] for (uint c_ = 0u; c_ < 4u; ++c_) FUNC(fb_[c_], 4u * (q_ + RUN_LANES) + c_); \
+        }                                                                            \
+        for (; q_ < q_stop_; q_ += RUN_LANES) {                                      \
+            vec4 fa_ = row_vec4(row4_ + q_);                                         \
+            [[unroll]] for (uint c_ = 0u; c_ < 4u; ++c_) FUNC(fa_[c_], 4u * q_ + c_); \
+        }                                                                            \
+        for (uint i_ = e4_ + t; i_ < (END); i_ += WG) FUNC(raw_logit(ROW, i_), i_);  \
+    }
+
+float raw_logit(uint row, uint i) { return flush_subnormal(logits[row * pc.stride + i]); }
+
+// This invocation's share, in two reads of it (the second from cache): its
+// maximum and its TOPN best (take_raw), then its sum of exp at that maximum
+// (add_raw_mass: one exp per logit; an online rescaled sum would take two, or
+// a divergent branch). The best are kept sorted (best first) in fixed places,
+// so a logit that does not enter (almost all) costs one compare with the
+// last, and one that does a pass of selects over the places: no index that
+// varies by invocation, which a GPU would put in local memory and a CPU
+// device turns into a loop over the lanes.
+uint g_n;  // the top entries asked for (P_LOGPROBS, at most TOPN)
+float g_max, g_sum;
+uint g_top_key[TOPN], g_top_id[TOPN];
+
+void take_raw(float f, uint i) {
+    if (isnan(f) || isinf(f)) return;
+    g_max = max(g_max, f);
+    uint k = sieve_key(f);
+    if (g_n == 0u || !before(k, i, g_top_key[TOPN - 1u], g_top_id[TOPN - 1u])) return;
+    // Place j takes the entry before it where (k, i) comes before that one,
+    // else (k, i) where it comes before place j's (from the last place up, so
+    // each reads its neighbour's old entry).
+    [[unroll]] for (uint j = TOPN - 1u; j > 0u; --j) {
+        bool above = before(k, i, g_top_key[j - 1u], g_top_id[j - 1u]);
+        bool here = before(k, i, g_top_key[j], g_top_id[j]);
+        g_top_key[j] = above ? g_top_key[j - 1u] : here ? k : g_top_key[j];
+        g_top_id[j] = above ? g_top_id[j - 1u] : here ? i : g_top_id[j];
+    }
+    if (before(k, i, g_top_key[0], g_top_id[0])) {
+        g_top_key[0] = k;
+        g_top_id[0] = i;
+    }
+}
+
+void add_raw_mass(float f, uint i) {
+    if (!isnan(f) && !isinf(f)) g_sum += exp(f - g_max);
+}
+
 void main() {
     uint row = pc.row_base + gl_WorkGroupID.y;
     uint chunk = gl_WorkGroupID.x;
@@ -102,45 +169,16 @@ void main() {
     uint begin = chunk * pc.chunk_size;
     uint end = min(begin + pc.chunk_size, pc.vocab);
 
-    // This invocation's share, in two reads of it (the second from cache): its
-    // maximum and its TOPN best, then its sum of exp at that maximum (one exp
-    // per logit; an online rescaled sum would take two, or a divergent branch).
-    // The best are kept sorted (best first) in fixed places, so a logit that
-    // does not enter (almost all) costs one compare with the last, and one
-    // that does a pass of selects over the places: no index that varies by
-    // invocation, which a GPU would put in local memory and a CPU device
-    // turns into a loop over the lanes.
-    float m = NEG_INF, sum = 0.0;
-    uint top_key[TOPN], top_id[TOPN];
+    g_n = n;
+    g_max = NEG_INF;
+    g_sum = 0.0;
     [[unroll]] for (uint j = 0u; j < TOPN; ++j) {
-        top_key[j] = 0u;  // (0, NONE_ID): after every logit
-        top_id[j] = NONE_ID;
+        g_top_key[j] = 0u;  // (0, NONE_ID): after every logit
+        g_top_id[j] = NONE_ID;
     }
-    for (uint i = begin + t; i < end; i += WG) {
-        float f = flush_subnormal(logits[row * pc.stride + i]);
-        if (isnan(f) || isinf(f)) continue;
-        m = max(m, f);
-        if (n == 0u) continue;
-        uint k = sieve_key(f);
-        if (!before(k, i, top_key[TOPN - 1u], top_id[TOPN - 1u])) continue;
-        // Place j takes the entry before it where (k, i) comes before that
-        // one, else (k, i) where it comes before place j's (from the last
-        // place up, so each reads its neighbour's old entry).
-        [[unroll]] for (uint j = TOPN - 1u; j > 0u; --j) {
-            bool above = before(k, i, top_key[j - 1u], top_id[j - 1u]);
-            bool here = before(k, i, top_key[j], top_id[j]);
-            top_key[j] = above ? top_key[j - 1u] : here ? k : top_key[j];
-            top_id[j] = above ? top_id[j - 1u] : here ? i : top_id[j];
-        }
-        if (before(k, i, top_key[0], top_id[0])) {
-            top_key[0] = k;
-            top_id[0] = i;
-        }
-    }
-    for (uint i = begin + t; i < end; i += WG) {
-        float f = flush_subnormal(logits[row * pc.stride + i]);
-        if (!isnan(f) && !isinf(f)) sum += exp(f - m);
-    }
+    FOR_RAW_LOGITS(row, begin, end, take_raw)
+    FOR_RAW_LOGITS(row, begin, end, add_raw_mass)
+    float m = g_max, sum = g_sum;
     wg_max_sum(m, sum);
     uint scratch = (row * pc.n_chunks + chunk) * BINS * HIST_STRIDE;
     if (t == 0u) {
@@ -150,15 +188,15 @@ void main() {
     // The chunk's n best: n rounds, each taking the workgroup's first among
     // the invocations' first entries; the winner's entries move up a place.
     for (uint r = 0u; r < n; ++r) {
-        uint key = top_key[0], id = top_id[0];
+        uint key = g_top_key[0], id = g_top_id[0];
         uint offered = id;
         wg_first(key, id);
         if (offered != NONE_ID && offered == id) {  // ids are distinct: this invocation's
             // (Its last place keeps its entry: an invocation wins at most
             // n <= TOPN rounds, so no round reaches it again.)
             [[unroll]] for (uint j = 0u; j + 1u < TOPN; ++j) {
-                top_key[j] = top_key[j + 1u];
-                top_id[j] = top_id[j + 1u];
+                g_top_key[j] = g_top_key[j + 1u];
+                g_top_id[j] = g_top_id[j + 1u];
             }
         }
         if (t == 0u) {

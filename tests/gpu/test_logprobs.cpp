@@ -69,6 +69,8 @@ TEST_P(Logprobs, MatchTheTwinAndChangeNoToken) {
         // A plan without the collect pass: a GPU's splits the row into its
         // most chunks (64), whose lists fill every place the merge holds.
         {"temperature;dist", 151936, Shape::Zipf, 20, false},
+        // Rows not of whole vec4s: every logit read one by one.
+        {"top_k;temperature", 32003, Shape::Gaussian, 7, false},
     };
     constexpr int32_t kRows = 3;
     for (const Case& c : cases) {
