@@ -57,6 +57,22 @@ struct Case {
 
 class Logprobs : public testing::TestWithParam<Where> {};
 
+// Row r's logprobs after a call that drew `token` from `row`: the twin's
+// (the same top ids in the same order, every log-probability within 1e-4).
+void expect_twins_logprobs(const sieve::Chain& chain, int32_t r, const float* row, int32_t vocab, int32_t token,
+                           int32_t n) {
+    sieve_logprobs lp{};
+    ASSERT_EQ(sieve_chain_logprobs(chain.get(), r, &lp), SIEVE_OK) << sieve_last_error();
+    const auto want = sieve::ref::raw_logprobs(row, vocab, token, n);
+    EXPECT_NEAR(lp.raw_logprob, want.token_logprob, 1e-4);
+    EXPECT_NEAR(lp.raw_p, std::exp(want.token_logprob), 1e-4 * std::exp(want.token_logprob) + 1e-9);
+    ASSERT_EQ(lp.n_top, static_cast<int32_t>(want.top.size()));
+    for (int32_t j = 0; j < lp.n_top; ++j) {
+        EXPECT_EQ(lp.top_ids[j], want.top[static_cast<size_t>(j)].id) << "entry " << j;
+        EXPECT_NEAR(lp.top_logprobs[j], want.top[static_cast<size_t>(j)].p, 1e-4) << "entry " << j;
+    }
+}
+
 TEST_P(Logprobs, MatchTheTwinAndChangeNoToken) {
     sieve::Context ctx = GetParam() == Where::Gpu ? gpu_context() : cpu_context();
     const Case cases[] = {
@@ -117,20 +133,33 @@ TEST_P(Logprobs, MatchTheTwinAndChangeNoToken) {
                 ASSERT_EQ(t.status, SIEVE_OK);
                 EXPECT_EQ(t.token, plain[static_cast<size_t>(r)].token) << "asking for logprobs changed the token";
                 EXPECT_EQ(t.p, plain[static_cast<size_t>(r)].p);
-                sieve_logprobs lp{};
-                ASSERT_EQ(sieve_chain_logprobs(with.get(), r, &lp), SIEVE_OK) << sieve_last_error();
-                const float* row = logits.data() + static_cast<size_t>(r) * c.vocab;
-                const auto want = sieve::ref::raw_logprobs(row, c.vocab, t.token, c.n);
-                EXPECT_NEAR(lp.raw_logprob, want.token_logprob, 1e-4);
-                EXPECT_NEAR(lp.raw_p, std::exp(want.token_logprob), 1e-4 * std::exp(want.token_logprob) + 1e-9);
-                ASSERT_EQ(lp.n_top, static_cast<int32_t>(want.top.size()));
-                for (int32_t j = 0; j < lp.n_top; ++j) {
-                    EXPECT_EQ(lp.top_ids[j], want.top[static_cast<size_t>(j)].id) << "entry " << j;
-                    EXPECT_NEAR(lp.top_logprobs[j], want.top[static_cast<size_t>(j)].p, 1e-4) << "entry " << j;
-                }
+                expect_twins_logprobs(with, r, logits.data() + static_cast<size_t>(r) * c.vocab, c.vocab, t.token, c.n);
             }
         }
     }
+}
+
+// A row of 18 finite logits among -inf, where a chunk's read takes logits
+// one by one: the row's first and last two, and the two at each end of a
+// chunk of 2374 (151936 / 64: the gpu profile's plan for this chain, and an
+// H200's at one row), past or before its vec4-aligned middle. Every one is
+// reported, in order, and counts in the sum.
+TEST_P(Logprobs, EveryFiniteLogitCountsWhereverItLies) {
+    sieve::Context ctx = GetParam() == Where::Gpu ? gpu_context() : cpu_context();
+    constexpr int32_t kVocab = 151936, kChunk = kVocab / 64;
+    std::vector<int32_t> ids = {0, 1, kVocab - 2, kVocab - 1};
+    for (int32_t c : {0, 2, 30, 62}) ids.insert(ids.end(), {(c + 1) * kChunk - 2, (c + 1) * kChunk - 1});
+    for (int32_t c : {1, 31, 63}) ids.insert(ids.end(), {c * kChunk, c * kChunk + 1});
+    std::vector<float> row(static_cast<size_t>(kVocab), -kInf);
+    for (size_t j = 0; j < ids.size(); ++j) row[static_cast<size_t>(ids[j])] = 0.25f * static_cast<float>(j) - 2.0f;
+    sieve::Chain chain(ctx, chain_desc("temperature;dist", 1, kVocab, 0.8f, 3));
+    ASSERT_EQ(sieve_chain_set_logprobs(chain.get(), 20), SIEVE_OK) << sieve_last_error();
+    const auto out = chain.sample(row.data(), 1, kVocab);
+    ASSERT_EQ(out[0].status, SIEVE_OK);
+    expect_twins_logprobs(chain, 0, row.data(), kVocab, out[0].token, 20);
+    sieve_logprobs lp{};
+    ASSERT_EQ(sieve_chain_logprobs(chain.get(), 0, &lp), SIEVE_OK);
+    EXPECT_EQ(lp.n_top, static_cast<int32_t>(ids.size()));
 }
 
 // Every refused call: its status, its message, and logprobs that stay right.
