@@ -100,10 +100,8 @@ const uint HELD = (MAX_ROW_CHUNKS * TOPN + WG - 1u) / WG;
 // it (subnormals as zeros) to FUNC(f, i), each invocation's in increasing i:
 // where the row's stride is a multiple of 4, the chunk's vec4-aligned middle
 // four a load, in contiguous stretches (stretch.glsl), two loads a trip; the
-// unaligned ends one by one. (Lavapipe loads a storage buffer's scalar lane
-// by lane, checking each one's bounds: one by one, the two reads of this pass
-// cost 17 M instructions a call at 151936, against 2.7 M for the whole
-// default chain.)
+// unaligned ends one by one. (Lavapipe loads a storage buffer's scalars lane
+// by lane, checking each one's bounds: logits4.glsl.)
 #define FOR_RAW_LOGITS(ROW, BEGIN, END, FUNC)                                        \
     {                                                                                \
         uint a4_ = (pc.stride & 3u) == 0u ? min(((BEGIN) + 3u) & ~3u, (END)) : (END); \
@@ -129,8 +127,9 @@ float raw_logit(uint row, uint i) { return flush_subnormal(logits[row * pc.strid
 // maximum and its TOPN best (take_raw), then its sum of exp at that maximum
 // (add_raw_mass: one exp per logit; an online rescaled sum would take two, or
 // a divergent branch). The best are kept sorted (best first) in fixed places,
-// so a logit that does not enter (almost all) costs one compare with the
-// last, and one that does a pass of selects over the places: no index that
+// so on a GPU a logit that does not enter (almost all) costs one compare with
+// the last, and one that does a pass of selects over the places (a CPU
+// device runs that pass for every logit, under a lane mask): no index that
 // varies by invocation, which a GPU would put in local memory and a CPU
 // device turns into a loop over the lanes.
 uint g_n;  // the top entries asked for (P_LOGPROBS, at most TOPN)
